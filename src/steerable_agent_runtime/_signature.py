@@ -1,0 +1,127 @@
+"""Turn a Python function signature into a JSON Schema and a fast argument validator.
+
+Each parameter becomes a key of a closed ``TypedDict`` (``extra="forbid"``) validated by a
+pydantic ``TypeAdapter``: validation returns a plain dict that is splatted into the function, so
+Python's own defaults apply to keys the model left out. Parameter descriptions come from
+``Annotated[..., Field(description=...)]`` or from the Google-style ``Args:`` section of the
+docstring.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, NotRequired, Required, get_type_hints
+
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic_core import to_jsonable_python
+from typing_extensions import TypedDict
+
+from .errors import UserError
+
+__all__ = ["FunctionSchema", "describe_function", "function_schema"]
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
+_SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
+_ARG_LINE = re.compile(r"^\s*(\*{0,2}\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSchema:
+    """The JSON Schema of a function's parameters and the validator that enforces it."""
+
+    parameters: dict[str, Any]
+    adapter: TypeAdapter[Any]
+
+
+def describe_function(fn: Callable[..., Any]) -> str:
+    """Return the summary part of ``fn``'s docstring (everything before the first section)."""
+    doc = inspect.getdoc(fn) or ""
+    lines: list[str] = []
+    for line in doc.splitlines():
+        if _SECTION_HEADER.match(line):
+            break
+        lines.append(line)
+    return "\n".join(lines).strip()
+
+
+def _docstring_args(fn: Callable[..., Any]) -> dict[str, str]:
+    doc = inspect.getdoc(fn) or ""
+    out: dict[str, str] = {}
+    in_args = False
+    current: str | None = None
+    base_indent = 0
+    for line in doc.splitlines():
+        if _ARGS_HEADER.match(line):
+            in_args, current = True, None
+            continue
+        if not in_args:
+            continue
+        if not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if _SECTION_HEADER.match(line) and indent == 0:
+            break
+        match = _ARG_LINE.match(line)
+        if match and (current is None or indent <= base_indent):
+            current, base_indent = match.group(1).lstrip("*"), indent
+            out[current] = match.group(2).strip()
+        elif current is not None:
+            out[current] = f"{out[current]} {line.strip()}".strip()
+    return out
+
+
+def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
+    """Build the JSON Schema and validator for ``fn``'s parameters.
+
+    Args:
+        fn: A plain or ``async`` function whose parameters are all JSON-representable.
+        name: The tool name, used as the schema title.
+
+    Returns:
+        A :class:`FunctionSchema` with an ``object`` schema (``additionalProperties: false``).
+
+    Raises:
+        UserError: When the signature has ``*args``/``**kwargs`` or positional-only parameters,
+            or an annotation pydantic cannot turn into a schema.
+    """
+    signature = inspect.signature(fn)
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # unresolved forward references and the like
+        raise UserError(f"cannot resolve the type hints of tool {name!r}: {exc}") from exc
+    docs = _docstring_args(fn)
+    fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    for param in signature.parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise UserError(
+                f"tool {name!r}: parameter {param.name!r} must be a plain named parameter "
+                "(no *args, **kwargs or positional-only parameters)"
+            )
+        annotation: Any = hints.get(param.name, Any)
+        if param.name in docs:
+            annotation = Annotated[annotation, Field(description=docs[param.name])]
+        if param.default is inspect.Parameter.empty:
+            fields[param.name] = Required[annotation]
+        else:
+            fields[param.name] = NotRequired[annotation]
+            defaults[param.name] = param.default
+    typed_dict: Any = TypedDict(name, fields)  # type: ignore[operator]
+    typed_dict.__pydantic_config__ = ConfigDict(extra="forbid")
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(typed_dict)
+        schema = adapter.json_schema()
+    except Exception as exc:
+        raise UserError(f"tool {name!r}: cannot build a JSON Schema from its signature: {exc}") from exc
+    properties = schema.setdefault("properties", {})
+    for key, value in defaults.items():
+        try:
+            properties[key]["default"] = to_jsonable_python(value)
+        except Exception:  # a default with no JSON form is simply not advertised
+            continue
+    schema["title"] = name
+    schema["additionalProperties"] = False
+    return FunctionSchema(parameters=schema, adapter=adapter)

@@ -1,0 +1,138 @@
+"""The exception tree of steerable.
+
+Every exception the runtime raises derives from one root, so an embedder can write a single
+``except SteerableError``::
+
+    SteerableError
+    ├── ToolSignal                  raised *by a tool*; the router turns it into a ToolResult
+    │   ├── ToolRetry               the model can fix this: needsFollowup=true
+    │   └── ToolFailed              stop the run: terminal=true
+    ├── UserError                   a developer mistake (bad decorator use, name clash)
+    │   └── DuplicateToolError      a tool name registered twice
+    └── ConfigError                 an invalid environment variable or config value
+
+    ToolRetry
+    └── WorkspaceError              a file-tool refusal with a machine-readable ``code``
+        ├── PathEscapeError         a path that leaves the workspace root
+        ├── WriteConflictError      the CAS gate rejected a write (stale or unread file)
+        ├── EditError               edit_file could not apply its edits
+        └── PatchError              apply_patch could not parse or apply its patch
+
+``ToolSignal`` subclasses are the only exceptions the router converts into a ``ToolResult``
+on purpose; ``UserError`` is never converted: it is raised to the developer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "DuplicateToolError",
+    "EditError",
+    "PatchError",
+    "PathEscapeError",
+    "SteerableError",
+    "ToolFailed",
+    "ToolRetry",
+    "ToolSignal",
+    "UserError",
+    "WorkspaceError",
+    "WriteConflictError",
+]
+
+
+class SteerableError(Exception):
+    """Root of every exception steerable raises."""
+
+
+class ToolSignal(SteerableError):
+    """Raised inside a tool to end the call with a failed ``ToolResult``.
+
+    Args:
+        error: The debug-friendly error string (``ToolResult.error``).
+        message: Optional user-facing text (``ToolResult.message``).
+        next_action: Optional machine-readable hint (``ToolResult.nextAction``).
+        data: Optional structured payload (``ToolResult.data``).
+    """
+
+    def __init__(
+        self,
+        error: str,
+        *,
+        message: str | None = None,
+        next_action: str | None = None,
+        data: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(error)
+        self.error = error
+        self.message = message
+        self.next_action = next_action
+        self.data = data
+
+
+class ToolRetry(ToolSignal):
+    """Raised by a tool when the model can fix the call; the result carries ``needsFollowup``.
+
+    Spec: Completion semantics (a failure with needsFollowup re-prompts the model).
+    """
+
+
+class ToolFailed(ToolSignal):
+    """Raised by a tool when the run must stop; the result carries ``terminal: true``."""
+
+
+class UserError(SteerableError):
+    """Raised when a developer uses the API wrongly; never turned into a ToolResult."""
+
+
+class DuplicateToolError(UserError):
+    """Raised when a tool name is registered twice on one router."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"a tool named {name!r} is already registered")
+        self.name = name
+
+
+class ConfigError(SteerableError):
+    """Raised when configuration (usually an environment variable) is invalid.
+
+    The message names the variable and the accepted values.
+    """
+
+
+class WorkspaceError(ToolRetry):
+    """Raised by the workspace file tools; ``code`` is machine-readable (see tool_contract.json).
+
+    A workspace refusal is something the model can fix (read first, pick a unique anchor, stay in
+    the workspace), so it is a :class:`ToolRetry`: the result has ``needsFollowup: true``,
+    ``error`` is the message and ``data.code`` the code.
+
+    Args:
+        code: A stable error code such as ``"not_found"`` or ``"conflict"``.
+        message: Human- and model-readable text naming the fix.
+        data: Extra structured detail for the ``ToolResult.data`` payload.
+    """
+
+    def __init__(self, code: str, message: str, *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message, data={"code": code, **(data or {})})
+        self.code = code
+
+
+class PathEscapeError(WorkspaceError):
+    """Raised when a path resolves outside the workspace root (``..``, absolute, or symlink)."""
+
+
+class WriteConflictError(WorkspaceError):
+    """Raised when the read-before-write CAS gate rejects a write.
+
+    Spec: File tools: read-before-write state.
+    """
+
+
+class EditError(WorkspaceError):
+    """Raised when ``edit_file`` cannot apply its edits (not found, ambiguous, overlapping...)."""
+
+
+class PatchError(WorkspaceError):
+    """Raised when ``apply_patch`` cannot parse or apply a patch; nothing was written."""

@@ -1,0 +1,595 @@
+"""Tool registration and dispatch: ``ToolExposure``, ``Tool``, ``ToolRouter`` and ``@tool``.
+
+Spec: Exposure tiers, ToolMode. The router is the single place where a tool's return value or
+exception becomes a :class:`~steerable_agent_runtime.types.ToolResult`; it knows nothing of
+consent (approval is an executor wrapper's job).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, Final, Protocol, TypeVar, overload
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+
+from ._signature import describe_function, function_schema
+from .errors import DuplicateToolError, ToolFailed, ToolRetry, ToolSignal, UserError
+from .modes import ToolMode, decide_tool_mode
+from .trace import TraceSink, TraceSpan
+from .types import ToolCall, ToolResult
+
+__all__ = ["Tool", "ToolExposure", "ToolHandler", "ToolRegistrar", "ToolRouter", "tool"]
+
+logger = logging.getLogger("steerable_agent_runtime.tools")
+
+ToolHandler = Callable[..., Awaitable[Any]]
+"""An async callable taking the validated arguments as keyword arguments."""
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_TIMEOUT_MS: Final = 300_000
+"""Default per-call handler timeout in milliseconds (5 minutes)."""
+
+_ENVELOPE: Final = TypeAdapter(ToolCall)
+
+
+class ToolExposure(StrEnum):
+    """Where a tool is offered. Dispatch never gates on it (spec: Exposure tiers)."""
+
+    DIRECT = "direct"
+    """In ``describe_model()``; dispatchable."""
+    DEFERRED = "deferred"
+    """Not offered; dispatchable; discoverable through ``tool_search``."""
+    HIDDEN = "hidden"
+    """Not offered; dispatchable; never searched nor suggested."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """One registered tool.
+
+    Attributes:
+        name: The name the model calls.
+        description: What the tool does, as shown to the model.
+        parameters: The JSON Schema of the arguments (an ``object`` schema).
+        handler: Async callable receiving the validated arguments as keyword arguments.
+        mode: The consent classifier (inferred from the name unless overridden).
+        exposure: The exposure tier.
+        timeout_ms: Handler timeout in milliseconds; ``None`` uses the router's default.
+        validate: Turns raw model arguments into handler kwargs; raises ``ValidationError`` or
+            :class:`ToolRetry`.
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    handler: ToolHandler
+    mode: ToolMode
+    exposure: ToolExposure = ToolExposure.DIRECT
+    timeout_ms: int | None = None
+    validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=dict, repr=False)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mode: ToolMode | str | None = None,
+        exposure: ToolExposure | str = ToolExposure.DIRECT,
+        timeout_ms: int | None = None,
+    ) -> Tool:
+        """Build a tool from a plain or async function; the schema comes from its signature.
+
+        Args:
+            fn: The implementation. Sync functions run in a worker thread.
+            name: Tool name; defaults to ``fn.__name__``.
+            description: Defaults to the docstring's summary.
+            mode: Overrides :func:`decide_tool_mode` (spec: ``@tool`` ``mode=`` kwarg).
+            exposure: ``ToolExposure`` or its string.
+            timeout_ms: Handler timeout in milliseconds.
+
+        Returns:
+            The tool, not yet registered anywhere.
+
+        Raises:
+            UserError: When the signature cannot be turned into a schema, or a value is invalid.
+        """
+        tool_name = name or fn.__name__
+        schema = function_schema(fn, name=tool_name)
+        adapter = schema.adapter
+        if inspect.iscoroutinefunction(fn):
+            handler: ToolHandler = fn
+        else:
+
+            async def handler(**kwargs: Any) -> Any:
+                return await asyncio.to_thread(fn, **kwargs)
+
+        def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+            result: dict[str, Any] = adapter.validate_python(arguments)
+            return result
+
+        return cls(
+            name=tool_name,
+            description=description if description is not None else describe_function(fn),
+            parameters=schema.parameters,
+            handler=handler,
+            mode=_coerce_mode(mode, tool_name),
+            exposure=_coerce_exposure(exposure),
+            timeout_ms=timeout_ms,
+            validate=validate,
+        )
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        parameters: Mapping[str, Any],
+        handler: ToolHandler,
+        *,
+        description: str = "",
+        mode: ToolMode | str | None = None,
+        exposure: ToolExposure | str = ToolExposure.DIRECT,
+        timeout_ms: int | None = None,
+    ) -> Tool:
+        """Build a tool whose JSON Schema is given as-is (host tools, MCP tools).
+
+        Arguments are checked with ``jsonschema`` (Draft 2020-12) before the handler runs.
+
+        Args:
+            name: Tool name.
+            parameters: An ``object`` JSON Schema.
+            handler: Async callable receiving the arguments as keyword arguments.
+            description: What the tool does.
+            mode: Overrides :func:`decide_tool_mode`.
+            exposure: ``ToolExposure`` or its string.
+            timeout_ms: Handler timeout in milliseconds.
+
+        Returns:
+            The tool, not yet registered anywhere.
+
+        Raises:
+            UserError: When ``parameters`` is not a valid JSON Schema.
+        """
+        import jsonschema  # heavy (~70 ms); only schema-given tools need it
+
+        schema = dict(parameters)
+        try:
+            validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            validator_cls.check_schema(schema)
+        except jsonschema.SchemaError as exc:
+            raise UserError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc
+        validator = validator_cls(schema)
+
+        def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+            errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
+            if errors:
+                problems = [
+                    {"field": ".".join(str(p) for p in e.path) or "(arguments)", "message": e.message}
+                    for e in errors
+                ]
+                raise ToolRetry(_invalid_text(name, problems), data={"errors": problems})
+            return arguments
+
+        return cls(
+            name=name,
+            description=description,
+            parameters=schema,
+            handler=handler,
+            mode=_coerce_mode(mode, name),
+            exposure=_coerce_exposure(exposure),
+            timeout_ms=timeout_ms,
+            validate=validate,
+        )
+
+    def describe_model(self) -> dict[str, Any]:
+        """Return the OpenAI function-tool descriptor ``{"type": "function", "function": {...}}``."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def describe(self) -> dict[str, Any]:
+        """Return the full inventory entry: name, description, parameters, mode and exposure."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "mode": self.mode.value,
+            "exposure": self.exposure.value,
+        }
+
+
+class ToolRegistrar(Protocol):
+    """Anything ``@tool(router=...)`` can register on: a router or a recording proxy over one."""
+
+    def register(self, tool: Tool) -> Tool:
+        """Register ``tool``; raise :class:`DuplicateToolError` when the name is taken."""
+        ...
+
+
+def _coerce_mode(mode: ToolMode | str | None, name: str) -> ToolMode:
+    if mode is None:
+        return decide_tool_mode(name)
+    try:
+        return ToolMode(mode)
+    except ValueError:
+        allowed = ", ".join(m.value for m in ToolMode)
+        raise UserError(f"tool {name!r}: unknown mode {mode!r}; use one of {allowed}") from None
+
+
+def _coerce_exposure(exposure: ToolExposure | str) -> ToolExposure:
+    try:
+        return ToolExposure(exposure)
+    except ValueError:
+        allowed = ", ".join(e.value for e in ToolExposure)
+        raise UserError(f"unknown exposure {exposure!r}; use one of {allowed}") from None
+
+
+def _invalid_text(name: str, problems: list[dict[str, str]]) -> str:
+    listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return f"Invalid arguments for {name}: {listed}. Fix these fields and call {name} again."
+
+
+def _validation_problems(exc: ValidationError) -> list[dict[str, str]]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err["loc"]) or "(arguments)"
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unexpected field"
+        problems.append({"field": loc, "message": message})
+    return problems
+
+
+def _normalise(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult.model_construct(success=True)
+    if isinstance(value, Mapping):
+        data = value if type(value) is dict else dict(value)
+        return ToolResult.model_construct(success=True, data=to_jsonable_python(data, fallback=str))
+    return ToolResult.model_construct(success=True, data={"value": to_jsonable_python(value, fallback=str)})
+
+
+def _signal_result(signal: ToolSignal) -> ToolResult:
+    return ToolResult(
+        success=False,
+        needs_followup=True if isinstance(signal, ToolRetry) else None,
+        terminal=True if isinstance(signal, ToolFailed) else None,
+        error=signal.error,
+        message=signal.message,
+        next_action=signal.next_action,
+        data=signal.data,
+    )
+
+
+class ToolRouter:
+    """A set of tools by name; dispatches :class:`ToolCall` s into :class:`ToolResult` s.
+
+    Args:
+        default_timeout_ms: Handler timeout for tools that set none, in milliseconds.
+        trace: Optional sink called with one :class:`TraceSpan` per dispatched call.
+    """
+
+    def __init__(self, *, default_timeout_ms: int = DEFAULT_TIMEOUT_MS, trace: TraceSink | None = None) -> None:
+        self._tools: dict[str, Tool] = {}
+        self.default_timeout_ms = default_timeout_ms
+        self.trace = trace
+
+    # -- registration -------------------------------------------------------------------------
+    def register(self, tool: Tool) -> Tool:
+        """Add ``tool``.
+
+        Args:
+            tool: The tool to add.
+
+        Returns:
+            The same tool.
+
+        Raises:
+            DuplicateToolError: When a tool with that name is already registered.
+        """
+        if tool.name in self._tools:
+            raise DuplicateToolError(tool.name)
+        self._tools[tool.name] = tool
+        return tool
+
+    def unregister(self, name: str) -> Tool:
+        """Remove and return the tool called ``name``.
+
+        Raises:
+            KeyError: When no such tool is registered.
+        """
+        return self._tools.pop(name)
+
+    def add(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mode: ToolMode | str | None = None,
+        exposure: ToolExposure | str | None = None,
+        timeout_ms: int | None = None,
+    ) -> Tool:
+        """Register a function as a tool (a function already decorated with ``@tool`` keeps its options).
+
+        Args:
+            fn: The implementation.
+            name: Overrides the name.
+            description: Overrides the description.
+            mode: Overrides the mode.
+            exposure: Overrides the exposure tier.
+            timeout_ms: Overrides the timeout, in milliseconds.
+
+        Returns:
+            The registered :class:`Tool`.
+
+        Raises:
+            DuplicateToolError: When the name is taken.
+        """
+        spec: Tool | None = getattr(fn, "__steerable_tool__", None)
+        if spec is None:
+            spec = Tool.from_function(
+                fn,
+                name=name,
+                description=description,
+                mode=mode,
+                exposure=exposure or ToolExposure.DIRECT,
+                timeout_ms=timeout_ms,
+            )
+        else:
+            changes: dict[str, Any] = {}
+            if name is not None:
+                changes["name"] = name
+                changes["mode"] = _coerce_mode(mode, name)
+                changes["parameters"] = {**spec.parameters, "title": name}
+            if description is not None:
+                changes["description"] = description
+            if mode is not None:
+                changes["mode"] = _coerce_mode(mode, name or spec.name)
+            if exposure is not None:
+                changes["exposure"] = _coerce_exposure(exposure)
+            if timeout_ms is not None:
+                changes["timeout_ms"] = timeout_ms
+            spec = replace(spec, **changes) if changes else spec
+        return self.register(spec)
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        mode: ToolMode | str | None = None,
+        exposure: ToolExposure | str = ToolExposure.DIRECT,
+        timeout_ms: int | None = None,
+    ) -> Any:
+        """Decorator form of :meth:`add`; same as ``@tool(router=self, ...)``."""
+        return tool(
+            fn, router=self, name=name, description=description, mode=mode, exposure=exposure, timeout_ms=timeout_ms
+        )  # type: ignore[call-overload]
+
+    # -- introspection ------------------------------------------------------------------------
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(list(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        """Return the tool called ``name``, or ``None``."""
+        return self._tools.get(name)
+
+    def names(self) -> list[str]:
+        """Return every registered name, in registration order."""
+        return list(self._tools)
+
+    def describe_model(self) -> list[dict[str, Any]]:
+        """Return the offered list: direct-tier tools as OpenAI function-tool descriptors."""
+        return [t.describe_model() for t in self._tools.values() if t.exposure is ToolExposure.DIRECT]
+
+    def describe(self) -> list[dict[str, Any]]:
+        """Return the full inventory (every tier) with mode and exposure, for host introspection."""
+        return [t.describe() for t in self._tools.values()]
+
+    def suggest(self, name: str, *, limit: int = 3) -> list[str]:
+        """Return up to ``limit`` registered names close to ``name``; hidden tools are never named."""
+        visible = [n for n, t in self._tools.items() if t.exposure is not ToolExposure.HIDDEN]
+        close = difflib.get_close_matches(name, visible, n=limit, cutoff=0.6)
+        if not close:
+            lowered = name.lower()
+            close = [n for n in visible if lowered and (lowered in n.lower() or n.lower() in lowered)][:limit]
+        return close
+
+    # -- dispatch -----------------------------------------------------------------------------
+    async def dispatch(self, call: ToolCall | Mapping[str, Any]) -> ToolResult:
+        """Run one tool call and return its result; never raises for bad input or tool failures.
+
+        A mapping is first checked as a ``ToolCall`` envelope; ``arguments`` sent as a JSON string
+        (a common model slip) is decoded at this boundary. Dispatch never gates on exposure
+        (spec: Exposure tiers).
+
+        Args:
+            call: A :class:`ToolCall` or its wire dict.
+
+        Returns:
+            The normalised result. Unknown tools and invalid arguments give
+            ``success: false, needsFollowup: true`` with an error naming the fix; a tool's
+            :class:`ToolRetry` / :class:`ToolFailed` give ``needsFollowup`` / ``terminal``; any
+            other exception gives ``success: false`` with its type and message.
+        """
+        started = time.perf_counter_ns()
+        if not isinstance(call, ToolCall):
+            parsed = _parse_envelope(call)
+            if isinstance(parsed, ToolResult):
+                return parsed
+            call = parsed
+        spec = self._tools.get(call.name)
+        if spec is None:
+            result = self._unknown(call.name)
+        else:
+            result = await self._run(spec, call)
+        if self.trace is not None:
+            self.trace(
+                TraceSpan(
+                    name=call.name,
+                    call_id=call.id,
+                    start_ns=started,
+                    end_ns=time.perf_counter_ns(),
+                    success=result.success,
+                    attrs={"mode": spec.mode.value} if spec is not None else {},
+                )
+            )
+        return result
+
+    def _unknown(self, name: str) -> ToolResult:
+        close = self.suggest(name)
+        hint = f" Did you mean: {', '.join(close)}?" if close else ""
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=f"Unknown tool {name!r}.{hint} Call one of the offered tools.",
+            data={"code": "unknown_tool", "suggestions": close},
+        )
+
+    async def _run(self, spec: Tool, call: ToolCall) -> ToolResult:
+        try:
+            kwargs = spec.validate(call.arguments)
+        except ValidationError as exc:
+            problems = _validation_problems(exc)
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=_invalid_text(spec.name, problems),
+                data={"code": "invalid_arguments", "errors": problems},
+            )
+        except ToolSignal as signal:
+            return _signal_result(signal)
+        timeout_ms = spec.timeout_ms if spec.timeout_ms is not None else self.default_timeout_ms
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                value = await spec.handler(**kwargs)
+        except ToolSignal as signal:
+            return _signal_result(signal)
+        except TimeoutError:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"{spec.name} timed out after {timeout_ms} ms",
+                data={"code": "timeout", "timeoutMs": timeout_ms},
+            )
+        except Exception as exc:
+            logger.exception("tool %s raised", spec.name)
+            return ToolResult(
+                success=False,
+                error=f"{type(exc).__name__}: {exc}",
+                data={"code": "tool_exception", "exceptionType": type(exc).__name__},
+            )
+        return _normalise(value)
+
+
+def _parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
+    payload = dict(raw)
+    arguments = payload.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            payload["arguments"] = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
+                data={"code": "invalid_envelope"},
+            )
+    try:
+        return _ENVELOPE.validate_python(payload)
+    except ValidationError as exc:
+        problems = _validation_problems(exc)
+        listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
+            data={"code": "invalid_envelope", "errors": problems},
+        )
+
+
+@overload
+def tool(fn: F, /) -> F: ...
+
+
+@overload
+def tool(
+    *,
+    router: ToolRegistrar | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    mode: ToolMode | str | None = None,
+    exposure: ToolExposure | str = ToolExposure.DIRECT,
+    timeout_ms: int | None = None,
+) -> Callable[[F], F]: ...
+
+
+def tool(
+    fn: F | None = None,
+    /,
+    *,
+    router: ToolRegistrar | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    mode: ToolMode | str | None = None,
+    exposure: ToolExposure | str = ToolExposure.DIRECT,
+    timeout_ms: int | None = None,
+) -> F | Callable[[F], F]:
+    """Declare a function as a tool, bare (``@tool``) or with options (``@tool(router=r, ...)``).
+
+    The function is returned unchanged (still callable) with its :class:`Tool` attached as
+    ``fn.__steerable_tool__``; with ``router=`` it is also registered there at once. Spec: Third-party
+    tools (plugin example).
+
+    Args:
+        fn: The function, when used bare.
+        router: Where to register (a :class:`ToolRouter` or a plugin's recording proxy).
+        name: Tool name; defaults to the function's name.
+        description: Defaults to the docstring's summary.
+        mode: Overrides the mode inferred from the name.
+        exposure: ``"direct"`` (default), ``"deferred"`` or ``"hidden"``.
+        timeout_ms: Handler timeout, in milliseconds.
+
+    Returns:
+        The function itself (bare use) or a decorator returning it.
+
+    Raises:
+        UserError: On a signature that cannot become a schema, an unknown mode or exposure.
+        DuplicateToolError: When ``router`` already has a tool of that name.
+    """
+
+    def decorate(func: F) -> F:
+        spec = Tool.from_function(
+            func, name=name, description=description, mode=mode, exposure=exposure, timeout_ms=timeout_ms
+        )
+        func.__steerable_tool__ = spec  # type: ignore[attr-defined]
+        if router is not None:
+            router.register(spec)
+        return func
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

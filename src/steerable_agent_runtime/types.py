@@ -1,0 +1,134 @@
+"""The two wire envelopes, ``ToolCall`` and ``ToolResult``, and completion semantics.
+
+Spec: ToolCall, ToolResult, Completion semantics. JSON on the wire is camelCase
+(``needsFollowup``, ``nextAction``); Python attributes are snake_case. Serialise with
+:func:`ToolResult.to_wire` (or ``model_dump(by_alias=True, exclude_none=True)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from cuid2 import Cuid
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+__all__ = ["ToolCall", "ToolResult", "is_terminal_result", "new_call_id"]
+
+_CUID = Cuid()
+
+
+def new_call_id() -> str:
+    """Return a fresh cuid2 string for a ``ToolCall.id`` the runtime makes itself.
+
+    Returns:
+        A 24-character lowercase cuid2 (collision-resistant, not guessable). Spec: ToolCall.id.
+    """
+    return _CUID.generate()
+
+
+class _WireModel(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+
+
+class ToolCall(_WireModel):
+    """What the assistant asks to run. Extra fields are rejected (spec: ToolCall).
+
+    Attributes:
+        id: Unique within a chat; runtime-made ids come from :func:`new_call_id` (cuid2).
+        name: A tool name registered with the runtime.
+        arguments: The model's JSON arguments, validated later by the tool's schema.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolResult(_WireModel):
+    """What the runtime reports back. Extra fields are kept for forward compatibility.
+
+    Attributes:
+        success: Hard distinction; ``False`` flips the call's status to error.
+        terminal: Explicitly marks the result as ending the run.
+        needs_followup: Wire ``needsFollowup``; re-prompt the model even when ``success`` is false.
+        next_action: Wire ``nextAction``; machine-readable hint for the next operation.
+        message: User-facing text.
+        error: Debug-friendly error string.
+        data: Arbitrary structured payload.
+    """
+
+    model_config = ConfigDict(extra="allow")
+
+    success: bool
+    terminal: bool | None = None
+    needs_followup: bool | None = Field(default=None)
+    next_action: str | None = None
+    message: str | None = None
+    error: str | None = None
+    data: dict[str, Any] | None = None
+
+    @classmethod
+    def ok(cls, data: dict[str, Any] | None = None, *, message: str | None = None) -> ToolResult:
+        """Build a successful result.
+
+        Args:
+            data: The structured payload.
+            message: Optional user-facing text.
+
+        Returns:
+            ``ToolResult(success=True, data=data, message=message)``.
+        """
+        return cls(success=True, data=data, message=message)
+
+    @classmethod
+    def retry(
+        cls, error: str, *, message: str | None = None, data: dict[str, Any] | None = None
+    ) -> ToolResult:
+        """Build a recoverable failure: ``success=False, needsFollowup=True``.
+
+        Args:
+            error: What went wrong, naming the fix.
+            message: Optional user-facing text.
+            data: Optional structured detail.
+
+        Returns:
+            A failed result the agent loop re-prompts on.
+        """
+        return cls(success=False, needs_followup=True, error=error, message=message, data=data)
+
+    def to_wire(self) -> dict[str, Any]:
+        """Return the camelCase JSON-ready dict with ``None`` fields left out."""
+        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def is_terminal_result(result: ToolResult | Mapping[str, Any] | None) -> bool:
+    """Tell whether a tool result ends the agent run.
+
+    Terminal when ``terminal`` is exactly ``True``, or when ``success`` is exactly ``False`` and
+    ``needsFollowup`` is not exactly ``True`` (identity semantics, as the spec's TypeScript
+    ``===``). ``None`` and ``{}`` are not terminal. Spec: Completion semantics.
+
+    Args:
+        result: A ``ToolResult`` or its wire dict (camelCase ``needsFollowup``; the snake_case
+            key is accepted too).
+
+    Returns:
+        ``True`` when the run should stop.
+    """
+    if result is None:
+        return False
+    if isinstance(result, ToolResult):
+        terminal: Any = result.terminal
+        success: Any = result.success
+        followup: Any = result.needs_followup
+    else:
+        terminal = result.get("terminal")
+        success = result.get("success")
+        followup = result.get("needsFollowup", result.get("needs_followup"))
+    if terminal is True:
+        return True
+    return success is False and followup is not True
