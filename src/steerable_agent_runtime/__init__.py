@@ -1,0 +1,73 @@
+"""steerable_agent_runtime: the framework half of steerable (no network, no process of its own).
+
+A model asks for a :class:`ToolCall`; a :class:`ToolRouter` validates and runs it and answers with a
+:class:`ToolResult`; :func:`is_terminal_result` tells the agent loop whether to stop. Spec:
+``shared/spec/tools-spec.md``.
+"""
+
+from .errors import (
+    ConfigError,
+    DuplicateToolError,
+    EditError,
+    PatchError,
+    PathEscapeError,
+    SteerableError,
+    ToolFailed,
+    ToolRetry,
+    ToolSignal,
+    UserError,
+    WorkspaceError,
+    WriteConflictError,
+)
+from .modes import DEFAULT_TOOL_MODE, MODE_CONSENT, ToolMode, decide_tool_mode, requires_consent
+from .tools import Tool, ToolExposure, ToolHandler, ToolRegistrar, ToolRouter, tool
+from .trace import TraceSink, TraceSpan
+from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
+from .workspace import (
+    FileView,
+    ReadFileState,
+    Workspace,
+    read_file_state_from_messages,
+    version_of,
+    workspace_tools_for_cwd,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_TOOL_MODE",
+    "MODE_CONSENT",
+    "ConfigError",
+    "DuplicateToolError",
+    "EditError",
+    "FileView",
+    "PatchError",
+    "PathEscapeError",
+    "ReadFileState",
+    "SteerableError",
+    "Tool",
+    "ToolCall",
+    "ToolExposure",
+    "ToolFailed",
+    "ToolHandler",
+    "ToolMode",
+    "ToolRegistrar",
+    "ToolResult",
+    "ToolRetry",
+    "ToolRouter",
+    "ToolSignal",
+    "TraceSink",
+    "TraceSpan",
+    "UserError",
+    "Workspace",
+    "WorkspaceError",
+    "WriteConflictError",
+    "decide_tool_mode",
+    "is_terminal_result",
+    "new_call_id",
+    "read_file_state_from_messages",
+    "requires_consent",
+    "tool",
+    "version_of",
+    "workspace_tools_for_cwd",
+]

@@ -1,0 +1,22 @@
+"""Workspace file tools with content-hash read-before-write state (spec: File tools)."""
+
+from ._edit import EDIT_ERROR_CODES, Edit, apply_edits
+from ._state import FileView, ReadFileState, read_file_state_from_messages
+from ._text import version_of
+from ._tools import REQUIRE_READ_ENV, workspace_tools_for_cwd
+from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
+
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_OUTPUT_CHARS",
+    "EDIT_ERROR_CODES",
+    "REQUIRE_READ_ENV",
+    "Edit",
+    "FileView",
+    "ReadFileState",
+    "Workspace",
+    "apply_edits",
+    "read_file_state_from_messages",
+    "version_of",
+    "workspace_tools_for_cwd",
+]

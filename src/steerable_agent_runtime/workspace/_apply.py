@@ -1,0 +1,188 @@
+"""``apply_patch`` at the file layer: plan every operation, then commit all of them or none.
+
+The grammar and the text-level matching live in :mod:`._patch`. Here each operation is checked
+against the disk and the read-before-write gate before anything is written:
+
+* ``Add File`` onto an existing file and ``Move to`` onto an existing file are refused (Codex
+  overwrites silently; we never do).
+* ``Delete File`` follows ``write_file``'s rules (read first; a partial view is not enough);
+  ``Update File`` follows ``edit_file``'s (read first; CAS against the tracked version).
+* The whole patch is atomic: a patch whose second file fails leaves the first untouched (Codex
+  keeps earlier operations, peer scenario 015). If the commit itself fails part-way (disk full),
+  the files already replaced are restored from their original bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import PatchError, WorkspaceError
+from ._disk import atomic_write, remove_file
+from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks, parse_patch
+from ._text import decode_file, encode_text, version_of
+from ._workspace import Workspace, unified_diff
+
+__all__ = ["apply_patch"]
+
+
+@dataclass(slots=True)
+class _Plan:
+    """The disk as it will be after the patch: real path -> new bytes (``None`` = deleted)."""
+
+    original: dict[Path, bytes | None] = field(default_factory=dict)
+    final: dict[Path, bytes | None] = field(default_factory=dict)
+    changed: list[str] = field(default_factory=list)
+    moved: dict[str, str] = field(default_factory=dict)
+    diffs: list[str] = field(default_factory=list)
+
+
+async def _current(ws: Workspace, plan: _Plan, real: Path, display: str) -> bytes | None:
+    if real in plan.final:
+        return plan.final[real]
+    raw = await ws.load(real, display)
+    plan.original[real] = raw
+    return raw
+
+
+def _touched(plan: _Plan, real: Path) -> bool:
+    return real in plan.final
+
+
+async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
+    real = ws.root.resolve(op.path)
+    display = ws.root.display(real)
+    if await _current(ws, plan, real, display) is not None:
+        raise PatchError(
+            "file_exists",
+            f"*** Add File: {display} already exists; apply_patch never overwrites silently. "
+            "Use *** Update File to change it (after reading it), or *** Delete File first",
+            data={"path": display},
+        )
+    plan.final[real] = encode_text(op.content)
+    plan.changed.append(display)
+
+
+async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
+    real = ws.root.resolve(op.path)
+    display = ws.root.display(real)
+    raw = await _current(ws, plan, real, display)
+    if raw is None:
+        raise PatchError(
+            "file_not_found", f"*** Delete File: {display} does not exist", data={"path": display}
+        )
+    if not _touched(plan, real):
+        ws.check_gate(display, version_of(raw), None, full_overwrite=True)
+    plan.final[real] = None
+    plan.changed.append(display)
+
+
+async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
+    real = ws.root.resolve(op.path)
+    display = ws.root.display(real)
+    raw = await _current(ws, plan, real, display)
+    if raw is None:
+        raise PatchError(
+            "file_not_found",
+            f"*** Update File: {display} does not exist; use *** Add File to create it",
+            data={"path": display},
+        )
+    if not _touched(plan, real):
+        ws.check_gate(display, version_of(raw), None, full_overwrite=False)
+    decoded = decode_file(raw, path=display)
+    new_text = apply_chunks(decoded.text, op.chunks, path=display)
+    data = encode_text(new_text, newline=decoded.newline, bom=decoded.bom)
+    target, target_display = real, display
+    if op.move_to is not None:
+        target = ws.root.resolve(op.move_to)
+        target_display = ws.root.display(target)
+        if target != real and await _current(ws, plan, target, target_display) is not None:
+            raise PatchError(
+                "file_exists",
+                f"*** Move to: {target_display} already exists; apply_patch never overwrites silently. "
+                "Delete it first (after reading it) or choose another destination",
+                data={"path": target_display},
+            )
+    if target != real:
+        plan.final[real] = None
+        plan.moved[display] = target_display
+        plan.changed.append(display)
+    plan.final[target] = data
+    plan.changed.append(target_display)
+    plan.diffs.append(unified_diff(decoded.text, new_text, target_display))
+
+
+def _commit(plan: _Plan) -> None:
+    done: list[Path] = []
+    try:
+        for real, data in plan.final.items():
+            if data is None:
+                remove_file(real)
+            else:
+                atomic_write(real, data)
+            done.append(real)
+    except OSError:
+        for real in reversed(done):  # put back what was already replaced
+            original = plan.original.get(real)
+            if original is None:
+                remove_file(real)
+            else:
+                atomic_write(real, original)
+        raise
+
+
+async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
+    """Apply a Codex-grammar patch to the workspace atomically.
+
+    Args:
+        ws: The workspace (its gate and read state apply).
+        patch: ``*** Begin Patch`` ... ``*** End Patch`` text.
+
+    Returns:
+        ``{versions: {path: version}, filesChanged: [paths], deleted: [paths], moved: {from: to},
+        diff}``; ``versions`` has every written file's new version.
+
+    Raises:
+        PatchError: ``invalid_patch``, ``context_not_found``, ``file_exists``, ``file_not_found``.
+        WriteConflictError: ``not_read``, ``conflict``, ``partial_read`` (deletes).
+        WorkspaceError: Path, load and decode codes, and ``write_failed``.
+    """
+    ops = parse_patch(patch)
+    plan = _Plan()
+    paths = []
+    for op in ops:
+        paths.append(ws.root.resolve(op.path))
+        if isinstance(op, UpdateFile) and op.move_to is not None:
+            paths.append(ws.root.resolve(op.move_to))
+    async with ws.locked(paths):
+        for op in ops:
+            if isinstance(op, AddFile):
+                await _plan_add(ws, plan, op)
+            elif isinstance(op, DeleteFile):
+                await _plan_delete(ws, plan, op)
+            else:
+                await _plan_update(ws, plan, op)
+        try:
+            await asyncio.to_thread(_commit, plan)
+        except OSError as exc:
+            raise WorkspaceError("write_failed", f"could not apply the patch: {exc}; nothing was changed") from None
+        versions: dict[str, str] = {}
+        deleted: list[str] = []
+        for real, data in plan.final.items():
+            display = ws.root.display(real)
+            if data is None:
+                ws.state.forget(display)
+                deleted.append(display)
+            else:
+                version = version_of(data)
+                ws.state.record(display, version)
+                versions[display] = version
+    return {
+        "versions": versions,
+        "filesChanged": list(dict.fromkeys(plan.changed)),
+        "deleted": deleted,
+        "moved": plan.moved,
+        "diff": "".join(plan.diffs),
+    }

@@ -1,0 +1,68 @@
+"""Confinement of model-supplied paths to the workspace root.
+
+A path is accepted when, after resolving ``..`` and every symlink that exists, it lies under the
+root's real path. Relative paths are taken from the root; absolute paths must already be under it.
+A symlink inside the workspace that points outside is refused like ``..`` is.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import PathEscapeError, WorkspaceError
+
+__all__ = ["WorkspaceRoot"]
+
+
+class WorkspaceRoot:
+    """The directory file tools are confined to.
+
+    Args:
+        root: The workspace directory; it must exist.
+        allow_outside: Accept paths outside the root (for runs already jailed by the host).
+
+    Raises:
+        WorkspaceError: ``code="invalid_workspace"`` when ``root`` is not a directory.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], *, allow_outside: bool = False) -> None:
+        real = Path(os.path.realpath(root))
+        if not real.is_dir():
+            raise WorkspaceError("invalid_workspace", f"workspace {str(root)!r} is not a directory")
+        self.path = real
+        self.allow_outside = allow_outside
+
+    def resolve(self, path: str) -> Path:
+        """Resolve a model-supplied path to a real absolute path inside the workspace.
+
+        Args:
+            path: Relative to the root, or absolute under it.
+
+        Returns:
+            The resolved path (symlinks followed as far as they exist).
+
+        Raises:
+            WorkspaceError: ``code="invalid_path"`` for an empty path or one with a NUL byte.
+            PathEscapeError: ``code="path_outside_workspace"`` when the path leaves the root.
+        """
+        if not isinstance(path, str) or not path.strip() or "\x00" in path:
+            raise WorkspaceError("invalid_path", f"invalid path {path!r}: give a non-empty relative path")
+        candidate = Path(path).expanduser() if path.startswith("~") and self.allow_outside else Path(path)
+        joined = candidate if candidate.is_absolute() else self.path / candidate
+        real = Path(os.path.realpath(joined))
+        if not self.allow_outside and not real.is_relative_to(self.path):
+            raise PathEscapeError(
+                "path_outside_workspace",
+                f"{path!r} resolves outside the workspace {str(self.path)!r}; "
+                "use a path inside the workspace (symlinks leaving it are refused too)",
+                data={"path": path},
+            )
+        return real
+
+    def display(self, real: Path) -> str:
+        """Return the path the model and the durable record see: root-relative POSIX, else absolute."""
+        if real.is_relative_to(self.path):
+            rel = real.relative_to(self.path).as_posix()
+            return rel or "."
+        return real.as_posix()

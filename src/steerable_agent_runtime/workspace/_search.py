@@ -1,0 +1,181 @@
+"""Read-only navigation: ``list_dir``, ``glob`` and ``grep``, confined like every file tool.
+
+Walks never follow a symlink out of the workspace and skip version-control metadata
+(``.git``, ``.hg``, ``.svn``). Results are capped and say so.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import WorkspaceError
+from ._paths import WorkspaceRoot
+
+__all__ = ["glob_files", "grep_files", "list_dir"]
+
+MAX_ENTRIES: Final = 1000
+"""Most entries ``list_dir`` and ``glob`` return."""
+
+_SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
+_MAX_GREP_FILE_BYTES: Final = 4 * 1024 * 1024
+_MAX_LINE_CHARS: Final = 500
+
+
+def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
+    real = root.resolve(path)
+    display = root.display(real)
+    if not real.exists():
+        raise WorkspaceError("file_not_found", f"{display} does not exist", data={"path": display})
+    if not real.is_dir():
+        raise WorkspaceError("not_a_directory", f"{display} is not a directory", data={"path": display})
+    return real, display
+
+
+def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
+    """List one directory.
+
+    Returns:
+        ``{path, entries: [{name, type, size}], truncated}``; ``type`` is file, dir, symlink or other;
+        ``size`` in bytes for files. Sorted, directories first, at most 1000 entries.
+    """
+    real, display = _directory(root, path)
+    entries: list[dict[str, Any]] = []
+    with os.scandir(real) as it:
+        for entry in it:
+            info = entry.stat(follow_symlinks=False)
+            if stat.S_ISLNK(info.st_mode):
+                kind = "symlink"
+            elif stat.S_ISDIR(info.st_mode):
+                kind = "dir"
+            elif stat.S_ISREG(info.st_mode):
+                kind = "file"
+            else:
+                kind = "other"
+            item: dict[str, Any] = {"name": entry.name, "type": kind}
+            if kind == "file":
+                item["size"] = info.st_size
+            entries.append(item)
+    entries.sort(key=lambda e: (e["type"] != "dir", e["name"]))
+    return {"path": display, "entries": entries[:MAX_ENTRIES], "truncated": len(entries) > MAX_ENTRIES}
+
+
+def _walk(root: WorkspaceRoot, base: Path) -> Any:
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+        for name in sorted(filenames):
+            full = Path(dirpath) / name
+            if full.is_symlink():
+                target = Path(os.path.realpath(full))
+                if not root.allow_outside and not target.is_relative_to(root.path):
+                    continue
+                if not target.is_file():
+                    continue
+            yield full
+
+
+def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, Any]:
+    """Find files whose path (relative to ``path``) matches a glob; ``**`` spans directories.
+
+    Returns:
+        ``{pattern, files: [display paths], truncated}``, sorted, at most 1000.
+
+    Raises:
+        WorkspaceError: ``invalid_pattern`` for an absolute pattern or one with ``..``.
+    """
+    if pattern.startswith("/") or ".." in Path(pattern).parts:
+        raise WorkspaceError(
+            "invalid_pattern", f"glob pattern {pattern!r} must be relative and must not contain '..'"
+        )
+    base, _ = _directory(root, path)
+    regex = re.compile(_glob_to_regex(pattern))
+    files: list[str] = []
+    truncated = False
+    for full in _walk(root, base):
+        if regex.fullmatch(full.relative_to(base).as_posix()):
+            if len(files) >= MAX_ENTRIES:
+                truncated = True
+                break
+            files.append(root.display(full))
+    return {"pattern": pattern, "files": files, "truncated": truncated}
+
+
+def _glob_to_regex(pattern: str) -> str:
+    parts = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            parts.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            parts.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            parts.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            parts.append("[^/]")
+            i += 1
+        else:
+            parts.append(re.escape(pattern[i]))
+            i += 1
+    return "".join(parts)
+
+
+def grep_files(
+    root: WorkspaceRoot,
+    pattern: str,
+    path: str = ".",
+    glob: str | None = None,
+    ignore_case: bool = False,
+    max_results: int = 200,
+) -> dict[str, Any]:
+    """Search text files for a regular expression (Python ``re`` syntax), line by line.
+
+    Binary files, non-UTF-8 files and files over 4 MiB are skipped.
+
+    Returns:
+        ``{pattern, matches: [{path, line, text}], truncated}``; ``line`` is 1-based and ``text``
+        is clipped at 500 characters.
+
+    Raises:
+        WorkspaceError: ``invalid_regex`` naming the regex error.
+    """
+    try:
+        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    except re.error as exc:
+        raise WorkspaceError("invalid_regex", f"invalid regular expression {pattern!r}: {exc}") from None
+    real = root.resolve(path)
+    if real.is_file():
+        candidates: Any = [real]
+        base = real.parent
+    else:
+        base, _ = _directory(root, path)
+        candidates = _walk(root, base)
+    matches: list[dict[str, Any]] = []
+    for full in candidates:
+        rel = full.relative_to(base).as_posix()
+        if glob and not (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(full.name, glob)):
+            continue
+        try:
+            if full.stat().st_size > _MAX_GREP_FILE_BYTES:
+                continue
+            raw = full.read_bytes()
+        except OSError:
+            continue
+        if b"\x00" in raw[:8192]:
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if regex.search(line):
+                if len(matches) >= max_results:
+                    return {"pattern": pattern, "matches": matches, "truncated": True}
+                matches.append({"path": root.display(full), "line": number, "text": line[:_MAX_LINE_CHARS]})
+    return {"pattern": pattern, "matches": matches, "truncated": False}

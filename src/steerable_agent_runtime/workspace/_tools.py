@@ -1,0 +1,215 @@
+"""``workspace_tools_for_cwd``: the file tools registered on a router, with their contract names.
+
+Argument and result field names are the contract (``spec/tool_contract.json``): camelCase on the
+wire (``expectedVersion``, ``oldText``), so the Python parameters carry the wire names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, NotRequired
+
+from pydantic import Field
+from typing_extensions import TypedDict
+
+from .._env import env_flag
+from ..errors import EditError
+from ..modes import ToolMode
+from ..tools import Tool, ToolRouter
+from ._apply import apply_patch
+from ._edit import Edit
+from ._search import glob_files, grep_files, list_dir
+from ._state import ReadFileState
+from ._workspace import Workspace
+
+__all__ = ["REQUIRE_READ_ENV", "workspace_tools_for_cwd"]
+
+REQUIRE_READ_ENV = "STEERABLE_REQUIRE_READ_BEFORE_WRITE"
+"""Set to ``0`` to turn off the hard read-before-write gate (spec: File tools)."""
+
+
+class EditSpec(TypedDict):
+    """One ``edit_file`` replacement as the model sends it."""
+
+    oldText: str
+    newText: str
+    replaceAll: NotRequired[bool]
+
+
+def _edits(
+    edits: list[EditSpec] | None, old_string: str | None, new_string: str | None, replace_all: bool
+) -> list[Edit]:
+    single = old_string is not None or new_string is not None
+    if edits is not None and single:
+        raise EditError(
+            "invalid_edit", "give either edits: [{oldText, newText}] or old_string/new_string, not both"
+        )
+    if single:
+        if old_string is None or new_string is None:
+            raise EditError("invalid_edit", "old_string and new_string must be given together")
+        return [Edit(old_string, new_string, replace_all)]
+    return [Edit(e["oldText"], e["newText"], e.get("replaceAll", replace_all)) for e in edits or []]
+
+
+def workspace_tools_for_cwd(
+    cwd: str | os.PathLike[str] | None = None,
+    *,
+    router: ToolRouter | None = None,
+    state: ReadFileState | None = None,
+    require_read_before_write: bool | None = None,
+    allow_outside: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> ToolRouter:
+    """Register the workspace file tools for one session on a router.
+
+    Tools: ``read_file``, ``list_dir``, ``glob``, ``grep`` (read); ``write_file``, ``edit_file``,
+    ``apply_patch`` (safe_write: bounded to the workspace, CAS-checked, with a diff preview). All
+    at the direct exposure tier.
+
+    Args:
+        cwd: The workspace root (default: the current directory).
+        router: Register on this router (default: a new one).
+        state: The session's read state; pass one seeded from
+            :func:`read_file_state_from_messages` on resume.
+        require_read_before_write: The hard gate; ``None`` reads
+            ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` (default on).
+        allow_outside: Accept paths outside ``cwd`` (only for runs the host already jails).
+        environ: Environment to resolve variables from (default ``os.environ``).
+
+    Returns:
+        The router. The :class:`Workspace` behind it is ``router.workspace``.
+
+    Raises:
+        ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` is not a boolean.
+        WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
+        DuplicateToolError: When ``router`` already has one of these names.
+    """
+    if require_read_before_write is None:
+        require_read_before_write = env_flag(REQUIRE_READ_ENV, True, environ=environ)
+    ws = Workspace(
+        Path(cwd) if cwd is not None else Path.cwd(),
+        state=state,
+        require_read_before_write=require_read_before_write,
+        allow_outside=allow_outside,
+    )
+    router = router if router is not None else ToolRouter()
+    for spec in _tool_specs(ws):
+        router.register(spec)
+    router.workspace = ws  # type: ignore[attr-defined]
+    return router
+
+
+def _tool_specs(ws: Workspace) -> list[Tool]:
+    async def read_file(
+        path: str,
+        offset: Annotated[int, Field(ge=1)] | None = None,
+        limit: Annotated[int, Field(ge=1)] | None = None,
+    ) -> dict[str, Any]:
+        """Read a UTF-8 text file.
+
+        Returns its content and `version` (SHA-256 of the full file); pass that version as
+        expectedVersion when you write. Output over 100,000 characters is clipped (head and tail
+        kept) and marked partial.
+
+        Args:
+            path: File path relative to the workspace root.
+            offset: First line to return, 1-based.
+            limit: Number of lines to return.
+        """
+        return await ws.read_file(path, offset, limit)
+
+    async def write_file(path: str, content: str, expectedVersion: str | None = None) -> dict[str, Any]:  # noqa: N803
+        """Create a file, or overwrite an existing one you have read in full.
+
+        Existing files must be read first; the write is rejected if the file changed since.
+
+        Args:
+            path: File path relative to the workspace root.
+            content: The complete new content.
+            expectedVersion: The version read_file returned; the write fails if the file changed.
+        """
+        return await ws.write_file(path, content, expectedVersion)
+
+    async def edit_file(
+        path: str,
+        edits: list[EditSpec] | None = None,
+        expectedVersion: str | None = None,  # noqa: N803
+        old_string: str | None = None,
+        new_string: str | None = None,
+        replace_all: bool = False,
+    ) -> dict[str, Any]:
+        """Replace exact text in a file; every edit applies or none does.
+
+        Each oldText must match once (add context to make it unique) unless replaceAll is set.
+
+        Args:
+            path: File path relative to the workspace root.
+            edits: Replacements [{oldText, newText, replaceAll?}], each located in the current file.
+            expectedVersion: The version read_file returned; the edit fails if the file changed.
+            old_string: Single-edit form: the text to replace (instead of edits).
+            new_string: Single-edit form: the replacement.
+            replace_all: Single-edit form: replace every occurrence.
+        """
+        return await ws.edit_file(path, _edits(edits, old_string, new_string, replace_all), expectedVersion)
+
+    async def patch(patch: str) -> dict[str, Any]:
+        """Apply a multi-file patch atomically (all files change or none do).
+
+        Format: '*** Begin Patch', then '*** Add File: p' (lines starting with +),
+        '*** Delete File: p', or '*** Update File: p' (optional '*** Move to: q', then '@@' hunks of
+        ' ' context, '-' removed and '+' added lines), then '*** End Patch'. Files you update or
+        delete must have been read first.
+
+        Args:
+            patch: The patch text.
+        """
+        return await apply_patch(ws, patch)
+
+    async def list_directory(path: str = ".") -> dict[str, Any]:
+        """List a directory's entries (name, type, size).
+
+        Args:
+            path: Directory relative to the workspace root.
+        """
+        return await asyncio.to_thread(list_dir, ws.root, path)
+
+    async def glob(pattern: str, path: str = ".") -> dict[str, Any]:
+        """Find files by glob pattern ('**' matches across directories), e.g. 'src/**/*.py'.
+
+        Args:
+            pattern: Glob relative to path.
+            path: Directory to search from.
+        """
+        return await asyncio.to_thread(glob_files, ws.root, pattern, path)
+
+    async def grep(
+        pattern: str,
+        path: str = ".",
+        glob: str | None = None,
+        ignoreCase: bool = False,  # noqa: N803
+        maxResults: Annotated[int, Field(ge=1, le=2000)] = 200,  # noqa: N803
+    ) -> dict[str, Any]:
+        """Search file contents with a regular expression; returns path, line number and text.
+
+        Args:
+            pattern: Python regular expression.
+            path: File or directory to search.
+            glob: Only files matching this glob (e.g. '*.py').
+            ignoreCase: Case-insensitive search.
+            maxResults: Most matches to return.
+        """
+        return await asyncio.to_thread(grep_files, ws.root, pattern, path, glob, ignoreCase, maxResults)
+
+    safe = ToolMode.SAFE_WRITE
+    return [
+        Tool.from_function(read_file),
+        Tool.from_function(write_file, mode=safe),
+        Tool.from_function(edit_file, mode=safe),
+        Tool.from_function(patch, name="apply_patch", mode=safe),
+        Tool.from_function(list_directory, name="list_dir"),
+        Tool.from_function(glob, mode=ToolMode.READ),
+        Tool.from_function(grep, mode=ToolMode.READ),
+    ]

@@ -1,0 +1,315 @@
+"""``Workspace``: the file tools' behaviour, independent of how they are served.
+
+Spec: File tools: read-before-write state. Every write goes through one gate
+(:meth:`Workspace._check_gate`) and one atomic writer; every success refreshes the session's
+:class:`ReadFileState`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import difflib
+from collections.abc import AsyncIterator, Iterable
+from pathlib import Path
+from typing import Any, Final
+
+from ..errors import WorkspaceError, WriteConflictError
+from ._disk import atomic_write, read_bytes
+from ._edit import Edit, apply_edits
+from ._paths import WorkspaceRoot
+from ._state import ReadFileState
+from ._text import DecodedText, decode_file, encode_text, version_of
+
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace"]
+
+DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
+"""``read_file`` display clip, in characters (the spec's ``_MAX_OUTPUT``)."""
+
+DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
+"""Largest file the tools load, in bytes (64 MiB); larger files are refused, never truncated."""
+
+_MAX_DIFF_CHARS: Final = 20_000
+
+
+def _short(version: str) -> str:
+    return version[:12]
+
+
+def unified_diff(before: str, after: str, path: str) -> str:
+    """Return a unified diff (3 lines of context) from ``before`` to ``after``, clipped to 20,000 chars."""
+    diff = "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+        )
+    )
+    if len(diff) > _MAX_DIFF_CHARS:
+        diff = diff[:_MAX_DIFF_CHARS] + f"\n[... diff clipped at {_MAX_DIFF_CHARS} characters ...]\n"
+    return diff
+
+
+class Workspace:
+    """File tools confined to one directory, with session read-before-write state.
+
+    Args:
+        root: The workspace directory.
+        state: The session's read state (a fresh one by default; pass a seeded one on resume).
+        require_read_before_write: The hard gate (spec default on): overwriting or editing an
+            existing file the session never read is refused.
+        allow_outside: Accept paths outside ``root`` (jailed runs only).
+        max_output_chars: ``read_file`` display clip, in characters.
+        max_file_bytes: Largest file loaded, in bytes.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        *,
+        state: ReadFileState | None = None,
+        require_read_before_write: bool = True,
+        allow_outside: bool = False,
+        max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    ) -> None:
+        self.root = WorkspaceRoot(root, allow_outside=allow_outside)
+        self.state = state if state is not None else ReadFileState()
+        self.require_read_before_write = require_read_before_write
+        self.max_output_chars = max_output_chars
+        self.max_file_bytes = max_file_bytes
+        self._locks: dict[Path, asyncio.Lock] = {}
+
+    # -- shared plumbing -------------------------------------------------------------------------
+    @contextlib.asynccontextmanager
+    async def locked(self, paths: Iterable[Path]) -> AsyncIterator[None]:
+        """Hold the per-path write locks of ``paths`` (taken in sorted order, so no deadlock)."""
+        async with contextlib.AsyncExitStack() as stack:
+            for path in sorted(set(paths)):
+                lock = self._locks.setdefault(path, asyncio.Lock())
+                await stack.enter_async_context(lock)
+            yield
+
+    async def load(self, real: Path, display: str) -> bytes | None:
+        """Read a file off the event loop; ``None`` when it does not exist."""
+        return await asyncio.to_thread(read_bytes, real, display=display, max_bytes=self.max_file_bytes)
+
+    async def write(self, real: Path, data: bytes) -> None:
+        """Atomically replace ``real`` with ``data`` off the event loop."""
+        try:
+            await asyncio.to_thread(atomic_write, real, data)
+        except OSError as exc:
+            display = self.root.display(real)
+            raise WorkspaceError(
+                "write_failed", f"could not write {display}: {exc.strerror or exc}", data={"path": display}
+            ) from None
+
+    def check_gate(self, display: str, current: str | None, expected: str | None, *, full_overwrite: bool) -> None:
+        """Apply the read-before-write rules to one write.
+
+        Args:
+            display: The file's display path (the state key).
+            current: The version on disk now, or ``None`` when the file does not exist.
+            expected: The caller's ``expectedVersion``, if any.
+            full_overwrite: ``True`` for ``write_file`` and deletes (a partial view is not enough),
+                ``False`` for targeted edits.
+
+        Raises:
+            WriteConflictError: ``conflict`` (changed since read or since ``expectedVersion``),
+                ``not_read`` (the hard gate), ``partial_read`` (a blind overwrite after a partial view).
+        """
+        if current is None:
+            return  # brand-new or vanished since the read: a plain create (spec: File tools)
+        view = self.state.get(display)
+        if expected is not None:
+            if expected != current:
+                raise WriteConflictError(
+                    "conflict",
+                    f"{display} changed since version {_short(expected)} (now {_short(current)}); "
+                    "read it again, then write with the new version",
+                    data={"path": display, "expectedVersion": expected, "currentVersion": current},
+                )
+        elif view is None:
+            if self.require_read_before_write:
+                raise WriteConflictError(
+                    "not_read",
+                    f"{display} already exists and has not been read in this session; "
+                    "read it first, then write with the read version (expectedVersion)",
+                    data={"path": display, "currentVersion": current},
+                )
+            return
+        elif view.version != current:
+            raise WriteConflictError(
+                "conflict",
+                f"{display} was modified outside this session since you read it (read version "
+                f"{_short(view.version)}, now {_short(current)}); read it again, then write with the new version",
+                data={"path": display, "expectedVersion": view.version, "currentVersion": current},
+            )
+        if full_overwrite and view is not None and view.partial and view.version == current:
+            raise WriteConflictError(
+                "partial_read",
+                f"you have only seen part of {display} (the read was clipped or ranged), so a full overwrite "
+                "would destroy lines you never saw; use edit_file for targeted changes, or read the whole file first",
+                data={"path": display},
+            )
+
+    def decode(self, raw: bytes, display: str) -> DecodedText:
+        """Decode file bytes (see :func:`decode_file`)."""
+        return decode_file(raw, path=display)
+
+    # -- read_file -----------------------------------------------------------------------------
+    async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> dict[str, Any]:
+        """Read a text file; records the version in the session state.
+
+        Args:
+            path: Workspace-relative (or absolute under the root) path.
+            offset: First line to show, 1-based (default 1).
+            limit: Number of lines to show (default: to the end).
+
+        Returns:
+            ``{path, content, version, partial, startLine, endLine, totalLines, lineEnding, bom}``;
+            ``version`` is the SHA-256 of the full file even for a ranged read, and ``partial`` is
+            true when ``content`` is not the whole file (clipped at ``max_output_chars`` or ranged).
+
+        Raises:
+            WorkspaceError: ``file_not_found``, ``invalid_range`` and the load/decode codes.
+        """
+        real = self.root.resolve(path)
+        display = self.root.display(real)
+        raw = await self.load(real, display)
+        if raw is None:
+            raise WorkspaceError("file_not_found", f"{display} does not exist", data={"path": display})
+        decoded = await asyncio.to_thread(decode_file, raw, path=display)
+        text = decoded.text
+        lines = text.splitlines(keepends=True)
+        total = len(lines)
+        start = 1 if offset is None else offset
+        if start > max(total, 1):
+            raise WorkspaceError(
+                "invalid_range",
+                f"offset {start} is past the end of {display} ({total} lines)",
+                data={"path": display, "totalLines": total},
+            )
+        if offset is None and limit is None:
+            shown, end = text, total
+        else:
+            end = total if limit is None else min(total, start - 1 + limit)
+            shown = "".join(lines[start - 1 : end])
+        ranged = start > 1 or end < total
+        clipped = len(shown) > self.max_output_chars
+        if clipped:
+            shown = self._clip(shown)
+        partial = ranged or clipped
+        previous = self.state.get(display)
+        if partial and previous is not None and not previous.partial and previous.version == decoded.version:
+            partial_state = False  # the session already saw this exact content in full
+        else:
+            partial_state = partial
+        self.state.record(display, decoded.version, partial=partial_state)
+        return {
+            "path": display,
+            "content": shown,
+            "version": decoded.version,
+            "partial": partial,
+            "startLine": start if total else 0,
+            "endLine": end,
+            "totalLines": total,
+            "lineEnding": "crlf" if decoded.newline == "\r\n" else "lf",
+            "bom": decoded.bom,
+        }
+
+    def _clip(self, text: str) -> str:
+        head_budget = self.max_output_chars * 3 // 4
+        tail_budget = self.max_output_chars - head_budget
+        head_end = text.rfind("\n", 0, head_budget) + 1 or head_budget
+        tail_start = text.find("\n", len(text) - tail_budget) + 1 or len(text) - tail_budget
+        omitted = tail_start - head_end
+        head_lines = text.count("\n", 0, head_end)
+        marker = (
+            f"[... {omitted} characters omitted after line {head_lines} (display clipped at "
+            f"{self.max_output_chars} characters); read with offset/limit to see them ...]\n"
+        )
+        return text[:head_end] + marker + text[tail_start:]
+
+    # -- write_file ----------------------------------------------------------------------------
+    async def write_file(self, path: str, content: str, expected_version: str | None = None) -> dict[str, Any]:
+        """Create or overwrite a whole file, through the read-before-write gate.
+
+        An existing file keeps its BOM and CRLF line endings and its permission bits.
+
+        Args:
+            path: Workspace path.
+            content: The full new text.
+            expected_version: Reject the write unless the file is at this version.
+
+        Returns:
+            ``{path, version, created, bytes, diff}`` (``diff`` empty for a new file).
+
+        Raises:
+            WriteConflictError: ``conflict``, ``not_read``, ``partial_read``.
+            WorkspaceError: ``is_directory``, ``write_failed`` and the load codes.
+        """
+        real = self.root.resolve(path)
+        display = self.root.display(real)
+        async with self.locked([real]):
+            raw = await self.load(real, display)
+            current = version_of(raw) if raw is not None else None
+            self.check_gate(display, current, expected_version, full_overwrite=True)
+            newline, bom, before = "\n", False, ""
+            if raw is not None:
+                try:
+                    old = decode_file(raw, path=display)
+                    newline, bom, before = old.newline, old.bom, old.text
+                except WorkspaceError:
+                    pass  # overwriting a binary/non-UTF-8 file the gate let through: plain UTF-8
+            data = encode_text(content, newline=newline, bom=bom)
+            await self.write(real, data)
+            version = version_of(data)
+            self.state.record(display, version)
+        diff = unified_diff(before, content.replace("\r\n", "\n"), display) if raw is not None else ""
+        return {"path": display, "version": version, "created": raw is None, "bytes": len(data), "diff": diff}
+
+    # -- edit_file -----------------------------------------------------------------------------
+    async def edit_file(
+        self, path: str, edits: list[Edit], expected_version: str | None = None
+    ) -> dict[str, Any]:
+        """Apply targeted replacements to an existing file, all or none.
+
+        Args:
+            path: Workspace path.
+            edits: Replacements located against the current text (see :func:`apply_edits`).
+            expected_version: Reject the edit unless the file is at this version.
+
+        Returns:
+            ``{path, version, diff, editsApplied}``.
+
+        Raises:
+            EditError: The edit codes (``old_text_not_found``, ``ambiguous_match``...).
+            WriteConflictError: ``conflict``, ``not_read``.
+            WorkspaceError: ``file_not_found`` and the load/decode codes.
+        """
+        real = self.root.resolve(path)
+        display = self.root.display(real)
+        async with self.locked([real]):
+            raw = await self.load(real, display)
+            if raw is None:
+                raise WorkspaceError(
+                    "file_not_found", f"{display} does not exist; create it with write_file", data={"path": display}
+                )
+            current = version_of(raw)
+            self.check_gate(display, current, expected_version, full_overwrite=False)
+            decoded = decode_file(raw, path=display)
+            if decoded.newline == "\r\n":
+                edits = [
+                    Edit(e.old_text.replace("\r\n", "\n"), e.new_text.replace("\r\n", "\n"), e.replace_all)
+                    for e in edits
+                ]
+            text = await asyncio.to_thread(apply_edits, decoded.text, edits)
+            data = encode_text(text, newline=decoded.newline, bom=decoded.bom)
+            await self.write(real, data)
+            version = version_of(data)
+            self.state.record(display, version)
+        return {
+            "path": display,
+            "version": version,
+            "diff": unified_diff(decoded.text, text, display),
+            "editsApplied": len(edits),
+        }
