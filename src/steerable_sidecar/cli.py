@@ -1,0 +1,121 @@
+"""The ``steerable`` command: inspect, call and serve the workspace tools.
+
+Sub-commands (each takes ``--workspace DIR``, default the current directory):
+
+* ``steerable tools``: the inventory as a table (name, mode, tier, description); ``--json`` for JSON.
+* ``steerable call NAME 'JSON'``: one tool call; prints the ToolResult JSON. Exit 0 on success,
+  1 on a failed result, 2 on a usage error.
+* ``steerable session``: ToolCall JSON lines on stdin, ``{"id", "result"}`` lines on stdout.
+* ``steerable mcp``: serve the tools over MCP stdio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import textwrap
+from collections.abc import Sequence
+
+from steerable_agent_runtime import SteerableError, ToolCall, ToolRouter, new_call_id, workspace_tools_for_cwd
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``steerable`` argument parser."""
+    parser = argparse.ArgumentParser(
+        prog="steerable",
+        description="Agent tool runtime: validated tool calls and safe workspace file tools.",
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--workspace", "-w", default=None, metavar="DIR", help="workspace root (default: current directory)"
+    )
+    common.add_argument(
+        "--allow-outside-workspace",
+        action="store_true",
+        help="accept paths outside the workspace (only for runs the host already jails)",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    tools = sub.add_parser("tools", parents=[common], help="list the tools (name, mode, tier, description)")
+    tools.add_argument("--json", action="store_true", help="print the full inventory as JSON")
+    call = sub.add_parser("call", parents=[common], help="run one tool call and print its ToolResult JSON")
+    call.add_argument("name", help="tool name, e.g. read_file")
+    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default {})")
+    sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
+    sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
+    return parser
+
+
+def _router(args: argparse.Namespace) -> ToolRouter:
+    return workspace_tools_for_cwd(args.workspace or os.getcwd(), allow_outside=args.allow_outside_workspace)
+
+
+def _print_table(router: ToolRouter) -> None:
+    rows = [(t.name, t.mode.value, t.exposure.value, " ".join(t.description.split())) for t in router]
+    widths = [max(len(r[i]) for r in rows + [("NAME", "MODE", "TIER", "")]) for i in range(3)]
+    width = max(shutil.get_terminal_size((120, 24)).columns - sum(widths) - 6, 30)
+    header = ("NAME", "MODE", "TIER", "DESCRIPTION")
+    for row in [header, *rows]:
+        desc = textwrap.shorten(row[3], width=width, placeholder="...") if row[3] else ""
+        print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {desc}".rstrip())
+
+
+def _call(router: ToolRouter, name: str, arguments: str) -> int:
+    try:
+        parsed = json.loads(arguments)
+    except json.JSONDecodeError as exc:
+        print(f"steerable call: ARGUMENTS is not JSON: {exc.msg} at position {exc.pos}", file=sys.stderr)
+        return 2
+    if not isinstance(parsed, dict):
+        print("steerable call: ARGUMENTS must be a JSON object, e.g. '{\"path\": \"README.md\"}'", file=sys.stderr)
+        return 2
+    result = asyncio.run(router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed)))
+    print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
+    return 0 if result.success else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``steerable`` command.
+
+    Args:
+        argv: Arguments without the program name (default ``sys.argv[1:]``).
+
+    Returns:
+        The process exit code.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        router = _router(args)
+    except SteerableError as exc:
+        print(f"steerable: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "tools":
+        if args.json:
+            print(json.dumps(router.describe(), indent=2))
+        else:
+            _print_table(router)
+        return 0
+    if args.command == "call":
+        return _call(router, args.name, args.arguments)
+    if args.command == "session":
+        from .session import run_session
+
+        asyncio.run(run_session(router))
+        return 0
+    from .mcp_server import serve_mcp_stdio  # imports the mcp SDK: only here
+
+    asyncio.run(serve_mcp_stdio(router))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

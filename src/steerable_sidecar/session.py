@@ -1,0 +1,72 @@
+"""The ``steerable session`` line protocol: ToolCall JSON lines in, result lines out.
+
+Each stdin line is one ``ToolCall`` (``{"id", "name", "arguments"}``); each stdout line is
+``{"id": <the call's id or null>, "result": <ToolResult>}``, in input order. The router (and so the
+read-before-write state) lives for the whole session. A line that is not JSON, or not a valid
+envelope, gets a failed result with ``needsFollowup``; the session never stops on bad input.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from typing import IO, Any
+
+from steerable_agent_runtime import ToolResult, ToolRouter
+
+__all__ = ["handle_line", "run_session"]
+
+_MAX_LINE_BYTES = 64 * 1024 * 1024
+
+
+async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
+    """Dispatch one input line.
+
+    Args:
+        router: The session's router.
+        line: One line of stdin (blank lines are ignored).
+
+    Returns:
+        The output object ``{"id", "result"}``, or ``None`` for a blank line.
+    """
+    if not line.strip():
+        return None
+    try:
+        raw = json.loads(line)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        message = getattr(exc, "msg", "too deeply nested")
+        result = ToolResult.retry(f"not a JSON line ({message}); send one ToolCall object per line")
+        return {"id": None, "result": result.to_wire()}
+    if not isinstance(raw, dict):
+        result = ToolResult.retry("a ToolCall must be a JSON object {id, name, arguments}")
+        return {"id": None, "result": result.to_wire()}
+    call_id = raw.get("id") if isinstance(raw.get("id"), str) else None
+    result = await router.dispatch(raw)
+    return {"id": call_id, "result": result.to_wire()}
+
+
+async def _lines(stream: IO[str]) -> AsyncIterator[str]:
+    while True:
+        line = await asyncio.to_thread(stream.readline, _MAX_LINE_BYTES)
+        if not line:
+            return
+        yield line
+
+
+async def run_session(router: ToolRouter, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> None:
+    """Serve the line protocol until end of input.
+
+    Args:
+        router: The tools (and their session state).
+        stdin: Input stream (default ``sys.stdin``).
+        stdout: Output stream (default ``sys.stdout``); flushed after every line.
+    """
+    source = stdin if stdin is not None else sys.stdin
+    sink = stdout if stdout is not None else sys.stdout
+    async for line in _lines(source):
+        out = await handle_line(router, line)
+        if out is not None:
+            sink.write(json.dumps(out, ensure_ascii=False) + "\n")
+            sink.flush()
