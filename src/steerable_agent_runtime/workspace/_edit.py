@@ -25,6 +25,7 @@ EDIT_ERROR_CODES: Final = (
     "ambiguous_match",
     "overlapping_edits",
     "no_change",
+    "invalid_edit",
 )
 """Every ``data.code`` an edit can fail with (besides the file-level codes)."""
 

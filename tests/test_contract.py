@@ -1,0 +1,108 @@
+"""spec/ files checked against the code (CON-1, FILE-1)."""
+
+import ast
+import hashlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from steerable_agent_runtime import version_of, workspace_tools_for_cwd
+from steerable_agent_runtime.workspace import EDIT_ERROR_CODES
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT = json.loads((ROOT / "spec" / "tool_contract.json").read_text(encoding="utf-8"))
+
+
+def test_envelope_schemas_match_the_models():
+    # Fails on drift between spec/*.schema.json and steerable_agent_runtime.types.
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "generate_spec.py"), "--check"], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+
+
+def test_envelope_schemas_describe_the_wire_env_1_env_5():
+    call = json.loads((ROOT / "spec" / "ToolCall.schema.json").read_text(encoding="utf-8"))
+    result = json.loads((ROOT / "spec" / "ToolResult.schema.json").read_text(encoding="utf-8"))
+    assert call["required"] == ["id", "name", "arguments"] and call["additionalProperties"] is False
+    assert result["required"] == ["success"] and result["additionalProperties"] is True
+    assert sorted(result["properties"]) == sorted(
+        ["success", "terminal", "needsFollowup", "nextAction", "message", "error", "data"]
+    )
+    assert result["properties"]["needsFollowup"]["type"] == "boolean"
+
+
+@pytest.mark.parametrize("vector", CONTRACT["version"]["vectors"], ids=lambda v: repr(v["text"])[:20])
+def test_version_vectors_con_1_file_1(vector):
+    assert version_of(vector["text"]) == vector["version"]
+    assert version_of(vector["text"].encode("utf-8")) == vector["version"]
+    assert hashlib.sha256(vector["text"].encode("utf-8")).hexdigest() == vector["version"]
+
+
+def test_contract_vectors_cover_the_required_cases():
+    texts = [v["text"] for v in CONTRACT["version"]["vectors"]]
+    assert "" in texts and "hello world" in texts
+    assert any(any(ord(c) > 127 for c in t) for t in texts)
+
+
+def test_tool_inputs_match_the_contract_con_1(tmp_path):
+    router = workspace_tools_for_cwd(tmp_path)
+    for name, entry in CONTRACT["tools"].items():
+        params = router.get(name).parameters
+        required = set(params.get("required", []))
+        assert required == set(entry["input"]["required"]), name
+        assert set(params["properties"]) - required == set(entry["input"]["optional"]), name
+        assert router.get(name).mode.value == entry["mode"], name
+    item = router.get("edit_file").parameters["$defs"]["EditSpec"]
+    assert set(item["required"]) == set(CONTRACT["tools"]["edit_file"]["editItem"]["required"])
+    assert set(item["properties"]) - set(item["required"]) == set(CONTRACT["tools"]["edit_file"]["editItem"]["optional"])
+
+
+async def test_tool_results_carry_the_contract_fields_con_1(tmp_path):
+    router = workspace_tools_for_cwd(tmp_path)
+    (tmp_path / "a.txt").write_text("one\n", encoding="utf-8")
+    calls = {
+        "read_file": {"path": "a.txt"},
+        "write_file": {"path": "a.txt", "content": "two\n"},
+        "edit_file": {"path": "a.txt", "edits": [{"oldText": "two", "newText": "three"}]},
+        "apply_patch": {"patch": "*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch"},
+    }
+    for name, arguments in calls.items():
+        result = await router.dispatch({"id": name, "name": name, "arguments": arguments})
+        assert result.success, result.error
+        spec = CONTRACT["tools"][name]["result"]
+        assert set(spec["required"]) <= set(result.data), name
+        assert set(result.data) <= set(spec["required"]) | set(spec["optional"]), name
+
+
+def _raised_codes() -> set[str]:
+    codes = set()
+    for path in (ROOT / "src" / "steerable_agent_runtime" / "workspace").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id.endswith("Error")
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and isinstance(node.args[0].value, str)
+            ):
+                codes.add(node.args[0].value)
+    return codes
+
+
+def test_every_error_code_raised_is_in_the_contract_con_1():
+    listed = set()
+    for key in ("editErrorCodes", "gateErrorCodes", "patchErrorCodes", "fileErrorCodes"):
+        listed |= set(CONTRACT[key])
+    assert _raised_codes() == listed
+    assert tuple(CONTRACT["editErrorCodes"]) == EDIT_ERROR_CODES
+
+
+def test_clip_limit_matches_the_contract():
+    from steerable_agent_runtime.workspace import DEFAULT_MAX_OUTPUT_CHARS
+
+    assert CONTRACT["limits"]["readFileMaxOutputChars"] == DEFAULT_MAX_OUTPUT_CHARS == 100_000

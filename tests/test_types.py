@@ -1,0 +1,91 @@
+"""ToolCall / ToolResult envelopes and completion semantics (ENV-*)."""
+
+import json
+
+import pytest
+from pydantic import ValidationError
+
+from steerable_agent_runtime import ToolCall, ToolResult, is_terminal_result, new_call_id
+
+
+def test_tool_call_requires_id_name_arguments_env_1():
+    for missing in ("id", "name", "arguments"):
+        payload = {"id": "c1", "name": "t", "arguments": {}}
+        del payload[missing]
+        with pytest.raises(ValidationError) as info:
+            ToolCall.model_validate(payload)
+        assert info.value.errors()[0]["loc"] == (missing,)
+
+
+def test_tool_call_rejects_extra_fields_env_1_env_3():
+    with pytest.raises(ValidationError) as info:
+        ToolCall.model_validate({"id": "c1", "name": "t", "arguments": {}, "trace": {"x": 1}})
+    assert info.value.errors()[0]["type"] == "extra_forbidden"
+
+
+def test_new_call_id_is_cuid2_and_unique_env_2():
+    ids = {new_call_id() for _ in range(2000)}
+    assert len(ids) == 2000
+    for value in list(ids)[:50]:
+        assert len(value) == 24 and value.isalnum() and value.islower() and value[0].isalpha()
+
+
+def test_tool_result_wire_is_camel_case_and_excludes_none_env_4_env_5():
+    result = ToolResult(success=False, needs_followup=True, next_action="retry", error="bad")
+    assert result.to_wire() == {"success": False, "needsFollowup": True, "nextAction": "retry", "error": "bad"}
+    assert json.loads(result.model_dump_json(exclude_none=True)) == result.to_wire()
+
+
+def test_tool_result_accepts_camel_case_and_keeps_extra_fields_env_5():
+    result = ToolResult.model_validate({"success": True, "needsFollowup": False, "futureField": {"a": 1}})
+    assert result.needs_followup is False
+    assert result.to_wire() == {"success": True, "needsFollowup": False, "futureField": {"a": 1}}
+
+
+def test_tool_result_success_is_required_env_4():
+    with pytest.raises(ValidationError):
+        ToolResult.model_validate({"message": "hi"})
+
+
+@pytest.mark.parametrize(
+    ("payload", "terminal"),
+    [
+        ({"success": True}, False),
+        ({"success": True, "terminal": True}, True),
+        ({"success": False}, True),
+        ({"success": False, "needsFollowup": True}, False),
+        ({"success": False, "needsFollowup": False}, True),
+        ({"success": False, "needsFollowup": True, "terminal": True}, True),
+        ({"success": True, "needsFollowup": True}, False),
+        # identity semantics, like the spec's TypeScript ===: truthy non-booleans do not count
+        ({"success": 0}, False),
+        ({"success": False, "needsFollowup": 1}, True),
+        ({"success": True, "terminal": 1}, False),
+        ({}, False),
+        (None, False),
+        ({"success": False, "needs_followup": True}, False),  # model_dump() without aliases
+    ],
+)
+def test_is_terminal_result_matches_the_spec_env_6(payload, terminal):
+    assert is_terminal_result(payload) is terminal
+
+
+def test_is_terminal_result_on_models_env_6_env_7():
+    assert is_terminal_result(ToolResult(success=False)) is True
+    assert is_terminal_result(ToolResult.retry("fix it")) is False
+    assert is_terminal_result(ToolResult.ok({"a": 1})) is False
+    assert is_terminal_result(ToolResult(success=False).model_dump()) is True
+    assert is_terminal_result(ToolResult.retry("x").model_dump()) is False
+
+
+def test_spec_example_pair_round_trips():
+    call = ToolCall.model_validate_json(
+        '{"id":"c_42","name":"create_event","arguments":{"title":"Lunch","start":"2026-05-15T12:00:00Z"}}'
+    )
+    assert call.arguments["title"] == "Lunch"
+    recoverable = ToolResult.model_validate_json(
+        '{"success":false,"needsFollowup":true,"error":"Invalid date format","message":"Please retry with ISO-8601."}'
+    )
+    assert not is_terminal_result(recoverable)
+    terminal = ToolResult.model_validate_json('{"success":false,"terminal":true,"error":"Calendar service unavailable"}')
+    assert is_terminal_result(terminal)
