@@ -1,0 +1,150 @@
+"""Byte-faithful reads and writes: encodings, line endings, BOM, modes, atomicity (FILE-11)."""
+
+import os
+import stat
+
+import pytest
+
+from steerable_agent_runtime import Workspace, version_of
+
+
+async def test_read_reports_lines_and_style(session):
+    session.write_raw("crlf.txt", b"\xef\xbb\xbfone\r\ntwo\r\n")
+    data = await session.read("crlf.txt")
+    assert data == {
+        "path": "crlf.txt",
+        "content": "one\ntwo\n",
+        "version": version_of(b"\xef\xbb\xbfone\r\ntwo\r\n"),
+        "partial": False,
+        "startLine": 1,
+        "endLine": 2,
+        "totalLines": 2,
+        "lineEnding": "crlf",
+        "bom": True,
+    }
+
+
+async def test_read_empty_file(session):
+    session.write_raw("empty.txt", b"")
+    data = await session.read("empty.txt")
+    assert (data["content"], data["totalLines"], data["startLine"], data["partial"]) == ("", 0, 0, False)
+
+
+async def test_offset_past_the_end_is_a_clear_error(session):
+    session.write_raw("a.txt", b"1\n2\n")
+    result = await session("read_file", path="a.txt", offset=10)
+    assert result.needs_followup and result.error == "offset 10 is past the end of a.txt (2 lines)"
+
+
+async def test_invalid_offset_is_an_argument_error(session):
+    session.write_raw("a.txt", b"1\n")
+    result = await session("read_file", path="a.txt", offset=0)
+    assert result.data["errors"] == [{"field": "offset", "message": "Input should be greater than or equal to 1"}]
+
+
+async def test_crlf_and_bom_survive_write_and_edit_file_11(session):
+    original = b"\xef\xbb\xbfa\r\nb\r\nc\r\n"
+    session.write_raw("w.txt", original)
+    await session.read("w.txt")
+    assert (await session("edit_file", path="w.txt", edits=[{"oldText": "b\n", "newText": "B\nB2\n"}])).success
+    assert session.raw("w.txt") == b"\xef\xbb\xbfa\r\nB\r\nB2\r\nc\r\n"
+    assert (await session("write_file", path="w.txt", content="x\ny\n")).success
+    assert session.raw("w.txt") == b"\xef\xbb\xbfx\r\ny\r\n"
+
+
+async def test_mixed_line_endings_are_left_alone(session):
+    session.write_raw("mixed.txt", b"a\r\nb\nc\r\n")
+    data = await session.read("mixed.txt")
+    assert data["lineEnding"] == "lf" and data["content"] == "a\r\nb\nc\r\n"
+    result = await session("edit_file", path="mixed.txt", edits=[{"oldText": "b", "newText": "B"}])
+    assert result.success
+    assert session.raw("mixed.txt") == b"a\r\nB\nc\r\n"
+
+
+async def test_file_mode_is_preserved_file_11(session):
+    session.write_raw("run.sh", b"#!/bin/sh\necho hi\n")
+    os.chmod(session.root / "run.sh", 0o751)
+    await session.read("run.sh")
+    assert (await session("edit_file", path="run.sh", old_string="hi", new_string="ho")).success
+    assert stat.S_IMODE((session.root / "run.sh").stat().st_mode) == 0o751
+
+
+async def test_new_files_get_the_umask_mode_and_parent_dirs(session):
+    result = await session("write_file", path="a/b/c.txt", content="x")
+    assert result.success
+    mode = stat.S_IMODE((session.root / "a/b/c.txt").stat().st_mode)
+    umask = os.umask(0)
+    os.umask(umask)
+    assert mode == 0o666 & ~umask
+
+
+async def test_writes_leave_no_temp_files_file_11(session):
+    session.write_raw("a.txt", b"1\n")
+    await session.read("a.txt")
+    for n in range(3):
+        await session("write_file", path="a.txt", content=f"{n}\n")
+    assert sorted(p.name for p in session.root.iterdir()) == ["a.txt"]
+
+
+async def test_failed_write_leaves_the_original_intact_file_11(session, monkeypatch):
+    session.write_raw("a.txt", b"original\n")
+    await session.read("a.txt")
+
+    def broken_replace(src, dst):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    result = await session("write_file", path="a.txt", content="new\n")
+    assert result.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "could not write a.txt: No space left on device",
+        "data": {"code": "write_failed", "path": "a.txt"},
+    }
+    monkeypatch.undo()
+    assert session.raw("a.txt") == b"original\n"
+    assert sorted(p.name for p in session.root.iterdir()) == ["a.txt"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "code", "fragment"),
+    [
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "binary_file", "is a binary file"),
+        (b"caf\xe9 latin-1\n", "not_utf8", "is not valid UTF-8 (byte 3)"),
+    ],
+)
+async def test_binary_and_non_utf8_files_are_refused_not_mangled_file_11(session, raw, code, fragment):
+    session.write_raw("f.dat", raw)
+    read = await session("read_file", path="f.dat")
+    assert read.success is False and read.data["code"] == code and fragment in read.error
+    edit = await session("edit_file", path="f.dat", old_string="a", new_string="b", expectedVersion=version_of(raw))
+    assert edit.data["code"] == code
+    assert session.raw("f.dat") == raw
+
+
+async def test_huge_file_is_refused_with_a_clear_error(tmp_path):
+    (tmp_path / "big.log").write_bytes(b"x" * 2048)
+    ws = Workspace(tmp_path, max_file_bytes=1024)
+    with pytest.raises(Exception) as info:
+        await ws.read_file("big.log")
+    assert info.value.code == "file_too_large"
+    assert str(info.value) == (
+        "big.log is 2048 bytes, over the file tools' limit of 1024 bytes; "
+        "use grep to find what you need, or bash for bulk processing"
+    )
+
+
+async def test_directory_and_missing_paths(session):
+    (session.root / "d").mkdir()
+    assert (await session("read_file", path="d")).error == "d is a directory; use list_dir to see its entries"
+    assert (await session("read_file", path="nope.txt")).error == "nope.txt does not exist"
+    missing = await session("edit_file", path="nope.txt", old_string="a", new_string="b")
+    assert missing.error == "nope.txt does not exist; create it with write_file"
+    assert (await session("write_file", path="d", content="x")).data["code"] == "is_directory"
+
+
+async def test_write_diff_is_a_unified_diff(session):
+    session.write_raw("a.txt", b"one\ntwo\n")
+    await session.read("a.txt")
+    result = await session("write_file", path="a.txt", content="one\n2\n")
+    assert result.data["diff"] == "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
