@@ -101,7 +101,7 @@ def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, 
                 truncated = True
                 break
             files.append(root.display(full))
-    return {"pattern": pattern, "files": files, "truncated": truncated}
+    return {"pattern": pattern, "files": sorted(files), "truncated": truncated}
 
 
 def _glob_to_regex(pattern: str) -> str:

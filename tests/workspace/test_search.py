@@ -1,0 +1,50 @@
+"""list_dir, glob and grep: navigation for the model, read mode."""
+
+
+async def test_list_dir(session):
+    session.write_raw("b.txt", b"bb")
+    session.write_raw("a/x.txt", b"x")
+    result = await session("list_dir", path=".")
+    assert result.data == {
+        "path": ".",
+        "entries": [{"name": "a", "type": "dir"}, {"name": "b.txt", "type": "file", "size": 2}],
+        "truncated": False,
+    }
+    assert (await session("list_dir", path="b.txt")).error == "b.txt is not a directory"
+
+
+async def test_glob_recursive_and_skips_vcs(session):
+    for path in ["src/a.py", "src/pkg/b.py", "src/c.txt", ".git/config.py", "top.py"]:
+        session.write_raw(path, b"x")
+    result = await session("glob", pattern="**/*.py")
+    assert result.data["files"] == ["src/a.py", "src/pkg/b.py", "top.py"]
+    assert (await session("glob", pattern="src/*.py")).data["files"] == ["src/a.py"]
+    assert (await session("glob", pattern="*.py", path="src/pkg")).data["files"] == ["src/pkg/b.py"]
+
+
+async def test_grep(session):
+    session.write_raw("a.py", b"def f():\n    return 1\n")
+    session.write_raw("b.txt", b"DEF not code\n")
+    session.write_raw("bin.dat", b"def\x00\x01")
+    result = await session("grep", pattern=r"^def ")
+    assert result.data["matches"] == [{"path": "a.py", "line": 1, "text": "def f():"}]
+    insensitive = await session("grep", pattern="def", ignoreCase=True, glob="*.txt")
+    assert [m["path"] for m in insensitive.data["matches"]] == ["b.txt"]
+    capped = await session("grep", pattern=".", maxResults=1)
+    assert capped.data["truncated"] is True and len(capped.data["matches"]) == 1
+    bad = await session("grep", pattern="(")
+    assert bad.data["code"] == "invalid_regex" and bad.needs_followup
+    assert bad.error.startswith("invalid regular expression '(': missing ), unterminated subpattern")
+
+
+def test_navigation_tools_are_read_mode(session):
+    modes = {t["name"]: t["mode"] for t in session.router.describe()}
+    assert modes == {
+        "read_file": "read",
+        "write_file": "safe_write",
+        "edit_file": "safe_write",
+        "apply_patch": "safe_write",
+        "list_dir": "read",
+        "glob": "read",
+        "grep": "read",
+    }
