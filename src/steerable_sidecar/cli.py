@@ -72,7 +72,9 @@ def _call(router: ToolRouter, name: str, arguments: str) -> int:
         print(f"steerable call: ARGUMENTS is not JSON: {exc.msg} at position {exc.pos}", file=sys.stderr)
         return 2
     if not isinstance(parsed, dict):
-        print("steerable call: ARGUMENTS must be a JSON object, e.g. '{\"path\": \"README.md\"}'", file=sys.stderr)
+        print(
+            'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
+        )
         return 2
     result = asyncio.run(router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed)))
     print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))

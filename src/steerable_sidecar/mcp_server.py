@@ -94,7 +94,9 @@ def build_mcp_server(router: ToolRouter, *, name: str = "steerable", version: st
             tools=[_mcp_tool(t) for t in router if t.exposure is ToolExposure.DIRECT]
         )
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: mcp_t.CallToolRequestParams) -> mcp_t.CallToolResult:
+    async def call_tool(
+        ctx: ServerRequestContext[Any], params: mcp_t.CallToolRequestParams
+    ) -> mcp_t.CallToolResult:
         call = ToolCall(id=new_call_id(), name=params.name, arguments=dict(params.arguments or {}))
         return to_call_tool_result(await router.dispatch(call))
 

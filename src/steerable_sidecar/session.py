@@ -55,7 +55,9 @@ async def _lines(stream: IO[str]) -> AsyncIterator[str]:
         yield line
 
 
-async def run_session(router: ToolRouter, stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> None:
+async def run_session(
+    router: ToolRouter, stdin: IO[str] | None = None, stdout: IO[str] | None = None
+) -> None:
     """Serve the line protocol until end of input.
 
     Args:

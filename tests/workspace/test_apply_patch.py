@@ -82,7 +82,9 @@ async def test_atomic_across_files_second_file_fails(session):
 
 async def test_update_and_delete_need_a_read_first_file_8(session):
     session.write_raw("a.txt", b"a\n")
-    update = await session("apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch")
+    update = await session(
+        "apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch"
+    )
     assert update.data["code"] == "not_read"
     assert "read it first" in update.error
     delete = await session("apply_patch", patch="*** Begin Patch\n*** Delete File: a.txt\n*** End Patch")
@@ -94,7 +96,9 @@ async def test_update_after_outside_change_is_a_conflict_file_4(session):
     session.write_raw("a.txt", b"a\n")
     await session.read("a.txt")
     session.write_raw("a.txt", b"a\nmore\n")
-    result = await session("apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch")
+    result = await session(
+        "apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch"
+    )
     assert result.data["code"] == "conflict"
     assert session.raw("a.txt") == b"a\nmore\n"
 
@@ -104,7 +108,9 @@ async def test_delete_after_partial_view_is_refused_but_update_allowed_file_10(s
     await session.read("a.txt", limit=1)
     delete = await session("apply_patch", patch="*** Begin Patch\n*** Delete File: a.txt\n*** End Patch")
     assert delete.data["code"] == "partial_read"
-    update = await session("apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-1\n+one\n*** End Patch")
+    update = await session(
+        "apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-1\n+one\n*** End Patch"
+    )
     assert update.success, update.error
 
 
@@ -119,19 +125,26 @@ async def test_result_shape_versions_moves_and_deletes_file_3(session):
     )
     result = await session("apply_patch", patch=patch)
     assert result.success, result.error
-    assert result.data["versions"] == {"src/new.py": version_of(b"x = 2\n"), "docs/n.md": version_of(b"# N\n")}
+    assert result.data["versions"] == {
+        "src/new.py": version_of(b"x = 2\n"),
+        "docs/n.md": version_of(b"# N\n"),
+    }
     assert result.data["filesChanged"] == ["src/old.py", "src/new.py", "gone.txt", "docs/n.md"]
     assert result.data["deleted"] == ["src/old.py", "gone.txt"]
     assert result.data["moved"] == {"src/old.py": "src/new.py"}
     assert "-x = 1\n+x = 2\n" in result.data["diff"]
-    assert session.workspace.state.get("src/old.py") is None and session.workspace.state.get("gone.txt") is None
+    assert (
+        session.workspace.state.get("src/old.py") is None and session.workspace.state.get("gone.txt") is None
+    )
     assert session.workspace.state.get("src/new.py").version == version_of(b"x = 2\n")
 
 
 async def test_crlf_file_keeps_its_line_endings_through_a_patch(session):
     session.write_raw("w.txt", b"one\r\ntwo\r\n")
     await session.read("w.txt")
-    result = await session("apply_patch", patch="*** Begin Patch\n*** Update File: w.txt\n@@\n one\n-two\n+2\n*** End Patch")
+    result = await session(
+        "apply_patch", patch="*** Begin Patch\n*** Update File: w.txt\n@@\n one\n-two\n+2\n*** End Patch"
+    )
     assert result.success and session.raw("w.txt") == b"one\r\n2\r\n"
 
 
@@ -152,10 +165,15 @@ async def test_commit_failure_restores_already_replaced_files(session, monkeypat
         real_write(path, data)
 
     monkeypatch.setattr(_apply, "atomic_write", flaky)
-    patch = "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch"
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+        "*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch"
+    )
     result = await session("apply_patch", patch=patch)
     assert result.data["code"] == "write_failed"
-    assert result.error == "could not apply the patch: [Errno 28] No space left on device; nothing was changed"
+    assert (
+        result.error == "could not apply the patch: [Errno 28] No space left on device; nothing was changed"
+    )
     assert session.raw("a.txt") == b"a\n" and session.raw("b.txt") == b"b\n"
     assert calls == ["a.txt", "b.txt", "a.txt"]
 
@@ -164,4 +182,6 @@ async def test_invalid_patch_error_names_the_line(session):
     result = await session("apply_patch", patch="*** Begin Patch\nfoo\n*** End Patch")
     assert result.success is False and result.needs_followup is True
     assert result.data["code"] == "invalid_patch"
-    assert result.error.startswith("line 2: expected '*** Add File:', '*** Delete File:' or '*** Update File:'")
+    assert result.error.startswith(
+        "line 2: expected '*** Add File:', '*** Delete File:' or '*** Update File:'"
+    )

@@ -57,7 +57,7 @@ def test_indentation_tolerance():
 
 def test_unicode_punctuation_folding():
     text = "say(\u201chello\u201d) \u2014 it\u2019s fine\nnext\n"
-    out = apply_edits(text, [Edit("say(\"hello\") - it's fine", "say('bye')")])
+    out = apply_edits(text, [Edit('say("hello") - it\'s fine', "say('bye')")])
     assert out == "say('bye')\nnext\n"
     reverse = apply_edits("x = 'it' - 1\n", [Edit("x = \u2018it\u2019 \u2013 1", "y")])
     assert reverse == "y\n"
@@ -125,14 +125,19 @@ async def test_multiple_edits_located_against_the_original(session):
     result = await edit(
         session,
         SOURCE,
-        edits=[{"oldText": "return msg + name", "newText": "return msg"}, {"oldText": "def greet", "newText": "def hi"}],
+        edits=[
+            {"oldText": "return msg + name", "newText": "return msg"},
+            {"oldText": "def greet", "newText": "def hi"},
+        ],
     )
     assert result.success
     assert session.raw("f.py").decode() == 'def hi(name):\n    msg = "hello"\n    return msg\n'
 
 
 async def test_edit_with_stale_expected_version_is_rejected_file_2(session):
-    result = await edit(session, SOURCE, old_string="msg", new_string="m", replace_all=True, expectedVersion="f" * 64)
+    result = await edit(
+        session, SOURCE, old_string="msg", new_string="m", replace_all=True, expectedVersion="f" * 64
+    )
     assert result.data["code"] == "conflict"
     assert session.raw("f.py").decode() == SOURCE
 

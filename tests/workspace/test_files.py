@@ -39,14 +39,18 @@ async def test_offset_past_the_end_is_a_clear_error(session):
 async def test_invalid_offset_is_an_argument_error(session):
     session.write_raw("a.txt", b"1\n")
     result = await session("read_file", path="a.txt", offset=0)
-    assert result.data["errors"] == [{"field": "offset", "message": "Input should be greater than or equal to 1"}]
+    assert result.data["errors"] == [
+        {"field": "offset", "message": "Input should be greater than or equal to 1"}
+    ]
 
 
 async def test_crlf_and_bom_survive_write_and_edit_file_11(session):
     original = b"\xef\xbb\xbfa\r\nb\r\nc\r\n"
     session.write_raw("w.txt", original)
     await session.read("w.txt")
-    assert (await session("edit_file", path="w.txt", edits=[{"oldText": "b\n", "newText": "B\nB2\n"}])).success
+    assert (
+        await session("edit_file", path="w.txt", edits=[{"oldText": "b\n", "newText": "B\nB2\n"}])
+    ).success
     assert session.raw("w.txt") == b"\xef\xbb\xbfa\r\nB\r\nB2\r\nc\r\n"
     assert (await session("write_file", path="w.txt", content="x\ny\n")).success
     assert session.raw("w.txt") == b"\xef\xbb\xbfx\r\ny\r\n"
@@ -117,7 +121,9 @@ async def test_binary_and_non_utf8_files_are_refused_not_mangled_file_11(session
     session.write_raw("f.dat", raw)
     read = await session("read_file", path="f.dat")
     assert read.success is False and read.data["code"] == code and fragment in read.error
-    edit = await session("edit_file", path="f.dat", old_string="a", new_string="b", expectedVersion=version_of(raw))
+    edit = await session(
+        "edit_file", path="f.dat", old_string="a", new_string="b", expectedVersion=version_of(raw)
+    )
     assert edit.data["code"] == code
     assert session.raw("f.dat") == raw
 

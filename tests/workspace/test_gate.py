@@ -47,7 +47,9 @@ async def test_own_writes_refresh_the_state_so_iterative_editing_works_file_3(se
         "apply_patch", patch="*** Begin Patch\n*** Update File: a.txt\n@@\n-v6\n+v7\n*** End Patch"
     )
     assert patch.success, patch.error
-    assert session.workspace.state.get("a.txt").version == patch.data["versions"]["a.txt"] == version_of("v7\n")
+    assert (
+        session.workspace.state.get("a.txt").version == patch.data["versions"]["a.txt"] == version_of("v7\n")
+    )
 
 
 async def test_outside_change_after_read_is_a_conflict_file_4(session):
@@ -155,7 +157,9 @@ async def test_clipped_read_is_partial_and_blocks_blind_overwrite_file_10(sessio
         "you have only seen part of big.txt (the read was clipped or ranged), so a full overwrite would "
         "destroy lines you never saw; use edit_file for targeted changes, or read the whole file first"
     )
-    edit = await session("edit_file", path="big.txt", edits=[{"oldText": "line 002000", "newText": "LINE 2000"}])
+    edit = await session(
+        "edit_file", path="big.txt", edits=[{"oldText": "line 002000", "newText": "LINE 2000"}]
+    )
     assert edit.success, edit.error
     # The own write cleared the flag: a full overwrite is now allowed.
     assert (await session("write_file", path="big.txt", content="tiny\n")).success

@@ -80,7 +80,9 @@ async def test_invalid_paths(session, path):
 async def test_moves_out_of_the_workspace_are_refused(session, outside):
     session.write_raw("a.txt", b"a\n")
     await session.read("a.txt")
-    patch = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: ../outside/a.txt\n@@\n-a\n+b\n*** End Patch"
+    patch = (
+        "*** Begin Patch\n*** Update File: a.txt\n*** Move to: ../outside/a.txt\n@@\n-a\n+b\n*** End Patch"
+    )
     assert (await session("apply_patch", patch=patch)).data["code"] == "path_outside_workspace"
     assert session.raw("a.txt") == b"a\n" and not (outside / "a.txt").exists()
 

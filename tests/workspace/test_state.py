@@ -14,12 +14,28 @@ def test_rebuilds_from_tool_messages_in_order_file_7():
         {"role": "user", "content": json.dumps({"success": True, "data": {"path": "u.txt", "version": "u"}})},
         tool_message({"success": True, "data": {"path": "a.txt", "version": "v1", "partial": False}}),
         tool_message({"success": True, "data": {"path": "a.txt", "version": "v2"}}),
-        tool_message({"success": True, "data": {"versions": {"b.txt": "b1", "c.txt": "c1"}, "filesChanged": []}}),
+        tool_message(
+            {"success": True, "data": {"versions": {"b.txt": "b1", "c.txt": "c1"}, "filesChanged": []}}
+        ),
         tool_message({"success": False, "data": {"path": "d.txt", "version": "nope"}}),
         {"role": "tool", "content": {"success": True, "data": {"path": "e.txt", "version": "e1"}}},
-        {"role": "tool", "content": [{"type": "text", "text": json.dumps({"success": True, "data": {"path": "f", "version": "f1"}})}]},
+        {
+            "role": "tool",
+            "content": [
+                {
+                    "type": "text",
+                    "text": json.dumps({"success": True, "data": {"path": "f", "version": "f1"}}),
+                }
+            ],
+        },
     ]
-    assert read_file_state_from_messages(messages) == {"a.txt": "v2", "b.txt": "b1", "c.txt": "c1", "e.txt": "e1", "f": "f1"}
+    assert read_file_state_from_messages(messages) == {
+        "a.txt": "v2",
+        "b.txt": "b1",
+        "c.txt": "c1",
+        "e.txt": "e1",
+        "f": "f1",
+    }
 
 
 def test_unparseable_entries_are_skipped_file_7():

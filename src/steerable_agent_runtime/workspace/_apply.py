@@ -167,7 +167,9 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
         try:
             await asyncio.to_thread(_commit, plan)
         except OSError as exc:
-            raise WorkspaceError("write_failed", f"could not apply the patch: {exc}; nothing was changed") from None
+            raise WorkspaceError(
+                "write_failed", f"could not apply the patch: {exc}; nothing was changed"
+            ) from None
         versions: dict[str, str] = {}
         deleted: list[str] = []
         for real, data in plan.final.items():

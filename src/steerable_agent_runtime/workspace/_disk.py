@@ -48,10 +48,14 @@ def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
     except NotADirectoryError:
         return None
     except PermissionError:
-        raise WorkspaceError("permission_denied", f"{display}: permission denied", data={"path": display}) from None
+        raise WorkspaceError(
+            "permission_denied", f"{display}: permission denied", data={"path": display}
+        ) from None
     if stat.S_ISDIR(info.st_mode):
         raise WorkspaceError(
-            "is_directory", f"{display} is a directory; use list_dir to see its entries", data={"path": display}
+            "is_directory",
+            f"{display} is a directory; use list_dir to see its entries",
+            data={"path": display},
         )
     if not stat.S_ISREG(info.st_mode):
         raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
@@ -66,7 +70,9 @@ def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
         with open(real, "rb") as handle:
             return handle.read(max_bytes + 1)
     except PermissionError:
-        raise WorkspaceError("permission_denied", f"{display}: permission denied", data={"path": display}) from None
+        raise WorkspaceError(
+            "permission_denied", f"{display}: permission denied", data={"path": display}
+        ) from None
 
 
 def atomic_write(real: Path, data: bytes) -> None:

@@ -108,9 +108,10 @@ def _locate(text: str, edit: Edit, index: int, starts: list[int], lines: list[st
     spans = _exact_spans(text, edit.old_text)
     level = "exact"
     if not spans:
-        for level, normalise in _LEVELS:
+        for name, normalise in _LEVELS:
             spans = _tolerant_spans(text, lines, starts, edit.old_text, normalise)
             if spans:
+                level = name
                 break
     if not spans:
         preview = edit.old_text if len(edit.old_text) <= 200 else edit.old_text[:200] + "..."
@@ -122,7 +123,9 @@ def _locate(text: str, edit: Edit, index: int, starts: list[int], lines: list[st
         )
     if len(spans) > 1 and not edit.replace_all:
         found = [_line_of(starts, s) for s, _ in spans]
-        listed = ", ".join(str(n) for n in found[:_MAX_LISTED]) + (", ..." if len(found) > _MAX_LISTED else "")
+        listed = ", ".join(str(n) for n in found[:_MAX_LISTED]) + (
+            ", ..." if len(found) > _MAX_LISTED else ""
+        )
         raise EditError(
             "ambiguous_match",
             f"edits[{index}].oldText matches {len(spans)} places (lines {listed}); add surrounding lines "
@@ -133,10 +136,10 @@ def _locate(text: str, edit: Edit, index: int, starts: list[int], lines: list[st
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
-    """Apply every edit to ``text`` atomically.
+    r"""Apply every edit to ``text`` atomically.
 
     Args:
-        text: The file's text with ``\\n`` line endings.
+        text: The file's text with ``\n`` line endings.
         edits: The replacements, each located against the original ``text``.
 
     Returns:
@@ -162,7 +165,7 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
         for start, end in _locate(text, edit, index, starts, lines):
             placed.append((start, end, index, edit.new_text))
     placed.sort()
-    for (s1, e1, i1, _), (s2, _e2, i2, _n) in zip(placed, placed[1:], strict=False):
+    for (_, e1, i1, _), (s2, _, i2, _) in zip(placed, placed[1:], strict=False):
         if s2 < e1:
             first, second = sorted((i1, i2))
             raise EditError(

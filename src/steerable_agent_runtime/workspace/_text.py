@@ -1,8 +1,8 @@
-"""File bytes <-> model text: the version token, binary/encoding checks, BOM and line endings.
+r"""File bytes <-> model text: the version token, binary/encoding checks, BOM and line endings.
 
 The version (spec: File tools, CAS token) is the SHA-256 of the file's full content, lowercase hex.
 A file's content *is* its UTF-8 text, so hashing the raw bytes equals hashing the UTF-8 encoding
-of the text (a BOM and CRLF line endings are part of the content). Models see text with ``\\n``
+of the text (a BOM and CRLF line endings are part of the content). Models see text with ``\n``
 line endings and no BOM; writes put the file's own BOM and line-ending style back.
 """
 
@@ -35,12 +35,12 @@ def version_of(content: bytes | str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class DecodedText:
-    """A text file as the model sees it, plus what is needed to write it back byte-faithfully.
+    r"""A text file as the model sees it, plus what is needed to write it back byte-faithfully.
 
     Attributes:
-        text: Content without BOM and with ``\\n`` line endings.
-        newline: ``"\\r\\n"`` when every line ending is CRLF, else ``"\\n"``. A file mixing
-            both keeps its ``\\r`` characters in ``text`` so nothing is rewritten behind the model.
+        text: Content without BOM and with ``\n`` line endings.
+        newline: ``"\r\n"`` when every line ending is CRLF, else ``"\n"``. A file mixing
+            both keeps its ``\r`` characters in ``text`` so nothing is rewritten behind the model.
         bom: Whether the file starts with a UTF-8 BOM.
         version: SHA-256 hex of the raw bytes.
     """
@@ -91,11 +91,11 @@ def decode_file(raw: bytes, *, path: str) -> DecodedText:
 
 
 def encode_text(text: str, *, newline: str = "\n", bom: bool = False) -> bytes:
-    """Encode model text for disk in the file's own style.
+    r"""Encode model text for disk in the file's own style.
 
     Args:
-        text: Text with ``\\n`` (or ``\\r\\n``) line endings.
-        newline: The file's line ending; ``"\\r\\n"`` turns every line ending into CRLF.
+        text: Text with ``\n`` (or ``\r\n``) line endings.
+        newline: The file's line ending; ``"\r\n"`` turns every line ending into CRLF.
         bom: Prefix a UTF-8 BOM (an existing BOM in ``text`` is not doubled).
 
     Returns:

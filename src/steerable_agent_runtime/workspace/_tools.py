@@ -121,7 +121,7 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         """
         return await ws.read_file(path, offset, limit)
 
-    async def write_file(path: str, content: str, expectedVersion: str | None = None) -> dict[str, Any]:  # noqa: N803
+    async def write_file(path: str, content: str, expectedVersion: str | None = None) -> dict[str, Any]:
         """Create a file, or overwrite an existing one you have read in full.
 
         Existing files must be read first; the write is rejected if the file changed since.
@@ -136,7 +136,7 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
     async def edit_file(
         path: str,
         edits: list[EditSpec] | None = None,
-        expectedVersion: str | None = None,  # noqa: N803
+        expectedVersion: str | None = None,
         old_string: str | None = None,
         new_string: str | None = None,
         replace_all: bool = False,
@@ -189,8 +189,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         pattern: str,
         path: str = ".",
         glob: str | None = None,
-        ignoreCase: bool = False,  # noqa: N803
-        maxResults: Annotated[int, Field(ge=1, le=2000)] = 200,  # noqa: N803
+        ignoreCase: bool = False,
+        maxResults: Annotated[int, Field(ge=1, le=2000)] = 200,
     ) -> dict[str, Any]:
         """Search file contents with a regular expression; returns path, line number and text.
 

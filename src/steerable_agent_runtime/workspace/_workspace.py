@@ -102,7 +102,9 @@ class Workspace:
                 "write_failed", f"could not write {display}: {exc.strerror or exc}", data={"path": display}
             ) from None
 
-    def check_gate(self, display: str, current: str | None, expected: str | None, *, full_overwrite: bool) -> None:
+    def check_gate(
+        self, display: str, current: str | None, expected: str | None, *, full_overwrite: bool
+    ) -> None:
         """Apply the read-before-write rules to one write.
 
         Args:
@@ -140,14 +142,16 @@ class Workspace:
             raise WriteConflictError(
                 "conflict",
                 f"{display} was modified outside this session since you read it (read version "
-                f"{_short(view.version)}, now {_short(current)}); read it again, then write with the new version",
+                f"{_short(view.version)}, now {_short(current)}); "
+                "read it again, then write with the new version",
                 data={"path": display, "expectedVersion": view.version, "currentVersion": current},
             )
         if full_overwrite and view is not None and view.partial and view.version == current:
             raise WriteConflictError(
                 "partial_read",
                 f"you have only seen part of {display} (the read was clipped or ranged), so a full overwrite "
-                "would destroy lines you never saw; use edit_file for targeted changes, or read the whole file first",
+                "would destroy lines you never saw; use edit_file for targeted changes, "
+                "or read the whole file first",
                 data={"path": display},
             )
 
@@ -156,7 +160,9 @@ class Workspace:
         return decode_file(raw, path=display)
 
     # -- read_file -----------------------------------------------------------------------------
-    async def read_file(self, path: str, offset: int | None = None, limit: int | None = None) -> dict[str, Any]:
+    async def read_file(
+        self, path: str, offset: int | None = None, limit: int | None = None
+    ) -> dict[str, Any]:
         """Read a text file; records the version in the session state.
 
         Args:
@@ -230,7 +236,9 @@ class Workspace:
         return text[:head_end] + marker + text[tail_start:]
 
     # -- write_file ----------------------------------------------------------------------------
-    async def write_file(self, path: str, content: str, expected_version: str | None = None) -> dict[str, Any]:
+    async def write_file(
+        self, path: str, content: str, expected_version: str | None = None
+    ) -> dict[str, Any]:
         """Create or overwrite a whole file, through the read-before-write gate.
 
         An existing file keeps its BOM and CRLF line endings and its permission bits.
@@ -292,7 +300,9 @@ class Workspace:
             raw = await self.load(real, display)
             if raw is None:
                 raise WorkspaceError(
-                    "file_not_found", f"{display} does not exist; create it with write_file", data={"path": display}
+                    "file_not_found",
+                    f"{display} does not exist; create it with write_file",
+                    data={"path": display},
                 )
             current = version_of(raw)
             self.check_gate(display, current, expected_version, full_overwrite=False)
