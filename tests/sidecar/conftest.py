@@ -1,0 +1,86 @@
+"""Shared fixtures for the sidecar tests: a copy of this project's own checkout as a workspace."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import steerable_sidecar
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# The directory the test process imports steerable from; child processes get it on PYTHONPATH so a
+# subprocess runs the very code under test, whatever the install.
+PACKAGE_PATH = str(Path(steerable_sidecar.__file__).resolve().parents[1])
+
+
+def _child_env(**extra: str) -> dict[str, str]:
+    """The environment for a child: ours minus every STEERABLE_* knob, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PATH, env.get("PYTHONPATH")) if p)
+    env["PYTHONIOENCODING"] = "utf-8"
+    env.update(extra)
+    return env
+
+
+def _run_cli(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m steerable_sidecar ARGS`` as a real process (no PATH lookup)."""
+    return subprocess.run(
+        [sys.executable, "-m", "steerable_sidecar", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=_child_env(**env),
+        timeout=30,
+        check=False,
+    )
+
+
+@pytest.fixture
+def child_env() -> Callable[..., dict[str, str]]:
+    """Build a child process environment: ours minus every STEERABLE_* knob, plus keyword overrides."""
+    return _child_env
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Run ``python -m steerable_sidecar *args`` (``stdin=`` text, keyword env overrides)."""
+    return _run_cli
+
+
+@pytest.fixture(scope="session")
+def tracked_files() -> list[str]:
+    """The paths ``git ls-files`` lists for this checkout."""
+    git = shutil.which("git")
+    if git is None:
+        pytest.skip("git is not installed; the sidecar end-to-end tests copy the git checkout")
+    proc = subprocess.run(
+        [git, "-C", str(REPO_ROOT), "ls-files", "-z"], capture_output=True, check=False, timeout=30
+    )
+    if proc.returncode != 0:
+        pytest.skip(f"{REPO_ROOT} is not a git checkout: {proc.stderr.decode(errors='replace').strip()}")
+    return [p for p in proc.stdout.decode("utf-8").split("\0") if p]
+
+
+@pytest.fixture
+def repo_copy(tmp_path: Path, tracked_files: list[str]) -> Path:
+    """A private copy of the checkout's tracked files (source, docs, pyproject): a real workspace."""
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    for rel in tracked_files:
+        src = REPO_ROOT / rel
+        if src.is_symlink() or not src.is_file():  # a symlink, or deleted in the working tree
+            continue
+        dst = ws / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, dst)
+    for needed in ("pyproject.toml", "README.md", "src/steerable_sidecar/cli.py"):
+        assert (ws / needed).is_file(), f"the checkout copy lacks {needed}"
+    return ws
