@@ -7,6 +7,7 @@ Spec: ToolCall, ToolResult, Completion semantics. JSON on the wire is camelCase
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -101,8 +102,33 @@ class ToolResult(_WireModel):
         return cls(success=False, needs_followup=True, error=error, message=message, data=data)
 
     def to_wire(self) -> dict[str, Any]:
-        """Return the camelCase JSON-ready dict with ``None`` fields left out."""
-        return self.model_dump(by_alias=True, exclude_none=True, mode="json")
+        """Return the camelCase JSON-ready dict with ``None`` fields left out.
+
+        Every string in it is encodable as UTF-8: a lone surrogate (a file name that was not UTF-8,
+        decoded by the OS layer with ``surrogateescape``) becomes U+FFFD, so no transport can fail
+        on it.
+        """
+        wire: dict[str, Any] = _wire_safe(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        return wire
+
+
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def _wire_safe(value: Any) -> Any:
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _SURROGATES.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        return {_wire_safe(k): _wire_safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_wire_safe(v) for v in value]
+    return value
 
 
 def is_terminal_result(result: ToolResult | Mapping[str, Any] | None) -> bool:

@@ -70,5 +70,5 @@ async def run_session(
     async for line in _lines(source):
         out = await handle_line(router, line)
         if out is not None:
-            sink.write(json.dumps(out, ensure_ascii=False) + "\n")
+            sink.write(json.dumps(out) + "\n")  # ASCII: safe under any locale and any line splitter
             sink.flush()

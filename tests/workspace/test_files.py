@@ -154,3 +154,33 @@ async def test_write_diff_is_a_unified_diff(session):
     await session.read("a.txt")
     result = await session("write_file", path="a.txt", content="one\n2\n")
     assert result.data["diff"] == "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+
+
+async def test_lines_are_newline_separated_only(session):
+    # \v, \f and \x1c-\x1e are not line breaks for the file tools (str.splitlines would say so)
+    session.write_raw("ff.txt", b"one\x0ctwo\nthree\x0bfour\nlast")
+    data = await session.read("ff.txt", offset=2, limit=1)
+    assert (data["content"], data["totalLines"], data["endLine"]) == ("three\x0bfour\n", 3, 2)
+    tail = await session.read("ff.txt", offset=3)
+    assert (tail["content"], tail["partial"]) == ("last", True)
+
+
+async def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path, monkeypatch):
+    from steerable_agent_runtime.workspace import _disk
+
+    target = tmp_path / "grow.log"
+    target.write_bytes(b"x" * 10)
+    real_open = open
+
+    def growing_open(path, mode="r", *args, **kwargs):
+        handle = real_open(path, mode, *args, **kwargs)
+        if str(path) == str(target):
+            with real_open(target, "ab") as more:
+                more.write(b"y" * 100)
+        return handle
+
+    monkeypatch.setattr(_disk, "open", growing_open, raising=False)
+    with pytest.raises(Exception) as info:
+        _disk.read_bytes(target, display="grow.log", max_bytes=50)
+    assert info.value.code == "file_too_large"
+    assert str(info.value) == "grow.log is over the file tools' limit of 50 bytes"

@@ -68,11 +68,20 @@ def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
         )
     try:
         with open(real, "rb") as handle:
-            return handle.read(max_bytes + 1)
+            data = handle.read(info.st_size + 1)  # one exact-size buffer, not a max_bytes one
+            if len(data) > info.st_size:  # the file grew since the stat
+                data += handle.read(max_bytes + 1 - len(data))
     except PermissionError:
         raise WorkspaceError(
             "permission_denied", f"{display}: permission denied", data={"path": display}
         ) from None
+    if len(data) > max_bytes:
+        raise WorkspaceError(
+            "file_too_large",
+            f"{display} is over the file tools' limit of {max_bytes} bytes",
+            data={"path": display, "limit": max_bytes},
+        )
+    return data
 
 
 def atomic_write(real: Path, data: bytes) -> None:

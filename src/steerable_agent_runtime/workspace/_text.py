@@ -14,7 +14,7 @@ from typing import Final, Literal
 
 from ..errors import WorkspaceError
 
-__all__ = ["DecodedText", "decode_file", "encode_text", "version_of"]
+__all__ = ["DecodedText", "count_lines", "decode_file", "encode_text", "version_of"]
 
 _BOM: Final = b"\xef\xbb\xbf"
 _SNIFF_BYTES: Final = 8192
@@ -51,12 +51,13 @@ class DecodedText:
     version: str
 
 
-def decode_file(raw: bytes, *, path: str) -> DecodedText:
+def decode_file(raw: bytes, *, path: str, version: str | None = None) -> DecodedText:
     """Decode a file's bytes for the model.
 
     Args:
         raw: The whole file.
         path: The display path, for error messages.
+        version: The content's version when the caller already has it (hashed elsewhere).
 
     Returns:
         The decoded text and its write-back facts.
@@ -84,10 +85,18 @@ def decode_file(raw: bytes, *, path: str) -> DecodedText:
             data={"path": path},
         ) from None
     newline: Literal["\n", "\r\n"] = "\n"
-    crlf = text.count("\r\n")
-    if crlf and crlf == text.count("\n"):
-        newline, text = "\r\n", text.replace("\r\n", "\n")
-    return DecodedText(text=text, newline=newline, bom=bom, version=version_of(raw))
+    if "\r" in text:  # the counts below are full scans: only files that have a CR pay for them
+        crlf = text.count("\r\n")
+        if crlf and crlf == text.count("\n"):
+            newline, text = "\r\n", text.replace("\r\n", "\n")
+    return DecodedText(text=text, newline=newline, bom=bom, version=version or version_of(raw))
+
+
+def count_lines(text: str) -> int:
+    r"""Return the number of ``\n``-separated lines (a last line without newline counts; ``""`` has 0)."""
+    if not text:
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
 
 
 def encode_text(text: str, *, newline: str = "\n", bom: bool = False) -> bytes:

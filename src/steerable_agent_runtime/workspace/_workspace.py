@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import difflib
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -19,7 +20,7 @@ from ._disk import atomic_write, read_bytes
 from ._edit import Edit, apply_edits
 from ._paths import WorkspaceRoot
 from ._state import ReadFileState
-from ._text import DecodedText, decode_file, encode_text, version_of
+from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace"]
 
@@ -30,6 +31,7 @@ DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """Largest file the tools load, in bytes (64 MiB); larger files are refused, never truncated."""
 
 _MAX_DIFF_CHARS: Final = 20_000
+_PARALLEL_HASH_BYTES: Final = 1024 * 1024
 
 
 def _short(version: str) -> str:
@@ -46,6 +48,16 @@ def unified_diff(before: str, after: str, path: str) -> str:
     if len(diff) > _MAX_DIFF_CHARS:
         diff = diff[:_MAX_DIFF_CHARS] + f"\n[... diff clipped at {_MAX_DIFF_CHARS} characters ...]\n"
     return diff
+
+
+@dataclass(frozen=True, slots=True)
+class _View:
+    decoded: DecodedText
+    start: int
+    end: int
+    total: int
+    shown: str
+    clipped: bool
 
 
 class Workspace:
@@ -183,10 +195,40 @@ class Workspace:
         raw = await self.load(real, display)
         if raw is None:
             raise WorkspaceError("file_not_found", f"{display} does not exist", data={"path": display})
-        decoded = await asyncio.to_thread(decode_file, raw, path=display)
+        if len(raw) < _PARALLEL_HASH_BYTES:
+            view = await asyncio.to_thread(self._view, raw, display, offset, limit, None)
+            version = view.decoded.version
+        else:  # hashlib releases the GIL on large buffers: hash in parallel with decoding
+            version, view = await asyncio.gather(
+                asyncio.to_thread(version_of, raw),
+                asyncio.to_thread(self._view, raw, display, offset, limit, "-"),
+            )
+        partial = view.start > 1 or view.end < view.total or view.clipped
+        previous = self.state.get(display)
+        if partial and previous is not None and not previous.partial and previous.version == version:
+            partial_state = False  # the session already saw this exact content in full
+        else:
+            partial_state = partial
+        self.state.record(display, version, partial=partial_state)
+        return {
+            "path": display,
+            "content": view.shown,
+            "version": version,
+            "partial": partial,
+            "startLine": view.start if view.total else 0,
+            "endLine": view.end,
+            "totalLines": view.total,
+            "lineEnding": "crlf" if view.decoded.newline == "\r\n" else "lf",
+            "bom": view.decoded.bom,
+        }
+
+    def _view(
+        self, raw: bytes, display: str, offset: int | None, limit: int | None, version: str | None
+    ) -> _View:
+        """Decode and cut the displayed part (blocking: runs in a worker thread)."""
+        decoded = decode_file(raw, path=display, version=version)
         text = decoded.text
-        lines = text.splitlines(keepends=True)
-        total = len(lines)
+        total = count_lines(text)
         start = 1 if offset is None else offset
         if start > max(total, 1):
             raise WorkspaceError(
@@ -198,29 +240,12 @@ class Workspace:
             shown, end = text, total
         else:
             end = total if limit is None else min(total, start - 1 + limit)
-            shown = "".join(lines[start - 1 : end])
-        ranged = start > 1 or end < total
+            parts = text.split("\n", end)  # splits only as far as needed
+            shown = "\n".join(parts[start - 1 : end]) + ("\n" if len(parts) > end else "")
         clipped = len(shown) > self.max_output_chars
         if clipped:
             shown = self._clip(shown)
-        partial = ranged or clipped
-        previous = self.state.get(display)
-        if partial and previous is not None and not previous.partial and previous.version == decoded.version:
-            partial_state = False  # the session already saw this exact content in full
-        else:
-            partial_state = partial
-        self.state.record(display, decoded.version, partial=partial_state)
-        return {
-            "path": display,
-            "content": shown,
-            "version": decoded.version,
-            "partial": partial,
-            "startLine": start if total else 0,
-            "endLine": end,
-            "totalLines": total,
-            "lineEnding": "crlf" if decoded.newline == "\r\n" else "lf",
-            "bom": decoded.bom,
-        }
+        return _View(decoded, start, end, total, shown, clipped)
 
     def _clip(self, text: str) -> str:
         head_budget = self.max_output_chars * 3 // 4
