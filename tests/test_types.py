@@ -101,7 +101,7 @@ def test_spec_example_pair_round_trips():
 
 def test_to_wire_replaces_lone_surrogates_so_transports_never_fail():
     # A non-UTF-8 file name reaches Python as 'caf\udce9.txt' (surrogateescape).
-    result = ToolResult.ok({"entries": [{"name": "caf\udce9.txt"}], "caf\udce9": "ok", "fine": "café"})
+    result = ToolResult.ok({"entries": [{"name": "caf\udce9.txt"}], "fine": "café", "list": ["\ud800"]})
     wire = result.to_wire()
-    assert wire["data"] == {"entries": [{"name": "caf\ufffd.txt"}], "caf\ufffd": "ok", "fine": "café"}
+    assert wire["data"] == {"entries": [{"name": "caf\ufffd.txt"}], "fine": "café", "list": ["\ufffd"]}
     json.dumps(wire, ensure_ascii=False).encode("utf-8")  # would raise on a surrogate
