@@ -339,3 +339,81 @@ async def test_trace_span_per_call_env_3():
 def test_router_has_no_consent_logic_mode_5():
     # MODE-5: approval is an executor wrapper's job; the router exposes no approval hooks.
     assert not [name for name in dir(ToolRouter) if "approv" in name or "consent" in name]
+
+
+async def test_suspending_tools_keep_every_outcome():
+    router = ToolRouter()
+
+    @tool(router=router)
+    async def get_later(kind: str) -> str:
+        await asyncio.sleep(0)
+        if kind == "retry":
+            raise ToolRetry("try again")
+        if kind == "boom":
+            raise ValueError("bad")
+        return kind
+
+    assert (await router.dispatch(call("get_later", kind="ok"))).data == {"value": "ok"}
+    assert (await router.dispatch(call("get_later", kind="retry"))).needs_followup is True
+    assert (await router.dispatch(call("get_later", kind="boom"))).error == "ValueError: bad"
+    assert router._deadlines._pending == {}
+
+
+async def test_concurrent_timeouts_each_fire_at_their_own_deadline():
+    router = ToolRouter()
+    finished = []
+
+    @tool(router=router, timeout_ms=30)
+    async def get_short() -> None:
+        await asyncio.sleep(5)
+
+    @tool(router=router, timeout_ms=5000)
+    async def get_long() -> str:
+        await asyncio.sleep(0.1)
+        finished.append("long")
+        return "done"
+
+    async with asyncio.timeout(5):
+        short, long = await asyncio.gather(
+            router.dispatch(call("get_short")), router.dispatch(call("get_long"))
+        )
+    assert short.data == {"code": "timeout", "timeoutMs": 30}
+    assert long.data == {"value": "done"} and finished == ["long"]
+
+
+async def test_outside_cancellation_is_not_swallowed_as_a_timeout():
+    router = ToolRouter()
+    started = asyncio.Event()
+
+    @tool(router=router)
+    async def get_forever() -> None:
+        started.set()
+        await asyncio.sleep(60)
+
+    task = asyncio.create_task(router.dispatch(call("get_forever")))
+    async with asyncio.timeout(5):
+        await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert router._deadlines._pending == {}
+
+
+async def test_a_tool_that_finishes_without_suspending_arms_no_deadline():
+    router = ToolRouter()
+
+    @tool(router=router, timeout_ms=1)
+    async def get_fast() -> int:
+        return 1
+
+    result = await router.dispatch(call("get_fast"))
+    assert result.data == {"value": 1} and router._deadlines._timer is None
+
+
+async def test_success_results_built_on_the_fast_path_behave_like_validated_ones():
+    router = make_router()
+    result = await router.dispatch(call("greet", name="x"))
+    result.message = "shown"  # a mutable fields set, as on any pydantic model
+    assert result.to_wire() == {"success": True, "message": "shown", "data": {"value": "hello x"}}
+    assert result == ToolResult(success=True, data={"value": "hello x"}, message="shown")
+    assert ToolResult.model_validate_json(result.model_dump_json()) == result

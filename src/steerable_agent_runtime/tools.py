@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol, TypeVar, overload
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from ._deadlines import Deadlines, Started, resume, start
 from ._signature import describe_function, function_schema
 from .errors import DuplicateToolError, ToolFailed, ToolRetry, ToolSignal, UserError
 from .modes import ToolMode, decide_tool_mode
@@ -115,9 +116,8 @@ class Tool:
             async def handler(**kwargs: Any) -> Any:
                 return await asyncio.to_thread(fn, **kwargs)
 
-        def validate(arguments: dict[str, Any]) -> dict[str, Any]:
-            result: dict[str, Any] = adapter.validate_python(arguments)
-            return result
+        # the pydantic-core validator itself: TypeAdapter.validate_python adds a Python-level wrapper
+        validate: Callable[[dict[str, Any]], dict[str, Any]] = adapter.validator.validate_python
 
         return cls(
             name=tool_name,
@@ -254,15 +254,23 @@ def _validation_problems(exc: ValidationError) -> list[dict[str, str]]:
     return problems
 
 
+_SCALARS: Final = frozenset({str, int, float, bool})
+
+
 def _normalise(value: Any) -> ToolResult:
+    kind = type(value)
+    if kind in _SCALARS:  # the common case first: no ABC or metaclass isinstance checks
+        return ToolResult.success_with({"value": value})
+    if kind is dict:
+        return ToolResult.success_with(to_jsonable_python(value, fallback=str))
     if isinstance(value, ToolResult):
         return value
     if value is None:
-        return ToolResult.model_construct(success=True)
+        return ToolResult.success_with(None)
     if isinstance(value, Mapping):
         data = value if type(value) is dict else dict(value)
-        return ToolResult.model_construct(success=True, data=to_jsonable_python(data, fallback=str))
-    return ToolResult.model_construct(success=True, data={"value": to_jsonable_python(value, fallback=str)})
+        return ToolResult.success_with(to_jsonable_python(data, fallback=str))
+    return ToolResult.success_with({"value": to_jsonable_python(value, fallback=str)})
 
 
 def _signal_result(signal: ToolSignal) -> ToolResult:
@@ -289,6 +297,7 @@ class ToolRouter:
         self, *, default_timeout_ms: int = DEFAULT_TIMEOUT_MS, trace: TraceSink | None = None
     ) -> None:
         self._tools: dict[str, Tool] = {}
+        self._deadlines = Deadlines()
         self.default_timeout_ms = default_timeout_ms
         self.trace = trace
 
@@ -440,8 +449,8 @@ class ToolRouter:
             other exception gives ``success: false`` with its type and message.
         """
         started = time.perf_counter_ns()
-        if not isinstance(call, ToolCall):
-            parsed = _parse_envelope(call)
+        if type(call) is not ToolCall:
+            parsed = _parse_envelope(call) if isinstance(call, Mapping) else _not_a_call(call)
             if isinstance(parsed, ToolResult):
                 return parsed
             call = parsed
@@ -449,18 +458,22 @@ class ToolRouter:
         if spec is None:
             result = self._unknown(call.name)
         else:
-            result = await self._run(spec, call)
+            try:
+                kwargs = spec.validate(call.arguments)
+            except ValidationError as exc:
+                result = _invalid_arguments(spec.name, exc)
+            except ToolSignal as signal:
+                result = _signal_result(signal)
+            else:
+                try:  # the handler's first step runs inline: most tools finish without suspending
+                    first = start(spec.handler(**kwargs))
+                except Exception as exc:
+                    result = _failed(spec, exc)
+                else:
+                    result = _normalise(first.value) if first.done else await self._finish(spec, first)
         if self.trace is not None:
-            self.trace(
-                TraceSpan(
-                    name=call.name,
-                    call_id=call.id,
-                    start_ns=started,
-                    end_ns=time.perf_counter_ns(),
-                    success=result.success,
-                    attrs={"mode": spec.mode.value} if spec is not None else {},
-                )
-            )
+            attrs = {"mode": spec.mode} if spec is not None else {}  # a StrEnum: equal to its string
+            self.trace(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
         return result
 
     def _unknown(self, name: str) -> ToolResult:
@@ -473,26 +486,19 @@ class ToolRouter:
             data={"code": "unknown_tool", "suggestions": close},
         )
 
-    async def _run(self, spec: Tool, call: ToolCall) -> ToolResult:
-        try:
-            kwargs = spec.validate(call.arguments)
-        except ValidationError as exc:
-            problems = _validation_problems(exc)
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=_invalid_text(spec.name, problems),
-                data={"code": "invalid_arguments", "errors": problems},
-            )
-        except ToolSignal as signal:
-            return _signal_result(signal)
+    async def _finish(self, spec: Tool, first: Started) -> ToolResult:
+        """Drive a handler that suspended, under its deadline (armed only now)."""
         timeout_ms = spec.timeout_ms if spec.timeout_ms is not None else self.default_timeout_ms
+        token = self._deadlines.arm(timeout_ms / 1000) if timeout_ms else None
         try:
-            async with asyncio.timeout(timeout_ms / 1000):
-                value = await spec.handler(**kwargs)
-        except ToolSignal as signal:
-            return _signal_result(signal)
-        except TimeoutError:
+            assert first.iterator is not None
+            value = await resume(first.iterator, first.pending)
+        except asyncio.CancelledError:
+            if token is None or not token.expired:
+                raise  # cancelled from outside: not ours to swallow
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
             return ToolResult(
                 success=False,
                 needs_followup=True,
@@ -500,13 +506,41 @@ class ToolRouter:
                 data={"code": "timeout", "timeoutMs": timeout_ms},
             )
         except Exception as exc:
-            logger.exception("tool %s raised", spec.name)
-            return ToolResult(
-                success=False,
-                error=f"{type(exc).__name__}: {exc}",
-                data={"code": "tool_exception", "exceptionType": type(exc).__name__},
-            )
+            return _failed(spec, exc)
+        finally:
+            self._deadlines.disarm(token)
         return _normalise(value)
+
+
+def _failed(spec: Tool, exc: Exception) -> ToolResult:
+    """Turn a handler's exception into its result: signals as they say, anything else as a tool bug."""
+    if isinstance(exc, ToolSignal):
+        return _signal_result(exc)
+    logger.error("tool %s raised", spec.name, exc_info=exc)
+    return ToolResult(
+        success=False,
+        error=f"{type(exc).__name__}: {exc}",
+        data={"code": "tool_exception", "exceptionType": type(exc).__name__},
+    )
+
+
+def _invalid_arguments(name: str, exc: ValidationError) -> ToolResult:
+    problems = _validation_problems(exc)
+    return ToolResult(
+        success=False,
+        needs_followup=True,
+        error=_invalid_text(name, problems),
+        data={"code": "invalid_arguments", "errors": problems},
+    )
+
+
+def _not_a_call(value: object) -> ToolResult:
+    return ToolResult(
+        success=False,
+        needs_followup=True,
+        error=f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
+        data={"code": "invalid_envelope"},
+    )
 
 
 def _parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:

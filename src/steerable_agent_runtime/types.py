@@ -18,6 +18,11 @@ from pydantic.alias_generators import to_camel
 __all__ = ["ToolCall", "ToolResult", "is_terminal_result", "new_call_id"]
 
 _CUID = Cuid()
+# BaseModel's slot descriptors, for building results without validation (see ToolResult.success_with)
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 def new_call_id() -> str:
@@ -101,6 +106,21 @@ class ToolResult(_WireModel):
         """
         return cls(success=False, needs_followup=True, error=error, message=message, data=data)
 
+    @classmethod
+    def success_with(cls, data: dict[str, Any] | None) -> ToolResult:
+        """Build ``ToolResult(success=True, data=data)`` without validation (the dispatch hot path).
+
+        ``data`` must already be JSON-ready (the router runs ``to_jsonable_python`` on it first).
+        """
+        result = cls.__new__(cls)
+        fields = _EMPTY_FIELDS.copy()
+        fields["data"] = data
+        _set_dict(result, fields)
+        _set_fields_set(result, {"success"} if data is None else {"success", "data"})
+        _set_extra(result, {})
+        _set_private(result, None)
+        return result
+
     def to_wire(self) -> dict[str, Any]:
         """Return the camelCase JSON-ready dict with ``None`` fields left out.
 
@@ -112,6 +132,7 @@ class ToolResult(_WireModel):
         return wire
 
 
+_EMPTY_FIELDS: dict[str, Any] = {name: None for name in ToolResult.model_fields} | {"success": True}
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
 
