@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from peer_data import peer_dir
 from steerable_agent_runtime import version_of
 
-# shared/ lies beside the checkout (for developers and for CI's clone alike)
-PEER = Path(__file__).resolve().parents[3] / "shared" / "peer" / "codex-apply-patch"
+PEER = peer_dir("codex-apply-patch")
 INDEX = json.loads((PEER / "scenarios_index.json").read_text(encoding="utf-8"))["scenarios"]
 
 # scenario -> (expected error code, tree stays as input) where our rules deliberately differ
