@@ -5,9 +5,11 @@ import pytest
 from steerable_agent_runtime import (
     DEFAULT_TOOL_MODE,
     MODE_CONSENT,
+    Tool,
     ToolMode,
     ToolRouter,
     decide_tool_mode,
+    mode_from_annotations,
     requires_consent,
     tool,
 )
@@ -85,3 +87,87 @@ def test_registration_mode_overrides_inference_mode_3():
 
     modes = {entry["name"]: entry["mode"] for entry in router.describe()}
     assert modes == {"delete_cache_entry": "read", "get_weather": "external"}
+
+
+def _catalogue():
+    import json
+
+    from peer_data import peer_dir
+
+    path = peer_dir("mcp-inventories") / "catalogue.jsonl"
+    return [
+        json.loads(line)["tool"] for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
+
+
+def test_mcp_annotations_inform_the_mode_of_real_mcp_tools_mode_4():
+    tools = _catalogue()
+    assert len(tools) == 277
+    for entry in tools:
+        hints = entry.get("annotations") or {}
+        mode = mode_from_annotations(entry["name"], hints)
+        if hints.get("readOnlyHint") is True:
+            assert mode is ToolMode.READ, entry["name"]
+        elif hints.get("destructiveHint") is True:
+            assert mode is ToolMode.DESTRUCTIVE, entry["name"]
+        elif hints.get("destructiveHint") is False:
+            assert mode is ToolMode.SAFE_WRITE, entry["name"]
+        elif hints.get("openWorldHint") is True:
+            assert mode is ToolMode.EXTERNAL, entry["name"]
+        else:
+            assert mode is decide_tool_mode(entry["name"]), entry["name"]
+    # The peer README: every name that matches a prefix rule agrees with the server's own hints.
+    matched = [t for t in tools if decide_tool_mode(t["name"]) is not DEFAULT_TOOL_MODE]
+    assert len(matched) == 102
+    for entry in matched:
+        assert mode_from_annotations(entry["name"], entry.get("annotations")) is decide_tool_mode(
+            entry["name"]
+        )
+    # Unannotated tools (the Slack server's) fall back to the name, so unknown names ask for consent.
+    bare = [t for t in tools if not {k for k in (t.get("annotations") or {}) if k != "title"}]
+    assert bare and all(
+        mode_from_annotations(t["name"], t.get("annotations")) is ToolMode.LOCAL for t in bare
+    )
+
+
+@pytest.mark.parametrize(
+    ("hints", "mode"),
+    [
+        (None, "local"),
+        ({}, "local"),
+        ({"title": "x"}, "local"),
+        ({"readOnlyHint": False}, "local"),
+        ({"readOnlyHint": False, "idempotentHint": True}, "local"),
+        ({"readOnlyHint": True, "destructiveHint": True}, "read"),
+        ({"destructiveHint": True}, "destructive"),
+        ({"readOnlyHint": False, "destructiveHint": False, "openWorldHint": True}, "safe_write"),
+        ({"readOnlyHint": False, "openWorldHint": True}, "external"),
+        ({"readOnlyHint": "true"}, "local"),  # hints are booleans; a string is no hint
+    ],
+)
+def test_annotation_rules_mode_4(hints, mode):
+    assert mode_from_annotations("browser_click", hints) == ToolMode(mode)
+
+
+def test_schema_tools_take_their_mode_from_annotations_unless_overridden_mode_3_mode_4():
+    async def handler(**kwargs):
+        return kwargs
+
+    schema = {"type": "object", "properties": {}}
+    assert (
+        Tool.from_schema("git_status", schema, handler, annotations={"readOnlyHint": True}).mode
+        is ToolMode.READ
+    )
+    assert Tool.from_schema("git_status", schema, handler).mode is ToolMode.LOCAL
+    overridden = Tool.from_schema(
+        "git_status", schema, handler, mode="external", annotations={"readOnlyHint": True}
+    )
+    assert overridden.mode is ToolMode.EXTERNAL
+
+
+def test_our_mcp_annotations_round_trip_mode_4():
+    from steerable_sidecar.mcp_server import mode_annotations
+
+    for mode in ToolMode:
+        hints = mode_annotations(mode).model_dump(by_alias=True, exclude_none=True)
+        assert mode_from_annotations("no_rule_name", hints) is mode

@@ -19,7 +19,14 @@ from .errors import (
     WorkspaceError,
     WriteConflictError,
 )
-from .modes import DEFAULT_TOOL_MODE, MODE_CONSENT, ToolMode, decide_tool_mode, requires_consent
+from .modes import (
+    DEFAULT_TOOL_MODE,
+    MODE_CONSENT,
+    ToolMode,
+    decide_tool_mode,
+    mode_from_annotations,
+    requires_consent,
+)
 from .tools import Tool, ToolExposure, ToolHandler, ToolRegistrar, ToolRouter, tool
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
@@ -64,6 +71,7 @@ __all__ = [
     "WriteConflictError",
     "decide_tool_mode",
     "is_terminal_result",
+    "mode_from_annotations",
     "new_call_id",
     "read_file_state_from_messages",
     "requires_consent",

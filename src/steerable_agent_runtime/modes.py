@@ -12,10 +12,18 @@ author says otherwise with ``@tool(mode=...)``.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["DEFAULT_TOOL_MODE", "MODE_CONSENT", "ToolMode", "decide_tool_mode", "requires_consent"]
+__all__ = [
+    "DEFAULT_TOOL_MODE",
+    "MODE_CONSENT",
+    "ToolMode",
+    "decide_tool_mode",
+    "mode_from_annotations",
+    "requires_consent",
+]
 
 
 class ToolMode(StrEnum):
@@ -70,6 +78,39 @@ def decide_tool_mode(name: str) -> ToolMode:
         if pattern.match(name):
             return mode
     return DEFAULT_TOOL_MODE
+
+
+def mode_from_annotations(name: str, annotations: Mapping[str, Any] | None) -> ToolMode:
+    """Classify an MCP (or host) tool from its MCP tool annotations, falling back to its name.
+
+    The server's own hints are better informed than a name prefix, so they decide when they say
+    something (MCP spec: ToolAnnotations; all hints are advisory):
+
+    1. ``readOnlyHint: true`` -> ``read``
+    2. ``destructiveHint: true`` -> ``destructive``
+    3. ``destructiveHint: false`` -> ``safe_write``
+    4. ``openWorldHint: true`` (and none of the above) -> ``external``
+    5. otherwise (no annotations, or only ``readOnlyHint: false`` / ``idempotentHint`` / ``title``)
+       -> :func:`decide_tool_mode` on the name, so an unknown write still defaults to ``local``.
+
+    Args:
+        name: The tool name.
+        annotations: The tool's ``annotations`` object (camelCase keys), or ``None``.
+
+    Returns:
+        The tool's :class:`ToolMode`.
+    """
+    hints = annotations or {}
+    if hints.get("readOnlyHint") is True:
+        return ToolMode.READ
+    destructive = hints.get("destructiveHint")
+    if destructive is True:
+        return ToolMode.DESTRUCTIVE
+    if destructive is False:
+        return ToolMode.SAFE_WRITE
+    if hints.get("openWorldHint") is True:
+        return ToolMode.EXTERNAL
+    return decide_tool_mode(name)
 
 
 def requires_consent(mode: ToolMode | str) -> bool:

@@ -24,7 +24,7 @@ from pydantic_core import to_jsonable_python
 from ._deadlines import Deadlines, Started, resume, start
 from ._signature import describe_function, function_schema
 from .errors import DuplicateToolError, ToolFailed, ToolRetry, ToolSignal, UserError
-from .modes import ToolMode, decide_tool_mode
+from .modes import ToolMode, decide_tool_mode, mode_from_annotations
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult
 
@@ -141,6 +141,7 @@ class Tool:
         mode: ToolMode | str | None = None,
         exposure: ToolExposure | str = ToolExposure.DIRECT,
         timeout_ms: int | None = None,
+        annotations: Mapping[str, Any] | None = None,
     ) -> Tool:
         """Build a tool whose JSON Schema is given as-is (host tools, MCP tools).
 
@@ -151,9 +152,11 @@ class Tool:
             parameters: An ``object`` JSON Schema.
             handler: Async callable receiving the arguments as keyword arguments.
             description: What the tool does.
-            mode: Overrides :func:`decide_tool_mode`.
+            mode: Overrides the inferred mode.
             exposure: ``ToolExposure`` or its string.
             timeout_ms: Handler timeout in milliseconds.
+            annotations: MCP tool annotations (``readOnlyHint``...); without ``mode`` they decide
+                it through :func:`mode_from_annotations`.
 
         Returns:
             The tool, not yet registered anywhere.
@@ -188,7 +191,9 @@ class Tool:
             description=description,
             parameters=schema,
             handler=handler,
-            mode=_coerce_mode(mode, name),
+            mode=_coerce_mode(mode, name)
+            if mode is not None or not annotations
+            else mode_from_annotations(name, annotations),
             exposure=_coerce_exposure(exposure),
             timeout_ms=timeout_ms,
             validate=validate,
