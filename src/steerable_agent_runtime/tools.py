@@ -294,7 +294,7 @@ class ToolRouter:
     """A set of tools by name; dispatches :class:`ToolCall` s into :class:`ToolResult` s.
 
     Args:
-        default_timeout_ms: Handler timeout for tools that set none, in milliseconds.
+        default_timeout_ms: Handler timeout for tools that set none, in milliseconds (0 disables it).
         trace: Optional sink called with one :class:`TraceSpan` per dispatched call.
     """
 
