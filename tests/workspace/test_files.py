@@ -170,17 +170,37 @@ async def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path, 
 
     target = tmp_path / "grow.log"
     target.write_bytes(b"x" * 10)
-    real_open = open
+    real_fstat = os.fstat
 
-    def growing_open(path, mode="r", *args, **kwargs):
-        handle = real_open(path, mode, *args, **kwargs)
-        if str(path) == str(target):
-            with real_open(target, "ab") as more:
-                more.write(b"y" * 100)
-        return handle
+    def fstat_then_grow(fd):
+        before = real_fstat(fd)  # the size the reader plans for...
+        with open(target, "ab") as more:  # ...then a writer appends before the read
+            more.write(b"y" * 100)
+        return before
 
-    monkeypatch.setattr(_disk, "open", growing_open, raising=False)
+    monkeypatch.setattr(_disk.os, "fstat", fstat_then_grow)
     with pytest.raises(Exception) as info:
         _disk.read_bytes(target, display="grow.log", max_bytes=50)
     assert info.value.code == "file_too_large"
     assert str(info.value) == "grow.log is over the file tools' limit of 50 bytes"
+
+
+async def test_fifo_is_refused_without_blocking(session):
+    os.mkfifo(session.root / "pipe")
+    result = await session("read_file", path="pipe")
+    assert result.data == {"code": "not_a_file", "path": "pipe"}
+    assert result.error == "pipe is not a regular file"
+    grep = await session("grep", pattern="x")  # the walk meets the FIFO and skips it
+    assert grep.success and grep.data["matches"] == []
+
+
+async def test_symlink_swapped_in_after_resolution_is_not_followed(tmp_path):
+    from steerable_agent_runtime.workspace import _disk
+
+    outside = tmp_path / "secret"
+    outside.write_text("s", encoding="utf-8")
+    link = tmp_path / "ws_file"
+    os.symlink(outside, link)  # what an attacker swaps in after the path was resolved
+    with pytest.raises(Exception) as info:
+        _disk.read_bytes(link, display="ws_file", max_bytes=100)
+    assert info.value.code == "not_a_file"

@@ -34,7 +34,7 @@ async def test_grep(session):
     assert capped.data["truncated"] is True and len(capped.data["matches"]) == 1
     bad = await session("grep", pattern="(")
     assert bad.data["code"] == "invalid_regex" and bad.needs_followup
-    assert bad.error.startswith("invalid regular expression '(': missing ), unterminated subpattern")
+    assert bad.error == "invalid regular expression '(': missing ) at position 1"
 
 
 def test_navigation_tools_are_read_mode(session):
@@ -48,3 +48,19 @@ def test_navigation_tools_are_read_mode(session):
         "glob": "read",
         "grep": "read",
     }
+
+
+async def test_catastrophic_regex_is_bounded_by_the_time_budget(session):
+    from steerable_agent_runtime.workspace._search import grep_files
+
+    session.write_raw("evil.txt", b"a" * 5000 + b"!\n")
+    session.write_raw("ok.txt", b"fine\n")
+    result = grep_files(session.workspace.root, r"(a|aa)+$", time_budget_s=0.2)
+    assert result["timedOut"] is True and result["truncated"] is True
+    assert result["message"].startswith("grep stopped after 0.2 s")
+
+
+async def test_grep_line_numbers_match_read_file_lines(session):
+    session.write_raw("f.txt", b"one\x0ctwo\nthree\n")
+    result = await session("grep", pattern="three")
+    assert result.data["matches"] == [{"path": "f.txt", "line": 2, "text": "three"}]

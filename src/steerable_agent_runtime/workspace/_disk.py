@@ -67,14 +67,26 @@ def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
             data={"path": display, "bytes": info.st_size, "limit": max_bytes},
         )
     try:
-        with open(real, "rb") as handle:
-            data = handle.read(info.st_size + 1)  # one exact-size buffer, not a max_bytes one
-            if len(data) > info.st_size:  # the file grew since the stat
-                data += handle.read(max_bytes + 1 - len(data))
+        # O_NONBLOCK: a FIFO swapped in after the stat cannot block the read; O_NOFOLLOW: nor can a
+        # symlink swapped in for the resolved path. The fstat below re-checks what was opened.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     except PermissionError:
         raise WorkspaceError(
             "permission_denied", f"{display}: permission denied", data={"path": display}
         ) from None
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise WorkspaceError(
+            "not_a_file", f"{display} changed while being opened ({exc.strerror})", data={"path": display}
+        ) from None
+    with os.fdopen(fd, "rb") as handle:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode):
+            raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+        data = handle.read(opened.st_size + 1)  # one exact-size buffer, not a max_bytes one
+        if len(data) > opened.st_size:  # the file grew since the stat
+            data += handle.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise WorkspaceError(
             "file_too_large",

@@ -10,13 +10,16 @@ import fnmatch
 import os
 import re
 import stat
+import time
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import WorkspaceError
+from ._disk import read_bytes
 from ._paths import WorkspaceRoot
+from ._text import decode_file
 
-__all__ = ["glob_files", "grep_files", "list_dir"]
+__all__ = ["GREP_TIME_BUDGET_S", "glob_files", "grep_files", "list_dir"]
 
 MAX_ENTRIES: Final = 1000
 """Most entries ``list_dir`` and ``glob`` return."""
@@ -24,6 +27,9 @@ MAX_ENTRIES: Final = 1000
 _SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
 _MAX_GREP_FILE_BYTES: Final = 4 * 1024 * 1024
 _MAX_LINE_CHARS: Final = 500
+
+GREP_TIME_BUDGET_S: Final = 20.0
+"""Total regex matching time one grep call may spend, in seconds."""
 
 
 def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
@@ -133,21 +139,36 @@ def grep_files(
     glob: str | None = None,
     ignore_case: bool = False,
     max_results: int = 200,
+    time_budget_s: float = GREP_TIME_BUDGET_S,
 ) -> dict[str, Any]:
-    """Search text files for a regular expression (Python ``re`` syntax), line by line.
+    """Search text files for a regular expression, line by line (lines counted as read_file counts them).
 
-    Binary files, non-UTF-8 files and files over 4 MiB are skipped.
+    The pattern is Python ``re`` syntax, run by the ``regex`` engine with a time budget: a
+    catastrophically backtracking pattern (``(a|aa)+$``) cannot hang the call. Binary files,
+    non-UTF-8 files, non-regular files (FIFOs, devices) and files over 4 MiB are skipped.
+
+    Args:
+        root: The workspace.
+        pattern: The regular expression.
+        path: A file or directory to search.
+        glob: Only files whose relative path or name matches this glob.
+        ignore_case: Case-insensitive matching.
+        max_results: Stop after this many matches.
+        time_budget_s: Total matching time allowed, in seconds.
 
     Returns:
         ``{pattern, matches: [{path, line, text}], truncated}``; ``line`` is 1-based and ``text``
-        is clipped at 500 characters.
+        is clipped at 500 characters. When the budget runs out, ``timedOut: true`` and
+        ``truncated: true`` come with the matches found so far.
 
     Raises:
         WorkspaceError: ``invalid_regex`` naming the regex error.
     """
+    import regex  # only grep needs it (~12 ms to import)
+
     try:
-        regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+        compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    except (regex.error, ValueError) as exc:
         raise WorkspaceError("invalid_regex", f"invalid regular expression {pattern!r}: {exc}") from None
     real = root.resolve(path)
     if real.is_file():
@@ -156,26 +177,34 @@ def grep_files(
     else:
         base, _ = _directory(root, path)
         candidates = _walk(root, base)
+    deadline = time.monotonic() + time_budget_s
     matches: list[dict[str, Any]] = []
     for full in candidates:
         rel = full.relative_to(base).as_posix()
         if glob and not (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(full.name, glob)):
             continue
+        display = root.display(full)
         try:
-            if full.stat().st_size > _MAX_GREP_FILE_BYTES:
-                continue
-            raw = full.read_bytes()
-        except OSError:
+            raw = read_bytes(full, display=display, max_bytes=_MAX_GREP_FILE_BYTES)
+            text = decode_file(raw, path=display, version="-").text if raw is not None else None
+        except WorkspaceError:
+            continue  # binary, not UTF-8, too large, not a regular file, unreadable: not searched
+        if text is None:
             continue
-        if b"\x00" in raw[:8192]:
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            continue
-        for number, line in enumerate(text.splitlines(), start=1):
-            if regex.search(line):
+        for number, line in enumerate(text.split("\n"), start=1):
+            try:
+                found = compiled.search(line, timeout=max(deadline - time.monotonic(), 0.001))
+            except TimeoutError:
+                return {
+                    "pattern": pattern,
+                    "matches": matches,
+                    "truncated": True,
+                    "timedOut": True,
+                    "message": f"grep stopped after {time_budget_s:g} s (a pattern that backtracks "
+                    "heavily, or a very large tree); narrow path/glob or simplify the pattern",
+                }
+            if found:
                 if len(matches) >= max_results:
                     return {"pattern": pattern, "matches": matches, "truncated": True}
-                matches.append({"path": root.display(full), "line": number, "text": line[:_MAX_LINE_CHARS]})
+                matches.append({"path": display, "line": number, "text": line[:_MAX_LINE_CHARS]})
     return {"pattern": pattern, "matches": matches, "truncated": False}
