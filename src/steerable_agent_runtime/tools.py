@@ -10,27 +10,32 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
-import json
-import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Protocol, TypeVar, overload
 
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
+from pydantic import ValidationError
 
 from ._deadlines import Deadlines, Started, resume, start
+from ._results import (
+    failed_result,
+    invalid_arguments_result,
+    invalid_text,
+    normalise,
+    not_a_call,
+    parse_envelope,
+    signal_result,
+)
 from ._signature import describe_function, function_schema
-from .errors import DuplicateToolError, ToolFailed, ToolRetry, ToolSignal, UserError
+from .errors import DuplicateToolError, ToolRetry, ToolSignal, UserError
 from .modes import ToolMode, decide_tool_mode, mode_from_annotations
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult
 
 __all__ = ["Tool", "ToolExposure", "ToolHandler", "ToolRegistrar", "ToolRouter", "tool"]
 
-logger = logging.getLogger("steerable_agent_runtime.tools")
 
 ToolHandler = Callable[..., Awaitable[Any]]
 """An async callable taking the validated arguments as keyword arguments."""
@@ -39,8 +44,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 DEFAULT_TIMEOUT_MS: Final = 300_000
 """Default per-call handler timeout in milliseconds (5 minutes)."""
-
-_ENVELOPE: Final = TypeAdapter(ToolCall)
 
 
 class ToolExposure(StrEnum):
@@ -183,7 +186,7 @@ class Tool:
                     {"field": ".".join(str(p) for p in e.path) or "(arguments)", "message": e.message}
                     for e in errors
                 ]
-                raise ToolRetry(_invalid_text(name, problems), data={"errors": problems})
+                raise ToolRetry(invalid_text(name, problems), data={"errors": problems})
             return arguments
 
         return cls(
@@ -241,53 +244,6 @@ def _coerce_exposure(exposure: ToolExposure | str) -> ToolExposure:
     except ValueError:
         allowed = ", ".join(e.value for e in ToolExposure)
         raise UserError(f"unknown exposure {exposure!r}; use one of {allowed}") from None
-
-
-def _invalid_text(name: str, problems: list[dict[str, str]]) -> str:
-    listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-    return f"Invalid arguments for {name}: {listed}. Fix these fields and call {name} again."
-
-
-def _validation_problems(exc: ValidationError) -> list[dict[str, str]]:
-    problems = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(part) for part in err["loc"]) or "(arguments)"
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "unexpected field"
-        problems.append({"field": loc, "message": message})
-    return problems
-
-
-_SCALARS: Final = frozenset({str, int, float, bool})
-
-
-def _normalise(value: Any) -> ToolResult:
-    kind = type(value)
-    if kind in _SCALARS:  # the common case first: no ABC or metaclass isinstance checks
-        return ToolResult.success_with({"value": value})
-    if kind is dict:
-        return ToolResult.success_with(to_jsonable_python(value, fallback=str))
-    if isinstance(value, ToolResult):
-        return value
-    if value is None:
-        return ToolResult.success_with(None)
-    if isinstance(value, Mapping):
-        data = value if type(value) is dict else dict(value)
-        return ToolResult.success_with(to_jsonable_python(data, fallback=str))
-    return ToolResult.success_with({"value": to_jsonable_python(value, fallback=str)})
-
-
-def _signal_result(signal: ToolSignal) -> ToolResult:
-    return ToolResult(
-        success=False,
-        needs_followup=True if isinstance(signal, ToolRetry) else None,
-        terminal=True if isinstance(signal, ToolFailed) else None,
-        error=signal.error,
-        message=signal.message,
-        next_action=signal.next_action,
-        data=signal.data,
-    )
 
 
 class ToolRouter:
@@ -455,7 +411,7 @@ class ToolRouter:
         """
         started = time.perf_counter_ns()
         if type(call) is not ToolCall:
-            parsed = _parse_envelope(call) if isinstance(call, Mapping) else _not_a_call(call)
+            parsed = parse_envelope(call) if isinstance(call, Mapping) else not_a_call(call)
             if isinstance(parsed, ToolResult):
                 return parsed
             call = parsed
@@ -466,16 +422,16 @@ class ToolRouter:
             try:
                 kwargs = spec.validate(call.arguments)
             except ValidationError as exc:
-                result = _invalid_arguments(spec.name, exc)
+                result = invalid_arguments_result(spec.name, exc)
             except ToolSignal as signal:
-                result = _signal_result(signal)
+                result = signal_result(signal)
             else:
                 try:  # the handler's first step runs inline: most tools finish without suspending
                     first = start(spec.handler(**kwargs))
                 except Exception as exc:
-                    result = _failed(spec, exc)
+                    result = failed_result(spec.name, exc)
                 else:
-                    result = _normalise(first.value) if first.done else await self._finish(spec, first)
+                    result = normalise(first.value) if first.done else await self._finish(spec, first)
         if self.trace is not None:
             attrs = {"mode": spec.mode} if spec is not None else {}  # a StrEnum: equal to its string
             self.trace(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
@@ -511,67 +467,10 @@ class ToolRouter:
                 data={"code": "timeout", "timeoutMs": timeout_ms},
             )
         except Exception as exc:
-            return _failed(spec, exc)
+            return failed_result(spec.name, exc)
         finally:
             self._deadlines.disarm(token)
-        return _normalise(value)
-
-
-def _failed(spec: Tool, exc: Exception) -> ToolResult:
-    """Turn a handler's exception into its result: signals as they say, anything else as a tool bug."""
-    if isinstance(exc, ToolSignal):
-        return _signal_result(exc)
-    logger.error("tool %s raised", spec.name, exc_info=exc)
-    return ToolResult(
-        success=False,
-        error=f"{type(exc).__name__}: {exc}",
-        data={"code": "tool_exception", "exceptionType": type(exc).__name__},
-    )
-
-
-def _invalid_arguments(name: str, exc: ValidationError) -> ToolResult:
-    problems = _validation_problems(exc)
-    return ToolResult(
-        success=False,
-        needs_followup=True,
-        error=_invalid_text(name, problems),
-        data={"code": "invalid_arguments", "errors": problems},
-    )
-
-
-def _not_a_call(value: object) -> ToolResult:
-    return ToolResult(
-        success=False,
-        needs_followup=True,
-        error=f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
-        data={"code": "invalid_envelope"},
-    )
-
-
-def _parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
-    payload = dict(raw)
-    arguments = payload.get("arguments")
-    if isinstance(arguments, str):
-        try:
-            payload["arguments"] = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
-                data={"code": "invalid_envelope"},
-            )
-    try:
-        return _ENVELOPE.validate_python(payload)
-    except ValidationError as exc:
-        problems = _validation_problems(exc)
-        listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
-            data={"code": "invalid_envelope", "errors": problems},
-        )
+        return normalise(value)
 
 
 @overload

@@ -1,0 +1,136 @@
+"""Building :class:`ToolResult` s: the one place where values and exceptions become results.
+
+Spec: ToolResult, Completion semantics. Used by :class:`~steerable_agent_runtime.tools.ToolRouter`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import to_jsonable_python
+
+from .errors import ToolFailed, ToolRetry, ToolSignal
+from .types import ToolCall, ToolResult
+
+__all__ = [
+    "failed_result",
+    "invalid_arguments_result",
+    "invalid_text",
+    "normalise",
+    "not_a_call",
+    "parse_envelope",
+    "signal_result",
+    "validation_problems",
+]
+
+logger = logging.getLogger("steerable_agent_runtime.tools")
+
+_ENVELOPE: Final = TypeAdapter(ToolCall)
+
+
+def invalid_text(name: str, problems: list[dict[str, str]]) -> str:
+    listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+    return f"Invalid arguments for {name}: {listed}. Fix these fields and call {name} again."
+
+
+def validation_problems(exc: ValidationError) -> list[dict[str, str]]:
+    problems = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(part) for part in err["loc"]) or "(arguments)"
+        message = err["msg"]
+        if err["type"] == "extra_forbidden":
+            message = "unexpected field"
+        problems.append({"field": loc, "message": message})
+    return problems
+
+
+_SCALARS: Final = frozenset({str, int, float, bool})
+
+
+def normalise(value: Any) -> ToolResult:
+    kind = type(value)
+    if kind in _SCALARS:  # the common case first: no ABC or metaclass isinstance checks
+        return ToolResult.success_with({"value": value})
+    if kind is dict:
+        return ToolResult.success_with(to_jsonable_python(value, fallback=str))
+    if isinstance(value, ToolResult):
+        return value
+    if value is None:
+        return ToolResult.success_with(None)
+    if isinstance(value, Mapping):
+        data = value if type(value) is dict else dict(value)
+        return ToolResult.success_with(to_jsonable_python(data, fallback=str))
+    return ToolResult.success_with({"value": to_jsonable_python(value, fallback=str)})
+
+
+def signal_result(signal: ToolSignal) -> ToolResult:
+    return ToolResult(
+        success=False,
+        needs_followup=True if isinstance(signal, ToolRetry) else None,
+        terminal=True if isinstance(signal, ToolFailed) else None,
+        error=signal.error,
+        message=signal.message,
+        next_action=signal.next_action,
+        data=signal.data,
+    )
+
+
+def failed_result(name: str, exc: Exception) -> ToolResult:
+    """Turn a handler's exception into its result: signals as they say, anything else as a tool bug."""
+    if isinstance(exc, ToolSignal):
+        return signal_result(exc)
+    logger.error("tool %s raised", name, exc_info=exc)
+    return ToolResult(
+        success=False,
+        error=f"{type(exc).__name__}: {exc}",
+        data={"code": "tool_exception", "exceptionType": type(exc).__name__},
+    )
+
+
+def invalid_arguments_result(name: str, exc: ValidationError) -> ToolResult:
+    problems = validation_problems(exc)
+    return ToolResult(
+        success=False,
+        needs_followup=True,
+        error=invalid_text(name, problems),
+        data={"code": "invalid_arguments", "errors": problems},
+    )
+
+
+def not_a_call(value: object) -> ToolResult:
+    return ToolResult(
+        success=False,
+        needs_followup=True,
+        error=f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
+        data={"code": "invalid_envelope"},
+    )
+
+
+def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
+    payload = dict(raw)
+    arguments = payload.get("arguments")
+    if isinstance(arguments, str):
+        try:
+            payload["arguments"] = json.loads(arguments) if arguments.strip() else {}
+        except json.JSONDecodeError as exc:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
+                data={"code": "invalid_envelope"},
+            )
+    try:
+        return _ENVELOPE.validate_python(payload)
+    except ValidationError as exc:
+        problems = validation_problems(exc)
+        listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
+            data={"code": "invalid_envelope", "errors": problems},
+        )
