@@ -18,7 +18,8 @@ from steerable_agent_runtime import ToolResult, ToolRouter
 
 __all__ = ["handle_line", "run_session"]
 
-_MAX_LINE_BYTES = 64 * 1024 * 1024
+_MAX_LINE_CHARS = 64 * 1024 * 1024
+"""Longest accepted input line, in characters (64 Mi); a longer one is refused, not split."""
 
 
 async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
@@ -47,10 +48,23 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
     return {"id": call_id, "result": result.to_wire()}
 
 
-async def _lines(stream: IO[str]) -> AsyncIterator[str]:
+_OVERSIZED = object()
+
+
+def _read_line(stream: IO[str]) -> str | object:
+    line = stream.readline(_MAX_LINE_CHARS)
+    if len(line) < _MAX_LINE_CHARS or line.endswith("\n"):
+        return line
+    while True:  # drain the rest of an oversized line so the next line starts clean
+        more = stream.readline(_MAX_LINE_CHARS)
+        if not more or more.endswith("\n"):
+            return _OVERSIZED
+
+
+async def _lines(stream: IO[str]) -> AsyncIterator[str | object]:
     while True:
-        line = await asyncio.to_thread(stream.readline, _MAX_LINE_BYTES)
-        if not line:
+        line = await asyncio.to_thread(_read_line, stream)
+        if line == "":
             return
         yield line
 
@@ -68,7 +82,11 @@ async def run_session(
     source = stdin if stdin is not None else sys.stdin
     sink = stdout if stdout is not None else sys.stdout
     async for line in _lines(source):
-        out = await handle_line(router, line)
+        if isinstance(line, str):
+            out = await handle_line(router, line)
+        else:
+            error = f"line longer than {_MAX_LINE_CHARS} characters; send smaller tool calls"
+            out = {"id": None, "result": ToolResult.retry(error).to_wire()}
         if out is not None:
             sink.write(json.dumps(out) + "\n")  # ASCII: safe under any locale and any line splitter
             sink.flush()

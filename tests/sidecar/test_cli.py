@@ -333,3 +333,27 @@ def test_non_utf8_file_name_does_not_break_session_or_call(repo_copy: Path, run_
     assert called.returncode in (0, 1), called.stderr[-2000:]
     assert "Traceback" not in called.stderr
     assert json.loads(called.stdout)["success"] in (True, False)
+
+
+async def test_session_refuses_an_oversized_line_and_keeps_going(tmp_path, monkeypatch):
+    import io
+
+    from steerable_agent_runtime import workspace_tools_for_cwd
+    from steerable_sidecar import session
+
+    monkeypatch.setattr(session, "_MAX_LINE_CHARS", 80)
+    (tmp_path / "a.txt").write_text("hi\n", encoding="utf-8")
+    big = '{"id": "big", "name": "read_file", "arguments": {"path": "' + "x" * 500 + '"}}\n'
+    small = '{"id": "ok", "name": "read_file", "arguments": {"path": "a.txt"}}\n'
+    out = io.StringIO()
+    await session.run_session(workspace_tools_for_cwd(tmp_path), io.StringIO(big + small), out)
+    first, second = (json.loads(line) for line in out.getvalue().split("\n") if line)
+    assert first == {
+        "id": None,
+        "result": {
+            "success": False,
+            "needsFollowup": True,
+            "error": "line longer than 80 characters; send smaller tool calls",
+        },
+    }
+    assert second["id"] == "ok" and second["result"]["data"]["content"] == "hi\n"
