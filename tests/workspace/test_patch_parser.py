@@ -532,3 +532,14 @@ def test_parser_on_marker_soup_raises_only_patch_errors(lines: list[str]) -> Non
         assert error.code == "invalid_patch"
     else:
         assert ops
+
+
+def test_hunk_repeating_its_context_header_line_applies() -> None:
+    # Models often write '@@ def f():' and then ' def f():' again as the first context line.
+    text = "def g():\n    pass\n\ndef f():\n    return 1\n"
+    (op,) = parse_patch(
+        "*** Begin Patch\n*** Update File: m.py\n@@ def f():\n def f():\n"
+        "-    return 1\n+    return 2\n*** End Patch"
+    )
+    assert isinstance(op, UpdateFile)
+    assert apply_chunks(text, op.chunks, path="m.py") == "def g():\n    pass\n\ndef f():\n    return 2\n"

@@ -347,6 +347,10 @@ def apply_chunks(original: str, chunks: Sequence[Chunk], *, path: str) -> str:
             continue
         old, new = list(chunk.old_lines), list(chunk.new_lines)
         found = matcher.seek(old, cursor, eof=chunk.is_end_of_file)
+        if found is None and chunk.context is not None:
+            # Models often repeat the '@@ def f():' line as the hunk's first context line; Codex then
+            # fails, having moved past it. Retry from the @@ line itself.
+            found = matcher.seek(old, cursor - 1, eof=chunk.is_end_of_file)
         if found is None and old[-1] == "":
             # A blank line closing a hunk is often just the separator before the next one.
             old = old[:-1]
