@@ -158,11 +158,11 @@ async def test_commit_failure_restores_already_replaced_files(session, monkeypat
     real_write = _apply.atomic_write
     calls = []
 
-    def flaky(path, data):
+    def flaky(path, data, **kwargs):
         calls.append(path.name)
         if path.name == "b.txt" and data == b"B\n":
             raise OSError(28, "No space left on device")
-        real_write(path, data)
+        real_write(path, data, **kwargs)
 
     monkeypatch.setattr(_apply, "atomic_write", flaky)
     patch = (

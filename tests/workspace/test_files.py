@@ -94,7 +94,7 @@ async def test_failed_write_leaves_the_original_intact_file_11(session, monkeypa
     session.write_raw("a.txt", b"original\n")
     await session.read("a.txt")
 
-    def broken_replace(src, dst):
+    def broken_replace(src, dst, **kwargs):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", broken_replace)
@@ -136,7 +136,7 @@ async def test_huge_file_is_refused_with_a_clear_error(tmp_path):
     assert info.value.code == "file_too_large"
     assert str(info.value) == (
         "big.log is 2048 bytes, over the file tools' limit of 1024 bytes; "
-        "use grep to find what you need, or bash for bulk processing"
+        "use bash (head, sed, split) to work with it"
     )
 
 
@@ -180,7 +180,7 @@ async def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path, 
 
     monkeypatch.setattr(_disk.os, "fstat", fstat_then_grow)
     with pytest.raises(Exception) as info:
-        _disk.read_bytes(target, display="grow.log", max_bytes=50)
+        _disk.read_bytes(target, root=tmp_path, display="grow.log", max_bytes=50)
     assert info.value.code == "file_too_large"
     assert str(info.value) == "grow.log is over the file tools' limit of 50 bytes"
 
@@ -202,5 +202,5 @@ async def test_symlink_swapped_in_after_resolution_is_not_followed(tmp_path):
     link = tmp_path / "ws_file"
     os.symlink(outside, link)  # what an attacker swaps in after the path was resolved
     with pytest.raises(Exception) as info:
-        _disk.read_bytes(link, display="ws_file", max_bytes=100)
+        _disk.read_bytes(link, root=tmp_path, display="ws_file", max_bytes=100)
     assert info.value.code == "not_a_file"

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PatchError, WorkspaceError
-from ._disk import atomic_write, remove_file
+from ._disk import atomic_write, file_mode, remove_empty_dirs, remove_file
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks, parse_patch
 from ._text import decode_file, encode_text, version_of
 from ._workspace import Workspace, unified_diff
@@ -33,7 +33,12 @@ class _Plan:
     """The disk as it will be after the patch: real path -> new bytes (``None`` = deleted)."""
 
     original: dict[Path, bytes | None] = field(default_factory=dict)
+    original_modes: dict[Path, int | None] = field(default_factory=dict)
     final: dict[Path, bytes | None] = field(default_factory=dict)
+    modes: dict[Path, int | None] = field(default_factory=dict)
+    # where a planned file's content came from: its original path (whose read view governs a later
+    # delete in the same patch), or None when the patch itself wrote it (Add File)
+    origin: dict[Path, Path | None] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     moved: dict[str, str] = field(default_factory=dict)
     diffs: list[str] = field(default_factory=list)
@@ -44,11 +49,22 @@ async def _current(ws: Workspace, plan: _Plan, real: Path, display: str) -> byte
         return plan.final[real]
     raw = await ws.load(real, display)
     plan.original[real] = raw
+    if raw is not None:
+        plan.original_modes[real] = await asyncio.to_thread(
+            file_mode, real, root=ws.root.path, display=display
+        )
     return raw
 
 
-def _touched(plan: _Plan, real: Path) -> bool:
-    return real in plan.final
+def _refuse_symlink(ws: Workspace, path: str, operation: str) -> None:
+    target = ws.root.symlink_target(path)
+    if target is not None:
+        raise PatchError(
+            "is_symlink",
+            f"{operation} {path}: {path} is a symlink to {target}; apply_patch does not delete or move "
+            "symlinks (it would act on the target). Change the target file, or use bash for the link",
+            data={"path": path},
+        )
 
 
 async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
@@ -62,10 +78,13 @@ async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
             data={"path": display},
         )
     plan.final[real] = encode_text(op.content)
+    plan.modes[real] = None
+    plan.origin[real] = None
     plan.changed.append(display)
 
 
 async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
+    _refuse_symlink(ws, op.path, "*** Delete File:")
     real = ws.root.resolve(op.path)
     display = ws.root.display(real)
     raw = await _current(ws, plan, real, display)
@@ -73,13 +92,21 @@ async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
         raise PatchError(
             "file_not_found", f"*** Delete File: {display} does not exist", data={"path": display}
         )
-    if not _touched(plan, real):
-        ws.check_gate(display, version_of(raw), None, full_overwrite=True)
+    # A delete destroys the whole file, so the session must have seen all of it (write_file's rule),
+    # also when an earlier operation of this patch updated or moved it here.
+    source = plan.origin.get(real, real) if real in plan.final else real
+    if source is not None:
+        source_raw = plan.original.get(source)
+        if source_raw is not None:
+            ws.check_gate(ws.root.display(source), version_of(source_raw), None, full_overwrite=True)
     plan.final[real] = None
+    plan.modes[real] = None
     plan.changed.append(display)
 
 
 async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
+    if op.move_to is not None:
+        _refuse_symlink(ws, op.path, "*** Update File:")
     real = ws.root.resolve(op.path)
     display = ws.root.display(real)
     raw = await _current(ws, plan, real, display)
@@ -89,10 +116,10 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
             f"*** Update File: {display} does not exist; use *** Add File to create it",
             data={"path": display},
         )
-    if not _touched(plan, real):
+    if real not in plan.final:
         ws.check_gate(display, version_of(raw), None, full_overwrite=False)
     decoded = decode_file(raw, path=display)
-    new_text = apply_chunks(decoded.text, op.chunks, path=display)
+    new_text = await asyncio.to_thread(apply_chunks, decoded.text, op.chunks, path=display)
     data = encode_text(new_text, newline=decoded.newline, bom=decoded.bom)
     target, target_display = real, display
     if op.move_to is not None:
@@ -105,31 +132,43 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
                 "Delete it first (after reading it) or choose another destination",
                 data={"path": target_display},
             )
+    origin = plan.origin.get(real, real)
+    mode = plan.modes.get(real) if real in plan.modes else plan.original_modes.get(real)
     if target != real:
         plan.final[real] = None
+        plan.modes[real] = None
         plan.moved[display] = target_display
         plan.changed.append(display)
     plan.final[target] = data
+    plan.modes[target] = mode  # a moved file keeps its permission bits
+    plan.origin[target] = origin
     plan.changed.append(target_display)
     plan.diffs.append(unified_diff(decoded.text, new_text, target_display))
 
 
-def _commit(plan: _Plan) -> None:
+def _commit(ws: Workspace, plan: _Plan) -> None:
+    root = ws.root.path
     done: list[Path] = []
+    created: list[Path] = []
     try:
         for real, data in plan.final.items():
+            display = ws.root.display(real)
             if data is None:
-                remove_file(real)
+                remove_file(real, root=root, display=display)
             else:
-                atomic_write(real, data)
+                atomic_write(
+                    real, data, root=root, display=display, mode=plan.modes.get(real), created=created
+                )
             done.append(real)
-    except OSError:
-        for real in reversed(done):  # put back what was already replaced
+    except (OSError, WorkspaceError):
+        for real in reversed(done):  # put back what was already replaced, with its mode
+            display = ws.root.display(real)
             original = plan.original.get(real)
             if original is None:
-                remove_file(real)
+                remove_file(real, root=root, display=display)
             else:
-                atomic_write(real, original)
+                atomic_write(real, original, root=root, display=display, mode=plan.original_modes.get(real))
+        remove_empty_dirs(created)
         raise
 
 
@@ -165,10 +204,14 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
             else:
                 await _plan_update(ws, plan, op)
         try:
-            await asyncio.to_thread(_commit, plan)
+            await asyncio.to_thread(_commit, ws, plan)
         except OSError as exc:
             raise WorkspaceError(
                 "write_failed", f"could not apply the patch: {exc}; nothing was changed"
+            ) from None
+        except WorkspaceError as exc:
+            raise WorkspaceError(
+                exc.code, f"could not apply the patch: {exc.error}; nothing was changed", data=exc.data
             ) from None
         versions: dict[str, str] = {}
         deleted: list[str] = []

@@ -1,20 +1,27 @@
-"""Disk primitives for the file tools: bounded reads and atomic, mode-preserving writes.
+"""Disk primitives for the file tools: bounded reads, atomic mode-preserving writes, deletes.
 
-These are blocking functions; the workspace calls them through ``asyncio.to_thread`` so the event
-loop never waits on the disk.
+Every operation walks from the workspace root to the file's directory one component at a time
+with ``O_NOFOLLOW`` directory handles (``openat``), then acts relative to that handle. A symlink or
+file swapped into the path after :meth:`WorkspaceRoot.resolve` checked it therefore cannot send a
+read, a write or a delete anywhere else: the walk fails instead (``path_changed``). These are
+blocking functions; the workspace runs them through ``asyncio.to_thread``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import secrets
 import stat
-import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..errors import WorkspaceError
 
-__all__ = ["atomic_write", "read_bytes", "remove_file"]
+__all__ = ["atomic_write", "file_mode", "read_bytes", "remove_empty_dirs", "remove_file"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _default_mode() -> int:
@@ -26,11 +33,67 @@ def _default_mode() -> int:
 _NEW_FILE_MODE = _default_mode()
 
 
-def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
+def _changed(display: str, exc: OSError) -> WorkspaceError:
+    if exc.errno == errno.ENOTDIR:
+        return WorkspaceError(
+            "not_a_directory",
+            f"{display}: a parent of this path is a file, not a directory",
+            data={"path": display},
+        )
+    return WorkspaceError(
+        "path_changed",
+        f"{display} changed while it was being accessed (a directory was replaced or became a symlink); "
+        "check the path and try again",
+        data={"path": display},
+    )
+
+
+@contextlib.contextmanager
+def _parent_dir(
+    root: Path, real: Path, display: str, *, create: bool = False, created: list[Path] | None = None
+) -> Iterator[int]:
+    """Yield an ``O_NOFOLLOW`` directory handle for ``real.parent``, walked down from ``root``.
+
+    Raises:
+        FileNotFoundError: A component is missing (and ``create`` is false).
+        WorkspaceError: ``not_a_directory`` or ``path_changed`` when a component is a file or a symlink.
+    """
+    parent = real.parent
+    if parent.is_relative_to(root):
+        base, parts = root, parent.relative_to(root).parts
+    else:  # allow_outside: walk from the filesystem root
+        base, parts = Path(parent.anchor), parent.parts[1:]
+    fd = os.open(base, _DIR_FLAGS)
+    try:
+        current = base
+        for part in parts:
+            current = current / part
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o777, dir_fd=fd)
+                if created is not None:
+                    created.append(current)
+                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _changed(display, exc) from None
+                raise
+            os.close(fd)
+            fd = child
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def read_bytes(real: Path, *, root: Path, display: str, max_bytes: int) -> bytes | None:
     """Read a whole regular file.
 
     Args:
         real: The resolved path.
+        root: The workspace root (the walk starts there).
         display: The path as the model knows it, for error messages.
         max_bytes: Refuse files larger than this many bytes.
 
@@ -39,53 +102,50 @@ def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
 
     Raises:
         WorkspaceError: ``is_directory``, ``not_a_file`` (device, FIFO...), ``file_too_large``,
-            ``permission_denied``.
+            ``permission_denied``, ``not_a_directory``, ``path_changed``.
     """
     try:
-        info = real.stat()
+        with _parent_dir(root, real, display) as dir_fd:
+            # O_NONBLOCK: a FIFO cannot block the open; O_NOFOLLOW: a symlink swapped in is refused.
+            fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
-        return None
-    except NotADirectoryError:
         return None
     except PermissionError:
         raise WorkspaceError(
             "permission_denied", f"{display}: permission denied", data={"path": display}
         ) from None
-    if stat.S_ISDIR(info.st_mode):
+    except IsADirectoryError:
         raise WorkspaceError(
             "is_directory",
             f"{display} is a directory; use list_dir to see its entries",
             data={"path": display},
-        )
-    if not stat.S_ISREG(info.st_mode):
-        raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
-    if info.st_size > max_bytes:
-        raise WorkspaceError(
-            "file_too_large",
-            f"{display} is {info.st_size} bytes, over the file tools' limit of {max_bytes} bytes; "
-            "use grep to find what you need, or bash for bulk processing",
-            data={"path": display, "bytes": info.st_size, "limit": max_bytes},
-        )
-    try:
-        # O_NONBLOCK: a FIFO swapped in after the stat cannot block the read; O_NOFOLLOW: nor can a
-        # symlink swapped in for the resolved path. The fstat below re-checks what was opened.
-        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
-    except PermissionError:
-        raise WorkspaceError(
-            "permission_denied", f"{display}: permission denied", data={"path": display}
         ) from None
-    except FileNotFoundError:
-        return None
     except OSError as exc:
-        raise WorkspaceError(
-            "not_a_file", f"{display} changed while being opened ({exc.strerror})", data={"path": display}
-        ) from None
+        if exc.errno == errno.ELOOP:
+            raise WorkspaceError(
+                "not_a_file", f"{display} is not a regular file", data={"path": display}
+            ) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise WorkspaceError(
+                "is_directory",
+                f"{display} is a directory; use list_dir to see its entries",
+                data={"path": display},
+            )
+        raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
     with os.fdopen(fd, "rb") as handle:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode):
-            raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
-        data = handle.read(opened.st_size + 1)  # one exact-size buffer, not a max_bytes one
-        if len(data) > opened.st_size:  # the file grew since the stat
+        if info.st_size > max_bytes:
+            raise WorkspaceError(
+                "file_too_large",
+                f"{display} is {info.st_size} bytes, over the file tools' limit of {max_bytes} bytes; "
+                "use bash (head, sed, split) to work with it",
+                data={"path": display, "bytes": info.st_size, "limit": max_bytes},
+            )
+        data = handle.read(info.st_size + 1)  # one exact-size buffer, not a max_bytes one
+        if len(data) > info.st_size:  # the file grew since the stat
             data += handle.read(max_bytes + 1 - len(data))
     if len(data) > max_bytes:
         raise WorkspaceError(
@@ -96,36 +156,76 @@ def read_bytes(real: Path, *, display: str, max_bytes: int) -> bytes | None:
     return data
 
 
-def atomic_write(real: Path, data: bytes) -> None:
+def file_mode(real: Path, *, root: Path, display: str) -> int | None:
+    """Return the permission bits of an existing regular file, or ``None`` when it does not exist."""
+    try:
+        with _parent_dir(root, real, display) as dir_fd:
+            info = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
+
+
+def atomic_write(
+    real: Path,
+    data: bytes,
+    *,
+    root: Path,
+    display: str,
+    mode: int | None = None,
+    created: list[Path] | None = None,
+) -> None:
     """Replace ``real`` with ``data`` atomically: a temp file in the same directory, fsync, rename.
 
-    The existing file's permission bits are kept; a new file gets ``0o666 & ~umask``. Missing
-    parent directories are created. On any failure the temp file is removed and the original is
-    untouched.
+    Args:
+        real: The resolved target.
+        data: The new content.
+        root: The workspace root (the walk starts there).
+        display: The path as the model knows it, for error messages.
+        mode: Permission bits for the result; default: the existing file's, else ``0o666 & ~umask``.
+        created: Directories created on the way are appended here (for a rollback).
+
+    On any failure the temp file is removed and the original is untouched.
 
     Raises:
+        WorkspaceError: ``not_a_directory``, ``path_changed``.
         OSError: When the directory is not writable or the disk is full.
     """
+    with _parent_dir(root, real, display, create=True, created=created) as dir_fd:
+        if mode is None:
+            try:
+                existing = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
+                mode = stat.S_IMODE(existing.st_mode) if stat.S_ISREG(existing.st_mode) else _NEW_FILE_MODE
+            except FileNotFoundError:
+                mode = _NEW_FILE_MODE
+        tmp = f".{real.name[:200]}.{secrets.token_hex(6)}.steerable-tmp"
+        fd = os.open(
+            tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
+        )
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+                os.fchmod(handle.fileno(), mode)
+            os.replace(tmp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=dir_fd)
+            raise
+
+
+def remove_file(real: Path, *, root: Path, display: str) -> None:
+    """Delete a file (the name itself, never a symlink's target); a missing file is not an error."""
     try:
-        mode = stat.S_IMODE(real.stat().st_mode)
+        with _parent_dir(root, real, display) as dir_fd:
+            os.unlink(real.name, dir_fd=dir_fd)
     except FileNotFoundError:
-        mode = _NEW_FILE_MODE
-        real.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".steerable-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-            os.fchmod(handle.fileno(), mode)
-        os.replace(tmp, real)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+        return
 
 
-def remove_file(real: Path) -> None:
-    """Delete a regular file (a missing file is not an error)."""
-    with contextlib.suppress(FileNotFoundError):
-        real.unlink()
+def remove_empty_dirs(dirs: list[Path]) -> None:
+    """Remove directories a failed operation created, deepest first, if they are still empty."""
+    for path in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
+        with contextlib.suppress(OSError):
+            path.rmdir()

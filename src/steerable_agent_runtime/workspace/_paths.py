@@ -60,6 +60,21 @@ class WorkspaceRoot:
             )
         return real
 
+    def symlink_target(self, path: str) -> str | None:
+        """Return where ``path`` points when its last component is itself a symlink, else ``None``.
+
+        The parent directories are resolved; only the final name is looked at without following it.
+        """
+        candidate = Path(path)
+        lexical = candidate if candidate.is_absolute() else self.path / candidate
+        try:
+            final = Path(os.path.realpath(lexical.parent)) / lexical.name
+            if not final.is_symlink():
+                return None
+            return self.display(Path(os.path.realpath(final)))
+        except (OSError, ValueError):
+            return None
+
     def display(self, real: Path) -> str:
         """Return the path the model and the durable record see: root-relative POSIX, else absolute."""
         if real.is_relative_to(self.path):

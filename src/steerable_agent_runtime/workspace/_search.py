@@ -79,8 +79,11 @@ def _walk(root: WorkspaceRoot, base: Path) -> Any:
                 target = Path(os.path.realpath(full))
                 if not root.allow_outside and not target.is_relative_to(root.path):
                     continue
-                if not target.is_file():
-                    continue
+            try:
+                if not stat.S_ISREG(full.stat().st_mode):
+                    continue  # FIFOs, sockets, devices: never listed, never opened
+            except OSError:
+                continue
             yield full
 
 
@@ -185,7 +188,9 @@ def grep_files(
             continue
         display = root.display(full)
         try:
-            raw = read_bytes(full, display=display, max_bytes=_MAX_GREP_FILE_BYTES)
+            raw = read_bytes(
+                Path(os.path.realpath(full)), root=root.path, display=display, max_bytes=_MAX_GREP_FILE_BYTES
+            )
             text = decode_file(raw, path=display, version="-").text if raw is not None else None
         except WorkspaceError:
             continue  # binary, not UTF-8, too large, not a regular file, unreadable: not searched

@@ -102,14 +102,16 @@ class Workspace:
 
     async def load(self, real: Path, display: str) -> bytes | None:
         """Read a file off the event loop; ``None`` when it does not exist."""
-        return await asyncio.to_thread(read_bytes, real, display=display, max_bytes=self.max_file_bytes)
+        return await asyncio.to_thread(
+            read_bytes, real, root=self.root.path, display=display, max_bytes=self.max_file_bytes
+        )
 
     async def write(self, real: Path, data: bytes) -> None:
         """Atomically replace ``real`` with ``data`` off the event loop."""
+        display = self.root.display(real)
         try:
-            await asyncio.to_thread(atomic_write, real, data)
+            await asyncio.to_thread(atomic_write, real, data, root=self.root.path, display=display)
         except OSError as exc:
-            display = self.root.display(real)
             raise WorkspaceError(
                 "write_failed", f"could not write {display}: {exc.strerror or exc}", data={"path": display}
             ) from None
