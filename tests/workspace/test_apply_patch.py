@@ -11,6 +11,7 @@ scenarios deliberately differ, because our safety rules differ from Codex's:
 """
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -185,3 +186,55 @@ async def test_invalid_patch_error_names_the_line(session):
     assert result.error.startswith(
         "line 2: expected '*** Add File:', '*** Delete File:' or '*** Update File:'"
     )
+
+
+@pytest.mark.parametrize(
+    "patch",
+    [
+        "*** Begin Patch\n*** Update File: big.txt\n@@\n-line 1\n+LINE 1\n"
+        "*** Delete File: big.txt\n*** End Patch",
+        "*** Begin Patch\n*** Update File: big.txt\n*** Move to: moved.txt\n@@\n-line 1\n+LINE 1\n"
+        "*** Delete File: moved.txt\n*** End Patch",
+    ],
+    ids=["update-then-delete", "move-then-delete"],
+)
+async def test_a_partial_view_cannot_be_deleted_through_earlier_ops_in_the_patch_file_10(session, patch):
+    original = "".join(f"line {n}\n" for n in range(1, 11)).encode()
+    session.write_raw("big.txt", original)
+    await session.read("big.txt", limit=1)
+    result = await session("apply_patch", patch=patch)
+    assert result.data["code"] == "partial_read"
+    assert session.raw("big.txt") == original and not (session.root / "moved.txt").exists()
+
+
+async def test_a_file_added_by_the_patch_may_be_deleted_by_it(session):
+    patch = "*** Begin Patch\n*** Add File: tmp.txt\n+x\n*** Delete File: tmp.txt\n*** End Patch"
+    result = await session("apply_patch", patch=patch)
+    assert result.success, result.error
+    assert not (session.root / "tmp.txt").exists()
+
+
+async def test_move_keeps_the_file_mode_and_rollback_restores_modes_and_dirs(session):
+    import stat
+
+    session.write_raw("run.sh", b"echo hi\n")
+    os.chmod(session.root / "run.sh", 0o750)
+    session.write_raw("f.txt", b"x\n")
+    await session.read("run.sh")
+    await session.read("f.txt")
+    failing = (
+        "*** Begin Patch\n*** Delete File: run.sh\n*** Add File: e/deep/new.txt\n+n\n"
+        "*** Add File: f.txt/child\n+c\n*** End Patch"
+    )
+    result = await session("apply_patch", patch=failing)
+    assert result.success is False and result.data["code"] == "not_a_directory"
+    assert stat.S_IMODE((session.root / "run.sh").stat().st_mode) == 0o750
+    assert session.raw("run.sh") == b"echo hi\n"
+    assert not (session.root / "e").exists()  # directories the failed patch created are gone
+    moved = await session(
+        "apply_patch",
+        patch="*** Begin Patch\n*** Update File: run.sh\n*** Move to: bin/run2.sh\n"
+        "@@\n-echo hi\n+echo ho\n*** End Patch",
+    )
+    assert moved.success, moved.error
+    assert stat.S_IMODE((session.root / "bin/run2.sh").stat().st_mode) == 0o750

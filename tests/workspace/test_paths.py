@@ -104,3 +104,58 @@ async def test_search_tools_do_not_follow_symlinks_out(session, outside):
     glob = await session("glob", pattern="**/*.txt")
     assert glob.data["files"] == ["mine.txt"]
     assert (await session("glob", pattern="../*")).data["code"] == "invalid_pattern"
+
+
+async def test_directory_swapped_for_a_symlink_after_the_check_is_not_followed(session, outside, monkeypatch):
+    # TOCTOU: the path is checked, then (before the write) a directory becomes a symlink out.
+    (session.root / "sub").mkdir()
+    ws_root = session.workspace.root
+    real_resolve = type(ws_root).resolve
+
+    def resolve_then_swap(self, path):
+        resolved = real_resolve(self, path)
+        sub = session.root / "sub"
+        if sub.is_dir() and not sub.is_symlink():
+            sub.rmdir()
+            os.symlink(outside, sub)
+        return resolved
+
+    monkeypatch.setattr(type(ws_root), "resolve", resolve_then_swap)
+    result = await session("write_file", path="sub/new.txt", content="pwned")
+    assert result.success is False and result.data["code"] == "path_changed"
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # nothing landed outside
+
+
+async def test_file_swapped_for_a_symlink_after_the_check_is_not_read(session, outside, monkeypatch):
+    session.write_raw("a.txt", b"mine\n")
+    ws_root = session.workspace.root
+    real_resolve = type(ws_root).resolve
+
+    def resolve_then_swap(self, path):
+        resolved = real_resolve(self, path)
+        (session.root / "a.txt").unlink()
+        os.symlink(outside / "secret.txt", session.root / "a.txt")
+        return resolved
+
+    monkeypatch.setattr(type(ws_root), "resolve", resolve_then_swap)
+    result = await session("read_file", path="a.txt")
+    assert result.data["code"] == "not_a_file"
+    assert "TOP SECRET" not in (result.error or "")
+
+
+async def test_deleting_or_moving_a_symlink_is_refused_and_the_target_kept(session):
+    session.write_raw("important.txt", b"keep me\n")
+    os.symlink("important.txt", session.root / "current.txt")
+    await session.read("current.txt")
+    delete = await session(
+        "apply_patch", patch="*** Begin Patch\n*** Delete File: current.txt\n*** End Patch"
+    )
+    assert delete.data["code"] == "is_symlink"
+    assert delete.error.startswith("*** Delete File: current.txt: current.txt is a symlink to important.txt;")
+    move = await session(
+        "apply_patch",
+        patch="*** Begin Patch\n*** Update File: current.txt\n*** Move to: other.txt\n"
+        "@@\n-keep me\n+moved\n*** End Patch",
+    )
+    assert move.data["code"] == "is_symlink"
+    assert session.raw("important.txt") == b"keep me\n" and (session.root / "current.txt").is_symlink()

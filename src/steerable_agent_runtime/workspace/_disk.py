@@ -33,8 +33,8 @@ def _default_mode() -> int:
 _NEW_FILE_MODE = _default_mode()
 
 
-def _changed(display: str, exc: OSError) -> WorkspaceError:
-    if exc.errno == errno.ENOTDIR:
+def _changed(display: str, code: int | None) -> WorkspaceError:
+    if code == errno.ENOTDIR:
         return WorkspaceError(
             "not_a_directory",
             f"{display}: a parent of this path is a file, not a directory",
@@ -79,7 +79,8 @@ def _parent_dir(
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _changed(display, exc) from None
+                    link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)
+                    raise _changed(display, errno.ELOOP if link else errno.ENOTDIR) from None
                 raise
             os.close(fd)
             fd = child
