@@ -204,3 +204,70 @@ async def test_symlink_swapped_in_after_resolution_is_not_followed(tmp_path):
     with pytest.raises(Exception) as info:
         _disk.read_bytes(link, root=tmp_path, display="ws_file", max_bytes=100)
     assert info.value.code == "not_a_file"
+
+
+@pytest.mark.parametrize(
+    ("path", "fragment"),
+    [
+        ("x" * 5000, "path too long (5000 bytes; at most 4096 in all and 255 per name)"),
+        ("d/" + "n" * 300, "path too long (302 bytes; at most 4096 in all and 255 per name)"),
+        ("bad\ud800.txt", "invalid path 'bad\\ud800.txt': it is not valid Unicode"),
+        ("new/", "'new/' ends with '/', so it names a directory, not a file"),
+    ],
+)
+async def test_hostile_paths_are_followup_errors_not_crashes(session, path, fragment):
+    for name, args in [("read_file", {}), ("write_file", {"content": "x"})]:
+        result = await session(name, path=path, **args)
+        assert result.success is False and result.needs_followup is True, result.error
+        assert result.data["code"] == "invalid_path" and result.error == fragment
+    assert list(session.root.iterdir()) == []
+
+
+async def test_symlink_loop_is_a_clean_refusal(session):
+    os.symlink("loop", session.root / "loop")
+    result = await session("read_file", path="loop")
+    assert result.needs_followup is True and result.data["code"] in {"not_a_file", "invalid_path"}
+
+
+async def test_deep_paths_need_no_recursion(session):
+    deep = "a/" * 1000 + "f.txt"
+    result = await session("write_file", path=deep, content="deep\n")
+    assert result.success, result.error
+    assert (await session.read(deep))["content"] == "deep\n"
+
+
+async def test_lone_surrogate_content_is_refused_not_crashed(session):
+    result = await session("write_file", path="s.txt", content="a\ud800b")
+    assert result.data["code"] == "invalid_text" and result.needs_followup is True
+    assert result.error.startswith("the text has a lone surrogate ('\\ud800' at index 1)")
+    assert not (session.root / "s.txt").exists()
+
+
+async def test_boolean_is_not_an_offset(session):
+    session.write_raw("a.txt", b"1\n2\n")
+    result = await session("read_file", path="a.txt", offset=True)
+    assert result.data["code"] == "invalid_arguments"
+    assert result.data["errors"][0]["field"] == "offset"
+
+
+async def test_crlf_content_written_into_an_lf_file_stays_lf(session):
+    session.write_raw("lf.txt", b"a\nb\n")
+    await session.read("lf.txt")
+    assert (await session("write_file", path="lf.txt", content="x\r\ny\r\n")).success
+    assert session.raw("lf.txt") == b"x\ny\n"
+
+
+async def test_os_refusals_are_followup_errors(session, monkeypatch):
+    from steerable_agent_runtime.workspace import _workspace
+
+    async def denied(self, real, display):
+        raise OSError(13, "Permission denied")
+
+    monkeypatch.setattr(_workspace.Workspace, "load", denied)
+    result = await session("read_file", path="x.txt")
+    assert result.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "the operating system refused (x.txt): Permission denied",
+        "data": {"code": "os_error", "errno": 13},
+    }

@@ -14,6 +14,9 @@ from ..errors import PathEscapeError, WorkspaceError
 
 __all__ = ["WorkspaceRoot"]
 
+_MAX_PATH_BYTES = 4096
+_MAX_NAME_BYTES = 255
+
 
 class WorkspaceRoot:
     """The directory file tools are confined to.
@@ -48,9 +51,22 @@ class WorkspaceRoot:
         """
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
             raise WorkspaceError("invalid_path", f"invalid path {path!r}: give a non-empty relative path")
+        try:
+            encoded = path.encode("utf-8", "surrogateescape")  # a non-UTF-8 name read from disk round-trips
+        except UnicodeEncodeError:
+            raise WorkspaceError("invalid_path", f"invalid path {path!r}: it is not valid Unicode") from None
+        if len(encoded) > _MAX_PATH_BYTES or any(len(part) > _MAX_NAME_BYTES for part in encoded.split(b"/")):
+            raise WorkspaceError(
+                "invalid_path",
+                f"path too long ({len(encoded)} bytes; at most {_MAX_PATH_BYTES} in all and "
+                f"{_MAX_NAME_BYTES} per name)",
+            )
         candidate = Path(path).expanduser() if path.startswith("~") and self.allow_outside else Path(path)
         joined = candidate if candidate.is_absolute() else self.path / candidate
-        real = Path(os.path.realpath(joined))
+        try:
+            real = Path(os.path.realpath(joined))
+        except (OSError, ValueError) as exc:
+            raise WorkspaceError("invalid_path", f"cannot resolve {path!r}: {exc}") from None
         if not self.allow_outside and not real.is_relative_to(self.path):
             raise PathEscapeError(
                 "path_outside_workspace",

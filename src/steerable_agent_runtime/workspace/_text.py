@@ -109,10 +109,20 @@ def encode_text(text: str, *, newline: str = "\n", bom: bool = False) -> bytes:
 
     Returns:
         The bytes to write.
+
+    Raises:
+        WorkspaceError: ``invalid_text`` when ``text`` holds a lone surrogate.
     """
     if text.startswith("\ufeff"):
         text, bom = text[1:], True
     if newline == "\r\n":
         text = text.replace("\r\n", "\n").replace("\n", "\r\n")
-    data = text.encode("utf-8")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(
+            "invalid_text",
+            f"the text has a lone surrogate ({text[exc.start]!r} at index {exc.start}), which is not valid "
+            "Unicode and cannot be written as UTF-8; send the character itself",
+        ) from None
     return _BOM + data if bom else data

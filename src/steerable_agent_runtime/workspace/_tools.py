@@ -7,8 +7,9 @@ wire (``expectedVersion``, ``oldText``), so the Python parameters carry the wire
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, NotRequired
 
@@ -16,7 +17,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from .._env import env_flag
-from ..errors import EditError
+from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
 from ..tools import Tool, ToolRouter
 from ._apply import apply_patch
@@ -105,8 +106,8 @@ def workspace_tools_for_cwd(
 def _tool_specs(ws: Workspace) -> list[Tool]:
     async def read_file(
         path: str,
-        offset: Annotated[int, Field(ge=1)] | None = None,
-        limit: Annotated[int, Field(ge=1)] | None = None,
+        offset: Annotated[int, Field(ge=1, strict=True)] | None = None,
+        limit: Annotated[int, Field(ge=1, strict=True)] | None = None,
     ) -> dict[str, Any]:
         """Read a UTF-8 text file.
 
@@ -205,11 +206,35 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
 
     safe = ToolMode.SAFE_WRITE
     return [
-        Tool.from_function(read_file),
-        Tool.from_function(write_file, mode=safe),
-        Tool.from_function(edit_file, mode=safe),
-        Tool.from_function(patch, name="apply_patch", mode=safe),
-        Tool.from_function(list_directory, name="list_dir"),
-        Tool.from_function(glob, mode=ToolMode.READ),
-        Tool.from_function(grep, mode=ToolMode.READ),
+        Tool.from_function(_guarded(read_file)),
+        Tool.from_function(_guarded(write_file), mode=safe),
+        Tool.from_function(_guarded(edit_file), mode=safe),
+        Tool.from_function(_guarded(patch), name="apply_patch", mode=safe),
+        Tool.from_function(_guarded(list_directory), name="list_dir"),
+        Tool.from_function(_guarded(glob), mode=ToolMode.READ),
+        Tool.from_function(_guarded(grep), mode=ToolMode.READ),
     ]
+
+
+def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """Turn operating-system failures the model can react to into ``os_error`` refusals.
+
+    A name too long for the filesystem, a permission problem, a full disk: the call fails with
+    ``needsFollowup`` and the OS's own words, rather than as a tool crash that ends the run.
+    """
+
+    @functools.wraps(fn)
+    async def guarded(**kwargs: Any) -> dict[str, Any]:
+        try:
+            return await fn(**kwargs)
+        except OSError as exc:
+            where = f" ({kwargs['path']})" if isinstance(kwargs.get("path"), str) else ""
+            raise WorkspaceError(
+                "os_error",
+                f"the operating system refused{where}: {exc.strerror or exc}",
+                data={"errno": exc.errno},
+            ) from None
+        except RecursionError:
+            raise WorkspaceError("os_error", "the path is nested too deeply") from None
+
+    return guarded

@@ -169,6 +169,20 @@ class Workspace:
                 data={"path": display},
             )
 
+    def resolve_file(self, path: str) -> tuple[Path, str]:
+        """Resolve a path that must name a file; return the real path and its display form.
+
+        Raises:
+            WorkspaceError: ``invalid_path`` for a path ending in ``/`` (it names a directory), and
+                every :meth:`WorkspaceRoot.resolve` refusal.
+        """
+        if isinstance(path, str) and path.rstrip().endswith("/"):
+            raise WorkspaceError(
+                "invalid_path", f"{path!r} ends with '/', so it names a directory, not a file"
+            )
+        real = self.root.resolve(path)
+        return real, self.root.display(real)
+
     def decode(self, raw: bytes, display: str) -> DecodedText:
         """Decode file bytes (see :func:`decode_file`)."""
         return decode_file(raw, path=display)
@@ -192,8 +206,7 @@ class Workspace:
         Raises:
             WorkspaceError: ``file_not_found``, ``invalid_range`` and the load/decode codes.
         """
-        real = self.root.resolve(path)
-        display = self.root.display(real)
+        real, display = self.resolve_file(path)
         raw = await self.load(real, display)
         if raw is None:
             raise WorkspaceError("file_not_found", f"{display} does not exist", data={"path": display})
@@ -282,8 +295,7 @@ class Workspace:
             WriteConflictError: ``conflict``, ``not_read``, ``partial_read``.
             WorkspaceError: ``is_directory``, ``write_failed`` and the load codes.
         """
-        real = self.root.resolve(path)
-        display = self.root.display(real)
+        real, display = self.resolve_file(path)
         async with self.locked([real]):
             raw = await self.load(real, display)
             current = version_of(raw) if raw is not None else None
@@ -295,6 +307,8 @@ class Workspace:
                     newline, bom, before = old.newline, old.bom, old.text
                 except WorkspaceError:
                     pass  # overwriting a binary/non-UTF-8 file the gate let through: plain UTF-8
+            if raw is not None and newline == "\n" and "\r" not in before:
+                content = content.replace("\r\n", "\n")  # an LF file stays LF
             data = encode_text(content, newline=newline, bom=bom)
             await self.write(real, data)
             version = version_of(data)
@@ -321,8 +335,7 @@ class Workspace:
             WriteConflictError: ``conflict``, ``not_read``.
             WorkspaceError: ``file_not_found`` and the load/decode codes.
         """
-        real = self.root.resolve(path)
-        display = self.root.display(real)
+        real, display = self.resolve_file(path)
         async with self.locked([real]):
             raw = await self.load(real, display)
             if raw is None:
