@@ -64,3 +64,26 @@ async def test_grep_line_numbers_match_read_file_lines(session):
     session.write_raw("f.txt", b"one\x0ctwo\nthree\n")
     result = await session("grep", pattern="three")
     assert result.data["matches"] == [{"path": "f.txt", "line": 2, "text": "three"}]
+
+
+async def test_catastrophic_grep_does_not_stall_the_event_loop(session):
+    import asyncio
+    import time
+
+    session.workspace.grep_time_budget_s = 1.0
+    session.write_raw("evil.txt", b"a" * 5000 + b"!\n")
+    gaps = []
+
+    async def ticker():
+        last = time.monotonic()
+        while True:
+            await asyncio.sleep(0.01)
+            now = time.monotonic()
+            gaps.append(now - last)
+            last = now
+
+    tick = asyncio.create_task(ticker())
+    result = await session("grep", pattern=r"(a|aa)+$")
+    tick.cancel()
+    assert result.data["timedOut"] is True
+    assert max(gaps) < 0.5  # the loop kept running while the regex engine worked

@@ -198,7 +198,10 @@ def grep_files(
             continue
         for number, line in enumerate(text.split("\n"), start=1):
             try:
-                found = compiled.search(line, timeout=max(deadline - time.monotonic(), 0.001))
+                # concurrent=True releases the GIL while matching, so the event loop keeps serving
+                found = compiled.search(
+                    line, timeout=max(deadline - time.monotonic(), 0.001), concurrent=True
+                )
             except TimeoutError:
                 return {
                     "pattern": pattern,

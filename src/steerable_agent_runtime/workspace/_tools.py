@@ -202,7 +202,9 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
             ignoreCase: Case-insensitive search.
             maxResults: Most matches to return.
         """
-        return await asyncio.to_thread(grep_files, ws.root, pattern, path, glob, ignoreCase, maxResults)
+        return await asyncio.to_thread(
+            grep_files, ws.root, pattern, path, glob, ignoreCase, maxResults, ws.grep_time_budget_s
+        )
 
     safe = ToolMode.SAFE_WRITE
     return [

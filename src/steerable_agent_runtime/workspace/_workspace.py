@@ -19,6 +19,7 @@ from ..errors import WorkspaceError, WriteConflictError
 from ._disk import atomic_write, read_bytes
 from ._edit import Edit, apply_edits
 from ._paths import WorkspaceRoot
+from ._search import GREP_TIME_BUDGET_S
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
 
@@ -71,6 +72,7 @@ class Workspace:
         allow_outside: Accept paths outside ``root`` (jailed runs only).
         max_output_chars: ``read_file`` display clip, in characters.
         max_file_bytes: Largest file loaded, in bytes.
+        grep_time_budget_s: Regex matching time one ``grep`` call may spend, in seconds.
     """
 
     def __init__(
@@ -82,12 +84,14 @@ class Workspace:
         allow_outside: bool = False,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        grep_time_budget_s: float = GREP_TIME_BUDGET_S,
     ) -> None:
         self.root = WorkspaceRoot(root, allow_outside=allow_outside)
         self.state = state if state is not None else ReadFileState()
         self.require_read_before_write = require_read_before_write
         self.max_output_chars = max_output_chars
         self.max_file_bytes = max_file_bytes
+        self.grep_time_budget_s = grep_time_budget_s
         self._locks: dict[Path, asyncio.Lock] = {}
 
     # -- shared plumbing -------------------------------------------------------------------------
