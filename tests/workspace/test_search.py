@@ -87,3 +87,21 @@ async def test_catastrophic_grep_does_not_stall_the_event_loop(session):
     tick.cancel()
     assert result.data["timedOut"] is True
     assert max(gaps) < 0.5  # the loop kept running while the regex engine worked
+
+
+async def test_glob_patterns_cannot_backtrack_catastrophically(session):
+    import time
+
+    session.write_raw("a" * 100, b"x")
+    started = time.monotonic()
+    result = await session("glob", pattern="*a*a*a*a*a*a*a*a*a*a*b")
+    assert result.data["files"] == [] and time.monotonic() - started < 2
+
+
+async def test_glob_double_star_spans_zero_or_more_directories(session):
+    for path in ["x.py", "a/x.py", "a/b/x.py", "a/b/y.txt"]:
+        session.write_raw(path, b"")
+    assert (await session("glob", pattern="**/x.py")).data["files"] == ["a/b/x.py", "a/x.py", "x.py"]
+    assert (await session("glob", pattern="a/**/x.py")).data["files"] == ["a/b/x.py", "a/x.py"]
+    assert (await session("glob", pattern="a/**")).data["files"] == ["a/b/x.py", "a/b/y.txt", "a/x.py"]
+    assert (await session("glob", pattern="?.py")).data["files"] == ["x.py"]

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 import stat
 import time
 from pathlib import Path
@@ -101,11 +100,11 @@ def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, 
             "invalid_pattern", f"glob pattern {pattern!r} must be relative and must not contain '..'"
         )
     base, _ = _directory(root, path)
-    regex = re.compile(_glob_to_regex(pattern))
+    segments = tuple(part for part in pattern.split("/") if part not in ("", "."))
     files: list[str] = []
     truncated = False
     for full in _walk(root, base):
-        if regex.fullmatch(full.relative_to(base).as_posix()):
+        if _glob_match(segments, full.relative_to(base).parts):
             if len(files) >= MAX_ENTRIES:
                 truncated = True
                 break
@@ -113,26 +112,29 @@ def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, 
     return {"pattern": pattern, "files": sorted(files), "truncated": truncated}
 
 
-def _glob_to_regex(pattern: str) -> str:
-    parts = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            parts.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            parts.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            parts.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            parts.append("[^/]")
-            i += 1
+def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Match path segments against glob segments; ``**`` spans zero or more directories.
+
+    Each segment is matched by ``fnmatch.fnmatchcase``, whose translation uses atomic groups, so
+    ``*a*a*a*b`` cannot backtrack catastrophically; ``**`` is handled here by dynamic programming
+    over (pattern index, path index), so the whole match is O(pattern x path) segment checks.
+    """
+    memo: dict[tuple[int, int], bool] = {}
+
+    def match(i: int, j: int) -> bool:
+        key = (i, j)
+        if key in memo:
+            return memo[key]
+        if i == len(pattern):
+            result = j == len(parts)
+        elif pattern[i] == "**":
+            result = match(i + 1, j) or (j < len(parts) and match(i, j + 1))
         else:
-            parts.append(re.escape(pattern[i]))
-            i += 1
-    return "".join(parts)
+            result = j < len(parts) and fnmatch.fnmatchcase(parts[j], pattern[i]) and match(i + 1, j + 1)
+        memo[key] = result
+        return result
+
+    return match(0, 0)
 
 
 def grep_files(
