@@ -90,9 +90,10 @@ def _tolerant_spans(
     normalised = [normalise(line) for line in lines]
     spans = []
     size = len(target)
+    first = target[0]
     i = 0
     while i + size <= len(lines):
-        if normalised[i : i + size] == target:
+        if normalised[i] == first and normalised[i : i + size] == target:  # cheap first-line test first
             end_line = i + size - 1
             end = starts[end_line] + len(lines[end_line])
             if with_newline and end < len(text):
