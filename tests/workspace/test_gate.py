@@ -155,7 +155,8 @@ async def test_clipped_read_is_partial_and_blocks_blind_overwrite_file_10(sessio
     assert blind.data["code"] == "partial_read"
     assert blind.error == (
         "you have only seen part of big.txt (the read was clipped or ranged), so a full overwrite would "
-        "destroy lines you never saw; use edit_file for targeted changes, or read the whole file first"
+        "destroy lines you never saw; use edit_file or apply_patch for targeted changes, or read the whole "
+        "file first (a file over the display limit can only be changed that way)"
     )
     edit = await session(
         "edit_file", path="big.txt", edits=[{"oldText": "line 002000", "newText": "LINE 2000"}]

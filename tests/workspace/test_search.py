@@ -28,6 +28,7 @@ async def test_grep(session):
     session.write_raw("bin.dat", b"def\x00\x01")
     result = await session("grep", pattern=r"^def ")
     assert result.data["matches"] == [{"path": "a.py", "line": 1, "text": "def f():"}]
+    assert result.data["skipped"] == [{"path": "bin.dat", "reason": "binary_file"}]
     insensitive = await session("grep", pattern="def", ignoreCase=True, glob="*.txt")
     assert [m["path"] for m in insensitive.data["matches"]] == ["b.txt"]
     capped = await session("grep", pattern=".", maxResults=1)

@@ -27,6 +27,8 @@ _SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
 _MAX_GREP_FILE_BYTES: Final = 4 * 1024 * 1024
 _MAX_LINE_CHARS: Final = 500
 
+_MAX_SKIPPED_LISTED: Final = 20
+
 GREP_TIME_BUDGET_S: Final = 20.0
 """Total regex matching time one grep call may spend, in seconds."""
 
@@ -162,9 +164,10 @@ def grep_files(
         time_budget_s: Total matching time allowed, in seconds.
 
     Returns:
-        ``{pattern, matches: [{path, line, text}], truncated}``; ``line`` is 1-based and ``text``
-        is clipped at 500 characters. When the budget runs out, ``timedOut: true`` and
-        ``truncated: true`` come with the matches found so far.
+        ``{pattern, matches: [{path, line, text}], truncated, skipped}``; ``line`` is 1-based and
+        ``text`` is clipped at 500 characters; ``skipped`` lists (up to 20) files not searched, with
+        the reason (``binary_file``, ``not_utf8``, ``file_too_large``...). When the budget runs out,
+        ``timedOut: true`` and ``truncated: true`` come with the matches found so far.
 
     Raises:
         WorkspaceError: ``invalid_regex`` naming the regex error.
@@ -184,6 +187,7 @@ def grep_files(
         candidates = _walk(root, base)
     deadline = time.monotonic() + time_budget_s
     matches: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
     for full in candidates:
         rel = full.relative_to(base).as_posix()
         if glob and not (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(full.name, glob)):
@@ -194,8 +198,10 @@ def grep_files(
                 Path(os.path.realpath(full)), root=root.path, display=display, max_bytes=_MAX_GREP_FILE_BYTES
             )
             text = decode_file(raw, path=display, version="-").text if raw is not None else None
-        except WorkspaceError:
-            continue  # binary, not UTF-8, too large, not a regular file, unreadable: not searched
+        except WorkspaceError as exc:  # binary, not UTF-8, too large, unreadable: said, not searched
+            if len(skipped) < _MAX_SKIPPED_LISTED:
+                skipped.append({"path": display, "reason": exc.code})
+            continue
         if text is None:
             continue
         for number, line in enumerate(text.split("\n"), start=1):
@@ -209,12 +215,13 @@ def grep_files(
                     "pattern": pattern,
                     "matches": matches,
                     "truncated": True,
+                    "skipped": skipped,
                     "timedOut": True,
                     "message": f"grep stopped after {time_budget_s:g} s (a pattern that backtracks "
                     "heavily, or a very large tree); narrow path/glob or simplify the pattern",
                 }
             if found:
                 if len(matches) >= max_results:
-                    return {"pattern": pattern, "matches": matches, "truncated": True}
+                    return {"pattern": pattern, "matches": matches, "truncated": True, "skipped": skipped}
                 matches.append({"path": display, "line": number, "text": line[:_MAX_LINE_CHARS]})
-    return {"pattern": pattern, "matches": matches, "truncated": False}
+    return {"pattern": pattern, "matches": matches, "truncated": False, "skipped": skipped}

@@ -168,8 +168,8 @@ class Workspace:
             raise WriteConflictError(
                 "partial_read",
                 f"you have only seen part of {display} (the read was clipped or ranged), so a full overwrite "
-                "would destroy lines you never saw; use edit_file for targeted changes, "
-                "or read the whole file first",
+                "would destroy lines you never saw; use edit_file or apply_patch for targeted changes, "
+                "or read the whole file first (a file over the display limit can only be changed that way)",
                 data={"path": display},
             )
 
