@@ -1,8 +1,8 @@
 """Per-call handler timeouts that cost almost nothing when calls finish in time.
 
-A handler that completes without ever suspending cannot overrun a deadline, so
-:func:`start` runs its first step directly and arms a deadline only if it suspends;
-:func:`resume` then drives the rest exactly as ``await`` would (the ``yield from`` protocol).
+A handler that completes without ever suspending cannot overrun a deadline, so the router runs
+its first step directly and arms a deadline only if it suspends; :func:`resume` then drives the
+rest exactly as ``await`` would (the ``yield from`` protocol).
 
 ``asyncio.timeout`` arms and cancels a timer handle on every call (about 3.5 us each). A
 :class:`Deadlines` keeps one timer per event loop, set to the earliest pending deadline; arming a
@@ -16,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import time
 import types
-from collections.abc import Awaitable, Generator
+from collections.abc import Generator
 from typing import Any
 
-__all__ = ["Deadlines", "Started", "resume", "start"]
+__all__ = ["Deadlines", "resume"]
 
 _current_task = asyncio.current_task
 
@@ -89,37 +89,9 @@ class Deadlines:
             self._schedule(self._timer_loop, upcoming)
 
 
-class Started:
-    """The first step of an awaitable: either its result, or where it suspended."""
-
-    __slots__ = ("done", "iterator", "pending", "value")
-
-    def __init__(
-        self, done: bool, value: Any, iterator: Generator[Any, Any, Any] | None, pending: Any
-    ) -> None:
-        self.done = done
-        self.value = value
-        self.iterator = iterator
-        self.pending = pending
-
-
-def start(awaitable: Awaitable[Any]) -> Started:
-    """Run ``awaitable`` up to its first suspension (or to its end) in the current task.
-
-    Raises:
-        Exception: Whatever the awaitable raises in that first step.
-    """
-    iterator = awaitable.__await__()
-    try:
-        pending = iterator.send(None)
-    except StopIteration as stop:
-        return Started(True, stop.value, None, None)
-    return Started(False, None, iterator, pending)
-
-
 @types.coroutine
 def resume(iterator: Generator[Any, Any, Any], pending: Any) -> Generator[Any, Any, Any]:
-    """Continue a suspended awaitable from :func:`start` until it returns; ``await`` this.
+    """Continue an awaitable suspended after its first ``send(None)`` until it returns; ``await`` this.
 
     Values sent and exceptions thrown in by the task (including cancellation) are passed through.
     """

@@ -11,14 +11,14 @@ import asyncio
 import difflib
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
 
-from ._deadlines import Deadlines, Started, resume, start
+from ._deadlines import Deadlines, resume
 from ._results import (
     failed_result,
     invalid_arguments_result,
@@ -426,12 +426,17 @@ class ToolRouter:
             except ToolSignal as signal:
                 result = signal_result(signal)
             else:
-                try:  # the handler's first step runs inline: most tools finish without suspending
-                    first = start(spec.handler(**kwargs))
+                # The handler's first step runs inline (the await protocol by hand): most tools finish
+                # without suspending, and those never need a deadline armed.
+                try:
+                    steps = spec.handler(**kwargs).__await__()
+                    pending = steps.send(None)
+                except StopIteration as done:
+                    result = normalise(done.value)
                 except Exception as exc:
                     result = failed_result(spec.name, exc)
                 else:
-                    result = normalise(first.value) if first.done else await self._finish(spec, first)
+                    result = await self._finish(spec, steps, pending)
         if self.trace is not None:
             attrs = {"mode": spec.mode} if spec is not None else {}  # a StrEnum: equal to its string
             self.trace(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
@@ -447,13 +452,12 @@ class ToolRouter:
             data={"code": "unknown_tool", "suggestions": close},
         )
 
-    async def _finish(self, spec: Tool, first: Started) -> ToolResult:
+    async def _finish(self, spec: Tool, steps: Generator[Any, Any, Any], pending: Any) -> ToolResult:
         """Drive a handler that suspended, under its deadline (armed only now)."""
         timeout_ms = spec.timeout_ms if spec.timeout_ms is not None else self.default_timeout_ms
         token = self._deadlines.arm(timeout_ms / 1000) if timeout_ms else None
         try:
-            assert first.iterator is not None
-            value = await resume(first.iterator, first.pending)
+            value = await resume(steps, pending)
         except asyncio.CancelledError:
             if token is None or not token.expired:
                 raise  # cancelled from outside: not ours to swallow
