@@ -187,10 +187,6 @@ class Workspace:
         real = self.root.resolve(path)
         return real, self.root.display(real)
 
-    def decode(self, raw: bytes, display: str) -> DecodedText:
-        """Decode file bytes (see :func:`decode_file`)."""
-        return decode_file(raw, path=display)
-
     # -- read_file -----------------------------------------------------------------------------
     async def read_file(
         self, path: str, offset: int | None = None, limit: int | None = None
