@@ -84,3 +84,15 @@ def repo_copy(tmp_path: Path, tracked_files: list[str]) -> Path:
     for needed in ("pyproject.toml", "README.md", "src/steerable_sidecar/cli.py"):
         assert (ws / needed).is_file(), f"the checkout copy lacks {needed}"
     return ws
+
+
+@pytest.fixture
+def latin1_named_file(repo_copy: Path) -> Path:
+    """A file in the workspace copy whose name is not UTF-8 (``caf\\xe9.txt``, legal on Linux)."""
+    odd = repo_copy / "docs" / os.fsdecode(b"caf\xe9.txt")
+    odd.parent.mkdir(exist_ok=True)
+    try:
+        odd.write_bytes(b"latin-1 name\n")
+    except (OSError, UnicodeEncodeError):
+        pytest.skip("this filesystem refuses non-UTF-8 file names")
+    return odd

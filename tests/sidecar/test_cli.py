@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -310,15 +309,12 @@ def test_session_empty_input_and_crlf_lines(repo_copy: Path, run_cli: RunCli) ->
     assert item["id"] == "c1" and item["result"]["success"] is True
 
 
-def test_non_utf8_file_name_does_not_break_session_or_call(repo_copy: Path, run_cli: RunCli) -> None:
+def test_non_utf8_file_name_does_not_break_session_or_call(
+    repo_copy: Path, run_cli: RunCli, latin1_named_file: Path
+) -> None:
+    # latin1_named_file puts docs/caf\xe9.txt in the workspace copy
     # FILE-11 (real trees: a Latin-1 file name is legal on Linux); the session never stops on bad data.
     # The children run with PYTHONIOENCODING=utf-8, as under any UTF-8 desktop locale.
-    odd = repo_copy / "docs" / os.fsdecode(b"caf\xe9.txt")
-    odd.parent.mkdir(exist_ok=True)
-    try:
-        odd.write_bytes(b"latin-1 name\n")
-    except (OSError, UnicodeEncodeError):
-        pytest.skip("this filesystem refuses non-UTF-8 file names")
     lines = [
         _line({"id": "ls", "name": "list_dir", "arguments": {"path": "docs"}}),
         _line({"id": "rd", "name": "read_file", "arguments": {"path": "README.md"}}),

@@ -466,15 +466,10 @@ async def test_unknown_tool_bad_arguments_and_escapes_are_followups(
 
 
 async def test_non_utf8_file_name_does_not_kill_the_server(
-    repo_copy: Path, child_env: Callable[..., dict[str, str]]
+    repo_copy: Path, child_env: Callable[..., dict[str, str]], latin1_named_file: Path
 ) -> None:
+    # latin1_named_file puts docs/caf\xe9.txt in the workspace copy
     # FILE-11 (real trees: a Latin-1 file name is legal on Linux), ENV-7 (the server keeps serving)
-    odd = repo_copy / "docs" / os.fsdecode(b"caf\xe9.txt")
-    odd.parent.mkdir(exist_ok=True)
-    try:
-        odd.write_bytes(b"latin-1 name\n")
-    except (OSError, UnicodeEncodeError):
-        pytest.skip("this filesystem refuses non-UTF-8 file names")
     async with serve(repo_copy, child_env()) as client:
         # A healthy server answers in milliseconds; a short bound keeps a hang from costing 30 s.
         try:
