@@ -181,7 +181,11 @@ async def test_read_real_file_version_is_sha256_and_partial_view_gate(
             )
         )
         assert edited["version"] == sha256((repo_copy / rel).read_bytes())
-        # ...and the own write clears the partial flag: a full overwrite now goes through.
+        # ...but an edit shows only what it changed: the view stays partial, a blind overwrite
+        # is still refused, and a full read is what clears the flag.
+        refused(await call(client, "write_file", {"path": rel, "content": "# rewritten\n"}), "partial_read")
+        full = ok(await call(client, "read_file", {"path": rel}))
+        assert full["partial"] is False
         written = ok(await call(client, "write_file", {"path": rel, "content": "# rewritten\n"}))
         assert written["created"] is False
         assert (repo_copy / rel).read_bytes() == b"# rewritten\n"
@@ -352,7 +356,7 @@ async def test_outside_change_is_a_conflict_and_a_touch_is_not(
         assert result.structured_content is not None
         assert result.structured_content["data"]["code"] == "conflict"
         assert body["data"]["expectedVersion"] == edited["version"]
-        assert body["data"]["currentVersion"] == sha256(outside)
+        assert "currentVersion" not in body["data"]  # never handed out: it would open the gate
         assert "modified outside this session" in body["error"]
         assert "read it again" in body["error"]
         assert path.read_bytes() == outside

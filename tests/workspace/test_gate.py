@@ -102,7 +102,7 @@ async def test_unread_existing_file_is_refused_with_the_fix_file_8(session):
             "needsFollowup": True,
             "error": "a.txt already exists and has not been read in this session; "
             "read it first, then write with the read version (expectedVersion)",
-            "data": {"code": "not_read", "path": "a.txt", "currentVersion": version_of(b"precious\n")},
+            "data": {"code": "not_read", "path": "a.txt"},
         }
     assert session.raw("a.txt") == b"precious\n"
 
@@ -162,8 +162,31 @@ async def test_clipped_read_is_partial_and_blocks_blind_overwrite_file_10(sessio
         "edit_file", path="big.txt", edits=[{"oldText": "line 002000", "newText": "LINE 2000"}]
     )
     assert edit.success, edit.error
-    # The own write cleared the flag: a full overwrite is now allowed.
-    assert (await session("write_file", path="big.txt", content="tiny\n")).success
+    # An edit shows only what it changed: the view stays partial, so the blind overwrite is still
+    # refused (a file over the display limit can be changed only by edits and patches).
+    assert (await session("write_file", path="big.txt", content="tiny\n")).data["code"] == "partial_read"
+    x40 = "x" * 40
+    patch = (
+        f"*** Begin Patch\n*** Update File: big.txt\n@@\n-LINE 2000 {x40}\n+line 2000 {x40}\n*** End Patch"
+    )
+    assert (await session("apply_patch", patch=patch)).success
+    delete = await session("apply_patch", patch="*** Begin Patch\n*** Delete File: big.txt\n*** End Patch")
+    assert delete.data["code"] == "partial_read"
+
+
+async def test_refusals_never_hand_out_the_current_version_file_8(session):
+    # Echoing a version from a refusal back as expectedVersion must not open the gate.
+    session.write_raw("secret.txt", b"unseen\n")
+    refused = await session("write_file", path="secret.txt", content="pwned")
+    assert refused.data == {"code": "not_read", "path": "secret.txt"}
+    assert version_of(b"unseen\n") not in (refused.error or "")
+    session.write_raw("seen.txt", b"v1\n")
+    await session.read("seen.txt", limit=1)
+    session.write_raw("seen.txt", b"v2 changed outside\n")
+    conflict = await session("write_file", path="seen.txt", content="pwned")
+    assert conflict.data["code"] == "conflict"
+    assert version_of(b"v2 changed outside\n") not in str(conflict.to_wire())
+    assert session.raw("secret.txt") == b"unseen\n" and session.raw("seen.txt") == b"v2 changed outside\n"
 
 
 async def test_ranged_read_is_partial_but_a_full_read_clears_it_file_10(session):

@@ -146,6 +146,13 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     plan.diffs.append(unified_diff(decoded.text, new_text, target_display))
 
 
+def _seen_partially(ws: Workspace, origin: Path | None) -> bool:
+    if origin is None:
+        return False
+    view = ws.state.get(ws.root.display(origin))
+    return view is not None and view.partial
+
+
 def _commit(ws: Workspace, plan: _Plan) -> None:
     root = ws.root.path
     done: list[Path] = []
@@ -215,6 +222,8 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
             ) from None
         versions: dict[str, str] = {}
         deleted: list[str] = []
+        # an updated file was seen as fully as its origin was; a file the patch added, in full
+        partial = {real: _seen_partially(ws, origin) for real, origin in plan.origin.items()}
         for real, data in plan.final.items():
             display = ws.root.display(real)
             if data is None:
@@ -222,7 +231,7 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
                 deleted.append(display)
             else:
                 version = version_of(data)
-                ws.state.record(display, version)
+                ws.state.record(display, version, partial=partial.get(real, False))
                 versions[display] = version
     return {
         "versions": versions,

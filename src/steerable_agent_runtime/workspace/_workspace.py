@@ -136,6 +136,8 @@ class Workspace:
             WriteConflictError: ``conflict`` (changed since read or since ``expectedVersion``),
                 ``not_read`` (the hard gate), ``partial_read`` (a blind overwrite after a partial view).
         """
+        # Refusals never carry the current version: handing it out would let a model pass the gate
+        # by echoing it back as expectedVersion without ever reading the file.
         if current is None:
             return  # brand-new or vanished since the read: a plain create (spec: File tools)
         view = self.state.get(display)
@@ -145,7 +147,7 @@ class Workspace:
                     "conflict",
                     f"{display} changed since version {_short(expected)} (now {_short(current)}); "
                     "read it again, then write with the new version",
-                    data={"path": display, "expectedVersion": expected, "currentVersion": current},
+                    data={"path": display, "expectedVersion": expected},
                 )
         elif view is None:
             if self.require_read_before_write:
@@ -153,7 +155,7 @@ class Workspace:
                     "not_read",
                     f"{display} already exists and has not been read in this session; "
                     "read it first, then write with the read version (expectedVersion)",
-                    data={"path": display, "currentVersion": current},
+                    data={"path": display},
                 )
             return
         elif view.version != current:
@@ -162,7 +164,7 @@ class Workspace:
                 f"{display} was modified outside this session since you read it (read version "
                 f"{_short(view.version)}, now {_short(current)}); "
                 "read it again, then write with the new version",
-                data={"path": display, "expectedVersion": view.version, "currentVersion": current},
+                data={"path": display, "expectedVersion": view.version},
             )
         if full_overwrite and view is not None and view.partial and view.version == current:
             raise WriteConflictError(
@@ -356,7 +358,9 @@ class Workspace:
             data = encode_text(text, newline=decoded.newline, bom=decoded.bom)
             await self.write(real, data)
             version = version_of(data)
-            self.state.record(display, version)
+            # an edit shows the model only what it changed: a partial view stays partial
+            seen = self.state.get(display)
+            self.state.record(display, version, partial=seen is not None and seen.partial)
         return {
             "path": display,
             "version": version,
