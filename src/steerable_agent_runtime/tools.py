@@ -432,7 +432,7 @@ class ToolRouter:
                     steps = spec.handler(**kwargs).__await__()
                     pending = steps.send(None)
                 except StopIteration as done:
-                    result = normalise(done.value)
+                    result = _normalised(spec, done.value)
                 except Exception as exc:
                     result = failed_result(spec.name, exc)
                 else:
@@ -474,7 +474,14 @@ class ToolRouter:
             return failed_result(spec.name, exc)
         finally:
             self._deadlines.disarm(token)
+        return _normalised(spec, value)
+
+
+def _normalised(spec: Tool, value: Any) -> ToolResult:
+    try:
         return normalise(value)
+    except Exception as exc:  # a return value with no JSON form (e.g. a lone surrogate in a key)
+        return failed_result(spec.name, exc)
 
 
 @overload

@@ -211,7 +211,11 @@ async def test_symlink_swapped_in_after_resolution_is_not_followed(tmp_path):
     [
         ("x" * 5000, "path too long (5000 bytes; at most 4096 in all and 255 per name)"),
         ("d/" + "n" * 300, "path too long (302 bytes; at most 4096 in all and 255 per name)"),
-        ("bad\ud800.txt", "invalid path 'bad\\ud800.txt': it is not valid Unicode"),
+        (
+            "bad\ud800.txt",
+            "invalid path 'bad\\ud800.txt': it is not valid Unicode (a file whose name is not UTF-8 on disk "
+            "cannot be addressed by the file tools; use bash for it)",
+        ),
         ("new/", "'new/' ends with '/', so it names a directory, not a file"),
     ],
 )
@@ -271,3 +275,30 @@ async def test_os_refusals_are_followup_errors(session, monkeypatch):
         "error": "the operating system refused (x.txt): Permission denied",
         "data": {"code": "os_error", "errno": 13},
     }
+
+
+async def test_long_non_ascii_names_can_be_written(session):
+    name = "\u00e9" * 127  # 254 bytes: a valid name, longer than 200 characters' worth of bytes
+    result = await session("write_file", path=name, content="x\n")
+    assert result.success, result.error
+    assert sorted(p.name for p in session.root.iterdir()) == [name]
+
+
+async def test_non_utf8_paths_cannot_be_created_through_a_patch(session):
+    patch = "*** Begin Patch\n*** Add File: \udcfe\n+x\n*** End Patch"
+    result = await session("apply_patch", patch=patch)
+    assert result.data["code"] == "invalid_path" and result.needs_followup is True
+    assert list(session.root.iterdir()) == []
+
+
+async def test_a_return_value_without_a_json_form_is_a_failed_result_not_a_crash():
+    from steerable_agent_runtime import ToolCall, ToolRouter, tool
+
+    router = ToolRouter()
+
+    @tool(router=router)
+    def get_odd() -> dict:
+        return {"caf\udce9": 1}
+
+    result = await router.dispatch(ToolCall(id="1", name="get_odd", arguments={}))
+    assert result.success is False and result.data["code"] == "tool_exception"

@@ -1,5 +1,7 @@
 """list_dir, glob and grep: navigation for the model, read mode."""
 
+import pytest
+
 
 async def test_list_dir(session):
     session.write_raw("b.txt", b"bb")
@@ -106,3 +108,79 @@ async def test_glob_double_star_spans_zero_or_more_directories(session):
     assert (await session("glob", pattern="a/**/x.py")).data["files"] == ["a/b/x.py", "a/x.py"]
     assert (await session("glob", pattern="a/**")).data["files"] == ["a/b/x.py", "a/b/y.txt", "a/x.py"]
     assert (await session("glob", pattern="?.py")).data["files"] == ["x.py"]
+
+
+async def test_grep_does_not_follow_a_file_swapped_for_a_symlink_after_the_walk(
+    session, tmp_path, monkeypatch
+):
+    import os
+
+    from steerable_agent_runtime.workspace import _search
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOPSECRET\n", encoding="utf-8")
+    session.write_raw("f.txt", b"harmless\n")
+    real_walk = _search._walk
+
+    def walk_then_swap(root, base):
+        for listed, target in real_walk(root, base):
+            os.unlink(target)
+            os.symlink(secret, target)  # the swap lands between the walk and the read
+            yield listed, target
+
+    monkeypatch.setattr(_search, "_walk", walk_then_swap)
+    result = await session("grep", pattern="SECRET")
+    assert result.data["matches"] == []
+    assert result.data["skipped"] == [{"path": "f.txt", "reason": "not_a_file"}]
+
+
+async def test_list_dir_does_not_follow_a_directory_swapped_for_a_symlink(session, tmp_path, monkeypatch):
+    import os
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "leak.txt").write_text("x", encoding="utf-8")
+    (session.root / "sub").mkdir()
+    ws_root = session.workspace.root
+    real_resolve = type(ws_root).resolve
+
+    def resolve_then_swap(self, path):
+        resolved = real_resolve(self, path)
+        (session.root / "sub").rmdir()
+        os.symlink(outside, session.root / "sub")
+        return resolved
+
+    monkeypatch.setattr(type(ws_root), "resolve", resolve_then_swap)
+    result = await session("list_dir", path="sub")
+    assert result.success is False and "leak.txt" not in str(result.to_wire())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [
+        ("(?:(?:a{1000}){1000}){1000}", "nested counted repeats expand past 10000; use + or * instead"),
+        ("a{65535}", "nested counted repeats expand past 10000; use + or * instead"),
+        ("(a|(?R))+", "recursive patterns ((?R), (?1), (?&name)) are not allowed"),
+        ("((?1))", "recursive patterns ((?R), (?1), (?&name)) are not allowed"),
+        ("x" * 1001, "longer than 1000 characters"),
+    ],
+)
+async def test_patterns_that_exhaust_memory_at_compile_time_are_refused(session, pattern, why):
+    result = await session("grep", pattern=pattern)
+    assert result.data["code"] == "invalid_regex" and result.needs_followup is True
+    assert result.error.endswith(why)
+
+
+async def test_grep_budget_covers_walking_and_reading(session):
+    for n in range(50):
+        session.write_raw(f"d/f{n}.txt", b"x\n")
+    session.workspace.grep_time_budget_s = 0.0
+    result = await session("grep", pattern="x")
+    assert result.data["timedOut"] is True and result.data["matches"] == []
+
+
+async def test_grep_and_glob_walk_any_depth(session):
+    deep = "d/" * 700 + "f.txt"
+    session.write_raw(deep, b"needle\n")
+    assert (await session("glob", pattern="**/f.txt")).data["files"] == [deep]
+    assert [m["path"] for m in (await session("grep", pattern="needle")).data["matches"]] == [deep]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import WorkspaceError
 
-__all__ = ["atomic_write", "file_mode", "read_bytes", "remove_empty_dirs", "remove_file"]
+__all__ = ["atomic_write", "file_mode", "open_directory", "read_bytes", "remove_empty_dirs", "remove_file"]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -48,17 +48,22 @@ def _changed(display: str, code: int | None) -> WorkspaceError:
     )
 
 
-@contextlib.contextmanager
 def _parent_dir(
     root: Path, real: Path, display: str, *, create: bool = False, created: list[Path] | None = None
+) -> contextlib.AbstractContextManager[int]:
+    return open_directory(root, real.parent, display, create=create, created=created)
+
+
+@contextlib.contextmanager
+def open_directory(
+    root: Path, parent: Path, display: str, *, create: bool = False, created: list[Path] | None = None
 ) -> Iterator[int]:
-    """Yield an ``O_NOFOLLOW`` directory handle for ``real.parent``, walked down from ``root``.
+    """Yield an ``O_NOFOLLOW`` directory handle for ``parent``, walked down from ``root``.
 
     Raises:
         FileNotFoundError: A component is missing (and ``create`` is false).
         WorkspaceError: ``not_a_directory`` or ``path_changed`` when a component is a file or a symlink.
     """
-    parent = real.parent
     if parent.is_relative_to(root):
         base, parts = root, parent.relative_to(root).parts
     else:  # allow_outside: walk from the filesystem root
@@ -199,7 +204,7 @@ def atomic_write(
                 mode = stat.S_IMODE(existing.st_mode) if stat.S_ISREG(existing.st_mode) else _NEW_FILE_MODE
             except FileNotFoundError:
                 mode = _NEW_FILE_MODE
-        tmp = f".{real.name[:200]}.{secrets.token_hex(6)}.steerable-tmp"
+        tmp = f".steerable-{secrets.token_hex(8)}.tmp"  # short: any valid target name fits beside it
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
         )

@@ -52,9 +52,13 @@ class WorkspaceRoot:
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
             raise WorkspaceError("invalid_path", f"invalid path {path!r}: give a non-empty relative path")
         try:
-            encoded = path.encode("utf-8", "surrogateescape")  # a non-UTF-8 name read from disk round-trips
+            encoded = path.encode("utf-8")
         except UnicodeEncodeError:
-            raise WorkspaceError("invalid_path", f"invalid path {path!r}: it is not valid Unicode") from None
+            raise WorkspaceError(
+                "invalid_path",
+                f"invalid path {path!r}: it is not valid Unicode (a file whose name is not UTF-8 on disk "
+                "cannot be addressed by the file tools; use bash for it)",
+            ) from None
         if len(encoded) > _MAX_PATH_BYTES or any(len(part) > _MAX_NAME_BYTES for part in encoded.split(b"/")):
             raise WorkspaceError(
                 "invalid_path",
@@ -92,8 +96,31 @@ class WorkspaceRoot:
             return None
 
     def display(self, real: Path) -> str:
-        """Return the path the model and the durable record see: root-relative POSIX, else absolute."""
+        """Return the path the model and the durable record see: root-relative POSIX, else absolute.
+
+        Raises:
+            WorkspaceError: ``invalid_path`` when the path is not valid UTF-8 (a symlink leading to a
+                name that is not UTF-8): such a path could not be written back by the model.
+        """
+        shown = self.listing_name(real)
+        if "\ufffd" in shown and shown != self._raw_display(real):
+            raise WorkspaceError(
+                "invalid_path",
+                f"{shown} leads to a file whose name is not UTF-8; the file tools cannot address it "
+                "(use bash for it)",
+            )
+        return shown
+
+    def listing_name(self, real: Path) -> str:
+        """Like :meth:`display`, but a name that is not UTF-8 is shown with U+FFFD (for listings)."""
+        raw = self._raw_display(real)
+        try:
+            raw.encode("utf-8")
+        except UnicodeEncodeError:
+            return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return raw
+
+    def _raw_display(self, real: Path) -> str:
         if real.is_relative_to(self.path):
-            rel = real.relative_to(self.path).as_posix()
-            return rel or "."
+            return real.relative_to(self.path).as_posix() or "."
         return real.as_posix()

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import stat
 import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import WorkspaceError
-from ._disk import read_bytes
+from ._disk import open_directory, read_bytes
 from ._paths import WorkspaceRoot
 from ._text import decode_file
 
@@ -44,15 +46,16 @@ def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
 
 
 def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
-    """List one directory.
+    """List one directory (read through a race-safe directory handle).
 
     Returns:
         ``{path, entries: [{name, type, size}], truncated}``; ``type`` is file, dir, symlink or other;
-        ``size`` in bytes for files. Sorted, directories first, at most 1000 entries.
+        ``size`` in bytes for files; a name that is not UTF-8 is shown with U+FFFD and
+        ``notUtf8: true``. Sorted, directories first, at most 1000 entries.
     """
     real, display = _directory(root, path)
     entries: list[dict[str, Any]] = []
-    with os.scandir(real) as it:
+    with open_directory(root.path, real, display) as fd, os.scandir(fd) as it:
         for entry in it:
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
@@ -63,7 +66,10 @@ def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
                 kind = "file"
             else:
                 kind = "other"
-            item: dict[str, Any] = {"name": entry.name, "type": kind}
+            name = root.listing_name(Path(entry.name))
+            item: dict[str, Any] = {"name": name, "type": kind}
+            if name != entry.name:
+                item["notUtf8"] = True
             if kind == "file":
                 item["size"] = info.st_size
             entries.append(item)
@@ -71,21 +77,35 @@ def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
     return {"path": display, "entries": entries[:MAX_ENTRIES], "truncated": len(entries) > MAX_ENTRIES}
 
 
-def _walk(root: WorkspaceRoot, base: Path) -> Any:
-    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
-        for name in sorted(filenames):
-            full = Path(dirpath) / name
-            if full.is_symlink():
-                target = Path(os.path.realpath(full))
-                if not root.allow_outside and not target.is_relative_to(root.path):
-                    continue
-            try:
-                if not stat.S_ISREG(full.stat().st_mode):
-                    continue  # FIFOs, sockets, devices: never listed, never opened
-            except OSError:
-                continue
-            yield full
+def _walk(root: WorkspaceRoot, base: Path) -> Iterator[tuple[Path, Path]]:
+    """Yield ``(path as listed, real path)`` for every regular file under ``base``, sorted.
+
+    Iterative (any depth) and race-safe: each directory is opened by walking ``O_NOFOLLOW``
+    handles down from the root and listed through its handle, so a directory swapped for a symlink
+    is never entered. A symlinked file is yielded only when its target is a regular file inside the
+    workspace; FIFOs, sockets and devices never are. VCS metadata directories are skipped.
+    """
+    stack = [base]
+    while stack:
+        directory = stack.pop()
+        try:
+            with open_directory(root.path, directory, str(directory)) as fd, os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except (OSError, WorkspaceError):
+            continue
+        subdirs = []
+        for entry in entries:
+            listed = directory / entry.name
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIP_DIRS:
+                    subdirs.append(listed)
+            elif entry.is_file(follow_symlinks=False):
+                yield listed, listed
+            elif entry.is_symlink():
+                target = Path(os.path.realpath(listed))
+                if (root.allow_outside or target.is_relative_to(root.path)) and target.is_file():
+                    yield listed, target
+        stack.extend(reversed(subdirs))
 
 
 def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, Any]:
@@ -105,12 +125,12 @@ def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, 
     segments = tuple(part for part in pattern.split("/") if part not in ("", "."))
     files: list[str] = []
     truncated = False
-    for full in _walk(root, base):
-        if _glob_match(segments, full.relative_to(base).parts):
+    for listed, _real in _walk(root, base):
+        if _glob_match(segments, listed.relative_to(base).parts):
             if len(files) >= MAX_ENTRIES:
                 truncated = True
                 break
-            files.append(root.display(full))
+            files.append(root.listing_name(listed))
     return {"pattern": pattern, "files": sorted(files), "truncated": truncated}
 
 
@@ -172,31 +192,27 @@ def grep_files(
     Raises:
         WorkspaceError: ``invalid_regex`` naming the regex error.
     """
-    import regex  # only grep needs it (~12 ms to import)
-
-    try:
-        compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
-    except (regex.error, ValueError) as exc:
-        raise WorkspaceError("invalid_regex", f"invalid regular expression {pattern!r}: {exc}") from None
+    compiled = _compile(pattern, ignore_case)
     real = root.resolve(path)
+    candidates: Iterable[tuple[Path, Path]]
     if real.is_file():
-        candidates: Any = [real]
-        base = real.parent
+        candidates, base = [(real, real)], real.parent
     else:
         base, _ = _directory(root, path)
         candidates = _walk(root, base)
     deadline = time.monotonic() + time_budget_s
     matches: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
-    for full in candidates:
-        rel = full.relative_to(base).as_posix()
-        if glob and not (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(full.name, glob)):
+    for listed, target in candidates:
+        if time.monotonic() > deadline:  # the budget covers walking and reading too
+            return _timed_out(pattern, matches, skipped, time_budget_s)
+        rel = listed.relative_to(base).as_posix()
+        if glob and not (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(listed.name, glob)):
             continue
-        display = root.display(full)
+        display = root.listing_name(listed)
         try:
-            raw = read_bytes(
-                Path(os.path.realpath(full)), root=root.path, display=display, max_bytes=_MAX_GREP_FILE_BYTES
-            )
+            # read through O_NOFOLLOW handles from the root: a swap after the walk cannot redirect it
+            raw = read_bytes(target, root=root.path, display=display, max_bytes=_MAX_GREP_FILE_BYTES)
             text = decode_file(raw, path=display, version="-").text if raw is not None else None
         except WorkspaceError as exc:  # binary, not UTF-8, too large, unreadable: said, not searched
             if len(skipped) < _MAX_SKIPPED_LISTED:
@@ -211,17 +227,81 @@ def grep_files(
                     line, timeout=max(deadline - time.monotonic(), 0.001), concurrent=True
                 )
             except TimeoutError:
-                return {
-                    "pattern": pattern,
-                    "matches": matches,
-                    "truncated": True,
-                    "skipped": skipped,
-                    "timedOut": True,
-                    "message": f"grep stopped after {time_budget_s:g} s (a pattern that backtracks "
-                    "heavily, or a very large tree); narrow path/glob or simplify the pattern",
-                }
+                return _timed_out(pattern, matches, skipped, time_budget_s)
             if found:
                 if len(matches) >= max_results:
                     return {"pattern": pattern, "matches": matches, "truncated": True, "skipped": skipped}
                 matches.append({"path": display, "line": number, "text": line[:_MAX_LINE_CHARS]})
     return {"pattern": pattern, "matches": matches, "truncated": False, "skipped": skipped}
+
+
+def _timed_out(
+    pattern: str, matches: list[dict[str, Any]], skipped: list[dict[str, str]], budget_s: float
+) -> dict[str, Any]:
+    return {
+        "pattern": pattern,
+        "matches": matches,
+        "truncated": True,
+        "skipped": skipped,
+        "timedOut": True,
+        "message": f"grep stopped after {budget_s:g} s (a pattern that backtracks heavily, or a very "
+        "large tree); narrow path/glob or simplify the pattern",
+    }
+
+
+_QUANTIFIER = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+_RECURSION = re.compile(r"\(\?(?:R|[+-]?\d+|&|P>)")
+MAX_PATTERN_CHARS: Final = 1000
+MAX_REPEAT_EXPANSION: Final = 10_000
+
+
+def _repeat_expansion(pattern: str) -> int:
+    """Estimate how far counted repeats multiply when nested: ``(?:a{100}){100}`` gives 10,000.
+
+    The ``regex`` engine expands counted repeats when it compiles, so a nested product in the
+    millions exhausts memory before any time budget applies.
+    """
+    stack = [1]
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char == "[":  # skip a character class
+            i = pattern.find("]", i + 2) + 1 or len(pattern)
+            continue
+        factor = None
+        if char == "(":
+            stack.append(1)
+        elif char == ")" and len(stack) > 1:
+            factor = stack.pop()
+        elif char == "{":
+            factor = 1
+        if factor is not None:
+            match = _QUANTIFIER.match(pattern, i + 1 if char == ")" else i)
+            if match:
+                bound = max(int(match.group(1)), int(match.group(2) or 0))
+                factor *= max(bound, 1)
+                i = match.end() - 1
+            stack[-1] = max(stack[-1], factor)
+        i += 1
+    return stack[0]
+
+
+def _compile(pattern: str, ignore_case: bool) -> Any:
+    import regex  # only grep needs it (~12 ms to import)
+
+    def refuse(why: str) -> WorkspaceError:
+        return WorkspaceError("invalid_regex", f"invalid regular expression {pattern[:100]!r}: {why}")
+
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise refuse(f"longer than {MAX_PATTERN_CHARS} characters")
+    if _RECURSION.search(pattern):
+        raise refuse("recursive patterns ((?R), (?1), (?&name)) are not allowed")
+    if _repeat_expansion(pattern) > MAX_REPEAT_EXPANSION:
+        raise refuse(f"nested counted repeats expand past {MAX_REPEAT_EXPANSION}; use + or * instead")
+    try:
+        return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
+        raise refuse(str(exc)) from None
