@@ -238,3 +238,20 @@ async def test_move_keeps_the_file_mode_and_rollback_restores_modes_and_dirs(ses
     )
     assert moved.success, moved.error
     assert stat.S_IMODE((session.root / "bin/run2.sh").stat().st_mode) == 0o750
+
+
+@pytest.mark.parametrize("path", ["a.txt/", "dir/.", "dir/.."])
+async def test_patch_paths_naming_directories_are_refused(session, path):
+    session.write_raw("a.txt", b"a\n")
+    (session.root / "dir").mkdir()
+    await session.read("a.txt")
+    for patch in (
+        f"*** Begin Patch\n*** Delete File: {path}\n*** End Patch",
+        f"*** Begin Patch\n*** Add File: {path}\n+x\n*** End Patch",
+    ):
+        result = await session("apply_patch", patch=patch)
+        assert result.needs_followup is True
+        assert result.data["code"] in {"invalid_path", "is_directory", "file_exists"}, result.error
+    assert session.raw("a.txt") == b"a\n"
+    assert sorted(p.name for p in session.root.iterdir()) == ["a.txt", "dir"]
+    assert list((session.root / "dir").iterdir()) == []

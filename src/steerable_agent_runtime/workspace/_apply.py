@@ -68,8 +68,7 @@ def _refuse_symlink(ws: Workspace, path: str, operation: str) -> None:
 
 
 async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
-    real = ws.root.resolve(op.path)
-    display = ws.root.display(real)
+    real, display = ws.resolve_file(op.path)
     if await _current(ws, plan, real, display) is not None:
         raise PatchError(
             "file_exists",
@@ -85,8 +84,7 @@ async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
 
 async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
     _refuse_symlink(ws, op.path, "*** Delete File:")
-    real = ws.root.resolve(op.path)
-    display = ws.root.display(real)
+    real, display = ws.resolve_file(op.path)
     raw = await _current(ws, plan, real, display)
     if raw is None:
         raise PatchError(
@@ -107,8 +105,7 @@ async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
 async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     if op.move_to is not None:
         _refuse_symlink(ws, op.path, "*** Update File:")
-    real = ws.root.resolve(op.path)
-    display = ws.root.display(real)
+    real, display = ws.resolve_file(op.path)
     raw = await _current(ws, plan, real, display)
     if raw is None:
         raise PatchError(
@@ -123,8 +120,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     data = encode_text(new_text, newline=decoded.newline, bom=decoded.bom)
     target, target_display = real, display
     if op.move_to is not None:
-        target = ws.root.resolve(op.move_to)
-        target_display = ws.root.display(target)
+        target, target_display = ws.resolve_file(op.move_to)
         if target != real and await _current(ws, plan, target, target_display) is not None:
             raise PatchError(
                 "file_exists",
@@ -199,9 +195,9 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
     plan = _Plan()
     paths = []
     for op in ops:
-        paths.append(ws.root.resolve(op.path))
+        paths.append(ws.resolve_file(op.path)[0])
         if isinstance(op, UpdateFile) and op.move_to is not None:
-            paths.append(ws.root.resolve(op.move_to))
+            paths.append(ws.resolve_file(op.move_to)[0])
     async with ws.locked(paths):
         for op in ops:
             if isinstance(op, AddFile):
