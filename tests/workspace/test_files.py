@@ -302,3 +302,13 @@ async def test_a_return_value_without_a_json_form_is_a_failed_result_not_a_crash
 
     result = await router.dispatch(ToolCall(id="1", name="get_odd", arguments={}))
     assert result.success is False and result.data["code"] == "tool_exception"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+async def test_a_root_write_keeps_the_files_owner(session):
+    session.write_raw("theirs.txt", b"x\n")
+    os.chown(session.root / "theirs.txt", 1000, 1000)
+    await session.read("theirs.txt")
+    assert (await session("write_file", path="theirs.txt", content="y\n")).success
+    info = (session.root / "theirs.txt").stat()
+    assert (info.st_uid, info.st_gid) == (1000, 1000)

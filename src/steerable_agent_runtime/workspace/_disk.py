@@ -189,6 +189,7 @@ def atomic_write(
         root: The workspace root (the walk starts there).
         display: The path as the model knows it, for error messages.
         mode: Permission bits for the result; default: the existing file's, else ``0o666 & ~umask``.
+            An existing file's owner and group are kept too when the writer may set them (root).
         created: Directories created on the way are appended here (for a rollback).
 
     On any failure the temp file is removed and the original is untouched.
@@ -198,12 +199,17 @@ def atomic_write(
         OSError: When the directory is not writable or the disk is full.
     """
     with _parent_dir(root, real, display, create=True, created=created) as dir_fd:
+        owner: tuple[int, int] | None = None
+        try:
+            existing = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
+            if stat.S_ISREG(existing.st_mode):
+                owner = (existing.st_uid, existing.st_gid)
+                if mode is None:
+                    mode = stat.S_IMODE(existing.st_mode)
+        except FileNotFoundError:
+            pass
         if mode is None:
-            try:
-                existing = os.stat(real.name, dir_fd=dir_fd, follow_symlinks=False)
-                mode = stat.S_IMODE(existing.st_mode) if stat.S_ISREG(existing.st_mode) else _NEW_FILE_MODE
-            except FileNotFoundError:
-                mode = _NEW_FILE_MODE
+            mode = _NEW_FILE_MODE
         tmp = f".steerable-{secrets.token_hex(8)}.tmp"  # short: any valid target name fits beside it
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
@@ -213,6 +219,9 @@ def atomic_write(
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
+                if owner is not None and owner != (os.geteuid(), os.getegid()):
+                    with contextlib.suppress(PermissionError):  # only a privileged writer can keep it
+                        os.fchown(handle.fileno(), *owner)
                 os.fchmod(handle.fileno(), mode)
             os.replace(tmp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
