@@ -13,7 +13,7 @@ _CHECKOUT = Path(__file__).resolve().parent.parent
 def shared_dir() -> Path:
     """Return the ``shared/`` folder, or raise naming where it was looked for."""
     candidates = [Path(os.environ["STEERABLE_SHARED_DIR"])] if os.environ.get("STEERABLE_SHARED_DIR") else []
-    candidates += [_CHECKOUT.parent / "shared", Path("/work/shared")]
+    candidates.append(_CHECKOUT.parent / "shared")
     for candidate in candidates:
         if (candidate / "peer").is_dir():
             return candidate
