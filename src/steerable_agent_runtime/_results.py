@@ -123,6 +123,13 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
                 error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
                 data={"code": "invalid_envelope"},
             )
+        except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"arguments is not usable JSON ({exc or 'nested too deeply'}); send a JSON object",
+                data={"code": "invalid_envelope"},
+            )
     try:
         return _ENVELOPE.validate_python(payload)
     except ValidationError as exc:

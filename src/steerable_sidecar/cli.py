@@ -71,6 +71,9 @@ def _call(router: ToolRouter, name: str, arguments: str) -> int:
     except json.JSONDecodeError as exc:
         print(f"steerable call: ARGUMENTS is not JSON: {exc.msg} at position {exc.pos}", file=sys.stderr)
         return 2
+    except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
+        print(f"steerable call: ARGUMENTS is not usable JSON: {exc or 'nested too deeply'}", file=sys.stderr)
+        return 2
     if not isinstance(parsed, dict):
         print(
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr

@@ -36,8 +36,10 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
         return None
     try:
         raw = json.loads(line)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        message = getattr(exc, "msg", "too deeply nested")
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, an over-long integer, too deep
+        message = getattr(exc, "msg", None) or (
+            "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
+        )
         result = ToolResult.retry(f"not a JSON line ({message}); send one ToolCall object per line")
         return {"id": None, "result": result.to_wire()}
     if not isinstance(raw, dict):

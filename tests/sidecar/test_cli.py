@@ -353,3 +353,26 @@ async def test_session_refuses_an_oversized_line_and_keeps_going(tmp_path, monke
         },
     }
     assert second["id"] == "ok" and second["result"]["data"]["content"] == "hi\n"
+
+
+async def test_session_survives_an_over_long_integer_line(tmp_path):
+    import io
+
+    from steerable_agent_runtime import workspace_tools_for_cwd
+    from steerable_sidecar import session
+
+    huge = "1" * 5000
+    lines = (
+        '{"id": "1", "name": "list_dir", "arguments": {}}\n'
+        '{"id": "2", "name": "read_file", "arguments": {"path": "a", "offset": ' + huge + "}}\n"
+        '{"id": "3", "name": "list_dir", "arguments": "{\\"path\\": ' + huge + '}"}\n'
+        '{"id": "4", "name": "list_dir", "arguments": {}}\n'
+    )
+    out = io.StringIO()
+    await session.run_session(workspace_tools_for_cwd(tmp_path), io.StringIO(lines), out)
+    results = [json.loads(line) for line in out.getvalue().split("\n") if line]
+    assert [r["id"] for r in results] == ["1", None, "3", "4"]
+    assert results[1]["result"]["success"] is False and results[1]["result"]["needsFollowup"] is True
+    assert results[1]["result"]["error"].startswith("not a JSON line (Exceeds the limit")
+    assert results[2]["result"]["data"] == {"code": "invalid_envelope"}
+    assert results[3]["result"]["success"] is True

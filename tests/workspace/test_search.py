@@ -158,11 +158,12 @@ async def test_list_dir_does_not_follow_a_directory_swapped_for_a_symlink(sessio
 @pytest.mark.parametrize(
     ("pattern", "why"),
     [
-        ("(?:(?:a{1000}){1000}){1000}", "nested counted repeats expand past 10000; use + or * instead"),
-        ("a{65535}", "nested counted repeats expand past 10000; use + or * instead"),
+        ("(?:(?:a{1000}){1000}){1000}", "counted repeats expand past 10000 atoms; use + or * instead"),
+        ("a{65535}", "counted repeats expand past 10000 atoms; use + or * instead"),
         ("(a|(?R))+", "recursive patterns ((?R), (?1), (?&name)) are not allowed"),
         ("((?1))", "recursive patterns ((?R), (?1), (?&name)) are not allowed"),
         ("x" * 1001, "longer than 1000 characters"),
+        ("(a(b)(c)){9999}" * 66, "counted repeats expand past 10000 atoms; use + or * instead"),
     ],
 )
 async def test_patterns_that_exhaust_memory_at_compile_time_are_refused(session, pattern, why):
@@ -184,3 +185,15 @@ async def test_grep_and_glob_walk_any_depth(session):
     session.write_raw(deep, b"needle\n")
     assert (await session("glob", pattern="**/f.txt")).data["files"] == [deep]
     assert [m["path"] for m in (await session("grep", pattern="needle")).data["matches"]] == [deep]
+
+
+async def test_grep_counts_lines_as_read_file_does(session):
+    session.write_raw("a", b"hi\n")
+    assert (await session("grep", pattern="^$")).data["matches"] == []
+
+
+async def test_over_long_glob_patterns_are_refused(session):
+    result = await session("glob", pattern="[" * 5000)
+    assert result.data["code"] == "invalid_pattern" and result.needs_followup is True
+    grep = await session("grep", pattern="x", glob="[" * 5000)
+    assert grep.data["code"] == "invalid_pattern"

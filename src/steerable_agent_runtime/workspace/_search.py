@@ -88,20 +88,28 @@ def _walk(root: WorkspaceRoot, base: Path) -> Iterator[tuple[Path, Path]]:
     stack = [base]
     while stack:
         directory = stack.pop()
-        try:
+        try:  # classify while the handle is open: a DT_UNKNOWN entry is stat-ed through it
             with open_directory(root.path, directory, str(directory)) as fd, os.scandir(fd) as it:
-                entries = sorted(it, key=lambda e: e.name)
+                entries = sorted(
+                    (
+                        e.name,
+                        e.is_dir(follow_symlinks=False),
+                        e.is_file(follow_symlinks=False),
+                        e.is_symlink(),
+                    )
+                    for e in it
+                )
         except (OSError, WorkspaceError):
             continue
         subdirs = []
-        for entry in entries:
-            listed = directory / entry.name
-            if entry.is_dir(follow_symlinks=False):
-                if entry.name not in _SKIP_DIRS:
+        for name, is_dir, is_file, is_link in entries:
+            listed = directory / name
+            if is_dir:
+                if name not in _SKIP_DIRS:
                     subdirs.append(listed)
-            elif entry.is_file(follow_symlinks=False):
+            elif is_file:
                 yield listed, listed
-            elif entry.is_symlink():
+            elif is_link:
                 target = Path(os.path.realpath(listed))
                 if (root.allow_outside or target.is_relative_to(root.path)) and target.is_file():
                     yield listed, target
@@ -117,6 +125,8 @@ def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, 
     Raises:
         WorkspaceError: ``invalid_pattern`` for an absolute pattern or one with ``..``.
     """
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise WorkspaceError("invalid_pattern", f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
     if pattern.startswith("/") or ".." in Path(pattern).parts:
         raise WorkspaceError(
             "invalid_pattern", f"glob pattern {pattern!r} must be relative and must not contain '..'"
@@ -193,6 +203,8 @@ def grep_files(
         WorkspaceError: ``invalid_regex`` naming the regex error.
     """
     compiled = _compile(pattern, ignore_case)
+    if glob is not None and len(glob) > MAX_PATTERN_CHARS:
+        raise WorkspaceError("invalid_pattern", f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
     real = root.resolve(path)
     candidates: Iterable[tuple[Path, Path]]
     if real.is_file():
@@ -220,7 +232,10 @@ def grep_files(
             continue
         if text is None:
             continue
-        for number, line in enumerate(text.split("\n"), start=1):
+        lines = text.split("\n")
+        if lines[-1] == "":  # the newline that ends the last line starts no line of its own
+            lines.pop()
+        for number, line in enumerate(lines, start=1):
             try:
                 # concurrent=True releases the GIL while matching, so the event loop keeps serving
                 found = compiled.search(
@@ -256,36 +271,45 @@ MAX_REPEAT_EXPANSION: Final = 10_000
 
 
 def _repeat_expansion(pattern: str) -> int:
-    """Estimate how far counted repeats multiply when nested: ``(?:a{100}){100}`` gives 10,000.
+    """Estimate how many atoms the pattern expands to: ``(?:a{100}){100}`` gives 10,000.
 
-    The ``regex`` engine expands counted repeats when it compiles, so a nested product in the
-    millions exhausts memory before any time budget applies.
+    The ``regex`` engine expands counted repeats when it compiles, so nested repeats multiply and
+    side-by-side ones add up; a total in the millions exhausts memory before any time budget
+    applies. Each atom counts 1; a group counts the sum of its contents; ``{n,m}`` multiplies the
+    atom or group before it by its larger bound.
     """
-    stack = [1]
+    stack = [0]
+    last = 0  # the size of the atom or group just closed, for a quantifier that follows it
     i = 0
     while i < len(pattern):
         char = pattern[i]
+        quantified = _QUANTIFIER.match(pattern, i)
+        if char == "{" and quantified:
+            bound = max(int(quantified.group(1)), int(quantified.group(2) or 0), 1)
+            stack[-1] += last * (bound - 1)
+            last *= bound
+            i = quantified.end()
+            continue
+        if char == "(":
+            stack.append(0)
+            i += 1
+            continue
+        if char == ")" and len(stack) > 1:
+            last = stack.pop()
+            stack[-1] += last
+            i += 1
+            continue
         if char == "\\":
             i += 2
-            continue
-        if char == "[":  # skip a character class
+        elif char == "[":  # a character class is one atom
             i = pattern.find("]", i + 2) + 1 or len(pattern)
-            continue
-        factor = None
-        if char == "(":
-            stack.append(1)
-        elif char == ")" and len(stack) > 1:
-            factor = stack.pop()
-        elif char == "{":
-            factor = 1
-        if factor is not None:
-            match = _QUANTIFIER.match(pattern, i + 1 if char == ")" else i)
-            if match:
-                bound = max(int(match.group(1)), int(match.group(2) or 0))
-                factor *= max(bound, 1)
-                i = match.end() - 1
-            stack[-1] = max(stack[-1], factor)
-        i += 1
+        else:
+            i += 1
+        last = 1
+        stack[-1] += 1
+    while len(stack) > 1:  # unbalanced: the compiler will say so
+        inner = stack.pop()
+        stack[-1] += inner
     return stack[0]
 
 
@@ -300,8 +324,9 @@ def _compile(pattern: str, ignore_case: bool) -> Any:
     if _RECURSION.search(pattern):
         raise refuse("recursive patterns ((?R), (?1), (?&name)) are not allowed")
     if _repeat_expansion(pattern) > MAX_REPEAT_EXPANSION:
-        raise refuse(f"nested counted repeats expand past {MAX_REPEAT_EXPANSION}; use + or * instead")
+        raise refuse(f"counted repeats expand past {MAX_REPEAT_EXPANSION} atoms; use + or * instead")
     try:
-        return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+        # cache_pattern=False: a model's patterns must not pile up in the engine's module cache
+        return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0, cache_pattern=False)
     except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
         raise refuse(str(exc)) from None
