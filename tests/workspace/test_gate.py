@@ -210,3 +210,22 @@ async def test_concurrent_writes_to_one_path_are_serialised(session):
     # as the tracked state, so every write lands in order with no lost update or torn file.
     assert all(r.success for r in results), [r.error for r in results]
     assert session.raw("a.txt") == b"8\n"
+
+
+async def test_replace_all_cannot_reach_unseen_lines_after_a_partial_view_file_10(session):
+    session.write_raw("p.txt", b"seen line\nunseen A\nunseen B secret\n")
+    await session.read("p.txt", limit=1)
+    wipe = await session("edit_file", path="p.txt", old_string="e", new_string="", replace_all=True)
+    assert wipe.data["code"] == "partial_read" and wipe.needs_followup is True
+    assert wipe.error.startswith("edits[0] would replace 9 places, but you have only seen part of the file;")
+    assert session.raw("p.txt") == b"seen line\nunseen A\nunseen B secret\n"
+    # A single-place edit (what the model quoted) is still fine, replace_all or not.
+    one = await session(
+        "edit_file", path="p.txt", old_string="seen line", new_string="SEEN", replace_all=True
+    )
+    assert one.success and session.raw("p.txt") == b"SEEN\nunseen A\nunseen B secret\n"
+    # After a full read, replace_all works across the file.
+    await session.read("p.txt")
+    assert (
+        await session("edit_file", path="p.txt", old_string="unseen", new_string="seen", replace_all=True)
+    ).success

@@ -136,19 +136,22 @@ def _locate(text: str, edit: Edit, index: int, starts: list[int], lines: list[st
     return spans
 
 
-def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+def apply_edits(text: str, edits: Sequence[Edit], *, partial_view: bool = False) -> str:
     r"""Apply every edit to ``text`` atomically.
 
     Args:
         text: The file's text with ``\n`` line endings.
         edits: The replacements, each located against the original ``text``.
+        partial_view: The model has seen only part of the file: an edit may then change only one
+            place (``replace_all`` over several places could reach lines it never saw).
 
     Returns:
         The new text.
 
     Raises:
         EditError: ``no_edits``, ``empty_old_text``, ``old_text_not_found``, ``ambiguous_match``
-            (with the line numbers), ``overlapping_edits`` (naming both edits) or ``no_change``.
+            (with the line numbers), ``overlapping_edits`` (naming both edits), ``no_change``, or
+            ``partial_read`` (``replace_all`` over several places after a partial view).
     """
     if not edits:
         raise EditError("no_edits", "no edits given; pass edits: [{oldText, newText}] (at least one)")
@@ -163,7 +166,16 @@ def apply_edits(text: str, edits: Sequence[Edit]) -> str:
                 "(to create or overwrite a whole file use write_file)",
                 data={"edit": index},
             )
-        for start, end in _locate(text, edit, index, starts, lines):
+        spans = _locate(text, edit, index, starts, lines)
+        if partial_view and len(spans) > 1:
+            raise EditError(
+                "partial_read",
+                f"edits[{index}] would replace {len(spans)} places, but you have only seen part of the file; "
+                "replace_all could change lines you never saw. Make one edit per place you have seen, "
+                "or read the whole file first",
+                data={"edit": index, "matches": len(spans)},
+            )
+        for start, end in spans:
             placed.append((start, end, index, edit.new_text))
     placed.sort()
     for (_, e1, i1, _), (s2, _, i2, _) in zip(placed, placed[1:], strict=False):

@@ -354,12 +354,13 @@ class Workspace:
                     Edit(e.old_text.replace("\r\n", "\n"), e.new_text.replace("\r\n", "\n"), e.replace_all)
                     for e in edits
                 ]
-            text = await asyncio.to_thread(apply_edits, decoded.text, edits)
+            seen = self.state.get(display)
+            partial = seen is not None and seen.partial
+            text = await asyncio.to_thread(apply_edits, decoded.text, edits, partial_view=partial)
             data = encode_text(text, newline=decoded.newline, bom=decoded.bom)
             await self.write(real, data)
             version = version_of(data)
             # an edit shows the model only what it changed: a partial view stays partial
-            seen = self.state.get(display)
             self.state.record(display, version, partial=seen is not None and seen.partial)
         return {
             "path": display,
