@@ -159,3 +159,14 @@ async def test_deleting_or_moving_a_symlink_is_refused_and_the_target_kept(sessi
     )
     assert move.data["code"] == "is_symlink"
     assert session.raw("important.txt") == b"keep me\n" and (session.root / "current.txt").is_symlink()
+
+
+@pytest.mark.parametrize("path", ["q.txt/.", "q.txt/zz/..", "q.txt/x"])
+async def test_paths_through_a_file_are_refused(session, path):
+    session.write_raw("q.txt", b"keep\n")
+    await session.read("q.txt")
+    write = await session("write_file", path=path, content="pwned")
+    assert write.data["code"] == "not_a_directory" and write.needs_followup is True
+    delete = await session("apply_patch", patch=f"*** Begin Patch\n*** Delete File: {path}\n*** End Patch")
+    assert delete.success is False
+    assert session.raw("q.txt") == b"keep\n"

@@ -67,6 +67,7 @@ class WorkspaceRoot:
             )
         candidate = Path(path).expanduser() if path.startswith("~") and self.allow_outside else Path(path)
         joined = candidate if candidate.is_absolute() else self.path / candidate
+        self._no_path_through_a_file(path)
         try:
             real = Path(os.path.realpath(joined))
         except (OSError, ValueError) as exc:
@@ -79,6 +80,19 @@ class WorkspaceRoot:
                 data={"path": path},
             )
         return real
+
+    def _no_path_through_a_file(self, path: str) -> None:
+        """Refuse ``file.txt/.`` or ``file.txt/x/..``, which the OS would call "not a directory"."""
+        prefix = "/" if path.startswith("/") else str(self.path)
+        components = [c for c in path.split("/") if c]
+        for component in components[:-1]:
+            prefix = os.path.join(prefix, component)
+            if os.path.lexists(prefix) and not os.path.isdir(prefix):
+                raise WorkspaceError(
+                    "not_a_directory",
+                    f"{path!r}: {component!r} is a file, so nothing can be inside it",
+                    data={"path": path},
+                )
 
     def symlink_target(self, path: str) -> str | None:
         """Return where ``path`` points when its last component is itself a symlink, else ``None``.
