@@ -113,9 +113,10 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
             f"*** Update File: {display} does not exist; use *** Add File to create it",
             data={"path": display},
         )
+    version = version_of(raw)
     if real not in plan.final:
-        ws.check_gate(display, version_of(raw), None, full_overwrite=False)
-    decoded = decode_file(raw, path=display)
+        ws.check_gate(display, version, None, full_overwrite=False)
+    decoded = decode_file(raw, path=display, version=version)
     new_text = await asyncio.to_thread(apply_chunks, decoded.text, op.chunks, path=display)
     data = encode_text(new_text, newline=decoded.newline, bom=decoded.bom)
     target, target_display = real, display

@@ -1,7 +1,7 @@
 """``Workspace``: the file tools' behaviour, independent of how they are served.
 
 Spec: File tools: read-before-write state. Every write goes through one gate
-(:meth:`Workspace._check_gate`) and one atomic writer; every success refreshes the session's
+(:meth:`Workspace.check_gate`) and one atomic writer; every success refreshes the session's
 :class:`ReadFileState`.
 """
 
@@ -110,9 +110,8 @@ class Workspace:
             read_bytes, real, root=self.root.path, display=display, max_bytes=self.max_file_bytes
         )
 
-    async def write(self, real: Path, data: bytes) -> None:
+    async def write(self, real: Path, data: bytes, display: str) -> None:
         """Atomically replace ``real`` with ``data`` off the event loop."""
-        display = self.root.display(real)
         try:
             await asyncio.to_thread(atomic_write, real, data, root=self.root.path, display=display)
         except OSError as exc:
@@ -300,19 +299,19 @@ class Workspace:
         real, display = self.resolve_file(path)
         async with self.locked([real]):
             raw = await self.load(real, display)
-            current = version_of(raw) if raw is not None else None
+            current = await asyncio.to_thread(version_of, raw) if raw is not None else None
             self.check_gate(display, current, expected_version, full_overwrite=True)
             newline, bom, before = "\n", False, ""
             if raw is not None:
                 try:
-                    old = decode_file(raw, path=display)
+                    old = await asyncio.to_thread(decode_file, raw, path=display, version=current)
                     newline, bom, before = old.newline, old.bom, old.text
                 except WorkspaceError:
                     pass  # overwriting a binary/non-UTF-8 file the gate let through: plain UTF-8
             if raw is not None and newline == "\n" and "\r" not in before:
                 content = content.replace("\r\n", "\n")  # an LF file stays LF
             data = encode_text(content, newline=newline, bom=bom)
-            await self.write(real, data)
+            await self.write(real, data, display)
             version = version_of(data)
             self.state.record(display, version)
         diff = unified_diff(before, content.replace("\r\n", "\n"), display) if raw is not None else ""
@@ -346,9 +345,9 @@ class Workspace:
                     f"{display} does not exist; create it with write_file",
                     data={"path": display},
                 )
-            current = version_of(raw)
+            current = await asyncio.to_thread(version_of, raw)
             self.check_gate(display, current, expected_version, full_overwrite=False)
-            decoded = decode_file(raw, path=display)
+            decoded = await asyncio.to_thread(decode_file, raw, path=display, version=current)
             if decoded.newline == "\r\n":
                 edits = [
                     Edit(e.old_text.replace("\r\n", "\n"), e.new_text.replace("\r\n", "\n"), e.replace_all)
@@ -358,10 +357,10 @@ class Workspace:
             partial = seen is not None and seen.partial
             text = await asyncio.to_thread(apply_edits, decoded.text, edits, partial_view=partial)
             data = encode_text(text, newline=decoded.newline, bom=decoded.bom)
-            await self.write(real, data)
+            await self.write(real, data, display)
             version = version_of(data)
             # an edit shows the model only what it changed: a partial view stays partial
-            self.state.record(display, version, partial=seen is not None and seen.partial)
+            self.state.record(display, version, partial=partial)
         return {
             "path": display,
             "version": version,
