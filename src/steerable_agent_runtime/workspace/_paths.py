@@ -116,13 +116,15 @@ class WorkspaceRoot:
             WorkspaceError: ``invalid_path`` when the path is not valid UTF-8 (a symlink leading to a
                 name that is not UTF-8): such a path could not be written back by the model.
         """
-        shown = self.listing_name(real)
-        if "\ufffd" in shown and shown != self._raw_display(real):
+        shown = self._raw_display(real)
+        try:
+            shown.encode("utf-8")
+        except UnicodeEncodeError:
             raise WorkspaceError(
                 "invalid_path",
-                f"{shown} leads to a file whose name is not UTF-8; the file tools cannot address it "
-                "(use bash for it)",
-            )
+                f"{self.listing_name(real)} leads to a file whose name is not UTF-8; the file tools "
+                "cannot address it (use bash for it)",
+            ) from None
         return shown
 
     def listing_name(self, real: Path) -> str:
