@@ -9,7 +9,10 @@ Every exception the runtime raises derives from one root, so an embedder can wri
     │   └── ToolFailed              stop the run: terminal=true
     ├── UserError                   a developer mistake (bad decorator use, name clash)
     │   └── DuplicateToolError      a tool name registered twice
-    └── ConfigError                 an invalid environment variable or config value
+    ├── ConfigError                 an invalid environment variable or config value
+    ├── ProviderError               the LLM provider failed (HTTP status, network, broken stream)
+    └── RemoteError                 a JSON-RPC peer answered a request with an error
+        └── PeerClosedError         the peer went away (EOF) before answering
 
     ToolRetry
     └── WorkspaceError              a file-tool refusal with a machine-readable ``code``
@@ -32,6 +35,9 @@ __all__ = [
     "EditError",
     "PatchError",
     "PathEscapeError",
+    "PeerClosedError",
+    "ProviderError",
+    "RemoteError",
     "SteerableError",
     "ToolFailed",
     "ToolRetry",
@@ -136,3 +142,43 @@ class EditError(WorkspaceError):
 
 class PatchError(WorkspaceError):
     """Raised when ``apply_patch`` cannot parse or apply a patch; nothing was written."""
+
+
+class ProviderError(SteerableError):
+    """Raised by an :class:`~steerable_agent_runtime.llm.LLMProvider` when the model call fails.
+
+    The message never contains the API key.
+
+    Args:
+        message: What went wrong (HTTP status and the provider's error text, or the network error).
+        status: The HTTP status code, when there was a response.
+        retryable: ``True`` for failures a later attempt may not see (429, 5xx, network errors).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retryable = retryable
+
+
+class RemoteError(SteerableError):
+    """Raised when a JSON-RPC 2.0 peer answers a request with an error object.
+
+    Args:
+        code: The JSON-RPC error code (``-32601`` method not found, ...).
+        message: The error object's ``message``.
+        data: The error object's ``data`` member, when present.
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (JSON-RPC error {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class PeerClosedError(RemoteError):
+    """Raised for a request still pending when its peer closed the connection (EOF, crash)."""
+
+    def __init__(self, message: str = "the peer closed the connection before answering") -> None:
+        super().__init__(-32099, message)
