@@ -1,0 +1,368 @@
+"""The model seam: ``LLMProvider`` and the chat types every provider speaks.
+
+Spec: Provider seam (``WebSearchProvider`` is "the same grain as ``LLMProvider``": a protocol, a
+default factory, explicit injection). The conversation is a list of OpenAI chat-completions
+messages (``{"role": "system" | "user" | "assistant" | "tool", ...}``), the format every
+OpenAI-compatible endpoint (OpenAI, OpenRouter, DeepSeek, GLM, Ollama) accepts, so the durable
+record can be replayed to any of them unchanged.
+
+This module has no network code: the OpenAI-compatible HTTP provider lives in
+``steerable_sidecar.providers``. :class:`ScriptedProvider` replays given turns for tests and demos.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol, TypeAlias, runtime_checkable
+
+from .errors import ProviderError
+from .types import ToolCall, new_call_id
+
+__all__ = [
+    "ChatRequest",
+    "ChatResponse",
+    "InvalidToolCall",
+    "LLMProvider",
+    "Message",
+    "ResponseComplete",
+    "ScriptedProvider",
+    "StreamEvent",
+    "TextDelta",
+    "ToolCallDelta",
+    "Usage",
+    "parse_tool_call",
+]
+
+Message: TypeAlias = dict[str, Any]
+"""One OpenAI chat-completions message, e.g. ``{"role": "user", "content": "hi"}``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one model call (or a sum of several).
+
+    Attributes:
+        prompt_tokens: Tokens sent (the provider's ``prompt_tokens``).
+        completion_tokens: Tokens generated.
+    """
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """``prompt_tokens + completion_tokens``."""
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        """Return ``{"promptTokens", "completionTokens", "totalTokens"}`` (camelCase, for the wire)."""
+        return {
+            "promptTokens": self.prompt_tokens,
+            "completionTokens": self.completion_tokens,
+            "totalTokens": self.total_tokens,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InvalidToolCall:
+    """A tool call the model sent that cannot become a :class:`ToolCall`.
+
+    The agent loop answers it with a failed result carrying ``needsFollowup`` (the model can fix
+    its JSON), without dispatching anything.
+
+    Attributes:
+        id: The call id (generated when the model sent none).
+        name: The tool name as sent (may be empty).
+        arguments: The raw argument text as sent.
+        error: Why it was refused, phrased for the model.
+    """
+
+    id: str
+    name: str
+    arguments: str
+    error: str
+
+
+AnyToolCall: TypeAlias = ToolCall | InvalidToolCall
+
+
+def parse_tool_call(call_id: str | None, name: str | None, arguments: Any) -> AnyToolCall:
+    """Turn one model tool call into a :class:`ToolCall`, parsing string arguments exactly once.
+
+    Providers send ``arguments`` as a JSON string (OpenAI wire format). An empty string means no
+    arguments (``{}``), which some models send for parameterless tools.
+
+    Args:
+        call_id: The id the model gave; ``None`` or ``""`` gets a fresh cuid2 id.
+        name: The tool name.
+        arguments: A JSON string, or an already-decoded mapping.
+
+    Returns:
+        A :class:`ToolCall`, or an :class:`InvalidToolCall` when the name is missing or the
+        arguments are not a JSON object (invalid JSON, an array, a number...).
+    """
+    ident = call_id if isinstance(call_id, str) and call_id else new_call_id()
+    tool_name = name if isinstance(name, str) else ""
+    raw = arguments if isinstance(arguments, str) else _dumps(arguments)
+    if not tool_name:
+        return InvalidToolCall(
+            ident, "", raw, "the tool call has no function name; name one of the offered tools"
+        )
+    if isinstance(arguments, Mapping):
+        decoded: Any = dict(arguments)
+    elif arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+        decoded = {}
+    elif isinstance(arguments, str):
+        try:
+            decoded = json.loads(arguments)
+        except (ValueError, RecursionError) as exc:
+            reason = getattr(exc, "msg", None) or "nested too deeply"
+            return InvalidToolCall(
+                ident,
+                tool_name,
+                arguments,
+                f"the arguments of {tool_name} are not valid JSON ({reason}); "
+                "send the arguments as one JSON object",
+            )
+    else:
+        decoded = arguments
+    if not isinstance(decoded, dict):
+        return InvalidToolCall(
+            ident,
+            tool_name,
+            raw,
+            f"the arguments of {tool_name} must be a JSON object, not {type(decoded).__name__}",
+        )
+    return ToolCall(id=ident, name=tool_name, arguments=decoded)
+
+
+def _dumps(value: Any) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """One model call.
+
+    Attributes:
+        messages: The conversation so far (OpenAI chat messages).
+        tools: The offered tools as OpenAI function-tool descriptors
+            (``ToolRouter.describe_model()``); empty offers none.
+        model: Overrides the provider's configured model.
+        temperature: Sampling temperature, when set.
+        max_tokens: Cap on generated tokens, when set.
+    """
+
+    messages: Sequence[Message]
+    tools: Sequence[Mapping[str, Any]] = ()
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    """The model's whole answer to one :class:`ChatRequest`.
+
+    Attributes:
+        text: The assistant text (may be empty when it only calls tools).
+        tool_calls: Tool calls in the order the model sent them; unparseable ones are
+            :class:`InvalidToolCall` entries.
+        usage: Token counts.
+        finish_reason: The provider's ``finish_reason`` (``stop``, ``tool_calls``, ``length``...).
+        model: The model that answered, when the provider says.
+    """
+
+    text: str = ""
+    tool_calls: tuple[AnyToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    model: str | None = None
+
+    def assistant_message(self) -> Message:
+        """Return the assistant message to append to the conversation (OpenAI shape).
+
+        Invalid calls keep their raw argument text so each later ``tool`` message answers an id
+        the provider has seen.
+        """
+        message: Message = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": call.arguments
+                        if isinstance(call, InvalidToolCall)
+                        else json.dumps(call.arguments, ensure_ascii=False),
+                    },
+                }
+                for call in self.tool_calls
+            ]
+        return message
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of assistant text, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A piece of a tool call as it streams (for progress display; the loop waits for the whole call).
+
+    Attributes:
+        index: The call's position in the response.
+        id: The call id, once known.
+        name: The tool name, once known.
+        arguments: This delta's fragment of the argument JSON text.
+    """
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseComplete:
+    """The last event of every stream: the assembled response."""
+
+    response: ChatResponse
+
+
+StreamEvent: TypeAlias = TextDelta | ToolCallDelta | ResponseComplete
+"""What :meth:`LLMProvider.stream` yields; the stream always ends with one :class:`ResponseComplete`."""
+
+
+@runtime_checkable
+class LLMProvider(Protocol):
+    """A chat model. Implementations are injected (never looked up globally).
+
+    Both methods raise :class:`~steerable_agent_runtime.errors.ProviderError` when the model call
+    fails (HTTP status, network error, a broken stream). A malformed *tool call* is not a provider
+    failure: it arrives as an :class:`InvalidToolCall`.
+    """
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Run one model call and return the whole response."""
+        ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Run one model call, yielding deltas and finally one :class:`ResponseComplete`."""
+        ...
+
+
+ScriptedTurn: TypeAlias = "ChatResponse | str | Mapping[str, Any] | Callable[[ChatRequest], ChatResponse]"
+
+
+class ScriptedProvider:
+    """An :class:`LLMProvider` that replays given turns: for tests, demos and offline runs.
+
+    Each turn is one of:
+
+    * a :class:`ChatResponse`;
+    * a string: a plain text answer;
+    * a mapping ``{"text": ..., "tool_calls": [{"id"?, "name", "arguments"}], "usage"?:
+      {"prompt_tokens", "completion_tokens"}}``; ``arguments`` may be a JSON string (even an
+      invalid one, to script a model's slip) or an object;
+    * a callable receiving the :class:`ChatRequest` and returning a :class:`ChatResponse`.
+
+    Args:
+        turns: The turns, in order.
+        chunk_chars: ``stream`` yields text in pieces of this many characters.
+
+    Attributes:
+        requests: Every request received, in order (for assertions).
+    """
+
+    def __init__(self, turns: Iterable[Any], *, chunk_chars: int = 16) -> None:
+        self._turns = list(turns)
+        self._next = 0
+        self.chunk_chars = max(1, chunk_chars)
+        self.requests: list[ChatRequest] = []
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ScriptedProvider:
+        """Load turns from a JSON file holding a list of turns (strings or mappings).
+
+        Raises:
+            ProviderError: When the file cannot be read or is not a JSON list.
+        """
+        try:
+            turns = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ProviderError(f"cannot load the scripted turns from {path}: {exc}") from exc
+        if not isinstance(turns, list):
+            raise ProviderError(f"{path}: scripted turns must be a JSON list")
+        return cls(turns)
+
+    @property
+    def remaining(self) -> int:
+        """Turns not yet played."""
+        return len(self._turns) - self._next
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Return the next scripted turn.
+
+        Raises:
+            ProviderError: When every turn has been played.
+        """
+        self.requests.append(request)
+        if self._next >= len(self._turns):
+            raise ProviderError(f"the scripted provider has no turn left (it had {len(self._turns)})")
+        turn = self._turns[self._next]
+        self._next += 1
+        return _scripted_response(turn, request)
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Yield the next turn's text in chunks, one delta per tool call, then the response."""
+        response = await self.complete(request)
+        for start in range(0, len(response.text), self.chunk_chars):
+            yield TextDelta(response.text[start : start + self.chunk_chars])
+        for index, call in enumerate(response.tool_calls):
+            arguments = call.arguments if isinstance(call, InvalidToolCall) else json.dumps(call.arguments)
+            yield ToolCallDelta(index, call.id, call.name, arguments)
+        yield ResponseComplete(response)
+
+
+def _scripted_response(turn: Any, request: ChatRequest) -> ChatResponse:
+    if isinstance(turn, ChatResponse):
+        return turn
+    if isinstance(turn, str):
+        return ChatResponse(text=turn, finish_reason="stop")
+    if callable(turn):
+        result = turn(request)
+        if not isinstance(result, ChatResponse):
+            raise ProviderError(
+                f"a scripted turn callable returned {type(result).__name__}, not ChatResponse"
+            )
+        return result
+    if isinstance(turn, Mapping):
+        calls = tuple(
+            parse_tool_call(c.get("id"), c.get("name"), c.get("arguments", {}))
+            for c in turn.get("tool_calls", ())
+            if isinstance(c, Mapping)
+        )
+        usage = turn.get("usage") or {}
+        return ChatResponse(
+            text=str(turn.get("text") or ""),
+            tool_calls=calls,
+            usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            finish_reason="tool_calls" if calls else "stop",
+        )
+    raise ProviderError(f"unsupported scripted turn {type(turn).__name__}")
