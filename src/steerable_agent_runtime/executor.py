@@ -1,0 +1,119 @@
+"""The executor chain: what sits between the agent loop and the tools.
+
+Spec: ToolMode ("approval gating is the executor wrapper's job on interactive paths, not the
+registry's"). A :class:`ToolExecutor` is any async callable from :class:`ToolCall` to
+:class:`ToolResult` that never raises for a bad call. The innermost one is a router's ``dispatch``;
+wrappers compose around it::
+
+    executor = ApprovalGate(router.dispatch, approve=ask_the_user, mode_of=mode_lookup(router))
+
+Host forwarding (``toolsViaHost``) is not a wrapper: the sidecar registers the host's tools on a
+router as schema-only tools whose handlers call the host, so validation, timeouts and results are
+the same on both paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection
+from typing import Protocol
+
+from .modes import ToolMode, decide_tool_mode, requires_consent
+from .tools import ToolRouter
+from .types import ToolCall, ToolResult
+
+__all__ = [
+    "ApprovalHandler",
+    "ApprovalGate",
+    "ToolExecutor",
+    "approve_all",
+    "mode_lookup",
+]
+
+
+class ToolExecutor(Protocol):
+    """Runs one call; answers with a result (a failed one for bad input), never raises for it."""
+
+    def __call__(self, call: ToolCall, /) -> Awaitable[ToolResult]:
+        """Run ``call`` and return its result."""
+        ...
+
+
+ApprovalHandler = Callable[[ToolCall, ToolMode], Awaitable[bool]]
+"""Asks for consent for one call of the given mode; ``True`` runs it."""
+
+
+async def approve_all(call: ToolCall, mode: ToolMode) -> bool:
+    """An :data:`ApprovalHandler` that consents to everything (headless runs in a jailed workspace)."""
+    return True
+
+
+def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode]:
+    """Return ``name -> mode``: the registered tool's mode, else :func:`decide_tool_mode`."""
+
+    def mode_of(name: str) -> ToolMode:
+        spec = router.get(name)
+        return spec.mode if spec is not None else decide_tool_mode(name)
+
+    return mode_of
+
+
+class ApprovalGate:
+    """Ask for consent before calls whose mode needs it; a refusal is a result the model sees.
+
+    Spec: ToolMode (``local`` requires consent; the other modes auto-run). A denied call does not
+    run and answers ``success: false, needsFollowup: true`` with ``data.code == "consent_denied"``,
+    so the model can choose another way instead of ending the run. A handler that raises counts
+    as a refusal (fail closed).
+
+    Args:
+        inner: The executor that runs approved calls.
+        approve: The consent prompt (a host reverse call, a terminal prompt, :func:`approve_all`).
+        mode_of: ``name -> mode`` (see :func:`mode_lookup`).
+        consent_modes: Modes that need consent (default: those
+            :func:`~steerable_agent_runtime.modes.requires_consent` names, i.e. ``local``).
+
+    Attributes:
+        decisions: ``call id -> True/False`` for every call that was put to ``approve``; the
+            agent loop copies it into the call's ``TraceSpan.attrs["approved"]``.
+    """
+
+    def __init__(
+        self,
+        inner: ToolExecutor,
+        *,
+        approve: ApprovalHandler,
+        mode_of: Callable[[str], ToolMode] = decide_tool_mode,
+        consent_modes: Collection[ToolMode] | None = None,
+    ) -> None:
+        self.inner = inner
+        self.approve = approve
+        self.mode_of = mode_of
+        self.consent_modes = (
+            frozenset(consent_modes)
+            if consent_modes is not None
+            else frozenset(m for m in ToolMode if requires_consent(m))
+        )
+        self.decisions: dict[str, bool] = {}
+
+    async def __call__(self, call: ToolCall) -> ToolResult:
+        """Run ``call`` if its mode needs no consent or ``approve`` grants it."""
+        mode = self.mode_of(call.name)
+        if mode not in self.consent_modes:
+            return await self.inner(call)
+        try:
+            approved = bool(await self.approve(call, mode))
+        except Exception as exc:  # fail closed: no answer is no consent
+            approved = False
+            reason = f" (the consent prompt failed: {type(exc).__name__})"
+        else:
+            reason = ""
+        self.decisions[call.id] = approved
+        if approved:
+            return await self.inner(call)
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=f"The user did not allow {call.name}{reason}. Do not retry the same call; "
+            "continue another way or ask the user.",
+            data={"code": "consent_denied", "mode": mode.value},
+        )

@@ -1,0 +1,471 @@
+"""The agent loop: messages -> model -> tool calls -> executor -> tool messages -> repeat.
+
+Spec: Completion semantics. After each model turn every tool call of the turn runs (concurrently)
+and every result is recorded, in the model's order, before the loop looks at them: a terminal
+result (``is_terminal_result``) then ends the run; otherwise the results go back to the model.
+A turn without tool calls completes the run.
+
+Rules beyond the spec (ENV-8 and the issue's loop section):
+
+* Call ids are unique within the chat (spec: ToolCall.id). A call whose id repeats an earlier
+  call's id gets a fresh cuid2 id, in the recorded assistant message too, so every tool message
+  answers exactly one call. Within one turn, an *identical* repeat (same id, name and arguments)
+  is one call the model sent twice: it runs once and is recorded once. A different call that
+  reuses an id runs too, under a fresh id. No call runs twice and none is dropped.
+* A tool call whose arguments are not a JSON object never runs; it gets a failed result with
+  ``needsFollowup`` (``data.code == "invalid_tool_call"``).
+* Every message is appended to the :class:`~steerable_agent_runtime.record.DurableRecord` (and
+  fsync'd) before the next model call.
+* Oversized result data goes through :class:`~steerable_agent_runtime.spill.SpillHooks`.
+* One :class:`~steerable_agent_runtime.trace.TraceSpan` per call, with ``attrs`` ``mode``,
+  ``tier``, ``durationMs``, ``outcome`` (``ok`` | ``retry`` | ``terminal``), ``approved`` when a
+  consent prompt ran, ``spilled`` when the data was externalised.
+* :meth:`AgentLoop.cancel` stops the run; calls in flight get a cancelled result in the record,
+  so a resumed conversation has an answer for every call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from .errors import ProviderError
+from .executor import ToolExecutor
+from .llm import (
+    ChatRequest,
+    ChatResponse,
+    InvalidToolCall,
+    LLMProvider,
+    Message,
+    ResponseComplete,
+    TextDelta,
+    Usage,
+)
+from .record import DurableRecord
+from .spill import SpillHooks
+from .tools import ToolRouter
+from .trace import TraceSink, TraceSpan
+from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
+
+__all__ = ["AgentLoop", "EventSink", "LoopEvent", "RunOutcome", "RunSummary", "tool_message"]
+
+logger = logging.getLogger(__name__)
+
+LoopEvent = dict[str, Any]
+"""A progress event, JSON-ready: ``{"type": "round" | "text" | "assistant" | "tool_call" |
+"tool_result" | "done", ...}`` (see :class:`AgentLoop`)."""
+
+EventSink = Callable[[LoopEvent], Awaitable[None] | None]
+"""Receives every :data:`LoopEvent`; may be sync or async. Its exceptions are logged, never raised."""
+
+DEFAULT_MAX_ROUNDS = 50
+"""Model calls per run before the loop stops with ``max_rounds``."""
+
+
+class RunOutcome(StrEnum):
+    """How a run ended."""
+
+    COMPLETED = "completed"
+    """The model answered without calling a tool."""
+    TERMINAL = "terminal"
+    """A tool result was terminal (``is_terminal_result``)."""
+    MAX_ROUNDS = "max_rounds"
+    """The round limit was reached while the model still called tools."""
+    CANCELLED = "cancelled"
+    """:meth:`AgentLoop.cancel` was called."""
+    ERROR = "error"
+    """The provider failed (:class:`~steerable_agent_runtime.errors.ProviderError`)."""
+
+
+@dataclass(slots=True)
+class RunSummary:
+    """The outcome of one :meth:`AgentLoop.run`.
+
+    Attributes:
+        outcome: How it ended.
+        rounds: Model calls made.
+        tool_calls: Tool calls answered (including refused and invalid ones).
+        usage: Tokens summed over every model call.
+        text: The last assistant text.
+        terminal_result: The first terminal result, when the outcome is ``terminal``.
+        error: The provider's error, when the outcome is ``error``.
+    """
+
+    outcome: RunOutcome
+    rounds: int = 0
+    tool_calls: int = 0
+    usage: Usage = field(default_factory=Usage)
+    text: str = ""
+    terminal_result: ToolResult | None = None
+    error: str | None = None
+
+    @property
+    def succeeded(self) -> bool:
+        """``True`` for a completed run, or a terminal one whose result succeeded."""
+        if self.outcome is RunOutcome.COMPLETED:
+            return True
+        return self.outcome is RunOutcome.TERMINAL and bool(
+            self.terminal_result and self.terminal_result.success
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the camelCase wire form.
+
+        Keys: ``outcome``, ``rounds``, ``toolCalls``, ``usage``, ``text`` and, when set,
+        ``terminalResult`` and ``error``.
+        """
+        out: dict[str, Any] = {
+            "outcome": self.outcome.value,
+            "rounds": self.rounds,
+            "toolCalls": self.tool_calls,
+            "usage": self.usage.to_dict(),
+            "text": self.text,
+        }
+        if self.terminal_result is not None:
+            out["terminalResult"] = self.terminal_result.to_wire()
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def tool_message(call_id: str, result: ToolResult) -> Message:
+    """Return the ``tool`` message carrying ``result``'s JSON (what the durable record stores).
+
+    Spec: File tools (the durable record's tool messages carry the result JSON).
+    """
+    return {
+        "role": "tool",
+        "tool_call_id": call_id,
+        "content": json.dumps(result.to_wire(), ensure_ascii=False),
+    }
+
+
+class AgentLoop:
+    """Drive a model and its tools until the run completes, ends on a terminal result, or stops.
+
+    Args:
+        provider: The model.
+        router: The tools (for the offered list and each call's mode and tier).
+        executor: Runs calls (default ``router.dispatch``); wrap it in an
+            :class:`~steerable_agent_runtime.executor.ApprovalGate` for consent.
+        offered: Returns the tool descriptors offered each round (default
+            ``router.describe_model``, the direct tier).
+        max_rounds: Model calls per run.
+        record: The durable record; every message is appended (fsync'd) before the next model call.
+        spill: Externalises oversized result data.
+        trace: Receives one :class:`TraceSpan` per tool call.
+        on_event: Receives progress events (see :data:`LoopEvent`).
+        model: Overrides the provider's model.
+        tool_timeout_ms: A deadline for each call as a whole, in milliseconds (``None``: only the
+            router's per-tool timeouts apply). A call past it gets a failed result with
+            ``needsFollowup`` and ``data.code == "timeout"``.
+        stream: Use :meth:`LLMProvider.stream` (text arrives as ``text`` events) instead of
+            :meth:`LLMProvider.complete`.
+
+    Attributes:
+        messages: The conversation, growing as the run goes.
+    """
+
+    def __init__(
+        self,
+        provider: LLMProvider,
+        router: ToolRouter,
+        *,
+        executor: ToolExecutor | None = None,
+        offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        record: DurableRecord | None = None,
+        spill: SpillHooks | None = None,
+        trace: TraceSink | None = None,
+        on_event: EventSink | None = None,
+        model: str | None = None,
+        tool_timeout_ms: int | None = None,
+        stream: bool = True,
+    ) -> None:
+        if max_rounds < 1:
+            raise ValueError("max_rounds must be at least 1")
+        self.provider = provider
+        self.router = router
+        self.executor: ToolExecutor = executor if executor is not None else router.dispatch
+        self.offered = offered if offered is not None else router.describe_model
+        self.max_rounds = max_rounds
+        self.record = record
+        self.spill = spill
+        self.trace = trace
+        self.on_event = on_event
+        self.model = model
+        self.tool_timeout_ms = tool_timeout_ms
+        self.stream = stream
+        self.messages: list[Message] = []
+        self._seen_ids: set[str] = set()
+        self._task: asyncio.Task[Any] | None = None
+        self._cancel_requested = False
+
+    # -- control --------------------------------------------------------------------------------
+    def cancel(self) -> bool:
+        """Stop the run in progress; :meth:`run` returns a ``cancelled`` summary.
+
+        Returns:
+            ``True`` when a run was in progress.
+        """
+        task = self._task
+        if task is None or task.done():
+            return False
+        self._cancel_requested = True
+        task.cancel()
+        return True
+
+    # -- running --------------------------------------------------------------------------------
+    async def run(self, history: Sequence[Message], prompt: str | Sequence[Message]) -> RunSummary:
+        """Run the loop.
+
+        Args:
+            history: Earlier messages, already in the record (e.g. ``await record.load()`` on a
+                resume); they are not written again.
+            prompt: The new user text, or new messages (a system prompt, a user message); they
+                are appended to the record before the first model call.
+
+        Returns:
+            The :class:`RunSummary`. Provider failures end the run with ``error``; tool failures
+            never raise.
+        """
+        self.messages = [dict(m) for m in history]
+        self._seen_ids = _ids_in(self.messages)
+        new = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+        summary = RunSummary(RunOutcome.COMPLETED)
+        self._task = asyncio.current_task()
+        self._cancel_requested = False
+        try:
+            await self._append(new)
+            await self._rounds(summary)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if not self._cancel_requested or task is None:
+                raise
+            task.uncancel()
+            summary.outcome = RunOutcome.CANCELLED
+        finally:
+            self._task = None
+        await self._finish(summary)
+        return summary
+
+    async def _rounds(self, summary: RunSummary) -> None:
+        while True:
+            if summary.rounds >= self.max_rounds:
+                summary.outcome = RunOutcome.MAX_ROUNDS
+                return
+            summary.rounds += 1
+            await self._emit({"type": "round", "round": summary.rounds})
+            request = ChatRequest(messages=list(self.messages), tools=list(self.offered()), model=self.model)
+            try:
+                response = await self._call_model(request)
+            except ProviderError as exc:
+                summary.outcome = RunOutcome.ERROR
+                summary.error = str(exc)
+                return
+            summary.usage = summary.usage + response.usage
+            response = self._unique_ids(response)
+            summary.text = response.text
+            message = response.assistant_message()
+            await self._append([message])
+            await self._emit({"type": "assistant", "message": message, "usage": response.usage.to_dict()})
+            if not response.tool_calls:
+                summary.outcome = RunOutcome.COMPLETED
+                return
+            results = await self._run_batch(response.tool_calls)
+            summary.tool_calls += len(results)
+            terminal = next((r for r in results if is_terminal_result(r)), None)
+            if terminal is not None:
+                summary.outcome = RunOutcome.TERMINAL
+                summary.terminal_result = terminal
+                return
+
+    async def _call_model(self, request: ChatRequest) -> ChatResponse:
+        if not self.stream:
+            return await self.provider.complete(request)
+        response: ChatResponse | None = None
+        async for event in self.provider.stream(request):
+            if isinstance(event, TextDelta):
+                await self._emit({"type": "text", "text": event.text})
+            elif isinstance(event, ResponseComplete):
+                response = event.response
+        if response is None:
+            raise ProviderError("the provider's stream ended without a response")
+        return response
+
+    def _unique_ids(self, response: ChatResponse) -> ChatResponse:
+        """Apply the id rules of the module docstring; returns the response to record and run."""
+        calls: list[ToolCall | InvalidToolCall] = []
+        this_turn: dict[str, ToolCall | InvalidToolCall] = {}
+        changed = False
+        for call in response.tool_calls:
+            earlier = this_turn.get(call.id)
+            if earlier is not None and earlier == call:
+                changed = True  # the same call sent twice: run and record it once
+                continue
+            if call.id in self._seen_ids:
+                fresh = new_call_id()
+                call = (
+                    InvalidToolCall(fresh, call.name, call.arguments, call.error)
+                    if isinstance(call, InvalidToolCall)
+                    else call.model_copy(update={"id": fresh})
+                )
+                changed = True
+            self._seen_ids.add(call.id)
+            this_turn[call.id] = call
+            calls.append(call)
+        if not changed:
+            return response
+        return ChatResponse(
+            text=response.text,
+            tool_calls=tuple(calls),
+            usage=response.usage,
+            finish_reason=response.finish_reason,
+            model=response.model,
+        )
+
+    async def _run_batch(self, calls: Sequence[ToolCall | InvalidToolCall]) -> list[ToolResult]:
+        results: list[ToolResult | None] = [None] * len(calls)
+
+        async def one(index: int, call: ToolCall | InvalidToolCall) -> None:
+            results[index] = await self._run_one(call)
+
+        for call in calls:
+            await self._emit({"type": "tool_call", "call": _call_wire(call)})
+        tasks = [asyncio.ensure_future(one(i, c)) for i, c in enumerate(calls)]
+        try:
+            await asyncio.gather(*tasks)
+        except asyncio.CancelledError:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            cancelled = ToolResult(
+                success=False,
+                terminal=True,
+                error="cancelled by the user before it finished",
+                data={"code": "cancelled"},
+            )
+            done = [r if r is not None else cancelled for r in results]
+            await self._append([tool_message(c.id, r) for c, r in zip(calls, done, strict=True)])
+            raise
+        final = [r for r in results if r is not None]
+        await self._append([tool_message(c.id, r) for c, r in zip(calls, final, strict=True)])
+        for call, result in zip(calls, final, strict=True):
+            await self._emit(
+                {"type": "tool_result", "id": call.id, "name": call.name, "result": result.to_wire()}
+            )
+        return final
+
+    async def _run_one(self, call: ToolCall | InvalidToolCall) -> ToolResult:
+        started = time.perf_counter_ns()
+        if isinstance(call, InvalidToolCall):
+            result = ToolResult.retry(call.error, data={"code": "invalid_tool_call"})
+            attrs: dict[str, Any] = {}
+        else:
+            result = await self._execute(call)
+            attrs = {}
+            if self.spill is not None:
+                try:
+                    spilled = await self.spill.apply(call, result)
+                except OSError:  # cannot store it: keep the whole result rather than lose it
+                    logger.exception("could not spill the result of %s", call.name)
+                    spilled = result
+                attrs["spilled"] = spilled is not result
+                result = spilled
+        if self.trace is not None:
+            self._trace(call, result, started, attrs)
+        return result
+
+    async def _execute(self, call: ToolCall) -> ToolResult:
+        try:
+            if self.tool_timeout_ms is None:
+                return await self.executor(call)
+            async with asyncio.timeout(self.tool_timeout_ms / 1000):
+                return await self.executor(call)
+        except TimeoutError:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"{call.name} timed out after {self.tool_timeout_ms} ms",
+                data={"code": "timeout", "timeoutMs": self.tool_timeout_ms},
+            )
+        except Exception as exc:  # an executor broke its contract: still an answer, never a crash
+            logger.exception("executor raised for %s", call.name)
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"{call.name} failed: {type(exc).__name__}: {exc}",
+                data={"code": "tool_exception"},
+            )
+
+    def _trace(
+        self, call: ToolCall | InvalidToolCall, result: ToolResult, started: int, attrs: dict[str, Any]
+    ) -> None:
+        assert self.trace is not None
+        ended = time.perf_counter_ns()
+        spec = self.router.get(call.name)
+        attrs = {
+            "mode": spec.mode.value if spec is not None else None,
+            "tier": spec.exposure.value if spec is not None else None,
+            "durationMs": (ended - started) / 1e6,
+            "outcome": "terminal" if is_terminal_result(result) else ("ok" if result.success else "retry"),
+            **attrs,
+        }
+        decisions = getattr(self.executor, "decisions", None)
+        if isinstance(decisions, dict) and call.id in decisions:
+            attrs["approved"] = decisions.pop(call.id)
+        try:
+            self.trace(TraceSpan(call.name, call.id, started, ended, result.success, attrs))
+        except Exception:
+            logger.exception("trace sink failed")
+
+    # -- plumbing -------------------------------------------------------------------------------
+    async def _append(self, messages: list[Message]) -> None:
+        if not messages:
+            return
+        self.messages.extend(messages)
+        if self.record is not None:
+            # shielded: a cancel arriving mid-write must not leave the record short of a message
+            await asyncio.shield(self.record.append_messages(messages))
+
+    async def _finish(self, summary: RunSummary) -> None:
+        if self.record is not None:
+            try:
+                await self.record.append_entry("run", summary.to_dict())
+            except OSError:
+                logger.exception("could not record the run summary")
+        await self._emit({"type": "done", "summary": summary.to_dict()})
+
+    async def _emit(self, event: LoopEvent) -> None:
+        if self.on_event is None:
+            return
+        try:
+            outcome = self.on_event(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            logger.exception("event sink failed on %s", event.get("type"))
+
+
+def _ids_in(messages: Sequence[Message]) -> set[str]:
+    ids: set[str] = set()
+    for message in messages:
+        for call in message.get("tool_calls") or ():
+            if isinstance(call, Mapping) and isinstance(call.get("id"), str):
+                ids.add(call["id"])
+    return ids
+
+
+def _call_wire(call: ToolCall | InvalidToolCall) -> dict[str, Any]:
+    if isinstance(call, InvalidToolCall):
+        return {"id": call.id, "name": call.name, "arguments": call.arguments, "invalid": call.error}
+    return call.model_dump()

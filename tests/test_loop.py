@@ -1,0 +1,465 @@
+"""The agent loop: completion semantics, batches, ids, the durable record, spill, trace, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steerable_agent_runtime import ToolFailed, ToolRetry, ToolRouter, workspace_tools_for_cwd
+from steerable_agent_runtime.errors import ProviderError
+from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
+from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, Usage
+from steerable_agent_runtime.loop import AgentLoop, RunOutcome
+from steerable_agent_runtime.record import DurableRecord
+from steerable_agent_runtime.spill import SpillHooks
+from steerable_agent_runtime.trace import TraceSpan
+
+
+def call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "arguments": arguments if arguments is not None else {}}
+    if id is not None:
+        out["id"] = id
+    return out
+
+
+def turn(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
+    return {"text": text, "tool_calls": list(calls), "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
+
+
+def tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m["tool_call_id"]: json.loads(m["content"]) for m in messages if m.get("role") == "tool"}
+
+
+@pytest.fixture
+def router() -> ToolRouter:
+    r = ToolRouter()
+    r.calls: list[tuple[str, Any]] = []  # type: ignore[misc]
+
+    @r.tool
+    async def echo(text: str) -> dict[str, Any]:
+        """Echo text back."""
+        r.calls.append(("echo", text))  # type: ignore[attr-defined]
+        return {"echo": text}
+
+    @r.tool
+    async def slow_echo(text: str, delay_ms: int = 50) -> dict[str, Any]:
+        """Echo after a delay."""
+        await asyncio.sleep(delay_ms / 1000)
+        r.calls.append(("slow_echo", text))  # type: ignore[attr-defined]
+        return {"echo": text}
+
+    @r.tool
+    async def finish(summary: str) -> Any:
+        """End the task."""
+        from steerable_agent_runtime import ToolResult
+
+        return ToolResult(success=True, terminal=True, message=summary)
+
+    @r.tool
+    async def fragile(value: int) -> dict[str, Any]:
+        """Fails recoverably on negative values, fatally on zero."""
+        if value < 0:
+            raise ToolRetry("value must be positive; try again with value > 0")
+        if value == 0:
+            raise ToolFailed("zero is fatal")
+        return {"value": value}
+
+    return r
+
+
+async def test_text_only_turn_completes(router: ToolRouter) -> None:
+    provider = ScriptedProvider(["All done."])
+    summary = await AgentLoop(provider, router).run([], "hi")
+    assert summary.outcome is RunOutcome.COMPLETED
+    assert summary.text == "All done." and summary.rounds == 1 and summary.tool_calls == 0
+    assert provider.requests[0].messages == [{"role": "user", "content": "hi"}]
+    assert [t["function"]["name"] for t in provider.requests[0].tools] == router.names()
+
+
+async def test_tool_result_goes_back_to_the_model_as_result_json(router: ToolRouter) -> None:
+    provider = ScriptedProvider([turn(call("echo", {"text": "x"}, id="c1")), "done"])
+    loop = AgentLoop(provider, router)
+    summary = await loop.run([], "go")
+    assert summary.outcome is RunOutcome.COMPLETED and summary.rounds == 2 and summary.tool_calls == 1
+    second = provider.requests[1].messages
+    assert second[1]["tool_calls"][0]["function"] == {"name": "echo", "arguments": '{"text": "x"}'}
+    assert second[2] == {
+        "role": "tool",
+        "tool_call_id": "c1",
+        "content": json.dumps({"success": True, "data": {"echo": "x"}}),
+    }
+    assert summary.usage == Usage(10, 2)  # the second turn reported none
+
+
+async def test_needs_followup_failure_reprompts_the_model(router: ToolRouter) -> None:  # ENV-7
+    provider = ScriptedProvider(
+        [turn(call("fragile", {"value": -1}, id="a")), turn(call("fragile", {"value": 3})), "ok"]
+    )
+    summary = await AgentLoop(provider, router).run([], "go")
+    assert summary.outcome is RunOutcome.COMPLETED and summary.rounds == 3
+    first = tool_results(list(provider.requests[1].messages))["a"]
+    assert first == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "value must be positive; try again with value > 0",
+    }
+
+
+async def test_failure_without_followup_ends_the_run(router: ToolRouter) -> None:  # ENV-7, ENV-6
+    provider = ScriptedProvider([turn(call("fragile", {"value": 0})), "never reached"])
+    summary = await AgentLoop(provider, router).run([], "go")
+    assert summary.outcome is RunOutcome.TERMINAL and summary.rounds == 1
+    assert summary.terminal_result is not None and summary.terminal_result.error == "zero is fatal"
+    assert provider.remaining == 1 and not summary.succeeded
+
+
+async def test_terminal_success_ends_the_run_as_succeeded(router: ToolRouter) -> None:
+    provider = ScriptedProvider([turn(call("finish", {"summary": "shipped"})), "never"])
+    summary = await AgentLoop(provider, router).run([], "go")
+    assert summary.outcome is RunOutcome.TERMINAL and summary.succeeded
+    assert summary.to_dict()["terminalResult"] == {"success": True, "terminal": True, "message": "shipped"}
+
+
+async def test_every_call_of_a_batch_is_recorded_before_a_terminal_one_ends_the_run(
+    router: ToolRouter, tmp_path: Path
+) -> None:  # ENV-8
+    record = DurableRecord(tmp_path / "s.jsonl")
+    provider = ScriptedProvider(
+        [
+            turn(
+                call("slow_echo", {"text": "a", "delay_ms": 80}, id="c1"),
+                call("fragile", {"value": 0}, id="c2"),
+                call("slow_echo", {"text": "b", "delay_ms": 40}, id="c3"),
+            ),
+            "never",
+        ]
+    )
+    loop = AgentLoop(provider, router, record=record)
+    summary = await loop.run([], "go")
+    assert summary.outcome is RunOutcome.TERMINAL and summary.tool_calls == 3
+    recorded = tool_results(record.messages())
+    assert list(recorded) == ["c1", "c2", "c3"]  # the model's order, not completion order
+    assert recorded["c1"]["success"] and recorded["c3"]["success"] and not recorded["c2"]["success"]
+    assert sorted(router.calls) == [("slow_echo", "a"), ("slow_echo", "b")]  # type: ignore[attr-defined]
+
+
+async def test_batch_calls_run_concurrently(router: ToolRouter) -> None:
+    calls = [call("slow_echo", {"text": str(i), "delay_ms": 200}) for i in range(5)]
+    provider = ScriptedProvider([turn(*calls), "done"])
+    started = asyncio.get_running_loop().time()
+    await AgentLoop(provider, router).run([], "go")
+    assert asyncio.get_running_loop().time() - started < 0.8  # 5 x 200 ms sequentially would be 1 s
+
+
+async def test_identical_duplicate_runs_once_and_is_recorded_once(router: ToolRouter) -> None:  # ENV-8
+    dup = call("echo", {"text": "same"}, id="d1")
+    provider = ScriptedProvider([turn(dup, dup), "done"])
+    loop = AgentLoop(provider, router)
+    await loop.run([], "go")
+    assert router.calls == [("echo", "same")]  # type: ignore[attr-defined]
+    assistant = loop.messages[1]
+    assert [c["id"] for c in assistant["tool_calls"]] == ["d1"]
+    assert list(tool_results(loop.messages)) == ["d1"]
+
+
+async def test_different_calls_sharing_an_id_both_run_under_unique_ids(router: ToolRouter) -> None:  # ENV-8
+    provider = ScriptedProvider(
+        [turn(call("echo", {"text": "one"}, id="x"), call("echo", {"text": "two"}, id="x")), "done"]
+    )
+    loop = AgentLoop(provider, router)
+    await loop.run([], "go")
+    assert sorted(router.calls) == [("echo", "one"), ("echo", "two")]  # type: ignore[attr-defined]
+    ids = [c["id"] for c in loop.messages[1]["tool_calls"]]
+    assert ids[0] == "x" and ids[1] != "x" and len(set(ids)) == 2
+    results = tool_results(loop.messages)
+    assert results[ids[0]]["data"] == {"echo": "one"} and results[ids[1]]["data"] == {"echo": "two"}
+
+
+async def test_an_id_reused_from_an_earlier_turn_is_renamed(router: ToolRouter) -> None:  # ENV-2
+    provider = ScriptedProvider(
+        [turn(call("echo", {"text": "1"}, id="c")), turn(call("echo", {"text": "2"}, id="c")), "done"]
+    )
+    loop = AgentLoop(provider, router)
+    await loop.run([], "go")
+    ids = [c["id"] for m in loop.messages for c in m.get("tool_calls") or []]
+    assert len(ids) == 2 and len(set(ids)) == 2 and ids[0] == "c"
+    assert set(tool_results(loop.messages)) == set(ids)
+
+
+async def test_invalid_json_arguments_get_a_followup_failure_without_running(router: ToolRouter) -> None:
+    provider = ScriptedProvider([turn(call("echo", '{"text": "unterminated', id="bad")), "recovered"])
+    loop = AgentLoop(provider, router)
+    summary = await loop.run([], "go")
+    assert summary.outcome is RunOutcome.COMPLETED and router.calls == []  # type: ignore[attr-defined]
+    result = tool_results(loop.messages)["bad"]
+    assert result["success"] is False and result["needsFollowup"] is True
+    assert result["data"] == {"code": "invalid_tool_call"}
+    assert result["error"].startswith("the arguments of echo are not valid JSON (Unterminated string")
+    # the raw text is kept in the assistant message so the provider sees the id it is answered for
+    assert loop.messages[1]["tool_calls"][0]["function"]["arguments"] == '{"text": "unterminated'
+
+
+async def test_max_rounds_stops_a_model_that_keeps_calling_tools(router: ToolRouter) -> None:
+    provider = ScriptedProvider([turn(call("echo", {"text": str(i)})) for i in range(5)])
+    summary = await AgentLoop(provider, router, max_rounds=3).run([], "go")
+    assert summary.outcome is RunOutcome.MAX_ROUNDS and summary.rounds == 3 and summary.tool_calls == 3
+
+
+async def test_provider_error_ends_the_run_with_error(router: ToolRouter) -> None:
+    def boom(request: ChatRequest) -> ChatResponse:
+        raise ProviderError("HTTP 500 from the model")
+
+    summary = await AgentLoop(ScriptedProvider([boom]), router).run([], "go")
+    assert summary.outcome is RunOutcome.ERROR and summary.error == "HTTP 500 from the model"
+
+
+async def test_per_tool_timeout_is_a_failed_result(router: ToolRouter) -> None:
+    provider = ScriptedProvider(
+        [turn(call("slow_echo", {"text": "z", "delay_ms": 2000}, id="t")), "moved on"]
+    )
+    loop = AgentLoop(provider, router, tool_timeout_ms=50)
+    summary = await loop.run([], "go")
+    assert summary.outcome is RunOutcome.COMPLETED
+    assert tool_results(loop.messages)["t"] == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "slow_echo timed out after 50 ms",
+        "data": {"code": "timeout", "timeoutMs": 50},
+    }
+
+
+async def test_router_timeout_of_a_tool_is_a_failed_result() -> None:
+    router = ToolRouter()
+
+    @router.tool(timeout_ms=30)
+    async def stuck() -> None:
+        """Never returns."""
+        await asyncio.sleep(10)
+
+    loop = AgentLoop(ScriptedProvider([turn(call("stuck", id="s")), "ok"]), router)
+    await loop.run([], "go")
+    result = tool_results(loop.messages)["s"]
+    assert result["success"] is False and result["data"]["code"] == "timeout"
+
+
+async def test_cancel_records_an_answer_for_every_call_in_flight(router: ToolRouter, tmp_path: Path) -> None:
+    record = DurableRecord(tmp_path / "s.jsonl")
+    provider = ScriptedProvider(
+        [turn(call("slow_echo", {"text": "a", "delay_ms": 5000}, id="inflight")), "never"]
+    )
+    events: list[dict[str, Any]] = []
+    loop = AgentLoop(provider, router, record=record, on_event=events.append)
+    task = asyncio.create_task(loop.run([], "go"))
+    while not any(e["type"] == "tool_call" for e in events):
+        await asyncio.sleep(0.01)
+    assert loop.cancel() is True
+    summary = await asyncio.wait_for(task, 2)
+    assert summary.outcome is RunOutcome.CANCELLED
+    result = tool_results(record.messages())["inflight"]
+    assert result["success"] is False and result["data"] == {"code": "cancelled"}
+    assert record.entries()[-1]["run"]["outcome"] == "cancelled"
+    assert events[-1]["type"] == "done" and loop.cancel() is False
+
+
+async def test_outside_cancellation_propagates(router: ToolRouter) -> None:
+    provider = ScriptedProvider([turn(call("slow_echo", {"text": "a", "delay_ms": 5000}))])
+    loop = AgentLoop(provider, router)
+    task = asyncio.create_task(loop.run([], "go"))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_record_is_written_before_the_next_model_call(router: ToolRouter, tmp_path: Path) -> None:
+    record = DurableRecord(tmp_path / "s.jsonl")
+    seen: list[list[str]] = []
+
+    def second(request: ChatRequest) -> ChatResponse:
+        # a fresh reader sees the tool message on disk before the model is called again
+        seen.append([m["role"] for m in DurableRecord(record.path).messages()])
+        return ChatResponse(text="done")
+
+    provider = ScriptedProvider([turn(call("echo", {"text": "x"})), second])
+    await AgentLoop(provider, router, record=record).run([], "go")
+    assert seen == [["user", "assistant", "tool"]]
+
+
+async def test_resume_replays_history_and_reseeds_read_state(tmp_path: Path) -> None:  # FILE-7
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    record = DurableRecord(tmp_path / "s.jsonl")
+    router = workspace_tools_for_cwd(ws)
+    await AgentLoop(
+        ScriptedProvider([turn(call("read_file", {"path": "a.txt"})), "read it"]), router, record=record
+    ).run([], "read a.txt")
+    # a new process: fresh router, state rebuilt from the record, so an edit without re-reading passes
+    history = await DurableRecord(record.path).load()
+    from steerable_agent_runtime import ReadFileState
+
+    resumed = workspace_tools_for_cwd(ws, state=ReadFileState(DurableRecord(record.path).read_state()))
+    provider = ScriptedProvider(
+        [turn(call("edit_file", {"path": "a.txt", "old_string": "one", "new_string": "two"}, id="e")), "ok"]
+    )
+    loop = AgentLoop(provider, resumed, record=DurableRecord(record.path))
+    summary = await loop.run(history, "now edit it")
+    assert summary.outcome is RunOutcome.COMPLETED
+    assert tool_results(loop.messages)["e"]["success"] is True
+    assert (ws / "a.txt").read_text() == "two\n"
+    assert provider.requests[0].messages[: len(history)] == history
+    roles = [m["role"] for m in DurableRecord(record.path).messages()]
+    assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"]
+
+
+async def test_torn_last_line_is_skipped_and_cut_before_the_next_append(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    record = DurableRecord(path)
+    await record.append_messages([{"role": "user", "content": "hi"}])
+    with path.open("ab") as handle:
+        handle.write(b'{"v":1,"type":"message","message":{"role":"assis')  # the process died here
+    assert DurableRecord(path).messages() == [{"role": "user", "content": "hi"}]
+    fresh = DurableRecord(path)
+    await fresh.append_messages([{"role": "user", "content": "again"}])
+    assert fresh.messages() == [{"role": "user", "content": "hi"}, {"role": "user", "content": "again"}]
+    assert path.read_bytes().count(b"\n") == 2
+
+
+def test_session_ids_cannot_escape_the_record_directory(tmp_path: Path) -> None:
+    from steerable_agent_runtime import UserError
+
+    for bad in ["../x", "a/b", ".hidden", "", "x" * 200, "a..b"]:
+        with pytest.raises(UserError, match="invalid session id"):
+            DurableRecord.for_session(tmp_path, bad)
+    assert DurableRecord.for_session(tmp_path, "chat-1.2_x").path == tmp_path / "chat-1.2_x.jsonl"
+
+
+async def test_oversized_data_is_spilled_and_readable_back(
+    router: ToolRouter, tmp_path: Path
+) -> None:  # WEB-15
+    @router.tool
+    async def read_big(path: str) -> dict[str, Any]:
+        """Return a big body."""
+        return {"path": path, "version": "v1", "content": "x" * 5000 + "END"}
+
+    spill = SpillHooks(tmp_path / "spill", threshold_bytes=1000)
+    spill.register(router)
+    provider = ScriptedProvider([turn(call("read_big", {"path": "big.txt"}, id="b")), "ok"])
+    spans: list[TraceSpan] = []
+    loop = AgentLoop(provider, router, spill=spill, trace=spans.append)
+    await loop.run([], "go")
+    result = tool_results(loop.messages)["b"]
+    spilled = result["data"]["spilled"]
+    assert result["data"]["path"] == "big.txt" and result["data"]["version"] == "v1"
+    assert "content" not in result["data"] and spilled["bytes"] > 5000 and len(spilled["preview"]) == 2000
+    assert "read_spilled" in result["message"]
+    assert spans[0].attrs["spilled"] is True
+    back = await router.dispatch(
+        {"id": "r", "name": "read_spilled", "arguments": {"locator": spilled["locator"], "offset": 4000}}
+    )
+    assert back.success and back.data is not None
+    assert json.loads(json.dumps({"path": "big.txt", "version": "v1", "content": "x" * 5000 + "END"}))
+    assert back.data["text"].endswith('END"}') and back.data["nextOffset"] is None
+    missing = await router.dispatch(
+        {"id": "r2", "name": "read_spilled", "arguments": {"locator": "spill://../etc"}}
+    )
+    assert missing.needs_followup and missing.data == {"code": "unknown_locator"}
+    # the read state still rebuilds from a spilled read (path/version kept inline)
+    from steerable_agent_runtime import read_file_state_from_messages
+
+    assert read_file_state_from_messages(loop.messages) == {"big.txt": "v1"}
+
+
+async def test_trace_span_per_call_carries_mode_tier_outcome(router: ToolRouter) -> None:  # ENV-3
+    spans: list[TraceSpan] = []
+    provider = ScriptedProvider(
+        [
+            turn(
+                call("echo", {"text": "a"}, id="1"),
+                call("fragile", {"value": -1}, id="2"),
+                call("nope", id="3"),
+            ),
+            "ok",
+        ]
+    )
+    await AgentLoop(provider, router, trace=spans.append).run([], "go")
+    by_id = {s.call_id: s for s in spans}
+    assert by_id["1"].attrs["mode"] == "local" and by_id["1"].attrs["tier"] == "direct"
+    assert by_id["1"].attrs["outcome"] == "ok" and by_id["2"].attrs["outcome"] == "retry"
+    assert by_id["3"].attrs["mode"] is None and by_id["3"].attrs["outcome"] == "retry"
+    assert all(s.attrs["durationMs"] >= 0 for s in spans)
+
+
+async def test_approval_gate_asks_for_local_mode_and_denial_is_a_followup(
+    router: ToolRouter,
+) -> None:  # MODE-5
+    asked: list[tuple[str, str]] = []
+
+    async def deny(call: Any, mode: Any) -> bool:
+        asked.append((call.name, mode.value))
+        return False
+
+    @router.tool(mode="read")
+    async def peek() -> str:
+        """Read-only."""
+        return "seen"
+
+    gate = ApprovalGate(router.dispatch, approve=deny, mode_of=mode_lookup(router))
+    spans: list[TraceSpan] = []
+    provider = ScriptedProvider([turn(call("echo", {"text": "a"}, id="1"), call("peek", id="2")), "ok"])
+    loop = AgentLoop(provider, router, executor=gate, trace=spans.append)
+    await loop.run([], "go")
+    results = tool_results(loop.messages)
+    assert asked == [("echo", "local")]  # peek is read mode: no consent asked
+    assert results["1"] == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "The user did not allow echo. Do not retry the same call; "
+        "continue another way or ask the user.",
+        "data": {"code": "consent_denied", "mode": "local"},
+    }
+    assert results["2"]["success"] is True and router.calls == []  # type: ignore[attr-defined]
+    assert {s.call_id: s.attrs.get("approved") for s in spans} == {"1": False, "2": None}
+
+
+async def test_approval_handler_failure_fails_closed(router: ToolRouter) -> None:
+    async def broken(call: Any, mode: Any) -> bool:
+        raise ConnectionError("host gone")
+
+    gate = ApprovalGate(router.dispatch, approve=broken, mode_of=mode_lookup(router))
+    result = await gate(
+        __import__("steerable_agent_runtime").ToolCall(id="1", name="echo", arguments={"text": "a"})
+    )
+    assert result.data == {"code": "consent_denied", "mode": "local"}
+    assert "the consent prompt failed: ConnectionError" in (result.error or "")
+    assert router.calls == []  # type: ignore[attr-defined]
+
+
+async def test_events_stream_text_calls_results_and_done(router: ToolRouter) -> None:
+    events: list[dict[str, Any]] = []
+
+    async def sink(event: dict[str, Any]) -> None:
+        events.append(event)
+
+    provider = ScriptedProvider(
+        [turn(call("echo", {"text": "a"}, id="1"), text="Let me check."), "Finished now."], chunk_chars=5
+    )
+    await AgentLoop(provider, router, on_event=sink).run([], "go")
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "round" and kinds[-1] == "done"
+    assert "".join(e["text"] for e in events if e["type"] == "text") == "Let me check.Finished now."
+    assert [e["call"]["id"] for e in events if e["type"] == "tool_call"] == ["1"]
+    assert [e["result"]["data"] for e in events if e["type"] == "tool_result"] == [{"echo": "a"}]
+    assert events[-1]["summary"]["outcome"] == "completed"
+
+
+async def test_a_failing_event_sink_never_stops_the_run(router: ToolRouter) -> None:
+    def sink(event: dict[str, Any]) -> None:
+        raise RuntimeError("ui crashed")
+
+    summary = await AgentLoop(ScriptedProvider(["ok"]), router, on_event=sink).run([], "go")
+    assert summary.outcome is RunOutcome.COMPLETED
