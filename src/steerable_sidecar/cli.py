@@ -7,6 +7,8 @@ Sub-commands (each takes ``--workspace DIR``, default the current directory):
   1 on a failed result, 2 on a usage error.
 * ``steerable session``: ToolCall JSON lines on stdin, ``{"id", "result"}`` lines on stdout.
 * ``steerable mcp``: serve the tools over MCP stdio.
+* ``steerable sidecar``: serve the tools and the agent loop to a host over JSON-RPC 2.0 on stdio
+  (``docs/sidecar-protocol.md``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,17 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default {})")
     sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
     sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
+    sidecar = sub.add_parser(
+        "sidecar",
+        parents=[common],
+        help="serve the tools and the agent loop to a host (JSON-RPC 2.0 on stdio)",
+    )
+    sidecar.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="durable session records (default: $STEERABLE_STATE_DIR or $XDG_STATE_HOME/steerable)",
+    )
     return parser
 
 
@@ -98,6 +111,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "sidecar":
+        from .serve import run_sidecar
+
+        return run_sidecar(
+            args.workspace, state_dir=args.state_dir, allow_outside=args.allow_outside_workspace
+        )
     try:
         router = _router(args)
     except SteerableError as exc:

@@ -1,0 +1,371 @@
+"""``SidecarClient``: drive a ``steerable sidecar`` subprocess from a host (a desktop app, a test).
+
+Spec: the host side of the sidecar protocol (``docs/sidecar-protocol.md``). The client spawns the
+sidecar, waits for ``lifecycle.ready``, calls its methods, and answers its reverse calls through
+handlers you set::
+
+    async with await SidecarClient.start(workspace="/path/to/project") as sidecar:
+        tools = await sidecar.list_tools()
+        result = await sidecar.invoke("read_file", {"path": "README.md"})
+        sidecar.on_ask_user = my_question_card          # answers ask_user.request
+        summary = await sidecar.chat("Fix the failing test", ask_user=True)
+
+Reverse-call handlers (all optional, all async):
+
+* ``on_ask_user(payload) -> {questionId: value} | None`` answers ``ask_user.request``
+  (``None`` = the user cancelled). Unset: every question is cancelled.
+* ``on_tool_invoke(params) -> ToolResult | dict`` runs a tool for a ``toolsViaHost`` chat.
+  Unset: ``-32601``.
+* ``on_approval(call, mode) -> bool`` answers ``approval.request``. Unset: denied.
+* ``on_read_state_seed(params)`` receives ``read_state.seed``; every seed is also kept in
+  :attr:`SidecarClient.seeds`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from steerable_agent_runtime import SteerableError, ToolResult, new_call_id
+
+from .rpc import JsonRpcPeer
+
+__all__ = ["ChatHandle", "SidecarClient", "SidecarStartError"]
+
+_STDERR_TAIL_BYTES = 64 * 1024
+
+
+class SidecarStartError(SteerableError):
+    """The sidecar process exited or stayed silent before ``lifecycle.ready``; the message has its stderr."""
+
+
+class ChatHandle:
+    """One running ``agent.chat.stream``: its events as they arrive, and its final summary.
+
+    Attributes:
+        chat_id: The chat's id (for ``agent.chat.cancel``).
+    """
+
+    def __init__(self, client: SidecarClient, chat_id: str, request: asyncio.Task[Any]) -> None:
+        self.chat_id = chat_id
+        self._client = client
+        self._request = request
+        self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+        self.events_seen: list[dict[str, Any]] = []
+        request.add_done_callback(lambda _: self._queue.put_nowait(None))
+
+    def _event(self, event: dict[str, Any]) -> None:
+        self.events_seen.append(event)
+        self._queue.put_nowait(event)
+
+    async def events(self) -> AsyncIterator[dict[str, Any]]:
+        """Yield each ``agent.chat.event`` payload's ``event`` until the chat ends."""
+        while True:
+            event = await self._queue.get()
+            if event is None:
+                return
+            yield event
+
+    async def result(self) -> dict[str, Any]:
+        """Wait for the chat to end; return ``{"chatId", "sessionId", "outcome", ...}``.
+
+        Raises:
+            RemoteError: The sidecar refused the chat (bad params, provider not configured...).
+        """
+        try:
+            return dict(await self._request)
+        finally:
+            self._client._chats.pop(self.chat_id, None)
+
+    async def cancel(self) -> bool:
+        """Ask the sidecar to cancel this chat; ``True`` when it was running."""
+        answer = await self._client.peer.request("agent.chat.cancel", {"chatId": self.chat_id})
+        return bool(answer.get("cancelled")) if isinstance(answer, Mapping) else False
+
+
+class SidecarClient:
+    """A connection to one sidecar subprocess. Create it with :meth:`start`.
+
+    Attributes:
+        peer: The JSON-RPC connection.
+        process: The child process.
+        ready: The ``lifecycle.ready`` params (``version``, ``protocolVersion``, ``pid``, ``workspace``).
+        seeds: Every ``read_state.seed`` params received.
+        on_ask_user, on_tool_invoke, on_approval, on_read_state_seed: Reverse-call handlers
+            (see the module docstring).
+    """
+
+    def __init__(self, process: asyncio.subprocess.Process, peer: JsonRpcPeer) -> None:
+        self.process = process
+        self.peer = peer
+        self.ready: dict[str, Any] = {}
+        self.seeds: list[dict[str, Any]] = []
+        self.on_ask_user: Callable[[dict[str, Any]], Awaitable[Mapping[str, Any] | None]] | None = None
+        self.on_tool_invoke: Callable[[dict[str, Any]], Awaitable[ToolResult | Mapping[str, Any]]] | None = (
+            None
+        )
+        self.on_approval: Callable[[dict[str, Any], str], Awaitable[bool]] | None = None
+        self.on_read_state_seed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self._chats: dict[str, ChatHandle] = {}
+        self._ready = asyncio.Event()
+        self._stderr = bytearray()
+        self._stderr_task: asyncio.Task[None] | None = None
+        self._serve_task: asyncio.Task[None] | None = None
+        peer.add_notification("lifecycle.ready", self._on_ready)
+        peer.add_notification("agent.chat.event", self._on_chat_event)
+        peer.add_method("ask_user.request", self._ask_user)
+        peer.add_method("tool.invoke", self._tool_invoke)
+        peer.add_method("approval.request", self._approval)
+        peer.add_method("read_state.seed", self._read_state_seed)
+
+    @classmethod
+    async def start(
+        cls,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        python: str | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        ready_timeout: float = 30.0,
+    ) -> SidecarClient:
+        """Spawn ``python -m steerable_sidecar sidecar`` and wait for ``lifecycle.ready``.
+
+        Args:
+            workspace: ``--workspace`` (default: the child's working directory).
+            state_dir: ``--state-dir`` for durable records.
+            args: Extra command-line arguments for ``steerable sidecar``.
+            env: The child's environment (default: this process's).
+            python: The interpreter (default ``sys.executable``).
+            cwd: The child's working directory.
+            ready_timeout: Seconds to wait for ``lifecycle.ready``.
+
+        Returns:
+            A connected client.
+
+        Raises:
+            SidecarStartError: The child exited or stayed silent first (the message carries its
+                stderr).
+        """
+        command = [python or sys.executable, "-m", "steerable_sidecar", "sidecar"]
+        if workspace is not None:
+            command += ["--workspace", str(workspace)]
+        if state_dir is not None:
+            command += ["--state-dir", str(state_dir)]
+        command += list(args)
+        process = await asyncio.create_subprocess_exec(
+            *command,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        peer = JsonRpcPeer(process.stdout, process.stdin, name="host")
+        client = cls(process, peer)
+        client._stderr_task = asyncio.create_task(client._collect_stderr())
+        client._serve_task = asyncio.create_task(peer.serve())
+        exited = asyncio.create_task(process.wait())
+        ready = asyncio.create_task(client._ready.wait())
+        done, _ = await asyncio.wait(
+            {exited, ready}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
+        )
+        if ready not in done:
+            ready.cancel()
+            exited.cancel()
+            await client._abort()
+            state = (
+                f"exited with {process.returncode}"
+                if exited in done
+                else f"sent nothing in {ready_timeout} s"
+            )
+            raise SidecarStartError(
+                f"the sidecar {state} before lifecycle.ready; stderr:\n{client.stderr_tail}"
+            )
+        exited.cancel()
+        return client
+
+    # -- host -> sidecar ------------------------------------------------------------------------
+    async def ping(self) -> dict[str, Any]:
+        """``system.ping``."""
+        return dict(await self.peer.request("system.ping"))
+
+    async def list_tools(self) -> list[dict[str, Any]]:
+        """``tool.list``: the full inventory ``[{name, description, parameters, mode, exposure}]``."""
+        answer = await self.peer.request("tool.list")
+        return list(answer["tools"])
+
+    async def invoke(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        id: str | None = None,
+        consent_granted: bool = False,
+        context: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> ToolResult:
+        """``tool.invoke``: run one tool in the sidecar and return its :class:`ToolResult`.
+
+        Args:
+            name: The tool name.
+            arguments: Its arguments.
+            id: The call id (default: a fresh cuid2).
+            consent_granted: Set after the user allowed a consent-mode (``local``) tool.
+            context: Free-form metadata for the call's trace span.
+            timeout: Seconds to wait for the answer.
+        """
+        params: dict[str, Any] = {"id": id or new_call_id(), "name": name, "arguments": dict(arguments or {})}
+        if consent_granted:
+            params["consentGranted"] = True
+        if context is not None:
+            params["context"] = dict(context)
+        return ToolResult.model_validate(await self.peer.request("tool.invoke", params, timeout=timeout))
+
+    def start_chat(
+        self,
+        message: str | None = None,
+        *,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        chat_id: str | None = None,
+        session_id: str | None = None,
+        system: str | None = None,
+        ask_user: bool = False,
+        tools_via_host: bool = False,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        auto_approve: bool = False,
+        max_rounds: int | None = None,
+        model: str | None = None,
+    ) -> ChatHandle:
+        """Start ``agent.chat.stream``; return at once with a :class:`ChatHandle` (events, result)."""
+        ident = chat_id or new_call_id()
+        params: dict[str, Any] = {"chatId": ident}
+        for key, value in {
+            "message": message,
+            "messages": [dict(m) for m in messages] if messages is not None else None,
+            "sessionId": session_id,
+            "system": system,
+            "tools": [dict(t) for t in tools] if tools is not None else None,
+            "maxRounds": max_rounds,
+            "model": model,
+        }.items():
+            if value is not None:
+                params[key] = value
+        for key, flag in {
+            "askUser": ask_user,
+            "toolsViaHost": tools_via_host,
+            "autoApprove": auto_approve,
+        }.items():
+            if flag:
+                params[key] = True
+        request = asyncio.create_task(self.peer.request("agent.chat.stream", params))
+        handle = ChatHandle(self, ident, request)
+        self._chats[ident] = handle
+        return handle
+
+    async def chat(self, message: str | None = None, **options: Any) -> dict[str, Any]:
+        """:meth:`start_chat` and wait for its summary (``{"chatId", "sessionId", "outcome", ...}``)."""
+        return await self.start_chat(message, **options).result()
+
+    async def shutdown(self, timeout: float = 10.0) -> int:
+        """Send ``system.shutdown`` and wait for the process to exit; returns its exit code."""
+        with contextlib.suppress(SteerableError, TimeoutError, ConnectionError):
+            await self.peer.request("system.shutdown", timeout=timeout)
+        return await self._wait(timeout)
+
+    async def aclose(self, timeout: float = 10.0) -> int:
+        """Close stdin (the sidecar exits on EOF), wait, kill if needed; returns the exit code."""
+        if self.process.returncode is None and self.process.stdin is not None:
+            with contextlib.suppress(ConnectionError, OSError):
+                self.process.stdin.close()
+        return await self._wait(timeout)
+
+    async def __aenter__(self) -> SidecarClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    @property
+    def stderr_tail(self) -> str:
+        """The last 64 KiB the sidecar wrote to stderr (its logs)."""
+        return self._stderr.decode("utf-8", "replace")
+
+    # -- sidecar -> host ------------------------------------------------------------------------
+    async def _on_ready(self, params: Any) -> None:
+        self.ready = dict(params) if isinstance(params, Mapping) else {}
+        self._ready.set()
+
+    async def _on_chat_event(self, params: Any) -> None:
+        if not isinstance(params, Mapping):
+            return
+        handle = self._chats.get(str(params.get("chatId")))
+        event = params.get("event")
+        if handle is not None and isinstance(event, dict):
+            handle._event(event)
+
+    async def _ask_user(self, params: Any) -> dict[str, Any]:
+        if self.on_ask_user is None:
+            return {"cancelled": True}
+        answers = await self.on_ask_user(dict(params))
+        return {"cancelled": True} if answers is None else {"answers": dict(answers)}
+
+    async def _tool_invoke(self, params: Any) -> dict[str, Any]:
+        if self.on_tool_invoke is None:
+            from .rpc import InvalidParams
+
+            raise InvalidParams("this host runs no tools (no on_tool_invoke handler)")
+        result = await self.on_tool_invoke(dict(params))
+        return result.to_wire() if isinstance(result, ToolResult) else dict(result)
+
+    async def _approval(self, params: Any) -> dict[str, Any]:
+        if self.on_approval is None:
+            return {"approved": False}
+        return {"approved": bool(await self.on_approval(dict(params["call"]), str(params["mode"])))}
+
+    async def _read_state_seed(self, params: Any) -> dict[str, Any]:
+        self.seeds.append(dict(params))
+        if self.on_read_state_seed is not None:
+            await self.on_read_state_seed(dict(params))
+        return {"ok": True}
+
+    # -- plumbing -------------------------------------------------------------------------------
+    async def _collect_stderr(self) -> None:
+        stream = self.process.stderr
+        assert stream is not None
+        while chunk := await stream.read(65536):
+            self._stderr += chunk
+            if len(self._stderr) > _STDERR_TAIL_BYTES:
+                del self._stderr[: len(self._stderr) - _STDERR_TAIL_BYTES]
+
+    async def _wait(self, timeout: float) -> int:
+        try:
+            code = await asyncio.wait_for(self.process.wait(), timeout)
+        except TimeoutError:
+            self.process.kill()
+            code = await self.process.wait()
+        await self._stop_tasks()
+        return code
+
+    async def _abort(self) -> None:
+        if self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+        await self._stop_tasks()
+
+    async def _stop_tasks(self) -> None:
+        await self.peer.aclose()
+        if self._stderr_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(self._stderr_task, 5)
+        if self._serve_task is not None:
+            await asyncio.gather(self._serve_task, return_exceptions=True)

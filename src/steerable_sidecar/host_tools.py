@@ -1,0 +1,102 @@
+"""Tools that run in the host (``toolsViaHost``): schema-only registrations that forward calls.
+
+Spec: Web tools ("the host router carries schemas only"), ``ask_user`` ("Under toolsViaHost the
+sidecar answers ask_user locally from its own router ... the host's tool.invoke surface has no
+ask_user, so forwarding it would fail with Unknown tool"), harness ("paths whose tools arrive over
+the wire ... have no router to bind"). The sidecar validates each call against the schema the
+host gave, then sends it back over the reverse ``tool.invoke``; tools the sidecar must answer
+itself (``ask_user``, ``read_spilled``, later ``run_code``) stay on the local side.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter, UserError
+from steerable_agent_runtime.ask_user import ASK_USER_TOOL_NAME
+from steerable_agent_runtime.executor import ToolExecutor
+from steerable_agent_runtime.spill import READ_SPILLED_TOOL_NAME
+from steerable_agent_runtime.tools import Tool
+
+__all__ = ["LOCAL_ONLY_TOOLS", "HostInvoke", "host_executor", "register_host_tools"]
+
+LOCAL_ONLY_TOOLS: Final = frozenset({ASK_USER_TOOL_NAME, READ_SPILLED_TOOL_NAME, "run_code"})
+"""Tools the sidecar always answers itself, even when the host lists a tool of the same name."""
+
+HostInvoke = Callable[[ToolCall], Awaitable[ToolResult]]
+"""Sends one call to the host (the reverse ``tool.invoke``) and returns its result."""
+
+_current_call: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
+    "steerable_host_call", default=None
+)
+
+
+def register_host_tools(
+    router: ToolRouter, descriptors: Sequence[Mapping[str, Any]], invoke: HostInvoke
+) -> list[str]:
+    """Register the host's tools on ``router`` as forwarding tools.
+
+    Args:
+        router: The chat's router.
+        descriptors: Tool descriptors as ``tool.list`` returns them (``name``, ``description``,
+            ``parameters``, optional ``mode`` and ``exposure``), or OpenAI function-tool
+            descriptors (``{"type": "function", "function": {...}}``).
+        invoke: Sends a call to the host.
+
+    Returns:
+        The names registered (local-only names the host also listed are skipped).
+
+    Raises:
+        UserError: A descriptor without a name, with an invalid schema, mode or exposure, or a
+            name given twice.
+    """
+    names: list[str] = []
+    for raw in descriptors:
+        descriptor = raw.get("function", raw) if isinstance(raw, Mapping) else None
+        if not isinstance(descriptor, Mapping) or not isinstance(descriptor.get("name"), str):
+            raise UserError("every host tool needs a string 'name'")
+        name = descriptor["name"]
+        if name in LOCAL_ONLY_TOOLS:
+            continue
+        parameters = descriptor.get("parameters") or {"type": "object", "properties": {}}
+        if not isinstance(parameters, Mapping):
+            raise UserError(f"host tool {name!r}: 'parameters' must be a JSON Schema object")
+
+        async def forward(**_arguments: Any) -> ToolResult:
+            call = _current_call.get()
+            if call is None:  # dispatched outside host_executor: nothing to forward
+                raise RuntimeError("host tools run through host_executor")
+            return await invoke(call)
+
+        router.register(
+            Tool.from_schema(
+                name,
+                parameters,
+                forward,
+                description=str(descriptor.get("description") or ""),
+                mode=descriptor.get("mode"),
+                exposure=descriptor.get("exposure") or "direct",
+            )
+        )
+        names.append(name)
+    return names
+
+
+def host_executor(router: ToolRouter) -> ToolExecutor:
+    """Return an executor that dispatches on ``router`` with the call visible to forwarding tools.
+
+    The router validates the arguments against the host's schema, applies the tool's timeout and
+    shapes errors exactly as for local tools; the forwarding handler reads the whole call (its id
+    included) from a context variable set here.
+    """
+
+    async def execute(call: ToolCall) -> ToolResult:
+        token = _current_call.set(call)
+        try:
+            return await router.dispatch(call)
+        finally:
+            _current_call.reset(token)
+
+    return execute

@@ -1,0 +1,74 @@
+"""``steerable sidecar``: boot the sidecar on this process's stdin/stdout.
+
+Logs go to stderr only (level from ``STEERABLE_LOG_LEVEL``, default ``WARNING``); stdout carries
+nothing but protocol frames (a stray ``print`` is redirected to stderr). Exit codes: 0 after stdin
+EOF or ``system.shutdown``, 2 when the configuration is invalid (the message names the variable).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import sys
+from pathlib import Path
+
+from steerable_agent_runtime import SteerableError
+
+from .rpc import JsonRpcPeer, open_stdio_streams
+from .sidecar import Sidecar, SidecarConfig, default_state_dir
+
+__all__ = ["LOG_LEVEL_ENV", "run_sidecar", "serve_stdio"]
+
+LOG_LEVEL_ENV = "STEERABLE_LOG_LEVEL"
+"""``DEBUG``, ``INFO``, ``WARNING`` (default) or ``ERROR``: the sidecar's stderr log level."""
+
+
+def _configure_logging() -> None:
+    level_name = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
+    level = logging.getLevelName(level_name)
+    if not isinstance(level, int):
+        print(
+            f"steerable sidecar: {LOG_LEVEL_ENV}={level_name!r} is not a log level; using WARNING",
+            file=sys.stderr,
+        )
+        level = logging.WARNING
+    logging.basicConfig(
+        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+async def serve_stdio(config: SidecarConfig) -> None:
+    """Build the sidecar on the process's stdio and serve until EOF or ``system.shutdown``.
+
+    Raises:
+        SteerableError: Invalid configuration (raised before ``lifecycle.ready`` is sent).
+    """
+    reader, writer = await open_stdio_streams()
+    peer = JsonRpcPeer(reader, writer, name="sidecar")
+    sidecar = Sidecar(peer, config)
+    await sidecar.run()
+
+
+def run_sidecar(workspace: str | None, *, state_dir: str | None = None, allow_outside: bool = False) -> int:
+    """Run ``steerable sidecar``; returns the exit code.
+
+    Args:
+        workspace: The workspace root (default: the working directory).
+        state_dir: Where session records go (default :func:`default_state_dir`).
+        allow_outside: Accept file paths outside the workspace.
+    """
+    _configure_logging()
+    config = SidecarConfig(
+        workspace=Path(workspace or os.getcwd()).resolve(),
+        state_dir=Path(state_dir).expanduser() if state_dir else default_state_dir(),
+        allow_outside=allow_outside,
+    )
+    try:
+        asyncio.run(serve_stdio(config))
+    except SteerableError as exc:
+        print(f"steerable sidecar: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 0

@@ -1,0 +1,439 @@
+"""The sidecar: the workspace tools and the agent loop served to a host over JSON-RPC 2.0 on stdio.
+
+Spec: every mention of the sidecar and the host (``tool.invoke``, ``tool.list``, ``toolsViaHost``,
+``ask_user.request``, ``read_state.seed``). One sidecar process serves one session of one host.
+The protocol (methods, params, results, reverse calls, error codes) is in
+``docs/sidecar-protocol.md``; :data:`PROTOCOL_VERSION` changes when it breaks.
+
+Host -> sidecar requests: ``system.ping``, ``system.shutdown``, ``tool.list``, ``tool.invoke``,
+``agent.chat.stream``, ``agent.chat.cancel``. Sidecar -> host requests: ``tool.invoke`` (under
+``toolsViaHost``), ``ask_user.request``, ``read_state.seed``, ``approval.request``. Sidecar -> host
+notifications: ``lifecycle.ready`` (once, at boot) and ``agent.chat.event`` (progress of a chat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+import steerable_agent_runtime
+from steerable_agent_runtime import (
+    PeerClosedError,
+    RemoteError,
+    ToolCall,
+    ToolMode,
+    ToolResult,
+    ToolRouter,
+    UserError,
+    new_call_id,
+    read_file_state_from_messages,
+    requires_consent,
+    workspace_tools_for_cwd,
+)
+from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
+from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all, mode_lookup
+from steerable_agent_runtime.llm import LLMProvider, Message
+from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunSummary
+from steerable_agent_runtime.record import DurableRecord, valid_session_id
+from steerable_agent_runtime.spill import SpillHooks
+from steerable_agent_runtime.trace import TraceSpan
+
+from .host_tools import host_executor, register_host_tools
+from .rpc import JsonRpcPeer
+
+__all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "default_state_dir"]
+
+PROTOCOL_VERSION: Final = 1
+"""The sidecar protocol version sent in ``lifecycle.ready``."""
+
+STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
+"""Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
+
+HOST_CALL_TIMEOUT_S: Final = 600.0
+"""Longest wait for a reverse call (``approval.request``, ``read_state.seed``), in seconds."""
+
+logger = logging.getLogger("steerable_sidecar")
+
+_invoke_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
+    "steerable_invoke_context", default=None
+)
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Return where sessions are stored.
+
+    ``STEERABLE_STATE_DIR``, else ``$XDG_STATE_HOME/steerable``, else ``~/.local/state/steerable``.
+    """
+    env = os.environ if environ is None else environ
+    if env.get(STATE_DIR_ENV):
+        return Path(env[STATE_DIR_ENV]).expanduser()
+    base = env.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
+    return Path(base) / "steerable"
+
+
+@dataclass(slots=True)
+class SidecarConfig:
+    """How one sidecar process is set up.
+
+    Attributes:
+        workspace: The workspace root (the process's working directory unless ``--workspace``).
+        state_dir: Durable records (``sessions/<id>.jsonl``) and spilled data live here.
+        allow_outside: Accept file paths outside the workspace (host-jailed runs only).
+        environ: The environment the configuration is resolved from.
+        provider_factory: Builds the model provider on the first chat (default: the
+            ``STEERABLE_*`` configuration through :func:`steerable_sidecar.providers.default_llm_provider`).
+        ask_user_timeout_ms: How long ``ask_user`` waits for the host, in milliseconds.
+    """
+
+    workspace: Path
+    state_dir: Path
+    allow_outside: bool = False
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    provider_factory: Callable[[], LLMProvider] | None = None
+    ask_user_timeout_ms: int = 600_000
+
+
+class _Params(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class InvokeParams(_Params):
+    """``tool.invoke`` params: ``{id?, name, arguments, consentGranted?, context?}``."""
+
+    id: str | None = None
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    consent_granted: bool = False
+    context: dict[str, Any] | None = None
+
+
+class ChatParams(_Params):
+    """``agent.chat.stream`` params (see ``docs/sidecar-protocol.md``)."""
+
+    chat_id: str | None = None
+    session_id: str | None = None
+    message: str | None = None
+    messages: list[dict[str, Any]] | None = None
+    system: str | None = None
+    ask_user: bool = False
+    tools_via_host: bool = False
+    tools: list[dict[str, Any]] | None = None
+    auto_approve: bool = False
+    max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=10_000)
+    model: str | None = None
+
+
+class CancelParams(_Params):
+    """``agent.chat.cancel`` params: ``{chatId}``."""
+
+    chat_id: str
+
+
+@dataclass(slots=True)
+class _Chat:
+    loop: AgentLoop
+    session_id: str
+
+
+class Sidecar:
+    """Serve one host over a :class:`JsonRpcPeer`.
+
+    Args:
+        peer: The connection to the host (stdio in production, any stream pair in tests).
+        config: The process configuration.
+        router: The tools (default: the workspace tools for ``config.workspace``).
+
+    Raises:
+        ConfigError: An invalid ``STEERABLE_*`` variable (e.g. the read-before-write gate).
+        WorkspaceError: The workspace is not a directory.
+    """
+
+    def __init__(self, peer: JsonRpcPeer, config: SidecarConfig, *, router: ToolRouter | None = None) -> None:
+        self.peer = peer
+        self.config = config
+        self.router = router if router is not None else self._default_router()
+        self.router.trace = self._trace
+        self._provider: LLMProvider | None = None
+        self._chats: dict[str, _Chat] = {}
+        self._busy_sessions: set[str] = set()
+        self._stopping = asyncio.Event()
+        for name, handler in {
+            "system.ping": self.ping,
+            "system.shutdown": self.shutdown,
+            "tool.list": self.tool_list,
+            "tool.invoke": self.tool_invoke,
+            "agent.chat.stream": self.chat_stream,
+            "agent.chat.cancel": self.chat_cancel,
+        }.items():
+            peer.add_method(name, handler)
+
+    def _default_router(self) -> ToolRouter:
+        return workspace_tools_for_cwd(
+            self.config.workspace, allow_outside=self.config.allow_outside, environ=self.config.environ
+        )
+
+    # -- lifecycle ------------------------------------------------------------------------------
+    async def run(self) -> None:
+        """Announce ``lifecycle.ready``, serve until stdin EOF or ``system.shutdown``, then stop chats."""
+        await self.peer.notify(
+            "lifecycle.ready",
+            {
+                "version": steerable_agent_runtime.__version__,
+                "protocolVersion": PROTOCOL_VERSION,
+                "pid": os.getpid(),
+                "workspace": str(self.config.workspace),
+            },
+        )
+        serving = asyncio.create_task(self.peer.serve())
+        stopping = asyncio.create_task(self._stopping.wait())
+        try:
+            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for chat in list(self._chats.values()):
+                chat.loop.cancel()
+            stopping.cancel()
+            if not serving.done():
+                serving.cancel()
+            await asyncio.gather(serving, stopping, return_exceptions=True)
+
+    async def ping(self, params: Any) -> dict[str, Any]:
+        """``system.ping`` -> ``{"pong": true, "pid"}``."""
+        return {"pong": True, "pid": os.getpid()}
+
+    async def shutdown(self, params: Any) -> dict[str, Any]:
+        """``system.shutdown`` -> ``{"ok": true}``; the process exits once the answer is written."""
+        asyncio.get_running_loop().call_soon(self._stopping.set)
+        return {"ok": True}
+
+    # -- tools ----------------------------------------------------------------------------------
+    async def tool_list(self, params: Any) -> dict[str, Any]:
+        """``tool.list`` -> ``{"tools": [{name, description, parameters, mode, exposure}], ...}``.
+
+        The handshake: the full inventory of every tier (spec: ``describe()`` keeps the full
+        inventory for host introspection). A capability that is not configured is not registered,
+        so it is never listed.
+        """
+        return {"tools": self.router.describe(), "protocolVersion": PROTOCOL_VERSION}
+
+    async def tool_invoke(self, params: Any) -> dict[str, Any]:
+        """``tool.invoke {id?, name, arguments, consentGranted?, context?}`` -> a ToolResult.
+
+        A tool whose mode needs consent (``local``) runs only with ``consentGranted: true``:
+        without it the answer is a failed result with ``data.code == "consent_required"`` (the
+        host asks its user and sends the call again). ``context`` is copied into the call's
+        ``TraceSpan.attrs`` (spec: per-call metadata goes through TraceSpan.attrs, never ToolCall).
+        """
+        p = InvokeParams.model_validate(params)
+        call = ToolCall(id=p.id or new_call_id(), name=p.name, arguments=p.arguments)
+        spec = self.router.get(p.name)
+        if spec is not None and requires_consent(spec.mode) and not p.consent_granted:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"{p.name} is a {spec.mode.value}-mode tool: ask the user, then send the call "
+                "again with consentGranted: true",
+                data={"code": "consent_required", "mode": spec.mode.value},
+            ).to_wire()
+        token = _invoke_context.set(p.context)
+        try:
+            result = await self.router.dispatch(call)
+        finally:
+            _invoke_context.reset(token)
+        return result.to_wire()
+
+    def _trace(self, span: TraceSpan) -> None:
+        context = _invoke_context.get()
+        if context:
+            span.attrs["context"] = context
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "tool %s id=%s success=%s %.2f ms %s",
+                span.name,
+                span.call_id,
+                span.success,
+                span.duration_ms,
+                span.attrs,
+            )
+
+    # -- chat -----------------------------------------------------------------------------------
+    def _model(self) -> LLMProvider:
+        if self._provider is None:
+            if self.config.provider_factory is not None:
+                self._provider = self.config.provider_factory()
+            else:
+                from .providers import default_llm_provider
+
+                self._provider = default_llm_provider(environ=self.config.environ)
+        return self._provider
+
+    async def chat_stream(self, params: Any) -> dict[str, Any]:
+        """``agent.chat.stream``: run the agent loop; progress as ``agent.chat.event`` notifications.
+
+        Returns:
+            ``{"chatId", "sessionId", ...RunSummary.to_dict()}`` once the run ends.
+
+        Raises:
+            ConfigError: The model provider is not configured (the message names the variable).
+            UserError: Invalid combination (``toolsViaHost`` without ``tools``), a session already
+                running, or an invalid session id.
+        """
+        p = ChatParams.model_validate(params)
+        if p.message is None and not p.messages:
+            raise UserError("agent.chat.stream needs 'message' (text) or 'messages'")
+        if p.tools_via_host and p.tools is None:
+            raise UserError(
+                "toolsViaHost needs 'tools': the host's tool descriptors (as tool.list gives them)"
+            )
+        session_id = p.session_id or new_call_id()
+        if not valid_session_id(session_id):
+            raise UserError(f"invalid sessionId {session_id!r}: use letters, digits, '.', '_' or '-'")
+        chat_id = p.chat_id or new_call_id()
+        if chat_id in self._chats:
+            raise UserError(f"chat {chat_id!r} is already running")
+        if session_id in self._busy_sessions:
+            raise UserError(f"session {session_id!r} already has a chat running; cancel it or wait")
+        provider = self._model()
+        sessions = self.config.state_dir / "sessions"
+        record = DurableRecord.for_session(sessions, session_id)
+        spill = SpillHooks(sessions / f"{session_id}.spill")
+        history = await record.load() if record.exists() else []
+        self._busy_sessions.add(session_id)
+        try:
+            router, executor = await self._chat_tools(p, chat_id, session_id, history, spill)
+            prompt: list[Message] = []
+            if p.system and not history:
+                prompt.append({"role": "system", "content": p.system})
+            if p.messages:
+                prompt.extend(p.messages)
+            if p.message is not None:
+                prompt.append({"role": "user", "content": p.message})
+
+            async def emit(event: LoopEvent) -> None:
+                await self.peer.notify("agent.chat.event", {"chatId": chat_id, "event": event})
+
+            loop = AgentLoop(
+                provider,
+                router,
+                executor=executor,
+                max_rounds=p.max_rounds,
+                record=record,
+                spill=spill,
+                on_event=emit,
+                model=p.model,
+            )
+            self._chats[chat_id] = _Chat(loop, session_id)
+            try:
+                summary: RunSummary = await loop.run(history, prompt)
+            finally:
+                del self._chats[chat_id]
+        finally:
+            self._busy_sessions.discard(session_id)
+        return {"chatId": chat_id, "sessionId": session_id, **summary.to_dict()}
+
+    async def _chat_tools(
+        self, p: ChatParams, chat_id: str, session_id: str, history: list[Message], spill: SpillHooks
+    ) -> tuple[ToolRouter, ToolExecutor]:
+        router = ToolRouter(default_timeout_ms=self.router.default_timeout_ms)
+        if p.ask_user:
+            router.register(
+                make_ask_user_tool(self._host_ask_user(chat_id), timeout_ms=self.config.ask_user_timeout_ms)
+            )
+        spill.register(router)
+        if p.tools_via_host:
+            register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
+            if history:  # a resume: the host owns the file tools, so it gets the rebuilt read state
+                await self._seed_host(session_id, history)
+            # the host executes its tools and owns their consent
+            return router, host_executor(router)
+        for spec in self.router:
+            router.register(spec)
+        if history:
+            workspace = getattr(self.router, "workspace", None)
+            if workspace is not None:
+                workspace.state.seed(read_file_state_from_messages(history))
+        approve = approve_all if p.auto_approve else self._host_approval(chat_id)
+        return router, ApprovalGate(router.dispatch, approve=approve, mode_of=mode_lookup(router))
+
+    # -- reverse calls --------------------------------------------------------------------------
+    def _host_invoke(self, chat_id: str) -> Callable[[ToolCall], Any]:
+        async def invoke(call: ToolCall) -> ToolResult:
+            try:
+                answer = await self.peer.request(
+                    "tool.invoke",
+                    {
+                        "id": call.id,
+                        "name": call.name,
+                        "arguments": call.arguments,
+                        "context": {"chatId": chat_id},
+                    },
+                )
+            except PeerClosedError:
+                return ToolResult(
+                    success=False,
+                    terminal=True,
+                    error=f"the host closed the connection before {call.name} finished",
+                    data={"code": "host_unreachable"},
+                )
+            except RemoteError as exc:
+                return ToolResult(
+                    success=False,
+                    needs_followup=True,
+                    error=f"the host could not run {call.name}: {exc.message}",
+                    data={"code": "host_error", "rpcCode": exc.code},
+                )
+            try:
+                return ToolResult.model_validate(answer)
+            except ValueError:
+                return ToolResult(
+                    success=False,
+                    needs_followup=True,
+                    error=f"the host answered {call.name} with something that is not a ToolResult",
+                    data={"code": "host_error"},
+                )
+
+        return invoke
+
+    def _host_ask_user(self, chat_id: str) -> Callable[[AskUserQuestionsPayload], Any]:
+        async def ask(payload: AskUserQuestionsPayload) -> Mapping[str, Any] | None:
+            answer = await self.peer.request("ask_user.request", {"chatId": chat_id, **payload})
+            if not isinstance(answer, Mapping) or answer.get("cancelled") is True:
+                return None
+            answers = answer.get("answers")
+            return answers if isinstance(answers, Mapping) else None
+
+        return ask
+
+    def _host_approval(self, chat_id: str) -> Callable[[ToolCall, ToolMode], Any]:
+        async def approve(call: ToolCall, mode: ToolMode) -> bool:
+            answer = await self.peer.request(
+                "approval.request",
+                {"chatId": chat_id, "call": call.model_dump(), "mode": mode.value},
+                timeout=HOST_CALL_TIMEOUT_S,
+            )
+            return isinstance(answer, Mapping) and answer.get("approved") is True
+
+        return approve
+
+    async def _seed_host(self, session_id: str, history: list[Message]) -> None:
+        state = read_file_state_from_messages(history)
+        try:
+            await self.peer.request(
+                "read_state.seed", {"sessionId": session_id, "readState": state}, timeout=HOST_CALL_TIMEOUT_S
+            )
+        except (RemoteError, TimeoutError) as exc:  # one fewer CAS check on the host, never a wrong write
+            logger.warning("read_state.seed failed: %s", exc)
+
+    async def chat_cancel(self, params: Any) -> dict[str, Any]:
+        """``agent.chat.cancel {chatId}`` -> ``{"cancelled": bool}`` (false when no such chat runs)."""
+        p = CancelParams.model_validate(params)
+        chat = self._chats.get(p.chat_id)
+        return {"cancelled": bool(chat and chat.loop.cancel())}
