@@ -47,12 +47,15 @@ async def approve_all(call: ToolCall, mode: ToolMode) -> bool:
     return True
 
 
-def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode]:
-    """Return ``name -> mode``: the registered tool's mode, else :func:`decide_tool_mode`."""
+def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode | None]:
+    """Return ``name -> mode``: the registered tool's mode, or ``None`` for a name not registered.
 
-    def mode_of(name: str) -> ToolMode:
+    An unregistered name needs no consent prompt: the router answers it as an unknown tool.
+    """
+
+    def mode_of(name: str) -> ToolMode | None:
         spec = router.get(name)
-        return spec.mode if spec is not None else decide_tool_mode(name)
+        return spec.mode if spec is not None else None
 
     return mode_of
 
@@ -68,7 +71,7 @@ class ApprovalGate:
     Args:
         inner: The executor that runs approved calls.
         approve: The consent prompt (a host reverse call, a terminal prompt, :func:`approve_all`).
-        mode_of: ``name -> mode`` (see :func:`mode_lookup`).
+        mode_of: ``name -> mode`` (see :func:`mode_lookup`); ``None`` runs the call without a prompt.
         consent_modes: Modes that need consent (default: those
             :func:`~steerable_agent_runtime.modes.requires_consent` names, i.e. ``local``).
 
@@ -82,7 +85,7 @@ class ApprovalGate:
         inner: ToolExecutor,
         *,
         approve: ApprovalHandler,
-        mode_of: Callable[[str], ToolMode] = decide_tool_mode,
+        mode_of: Callable[[str], ToolMode | None] = decide_tool_mode,
         consent_modes: Collection[ToolMode] | None = None,
     ) -> None:
         self.inner = inner
@@ -98,7 +101,7 @@ class ApprovalGate:
     async def __call__(self, call: ToolCall) -> ToolResult:
         """Run ``call`` if its mode needs no consent or ``approve`` grants it."""
         mode = self.mode_of(call.name)
-        if mode not in self.consent_modes:
+        if mode is None or mode not in self.consent_modes:
             return await self.inner(call)
         try:
             approved = bool(await self.approve(call, mode))
