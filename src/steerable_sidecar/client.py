@@ -134,6 +134,7 @@ class SidecarClient:
         python: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
         ready_timeout: float = 30.0,
+        command: Sequence[str] | None = None,
     ) -> SidecarClient:
         """Spawn ``python -m steerable_sidecar sidecar`` and wait for ``lifecycle.ready``.
 
@@ -145,6 +146,8 @@ class SidecarClient:
             python: The interpreter (default ``sys.executable``).
             cwd: The child's working directory.
             ready_timeout: Seconds to wait for ``lifecycle.ready``.
+            command: The whole command line instead (a bundled sidecar, or one built around a
+                custom router); ``workspace``, ``state_dir``, ``args`` and ``python`` are ignored.
 
         Returns:
             A connected client.
@@ -153,12 +156,13 @@ class SidecarClient:
             SidecarStartError: The child exited or stayed silent first (the message carries its
                 stderr).
         """
-        command = [python or sys.executable, "-m", "steerable_sidecar", "sidecar"]
-        if workspace is not None:
-            command += ["--workspace", str(workspace)]
-        if state_dir is not None:
-            command += ["--state-dir", str(state_dir)]
-        command += list(args)
+        if command is None:
+            command = [python or sys.executable, "-m", "steerable_sidecar", "sidecar"]
+            if workspace is not None:
+                command += ["--workspace", str(workspace)]
+            if state_dir is not None:
+                command += ["--state-dir", str(state_dir)]
+            command += list(args)
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,
