@@ -1,0 +1,737 @@
+"""The OpenAI-compatible chat-completions provider, its configuration and the default factory.
+
+Spec: Provider seam (``LLMProvider`` is a protocol, a default factory and explicit injection).
+One HTTP implementation serves every OpenAI-compatible endpoint (OpenAI, OpenRouter, DeepSeek,
+GLM, Ollama): POST ``{base_url}/chat/completions`` with ``stream: true``, parsed as server-sent
+events with ``httpx_sse``. Each endpoint's deviations from the OpenAI wire format are handled in
+one place, :class:`_Assembler`, and listed in ``docs/providers.md``.
+
+Secrets: the API key lives in a :class:`pydantic.SecretStr` (its repr is masked), is sent only in
+the ``Authorization`` header, and is scrubbed from every :class:`ProviderError` message and log
+line, even when a server echoes it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import json
+import logging
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType, TracebackType
+from typing import Any, Final, Literal, Self, get_args
+
+import httpx
+from httpx_sse import EventSource
+from pydantic import SecretStr
+
+from steerable_agent_runtime.errors import ConfigError, ProviderError, UserError
+from steerable_agent_runtime.llm import (
+    ChatRequest,
+    ChatResponse,
+    LLMProvider,
+    ResponseComplete,
+    ScriptedProvider,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    Usage,
+    parse_tool_call,
+)
+
+__all__ = [
+    "DEFAULT_BASE_URLS",
+    "PROVIDER_NAMES",
+    "LLMConfig",
+    "OpenAICompatibleProvider",
+    "ProviderName",
+    "default_llm_provider",
+]
+
+_log = logging.getLogger(__name__)
+
+ProviderName = Literal["openai", "openrouter", "deepseek", "glm", "ollama", "scripted"]
+"""The accepted values of ``STEERABLE_PROVIDER``."""
+
+PROVIDER_NAMES: Final[tuple[ProviderName, ...]] = get_args(ProviderName)
+"""Every provider name, in documentation order."""
+
+DEFAULT_BASE_URLS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "openai": "https://api.openai.com/v1",
+        "openrouter": "https://openrouter.ai/api/v1",
+        "deepseek": "https://api.deepseek.com/v1",
+        "glm": "https://open.bigmodel.cn/api/paas/v4",
+        "ollama": "http://localhost:11434/v1",
+    }
+)
+"""The base URL each HTTP provider uses when ``STEERABLE_BASE_URL`` is unset."""
+
+_KEYLESS: Final = frozenset({"ollama", "scripted"})
+_DEFAULT_TIMEOUT_MS: Final = 600_000
+_MAX_TIMEOUT_MS: Final = 3_600_000
+_DEFAULT_MAX_RETRIES: Final = 2
+_DEFAULT_RETRY_BASE_DELAY_MS: Final = 500
+_DEFAULT_RETRY_MAX_DELAY_MS: Final = 20_000
+_RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
+_MAX_DETAIL_CHARS: Final = 500  # the provider's error text kept in a ProviderError message
+_REDACTED: Final = "[redacted]"
+
+
+# -- configuration ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    """Which model endpoint to call and how: validated once, immutable, safe to print.
+
+    Every field is checked when the object is built (by :meth:`from_env` or directly), so a typo
+    fails at start-up with the variable's name rather than at the first model call.
+
+    Attributes:
+        provider: ``STEERABLE_PROVIDER``: openai (default), openrouter, deepseek, glm, ollama or
+            scripted. Case-insensitive in the environment.
+        model: ``STEERABLE_MODEL``: the model name sent in each request. Required, except for
+            scripted.
+        base_url: ``STEERABLE_BASE_URL``: an http(s) URL without credentials, query or fragment;
+            the provider posts to ``{base_url}/chat/completions``. ``None`` takes the provider's
+            default from :data:`DEFAULT_BASE_URLS` (and stays ``None`` for scripted). A trailing
+            ``/`` is dropped.
+        api_key: ``STEERABLE_API_KEY``: sent as ``Authorization: Bearer <key>``. Required, except
+            for ollama and scripted. Masked in ``repr``/``str``; read it with
+            ``get_secret_value()``.
+        script: ``STEERABLE_SCRIPT``: a JSON file holding a list of turns for
+            :meth:`ScriptedProvider.from_file`. Required for (and only used by) scripted.
+        request_timeout_ms: ``STEERABLE_REQUEST_TIMEOUT_MS``: the longest wait, in milliseconds,
+            for any single network step (connecting, sending, each read of the stream). A stream
+            that goes silent this long fails; one that keeps sending does not. Default 600 000,
+            range 1 to 3 600 000.
+
+    Raises:
+        ConfigError: On construction, naming the variable, when a value is missing or invalid.
+    """
+
+    provider: ProviderName = "openai"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    script: Path | None = None
+    request_timeout_ms: int = _DEFAULT_TIMEOUT_MS
+
+    def __post_init__(self) -> None:
+        if self.provider not in PROVIDER_NAMES:
+            raise ConfigError(_unknown_provider(self.provider))
+        if self.provider != "scripted" and not (self.model and self.model.strip()):
+            raise ConfigError(
+                f"STEERABLE_MODEL is required for STEERABLE_PROVIDER={self.provider}: "
+                "set it to the model name the endpoint serves"
+            )
+        base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
+        object.__setattr__(self, "base_url", None if base_url is None else _checked_base_url(base_url))
+        if self.api_key is not None and not self.api_key.get_secret_value():
+            object.__setattr__(self, "api_key", None)
+        if self.api_key is None and self.provider not in _KEYLESS:
+            raise ConfigError(
+                f"STEERABLE_API_KEY is required for STEERABLE_PROVIDER={self.provider}: "
+                "set it to the endpoint's API key"
+            )
+        if self.api_key is not None and not _is_header_safe(self.api_key.get_secret_value()):
+            raise ConfigError(
+                "STEERABLE_API_KEY contains characters an HTTP header cannot carry "
+                "(spaces, control or non-ASCII characters); check how it was pasted"
+            )
+        self._check_script()
+        timeout = self.request_timeout_ms
+        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= _MAX_TIMEOUT_MS:
+            raise ConfigError(
+                f"STEERABLE_REQUEST_TIMEOUT_MS={timeout!r} is out of range; "
+                f"use a whole number of milliseconds from 1 to {_MAX_TIMEOUT_MS}"
+            )
+
+    def _check_script(self) -> None:
+        if self.provider != "scripted":
+            return
+        if self.script is None:
+            raise ConfigError(
+                "STEERABLE_SCRIPT is required for STEERABLE_PROVIDER=scripted: "
+                "set it to a JSON file holding a list of turns"
+            )
+        if not Path(self.script).is_file():
+            raise ConfigError(f"STEERABLE_SCRIPT={str(self.script)!r} is not a file")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
+        """Resolve the configuration from ``STEERABLE_*`` variables (see the class attributes).
+
+        Values are stripped; an empty variable counts as unset.
+
+        Args:
+            environ: The environment to read (defaults to ``os.environ``).
+
+        Returns:
+            The validated configuration.
+
+        Raises:
+            ConfigError: Naming the variable, when a value is missing or invalid.
+        """
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            return env.get(name, "").strip() or None
+
+        provider = (get("STEERABLE_PROVIDER") or "openai").lower()
+        if provider not in PROVIDER_NAMES:
+            raise ConfigError(_unknown_provider(provider))
+        key = get("STEERABLE_API_KEY")
+        script = get("STEERABLE_SCRIPT")
+        return cls(
+            provider=provider,
+            model=get("STEERABLE_MODEL"),
+            base_url=get("STEERABLE_BASE_URL"),
+            api_key=SecretStr(key) if key else None,
+            script=Path(script) if script else None,
+            request_timeout_ms=_int_var("STEERABLE_REQUEST_TIMEOUT_MS", get, _DEFAULT_TIMEOUT_MS),
+        )
+
+
+def _unknown_provider(name: object) -> str:
+    return f"STEERABLE_PROVIDER={name!r} is not a known provider; use one of: {', '.join(PROVIDER_NAMES)}"
+
+
+def _int_var(name: str, get: Callable[[str], str | None], default: int) -> int:
+    raw = get(name)
+    if raw is None:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number of milliseconds") from None
+
+
+def _checked_base_url(raw: str) -> str:
+    shown = raw
+    try:
+        url = httpx.URL(raw.strip())
+    except (httpx.InvalidURL, TypeError):
+        problem: str | None = "is not a URL"
+    else:
+        problem = None
+        if url.scheme not in ("http", "https") or not url.host:
+            problem = "must be an http:// or https:// URL with a host"
+        elif url.userinfo:
+            shown = f"{url.scheme}://...@{url.host}"
+            problem = "must not contain credentials; put the key in STEERABLE_API_KEY"
+        elif url.query or url.fragment:
+            problem = "must not have a query or fragment (the provider appends /chat/completions)"
+    if problem:
+        raise ConfigError(f"STEERABLE_BASE_URL={shown!r} {problem}")
+    return raw.strip().rstrip("/")
+
+
+def _is_header_safe(value: str) -> bool:
+    return all(33 <= ord(c) <= 126 for c in value)
+
+
+# -- stream assembly --------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _PartialCall:
+    id: str | None = None
+    name: str | None = None
+    fragments: list[str] = field(default_factory=list)
+
+
+class _Assembler:
+    """Folds chat-completion chunks into events and, at the end, one :class:`ChatResponse`.
+
+    Wire behaviour handled here (OpenAI's streaming reference is the baseline):
+
+    * tool calls are keyed by ``index``: ``id`` and ``function.name`` arrive in a call's first
+      delta, ``function.arguments`` in text fragments (OpenAI). The fragments are joined and
+      parsed exactly once, by :func:`parse_tool_call`, when the response is complete, so invalid
+      JSON becomes an ``InvalidToolCall`` and never an exception.
+    * a whole call in one delta (Ollama sends each call fully assembled);
+    * the same ``index`` reused for a different call ``id`` (Ollama sends ``index: 0`` for every
+      parallel call), and no ``index`` at all (older Ollama builds): a new ``id``, or a new name
+      without an ``id``, starts the next call; other fragments continue the latest call;
+    * ``arguments`` as a JSON object rather than a string (some gateways): serialised once and
+      parsed with the rest;
+    * ``reasoning_content`` (DeepSeek) and ``reasoning`` (OpenRouter) deltas: ignored;
+    * ``usage`` in a final chunk whose ``choices`` is empty (``stream_options.include_usage``);
+    * ``{"error": {...}}`` in a data event or an ``event: error`` (OpenRouter reports failures
+      after the 200 this way): a :class:`ProviderError`;
+    * a whole ``chat.completion`` body (``choices[0].message``) from a server that ignored
+      ``stream: true``.
+    """
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[_PartialCall] = []
+        self.by_wire_index: dict[int, int] = {}
+        self.finish_reason: str | None = None
+        self.usage = Usage()
+        self.model: str | None = None
+        self.done = False  # saw data: [DONE], or a whole non-streamed completion
+
+    def feed(self, chunk: Any) -> list[StreamEvent]:
+        if not isinstance(chunk, dict):
+            raise ProviderError(f"the provider sent a stream chunk that is not an object: {_clip(chunk)}")
+        if chunk.get("error"):
+            raise _payload_error(chunk["error"])
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self.model = chunk["model"]
+        if isinstance(chunk.get("usage"), dict):
+            self.usage = _usage(chunk["usage"])
+        events: list[StreamEvent] = []
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict) or choice.get("index", 0) not in (0, None):
+                continue  # we never ask for n > 1
+            delta = choice.get("delta") or choice.get("message")  # "message": a whole completion
+            if isinstance(delta, dict):
+                events.extend(self._delta(delta))
+            reason = choice.get("finish_reason")
+            if isinstance(reason, str) and reason:
+                self.finish_reason = reason
+        return events
+
+    def _delta(self, delta: Mapping[str, Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            self.text.append(content)
+            events.append(TextDelta(content))
+        tool_calls = delta.get("tool_calls")
+        for call in tool_calls if isinstance(tool_calls, list) else ():
+            if isinstance(call, dict):
+                events.append(self._tool_delta(call))
+        return events
+
+    def _tool_delta(self, wire: Mapping[str, Any]) -> ToolCallDelta:
+        raw_function = wire.get("function")
+        function: Mapping[str, Any] = raw_function if isinstance(raw_function, dict) else {}
+        raw_id, raw_name = wire.get("id"), function.get("name")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        name = raw_name if isinstance(raw_name, str) and raw_name else None
+        arguments = function.get("arguments")
+        if isinstance(arguments, str):
+            fragment = arguments
+        elif arguments is None:
+            fragment = ""
+        else:
+            fragment = json.dumps(arguments, ensure_ascii=False)
+        position = self._position(wire.get("index"), call_id, name)
+        partial = self.calls[position]
+        if partial.id is None:
+            partial.id = call_id
+        if partial.name is None:
+            partial.name = name
+        if fragment:
+            partial.fragments.append(fragment)
+        return ToolCallDelta(position, partial.id, partial.name, fragment)
+
+    def _position(self, index: Any, call_id: str | None, name: str | None) -> int:
+        if isinstance(index, int) and not isinstance(index, bool):
+            position = self.by_wire_index.get(index)
+            if position is None or _other_call(self.calls[position].id, call_id):
+                position = self._new_call()
+                self.by_wire_index[index] = position
+            return position
+        last = self.calls[-1] if self.calls else None
+        if (
+            last is None
+            or _other_call(last.id, call_id)
+            or (call_id is None and name is not None and last.name is not None)
+        ):
+            return self._new_call()
+        return len(self.calls) - 1
+
+    def _new_call(self) -> int:
+        self.calls.append(_PartialCall())
+        return len(self.calls) - 1
+
+    def response(self) -> ChatResponse:
+        calls = tuple(
+            parse_tool_call(c.id, c.name, "".join(c.fragments))
+            for c in self.calls
+            if c.id or c.name or c.fragments
+        )
+        return ChatResponse(
+            text="".join(self.text),
+            tool_calls=calls,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            model=self.model,
+        )
+
+
+def _other_call(known: str | None, incoming: str | None) -> bool:
+    return known is not None and incoming is not None and known != incoming
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+    return Usage(count("prompt_tokens"), count("completion_tokens"))
+
+
+def _payload_error(error: Any) -> ProviderError:
+    """A ProviderError for an ``error`` member sent inside a 200 response."""
+    message = error.get("message") if isinstance(error, dict) else error
+    code = error.get("code") if isinstance(error, dict) else None
+    status = code if isinstance(code, int) and not isinstance(code, bool) else None
+    retryable = status is not None and _retryable_status(status)
+    return ProviderError(
+        f"the provider reported an error mid-stream: {_clip(message)}", status=status, retryable=retryable
+    )
+
+
+def _retryable_status(status: int) -> bool:
+    return status in _RETRYABLE_STATUS or status >= 500
+
+
+def _clip(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 3] + "..."
+
+
+def _error_detail(body: bytes) -> str:
+    """The provider's error text: ``error.message``, ``error`` (a string), ``message``, or the body."""
+    text = body.decode("utf-8", "replace")
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return _clip(text) or "(empty body)"
+    if isinstance(payload, dict):
+        error = payload.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return _clip(error["message"])
+        for candidate in (error, payload.get("message"), payload.get("detail")):
+            if isinstance(candidate, str) and candidate:
+                return _clip(candidate)
+    return _clip(text)
+
+
+def _retry_after_s(headers: httpx.Headers) -> float | None:
+    """Seconds from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an HTTP date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(0.0, float(raw_ms) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+# -- the provider -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Attempt:
+    yielded: bool = False
+    retry_after_s: float | None = None
+
+
+class OpenAICompatibleProvider:
+    """An :class:`~steerable_agent_runtime.llm.LLMProvider` over an OpenAI-compatible HTTP endpoint.
+
+    Each call POSTs ``{base_url}/chat/completions`` with ``stream: true`` and
+    ``stream_options: {"include_usage": true}``, reads the server-sent events, yields
+    :class:`TextDelta` and :class:`ToolCallDelta` events as they arrive and ends with exactly one
+    :class:`ResponseComplete`. :meth:`complete` consumes :meth:`stream` (one code path).
+
+    Retries: a failure marked ``retryable`` (HTTP 408/409/429/5xx, a network error, a timeout, a
+    stream that broke off) is retried up to ``max_retries`` times, but only while nothing has
+    been yielded yet, so a caller never sees output twice. The wait is ``Retry-After`` (or
+    OpenAI's ``retry-after-ms``) when the server sends one, else ``retry_base_delay_ms`` doubled
+    per retry; either way at most ``retry_max_delay_ms``. No jitter: one process, one session.
+
+    One ``httpx.AsyncClient`` is shared by every call (a client per request pays the TLS set-up,
+    about 16 ms, each time). It honours ``HTTPS_PROXY`` (httpx ``trust_env``). Close the provider
+    with :meth:`aclose` or ``async with``; an injected ``client`` is left open for its owner.
+
+    Args:
+        config: The endpoint configuration (not ``scripted``: use :func:`default_llm_provider`).
+        client: An ``httpx.AsyncClient`` to use instead of the provider's own (tests, proxies).
+            The config's timeout is applied per request either way.
+        max_retries: Retries after the first attempt; 0 disables retrying.
+        retry_base_delay_ms: The first backoff wait, in milliseconds.
+        retry_max_delay_ms: The longest single wait, in milliseconds (caps ``Retry-After`` too).
+
+    Raises:
+        ConfigError: When ``config`` is the scripted provider.
+        UserError: When a retry setting is negative.
+    """
+
+    def __init__(
+        self,
+        config: LLMConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        max_retries: int = _DEFAULT_MAX_RETRIES,
+        retry_base_delay_ms: int = _DEFAULT_RETRY_BASE_DELAY_MS,
+        retry_max_delay_ms: int = _DEFAULT_RETRY_MAX_DELAY_MS,
+    ) -> None:
+        if config.base_url is None or config.model is None:
+            raise ConfigError(
+                f"STEERABLE_PROVIDER={config.provider} is not served over HTTP; use default_llm_provider"
+            )
+        if min(max_retries, retry_base_delay_ms, retry_max_delay_ms) < 0:
+            raise UserError("max_retries, retry_base_delay_ms and retry_max_delay_ms must not be negative")
+        self.config = config
+        self.max_retries = max_retries
+        self.retry_base_delay_ms = retry_base_delay_ms
+        self.retry_max_delay_ms = retry_max_delay_ms
+        self._model = config.model
+        self._url = f"{config.base_url}/chat/completions"
+        self._where = f"{config.provider} at {config.base_url}"
+        self._secret = config.api_key.get_secret_value() if config.api_key else ""
+        self._timeout = httpx.Timeout(config.request_timeout_ms / 1000)
+        self._headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
+        if self._secret:
+            self._headers["Authorization"] = f"Bearer {self._secret}"
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+
+    def __repr__(self) -> str:
+        return f"OpenAICompatibleProvider({self.config!r})"
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the provider's own HTTP client (an injected client stays open)."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        """Run one model call and return the whole response (by consuming :meth:`stream`).
+
+        Raises:
+            ProviderError: As :meth:`stream` does.
+        """
+        response: ChatResponse | None = None
+        async for event in self.stream(request):
+            if isinstance(event, ResponseComplete):
+                response = event.response
+        if response is None:  # pragma: no cover - stream() always ends with ResponseComplete
+            raise ProviderError(f"{self._where}: the stream ended without a response")
+        return response
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
+        """Run one model call, yielding deltas as they arrive and then one :class:`ResponseComplete`.
+
+        The request body is ``{"model", "messages", "stream": true, "stream_options":
+        {"include_usage": true}}`` plus ``tools`` when any are offered and ``temperature`` /
+        ``max_tokens`` when set; ``request.model`` overrides the configured model.
+
+        Raises:
+            ProviderError: For a non-2xx answer (``status`` set; ``retryable`` for 408, 409, 429
+                and 5xx), a network error or timeout (``retryable``), an error reported inside
+                the stream, an unparseable chunk, or a stream that ended before any
+                ``finish_reason`` or ``[DONE]`` ("stream ended early"). Raised after the retries
+                described on the class; the message never contains the API key.
+        """
+        content = self._encode(request)
+        retries = 0
+        while True:
+            attempt = _Attempt()
+            try:
+                async for event in self._attempt(content, attempt):
+                    attempt.yielded = True
+                    yield event
+                return
+            except ProviderError as exc:
+                if attempt.yielded or not exc.retryable or retries >= self.max_retries:
+                    raise
+                delay_s = self._delay_s(retries, attempt.retry_after_s)
+                retries += 1
+                _log.warning(
+                    "%s; retrying in %.2f s (retry %d of %d)", exc, delay_s, retries, self.max_retries
+                )
+            await asyncio.sleep(delay_s)
+
+    def _encode(self, request: ChatRequest) -> bytes:
+        body: dict[str, Any] = {
+            "model": request.model or self._model,
+            "messages": list(request.messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = list(request.tools)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
+        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+    def _delay_s(self, retries: int, retry_after_s: float | None) -> float:
+        wanted = retry_after_s if retry_after_s is not None else self.retry_base_delay_ms / 1000 * 2**retries
+        return min(wanted, self.retry_max_delay_ms / 1000)
+
+    async def _attempt(self, content: bytes, attempt: _Attempt) -> AsyncIterator[StreamEvent]:
+        """One HTTP exchange; every failure leaves as a scrubbed :class:`ProviderError`."""
+        assembler = _Assembler()
+        try:
+            async with self._client.stream(
+                "POST", self._url, content=content, headers=self._headers, timeout=self._timeout
+            ) as response:
+                if not response.is_success:
+                    await response.aread()
+                    attempt.retry_after_s = _retry_after_s(response.headers)
+                    raise self._status_error(response)
+                if "text/event-stream" not in response.headers.get("content-type", ""):
+                    for event in assembler.feed(_completion(await response.aread())):
+                        yield event
+                    assembler.done = True
+                else:
+                    async for event in self._events(response, assembler):
+                        yield event
+        except ProviderError as exc:
+            raise self._scrubbed(exc) from None
+        except httpx.TimeoutException as exc:
+            raise ProviderError(
+                self._scrub(
+                    f"{self._where}: {_timeout_phase(exc)} timed out after "
+                    f"{self.config.request_timeout_ms} ms (STEERABLE_REQUEST_TIMEOUT_MS)"
+                ),
+                retryable=True,
+            ) from None
+        except httpx.RequestError as exc:  # network and protocol errors, httpx_sse.SSEError, decoding
+            raise ProviderError(
+                self._scrub(f"{self._where}: {type(exc).__name__}: {exc or 'connection failed'}"),
+                retryable=isinstance(exc, httpx.TransportError),
+            ) from None
+        if not assembler.done and assembler.finish_reason is None:
+            raise ProviderError(
+                f"{self._where}: the stream ended early (no finish_reason and no [DONE])", retryable=True
+            )
+        yield ResponseComplete(assembler.response())
+
+    @staticmethod
+    async def _events(response: httpx.Response, assembler: _Assembler) -> AsyncIterator[StreamEvent]:
+        """The events of one SSE body, up to ``data: [DONE]`` (which sets ``assembler.done``).
+
+        SSE comments (``: OPENROUTER PROCESSING``) are dropped by ``httpx_sse``. After ``[DONE]``
+        the rest of the body is read and discarded, as the OpenAI SDK does, so the connection goes
+        back to the pool instead of being closed half-read.
+        """
+        async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+            async for sse in events:
+                data = sse.data.strip()
+                if data == "[DONE]":
+                    assembler.done = True
+                    break
+                if not data:
+                    continue
+                chunk = _json(data.encode("utf-8"))
+                if sse.event == "error":
+                    raise _payload_error(chunk.get("error", chunk) if isinstance(chunk, dict) else chunk)
+                for event in assembler.feed(chunk):
+                    yield event
+            if assembler.done:
+                with contextlib.suppress(httpx.TransportError):  # the answer is already complete
+                    async for _ in events:
+                        pass
+
+    def _status_error(self, response: httpx.Response) -> ProviderError:
+        status = response.status_code
+        hint = " (check STEERABLE_API_KEY)" if status in (401, 403) else ""
+        return ProviderError(
+            f"{self._where} answered HTTP {status}{hint}: {_error_detail(response.content)}",
+            status=status,
+            retryable=_retryable_status(status),
+        )
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self._secret, _REDACTED) if self._secret else text
+
+    def _scrubbed(self, exc: ProviderError) -> ProviderError:
+        text = str(exc)
+        if not self._secret or self._secret not in text:
+            return exc
+        return ProviderError(self._scrub(text), status=exc.status, retryable=exc.retryable)
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        raise ProviderError(
+            f"the provider sent a body that is not JSON: {_clip(raw.decode('utf-8', 'replace'))}"
+        ) from None
+
+
+def _completion(raw: bytes) -> Any:
+    """A whole ``chat.completion`` body, from a server that answered JSON to ``stream: true``."""
+    body = _json(raw)
+    if isinstance(body, dict) and not body.get("error") and not isinstance(body.get("choices"), list):
+        raise ProviderError(f"the provider answered JSON without choices: {_clip(body)}")
+    return body
+
+
+def _timeout_phase(exc: httpx.TimeoutException) -> str:
+    if isinstance(exc, httpx.ConnectTimeout):
+        return "connecting"
+    if isinstance(exc, httpx.WriteTimeout):
+        return "sending the request"
+    if isinstance(exc, httpx.PoolTimeout):
+        return "waiting for a free connection"
+    return "waiting for the answer"
+
+
+# -- the default factory ----------------------------------------------------------------------------
+
+
+def default_llm_provider(
+    config: LLMConfig | None = None, *, environ: Mapping[str, str] | None = None
+) -> LLMProvider:
+    """Build the provider the configuration names: the default factory of the provider seam.
+
+    Args:
+        config: The configuration; ``None`` resolves it with :meth:`LLMConfig.from_env`.
+        environ: The environment ``from_env`` reads when ``config`` is ``None``.
+
+    Returns:
+        A :class:`ScriptedProvider` loaded from ``STEERABLE_SCRIPT`` for ``scripted``, else an
+        :class:`OpenAICompatibleProvider` (close it with ``aclose()``).
+
+    Raises:
+        ConfigError: When the configuration is invalid or the script file cannot be loaded.
+    """
+    if config is None:
+        config = LLMConfig.from_env(environ)
+    if config.provider == "scripted":
+        assert config.script is not None  # LLMConfig guarantees it
+        try:
+            return ScriptedProvider.from_file(config.script)
+        except ProviderError as exc:
+            raise ConfigError(f"STEERABLE_SCRIPT: {exc}") from None
+    return OpenAICompatibleProvider(config)

@@ -1,0 +1,347 @@
+"""A local OpenAI-compatible chat-completions server for tests: the real wire format, no internet.
+
+In a test (the ``fake_openai`` fixture in ``tests/conftest.py`` does this for you)::
+
+    with FakeOpenAI() as fake:
+        fake.script([{"text": "hello"}])
+        ...point a provider at fake.base_url ("http://127.0.0.1:PORT/v1")...
+        fake.requests[0].body["stream"]  # -> True
+
+As a subprocess (for end-to-end tests that start a sidecar with ``STEERABLE_BASE_URL``)::
+
+    python tests/fake_openai.py --port-file PORT_FILE --script turns.json
+
+prints ``FAKE_OPENAI_PORT=<port>`` on stdout, writes the port to ``PORT_FILE`` (atomically, once the
+server accepts connections), and serves until SIGTERM/SIGINT. ``POST /_script`` with a JSON list
+queues more turns; ``GET /_requests`` returns every request received so far.
+
+Turns, consumed one per ``POST /v1/chat/completions``:
+
+* ``{"text": str, "tool_calls": [{"id", "name", "arguments": str}], "usage": {"prompt_tokens",
+  "completion_tokens"}, "finish_reason"?: str}``: a model answer. With ``"stream": true`` in the
+  request it streams as OpenAI does: a role delta, the text in word-sized chunks, each tool call
+  as a first delta (index, id, name, empty arguments) then its arguments in 5-character
+  fragments, a chunk carrying ``finish_reason``, a usage chunk with ``"choices": []`` when the
+  request asked for ``stream_options.include_usage``, then ``data: [DONE]``. Without streaming it
+  answers one ``chat.completion`` JSON object. ``"non_streaming": true`` answers JSON even to a
+  streaming request (a server that ignores ``stream``).
+* ``{"status": 429, "body": {...} | str, "headers": {...}}``: an HTTP error answer.
+* ``{"raw_sse": [...]}``: a hand-written event stream; a string item is written as-is plus
+  ``"\\n"`` (so ``"data: [DONE]"`` needs a following ``""``), a mapping item becomes
+  ``data: <json>`` plus a blank line. Add ``"abort": true`` to drop the connection afterwards
+  (no chunked terminator), or ``"hang": true`` to stop sending without closing.
+* ``{"hang": true}``: accept the request and never answer (until the server stops).
+
+With no turn left the server answers HTTP 500 with an error naming the problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+DEFAULT_USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
+ARGUMENT_FRAGMENT_CHARS = 5
+_WORDS = re.compile(r"\s*\S+\s*|\s+")
+
+
+@dataclass(frozen=True)
+class Received:
+    """One request the server received: path, headers (lower-case names), JSON body, client port.
+
+    Two requests with the same ``client_port`` came over one (kept-alive) connection.
+    """
+
+    path: str
+    headers: dict[str, str]
+    body: Any
+    client_port: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "headers": self.headers,
+            "body": self.body,
+            "client_port": self.client_port,
+        }
+
+
+class _Abort(Exception):
+    """Raised inside a streaming body to drop the connection mid-response."""
+
+
+class FakeOpenAI:
+    """The server, run by uvicorn on 127.0.0.1 in a background thread.
+
+    Args:
+        turns: Turns to queue before the first request.
+        port: The port to bind (0 picks a free one).
+        model: The model name answered when the request names none.
+    """
+
+    def __init__(self, turns: Iterable[Mapping[str, Any]] = (), *, port: int = 0, model: str = "fake-model"):
+        self.model = model
+        self.requests: list[Received] = []
+        self._turns: deque[Mapping[str, Any]] = deque(turns)
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", port))
+        self.port: int = self._sock.getsockname()[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._release = asyncio.Event()  # set to release hanging requests; replaced by reset()
+
+    # -- control ---------------------------------------------------------------------------------
+
+    def script(self, turns: Iterable[Mapping[str, Any]]) -> None:
+        """Queue turns (answered in order, one per chat-completions request)."""
+        with self._lock:
+            self._turns.extend(turns)
+
+    @property
+    def remaining(self) -> int:
+        """Turns queued and not yet answered."""
+        with self._lock:
+            return len(self._turns)
+
+    def reset(self) -> None:
+        """Forget queued turns and received requests, and release requests left hanging."""
+        with self._lock:
+            self._turns.clear()
+        self.requests.clear()
+        self._release_hangers()
+
+    def start(self) -> FakeOpenAI:
+        """Start serving; returns once the server accepts connections."""
+        config = uvicorn.Config(
+            self._app(), log_config=None, log_level="critical", access_log=False, lifespan="off"
+        )
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(
+            target=self._server.run, kwargs={"sockets": [self._sock]}, name="fake-openai", daemon=True
+        )
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("the fake OpenAI server did not start")
+            time.sleep(0.001)
+        return self
+
+    def stop(self) -> None:
+        """Release hanging requests, stop the server and wait for its thread."""
+        self._release_hangers()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._sock.close()
+
+    def _release_hangers(self) -> None:
+        release, self._release = self._release, asyncio.Event()
+        if self._loop is not None:
+            with contextlib.suppress(RuntimeError):  # the loop already closed
+                self._loop.call_soon_threadsafe(release.set)
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- the app ---------------------------------------------------------------------------------
+
+    def _app(self) -> Starlette:
+        return Starlette(
+            routes=[
+                Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/v1/models", self._models, methods=["GET"]),
+                Route("/_script", self._add_script, methods=["POST"]),
+                Route("/_requests", self._list_requests, methods=["GET"]),
+            ]
+        )
+
+    async def _models(self, request: Request) -> Response:
+        return JSONResponse({"object": "list", "data": [{"id": self.model, "object": "model"}]})
+
+    async def _add_script(self, request: Request) -> Response:
+        turns = await request.json()
+        if not isinstance(turns, list):
+            return JSONResponse({"error": {"message": "POST a JSON list of turns"}}, status_code=400)
+        self.script(turns)
+        return JSONResponse({"remaining": self.remaining})
+
+    async def _list_requests(self, request: Request) -> Response:
+        return JSONResponse([r.to_dict() for r in self.requests])
+
+    async def _chat(self, request: Request) -> Response:
+        self._loop = asyncio.get_running_loop()
+        release = self._release
+        raw = await request.body()
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        port = request.client.port if request.client else None
+        self.requests.append(Received(request.url.path, dict(request.headers), body, port))
+        with self._lock:
+            turn = self._turns.popleft() if self._turns else None
+        if turn is None:
+            return JSONResponse(
+                {"error": {"message": "fake_openai: no scripted turn left", "type": "server_error"}},
+                status_code=500,
+            )
+        if "status" in turn:
+            payload = turn.get("body", {"error": {"message": f"HTTP {turn['status']}"}})
+            headers = dict(turn.get("headers", {}))
+            if isinstance(payload, str):
+                return Response(payload, status_code=turn["status"], headers=headers, media_type="text/plain")
+            return JSONResponse(payload, status_code=turn["status"], headers=headers)
+        if "raw_sse" in turn:
+            return StreamingResponse(self._raw_stream(turn, release), media_type="text/event-stream")
+        if turn.get("hang"):
+            await release.wait()
+            return Response(status_code=503)
+        model = body.get("model") if isinstance(body, dict) else None
+        model = model if isinstance(model, str) and model else self.model
+        streaming = isinstance(body, dict) and body.get("stream") is True and not turn.get("non_streaming")
+        if not streaming:
+            return JSONResponse(self._completion(turn, model))
+        options = body.get("stream_options") if isinstance(body, dict) else None
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        return StreamingResponse(
+            self._chunks(turn, model, include_usage=include_usage), media_type="text/event-stream"
+        )
+
+    async def _raw_stream(self, turn: Mapping[str, Any], release: asyncio.Event) -> AsyncIterator[str]:
+        for item in turn["raw_sse"]:
+            yield item + "\n" if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"
+        if turn.get("abort"):
+            raise _Abort("fake_openai: dropping the connection as scripted")
+        if turn.get("hang"):
+            await release.wait()
+
+    # -- OpenAI wire format ----------------------------------------------------------------------
+
+    def _completion(self, turn: Mapping[str, Any], model: str) -> dict[str, Any]:
+        calls = list(turn.get("tool_calls", ()))
+        message: dict[str, Any] = {"role": "assistant", "content": turn.get("text") or None}
+        if calls:
+            message["tool_calls"] = [
+                {
+                    "id": c.get("id") or f"call_{next(self._ids)}",
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": c.get("arguments", "{}")},
+                }
+                for c in calls
+            ]
+        return {
+            "id": f"chatcmpl-{next(self._ids)}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": _finish(turn)}],
+            "usage": _usage(turn),
+        }
+
+    async def _chunks(
+        self, turn: Mapping[str, Any], model: str, *, include_usage: bool
+    ) -> AsyncIterator[str]:
+        ident = f"chatcmpl-{next(self._ids)}"
+        created = int(time.time())
+
+        def chunk(choices: list[dict[str, Any]], usage: Any = None) -> str:
+            data = {
+                "id": ident,
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": choices,
+            }
+            if include_usage:
+                data["usage"] = usage
+            return f"data: {json.dumps(data)}\n\n"
+
+        def delta(fields: dict[str, Any], finish: str | None = None) -> str:
+            return chunk([{"index": 0, "delta": fields, "logprobs": None, "finish_reason": finish}])
+
+        yield delta({"role": "assistant", "content": ""})
+        for piece in _WORDS.findall(turn.get("text") or ""):
+            yield delta({"content": piece})
+        for index, call in enumerate(turn.get("tool_calls", ())):
+            call_id = call.get("id") or f"call_{next(self._ids)}"
+            head = {"name": call["name"], "arguments": ""}
+            yield delta(
+                {"tool_calls": [{"index": index, "id": call_id, "type": "function", "function": head}]}
+            )
+            arguments = call.get("arguments", "{}")
+            for start in range(0, len(arguments), ARGUMENT_FRAGMENT_CHARS):
+                fragment = arguments[start : start + ARGUMENT_FRAGMENT_CHARS]
+                yield delta({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
+        yield delta({}, _finish(turn))
+        if include_usage:
+            yield chunk([], _usage(turn))
+        yield "data: [DONE]\n\n"
+
+
+def _finish(turn: Mapping[str, Any]) -> str:
+    return str(turn.get("finish_reason") or ("tool_calls" if turn.get("tool_calls") else "stop"))
+
+
+def _usage(turn: Mapping[str, Any]) -> dict[str, int]:
+    usage = {**DEFAULT_USAGE, **turn.get("usage", {})}
+    prompt, completion = int(usage["prompt_tokens"]), int(usage["completion_tokens"])
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until SIGTERM/SIGINT (see the module docstring)."""
+    parser = argparse.ArgumentParser(description="A local OpenAI-compatible server for tests.")
+    parser.add_argument("--port", type=int, default=0, help="port to bind on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--port-file", type=Path, help="write the bound port here once serving")
+    parser.add_argument("--script", type=Path, help="a JSON file holding a list of turns")
+    parser.add_argument("--model", default="fake-model")
+    args = parser.parse_args(argv)
+    turns = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
+    if not isinstance(turns, list):
+        parser.error(f"{args.script}: the script must be a JSON list of turns")
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with FakeOpenAI(turns, port=args.port, model=args.model) as fake:
+        if args.port_file:
+            partial = args.port_file.with_name(args.port_file.name + ".tmp")
+            partial.write_text(str(fake.port), encoding="utf-8")
+            os.replace(partial, args.port_file)
+        print(f"FAKE_OPENAI_PORT={fake.port}", flush=True)
+        stop.wait()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
