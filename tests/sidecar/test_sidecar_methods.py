@@ -1,0 +1,198 @@
+"""The sidecar's methods in-process (a Sidecar and a host JsonRpcPeer over real OS pipes).
+
+Covers what needs a custom router (a consent-mode tool), trace context, and refusals; the
+subprocess end-to-end flows are in test_sidecar_e2e.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steerable_agent_runtime import RemoteError, ToolRouter
+from steerable_agent_runtime.llm import ScriptedProvider
+from steerable_agent_runtime.trace import TraceSpan
+from steerable_sidecar.rpc import JsonRpcPeer, open_fd_streams
+from steerable_sidecar.sidecar import Sidecar, SidecarConfig
+
+
+class Pair:
+    def __init__(
+        self, sidecar: Sidecar, host: JsonRpcPeer, runner: asyncio.Task[None], provider: ScriptedProvider
+    ):
+        self.sidecar, self.host, self.runner, self.provider = sidecar, host, runner, provider
+        self.ready: list[Any] = []
+        self.events: list[dict[str, Any]] = []
+
+
+@pytest.fixture
+async def pair(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Pair]:
+    turns = getattr(request, "param", [])
+    a_read, a_write = os.pipe()  # host -> sidecar
+    b_read, b_write = os.pipe()  # sidecar -> host
+    s_reader, s_writer = await open_fd_streams(a_read, b_write)
+    h_reader, h_writer = await open_fd_streams(b_read, a_write)
+    router = ToolRouter()
+    router.calls = []  # type: ignore[attr-defined]
+
+    @router.tool
+    async def shell_run(command: str) -> dict[str, Any]:
+        """Run a command (local mode: needs consent)."""
+        router.calls.append(command)  # type: ignore[attr-defined]
+        return {"ran": command}
+
+    @router.tool
+    async def read_note() -> str:
+        """Read-only."""
+        return "note"
+
+    provider = ScriptedProvider(turns)
+    config = SidecarConfig(
+        workspace=tmp_path, state_dir=tmp_path / "state", provider_factory=lambda: provider
+    )
+    sidecar = Sidecar(JsonRpcPeer(s_reader, s_writer, name="sidecar"), config, router=router)
+    host = JsonRpcPeer(h_reader, h_writer, name="host")
+    result = Pair(sidecar, host, asyncio.create_task(sidecar.run()), provider)
+
+    async def on_ready(params: Any) -> None:
+        result.ready.append(params)
+
+    async def on_event(params: Any) -> None:
+        result.events.append(params["event"])
+
+    host.add_notification("lifecycle.ready", on_ready)
+    host.add_notification("agent.chat.event", on_event)
+    serving = asyncio.create_task(host.serve())
+    yield result
+    h_writer.close()  # type: ignore[attr-defined]
+    await asyncio.wait_for(result.runner, 10)
+    await host.aclose()
+    await asyncio.gather(serving, return_exceptions=True)
+    s_writer.close()  # type: ignore[attr-defined]
+
+
+async def test_local_mode_tool_over_tool_invoke_needs_consent_granted(pair: Pair) -> None:  # MODE-2, MODE-5
+    refused = await pair.host.request("tool.invoke", {"name": "shell_run", "arguments": {"command": "ls"}})
+    assert refused == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "shell_run is a local-mode tool: ask the user, then send the call again with consentGranted: true",
+        "data": {"code": "consent_required", "mode": "local"},
+    }
+    assert pair.sidecar.router.calls == []  # type: ignore[attr-defined]
+    granted = await pair.host.request(
+        "tool.invoke", {"name": "shell_run", "arguments": {"command": "ls"}, "consentGranted": True}
+    )
+    assert granted == {"success": True, "data": {"ran": "ls"}}
+    read = await pair.host.request("tool.invoke", {"name": "read_note", "arguments": {}})
+    assert read == {"success": True, "data": {"value": "note"}}  # read mode: no consent needed
+
+
+async def test_tool_invoke_context_goes_to_the_trace_span_not_the_call(pair: Pair) -> None:  # ENV-3
+    spans: list[TraceSpan] = []
+    original = pair.sidecar.router.trace
+
+    def capture(span: TraceSpan) -> None:
+        assert original is not None
+        original(span)
+        spans.append(span)
+
+    pair.sidecar.router.trace = capture
+    await pair.host.request(
+        "tool.invoke",
+        {"id": "c9", "name": "read_note", "arguments": {}, "context": {"turn": 3, "ui": "panel"}},
+    )
+    assert spans[0].call_id == "c9" and spans[0].attrs["context"] == {"turn": 3, "ui": "panel"}
+
+
+async def test_unknown_param_fields_are_invalid_params(pair: Pair) -> None:
+    with pytest.raises(RemoteError) as info:
+        await pair.host.request("tool.invoke", {"name": "read_note", "arguments": {}, "extra": 1})
+    assert info.value.code == -32602
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [
+        [
+            {"tool_calls": [{"id": "s1", "name": "shell_run", "arguments": '{"command": "rm -rf build"}'}]},
+            "done",
+        ]
+    ],
+    indirect=True,
+)
+async def test_chat_asks_the_host_before_a_local_mode_call(pair: Pair) -> None:  # MODE-2, MODE-5
+    prompts: list[Any] = []
+
+    async def approval(params: Any) -> dict[str, Any]:
+        prompts.append(params)
+        return {"approved": True}
+
+    pair.host.add_method("approval.request", approval)
+    summary = await pair.host.request("agent.chat.stream", {"chatId": "c1", "message": "clean"})
+    assert summary["outcome"] == "completed"
+    assert prompts == [
+        {
+            "chatId": "c1",
+            "call": {"id": "s1", "name": "shell_run", "arguments": {"command": "rm -rf build"}},
+            "mode": "local",
+        }
+    ]
+    assert pair.sidecar.router.calls == ["rm -rf build"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [[{"tool_calls": [{"id": "s1", "name": "shell_run", "arguments": '{"command": "x"}'}]}, "done"]],
+    indirect=True,
+)
+async def test_chat_without_an_approval_handler_on_the_host_denies(pair: Pair) -> None:
+    summary = await pair.host.request("agent.chat.stream", {"message": "go"})
+    result = next(e["result"] for e in pair.events if e["type"] == "tool_result")
+    assert result["data"] == {"code": "consent_denied", "mode": "local"}
+    assert "the consent prompt failed: RemoteError" in result["error"]
+    assert summary["outcome"] == "completed" and pair.sidecar.router.calls == []  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [[{"tool_calls": [{"id": "s1", "name": "shell_run", "arguments": '{"command": "x"}'}]}, "done"]],
+    indirect=True,
+)
+async def test_auto_approve_runs_without_a_prompt(pair: Pair) -> None:
+    summary = await pair.host.request("agent.chat.stream", {"message": "go", "autoApprove": True})
+    assert summary["outcome"] == "completed" and pair.sidecar.router.calls == ["x"]  # type: ignore[attr-defined]
+
+
+async def test_chat_param_errors(pair: Pair) -> None:
+    for params, fragment in [
+        ({}, "needs 'message'"),
+        ({"message": "x", "toolsViaHost": True}, "toolsViaHost needs 'tools'"),
+        ({"message": "x", "sessionId": "../escape"}, "invalid sessionId"),
+        (
+            {"message": "x", "toolsViaHost": True, "tools": [{"description": "nameless"}]},
+            "needs a string 'name'",
+        ),
+    ]:
+        with pytest.raises(RemoteError) as info:
+            await pair.host.request("agent.chat.stream", params)
+        assert fragment in info.value.message, (params, info.value.message)
+        assert info.value.data["type"] == "UserError"
+    with pytest.raises(RemoteError) as bad:
+        await pair.host.request("agent.chat.stream", {"message": "x", "maxRounds": 0})
+    assert bad.value.code == -32602
+
+
+async def test_ready_notification_and_shutdown(pair: Pair) -> None:
+    for _ in range(100):
+        if pair.ready:
+            break
+        await asyncio.sleep(0.01)
+    assert pair.ready[0]["protocolVersion"] == 1 and pair.ready[0]["pid"] == os.getpid()
+    assert await pair.host.request("system.shutdown") == {"ok": True}
+    await asyncio.wait_for(pair.runner, 5)
