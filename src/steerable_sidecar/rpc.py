@@ -1,0 +1,848 @@
+"""A bidirectional JSON-RPC 2.0 peer over line-delimited byte streams.
+
+The sidecar and its host each hold one :class:`JsonRpcPeer` over the other's stdio. Both sides
+send requests: the host calls ``tool.invoke`` on the sidecar, and a sidecar handler calls back
+into the host (``ask_user.request``, ``tool.invoke``, ``read_state.seed``) while the host's
+request is still open. Framing, concurrency and error mapping are described in
+``docs/sidecar-protocol.md``; in short:
+
+* one compact UTF-8 JSON value per newline-terminated line, nothing else on the stream;
+* the reader never runs a handler itself: every incoming request (or batch) gets its own task,
+  so a handler awaiting a reverse call cannot block the reply it is waiting for;
+* writes are serialised by a lock, so frames never interleave.
+
+This module is the one place where exceptions become wire errors: :data:`ERROR_CODES` gives each
+:class:`~steerable_agent_runtime.errors.SteerableError` class its own code in the JSON-RPC
+server range, :func:`error_code_for` picks the most specific one, and an unexpected exception
+becomes ``-32603`` with its traceback logged (to :mod:`logging`, never to the protocol stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import selectors
+import stat
+import sys
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from types import MappingProxyType, TracebackType
+from typing import Any, Final, Protocol, TypeAlias
+
+import pydantic
+
+from steerable_agent_runtime.errors import (
+    ConfigError,
+    DuplicateToolError,
+    EditError,
+    PatchError,
+    PathEscapeError,
+    PeerClosedError,
+    ProviderError,
+    RemoteError,
+    SteerableError,
+    ToolFailed,
+    ToolRetry,
+    ToolSignal,
+    UserError,
+    WorkspaceError,
+    WriteConflictError,
+)
+
+__all__ = [
+    "DEFAULT_MAX_FRAME_BYTES",
+    "ERROR_CODES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "InvalidParams",
+    "JsonRpcPeer",
+    "LineWriter",
+    "MethodHandler",
+    "NotificationHandler",
+    "Params",
+    "error_code_for",
+    "error_data_for",
+    "isolate_stdio",
+    "open_fd_streams",
+    "open_stdio_streams",
+]
+
+logger = logging.getLogger("steerable_sidecar.rpc")
+
+PARSE_ERROR: Final = -32700
+"""The frame is not JSON (or not UTF-8). Answered with ``id: null``."""
+INVALID_REQUEST: Final = -32600
+"""The JSON is not a valid request object, the batch is empty, or the frame is too large."""
+METHOD_NOT_FOUND: Final = -32601
+"""No handler is registered under the request's ``method``."""
+INVALID_PARAMS: Final = -32602
+"""The handler raised :class:`InvalidParams` or a pydantic ``ValidationError``."""
+INTERNAL_ERROR: Final = -32603
+"""The handler raised an exception outside the :class:`SteerableError` tree."""
+
+ERROR_CODES: Final[Mapping[type[SteerableError], int]] = MappingProxyType(
+    {
+        SteerableError: -32000,
+        ToolSignal: -32010,
+        ToolRetry: -32011,
+        ToolFailed: -32012,
+        WorkspaceError: -32020,
+        PathEscapeError: -32021,
+        WriteConflictError: -32022,
+        EditError: -32023,
+        PatchError: -32024,
+        UserError: -32030,
+        DuplicateToolError: -32031,
+        ConfigError: -32040,
+        ProviderError: -32050,
+        RemoteError: -32090,
+        PeerClosedError: -32099,
+    }
+)
+"""The JSON-RPC error code of each :class:`SteerableError` class (all distinct, -32099..-32000).
+
+A handler's exception is answered with the code of the most specific class in its MRO, so a
+subclass defined outside steerable inherits its parent's code. Every steerable class has its own
+entry (a test walks the tree), and the table is repeated in ``docs/sidecar-protocol.md``.
+"""
+
+DEFAULT_MAX_FRAME_BYTES: Final = 64 * 1024 * 1024
+"""Longest accepted incoming frame, in bytes, without its newline (64 MiB)."""
+
+_READ_CHUNK: Final = 256 * 1024
+"""Bytes asked of the reader per read; also the StreamReader limit of :func:`open_fd_streams`."""
+
+Params: TypeAlias = dict[str, Any] | list[Any] | None
+"""A request's ``params``: an object, an array, or ``None`` when absent."""
+MethodHandler: TypeAlias = Callable[[Params], Awaitable[Any]]
+"""``async (params) -> result``; the result must be JSON-serialisable."""
+NotificationHandler: TypeAlias = Callable[[Params], Awaitable[None]]
+"""``async (params) -> None``; notifications are never answered."""
+
+
+class InvalidParams(Exception):
+    """Raised by a handler to answer ``-32602 Invalid params``.
+
+    It is a signal from handler code to this module, like a return value, and never escapes the
+    peer; it sits outside the :class:`SteerableError` tree because its code is a standard
+    JSON-RPC code, not one of the server-range codes of :data:`ERROR_CODES`.
+
+    Args:
+        message: What is wrong with the params, naming the field.
+        data: Optional JSON ``data`` for the error object.
+    """
+
+    def __init__(self, message: str, *, data: Any = None) -> None:
+        super().__init__(message)
+        self.data = data
+
+
+class LineWriter(Protocol):
+    """The write half a peer needs: :class:`asyncio.StreamWriter` satisfies it."""
+
+    def write(self, data: bytes, /) -> object:
+        """Queue ``data`` for writing."""
+
+    async def drain(self) -> None:
+        """Wait until the queued data may be written (flow control)."""
+
+
+def error_code_for(exc: BaseException) -> int:
+    """Return the JSON-RPC error code a handler's exception is answered with.
+
+    Args:
+        exc: The exception a handler raised.
+
+    Returns:
+        The code of the most specific :data:`ERROR_CODES` class in the exception's MRO;
+        :data:`INVALID_PARAMS` for :class:`InvalidParams` and pydantic's ``ValidationError``;
+        :data:`INTERNAL_ERROR` for anything else.
+    """
+    for cls in type(exc).__mro__:
+        if issubclass(cls, SteerableError) and cls in ERROR_CODES:
+            return ERROR_CODES[cls]
+    if isinstance(exc, InvalidParams | pydantic.ValidationError):
+        return INVALID_PARAMS
+    return INTERNAL_ERROR
+
+
+def error_data_for(exc: SteerableError) -> dict[str, Any]:
+    """Return the error object's ``data`` for a :class:`SteerableError`.
+
+    ``type`` is the class name; the other keys carry the class's machine-readable attributes:
+    a :class:`ToolSignal`'s ``message``/``nextAction``/``data`` (the ``ToolResult`` fields), a
+    :class:`WorkspaceError`'s ``code``, a :class:`DuplicateToolError`'s ``name``, a
+    :class:`ProviderError`'s ``status``/``retryable``, and a :class:`RemoteError`'s
+    ``remoteCode``/``remoteData`` (the error a reverse call received). Absent values are left out.
+    """
+    data: dict[str, Any] = {"type": type(exc).__name__}
+    if isinstance(exc, ToolSignal):
+        _put(data, "message", exc.message)
+        _put(data, "nextAction", exc.next_action)
+        _put(data, "data", exc.data)
+    if isinstance(exc, WorkspaceError):
+        data["code"] = exc.code
+    if isinstance(exc, DuplicateToolError):
+        data["name"] = exc.name
+    if isinstance(exc, ProviderError):
+        _put(data, "status", exc.status)
+        data["retryable"] = exc.retryable
+    if isinstance(exc, RemoteError) and not isinstance(exc, PeerClosedError):
+        data["remoteCode"] = exc.code
+        _put(data, "remoteData", exc.data)
+    return data
+
+
+def _put(data: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        data[key] = value
+
+
+def _encode(message: Any) -> bytes:
+    """One frame: compact JSON plus a newline; ASCII escapes when a string is not valid UTF-8.
+
+    Raises:
+        TypeError: ``message`` holds a value JSON cannot represent.
+        ValueError: ``message`` holds NaN or an infinity (not JSON), or a reference cycle.
+    """
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: escape it as \udXXX, which is valid JSON
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def _valid_id(value: Any) -> bool:
+    """A request id: a string, a number (not a boolean) or null."""
+    return value is None or isinstance(value, str | float) or type(value) is int
+
+
+def _request_problem(message: dict[str, Any]) -> str | None:
+    """Why ``message`` is not a valid request or notification, or ``None``."""
+    if message.get("jsonrpc") != "2.0":
+        return "'jsonrpc' must be \"2.0\""
+    if "method" not in message:
+        return "'method' is missing"
+    if not isinstance(message["method"], str):
+        return "'method' must be a string"
+    if "id" in message and not _valid_id(message["id"]):
+        return "'id' must be a string, a number or null"
+    if message.get("params") is not None and not isinstance(message["params"], dict | list):
+        return "'params' must be an object or an array"
+    return None
+
+
+def _being_cancelled() -> bool:
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+class JsonRpcPeer:
+    """One end of a JSON-RPC 2.0 connection: serves requests and makes them, concurrently.
+
+    The same class runs in the sidecar (over its stdio, see :func:`open_stdio_streams`) and in
+    the host (over the child's pipes). Register handlers, then run :meth:`serve` (or use the
+    peer as an async context manager, which serves in a background task)::
+
+        peer = JsonRpcPeer(reader, writer, name="sidecar")
+        peer.add_method("echo", echo)
+        async with peer:
+            answer = await peer.request("ask_user.request", {"questions": [...]})
+
+    End of input (EOF) fails every pending :meth:`request` with :class:`PeerClosedError`, then
+    gives handlers still running ``drain_timeout`` seconds to finish and write their responses
+    (the write side may still be open: a request piped into a sidecar gets its answer) before
+    cancelling them. :meth:`aclose` cancels them at once. The peer never closes the streams: they
+    belong to whoever opened them.
+
+    Args:
+        reader: The stream frames arrive on (any :class:`asyncio.StreamReader`).
+        writer: Where frames go (:class:`asyncio.StreamWriter` or any :class:`LineWriter`).
+        name: A label for log lines (``"sidecar"``, ``"host"``).
+        max_frame_bytes: Longest accepted incoming frame in bytes; a longer one is answered with
+            ``-32600`` and skipped, and serving goes on.
+        drain_timeout: Seconds in-flight handlers get after EOF before they are cancelled.
+    """
+
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: LineWriter,
+        *,
+        name: str = "peer",
+        max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
+        drain_timeout: float = 5.0,
+    ) -> None:
+        if max_frame_bytes < 1:
+            raise UserError(f"max_frame_bytes must be at least 1, got {max_frame_bytes}")
+        self.name = name
+        self._reader = reader
+        self._writer = writer
+        self._max_frame_bytes = max_frame_bytes
+        self._drain_timeout = drain_timeout
+        self._methods: dict[str, MethodHandler] = {}
+        self._notifications: dict[str, NotificationHandler] = {}
+        self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
+        self._next_id = 0
+        self._write_lock = asyncio.Lock()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._read_task: asyncio.Task[None] | None = None
+        self._background: asyncio.Task[None] | None = None
+        self._serving = False
+        self._closing = False  # aclose() was called: stop reading, cancel handlers at once
+        self._closed = False  # no more requests in either direction
+        self._done = asyncio.Event()
+
+    # -- registration -------------------------------------------------------------------------
+
+    def add_method(self, name: str, handler: MethodHandler) -> None:
+        """Serve requests for ``name`` with ``handler`` (a notification to it runs it too).
+
+        Raises:
+            UserError: ``name`` is already registered, or starts with the reserved ``rpc.``.
+        """
+        self._check_name(name)
+        self._methods[name] = handler
+
+    def add_notification(self, name: str, handler: NotificationHandler) -> None:
+        """Run ``handler`` for notifications to ``name``; a request to it is ``-32601``.
+
+        Raises:
+            UserError: ``name`` is already registered, or starts with the reserved ``rpc.``.
+        """
+        self._check_name(name)
+        self._notifications[name] = handler
+
+    def _check_name(self, name: str) -> None:
+        if name.startswith("rpc."):
+            raise UserError(f"method names starting with 'rpc.' are reserved by JSON-RPC: {name!r}")
+        if name in self._methods or name in self._notifications:
+            raise UserError(f"{self.name}: a handler for {name!r} is already registered")
+
+    # -- outgoing -----------------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        """``True`` once the peer reached EOF or was closed: requests fail fast."""
+        return self._closed
+
+    async def request(self, method: str, params: Params = None, *, timeout: float | None = None) -> Any:
+        """Call ``method`` on the other peer and return its result.
+
+        Args:
+            method: The remote method name.
+            params: An object or an array, or ``None`` to send no ``params``.
+            timeout: Seconds to wait for the answer (``None``: no limit). On timeout the request
+                is forgotten; a late answer is logged and dropped.
+
+        Returns:
+            The response's ``result``.
+
+        Raises:
+            RemoteError: The peer answered with an error object (``code``, ``message``, ``data``).
+            PeerClosedError: The connection closed before the answer arrived (or was closed).
+            TimeoutError: No answer within ``timeout``.
+            TypeError: ``params`` holds a value JSON cannot represent (nothing was sent).
+            ValueError: ``params`` holds NaN, an infinity or a reference cycle (nothing was sent).
+        """
+        if self._closed:
+            raise PeerClosedError(f"{self.name}: the connection is closed; cannot call {method}")
+        self._next_id += 1
+        request_id = self._next_id
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        frame = _encode(message)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = (method, future)
+        try:
+            async with asyncio.timeout(timeout):
+                await self._write(frame, method)
+                return await future
+        except TimeoutError:
+            raise TimeoutError(f"{self.name}: no answer to {method} within {timeout} s") from None
+        finally:
+            self._pending.pop(request_id, None)
+
+    async def notify(self, method: str, params: Params = None) -> None:
+        """Send a notification (no answer, and no error even if the peer fails to handle it).
+
+        Raises:
+            PeerClosedError: The connection is closed.
+        """
+        if self._closed:
+            raise PeerClosedError(f"{self.name}: the connection is closed; cannot notify {method}")
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        await self._write(_encode(message), method)
+
+    async def _write(self, frame: bytes, method: str) -> None:
+        try:
+            async with self._write_lock:
+                self._writer.write(frame)
+                await self._writer.drain()
+        except (OSError, RuntimeError) as exc:
+            raise PeerClosedError(f"{self.name}: cannot send {method}: {exc}") from exc
+
+    async def _send(self, message: dict[str, Any] | list[dict[str, Any]]) -> None:
+        """Write a response (or a batch of them); a failed write is logged, not raised."""
+        try:
+            frame = _encode(message)
+        except (TypeError, ValueError, RecursionError) as exc:
+            items = message if isinstance(message, list) else [message]
+            fixed = [self._jsonable_response(item) for item in items]
+            frame = _encode(fixed if isinstance(message, list) else fixed[0])
+            logger.error("%s: a response was not JSON (%s: %s)", self.name, type(exc).__name__, exc)
+        try:
+            async with self._write_lock:
+                self._writer.write(frame)
+                await self._writer.drain()
+        except (OSError, RuntimeError) as exc:
+            logger.info("%s: could not write a response: %s", self.name, exc)
+
+    @staticmethod
+    def _jsonable_response(response: dict[str, Any]) -> dict[str, Any]:
+        """``response`` if it encodes, else an error that does (a result that is not JSON)."""
+        try:
+            _encode(response)
+        except (TypeError, ValueError, RecursionError) as exc:
+            if "error" in response:  # keep code and message, drop the data that would not encode
+                error = response["error"]
+                data = error.get("data")
+                kept = {"type": data["type"]} if isinstance(data, dict) and "type" in data else None
+                return _error(response["id"], error["code"], str(error["message"]), kept)
+            message = f"Internal error: the result is not JSON ({type(exc).__name__}: {exc})"
+            return _error(response["id"], INTERNAL_ERROR, message, {"type": type(exc).__name__})
+        return response
+
+    # -- serving ------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Read and dispatch frames until EOF or :meth:`aclose`, then shut down.
+
+        Shutting down fails pending outgoing requests with :class:`PeerClosedError`, waits up to
+        ``drain_timeout`` seconds (after EOF; not after :meth:`aclose`) for in-flight handlers,
+        cancels those still running and awaits them. A read error (a reset pipe) counts as EOF.
+
+        Raises:
+            UserError: ``serve()`` was already called on this peer.
+        """
+        if self._serving:
+            raise UserError(f"{self.name}: serve() was already called")
+        if self._closing:  # closed before serving began
+            return
+        self._serving = True
+        read_task = asyncio.create_task(self._read_loop(), name=f"{self.name}-reader")
+        self._read_task = read_task
+        try:
+            await asyncio.wait({read_task})
+        except asyncio.CancelledError:  # cancelled from outside: shut down without a grace period
+            await self._shut_down(grace=0)
+            raise
+        await self._shut_down(grace=0 if self._closing else self._drain_timeout)
+
+    async def aclose(self) -> None:
+        """Stop serving: fail pending requests, cancel in-flight handlers, and wait for both.
+
+        Called from inside a handler, it starts the shutdown and returns at once; that handler is
+        cancelled at its next ``await`` like the others.
+        """
+        self._closing = True
+        self._closed = True
+        if self._read_task is not None and not self._read_task.done():
+            self._read_task.cancel()
+        if not self._serving:
+            self._fail_pending()
+            self._done.set()
+        elif asyncio.current_task() not in self._tasks:
+            await self._done.wait()
+        if self._background is not None and self._background is not asyncio.current_task():
+            await asyncio.wait({self._background})
+
+    async def __aenter__(self) -> JsonRpcPeer:
+        """Start :meth:`serve` in a background task."""
+        self._background = asyncio.create_task(self.serve(), name=f"{self.name}-serve")
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        """Close the peer (see :meth:`aclose`)."""
+        await self.aclose()
+
+    async def _shut_down(self, grace: float) -> None:
+        """Fail pending requests, give handlers ``grace`` seconds, cancel the rest; cancel-safe."""
+        self._closed = True
+        self._fail_pending()
+        try:
+            if self._tasks and grace > 0:
+                await asyncio.wait(set(self._tasks), timeout=grace)
+        finally:
+            tasks = set(self._tasks)
+            if self._read_task is not None:
+                self._read_task.cancel()
+                tasks.add(self._read_task)
+            if self._tasks:
+                logger.info("%s: cancelling %d in-flight handler(s)", self.name, len(self._tasks))
+            for task in tasks:
+                task.cancel()
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                self._done.set()
+
+    def _fail_pending(self) -> None:
+        for method, future in self._pending.values():
+            if not future.done():
+                future.set_exception(
+                    PeerClosedError(f"{self.name}: the peer closed the connection before answering {method}")
+                )
+
+    async def _read_loop(self) -> None:
+        try:
+            async for frame in self._frames():
+                self._dispatch(frame)
+        except OSError as exc:  # a reset pipe or socket: the same as EOF
+            logger.warning("%s: reading stopped: %s", self.name, exc)
+        except Exception:
+            logger.exception("%s: reading stopped by an unexpected error", self.name)
+
+    async def _frames(self) -> AsyncIterator[bytes | None]:
+        """Yield each line without its newline, or ``None`` for a line over the size limit.
+
+        An oversized line is reported as soon as it crosses the limit, then skipped up to its
+        newline without being kept in memory.
+        """
+        limit = self._max_frame_bytes
+        buffer = bytearray()
+        start = 0  # where the current frame begins in buffer
+        scan = 0  # where the search for its newline resumes
+        skipping = False
+        while True:
+            newline = buffer.find(b"\n", scan)
+            if newline >= 0:
+                if skipping:
+                    skipping = False
+                elif newline - start > limit:
+                    yield None
+                else:
+                    yield bytes(buffer[start:newline])
+                start = scan = newline + 1
+                continue
+            if skipping:
+                buffer.clear()
+            elif len(buffer) - start > limit:
+                yield None
+                skipping = True
+                buffer.clear()
+            else:
+                del buffer[:start]
+            start = 0
+            scan = len(buffer)
+            chunk = await self._reader.read(_READ_CHUNK)
+            if not chunk:
+                if buffer and not skipping:
+                    yield bytes(buffer)  # a last frame without its newline
+                return
+            buffer += chunk
+
+    def _spawn(self, coroutine: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.error("%s: a frame task failed", self.name, exc_info=task.exception())
+
+    def _dispatch(self, frame: bytes | None) -> None:
+        """Handle one frame: answer it from a task, never from the reader itself."""
+        if frame is None:
+            message = f"Invalid Request: frame too large (over {self._max_frame_bytes} bytes)"
+            self._spawn(self._send(_error(None, INVALID_REQUEST, message)))
+            return
+        try:
+            text = frame.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            self._spawn(self._send(_error(None, PARSE_ERROR, f"Parse error: the frame is not UTF-8 ({exc})")))
+            return
+        if not text.strip():
+            return  # blank lines are ignored
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError) as exc:  # JSONDecodeError, a huge integer, too deep
+            detail = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
+            self._spawn(self._send(_error(None, PARSE_ERROR, f"Parse error: {detail}")))
+            return
+        if isinstance(value, list):
+            if not value:
+                self._spawn(self._send(_error(None, INVALID_REQUEST, "Invalid Request: empty batch")))
+            else:
+                self._spawn(self._batch(value))
+        elif isinstance(value, dict) and _is_response(value):
+            self._resolve(value)  # inline: cheap, and keeps answers in arrival order
+        else:
+            self._spawn(self._single(value))
+
+    async def _single(self, value: Any) -> None:
+        response = await self._handle(value)
+        if response is not None:
+            await self._send(response)
+
+    async def _batch(self, values: list[Any]) -> None:
+        responses = await asyncio.gather(*(self._handle(value) for value in values))
+        answered = [response for response in responses if response is not None]
+        if answered:
+            await self._send(answered)
+
+    async def _handle(self, value: Any) -> dict[str, Any] | None:
+        """Run one request, notification or response; return the response to send, if any."""
+        if not isinstance(value, dict):
+            return _error(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+        if _is_response(value):
+            self._resolve(value)
+            return None
+        problem = _request_problem(value)
+        if problem is not None:
+            request_id = value.get("id") if _valid_id(value.get("id")) else None
+            return _error(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+        method: str = value["method"]
+        params: Params = value.get("params")
+        if "id" not in value:
+            await self._notification(method, params)
+            return None
+        return await self._request(value["id"], method, params)
+
+    async def _request(self, request_id: Any, method: str, params: Params) -> dict[str, Any]:
+        handler = self._methods.get(method)
+        if handler is None:
+            return _error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        try:
+            result = await handler(params)
+        except asyncio.CancelledError as exc:
+            if _being_cancelled():
+                raise
+            return self._error_response(request_id, method, exc)
+        except Exception as exc:
+            return self._error_response(request_id, method, exc)
+        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+
+    async def _notification(self, method: str, params: Params) -> None:
+        handler = self._notifications.get(method) or self._methods.get(method)
+        if handler is None:
+            logger.debug("%s: no handler for the notification %s", self.name, method)
+            return
+        try:
+            await handler(params)
+        except asyncio.CancelledError:
+            if _being_cancelled():
+                raise
+            logger.warning("%s: the notification %s was cancelled from inside", self.name, method)
+        except Exception as exc:
+            self._log_failure(method, exc)
+
+    def _error_response(self, request_id: Any, method: str, exc: BaseException) -> dict[str, Any]:
+        """Turn a handler's exception into an error response (the single translation point)."""
+        code = error_code_for(exc)
+        self._log_failure(method, exc)
+        if isinstance(exc, InvalidParams):
+            return _error(request_id, code, f"Invalid params: {exc}", exc.data)
+        if isinstance(exc, pydantic.ValidationError):
+            errors = json.loads(exc.json(include_url=False))
+            summary = str(exc).splitlines()[0]
+            return _error(
+                request_id, code, f"Invalid params: {summary}", {"type": "ValidationError", "errors": errors}
+            )
+        if isinstance(exc, SteerableError):
+            return _error(request_id, code, str(exc) or type(exc).__name__, error_data_for(exc))
+        message = (
+            f"Internal error: {type(exc).__name__}: {exc}"
+            if str(exc)
+            else f"Internal error: {type(exc).__name__}"
+        )
+        return _error(request_id, code, message, {"type": type(exc).__name__})
+
+    def _log_failure(self, method: str, exc: BaseException) -> None:
+        if isinstance(exc, SteerableError | InvalidParams | pydantic.ValidationError):
+            logger.info("%s: %s failed: %s: %s", self.name, method, type(exc).__name__, exc)
+        else:
+            logger.error("%s: %s raised an unexpected exception", self.name, method, exc_info=exc)
+
+    def _resolve(self, response: dict[str, Any]) -> None:
+        """Complete the pending request a response answers; log and drop it if there is none."""
+        response_id = response.get("id")
+        entry = self._pending.get(response_id) if type(response_id) is int else None
+        if entry is None:
+            logger.warning(
+                "%s: dropped a response to an unknown request id %r: %.300s", self.name, response_id, response
+            )
+            return
+        _, future = entry
+        if future.done():
+            return
+        if "error" in response:
+            error = response["error"]
+            if (
+                isinstance(error, dict)
+                and type(error.get("code")) is int
+                and isinstance(error.get("message"), str)
+            ):
+                future.set_exception(RemoteError(error["code"], error["message"], error.get("data")))
+            else:
+                future.set_exception(RemoteError(INTERNAL_ERROR, f"malformed error object: {error!r:.300}"))
+        else:
+            future.set_result(response.get("result"))
+
+
+def _is_response(message: dict[str, Any]) -> bool:
+    return "method" not in message and ("result" in message or "error" in message)
+
+
+# -- stdio transport ----------------------------------------------------------------------------
+
+_isolated = False
+
+
+def isolate_stdio() -> tuple[int, int]:
+    """Reserve the process's stdin and stdout for the protocol; return private copies of them.
+
+    After this call nothing else in the process can reach the protocol stream by accident: fd 1
+    (and so ``print()``, C extensions and child processes that inherit stdout) is a copy of
+    stderr, ``sys.stdout`` is ``sys.stderr``, and fd 0 reads ``/dev/null`` (a child that inherits
+    stdin cannot swallow frames). Call it once, early, before anything writes to stdout.
+
+    Returns:
+        ``(read_fd, write_fd)``: the original stdin and stdout, as new non-inheritable fds.
+
+    Raises:
+        UserError: stdio was already isolated in this process.
+    """
+    global _isolated
+    if _isolated:
+        raise UserError("isolate_stdio() already ran in this process")
+    for stream in (sys.stdout, sys.__stdout__):
+        if stream is not None:
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+    read_fd = os.dup(0)
+    write_fd = os.dup(1)
+    null = os.open(os.devnull, os.O_RDWR)
+    try:
+        os.dup2(null, 0)
+        try:
+            os.dup2(2, 1)
+        except OSError:  # no stderr: stray output goes nowhere rather than into the protocol
+            os.dup2(null, 1)
+    finally:
+        os.close(null)
+    sys.stdout = sys.stderr
+    _isolated = True
+    return read_fd, write_fd
+
+
+async def open_stdio_streams(*, isolate: bool = True) -> tuple[asyncio.StreamReader, LineWriter]:
+    """Open the process's stdin and stdout as the sidecar's protocol streams.
+
+    Args:
+        isolate: Run :func:`isolate_stdio` first (the default), so a stray ``print()`` lands on
+            stderr instead of corrupting frames. ``False`` uses copies of fds 0 and 1 as they are.
+
+    Returns:
+        A reader and a writer for :class:`JsonRpcPeer`; see :func:`open_fd_streams`.
+    """
+    read_fd, write_fd = isolate_stdio() if isolate else (os.dup(0), os.dup(1))
+    return await open_fd_streams(read_fd, write_fd)
+
+
+async def open_fd_streams(read_fd: int, write_fd: int) -> tuple[asyncio.StreamReader, LineWriter]:
+    """Wrap two file descriptors as asyncio streams; takes ownership of both fds.
+
+    Pipes, sockets and terminals go through the event loop (``connect_read_pipe`` /
+    ``connect_write_pipe``). Anything the loop cannot poll (a regular file, ``/dev/null``:
+    ``steerable ... < requests.jsonl > answers.jsonl``) falls back to a daemon thread that reads
+    the fd (without backpressure: a file is read ahead at disk speed), and to plain blocking
+    writes on the loop, which a regular file or ``/dev/null`` never holds up for long.
+
+    Returns:
+        The reader and the writer.
+    """
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_READ_CHUNK)
+    if _pollable(read_fd, selectors.EVENT_READ):
+        read_pipe = os.fdopen(read_fd, "rb", buffering=0)
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_pipe)
+    else:
+        _start_thread_reader(read_fd, reader, loop)
+    writer: LineWriter
+    if _pollable(write_fd, selectors.EVENT_WRITE):
+        write_pipe = os.fdopen(write_fd, "wb", buffering=0)
+        transport, protocol = await loop.connect_write_pipe(
+            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), write_pipe
+        )
+        writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    else:
+        writer = _BlockingWriter(write_fd)
+    return reader, writer
+
+
+def _pollable(fd: int, events: int) -> bool:
+    """Whether the event loop can watch ``fd`` (epoll refuses regular files and /dev/null)."""
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return False
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, events)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+def _start_thread_reader(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
+    def pump() -> None:
+        try:
+            while chunk := os.read(fd, _READ_CHUNK):
+                loop.call_soon_threadsafe(reader.feed_data, chunk)
+            loop.call_soon_threadsafe(reader.feed_eof)
+        except OSError as exc:
+            try:
+                loop.call_soon_threadsafe(reader.set_exception, exc)
+            except RuntimeError:
+                pass
+        except RuntimeError:  # the loop closed under us
+            pass
+        finally:
+            os.close(fd)
+
+    threading.Thread(target=pump, name=f"steerable-rpc-read-fd{fd}", daemon=True).start()
+
+
+class _BlockingWriter:
+    """A :class:`LineWriter` over an fd the loop cannot poll: each write completes at once."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def write(self, data: bytes, /) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view) :]
+
+    async def drain(self) -> None:
+        return None
