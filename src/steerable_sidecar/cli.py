@@ -7,6 +7,7 @@ Sub-commands (each takes ``--workspace DIR``, default the current directory):
   1 on a failed result, 2 on a usage error.
 * ``steerable session``: ToolCall JSON lines on stdin, ``{"id", "result"}`` lines on stdout.
 * ``steerable mcp``: serve the tools over MCP stdio.
+* ``steerable run --instruction TEXT``: one headless agent run (``steerable_sidecar.headless``).
 * ``steerable sidecar``: serve the tools and the agent loop to a host over JSON-RPC 2.0 on stdio
   (``docs/sidecar-protocol.md``).
 """
@@ -50,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default {})")
     sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
     sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
+    run = sub.add_parser(
+        "run", help="one headless agent run in a jailed workspace; prints a JSON summary line on stdout"
+    )
+    from .headless import add_run_arguments
+
+    add_run_arguments(run)
     sidecar = sub.add_parser(
         "sidecar",
         parents=[common],
@@ -111,6 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if args.command == "run":
+        from .headless import run_headless
+
+        return run_headless(args)
     if args.command == "sidecar":
         from .serve import run_sidecar
 

@@ -204,6 +204,12 @@ class Sidecar:
             if not serving.done():
                 serving.cancel()
             await asyncio.gather(serving, stopping, return_exceptions=True)
+            aclose = getattr(self._provider, "aclose", None)
+            if aclose is not None:  # the provider's shared HTTP client
+                try:
+                    await aclose()
+                except Exception:
+                    logger.exception("closing the model provider failed")
 
     async def ping(self, params: Any) -> dict[str, Any]:
         """``system.ping`` -> ``{"pong": true, "pid"}``."""
@@ -343,19 +349,20 @@ class Sidecar:
         self, p: ChatParams, chat_id: str, session_id: str, history: list[Message], spill: SpillHooks
     ) -> tuple[ToolRouter, ToolExecutor]:
         router = ToolRouter(default_timeout_ms=self.router.default_timeout_ms)
-        if p.ask_user:
-            router.register(
-                make_ask_user_tool(self._host_ask_user(chat_id), timeout_ms=self.config.ask_user_timeout_ms)
-            )
-        spill.register(router)
         if p.tools_via_host:
             register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
+        else:
+            for spec in self.router:
+                router.register(spec)
+        if p.ask_user:
+            ask = make_ask_user_tool(self._host_ask_user(chat_id), timeout_ms=self.config.ask_user_timeout_ms)
+            router.register(ask)
+        spill.register(router)
+        if p.tools_via_host:
             if history:  # a resume: the host owns the file tools, so it gets the rebuilt read state
                 await self._seed_host(session_id, history)
             # the host executes its tools and owns their consent
             return router, host_executor(router)
-        for spec in self.router:
-            router.register(spec)
         if history:
             workspace = getattr(self.router, "workspace", None)
             if workspace is not None:

@@ -1,0 +1,266 @@
+"""``steerable run``: one headless agent run in a jailed workspace.
+
+For eval harnesses and CI: the model comes from the ``STEERABLE_*`` provider configuration
+(``docs/providers.md``), the file tools are confined to ``--cwd``, every consent prompt is
+answered yes (the workspace is the jail), progress streams to stderr, and stdout carries exactly
+one line: the JSON summary::
+
+    {"outcome": "completed", "rounds": 3, "toolCalls": 4, "usage": {...}, "text": "...",
+     "sessionId": "...", "durationMs": 5123.4}
+
+Exit codes (:data:`EXIT_CODES`): 0 the run succeeded (completed, or ended on a successful terminal
+result); 1 it ended on a failed terminal result; 2 usage or configuration error; 3 the round limit
+was reached; 4 the provider failed; 130 interrupted (Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any, Final, TextIO
+
+from steerable_agent_runtime import SteerableError, ToolRouter, new_call_id, workspace_tools_for_cwd
+from steerable_agent_runtime.ask_user import make_ask_user_tool
+from steerable_agent_runtime.executor import ApprovalGate, approve_all, mode_lookup
+from steerable_agent_runtime.llm import LLMProvider
+from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
+from steerable_agent_runtime.record import DurableRecord
+from steerable_agent_runtime.spill import SpillHooks
+
+from .sidecar import default_state_dir
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "HARNESS_CHOICES", "add_run_arguments", "run_headless"]
+
+EXIT_CODES: Final = {
+    "succeeded": 0,
+    "terminal_failure": 1,
+    "usage": 2,
+    RunOutcome.MAX_ROUNDS: 3,
+    RunOutcome.ERROR: 4,
+    RunOutcome.CANCELLED: 130,
+}
+"""Process exit code per outcome (see the module docstring)."""
+
+HARNESS_CHOICES: Final = ("full", "minimal", "progressive")
+"""``--harness`` values (``steerable_agent_runtime.harness.HarnessStrategy``; kept literal here so
+building the CLI parser does not import the harness)."""
+
+DEFAULT_SYSTEM_PROMPT: Final = (
+    "You are an autonomous software agent working in the directory {cwd}. Use the tools to inspect "
+    "and change files there; paths are relative to it. Read a file before you overwrite it. When the "
+    "task is done, answer with a short summary and call no more tools."
+)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``steerable run`` options to ``parser``."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--instruction", metavar="TEXT", help="the task for the agent")
+    source.add_argument("--instruction-file", metavar="FILE", help="read the task from FILE ('-' for stdin)")
+    parser.add_argument(
+        "--cwd", metavar="DIR", default=None, help="the jailed workspace (default: current directory)"
+    )
+    parser.add_argument(
+        "--max-rounds",
+        type=_positive_int,
+        default=DEFAULT_MAX_ROUNDS,
+        metavar="N",
+        help="model calls at most",
+    )
+    parser.add_argument(
+        "--harness",
+        choices=HARNESS_CHOICES,
+        default="full",
+        help="which tools are offered: full, minimal, or progressive (direct tier + tool_search)",
+    )
+    parser.add_argument(
+        "--no-web-tools",
+        action="store_true",
+        help="omit web_search and web_fetch entirely (offline task contract)",
+    )
+    parser.add_argument("--system", metavar="TEXT", default=None, help="replace the default system prompt")
+    parser.add_argument("--session-id", metavar="ID", default=None, help="resume (or name) a durable session")
+    parser.add_argument("--state-dir", metavar="DIR", default=None, help="where session records go")
+    parser.add_argument(
+        "--ask-user",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="offer ask_user with a terminal prompt (auto: only when stdin is a terminal)",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _instruction(args: argparse.Namespace) -> str:
+    if args.instruction is not None:
+        text: str = args.instruction
+    elif args.instruction_file == "-":
+        text = sys.stdin.read()
+    else:
+        text = Path(args.instruction_file).read_text(encoding="utf-8")
+    if not text.strip():
+        raise ValueError("the instruction is empty")
+    return text
+
+
+class _Progress:
+    """Live progress on stderr with rich (imported only for a run that shows progress)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        from rich.console import Console
+
+        self.console = Console(file=stream, highlight=False, soft_wrap=True)
+        self._in_text = False
+
+    def __call__(self, event: LoopEvent) -> None:
+        kind = event["type"]
+        if kind == "text":
+            self.console.out(event["text"], end="", style="white")
+            self._in_text = True
+            return
+        if self._in_text:
+            self.console.out("")
+            self._in_text = False
+        if kind == "round":
+            self.console.rule(f"round {event['round']}", style="dim")
+        elif kind == "tool_call":
+            call = event["call"]
+            arguments = (
+                call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
+            )
+            self.console.print(f"[cyan]→ {call['name']}[/] [dim]{_clip(arguments, 160)}[/]", markup=True)
+        elif kind == "tool_result":
+            result = event["result"]
+            if result.get("success"):
+                label = "[green]✓[/]" if not result.get("terminal") else "[green]■ terminal[/]"
+            elif result.get("needsFollowup"):
+                label = "[yellow]↻ retry[/]"
+            else:
+                label = "[red]✗ terminal[/]"
+            detail = result.get("error") or result.get("message") or ""
+            self.console.print(f"  {label} {event['name']} [dim]{_clip(str(detail), 200)}[/]", markup=True)
+        elif kind == "done":
+            summary = event["summary"]
+            usage = summary["usage"]
+            self.console.print(
+                f"[bold]{summary['outcome']}[/] after {summary['rounds']} round(s), "
+                f"{summary['toolCalls']} tool call(s), {usage['totalTokens']} tokens",
+                markup=True,
+            )
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _exit_code(summary: RunSummary) -> int:
+    if summary.succeeded:
+        return EXIT_CODES["succeeded"]
+    if summary.outcome is RunOutcome.TERMINAL:
+        return EXIT_CODES["terminal_failure"]
+    return EXIT_CODES[summary.outcome]
+
+
+def _build_router(args: argparse.Namespace, cwd: Path) -> ToolRouter:
+    router = workspace_tools_for_cwd(cwd)
+    if args.no_web_tools:
+        for name in ("web_search", "web_fetch"):
+            if name in router:
+                router.unregister(name)
+    wants_ask = args.ask_user == "on" or (args.ask_user == "auto" and sys.stdin.isatty())
+    if wants_ask:
+        from .terminal_prompt import terminal_ask_user_handler
+
+        router.register(make_ask_user_tool(terminal_ask_user_handler()))
+    return router
+
+
+async def _run(
+    args: argparse.Namespace, provider: LLMProvider, instruction: str, cwd: Path
+) -> dict[str, Any]:
+    from steerable_agent_runtime.harness import assemble_harness
+
+    router = _build_router(args, cwd)
+    harness = assemble_harness(args.harness, router)
+    session_id = args.session_id or new_call_id()
+    state_dir = Path(args.state_dir).expanduser() if args.state_dir else default_state_dir()
+    record = DurableRecord.for_session(state_dir / "sessions", session_id)
+    spill = SpillHooks(state_dir / "sessions" / f"{session_id}.spill")
+    spill.register(router)
+    history = await record.load() if record.exists() else []
+    if history:
+        router.workspace.state.seed(record.read_state())  # type: ignore[attr-defined]
+    progress = None if args.quiet else _Progress(sys.stderr)
+    loop = AgentLoop(
+        provider,
+        router,
+        executor=ApprovalGate(router.dispatch, approve=approve_all, mode_of=mode_lookup(router)),
+        offered=harness.offered,
+        max_rounds=args.max_rounds,
+        record=record,
+        spill=spill,
+        on_event=progress,
+    )
+    prompt: list[dict[str, Any]] = []
+    if not history:
+        prompt.append({"role": "system", "content": args.system or DEFAULT_SYSTEM_PROMPT.format(cwd=cwd)})
+    prompt.append({"role": "user", "content": instruction})
+    event_loop = asyncio.get_running_loop()
+    try:
+        event_loop.add_signal_handler(signal.SIGINT, loop.cancel)
+        event_loop.add_signal_handler(signal.SIGTERM, loop.cancel)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        pass
+    started = time.perf_counter()
+    summary = await loop.run(history, prompt)
+    out = {
+        **summary.to_dict(),
+        "sessionId": session_id,
+        "durationMs": round((time.perf_counter() - started) * 1000, 1),
+    }
+    out["exitCode"] = _exit_code(summary)
+    return out
+
+
+def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = None) -> int:
+    """Run ``steerable run`` with parsed ``args``; prints the summary line; returns the exit code.
+
+    Args:
+        args: Parsed by a parser built with :func:`add_run_arguments`.
+        provider: The model (default: from the ``STEERABLE_*`` environment).
+
+    Returns:
+        The exit code (:data:`EXIT_CODES`).
+    """
+    try:
+        instruction = _instruction(args)
+        cwd = Path(args.cwd or os.getcwd()).resolve()
+        if not cwd.is_dir():
+            raise ValueError(f"--cwd {cwd} is not a directory")
+        if provider is None:
+            from .providers import default_llm_provider
+
+            provider = default_llm_provider()
+        out = asyncio.run(_run(args, provider, instruction, cwd))
+    except (SteerableError, ValueError, OSError) as exc:
+        print(f"steerable run: {exc}", file=sys.stderr)
+        print(json.dumps({"outcome": "usage_error", "error": str(exc), "exitCode": 2}))
+        return EXIT_CODES["usage"]
+    except KeyboardInterrupt:
+        return EXIT_CODES[RunOutcome.CANCELLED]
+    code = int(out["exitCode"])
+    print(json.dumps(out, ensure_ascii=False))
+    return code
