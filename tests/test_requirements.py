@@ -13,14 +13,15 @@ from peer_data import shared_dir
 TESTS = Path(__file__).resolve().parent
 ID = re.compile(r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB)[-_](\d+)(?!\d)", re.IGNORECASE)
 
-# Areas this release implements; the rest (tool_search, harness, plugins, ask_user, run_code, web
-# tools, the agent loop's parallel batches) arrive with their issues.
+# Areas this release implements; the rest (tool_search, harness, plugins, run_code, web tools)
+# arrive with their issues.
 IMPLEMENTED = (
-    {f"ENV-{n}" for n in range(1, 8)}
+    {f"ENV-{n}" for n in range(1, 9)}
     | {"CON-1"}
     | {f"MODE-{n}" for n in (1, 2, 3, 4, 5)}
     | {f"TIER-{n}" for n in (1, 2, 3)}
     | {f"FILE-{n}" for n in range(1, 12)}
+    | {f"ASK-{n}" for n in range(1, 9)}
 )
 
 

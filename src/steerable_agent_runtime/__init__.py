@@ -5,6 +5,7 @@ A model asks for a :class:`ToolCall`; a :class:`ToolRouter` validates and runs i
 ``shared/spec/tools-spec.md``.
 """
 
+from .ask_user import AskUserHandler, AskUserQuestionsPayload, make_ask_user_tool
 from .errors import (
     ConfigError,
     DuplicateToolError,
@@ -22,6 +23,9 @@ from .errors import (
     WorkspaceError,
     WriteConflictError,
 )
+from .executor import ApprovalGate, ApprovalHandler, ToolExecutor, approve_all
+from .llm import ChatRequest, ChatResponse, InvalidToolCall, LLMProvider, ScriptedProvider, Usage
+from .loop import AgentLoop, RunOutcome, RunSummary
 from .modes import (
     DEFAULT_TOOL_MODE,
     MODE_CONSENT,
@@ -30,6 +34,8 @@ from .modes import (
     mode_from_annotations,
     requires_consent,
 )
+from .record import DurableRecord
+from .spill import SpillHooks
 from .tools import Tool, ToolExposure, ToolHandler, ToolRegistrar, ToolRouter, tool
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
@@ -47,19 +53,34 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_TOOL_MODE",
     "MODE_CONSENT",
+    "AgentLoop",
+    "ApprovalGate",
+    "ApprovalHandler",
+    "AskUserHandler",
+    "AskUserQuestionsPayload",
+    "ChatRequest",
+    "ChatResponse",
     "ConfigError",
     "DuplicateToolError",
+    "DurableRecord",
     "EditError",
     "FileView",
+    "InvalidToolCall",
+    "LLMProvider",
     "PatchError",
     "PathEscapeError",
     "PeerClosedError",
     "ProviderError",
     "ReadFileState",
     "RemoteError",
+    "RunOutcome",
+    "RunSummary",
+    "ScriptedProvider",
+    "SpillHooks",
     "SteerableError",
     "Tool",
     "ToolCall",
+    "ToolExecutor",
     "ToolExposure",
     "ToolFailed",
     "ToolHandler",
@@ -71,12 +92,15 @@ __all__ = [
     "ToolSignal",
     "TraceSink",
     "TraceSpan",
+    "Usage",
     "UserError",
     "Workspace",
     "WorkspaceError",
     "WriteConflictError",
+    "approve_all",
     "decide_tool_mode",
     "is_terminal_result",
+    "make_ask_user_tool",
     "mode_from_annotations",
     "new_call_id",
     "read_file_state_from_messages",
