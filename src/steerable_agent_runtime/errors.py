@@ -11,6 +11,7 @@ Every exception the runtime raises derives from one root, so an embedder can wri
     │   └── DuplicateToolError      a tool name registered twice
     ├── ConfigError                 an invalid environment variable or config value
     ├── ProviderError               the LLM provider failed (HTTP status, network, broken stream)
+    ├── SidecarStartError           a sidecar subprocess exited or stayed silent before it was ready
     └── RemoteError                 a JSON-RPC peer answered a request with an error
         └── PeerClosedError         the peer went away (EOF) before answering
 
@@ -38,6 +39,7 @@ __all__ = [
     "PeerClosedError",
     "ProviderError",
     "RemoteError",
+    "SidecarStartError",
     "SteerableError",
     "ToolFailed",
     "ToolRetry",
@@ -182,3 +184,11 @@ class PeerClosedError(RemoteError):
 
     def __init__(self, message: str = "the peer closed the connection before answering") -> None:
         super().__init__(-32099, message)
+
+
+class SidecarStartError(SteerableError):
+    """Raised by the host client when the sidecar process exits or stays silent before ``lifecycle.ready``.
+
+    The message carries the tail of the sidecar's stderr (its own explanation, e.g. a configuration
+    error naming the variable).
+    """

@@ -31,17 +31,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import TracebackType
 from typing import Any
 
-from steerable_agent_runtime import SteerableError, ToolResult, new_call_id
+from steerable_agent_runtime import SidecarStartError, SteerableError, ToolResult, new_call_id
 
 from .rpc import JsonRpcPeer
 
 __all__ = ["ChatHandle", "SidecarClient", "SidecarStartError"]
 
 _STDERR_TAIL_BYTES = 64 * 1024
-
-
-class SidecarStartError(SteerableError):
-    """The sidecar process exited or stayed silent before ``lifecycle.ready``; the message has its stderr."""
 
 
 class ChatHandle:

@@ -42,6 +42,7 @@ from steerable_agent_runtime.errors import (
     PeerClosedError,
     ProviderError,
     RemoteError,
+    SidecarStartError,
     SteerableError,
     ToolFailed,
     ToolRetry,
@@ -100,6 +101,7 @@ ERROR_CODES: Final[Mapping[type[SteerableError], int]] = MappingProxyType(
         DuplicateToolError: -32031,
         ConfigError: -32040,
         ProviderError: -32050,
+        SidecarStartError: -32060,
         RemoteError: -32090,
         PeerClosedError: -32099,
     }
