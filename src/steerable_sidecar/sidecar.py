@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -41,6 +41,7 @@ from steerable_agent_runtime import (
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
 from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all, mode_lookup
+from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunSummary
 from steerable_agent_runtime.record import DurableRecord, valid_session_id
@@ -130,6 +131,7 @@ class ChatParams(_Params):
     auto_approve: bool = False
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=10_000)
     model: str | None = None
+    harness: Literal["full", "minimal", "progressive"] = "full"
 
 
 class CancelParams(_Params):
@@ -307,6 +309,8 @@ class Sidecar:
             raise UserError(f"chat {chat_id!r} is already running")
         if session_id in self._busy_sessions:
             raise UserError(f"session {session_id!r} already has a chat running; cancel it or wait")
+        # spec: the host-tools path has no router to bind, so it must use full or minimal
+        harness = AssembledHarness(p.harness, host_tools=p.tools_via_host)
         provider = self._model()
         sessions = self.config.state_dir / "sessions"
         record = DurableRecord.for_session(sessions, session_id)
@@ -315,6 +319,7 @@ class Sidecar:
         self._busy_sessions.add(session_id)
         try:
             router, executor = await self._chat_tools(p, chat_id, session_id, history, spill)
+            harness.wire_tools(router)
             prompt: list[Message] = []
             if p.system and not history:
                 prompt.append({"role": "system", "content": p.system})
@@ -330,6 +335,7 @@ class Sidecar:
                 provider,
                 router,
                 executor=executor,
+                offered=harness.offered,
                 max_rounds=p.max_rounds,
                 record=record,
                 spill=spill,

@@ -196,3 +196,29 @@ async def test_ready_notification_and_shutdown(pair: Pair) -> None:
     assert pair.ready[0]["protocolVersion"] == 1 and pair.ready[0]["pid"] == os.getpid()
     assert await pair.host.request("system.shutdown") == {"ok": True}
     await asyncio.wait_for(pair.runner, 5)
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [[{"tool_calls": [{"id": "t", "name": "tool_search", "arguments": '{"query": "note"}'}]}, "found"]],
+    indirect=True,
+)
+async def test_chat_harness_choice_and_host_tools_refuse_progressive(pair: Pair) -> None:  # HAR-1, HAR-3
+    with pytest.raises(RemoteError) as info:
+        await pair.host.request(
+            "agent.chat.stream",
+            {
+                "message": "x",
+                "toolsViaHost": True,
+                "tools": [{"name": "read_file"}],
+                "harness": "progressive",
+            },
+        )
+    assert "full" in info.value.message and "minimal" in info.value.message
+    assert info.value.data["type"] == "UserError"
+    summary = await pair.host.request("agent.chat.stream", {"message": "find", "harness": "progressive"})
+    assert summary["outcome"] == "completed"
+    offered = [t["function"]["name"] for t in pair.provider.requests[0].tools]
+    assert "tool_search" in offered
+    result = next(e["result"] for e in pair.events if e["type"] == "tool_result")
+    assert result["success"] is True
