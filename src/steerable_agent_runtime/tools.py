@@ -34,7 +34,7 @@ from .modes import ToolMode, decide_tool_mode, mode_from_annotations
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult
 
-__all__ = ["Tool", "ToolExposure", "ToolHandler", "ToolRegistrar", "ToolRouter", "tool"]
+__all__ = ["Tool", "ToolExposure", "ToolHandler", "ToolListener", "ToolRegistrar", "ToolRouter", "tool"]
 
 
 ToolHandler = Callable[..., Awaitable[Any]]
@@ -220,6 +220,12 @@ class Tool:
         }
 
 
+ToolListener = Callable[[Tool | None, Tool | None], None]
+"""Told of every change to a router's inventory, after it happened, as ``(old, new)``:
+``(None, tool)`` on register, ``(tool, None)`` on unregister, ``(old, new)`` when a tool is
+replaced in place (:meth:`ToolRouter.set_exposure`). Incremental indexes (``tool_search``) use it."""
+
+
 class ToolRegistrar(Protocol):
     """Anything ``@tool(router=...)`` can register on: a router or a recording proxy over one."""
 
@@ -258,6 +264,7 @@ class ToolRouter:
         self, *, default_timeout_ms: int = DEFAULT_TIMEOUT_MS, trace: TraceSink | None = None
     ) -> None:
         self._tools: dict[str, Tool] = {}
+        self._listeners: list[ToolListener] = []
         self._deadlines = Deadlines()
         self.default_timeout_ms = default_timeout_ms
         self.trace = trace
@@ -278,6 +285,8 @@ class ToolRouter:
         if tool.name in self._tools:
             raise DuplicateToolError(tool.name)
         self._tools[tool.name] = tool
+        for listener in self._listeners:
+            listener(None, tool)
         return tool
 
     def unregister(self, name: str) -> Tool:
@@ -286,7 +295,50 @@ class ToolRouter:
         Raises:
             KeyError: When no such tool is registered.
         """
-        return self._tools.pop(name)
+        tool = self._tools.pop(name)
+        for listener in self._listeners:
+            listener(tool, None)
+        return tool
+
+    def set_exposure(self, name: str, exposure: ToolExposure | str) -> Tool:
+        """Move the tool called ``name`` to another exposure tier, keeping its place in the order.
+
+        Args:
+            name: A registered tool.
+            exposure: The new tier (``ToolExposure`` or its string).
+
+        Returns:
+            The tool as registered now (a copy with the new tier; unchanged when already there).
+
+        Raises:
+            KeyError: When no such tool is registered.
+            UserError: On an unknown exposure.
+        """
+        old = self._tools[name]
+        tier = _coerce_exposure(exposure)
+        if old.exposure is tier:
+            return old
+        new = self._tools[name] = replace(old, exposure=tier)
+        for listener in self._listeners:
+            listener(old, new)
+        return new
+
+    def subscribe(self, listener: ToolListener) -> Callable[[], None]:
+        """Call ``listener(old, new)`` after every register, unregister and tier change.
+
+        Dispatch is unaffected. The listener runs synchronously inside the change; it must not
+        raise nor change the router itself.
+
+        Returns:
+            A function that unsubscribes the listener (calling it twice is harmless).
+        """
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
 
     def add(
         self,

@@ -1,0 +1,173 @@
+"""Harness strategies: which tools a model is offered each round.
+
+Spec: the progressive harness strategy (REQUIREMENTS HAR-1..3). Three strategies:
+
+``full``
+    Everything a model may see: the direct tier *and* the deferred tier (never hidden). There is
+    nothing left to discover, so this module's ``tool_search`` is not offered.
+``minimal``
+    A fixed small core, :data:`MINIMAL_TOOLS` (whichever of them are registered and not hidden).
+``progressive``
+    The direct tier plus the ``tool_search`` descriptor (HAR-1); deferred tools are found through
+    it and called by name (dispatch never gates on exposure). It needs the run's router:
+    :meth:`AssembledHarness.wire_tools` registers the discovery tool (HAR-2), and a path whose
+    tools arrive over the wire (``host_tools=True``) refuses it (HAR-3).
+
+The offered list is computed from the router at each call of :meth:`AssembledHarness.offered`, so
+plugins enabled or disabled mid-session show up in the next round.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any, Final
+
+from .errors import UserError
+from .tool_search import TOOL_SEARCH_TOOL_NAME, is_tool_search, register_tool_search
+from .tools import ToolExposure, ToolRouter
+
+__all__ = ["MINIMAL_TOOLS", "AssembledHarness", "HarnessStrategy", "assemble_harness"]
+
+MINIMAL_TOOLS: Final = frozenset(
+    {
+        "read_file",
+        "write_file",
+        "edit_file",
+        "apply_patch",
+        "list_dir",
+        "glob",
+        "grep",
+        "bash",
+        "ask_user",
+        "read_spilled",
+    }
+)
+"""The ``minimal`` strategy's core: file tools, search, a shell, questions to the user, and
+``read_spilled`` (without it an externalised result could not be read back)."""
+
+
+class HarnessStrategy(StrEnum):
+    """Which tools are offered to the model (see the module docstring)."""
+
+    FULL = "full"
+    """Direct and deferred tiers."""
+    MINIMAL = "minimal"
+    """:data:`MINIMAL_TOOLS` only."""
+    PROGRESSIVE = "progressive"
+    """Direct tier plus ``tool_search`` (HAR-1)."""
+
+
+def _coerce(strategy: HarnessStrategy | str) -> HarnessStrategy:
+    try:
+        return HarnessStrategy(strategy)
+    except ValueError:
+        choices = ", ".join(s.value for s in HarnessStrategy)
+        raise UserError(f"unknown harness strategy {strategy!r}; choose one of: {choices}") from None
+
+
+class AssembledHarness:
+    """A harness strategy bound (after :meth:`wire_tools`) to the run's router.
+
+    Args:
+        strategy: A :class:`HarnessStrategy` or its name.
+        host_tools: ``True`` on paths whose tools arrive over the wire (the sidecar's host-tools
+            chat): there is no router of the run's own to put ``tool_search`` on.
+
+    Raises:
+        UserError: On an unknown strategy name (the message lists the choices), or
+            ``progressive`` with ``host_tools=True`` (use ``full`` or ``minimal``; HAR-3).
+    """
+
+    def __init__(self, strategy: HarnessStrategy | str, *, host_tools: bool = False) -> None:
+        self.strategy = _coerce(strategy)
+        self.host_tools = host_tools
+        if host_tools and self.strategy is HarnessStrategy.PROGRESSIVE:
+            raise UserError(
+                "the progressive harness needs the run's own tool router to register tool_search; "
+                "tools arriving over the wire (host tools) have none: use the full or minimal harness"
+            )
+        self._router: ToolRouter | None = None
+
+    def __repr__(self) -> str:
+        wired = "wired" if self._router is not None else "not wired"
+        return f"AssembledHarness({self.strategy.value!r}, host_tools={self.host_tools}, {wired})"
+
+    @property
+    def router(self) -> ToolRouter | None:
+        """The router bound by :meth:`wire_tools`, or ``None``."""
+        return self._router
+
+    def wire_tools(self, router: ToolRouter) -> None:
+        """Bind the run's router; for ``progressive`` also register ``tool_search`` on it (HAR-2).
+
+        Idempotent: wiring the same router again changes nothing (one ``tool_search``).
+
+        Raises:
+            DuplicateToolError: ``progressive`` on a router where a foreign tool is named
+                ``tool_search``.
+        """
+        if self.strategy is HarnessStrategy.PROGRESSIVE:
+            register_tool_search(router)
+        self._router = router
+
+    def offered(self) -> list[dict[str, Any]]:
+        """Return this round's offered tools as OpenAI function-tool descriptors.
+
+        Computed from the router now, in registration order. Pass the bound method as
+        ``AgentLoop(offered=harness.offered)``.
+
+        Raises:
+            UserError: Before :meth:`wire_tools`, or for ``progressive`` when the router no longer
+                has the ``tool_search`` that ``wire_tools`` registered (the model is never offered
+                a tool that cannot dispatch).
+        """
+        router = self._router
+        if router is None:
+            raise UserError(
+                f"the {self.strategy.value} harness is not wired: call AssembledHarness.wire_tools(router) "
+                "before asking for the offered tools"
+            )
+        if self.strategy is HarnessStrategy.FULL:
+            return [
+                t.describe_model()
+                for t in router
+                if t.exposure is not ToolExposure.HIDDEN and not is_tool_search(router, t)
+            ]
+        if self.strategy is HarnessStrategy.MINIMAL:
+            return [
+                t.describe_model()
+                for t in router
+                if t.name in MINIMAL_TOOLS and t.exposure is not ToolExposure.HIDDEN
+            ]
+        search = router.get(TOOL_SEARCH_TOOL_NAME)
+        if search is None or not is_tool_search(router, search):
+            raise UserError(
+                "the progressive harness's tool_search is not registered on this router: "
+                "call AssembledHarness.wire_tools(router) before asking for the offered tools"
+            )
+        offered = [t.describe_model() for t in router if t.exposure is ToolExposure.DIRECT]
+        if search.exposure is not ToolExposure.DIRECT:
+            offered.append(search.describe_model())
+        return offered
+
+
+def assemble_harness(
+    strategy: HarnessStrategy | str, router: ToolRouter | None = None, *, host_tools: bool = False
+) -> AssembledHarness:
+    """Build an :class:`AssembledHarness` and, when ``router`` is given, wire it.
+
+    Args:
+        strategy: A :class:`HarnessStrategy` or its name (``full``, ``minimal``, ``progressive``).
+        router: The run's router; :meth:`AssembledHarness.wire_tools` is called with it.
+        host_tools: See :class:`AssembledHarness`.
+
+    Returns:
+        The harness; its :meth:`~AssembledHarness.offered` is ready when ``router`` was given.
+
+    Raises:
+        UserError: See :class:`AssembledHarness`.
+    """
+    harness = AssembledHarness(strategy, host_tools=host_tools)
+    if router is not None:
+        harness.wire_tools(router)
+    return harness

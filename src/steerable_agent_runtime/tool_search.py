@@ -1,0 +1,528 @@
+"""``tool_search``: BM25 discovery over the deferred tier, kept current as the inventory changes.
+
+Spec: Exposure tiers (``tool_search``). One direct-tier, read-mode tool ranks the *deferred* tier
+(never direct, never hidden) over name + description and returns full schemas, so a match is
+callable by name the next round (dispatch never gates on exposure).
+
+Ranking (the contract in ``spec/tool_contract.json`` → ``toolSearch``, shared with the desktop's
+TypeScript port; REQUIREMENTS TS-1..4):
+
+* Tokens are the runs of ``[a-z0-9]`` in the lowercased text (:func:`tokenize`). Tool names are
+  identifiers, so a name also yields the camelCase parts of each ASCII run
+  (:func:`name_tokens`: ``mcp__x__sendFile`` -> ``mcp x sendfile send file``); prose is not split,
+  so ``GitHub`` in a description is the token ``github``.
+* A document is the name's tokens twice (names weigh double) followed by the description's.
+* Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` and ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` over
+  the N deferred tools (always positive, so a matching term never scores 0). Query terms are
+  de-duplicated; a tool's score is the sum of its matching terms' weights in query order.
+* Relevance floor: a tool containing no query term scores 0 and is dropped, so an
+  off-vocabulary query gives an empty list. Order: score descending, then name ascending.
+
+The index (:class:`ToolSearchIndex`) follows a router through :meth:`ToolRouter.subscribe`:
+registering, unregistering or re-tiering one tool costs O(its tokens), and no query rebuilds
+anything. A query walks the posting lists of its terms, rarest first, and stops visiting new
+tools once the remaining terms' upper bounds cannot lift an unseen tool into the results
+(MaxScore); the returned scores are exact.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+import weakref
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ._results import invalid_text
+from .errors import DuplicateToolError, ToolRetry
+from .modes import ToolMode
+from .tools import Tool, ToolExposure, ToolRouter
+from .types import ToolResult
+
+__all__ = [
+    "BM25_B",
+    "BM25_K1",
+    "DEFAULT_MAX_RESULTS",
+    "MAX_RESULTS_CEILING",
+    "NAME_WEIGHT",
+    "TOOL_SEARCH_TOOL_NAME",
+    "SearchHit",
+    "ToolSearchIndex",
+    "clamp_max_results",
+    "name_tokens",
+    "register_tool_search",
+    "tokenize",
+]
+
+BM25_K1: Final = 1.2
+"""BM25 term-frequency saturation."""
+BM25_B: Final = 0.75
+"""BM25 document-length normalisation."""
+NAME_WEIGHT: Final = 2
+"""How many times a tool's name tokens are counted in its document."""
+DEFAULT_MAX_RESULTS: Final = 8
+"""Results returned when the call gives no ``max_results``."""
+MAX_RESULTS_CEILING: Final = 20
+"""Per-call ceiling on results: each carries a full schema, so the payload stays bounded."""
+TOOL_SEARCH_TOOL_NAME: Final = "tool_search"
+"""The discovery tool's name."""
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+_ASCII_RUN = re.compile(r"[A-Za-z0-9]+")
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_K1_PLUS_1 = BM25_K1 + 1
+_ONE_MINUS_B = 1 - BM25_B
+_SLACK = 1e-9  # relative margin for float rounding when pruning; never changes a result
+
+
+def tokenize(text: str) -> list[str]:
+    """Return the tokens of prose (a description or a query): lowercase runs of ``[a-z0-9]``.
+
+    >>> tokenize("Create a new issue in a GitHub repository")
+    ['create', 'a', 'new', 'issue', 'in', 'a', 'github', 'repository']
+    """
+    return _TOKEN.findall(text.lower())
+
+
+def name_tokens(name: str) -> list[str]:
+    """Return the tokens of a tool name: :func:`tokenize`, then the camelCase parts of each ASCII run.
+
+    A run of ``[A-Za-z0-9]`` splits before an upper-case letter that follows a lower-case letter or
+    a digit, and before the last capital of an acronym followed by a lower-case letter
+    (``HTTPServer`` -> ``http server``). Runs that do not split add nothing, so the whole
+    lowercased run always stays a token and ``sendFile`` is found by ``sendFile`` and ``send file``.
+
+    >>> name_tokens("mcp__x__sendFile")
+    ['mcp', 'x', 'sendfile', 'send', 'file']
+    """
+    tokens = tokenize(name)
+    for run in _ASCII_RUN.findall(name):
+        parts = _CAMEL_BOUNDARY.split(run)
+        if len(parts) > 1:
+            tokens.extend(part.lower() for part in parts)
+    return tokens
+
+
+def document_tokens(name: str, description: str) -> list[str]:
+    """Return a tool's document: its name tokens :data:`NAME_WEIGHT` times, then its description's."""
+    return name_tokens(name) * NAME_WEIGHT + tokenize(description)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One ranked deferred tool.
+
+    Attributes:
+        tool: The tool, as registered.
+        score: Its BM25 score (always positive).
+    """
+
+    tool: Tool
+    score: float
+
+    @property
+    def name(self) -> str:
+        """The tool's name."""
+        return self.tool.name
+
+
+class _Term:
+    """A term's posting list, grouped by ``(tf, document length)``: tools in a group weigh the same."""
+
+    __slots__ = ("df", "dl_min", "groups", "tf_max")
+
+    def __init__(self) -> None:
+        self.groups: dict[tuple[int, int], dict[str, None]] = {}
+        self.df = 0
+        self.tf_max = 0  # with dl_min, an upper bound of any posting's weight (stale after removals)
+        self.dl_min = 1 << 62
+
+
+class _Doc:
+    __slots__ = ("length", "terms", "tool")
+
+    def __init__(self, tool: Tool, terms: dict[str, int], length: int) -> None:
+        self.tool = tool
+        self.terms = terms
+        self.length = length
+
+
+class ToolSearchIndex:
+    """An incremental BM25 index over the deferred tier.
+
+    Build it over some tools (only the deferred ones are indexed) or over a router with
+    :meth:`follow`, which keeps it current through :meth:`ToolRouter.subscribe`.
+
+    Args:
+        tools: Initial tools; those not in the deferred tier are ignored.
+    """
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._docs: dict[str, _Doc] = {}
+        self._terms: dict[str, _Term] = {}
+        self._total_length = 0
+        self._unsubscribe: Any = None
+        for tool in tools:
+            self.apply(None, tool)
+
+    @classmethod
+    def follow(cls, router: ToolRouter) -> ToolSearchIndex:
+        """Index ``router``'s deferred tier now and follow every later change to it.
+
+        Returns:
+            The index; :meth:`close` stops following.
+        """
+        index = cls(router)
+        index._unsubscribe = router.subscribe(index.apply)
+        return index
+
+    def close(self) -> None:
+        """Stop following the router (the index keeps what it has)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    # -- maintenance: O(tokens of the tool) --------------------------------------------------
+    def apply(self, old: Tool | None, new: Tool | None) -> None:
+        """Apply one inventory change (the :data:`~steerable_agent_runtime.tools.ToolListener` form).
+
+        ``old`` leaves the index if it was indexed; ``new`` enters it when it is deferred.
+        """
+        if old is not None and old.name in self._docs:
+            self._remove(old.name)
+        if new is not None and new.exposure is ToolExposure.DEFERRED:
+            if new.name in self._docs:
+                self._remove(new.name)
+            self._add(new)
+
+    def _add(self, tool: Tool) -> None:
+        tokens = document_tokens(tool.name, tool.description)
+        length = len(tokens)
+        counts = dict(Counter(tokens))
+        name = tool.name
+        self._docs[name] = _Doc(tool, counts, length)
+        self._total_length += length
+        terms = self._terms
+        for term, tf in counts.items():
+            entry = terms.get(term)
+            if entry is None:
+                entry = terms[term] = _Term()
+            group = entry.groups.get((tf, length))
+            if group is None:
+                entry.groups[(tf, length)] = {name: None}
+            else:
+                group[name] = None
+            entry.df += 1
+            if tf > entry.tf_max:
+                entry.tf_max = tf
+            if length < entry.dl_min:
+                entry.dl_min = length
+
+    def _remove(self, name: str) -> None:
+        doc = self._docs.pop(name)
+        self._total_length -= doc.length
+        for term, tf in doc.terms.items():
+            entry = self._terms[term]
+            key = (tf, doc.length)
+            group = entry.groups[key]
+            del group[name]
+            if not group:
+                del entry.groups[key]
+            entry.df -= 1
+            if not entry.df:
+                del self._terms[term]
+
+    # -- introspection -------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._docs
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter([doc.tool for doc in self._docs.values()])
+
+    # -- ranking -------------------------------------------------------------------------------
+    def search(self, query: str, limit: int | None = DEFAULT_MAX_RESULTS) -> list[SearchHit]:
+        """Rank the indexed tools against ``query``.
+
+        Args:
+            query: Free text; tokenised like a description.
+            limit: Most hits to return (``None``: every match). Not clamped here; the tool clamps.
+
+        Returns:
+            The matching tools, best first (score descending, then name ascending); an empty list
+            when no indexed tool contains a query term.
+        """
+        scores = self.scores(query, limit)
+        return [SearchHit(self._docs[name].tool, score) for name, score in scores]
+
+    def scores(self, query: str, limit: int | None = DEFAULT_MAX_RESULTS) -> list[tuple[str, float]]:
+        """Like :meth:`search`, as ``(name, score)`` pairs."""
+        terms = self._terms
+        present = [t for t in dict.fromkeys(tokenize(query)) if t in terms]
+        if not present or (limit is not None and limit < 1):
+            return []
+        n_docs = len(self._docs)
+        avgdl = self._total_length / n_docs
+        idfs = {t: math.log(1 + (n_docs - terms[t].df + 0.5) / (terms[t].df + 0.5)) for t in present}
+        if limit is None or limit >= n_docs:
+            acc = self._accumulate(present, idfs, avgdl)
+            ranked = sorted(acc.items(), key=_by_score_then_name)
+            return ranked if limit is None else ranked[:limit]
+        return self._top(present, idfs, avgdl, limit)
+
+    def _accumulate(self, present: list[str], idfs: dict[str, float], avgdl: float) -> dict[str, float]:
+        """Exact scores of every matching tool, summed in query order."""
+        acc: dict[str, float] = {}
+        get = acc.get
+        for term in present:
+            idf = idfs[term]
+            for (tf, dl), names in self._terms[term].groups.items():
+                weight = idf * tf * _K1_PLUS_1 / (tf + BM25_K1 * (_ONE_MINUS_B + BM25_B * dl / avgdl))
+                for name in names:
+                    acc[name] = get(name, 0.0) + weight
+        return acc
+
+    def _top(  # noqa: C901 - one MaxScore pass; split, it would copy its state around
+        self, present: list[str], idfs: dict[str, float], avgdl: float, limit: int
+    ) -> list[tuple[str, float]]:
+        """The best ``limit`` tools by MaxScore: rare terms first; common terms only re-score survivors."""
+        terms = self._terms
+        bound = {}
+        for t in present:
+            entry = terms[t]
+            bound[t] = (
+                idfs[t]
+                * entry.tf_max
+                * _K1_PLUS_1
+                / (entry.tf_max + BM25_K1 * (_ONE_MINUS_B + BM25_B * entry.dl_min / avgdl))
+            )
+        order = sorted(present, key=lambda t: (-bound[t], terms[t].df))
+        rest = [0.0] * (len(order) + 1)  # rest[j]: most the terms order[j:] can add to any tool
+        for j in range(len(order) - 1, -1, -1):
+            rest[j] = rest[j + 1] + bound[order[j]]
+
+        acc: dict[str, float] = {}
+        theta = 0.0
+        j = 0
+        while j < len(order):
+            term = order[j]
+            entry = terms[term]
+            if len(acc) >= limit and len(acc) <= entry.df:
+                theta = heapq.nlargest(limit, acc.values())[-1]
+                if rest[j] * (1 + _SLACK) < theta:
+                    break  # no tool unseen so far can reach the results
+            idf = idfs[term]
+            tf_max, dl_min = 0, 1 << 62
+            get = acc.get
+            for (tf, dl), names in entry.groups.items():
+                weight = idf * tf * _K1_PLUS_1 / (tf + BM25_K1 * (_ONE_MINUS_B + BM25_B * dl / avgdl))
+                if acc:
+                    for name in names:
+                        acc[name] = get(name, 0.0) + weight
+                else:
+                    acc.update(dict.fromkeys(names, weight))
+                if tf > tf_max:
+                    tf_max = tf
+                if dl < dl_min:
+                    dl_min = dl
+            entry.tf_max, entry.dl_min = tf_max, dl_min  # exact again (removals leave them loose)
+            j += 1
+
+        if j < len(order):  # the rest only re-scores tools already seen that can still make it
+            docs = self._docs
+            floor = theta / (1 + _SLACK) - rest[j]
+            survivors = [name for name, score in acc.items() if score >= floor]
+            for term in order[j:]:
+                idf = idfs[term]
+                for name in survivors:
+                    doc = docs[name]
+                    count = doc.terms.get(term)
+                    if count:
+                        acc[name] += (
+                            idf
+                            * count
+                            * _K1_PLUS_1
+                            / (count + BM25_K1 * (_ONE_MINUS_B + BM25_B * doc.length / avgdl))
+                        )
+            acc = {name: acc[name] for name in survivors}
+
+        # exact scores in query order for the contenders, then score desc / name asc
+        if len(acc) > limit:
+            kth = heapq.nlargest(limit, acc.values())[-1] / (1 + _SLACK)
+            contenders = [name for name, score in acc.items() if score >= kth]
+        else:
+            contenders = list(acc)
+        ranked = sorted(
+            ((name, self._score(name, present, idfs, avgdl)) for name in contenders), key=_by_score_then_name
+        )
+        return ranked[:limit]
+
+    def _score(self, name: str, present: list[str], idfs: dict[str, float], avgdl: float) -> float:
+        doc = self._docs[name]
+        score = 0.0
+        norm = BM25_K1 * (_ONE_MINUS_B + BM25_B * doc.length / avgdl)
+        for term in present:
+            tf = doc.terms.get(term)
+            if tf:
+                score += idfs[term] * tf * _K1_PLUS_1 / (tf + norm)
+        return score
+
+
+def _by_score_then_name(item: tuple[str, float]) -> tuple[float, str]:
+    return (-item[1], item[0])
+
+
+# -- the tool ---------------------------------------------------------------------------------
+
+_DESCRIPTION = (
+    "Find tools that are not offered directly. Describe the capability you need in a few keywords "
+    "(for example 'create github issue'); the best matching tools come back with their full "
+    "parameter schemas, and you can call any of them by name in your next step."
+)
+
+_PARAMETERS: Final[Mapping[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "query": {
+            "type": "string",
+            "description": "Keywords for the capability you need: verbs, nouns, service or tool names.",
+        },
+        "max_results": {
+            "type": "integer",
+            "description": (
+                f"How many tools to return: default {DEFAULT_MAX_RESULTS}, at most {MAX_RESULTS_CEILING} "
+                "(values out of range are clamped)."
+            ),
+            "default": DEFAULT_MAX_RESULTS,
+        },
+    },
+    "required": ["query"],
+}
+
+_NO_MATCH_NOTE = (
+    "No deferred tool matches any word of the query. Try other keywords (the action, the object, "
+    "the service name), or use the tools you were offered."
+)
+
+_wired: weakref.WeakKeyDictionary[ToolRouter, tuple[Tool, ToolSearchIndex]] = weakref.WeakKeyDictionary()
+
+
+def clamp_max_results(value: Any) -> int:
+    """Return the result count for a ``max_results`` argument, clamped into 1..:data:`MAX_RESULTS_CEILING`.
+
+    ``None`` gives :data:`DEFAULT_MAX_RESULTS`; numbers (and numeric strings) out of range clamp, never
+    fail; fractions are truncated.
+
+    Raises:
+        ToolRetry: When the value is not a number at all (a boolean, a word, a list...).
+    """
+    if value is None:
+        return DEFAULT_MAX_RESULTS
+    number: float
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _invalid_max_results(value)
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise _invalid_max_results(value) from None
+    else:
+        number = value
+    if math.isnan(number):
+        return DEFAULT_MAX_RESULTS
+    if number >= MAX_RESULTS_CEILING:
+        return MAX_RESULTS_CEILING
+    if number < 1:
+        return 1
+    return int(number)
+
+
+def _invalid_max_results(value: Any) -> ToolRetry:
+    problems = [{"field": "max_results", "message": f"{value!r} is not a number; give an integer 1..20"}]
+    return ToolRetry(
+        invalid_text(TOOL_SEARCH_TOOL_NAME, problems), data={"code": "invalid_arguments", "errors": problems}
+    )
+
+
+def _validate(arguments: dict[str, Any]) -> dict[str, Any]:
+    query = arguments.get("query")
+    if not isinstance(query, str):
+        problems = [{"field": "query", "message": "a string of keywords is required"}]
+        raise ToolRetry(
+            invalid_text(TOOL_SEARCH_TOOL_NAME, problems),
+            data={"code": "invalid_arguments", "errors": problems},
+        )
+    raw = arguments["max_results"] if "max_results" in arguments else arguments.get("maxResults")
+    return {"query": query, "max_results": clamp_max_results(raw)}
+
+
+def _search_tool(index: ToolSearchIndex) -> Tool:
+    async def tool_search(query: str, max_results: int) -> ToolResult:
+        hits = index.search(query, max_results)
+        tools: list[dict[str, Any]] = [
+            {
+                "name": hit.tool.name,
+                "description": hit.tool.description,
+                "parameters": hit.tool.parameters,
+                "score": hit.score,
+            }
+            for hit in hits
+        ]
+        data: dict[str, Any] = {"query": query, "maxResults": max_results, "tools": tools}
+        if not hits:
+            data["note"] = _NO_MATCH_NOTE
+            return ToolResult(success=True, message=_NO_MATCH_NOTE, data=data)
+        names = ", ".join(t["name"] for t in tools)
+        message = f"{len(tools)} matching tool{'s' if len(tools) > 1 else ''}: {names}. Call them by name."
+        return ToolResult(success=True, message=message, data=data)
+
+    return Tool(
+        name=TOOL_SEARCH_TOOL_NAME,
+        description=_DESCRIPTION,
+        parameters=dict(_PARAMETERS),
+        handler=tool_search,
+        mode=ToolMode.READ,
+        exposure=ToolExposure.DIRECT,
+        validate=_validate,
+    )
+
+
+def register_tool_search(router: ToolRouter) -> Tool:
+    """Register the ``tool_search`` tool on ``router``, with an index that follows the router.
+
+    Idempotent: on a router that already has this module's ``tool_search``, the registered tool is
+    returned and nothing changes. Spec: Exposure tiers; the progressive harness strategy.
+
+    Args:
+        router: The run's router; its deferred tier is what the tool searches, as it is at each call.
+
+    Returns:
+        The registered tool (direct tier, read mode).
+
+    Raises:
+        DuplicateToolError: When another tool named ``tool_search`` is registered there.
+    """
+    wired = _wired.get(router)
+    if wired is not None:
+        tool, index = wired
+        if router.get(TOOL_SEARCH_TOOL_NAME) is tool:
+            return tool
+        index.close()
+        del _wired[router]
+    if TOOL_SEARCH_TOOL_NAME in router:
+        raise DuplicateToolError(TOOL_SEARCH_TOOL_NAME)
+    index = ToolSearchIndex.follow(router)
+    tool = router.register(_search_tool(index))
+    _wired[router] = (tool, index)
+    return tool
+
+
+def is_tool_search(router: ToolRouter, tool: Tool | None) -> bool:
+    """Return ``True`` when ``tool`` is the ``tool_search`` :func:`register_tool_search` put on ``router``."""
+    wired = _wired.get(router)
+    return tool is not None and wired is not None and wired[0] is tool
