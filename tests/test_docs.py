@@ -9,7 +9,8 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 
 def test_readme_python_example_prints_what_it_claims(tmp_path):
-    code = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    code = next(b for b in blocks if "is_terminal_result" in b)  # the "Use it from Python" example
     claims = [m.group(1).strip() for m in re.finditer(r"^\s*print\(.*\)\s+# (.*)$", code, re.M)]
     run = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60
