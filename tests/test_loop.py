@@ -463,3 +463,50 @@ async def test_a_failing_event_sink_never_stops_the_run(router: ToolRouter) -> N
 
     summary = await AgentLoop(ScriptedProvider(["ok"]), router, on_event=sink).run([], "go")
     assert summary.outcome is RunOutcome.COMPLETED
+
+
+async def test_resume_after_a_crash_mid_call_answers_the_dangling_calls(
+    router: ToolRouter, tmp_path: Path
+) -> None:
+    # a process died while running c2: the record has the assistant message and only c1's result
+    record = DurableRecord(tmp_path / "s.jsonl")
+    assistant = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "echo", "arguments": "{}"}},
+        ],
+    }
+    done = {"role": "tool", "tool_call_id": "c1", "content": '{"success": true}'}
+    await record.append_messages([{"role": "user", "content": "go"}, assistant, done])
+    provider = ScriptedProvider(["resumed"])
+    history = await record.load()
+    await AgentLoop(provider, router, record=record).run(history, "continue")
+    sent = list(provider.requests[0].messages)
+    # every tool call id has an answer before the next user message (OpenAI rejects it otherwise)
+    assert [m.get("tool_call_id") for m in sent[2:5]] == ["c1", "c2", None]
+    assert json.loads(sent[3]["content"]) == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "interrupted: the process stopped before this call finished; check its effect before retrying it",
+        "data": {"code": "interrupted"},
+    }
+    assert sent[4] == {"role": "user", "content": "continue"}
+    assert [m.get("tool_call_id") for m in record.messages()][:4] == [None, None, "c1", "c2"]
+
+
+async def test_a_dangling_call_inside_the_history_is_answered_in_place(router: ToolRouter) -> None:
+    history = [
+        {"role": "user", "content": "a"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "x", "type": "function", "function": {"name": "echo", "arguments": "{}"}}],
+        },
+        {"role": "user", "content": "b"},
+    ]
+    provider = ScriptedProvider(["ok"])
+    await AgentLoop(provider, router).run(history, "c")
+    roles = [m["role"] for m in provider.requests[0].messages]
+    assert roles == ["user", "assistant", "tool", "user", "user"]

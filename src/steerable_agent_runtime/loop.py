@@ -34,7 +34,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from .errors import ProviderError
 from .executor import ToolExecutor
@@ -236,9 +236,10 @@ class AgentLoop:
             The :class:`RunSummary`. Provider failures end the run with ``error``; tool failures
             never raise.
         """
-        self.messages = [dict(m) for m in history]
+        self.messages, interrupted = _answer_dangling_calls([dict(m) for m in history])
         self._seen_ids = _ids_in(self.messages)
         new = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
+        new = interrupted + new
         summary = RunSummary(RunOutcome.COMPLETED)
         self._task = asyncio.current_task()
         self._cancel_requested = False
@@ -454,6 +455,47 @@ class AgentLoop:
             raise
         except Exception:
             logger.exception("event sink failed on %s", event.get("type"))
+
+
+INTERRUPTED_RESULT: Final = ToolResult(
+    success=False,
+    needs_followup=True,
+    error="interrupted: the process stopped before this call finished; check its effect before retrying it",
+    data={"code": "interrupted"},
+)
+"""The answer a resume gives a recorded call that never got a result (the process died mid-call)."""
+
+
+def _answer_dangling_calls(history: list[Message]) -> tuple[list[Message], list[Message]]:
+    """Give every recorded tool call without a tool message an ``interrupted`` result.
+
+    A process that died while tools ran leaves an assistant message whose calls have no answer;
+    OpenAI-compatible APIs reject such a conversation. Calls at the end of the history are
+    answered by new messages (returned second, to be appended to the record); a dangling call
+    earlier in the history is answered in place, right after its assistant message.
+
+    Returns:
+        The repaired history (without the new tail messages) and the tail messages to append.
+    """
+    answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    repaired: list[Message] = []
+    tail: list[Message] = []
+    for index, message in enumerate(history):
+        repaired.append(message)
+        calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+        if not calls:
+            continue
+        missing = [
+            c["id"]
+            for c in calls
+            if isinstance(c, Mapping) and isinstance(c.get("id"), str) and c["id"] not in answered
+        ]
+        answers = [tool_message(call_id, INTERRUPTED_RESULT) for call_id in missing]
+        if all(m.get("role") == "tool" for m in history[index + 1 :]):
+            tail.extend(answers)
+        else:
+            repaired.extend(answers)
+    return repaired, tail
 
 
 def _ids_in(messages: Sequence[Message]) -> set[str]:
