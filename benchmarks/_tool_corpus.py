@@ -1,0 +1,84 @@
+"""Shared helpers for the tool_search benchmarks: the peer data sets and synthetic inventories.
+
+The data is ``shared/peer/tool-retrieval/`` (Seal-Tools, MetaTool), found the way
+``tests/peer_data.py`` finds it: ``STEERABLE_SHARED_DIR``, else ``shared/`` beside the checkout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from steerable_agent_runtime.modes import ToolMode
+from steerable_agent_runtime.tools import Tool, ToolExposure
+
+_CHECKOUT = Path(__file__).resolve().parent.parent
+
+
+def shared_dir() -> Path:
+    """Return the ``shared/`` folder, or raise naming where it was looked for."""
+    candidates = [Path(os.environ["STEERABLE_SHARED_DIR"])] if os.environ.get("STEERABLE_SHARED_DIR") else []
+    candidates.append(_CHECKOUT.parent / "shared")
+    for candidate in candidates:
+        if (candidate / "peer").is_dir():
+            return candidate
+    tried = ", ".join(str(c) for c in candidates)
+    raise FileNotFoundError(f"shared/peer not found (tried {tried}); set STEERABLE_SHARED_DIR")
+
+
+def retrieval_dir() -> Path:
+    """Return ``shared/peer/tool-retrieval``."""
+    return shared_dir() / "peer" / "tool-retrieval"
+
+
+def load_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Read one JSON object per line."""
+    with path.open(encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def load_dataset(name: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Return ``(tools, queries)`` of ``seal-tools`` or ``metatool``."""
+    folder = retrieval_dir() / name
+    return load_jsonl(folder / "tools.jsonl"), load_jsonl(folder / "queries.jsonl")
+
+
+async def _noop(**_: Any) -> dict[str, Any]:
+    return {}
+
+
+def deferred_tool(name: str, description: str, parameters: dict[str, Any] | None = None) -> Tool:
+    """A deferred tool with a no-op handler (cheap: no schema check)."""
+    return Tool(
+        name=name,
+        description=description,
+        parameters=parameters or {"type": "object", "properties": {}},
+        handler=_noop,
+        mode=ToolMode.READ,
+        exposure=ToolExposure.DEFERRED,
+    )
+
+
+def synthetic_inventory(size: int) -> list[tuple[str, str]]:
+    """``size`` distinct ``(name, description)`` pairs grown from the 4,076 Seal-Tools tools.
+
+    The first 4,076 are Seal-Tools as-is. Each later copy ``r`` of tool ``i`` is namespaced like
+    an MCP server's tool (``mcp__srv<r>__<name>``) and its description gets the first eight words
+    of another Seal-Tools description appended, so the vocabulary keeps its natural (Zipf) shape
+    and copies do not tie.
+    """
+    seal, _ = load_dataset("seal-tools")
+    count = len(seal)
+    out: list[tuple[str, str]] = []
+    for k in range(size):
+        base = seal[k % count]
+        copy = k // count
+        if copy == 0:
+            out.append((base["name"], base["description"]))
+            continue
+        other = seal[(k * 7919 + copy * 104729) % count]
+        extra = " ".join(other["description"].split()[:8])
+        out.append((f"mcp__srv{copy}__{base['name']}", f"{base['description']} {extra}"))
+    return out
