@@ -510,3 +510,106 @@ async def test_a_dangling_call_inside_the_history_is_answered_in_place(router: T
     await AgentLoop(provider, router).run(history, "c")
     roles = [m["role"] for m in provider.requests[0].messages]
     assert roles == ["user", "assistant", "tool", "user", "user"]
+
+
+async def test_identical_repeat_of_a_reused_id_still_runs_once(router: ToolRouter) -> None:  # ENV-8
+    # providers that restart ids each turn (call_0, call_1...) reuse ids across turns
+    provider = ScriptedProvider(
+        [
+            turn(call("echo", {"text": "first"}, id="call_0")),
+            turn(
+                call("echo", {"text": "second"}, id="call_0"), call("echo", {"text": "second"}, id="call_0")
+            ),
+            "done",
+        ]
+    )
+    loop = AgentLoop(provider, router)
+    await loop.run([], "go")
+    assert router.calls == [("echo", "first"), ("echo", "second")]  # type: ignore[attr-defined]
+    ids = [c["id"] for m in loop.messages for c in m.get("tool_calls") or []]
+    assert len(ids) == 2 and len(set(ids)) == 2
+
+
+async def test_trace_entries_are_written_with_the_batch(router: ToolRouter, tmp_path: Path) -> None:  # ENV-3
+    record = DurableRecord(tmp_path / "s.jsonl")
+    provider = ScriptedProvider([turn(call("echo", {"text": "a"}, id="1"), call("nope", id="2")), "ok"])
+    await AgentLoop(provider, router, record=record).run([], "go")
+    traces = [e["trace"] for e in record.entries() if e["type"] == "trace"]
+    assert [(t["name"], t["callId"], t["success"]) for t in traces] == [
+        ("echo", "1", True),
+        ("nope", "2", False),
+    ]
+    assert traces[0]["attrs"]["mode"] == "local" and traces[0]["attrs"]["outcome"] == "ok"
+    assert all("trace" not in str(m) for m in record.messages())  # never part of the conversation
+
+
+async def test_model_timeout_ends_the_run_with_error(router: ToolRouter) -> None:
+    class Stalling:
+        async def complete(self, request: ChatRequest) -> ChatResponse:
+            await asyncio.sleep(30)
+            raise AssertionError
+
+        async def stream(self, request: ChatRequest) -> Any:
+            from steerable_agent_runtime.llm import TextDelta
+
+            while True:  # a server sending keep-alives forever
+                await asyncio.sleep(0.01)
+                yield TextDelta("")
+
+    summary = await AgentLoop(Stalling(), router, model_timeout_ms=100).run([], "go")
+    assert summary.outcome is RunOutcome.ERROR
+    assert summary.error == "the model did not finish its answer within 100 ms"
+
+
+async def test_cancel_during_event_emission_still_answers_every_call(
+    router: ToolRouter, tmp_path: Path
+) -> None:
+    record = DurableRecord(tmp_path / "s.jsonl")
+    provider = ScriptedProvider(
+        [turn(call("echo", {"text": "a"}, id="k1"), call("echo", {"text": "b"}, id="k2"))]
+    )
+    loop: AgentLoop
+
+    async def slow_sink(event: dict[str, Any]) -> None:
+        if event["type"] == "tool_call":
+            loop.cancel()  # arrives while the loop is announcing the calls, before any runs
+            await asyncio.sleep(1)
+
+    loop = AgentLoop(provider, router, record=record, on_event=slow_sink)
+    summary = await loop.run([], "go")
+    assert summary.outcome is RunOutcome.CANCELLED and summary.tool_calls == 2
+    results = tool_results(record.messages())
+    assert list(results) == ["k1", "k2"] and all(r["data"] == {"code": "cancelled"} for r in results.values())
+    assert router.calls == []  # type: ignore[attr-defined]
+
+
+async def test_orphan_tool_messages_are_dropped_on_resume(router: ToolRouter) -> None:
+    history = [
+        {"role": "user", "content": "a"},
+        {
+            "role": "tool",
+            "tool_call_id": "lost",
+            "content": '{"success": true}',
+        },  # its assistant line was lost
+    ]
+    provider = ScriptedProvider(["ok"])
+    await AgentLoop(provider, router).run(history, "b")
+    assert [m["role"] for m in provider.requests[0].messages] == ["user", "user"]
+
+
+async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) -> None:
+    @router.tool
+    async def quitter() -> None:
+        """Exits."""
+        raise SystemExit(3)
+
+    result = await router.dispatch({"id": "q", "name": "quitter", "arguments": {}})
+    assert result.success is False and result.data == {
+        "code": "tool_exception",
+        "exceptionType": "SystemExit",
+    }
+
+
+async def test_invalid_scripted_usage_is_a_provider_error(router: ToolRouter) -> None:
+    summary = await AgentLoop(ScriptedProvider([{"text": "x", "usage": "lots"}]), router).run([], "go")
+    assert summary.outcome is RunOutcome.ERROR and "invalid usage" in (summary.error or "")

@@ -79,7 +79,7 @@ def signal_result(signal: ToolSignal) -> ToolResult:
     )
 
 
-def failed_result(name: str, exc: Exception) -> ToolResult:
+def failed_result(name: str, exc: Exception | SystemExit) -> ToolResult:
     """Turn a handler's exception into its result: signals as they say, anything else as a tool bug."""
     if isinstance(exc, ToolSignal):
         return signal_result(exc)

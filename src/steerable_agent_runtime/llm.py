@@ -359,10 +359,14 @@ def _scripted_response(turn: Any, request: ChatRequest) -> ChatResponse:
             if isinstance(c, Mapping)
         )
         usage = turn.get("usage") or {}
+        try:
+            counted = Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0)))
+        except (AttributeError, TypeError, ValueError):
+            raise ProviderError(f"a scripted turn has an invalid usage {usage!r}") from None
         return ChatResponse(
             text=str(turn.get("text") or ""),
             tool_calls=calls,
-            usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            usage=counted,
             finish_reason="tool_calls" if calls else "stop",
         )
     raise ProviderError(f"unsupported scripted turn {type(turn).__name__}")

@@ -166,6 +166,9 @@ class AgentLoop:
         tool_timeout_ms: A deadline for each call as a whole, in milliseconds (``None``: only the
             router's per-tool timeouts apply). A call past it gets a failed result with
             ``needsFollowup`` and ``data.code == "timeout"``.
+        model_timeout_ms: A deadline for each whole model call, in milliseconds (``None``: none);
+            past it the run ends ``error`` (a server that keeps a stream open without finishing
+            cannot hang a run).
         stream: Use :meth:`LLMProvider.stream` (text arrives as ``text`` events) instead of
             :meth:`LLMProvider.complete`.
 
@@ -187,6 +190,7 @@ class AgentLoop:
         on_event: EventSink | None = None,
         model: str | None = None,
         tool_timeout_ms: int | None = None,
+        model_timeout_ms: int | None = None,
         stream: bool = True,
     ) -> None:
         if max_rounds < 1:
@@ -202,7 +206,10 @@ class AgentLoop:
         self.on_event = on_event
         self.model = model
         self.tool_timeout_ms = tool_timeout_ms
+        self.model_timeout_ms = model_timeout_ms
         self.stream = stream
+        self._answered = 0
+        self._spans: list[dict[str, Any]] = []
         self.messages: list[Message] = []
         self._seen_ids: set[str] = set()
         self._task: asyncio.Task[Any] | None = None
@@ -243,10 +250,15 @@ class AgentLoop:
         summary = RunSummary(RunOutcome.COMPLETED)
         self._task = asyncio.current_task()
         self._cancel_requested = False
+        self._answered = 0
         try:
             await self._append(new)
             await self._rounds(summary)
         except asyncio.CancelledError:
+            # every call the record shows must have an answer, however the run was stopped
+            _, unanswered = _answer_dangling_calls(self.messages, CANCELLED_RESULT)
+            self._answered += len(unanswered)
+            await self._append(unanswered)
             task = asyncio.current_task()
             if not self._cancel_requested or task is None:
                 raise
@@ -254,6 +266,7 @@ class AgentLoop:
             summary.outcome = RunOutcome.CANCELLED
         finally:
             self._task = None
+            summary.tool_calls = self._answered
         await self._finish(summary)
         return summary
 
@@ -281,7 +294,6 @@ class AgentLoop:
                 summary.outcome = RunOutcome.COMPLETED
                 return
             results = await self._run_batch(response.tool_calls)
-            summary.tool_calls += len(results)
             terminal = next((r for r in results if is_terminal_result(r)), None)
             if terminal is not None:
                 summary.outcome = RunOutcome.TERMINAL
@@ -289,6 +301,17 @@ class AgentLoop:
                 return
 
     async def _call_model(self, request: ChatRequest) -> ChatResponse:
+        if self.model_timeout_ms is None:
+            return await self._model_answer(request)
+        try:
+            async with asyncio.timeout(self.model_timeout_ms / 1000):
+                return await self._model_answer(request)
+        except TimeoutError:
+            raise ProviderError(
+                f"the model did not finish its answer within {self.model_timeout_ms} ms", retryable=True
+            ) from None
+
+    async def _model_answer(self, request: ChatRequest) -> ChatResponse:
         if not self.stream:
             return await self.provider.complete(request)
         response: ChatResponse | None = None
@@ -304,13 +327,14 @@ class AgentLoop:
     def _unique_ids(self, response: ChatResponse) -> ChatResponse:
         """Apply the id rules of the module docstring; returns the response to record and run."""
         calls: list[ToolCall | InvalidToolCall] = []
-        this_turn: dict[str, ToolCall | InvalidToolCall] = {}
+        sent: dict[str, list[ToolCall | InvalidToolCall]] = {}  # as the model sent them, by its id
         changed = False
         for call in response.tool_calls:
-            earlier = this_turn.get(call.id)
-            if earlier is not None and earlier == call:
+            earlier = sent.setdefault(call.id, [])
+            if call in earlier:
                 changed = True  # the same call sent twice: run and record it once
                 continue
+            earlier.append(call)
             if call.id in self._seen_ids:
                 fresh = new_call_id()
                 call = (
@@ -320,7 +344,6 @@ class AgentLoop:
                 )
                 changed = True
             self._seen_ids.add(call.id)
-            this_turn[call.id] = call
             calls.append(call)
         if not changed:
             return response
@@ -340,6 +363,7 @@ class AgentLoop:
 
         for call in calls:
             await self._emit({"type": "tool_call", "call": _call_wire(call)})
+        self._spans = []
         tasks = [asyncio.ensure_future(one(i, c)) for i, c in enumerate(calls)]
         try:
             await asyncio.gather(*tasks)
@@ -347,17 +371,13 @@ class AgentLoop:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            cancelled = ToolResult(
-                success=False,
-                terminal=True,
-                error="cancelled by the user before it finished",
-                data={"code": "cancelled"},
-            )
-            done = [r if r is not None else cancelled for r in results]
-            await self._append([tool_message(c.id, r) for c, r in zip(calls, done, strict=True)])
+            done = [r if r is not None else CANCELLED_RESULT for r in results]
+            self._answered += len(calls)
+            await self._append([tool_message(c.id, r) for c, r in zip(calls, done, strict=True)], self._spans)
             raise
         final = [r for r in results if r is not None]
-        await self._append([tool_message(c.id, r) for c, r in zip(calls, final, strict=True)])
+        self._answered += len(calls)
+        await self._append([tool_message(c.id, r) for c, r in zip(calls, final, strict=True)], self._spans)
         for call, result in zip(calls, final, strict=True):
             await self._emit(
                 {"type": "tool_result", "id": call.id, "name": call.name, "result": result.to_wire()}
@@ -380,8 +400,7 @@ class AgentLoop:
                     spilled = result
                 attrs["spilled"] = spilled is not result
                 result = spilled
-        if self.trace is not None:
-            self._trace(call, result, started, attrs)
+        self._trace(call, result, started, attrs)
         return result
 
     async def _execute(self, call: ToolCall) -> ToolResult:
@@ -409,7 +428,6 @@ class AgentLoop:
     def _trace(
         self, call: ToolCall | InvalidToolCall, result: ToolResult, started: int, attrs: dict[str, Any]
     ) -> None:
-        assert self.trace is not None
         ended = time.perf_counter_ns()
         spec = self.router.get(call.name)
         attrs = {
@@ -422,19 +440,27 @@ class AgentLoop:
         decisions = getattr(self.executor, "decisions", None)
         if isinstance(decisions, dict) and call.id in decisions:
             attrs["approved"] = decisions.pop(call.id)
+        span = TraceSpan(call.name, call.id, started, ended, result.success, attrs)
+        self._spans.append(
+            {"name": span.name, "callId": span.call_id, "success": span.success, "attrs": span.attrs}
+        )
+        if self.trace is None:
+            return
         try:
-            self.trace(TraceSpan(call.name, call.id, started, ended, result.success, attrs))
+            self.trace(span)
         except Exception:
             logger.exception("trace sink failed")
 
     # -- plumbing -------------------------------------------------------------------------------
-    async def _append(self, messages: list[Message]) -> None:
+    async def _append(self, messages: list[Message], spans: Sequence[Mapping[str, Any]] = ()) -> None:
         if not messages:
             return
         self.messages.extend(messages)
         if self.record is not None:
-            # shielded: a cancel arriving mid-write must not leave the record short of a message
-            await asyncio.shield(self.record.append_messages(messages))
+            # one write, one fsync: the batch's tool messages and their trace entries. Shielded: a
+            # cancel arriving mid-write must not leave the record short of a message.
+            entries = [("trace", span) for span in spans]
+            await asyncio.shield(self.record.append(messages, entries))
 
     async def _finish(self, summary: RunSummary) -> None:
         if self.record is not None:
@@ -466,31 +492,45 @@ INTERRUPTED_RESULT: Final = ToolResult(
 """The answer a resume gives a recorded call that never got a result (the process died mid-call)."""
 
 
-def _answer_dangling_calls(history: list[Message]) -> tuple[list[Message], list[Message]]:
-    """Give every recorded tool call without a tool message an ``interrupted`` result.
+CANCELLED_RESULT: Final = ToolResult(
+    success=False, terminal=True, error="cancelled by the user before it finished", data={"code": "cancelled"}
+)
+"""The answer a cancelled run records for each call that had not finished."""
 
-    A process that died while tools ran leaves an assistant message whose calls have no answer;
-    OpenAI-compatible APIs reject such a conversation. Calls at the end of the history are
-    answered by new messages (returned second, to be appended to the record); a dangling call
-    earlier in the history is answered in place, right after its assistant message.
+
+def _answer_dangling_calls(
+    history: list[Message], result: ToolResult | None = None
+) -> tuple[list[Message], list[Message]]:
+    """Make the history valid for OpenAI-compatible APIs: every call answered, no orphan answers.
+
+    A process that died while tools ran leaves an assistant message whose calls have no tool
+    message; an API rejects such a conversation, and also one with a tool message answering no
+    call (a record line lost in the middle). Unanswered calls at the end of the history get new
+    messages carrying ``result`` (default :data:`INTERRUPTED_RESULT`), returned second so the
+    caller appends them to the record; an unanswered call earlier in the history is answered in
+    place, right after its assistant message. Orphan tool messages are dropped.
 
     Returns:
         The repaired history (without the new tail messages) and the tail messages to append.
     """
+    answer = result if result is not None else INTERRUPTED_RESULT
     answered = {m.get("tool_call_id") for m in history if m.get("role") == "tool"}
+    asked: set[str] = set()
     repaired: list[Message] = []
     tail: list[Message] = []
     for index, message in enumerate(history):
+        if message.get("role") == "tool":
+            if message.get("tool_call_id") not in asked:
+                logger.warning("dropping a tool message that answers no recorded call")
+                continue
         repaired.append(message)
         calls = message.get("tool_calls") if message.get("role") == "assistant" else None
         if not calls:
             continue
-        missing = [
-            c["id"]
-            for c in calls
-            if isinstance(c, Mapping) and isinstance(c.get("id"), str) and c["id"] not in answered
-        ]
-        answers = [tool_message(call_id, INTERRUPTED_RESULT) for call_id in missing]
+        ids = [c["id"] for c in calls if isinstance(c, Mapping) and isinstance(c.get("id"), str)]
+        asked.update(ids)
+        answers = [tool_message(call_id, answer) for call_id in ids if call_id not in answered]
+        answered.update(ids)
         if all(m.get("role") == "tool" for m in history[index + 1 :]):
             tail.extend(answers)
         else:

@@ -8,6 +8,7 @@ most the model call in flight, never a tool result the model already acted on.
 Each line is one JSON object::
 
     {"v": 1, "type": "message", "message": {"role": "tool", "tool_call_id": "...", "content": "..."}}
+    {"v": 1, "type": "trace", "trace": {"name": "read_file", "callId": "...", "success": true, ...}}
     {"v": 1, "type": "run", "run": {"outcome": "completed", "rounds": 3, ...}}
 
 Lines are written whole with one ``write`` and an ``fsync``. A torn last line (the process died in
@@ -82,13 +83,34 @@ class DurableRecord:
         return self.path.is_file()
 
     # -- writing --------------------------------------------------------------------------------
+    async def append(
+        self,
+        messages: Iterable[Mapping[str, Any]] = (),
+        entries: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    ) -> None:
+        """Append messages, then other entries, in one write and one ``fsync``.
+
+        Args:
+            messages: OpenAI chat messages; each becomes one ``{"type": "message"}`` line.
+            entries: ``(kind, payload)`` pairs, e.g. ``("trace", span)``; ``"message"`` is reserved.
+
+        Raises:
+            UserError: An entry of kind ``"message"``.
+        """
+        lines = [{"v": RECORD_VERSION, "type": "message", "message": dict(m)} for m in messages]
+        for kind, payload in entries:
+            if kind == "message":
+                raise UserError("use messages= for messages")
+            lines.append({"v": RECORD_VERSION, "type": kind, kind: dict(payload)})
+        await self._append(lines)
+
     async def append_messages(self, messages: Iterable[Mapping[str, Any]]) -> None:
         """Append chat messages durably (written and fsync'd when this returns).
 
         Args:
             messages: OpenAI chat messages; each becomes one ``{"type": "message"}`` line.
         """
-        await self._append([{"v": RECORD_VERSION, "type": "message", "message": dict(m)} for m in messages])
+        await self.append(messages)
 
     async def append_entry(self, kind: str, payload: Mapping[str, Any]) -> None:
         """Append one non-message entry, e.g. ``append_entry("run", summary)``.

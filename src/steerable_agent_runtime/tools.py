@@ -485,7 +485,7 @@ class ToolRouter:
                     pending = steps.send(None)
                 except StopIteration as done:
                     result = _normalised(spec, done.value)
-                except Exception as exc:
+                except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the process
                     result = failed_result(spec.name, exc)
                 else:
                     result = await self._finish(spec, steps, pending)
@@ -522,7 +522,7 @@ class ToolRouter:
                 error=f"{spec.name} timed out after {timeout_ms} ms",
                 data={"code": "timeout", "timeoutMs": timeout_ms},
             )
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             return failed_result(spec.name, exc)
         finally:
             self._deadlines.disarm(token)

@@ -306,6 +306,8 @@ class JsonRpcPeer:
         self._closing = False  # aclose() was called: stop reading, cancel handlers at once
         self._closed = False  # no more requests in either direction
         self._done = asyncio.Event()
+        self.on_eof: Callable[[], None] | None = None
+        """Called once when the input ends (EOF), before in-flight handlers get their drain time."""
 
     # -- registration -------------------------------------------------------------------------
 
@@ -454,6 +456,11 @@ class JsonRpcPeer:
         except asyncio.CancelledError:  # cancelled from outside: shut down without a grace period
             await self._shut_down(grace=0)
             raise
+        if self.on_eof is not None and not self._closing:
+            try:
+                self.on_eof()
+            except Exception:
+                logger.exception("%s: the on_eof callback failed", self.name)
         await self._shut_down(grace=0 if self._closing else self._drain_timeout)
 
     async def aclose(self) -> None:
@@ -585,7 +592,7 @@ class JsonRpcPeer:
         if not text.strip():
             return  # blank lines are ignored
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         except (ValueError, RecursionError) as exc:  # JSONDecodeError, a huge integer, too deep
             detail = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
             self._spawn(self._send(_error(None, PARSE_ERROR, f"Parse error: {detail}")))
@@ -689,9 +696,9 @@ class JsonRpcPeer:
         response_id = response.get("id")
         entry = self._pending.get(response_id) if type(response_id) is int else None
         if entry is None:
-            logger.warning(
-                "%s: dropped a response to an unknown request id %r: %.300s", self.name, response_id, response
-            )
+            # never the content: a late answer may carry a password the user typed
+            kind = "error" if "error" in response else "result"
+            logger.warning("%s: dropped a late or unknown %s for request id %r", self.name, kind, response_id)
             return
         _, future = entry
         if future.done():
@@ -708,6 +715,19 @@ class JsonRpcPeer:
                 future.set_exception(RemoteError(INTERNAL_ERROR, f"malformed error object: {error!r:.300}"))
         else:
             future.set_result(response.get("result"))
+
+
+def _no_constant(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259 section 6)."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number too large for a float (``1e999``) is refused rather than read as infinity."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
 
 
 def _is_response(message: dict[str, Any]) -> bool:

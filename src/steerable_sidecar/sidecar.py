@@ -43,13 +43,13 @@ from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_u
 from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all, mode_lookup
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
-from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunSummary
+from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
 from steerable_agent_runtime.record import DurableRecord, valid_session_id
 from steerable_agent_runtime.spill import SpillHooks
 from steerable_agent_runtime.trace import TraceSpan
 
 from .host_tools import host_executor, register_host_tools
-from .rpc import JsonRpcPeer
+from .rpc import InvalidParams, JsonRpcPeer
 
 __all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "default_state_dir"]
 
@@ -93,6 +93,7 @@ class SidecarConfig:
         provider_factory: Builds the model provider on the first chat (default: the
             ``STEERABLE_*`` configuration through :func:`steerable_sidecar.providers.default_llm_provider`).
         ask_user_timeout_ms: How long ``ask_user`` waits for the host, in milliseconds.
+        model_timeout_ms: A deadline for each whole model call, in milliseconds (``None``: none).
     """
 
     workspace: Path
@@ -101,6 +102,7 @@ class SidecarConfig:
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     provider_factory: Callable[[], LLMProvider] | None = None
     ask_user_timeout_ms: int = 600_000
+    model_timeout_ms: int | None = 600_000
 
 
 class _Params(BaseModel):
@@ -142,8 +144,9 @@ class CancelParams(_Params):
 
 @dataclass(slots=True)
 class _Chat:
-    loop: AgentLoop
     session_id: str
+    loop: AgentLoop | None = None
+    cancelled: bool = False
 
 
 class Sidecar:
@@ -195,13 +198,13 @@ class Sidecar:
                 "workspace": str(self.config.workspace),
             },
         )
+        self.peer.on_eof = self._cancel_chats  # the host is gone: stop acting on its behalf now
         serving = asyncio.create_task(self.peer.serve())
         stopping = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for chat in list(self._chats.values()):
-                chat.loop.cancel()
+            self._cancel_chats()
             stopping.cancel()
             if not serving.done():
                 serving.cancel()
@@ -212,6 +215,12 @@ class Sidecar:
                     await aclose()
                 except Exception:
                     logger.exception("closing the model provider failed")
+
+    def _cancel_chats(self) -> None:
+        for chat in list(self._chats.values()):
+            chat.cancelled = True
+            if chat.loop is not None:
+                chat.loop.cancel()
 
     async def ping(self, params: Any) -> dict[str, Any]:
         """``system.ping`` -> ``{"pong": true, "pid"}``."""
@@ -286,70 +295,100 @@ class Sidecar:
     async def chat_stream(self, params: Any) -> dict[str, Any]:
         """``agent.chat.stream``: run the agent loop; progress as ``agent.chat.event`` notifications.
 
+        The chat id and the session are reserved before anything is awaited, so a second chat on
+        the same session (or with the same chat id) is refused, and ``agent.chat.cancel`` works
+        from the first moment (a chat cancelled before its loop starts ends ``cancelled``).
+
         Returns:
             ``{"chatId", "sessionId", ...RunSummary.to_dict()}`` once the run ends.
 
         Raises:
+            InvalidParams: Missing ``message``/``messages``, ``toolsViaHost`` without ``tools``, an
+                invalid ``sessionId`` or host tool descriptor, ``progressive`` with ``toolsViaHost``.
             ConfigError: The model provider is not configured (the message names the variable).
-            UserError: Invalid combination (``toolsViaHost`` without ``tools``), a session already
-                running, or an invalid session id.
+            UserError: The chat id or the session already has a chat running.
         """
         p = ChatParams.model_validate(params)
         if p.message is None and not p.messages:
-            raise UserError("agent.chat.stream needs 'message' (text) or 'messages'")
+            raise InvalidParams("agent.chat.stream needs 'message' (text) or 'messages'")
         if p.tools_via_host and p.tools is None:
-            raise UserError(
+            raise InvalidParams(
                 "toolsViaHost needs 'tools': the host's tool descriptors (as tool.list gives them)"
             )
         session_id = p.session_id or new_call_id()
         if not valid_session_id(session_id):
-            raise UserError(f"invalid sessionId {session_id!r}: use letters, digits, '.', '_' or '-'")
+            raise InvalidParams(f"invalid sessionId {session_id!r}: use letters, digits, '.', '_' or '-'")
+        try:
+            # spec: the host-tools path has no router to bind, so it must use full or minimal
+            harness = AssembledHarness(p.harness, host_tools=p.tools_via_host)
+        except UserError as exc:
+            raise InvalidParams(str(exc)) from None
         chat_id = p.chat_id or new_call_id()
         if chat_id in self._chats:
             raise UserError(f"chat {chat_id!r} is already running")
-        if session_id in self._busy_sessions:
+        busy_key = session_id.lower()  # one record file on a case-insensitive file system
+        if busy_key in self._busy_sessions:
             raise UserError(f"session {session_id!r} already has a chat running; cancel it or wait")
-        # spec: the host-tools path has no router to bind, so it must use full or minimal
-        harness = AssembledHarness(p.harness, host_tools=p.tools_via_host)
         provider = self._model()
+        chat = _Chat(session_id)
+        self._chats[chat_id] = chat
+        self._busy_sessions.add(busy_key)
+        try:
+            summary = await self._run_chat(p, chat, chat_id, session_id, harness, provider)
+        finally:
+            self._busy_sessions.discard(busy_key)
+            self._chats.pop(chat_id, None)
+        return {"chatId": chat_id, "sessionId": session_id, **summary.to_dict()}
+
+    async def _run_chat(
+        self,
+        p: ChatParams,
+        chat: _Chat,
+        chat_id: str,
+        session_id: str,
+        harness: AssembledHarness,
+        provider: LLMProvider,
+    ) -> RunSummary:
         sessions = self.config.state_dir / "sessions"
         record = DurableRecord.for_session(sessions, session_id)
         spill = SpillHooks(sessions / f"{session_id}.spill")
         history = await record.load() if record.exists() else []
-        self._busy_sessions.add(session_id)
         try:
             router, executor = await self._chat_tools(p, chat_id, session_id, history, spill)
-            harness.wire_tools(router)
-            prompt: list[Message] = []
-            if p.system and not history:
-                prompt.append({"role": "system", "content": p.system})
-            if p.messages:
-                prompt.extend(p.messages)
-            if p.message is not None:
-                prompt.append({"role": "user", "content": p.message})
+        except UserError as exc:  # a host tool descriptor without a name, an invalid schema...
+            raise InvalidParams(str(exc)) from None
+        harness.wire_tools(router)
+        prompt: list[Message] = []
+        if p.system and not history:
+            prompt.append({"role": "system", "content": p.system})
+        if p.messages:
+            prompt.extend(p.messages)
+        if p.message is not None:
+            prompt.append({"role": "user", "content": p.message})
 
-            async def emit(event: LoopEvent) -> None:
-                await self.peer.notify("agent.chat.event", {"chatId": chat_id, "event": event})
-
-            loop = AgentLoop(
-                provider,
-                router,
-                executor=executor,
-                offered=harness.offered,
-                max_rounds=p.max_rounds,
-                record=record,
-                spill=spill,
-                on_event=emit,
-                model=p.model,
-            )
-            self._chats[chat_id] = _Chat(loop, session_id)
+        async def emit(event: LoopEvent) -> None:
             try:
-                summary: RunSummary = await loop.run(history, prompt)
-            finally:
-                del self._chats[chat_id]
-        finally:
-            self._busy_sessions.discard(session_id)
-        return {"chatId": chat_id, "sessionId": session_id, **summary.to_dict()}
+                await self.peer.notify("agent.chat.event", {"chatId": chat_id, "event": event})
+            except PeerClosedError:  # the host is gone; the run finishes into the record
+                pass
+
+        loop = AgentLoop(
+            provider,
+            router,
+            executor=executor,
+            offered=harness.offered,
+            max_rounds=p.max_rounds,
+            record=record,
+            spill=spill,
+            trace=self._trace,
+            on_event=emit,
+            model=p.model,
+            model_timeout_ms=self.config.model_timeout_ms,
+        )
+        chat.loop = loop
+        if chat.cancelled:  # cancelled while the chat was being set up
+            return RunSummary(RunOutcome.CANCELLED)
+        return await loop.run(history, prompt)
 
     async def _chat_tools(
         self, p: ChatParams, chat_id: str, session_id: str, history: list[Message], spill: SpillHooks
@@ -404,7 +443,7 @@ class Sidecar:
                     data={"code": "host_error", "rpcCode": exc.code},
                 )
             try:
-                return ToolResult.model_validate(answer)
+                return ToolResult.model_validate(answer, strict=True)
             except ValueError:
                 return ToolResult(
                     success=False,
@@ -449,4 +488,9 @@ class Sidecar:
         """``agent.chat.cancel {chatId}`` -> ``{"cancelled": bool}`` (false when no such chat runs)."""
         p = CancelParams.model_validate(params)
         chat = self._chats.get(p.chat_id)
-        return {"cancelled": bool(chat and chat.loop.cancel())}
+        if chat is None or chat.cancelled:
+            return {"cancelled": False}
+        chat.cancelled = True
+        if chat.loop is not None:
+            chat.loop.cancel()
+        return {"cancelled": True}

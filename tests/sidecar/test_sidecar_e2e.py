@@ -190,7 +190,7 @@ async def test_ask_user_cancelled_records_empty_answers(start: Any) -> None:  # 
 
 async def test_ask_user_with_the_host_gone_never_hangs(start: Any, tmp_path: Path) -> None:  # ASK-6
     ask = {"id": "q1", "name": "ask_user", "arguments": '{"questions": [{"id": "a", "text": "Name?"}]}'}
-    async with await start([{"tool_calls": [ask]}, "went on"]) as sidecar:
+    async with await start([{"tool_calls": [ask]}, "never reached"]) as sidecar:
         asked = asyncio.Event()
 
         async def vanish(payload: dict[str, Any]) -> None:
@@ -200,13 +200,31 @@ async def test_ask_user_with_the_host_gone_never_hangs(start: Any, tmp_path: Pat
         sidecar.on_ask_user = vanish
         sidecar.start_chat("go", ask_user=True, session_id="gone")
         await asyncio.wait_for(asked.wait(), 20)
-        # the host disappears mid-question: the sidecar must record empty answers and exit, not hang
+        # the host disappears mid-question: the sidecar stops the chat at once (nobody is there to
+        # act for), answers the question in the record, and exits; nothing hangs
         code = await asyncio.wait_for(sidecar.aclose(timeout=20), 30)
         assert code == 0
     record = tmp_path / "state" / "sessions" / "gone.jsonl"
     lines = [json.loads(line) for line in record.read_text().splitlines()]
     tool = next(e["message"] for e in lines if e["type"] == "message" and e["message"]["role"] == "tool")
-    assert json.loads(tool["content"])["data"] == {"answers": {}, "cancelled": True, "reason": "error"}
+    assert tool["tool_call_id"] == "q1" and json.loads(tool["content"])["data"] == {"code": "cancelled"}
+    assert lines[-1]["run"]["outcome"] == "cancelled"
+
+
+async def test_ask_user_with_an_unreachable_host_handler_records_empty_answers(start: Any) -> None:  # ASK-6
+    ask = {"id": "q1", "name": "ask_user", "arguments": '{"questions": [{"id": "a", "text": "Name?"}]}'}
+    async with await start([{"tool_calls": [ask]}, "went on without it"]) as sidecar:
+
+        async def broken(payload: dict[str, Any]) -> None:
+            raise ConnectionError("the question card service is down")
+
+        sidecar.on_ask_user = broken
+        handle = sidecar.start_chat("go", ask_user=True)
+        summary = await handle.result()
+        assert summary["outcome"] == "completed" and summary["text"] == "went on without it"
+        result = next(e["result"] for e in handle.events_seen if e["type"] == "tool_result")
+        assert result["success"] is True
+        assert result["data"] == {"answers": {}, "cancelled": True, "reason": "error"}
 
 
 async def test_tools_via_host_host_runs_read_file_and_ask_user_stays_local(

@@ -182,10 +182,77 @@ async def test_chat_param_errors(pair: Pair) -> None:
         with pytest.raises(RemoteError) as info:
             await pair.host.request("agent.chat.stream", params)
         assert fragment in info.value.message, (params, info.value.message)
-        assert info.value.data["type"] == "UserError"
+        assert info.value.code == -32602  # bad params get the standard JSON-RPC code
     with pytest.raises(RemoteError) as bad:
         await pair.host.request("agent.chat.stream", {"message": "x", "maxRounds": 0})
     assert bad.value.code == -32602
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [[{"tool_calls": [{"id": "s1", "name": "shell_run", "arguments": '{"command": "x"}'}]}, "one", "two"]],
+    indirect=True,
+)
+async def test_a_session_runs_one_chat_at_a_time_and_chat_ids_are_unique(pair: Pair, tmp_path: Path) -> None:
+    # a resumable session exists, so the first chat awaits its record load before running
+    first = await pair.host.request(
+        "agent.chat.stream", {"message": "a", "sessionId": "s", "autoApprove": True}
+    )
+    assert first["outcome"] == "completed"
+    gate = asyncio.Event()
+
+    async def approval(params: Any) -> dict[str, Any]:
+        await gate.wait()
+        return {"approved": True}
+
+    pair.host.add_method("approval.request", approval)
+    pair.provider._turns.append(
+        {"tool_calls": [{"id": "s2", "name": "shell_run", "arguments": '{"command": "y"}'}]}
+    )
+    pair.provider._turns.append("three")
+    both = [
+        asyncio.create_task(
+            pair.host.request("agent.chat.stream", {"chatId": "dup", "message": "b", "sessionId": "s"})
+        ),
+        asyncio.create_task(
+            pair.host.request("agent.chat.stream", {"chatId": "dup", "message": "c", "sessionId": "S"})
+        ),
+    ]
+    done, _ = await asyncio.wait(both, timeout=5, return_when=asyncio.FIRST_EXCEPTION)
+    refused = [t for t in done if t.exception() is not None]
+    assert len(refused) == 1 and "already running" in str(refused[0].exception())
+    gate.set()
+    results = await asyncio.gather(*both, return_exceptions=True)
+    assert sum(isinstance(r, dict) for r in results) == 1
+    roles = [
+        m["role"]
+        for m in __import__("steerable_agent_runtime")
+        .DurableRecord(tmp_path / "state" / "sessions" / "s.jsonl")
+        .messages()
+    ]
+    assert roles.count("user") == 2  # the refused chat wrote nothing
+
+
+async def test_cancel_before_the_loop_starts(pair: Pair) -> None:
+    chat = asyncio.create_task(pair.host.request("agent.chat.stream", {"chatId": "early", "message": "x"}))
+    for _ in range(200):
+        if "early" in pair.sidecar._chats:
+            break
+        await asyncio.sleep(0)
+    assert await pair.host.request("agent.chat.cancel", {"chatId": "early"}) == {"cancelled": True}
+    summary = await asyncio.wait_for(chat, 5)
+    assert summary["outcome"] == "cancelled" and pair.provider.requests == []
+
+
+async def test_host_answers_are_strict_tool_results(pair: Pair) -> None:
+    from steerable_agent_runtime import ToolCall
+
+    async def sloppy(params: Any) -> dict[str, Any]:
+        return {"success": "yes"}
+
+    pair.host.add_method("tool.invoke", sloppy)
+    result = await pair.sidecar._host_invoke("c")(ToolCall(id="1", name="t", arguments={}))
+    assert result.success is False and result.data == {"code": "host_error"}
 
 
 async def test_ready_notification_and_shutdown(pair: Pair) -> None:
@@ -215,7 +282,7 @@ async def test_chat_harness_choice_and_host_tools_refuse_progressive(pair: Pair)
             },
         )
     assert "full" in info.value.message and "minimal" in info.value.message
-    assert info.value.data["type"] == "UserError"
+    assert info.value.code == -32602
     summary = await pair.host.request("agent.chat.stream", {"message": "find", "harness": "progressive"})
     assert summary["outcome"] == "completed"
     offered = [t["function"]["name"] for t in pair.provider.requests[0].tools]
