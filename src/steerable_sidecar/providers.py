@@ -359,17 +359,42 @@ class _Assembler:
 
     def response(self) -> ChatResponse:
         calls = tuple(
-            parse_tool_call(c.id, c.name, "".join(c.fragments))
+            parse_tool_call(c.id, c.name, _whole_text("".join(c.fragments)))
             for c in self.calls
             if c.id or c.name or c.fragments
         )
         return ChatResponse(
-            text="".join(self.text),
+            text=_whole_text("".join(self.text)),
             tool_calls=calls,
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
         )
+
+
+def _whole_text(text: str) -> str:
+    """Join surrogate halves that arrived in different chunks; a lone one becomes U+FFFD.
+
+    A server may split an emoji's UTF-16 surrogate pair across two SSE chunks as JSON escapes
+    (the high half in one chunk, the low half in the next); each chunk decodes to a lone
+    surrogate, which no UTF-8 encoder accepts, so the joined text is repaired once here.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
+
+
+def _wire_safe(value: Any) -> Any:
+    """``value`` with every string passed through :func:`_whole_text` (for a request body)."""
+    if isinstance(value, str):
+        return _whole_text(value)
+    if isinstance(value, dict):
+        return {_whole_text(k) if isinstance(k, str) else k: _wire_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_wire_safe(v) for v in value]
+    return value
 
 
 def _other_call(known: str | None, incoming: str | None) -> bool:
@@ -590,7 +615,10 @@ class OpenAICompatibleProvider:
             body["temperature"] = request.temperature
         if request.max_tokens is not None:
             body["max_tokens"] = request.max_tokens
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        try:
+            return json.dumps(body, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate somewhere in the conversation: repair, don't fail
+            return json.dumps(_wire_safe(body), ensure_ascii=False).encode("utf-8")
 
     def _delay_s(self, retries: int, retry_after_s: float | None) -> float:
         wanted = retry_after_s if retry_after_s is not None else self.retry_base_delay_ms / 1000 * 2**retries
@@ -608,7 +636,7 @@ class OpenAICompatibleProvider:
                     attempt.retry_after_s = _retry_after_s(response.headers)
                     raise self._status_error(response)
                 if "text/event-stream" not in response.headers.get("content-type", ""):
-                    for event in assembler.feed(_completion(await response.aread())):
+                    for event in assembler.feed(_completion(self._scrub_bytes(await response.aread()))):
                         yield event
                     assembler.done = True
                 else:
@@ -635,8 +663,7 @@ class OpenAICompatibleProvider:
             )
         yield ResponseComplete(assembler.response())
 
-    @staticmethod
-    async def _events(response: httpx.Response, assembler: _Assembler) -> AsyncIterator[StreamEvent]:
+    async def _events(self, response: httpx.Response, assembler: _Assembler) -> AsyncIterator[StreamEvent]:
         """The events of one SSE body, up to ``data: [DONE]`` (which sets ``assembler.done``).
 
         SSE comments (``: OPENROUTER PROCESSING``) are dropped by ``httpx_sse``. After ``[DONE]``
@@ -645,7 +672,7 @@ class OpenAICompatibleProvider:
         """
         async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
             async for sse in events:
-                data = sse.data.strip()
+                data = self._scrub(sse.data.strip())  # before any clipping could cut the key in half
                 if data == "[DONE]":
                     assembler.done = True
                     break
@@ -665,13 +692,20 @@ class OpenAICompatibleProvider:
         status = response.status_code
         hint = " (check STEERABLE_API_KEY)" if status in (401, 403) else ""
         return ProviderError(
-            f"{self._where} answered HTTP {status}{hint}: {_error_detail(response.content)}",
+            f"{self._where} answered HTTP {status}{hint}: "
+            f"{_error_detail(self._scrub_bytes(response.content))}",
             status=status,
             retryable=_retryable_status(status),
         )
 
     def _scrub(self, text: str) -> str:
         return text.replace(self._secret, _REDACTED) if self._secret else text
+
+    def _scrub_bytes(self, raw: bytes) -> bytes:
+        """``raw`` without the key: scrubbed before it is decoded, parsed or clipped."""
+        if not self._secret:
+            return raw
+        return raw.replace(self._secret.encode("utf-8"), _REDACTED.encode("utf-8"))
 
     def _scrubbed(self, exc: ProviderError) -> ProviderError:
         text = str(exc)

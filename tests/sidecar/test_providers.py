@@ -730,3 +730,39 @@ async def test_the_fake_server_runs_as_a_subprocess(tmp_path):
         proc.terminate()
         proc.communicate(timeout=10)
     assert proc.returncode == 0
+
+
+# -- review fixes -----------------------------------------------------------------------------------
+
+
+async def test_a_key_echoed_at_the_clip_boundary_is_still_redacted(fake_openai, make_provider):
+    # the provider's message is clipped at 500 characters; the key straddles that point
+    message = "x" * 480 + " key " + KEY + " and more text after it"
+    fake_openai.script([{"status": 400, "body": {"error": {"message": message}}}])
+    with pytest.raises(ProviderError) as info:
+        await make_provider(max_retries=0).complete(HELLO)
+    text = str(info.value)
+    assert not any(KEY[:n] in text for n in range(9, len(KEY) + 1)) and "[redacted]" in text
+
+
+async def test_a_lone_surrogate_in_the_conversation_is_repaired_not_fatal(fake_openai, provider):
+    fake_openai.script([{"text": "ok"}])
+    request = ChatRequest(messages=[{"role": "user", "content": "a\ud800b"}])
+    response = await provider.complete(request)
+    assert response.text == "ok"
+    assert fake_openai.requests[0].body["messages"][0]["content"] == "a\ufffdb"
+
+
+async def test_an_emoji_split_across_chunks_is_joined(fake_openai, provider):
+    # each chunk carries one half of the surrogate pair as a JSON escape
+    lines = [
+        'data: {"choices": [{"index": 0, "delta": {"content": "hi \\ud83d"}}]}',
+        "",
+        'data: {"choices": [{"index": 0, "delta": {"content": "\\ude00 there \\ud800"}, "finish_reason": "stop"}]}',
+        "",
+        *DONE,
+    ]
+    fake_openai.script([{"raw_sse": lines}])
+    response = await provider.complete(HELLO)
+    assert response.text == "hi \U0001f600 there \ufffd"
+    response.text.encode("utf-8")  # never raises downstream
