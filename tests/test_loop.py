@@ -613,3 +613,20 @@ async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) ->
 async def test_invalid_scripted_usage_is_a_provider_error(router: ToolRouter) -> None:
     summary = await AgentLoop(ScriptedProvider([{"text": "x", "usage": "lots"}]), router).run([], "go")
     assert summary.outcome is RunOutcome.ERROR and "invalid usage" in (summary.error or "")
+
+
+async def test_spills_of_colliding_ids_never_overwrite_each_other(tmp_path: Path) -> None:
+    from steerable_agent_runtime import ToolCall, ToolResult
+
+    first = SpillHooks(tmp_path, threshold_bytes=10)
+    second = SpillHooks(tmp_path, threshold_bytes=10)  # another chat over the same directory
+    a = await first.apply(
+        ToolCall(id="call.1", name="t", arguments={}), ToolResult(success=True, data={"v": "A" * 50})
+    )
+    b = await second.apply(
+        ToolCall(id="call_1", name="t", arguments={}), ToolResult(success=True, data={"v": "B" * 50})
+    )
+    assert a.data and b.data
+    loc_a, loc_b = a.data["spilled"]["locator"], b.data["spilled"]["locator"]
+    assert loc_a != loc_b
+    assert "A" * 50 in first.read(loc_a)["text"] and "B" * 50 in second.read(loc_b)["text"]

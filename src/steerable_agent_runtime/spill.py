@@ -14,6 +14,7 @@ import asyncio
 import json
 import os
 import re
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -60,7 +61,6 @@ class SpillHooks:
         self.directory = Path(directory)
         self.threshold_bytes = threshold_bytes
         self.preview_chars = preview_chars
-        self._counter = 0
 
     async def apply(self, call: ToolCall, result: ToolResult) -> ToolResult:
         """Return ``result`` unchanged, or with its ``data`` spilled when it is too big.
@@ -82,8 +82,9 @@ class SpillHooks:
         size = len(text.encode("utf-8", "surrogatepass"))
         if size <= self.threshold_bytes:
             return result
-        self._counter += 1
-        key = re.sub(r"[^A-Za-z0-9_-]", "_", call.id)[:96] + f"-{self._counter}"
+        # random suffix: ids that clean to the same text (call.1, call_1), or the same id in another
+        # run over this directory, never share a file
+        key = re.sub(r"[^A-Za-z0-9_-]", "_", call.id)[:96] + "-" + secrets.token_hex(6)
         await asyncio.to_thread(self._store, key, text)
         locator = f"spill://{key}"
         kept: dict[str, Any] = {
@@ -105,7 +106,8 @@ class SpillHooks:
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
                 handle.write(text)
-            os.replace(tmp, self.directory / f"{key}.json")
+            os.link(tmp, self.directory / f"{key}.json")  # never replaces an existing body
+            os.unlink(tmp)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise

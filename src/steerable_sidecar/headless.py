@@ -10,7 +10,9 @@ one line: the JSON summary::
 
 Exit codes (:data:`EXIT_CODES`): 0 the run succeeded (completed, or ended on a successful terminal
 result); 1 it ended on a failed terminal result; 2 usage or configuration error; 3 the round limit
-was reached; 4 the provider failed; 130 interrupted (Ctrl-C).
+was reached; 4 the provider failed; 70 an internal error (a bug, or the durable record could not be
+written: the traceback is on stderr); 130 interrupted (Ctrl-C). Every exit prints the summary line,
+usage errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``).
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Final, TextIO
+from typing import Any, Final, NoReturn, TextIO
 
 from steerable_agent_runtime import SteerableError, ToolRouter, new_call_id, workspace_tools_for_cwd
 from steerable_agent_runtime.ask_user import make_ask_user_tool
@@ -44,6 +47,7 @@ EXIT_CODES: Final = {
     RunOutcome.MAX_ROUNDS: 3,
     RunOutcome.ERROR: 4,
     RunOutcome.CANCELLED: 130,
+    "internal_error": 70,
 }
 """Process exit code per outcome (see the module docstring)."""
 
@@ -58,8 +62,23 @@ DEFAULT_SYSTEM_PROMPT: Final = (
 )
 
 
+def _usage_line(error: str, code: int = 2, outcome: str = "usage_error") -> None:
+    print(json.dumps({"outcome": outcome, "error": error, "exitCode": code}, ensure_ascii=False), flush=True)
+
+
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the ``steerable run`` options to ``parser``."""
+    """Add the ``steerable run`` options to ``parser``.
+
+    The parser's usage errors also print the one-line JSON summary on stdout
+    (``{"outcome": "usage_error", ...}``), so a harness reading stdout always gets a line.
+    """
+
+    def error(message: str) -> NoReturn:
+        _usage_line(message)
+        parser.print_usage(sys.stderr)
+        parser.exit(2, f"{parser.prog}: error: {message}\n")
+
+    parser.error = error  # type: ignore[method-assign]
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--instruction", metavar="TEXT", help="the task for the agent")
     source.add_argument("--instruction-file", metavar="FILE", help="read the task from FILE ('-' for stdin)")
@@ -126,8 +145,8 @@ class _Progress:
 
     def __call__(self, event: LoopEvent) -> None:
         kind = event["type"]
-        if kind == "text":
-            self.console.out(event["text"], end="", style="white")
+        if kind == "text":  # model output: never a terminal escape sequence
+            self.console.out(_printable(event["text"]), end="", style="white", highlight=False)
             self._in_text = True
             return
         if self._in_text:
@@ -140,7 +159,8 @@ class _Progress:
             arguments = (
                 call["arguments"] if isinstance(call["arguments"], str) else json.dumps(call["arguments"])
             )
-            self.console.print(f"[cyan]→ {call['name']}[/] [dim]{_clip(arguments, 160)}[/]", markup=True)
+            name, shown = _safe(call["name"], 80), _safe(arguments, 160)
+            self.console.print(f"[cyan]→ {name}[/] [dim]{shown}[/]", markup=True)
         elif kind == "tool_result":
             result = event["result"]
             if result.get("success"):
@@ -149,8 +169,8 @@ class _Progress:
                 label = "[yellow]↻ retry[/]"
             else:
                 label = "[red]✗ terminal[/]"
-            detail = result.get("error") or result.get("message") or ""
-            self.console.print(f"  {label} {event['name']} [dim]{_clip(str(detail), 200)}[/]", markup=True)
+            detail = _safe(str(result.get("error") or result.get("message") or ""), 200)
+            self.console.print(f"  {label} {_safe(event['name'], 80)} [dim]{detail}[/]", markup=True)
         elif kind == "done":
             summary = event["summary"]
             usage = summary["usage"]
@@ -161,9 +181,20 @@ class _Progress:
             )
 
 
-def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """``text`` with control characters (ANSI/OSC escapes included) shown as ``?``; newlines kept."""
+    return _CONTROL.sub("?", text)
+
+
+def _safe(text: str, limit: int) -> str:
+    """Model-controlled text for a rich markup line: one line, clipped, no controls, markup escaped."""
+    from rich.markup import escape
+
+    text = _printable(" ".join(text.split()))
+    return escape(text if len(text) <= limit else text[: limit - 1] + "…")
 
 
 def _exit_code(summary: RunSummary) -> int:
@@ -189,7 +220,7 @@ def _build_router(args: argparse.Namespace, cwd: Path) -> ToolRouter:
 
 
 async def _run(
-    args: argparse.Namespace, provider: LLMProvider, instruction: str, cwd: Path
+    args: argparse.Namespace, provider: LLMProvider, instruction: str, cwd: Path, stage: dict[str, bool]
 ) -> dict[str, Any]:
     from steerable_agent_runtime.harness import assemble_harness
 
@@ -225,6 +256,7 @@ async def _run(
     except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         pass
     started = time.perf_counter()
+    stage["running"] = True
     summary = await loop.run(history, prompt)
     out = {
         **summary.to_dict(),
@@ -233,6 +265,14 @@ async def _run(
     }
     out["exitCode"] = _exit_code(summary)
     return out
+
+
+def _internal_error(exc: BaseException) -> int:
+    import traceback
+
+    traceback.print_exception(exc, file=sys.stderr)
+    _usage_line(f"{type(exc).__name__}: {exc}", EXIT_CODES["internal_error"], "internal_error")
+    return EXIT_CODES["internal_error"]
 
 
 def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = None) -> int:
@@ -245,6 +285,7 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
     Returns:
         The exit code (:data:`EXIT_CODES`).
     """
+    stage = {"running": False}
     try:
         instruction = _instruction(args)
         cwd = Path(args.cwd or os.getcwd()).resolve()
@@ -254,13 +295,18 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
             from .providers import default_llm_provider
 
             provider = default_llm_provider()
-        out = asyncio.run(_run(args, provider, instruction, cwd))
-    except (SteerableError, ValueError, OSError) as exc:
-        print(f"steerable run: {exc}", file=sys.stderr)
-        print(json.dumps({"outcome": "usage_error", "error": str(exc), "exitCode": 2}))
-        return EXIT_CODES["usage"]
-    except KeyboardInterrupt:
+        out = asyncio.run(_run(args, provider, instruction, cwd, stage))
+    except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
+        _usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
         return EXIT_CODES[RunOutcome.CANCELLED]
+    except (SteerableError, ValueError, OSError) as exc:
+        if stage["running"]:  # the run had started: not a usage problem
+            return _internal_error(exc)
+        print(f"steerable run: {exc}", file=sys.stderr)
+        _usage_line(str(exc))
+        return EXIT_CODES["usage"]
+    except Exception as exc:
+        return _internal_error(exc)
     code = int(out["exitCode"])
     print(json.dumps(out, ensure_ascii=False))
     return code

@@ -133,9 +133,16 @@ def test_usage_and_config_errors_exit_2_naming_the_problem(run: Run, tmp_path: P
     assert no_instruction.returncode == 2 and "--instruction" in no_instruction.stderr
     empty = tmp_path / "empty.txt"
     empty.write_text("  \n")
-    assert run([], "--instruction-file", str(empty)).returncode == 2
-    assert run([], "--instruction", "x", "--harness", "bogus").returncode == 2
-    assert run([], "--instruction", "x", "--max-rounds", "0").returncode == 2
+    for proc in [
+        no_instruction,
+        run([], "--instruction-file", str(empty)),
+        run([], "--instruction", "x", "--harness", "bogus"),
+        run([], "--instruction", "x", "--max-rounds", "0"),
+        run([], "--instruction", "x", "--max-rounds", "abc"),
+    ]:
+        # every exit prints the summary line, argument errors included
+        assert proc.returncode == 2, proc.stderr
+        assert summary_of(proc)["outcome"] == "usage_error" and summary_of(proc)["exitCode"] == 2
 
 
 def test_instruction_file_and_no_web_tools_and_harness(run: Run, tmp_path: Path) -> None:  # WEB-2
@@ -237,3 +244,30 @@ def test_ctrl_c_cancels_the_run_and_exits_130(
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err
     assert json.loads(out)["outcome"] == "cancelled"
+
+
+def test_model_output_cannot_drive_the_terminal(run: Run) -> None:
+    evil = "\x1b]0;PWNED\x07\x1b[31mred[/] [link=http://x]y[/link]"
+    turns = [
+        {
+            "text": evil,
+            "tool_calls": [{"id": "a", "name": "list_dir", "arguments": json.dumps({"path": evil})}],
+        },
+        evil,
+    ]
+    proc = run(turns, "--instruction", "x")
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    assert "Traceback" not in proc.stderr and "MarkupError" not in proc.stderr
+    assert "[link=http://x]" in proc.stderr  # shown as text, not turned into a hyperlink
+
+
+def test_an_unexpected_failure_mid_run_still_prints_the_line(run: Run, tmp_path: Path) -> None:
+    # the durable record cannot be written once the run has started
+    turns = [{"tool_calls": [{"id": "a", "name": "list_dir", "arguments": "{}"}]}, "ok"]
+    blocker = tmp_path / "blocked"
+    blocker.write_text("a file where the sessions directory should be")
+    proc = run(turns, "--instruction", "x", "--quiet", "--state-dir", str(blocker))
+    summary = summary_of(proc)
+    assert proc.returncode == 70 and summary["outcome"] == "internal_error" and summary["exitCode"] == 70
+    assert "NotADirectoryError" in summary["error"] and "Traceback" in proc.stderr
