@@ -564,3 +564,40 @@ def test_pathological_values_give_tool_retry_or_a_payload_ask_4(raw):
         _check_canonical(normalise_ask_user_arguments(raw))
     except ToolRetry as exc:
         assert exc.data["code"] == "invalid_questions"
+
+
+def test_text_and_password_questions_drop_select_only_fields_ask_3():
+    payload = normalise_ask_user_arguments(
+        {
+            "questions": [
+                {"id": "n", "text": "Name?", "type": "text", "options": ["a"], "multiSelect": True},
+                {"id": "p", "text": "Password?", "type": "password", "options": ["b"]},
+            ]
+        }
+    )
+    assert payload["questions"] == [
+        {"id": "n", "text": "Name?", "type": "text"},
+        {"id": "p", "text": "Password?", "type": "password"},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("question", "fragment"),
+    [
+        ({"id": "a\ud800", "text": "?"}, 'questions[0] has a "id" with an invalid character'),
+        ({"id": "a", "text": "t\udfff"}, 'questions[0] has a "text" with an invalid character'),
+        ({"id": "a", "text": "x" * 4001}, 'questions[0] has a "text" of 4001 characters; keep it under 4000'),
+        ({"id": "i" * 201, "text": "?"}, 'questions[0] has a "id" of 201 characters; keep it under 200'),
+        ({"id": "a", "text": "?", "options": ["ok", "b\ud800"]}, "has an option with an invalid character"),
+    ],
+)
+async def test_unusable_text_fails_before_the_user_is_asked_ask_4(question, fragment):
+    asked = []
+
+    async def handler(payload):
+        asked.append(payload)
+        return {}
+
+    result = await router_with(handler).dispatch(call({"questions": [question]}))
+    assert result.success is False and result.needs_followup is True
+    assert fragment in (result.error or "") and asked == []

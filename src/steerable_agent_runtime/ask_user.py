@@ -35,8 +35,10 @@ from .types import ToolResult
 
 __all__ = [
     "ASK_USER_TOOL_NAME",
+    "MAX_ID_CHARS",
     "MAX_OPTIONS",
     "MAX_QUESTIONS",
+    "MAX_TEXT_CHARS",
     "AskUserHandler",
     "AskUserQuestion",
     "AskUserQuestionsPayload",
@@ -54,6 +56,12 @@ MAX_QUESTIONS: Final = 20
 
 MAX_OPTIONS: Final = 50
 """The most options one question may carry."""
+
+MAX_TEXT_CHARS: Final = 4_000
+"""The longest question text, in characters."""
+
+MAX_ID_CHARS: Final = 200
+"""The longest question id, in characters."""
 
 
 class AskUserQuestion(TypedDict):
@@ -263,6 +271,14 @@ def _multi_select(value: Any) -> bool | None:
     return None
 
 
+def _valid_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQuestion | None:
     """One question in canonical form, or ``None`` (with its problems recorded)."""
     if not isinstance(raw, Mapping):
@@ -276,6 +292,14 @@ def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQue
         problems.add(where, f'has no "id": {_ID_FIX}')
     if not text:
         problems.add(where, f'has no "text": {_ID_FIX}')
+    for field, value, limit in (("id", ident, MAX_ID_CHARS), ("text", text, MAX_TEXT_CHARS)):
+        if not _valid_unicode(value):
+            problems.add(
+                where, f'has a "{field}" with an invalid character (a lone surrogate): send plain text'
+            )
+            ident, text = (ident, "") if field == "text" else ("", text)
+        elif len(value) > limit:
+            problems.add(where, f'has a "{field}" of {len(value)} characters; keep it under {limit}')
 
     raw_type = raw.get("type")
     type_key = raw_type.strip().lower() if isinstance(raw_type, str) else ""
@@ -293,8 +317,12 @@ def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQue
             'is a "select" question without "options": give it a non-empty "options" array of '
             'strings, or make it a "text" question',
         )
+    if options and not all(_valid_unicode(o) for o in options):
+        problems.add(where, "has an option with an invalid character (a lone surrogate): send plain text")
     if not ident or not text:
         return None
+    if kind != "select":  # options and multiSelect mean nothing to a text or password question
+        options, multi = None, None
     question: AskUserQuestion = {"id": ident, "text": text, "type": kind}
     if options:
         question["options"] = options
