@@ -243,8 +243,24 @@ class SidecarClient:
         auto_approve: bool = False,
         max_rounds: int | None = None,
         model: str | None = None,
+        harness: str | None = None,
     ) -> ChatHandle:
-        """Start ``agent.chat.stream``; return at once with a :class:`ChatHandle` (events, result)."""
+        """Start ``agent.chat.stream``; return at once with a :class:`ChatHandle` (events, result).
+
+        Args:
+            message: The user's message (or ``messages``: chat messages).
+            messages: Chat messages to add instead of, or before, ``message``.
+            chat_id: The chat's id (default: a fresh cuid2).
+            session_id: The durable record to write, or resume when it exists.
+            system: A system prompt for a new session.
+            ask_user: Offer ``ask_user`` (answered by :attr:`on_ask_user`).
+            tools_via_host: The host runs the tools (:attr:`on_tool_invoke`); needs ``tools``.
+            tools: The host's tool descriptors (as :meth:`list_tools` returns them).
+            auto_approve: Run consent-mode calls without ``approval.request``.
+            max_rounds: Model calls at most.
+            model: Overrides the sidecar's ``STEERABLE_MODEL``.
+            harness: ``full`` (default), ``minimal`` or ``progressive``.
+        """
         ident = chat_id or new_call_id()
         params: dict[str, Any] = {"chatId": ident}
         for key, value in {
@@ -255,6 +271,7 @@ class SidecarClient:
             "tools": [dict(t) for t in tools] if tools is not None else None,
             "maxRounds": max_rounds,
             "model": model,
+            "harness": harness,
         }.items():
             if value is not None:
                 params[key] = value
