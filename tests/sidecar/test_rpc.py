@@ -902,3 +902,18 @@ def test_a_child_with_stdin_on_dev_null_exits_cleanly(child_env):
     assert run.returncode == 0, run.stderr.decode()
     assert run.stdout == b""
     assert b"served until EOF" in run.stderr
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'{"jsonrpc":"2.0","id":NaN,"method":"echo"}\n',
+        b'{"jsonrpc":"2.0","id":1e999,"method":"echo"}\n',
+        b'{"jsonrpc":"2.0","id":1,"method":"echo","params":[Infinity]}\n',
+    ],
+)
+async def test_non_json_numbers_are_parse_errors_and_always_answered(wire, frame):
+    await wire.send(frame)
+    answer = await wire.frame()
+    assert answer["id"] is None and answer["error"]["code"] == PARSE_ERROR
+    assert await wire.ask({"jsonrpc": "2.0", "id": "next", "method": "echo"})  # serving goes on
