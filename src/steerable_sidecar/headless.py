@@ -103,6 +103,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="omit web_search and web_fetch entirely (offline task contract)",
     )
+    parser.add_argument(
+        "--model-timeout-ms",
+        type=_positive_int,
+        default=600_000,
+        metavar="MS",
+        help="deadline for each whole model call (default 600000); past it the run ends with error",
+    )
     parser.add_argument("--system", metavar="TEXT", default=None, help="replace the default system prompt")
     parser.add_argument("--session-id", metavar="ID", default=None, help="resume (or name) a durable session")
     parser.add_argument("--state-dir", metavar="DIR", default=None, help="where session records go")
@@ -244,6 +251,7 @@ async def _run(
         record=record,
         spill=spill,
         on_event=progress,
+        model_timeout_ms=args.model_timeout_ms,
     )
     prompt: list[dict[str, Any]] = []
     if not history:
