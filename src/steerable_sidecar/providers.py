@@ -82,6 +82,8 @@ _DEFAULT_RETRY_MAX_DELAY_MS: Final = 20_000
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
 _MAX_DETAIL_CHARS: Final = 500  # the provider's error text kept in a ProviderError message
 _REDACTED: Final = "[redacted]"
+_MIN_SECRET_CHARS: Final = 8
+"""Keys shorter than this are placeholders (``ollama``), not secrets: error text keeps them."""
 
 
 # -- configuration ----------------------------------------------------------------------------------
@@ -636,7 +638,7 @@ class OpenAICompatibleProvider:
                     attempt.retry_after_s = _retry_after_s(response.headers)
                     raise self._status_error(response)
                 if "text/event-stream" not in response.headers.get("content-type", ""):
-                    for event in assembler.feed(_completion(self._scrub_bytes(await response.aread()))):
+                    for event in assembler.feed(_completion(await response.aread())):
                         yield event
                     assembler.done = True
                 else:
@@ -672,7 +674,7 @@ class OpenAICompatibleProvider:
         """
         async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
             async for sse in events:
-                data = self._scrub(sse.data.strip())  # before any clipping could cut the key in half
+                data = sse.data.strip()
                 if data == "[DONE]":
                     assembler.done = True
                     break
@@ -692,24 +694,30 @@ class OpenAICompatibleProvider:
         status = response.status_code
         hint = " (check STEERABLE_API_KEY)" if status in (401, 403) else ""
         return ProviderError(
-            f"{self._where} answered HTTP {status}{hint}: "
-            f"{_error_detail(self._scrub_bytes(response.content))}",
+            f"{self._where} answered HTTP {status}{hint}: {_error_detail(response.content)}",
             status=status,
             retryable=_retryable_status(status),
         )
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._secret, _REDACTED) if self._secret else text
+        """``text`` (an error message) without the key, whole or cut short by a clip (``sk-ab...``).
 
-    def _scrub_bytes(self, raw: bytes) -> bytes:
-        """``raw`` without the key: scrubbed before it is decoded, parsed or clipped."""
-        if not self._secret:
-            return raw
-        return raw.replace(self._secret.encode("utf-8"), _REDACTED.encode("utf-8"))
+        Only error messages and log lines are scrubbed, never the model's output. Keys shorter
+        than 8 characters (``ollama``) are placeholders, not secrets, and are left alone so error
+        text stays readable.
+        """
+        secret = self._secret
+        if not secret or len(secret) < _MIN_SECRET_CHARS:
+            return text
+        text = text.replace(secret, _REDACTED)
+        if "..." in text:  # a clipped detail may end in the first part of the key
+            for n in range(len(secret) - 1, _MIN_SECRET_CHARS - 1, -1):
+                text = text.replace(secret[:n] + "...", _REDACTED + "...")
+        return text
 
     def _scrubbed(self, exc: ProviderError) -> ProviderError:
         text = str(exc)
-        if not self._secret or self._secret not in text:
+        if self._scrub(text) == text:
             return exc
         return ProviderError(self._scrub(text), status=exc.status, retryable=exc.retryable)
 

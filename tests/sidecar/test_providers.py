@@ -766,3 +766,21 @@ async def test_an_emoji_split_across_chunks_is_joined(fake_openai, provider):
     response = await provider.complete(HELLO)
     assert response.text == "hi \U0001f600 there \ufffd"
     response.text.encode("utf-8")  # never raises downstream
+
+
+async def test_the_model_output_is_never_scrubbed(fake_openai, make_provider):
+    # a short placeholder key, and a real one the model happens to mention: the answer is untouched
+    fake_openai.script(
+        [
+            {"text": "I used ollama to do it", "usage": {"prompt_tokens": 3, "completion_tokens": 2}},
+            {"tool_calls": [{"id": "c", "name": "read_file", "arguments": '{"path": "e.txt"}'}]},
+        ]
+    )
+    ollama = make_provider(api_key="ollama")
+    first = await ollama.complete(HELLO)
+    assert first.text == "I used ollama to do it" and first.usage.prompt_tokens == 3
+    second = await make_provider(api_key="e" * 20).complete(HELLO)
+    assert [c.name for c in second.tool_calls] == ["read_file"]
+    fake_openai.script([{"text": f"the key is {KEY}"}])
+    third = await make_provider().complete(HELLO)
+    assert third.text == f"the key is {KEY}"  # only error messages and logs are scrubbed
