@@ -15,7 +15,7 @@ Reverse-call handlers (all optional, all async):
 * ``on_ask_user(payload) -> {questionId: value} | None`` answers ``ask_user.request``
   (``None`` = the user cancelled). Unset: every question is cancelled.
 * ``on_tool_invoke(params) -> ToolResult | dict`` runs a tool for a ``toolsViaHost`` chat.
-  Unset: ``-32601``.
+  Unset: ``-32602`` (the model then gets a ``host_error`` result).
 * ``on_approval(call, mode) -> bool`` answers ``approval.request``. Unset: denied.
 * ``on_read_state_seed(params)`` receives ``read_state.seed``; every seed is also kept in
   :attr:`SidecarClient.seeds`.

@@ -463,6 +463,17 @@ class JsonRpcPeer:
                 logger.exception("%s: the on_eof callback failed", self.name)
         await self._shut_down(grace=0 if self._closing else self._drain_timeout)
 
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the handlers in flight (other than the caller) to answer.
+
+        A graceful stop: ``system.shutdown`` lets calls already running write their answers
+        before the connection closes, as end of input does.
+        """
+        current = asyncio.current_task()
+        tasks = {task for task in self._tasks if task is not current}
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
+
     async def aclose(self) -> None:
         """Stop serving: fail pending requests, cancel in-flight handlers, and wait for both.
 
@@ -671,8 +682,14 @@ class JsonRpcPeer:
         if isinstance(exc, InvalidParams):
             return _error(request_id, code, f"Invalid params: {exc}", exc.data)
         if isinstance(exc, pydantic.ValidationError):
-            errors = json.loads(exc.json(include_url=False))
-            summary = str(exc).splitlines()[0]
+            # loc, msg and type only: the rejected input may be huge, or a secret
+            errors = [
+                {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
+                for e in exc.errors(include_url=False, include_input=False, include_context=False)
+            ]
+            summary = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in errors
+            )
             return _error(
                 request_id, code, f"Invalid params: {summary}", {"type": "ValidationError", "errors": errors}
             )

@@ -59,6 +59,9 @@ PROTOCOL_VERSION: Final = 1
 STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
 """Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
 
+SHUTDOWN_DRAIN_S: Final = 5.0
+"""After ``system.shutdown``, seconds the calls already running get to write their answers."""
+
 HOST_CALL_TIMEOUT_S: Final = 600.0
 """Longest wait for a reverse call (``approval.request``, ``read_state.seed``), in seconds."""
 
@@ -103,6 +106,11 @@ class SidecarConfig:
     provider_factory: Callable[[], LLMProvider] | None = None
     ask_user_timeout_ms: int = 600_000
     model_timeout_ms: int | None = 600_000
+
+
+def _no_params(method: str, params: Any) -> None:
+    if params not in (None, {}, []):
+        raise InvalidParams(f"{method} takes no params")
 
 
 class _Params(BaseModel):
@@ -203,6 +211,9 @@ class Sidecar:
         stopping = asyncio.create_task(self._stopping.wait())
         try:
             await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if stopping.done() and not serving.done():  # system.shutdown: let running calls answer
+                self._cancel_chats()
+                await self.peer.drain(SHUTDOWN_DRAIN_S)
         finally:
             self._cancel_chats()
             stopping.cancel()
@@ -224,10 +235,16 @@ class Sidecar:
 
     async def ping(self, params: Any) -> dict[str, Any]:
         """``system.ping`` -> ``{"pong": true, "pid"}``."""
+        _no_params("system.ping", params)
         return {"pong": True, "pid": os.getpid()}
 
     async def shutdown(self, params: Any) -> dict[str, Any]:
-        """``system.shutdown`` -> ``{"ok": true}``; the process exits once the answer is written."""
+        """``system.shutdown`` -> ``{"ok": true}``.
+
+        Running chats are cancelled; other calls in flight get up to 5 s to write their answers;
+        then the process exits.
+        """
+        _no_params("system.shutdown", params)
         asyncio.get_running_loop().call_soon(self._stopping.set)
         return {"ok": True}
 
@@ -239,6 +256,7 @@ class Sidecar:
         inventory for host introspection). A capability that is not configured is not registered,
         so it is never listed.
         """
+        _no_params("tool.list", params)
         return {"tools": self.router.describe(), "protocolVersion": PROTOCOL_VERSION}
 
     async def tool_invoke(self, params: Any) -> dict[str, Any]:

@@ -350,12 +350,15 @@ async def test_invalid_params_and_validation_errors_are_32602(wire):
     answer = await wire.ask({"jsonrpc": "2.0", "id": 2, "method": "move", "params": {"line": "x"}})
     error = answer["error"]
     assert (answer["id"], error["code"]) == (2, INVALID_PARAMS)
-    assert error["message"] == "Invalid params: 2 validation errors for Move"
+    assert error["message"] == (
+        "Invalid params: path: Field required; line: Input should be a valid integer, unable to parse string as an integer"
+    )
     assert error["data"]["type"] == "ValidationError"
     assert [(e["loc"], e["type"]) for e in error["data"]["errors"]] == [
         (["path"], "missing"),
         (["line"], "int_parsing"),
     ]
+    assert all(set(e) == {"loc", "msg", "type"} for e in error["data"]["errors"])  # never the input
     assert await wire.ask(
         {"jsonrpc": "2.0", "id": 3, "method": "move", "params": {"path": "a", "line": 2}}
     ) == {

@@ -51,6 +51,12 @@ async def pair(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
         """Read-only."""
         return "note"
 
+    @router.tool
+    async def read_slowly(ms: int) -> str:
+        """Read-only, slow."""
+        await asyncio.sleep(ms / 1000)
+        return "late note"
+
     provider = ScriptedProvider(turns)
     config = SidecarConfig(
         workspace=tmp_path, state_dir=tmp_path / "state", provider_factory=lambda: provider
@@ -289,3 +295,27 @@ async def test_chat_harness_choice_and_host_tools_refuse_progressive(pair: Pair)
     assert "tool_search" in offered
     result = next(e["result"] for e in pair.events if e["type"] == "tool_result")
     assert result["success"] is True
+
+
+async def test_shutdown_lets_calls_in_flight_answer(pair: Pair) -> None:
+    slow = asyncio.create_task(
+        pair.host.request("tool.invoke", {"name": "read_slowly", "arguments": {"ms": 300}})
+    )
+    await asyncio.sleep(0.05)
+    assert await pair.host.request("system.shutdown") == {"ok": True}
+    assert await asyncio.wait_for(slow, 5) == {"success": True, "data": {"value": "late note"}}
+    await asyncio.wait_for(pair.runner, 5)
+
+
+async def test_methods_without_params_refuse_params(pair: Pair) -> None:
+    for method in ("system.ping", "tool.list"):
+        with pytest.raises(RemoteError) as info:
+            await pair.host.request(method, {"x": 1})
+        assert info.value.code == -32602 and "takes no params" in info.value.message
+    assert (await pair.host.request("tool.list", {}))["protocolVersion"] == 1
+
+
+async def test_schema_errors_name_the_field_in_the_message(pair: Pair) -> None:
+    with pytest.raises(RemoteError) as info:
+        await pair.host.request("agent.chat.stream", {"message": "x", "maxRounds": 0})
+    assert info.value.code == -32602 and "maxRounds" in info.value.message
