@@ -91,6 +91,25 @@ class _Abort(Exception):
     """Raised inside a streaming body to drop the connection mid-response."""
 
 
+def _turn(turn: Any) -> Mapping[str, Any]:
+    """A scripted turn in the server's shape (see :meth:`FakeOpenAI.script`)."""
+    if isinstance(turn, str):
+        return {"text": turn}
+    calls = turn.get("tool_calls") if isinstance(turn, Mapping) else None
+    if not calls:
+        return dict(turn)
+    fixed = [
+        {
+            **c,
+            "arguments": c["arguments"]
+            if isinstance(c.get("arguments", ""), str)
+            else json.dumps(c["arguments"]),
+        }
+        for c in calls
+    ]
+    return {**turn, "tool_calls": fixed}
+
+
 class FakeOpenAI:
     """The server, run by uvicorn on 127.0.0.1 in a background thread.
 
@@ -103,7 +122,7 @@ class FakeOpenAI:
     def __init__(self, turns: Iterable[Mapping[str, Any]] = (), *, port: int = 0, model: str = "fake-model"):
         self.model = model
         self.requests: list[Received] = []
-        self._turns: deque[Mapping[str, Any]] = deque(turns)
+        self._turns: deque[Mapping[str, Any]] = deque(_turn(t) for t in turns)
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -119,9 +138,13 @@ class FakeOpenAI:
     # -- control ---------------------------------------------------------------------------------
 
     def script(self, turns: Iterable[Mapping[str, Any]]) -> None:
-        """Queue turns (answered in order, one per chat-completions request)."""
+        """Queue turns (answered in order, one per chat-completions request).
+
+        The scripted provider's shorthands are accepted too: a bare string is a text turn, and
+        tool-call ``arguments`` may be an object (sent as its JSON text).
+        """
         with self._lock:
-            self._turns.extend(turns)
+            self._turns.extend(_turn(t) for t in turns)
 
     @property
     def remaining(self) -> int:

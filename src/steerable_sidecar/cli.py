@@ -114,7 +114,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         The process exit code.
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # reported by the sub-command's parser, so `steerable run` still prints its JSON line
+        report = getattr(args, "usage_error", None) or parser.error
+        report(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 2

@@ -79,6 +79,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         parser.exit(2, f"{parser.prog}: error: {message}\n")
 
     parser.error = error  # type: ignore[method-assign]
+    parser.set_defaults(usage_error=error)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--instruction", metavar="TEXT", help="the task for the agent")
     source.add_argument("--instruction-file", metavar="FILE", help="read the task from FILE ('-' for stdin)")
@@ -123,9 +124,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _positive_int(text: str) -> int:
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
 
 
@@ -135,7 +139,11 @@ def _instruction(args: argparse.Namespace) -> str:
     elif args.instruction_file == "-":
         text = sys.stdin.read()
     else:
-        text = Path(args.instruction_file).read_text(encoding="utf-8")
+        try:
+            text = Path(args.instruction_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise ValueError(f"--instruction-file {args.instruction_file}: {reason}") from None
     if not text.strip():
         raise ValueError("the instruction is empty")
     return text

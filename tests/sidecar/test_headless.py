@@ -139,10 +139,16 @@ def test_usage_and_config_errors_exit_2_naming_the_problem(run: Run, tmp_path: P
         run([], "--instruction", "x", "--harness", "bogus"),
         run([], "--instruction", "x", "--max-rounds", "0"),
         run([], "--instruction", "x", "--max-rounds", "abc"),
+        run([], "--instruction", "x", "--bogus"),
+        run([], "--instruction-file", str(tmp_path / "missing.md")),
     ]:
         # every exit prints the summary line, argument errors included
         assert proc.returncode == 2, proc.stderr
         assert summary_of(proc)["outcome"] == "usage_error" and summary_of(proc)["exitCode"] == 2
+        assert "_positive_int" not in proc.stderr
+    assert "unrecognized arguments: --bogus" in summary_of(run([], "--instruction", "x", "--bogus"))["error"]
+    missing_file = summary_of(run([], "--instruction-file", str(tmp_path / "missing.md")))["error"]
+    assert missing_file.startswith("--instruction-file ") and "No such file or directory" in missing_file
 
 
 def test_instruction_file_and_no_web_tools_and_harness(run: Run, tmp_path: Path) -> None:  # WEB-2

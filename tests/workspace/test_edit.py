@@ -70,7 +70,8 @@ def test_ambiguous_match_lists_lines():
     assert info.value.code == "ambiguous_match"
     assert str(info.value) == (
         "edits[0].oldText matches 2 places (lines 1, 3); add surrounding lines to make it unique, "
-        "or set replace_all to change every occurrence."
+        "or set replaceAll: true on that edit (replace_all: true with old_string/new_string) to change "
+        "every occurrence."
     )
     assert apply_edits(text, [Edit("x = 1", "x = 9", replace_all=True)]) == "x = 9\ny = 2\nx = 9\n"
 

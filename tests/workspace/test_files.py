@@ -143,7 +143,9 @@ async def test_huge_file_is_refused_with_a_clear_error(tmp_path):
 async def test_directory_and_missing_paths(session):
     (session.root / "d").mkdir()
     assert (await session("read_file", path="d")).error == "d is a directory; use list_dir to see its entries"
-    assert (await session("read_file", path="nope.txt")).error == "nope.txt does not exist"
+    assert (await session("read_file", path="nope.txt")).error == (
+        "nope.txt does not exist; find the right path with list_dir or glob"
+    )
     missing = await session("edit_file", path="nope.txt", old_string="a", new_string="b")
     assert missing.error == "nope.txt does not exist; create it with write_file"
     assert (await session("write_file", path="d", content="x")).data["code"] == "is_directory"

@@ -130,7 +130,8 @@ def _locate(text: str, edit: Edit, index: int, starts: list[int], lines: list[st
         raise EditError(
             "ambiguous_match",
             f"edits[{index}].oldText matches {len(spans)} places (lines {listed}); add surrounding lines "
-            "to make it unique, or set replace_all to change every occurrence.",
+            "to make it unique, or set replaceAll: true on that edit (replace_all: true with "
+            "old_string/new_string) to change every occurrence.",
             data={"edit": index, "lines": found, "matchLevel": level},
         )
     return spans

@@ -39,7 +39,11 @@ def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
     real = root.resolve(path)
     display = root.display(real)
     if not real.exists():
-        raise WorkspaceError("file_not_found", f"{display} does not exist", data={"path": display})
+        raise WorkspaceError(
+            "file_not_found",
+            f"{display} does not exist; find the right path with list_dir or glob",
+            data={"path": display},
+        )
     if not real.is_dir():
         raise WorkspaceError("not_a_directory", f"{display} is not a directory", data={"path": display})
     return real, display

@@ -210,7 +210,11 @@ class Workspace:
         real, display = self.resolve_file(path)
         raw = await self.load(real, display)
         if raw is None:
-            raise WorkspaceError("file_not_found", f"{display} does not exist", data={"path": display})
+            raise WorkspaceError(
+                "file_not_found",
+                f"{display} does not exist; find the right path with list_dir or glob",
+                data={"path": display},
+            )
         if len(raw) < _PARALLEL_HASH_BYTES:
             view = await asyncio.to_thread(self._view, raw, display, offset, limit, None)
             version = view.decoded.version
