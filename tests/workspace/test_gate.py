@@ -20,9 +20,21 @@ async def test_expected_version_mismatch_is_rejected_file_2(session):
     result = await session("write_file", path="a.txt", content="two\n", expectedVersion="0" * 64)
     assert result.success is False and result.needs_followup is True
     assert result.data["code"] == "conflict"
+    assert (
+        result.error
+        == "a.txt changed since version 000000000000; read it again, then write with the new version"
+    )
+    assert session.raw("a.txt") == b"one\n"
+
+
+async def test_a_truncated_expected_version_says_what_a_version_is_file_2(session):
+    session.write_raw("a.txt", b"one\n")
+    short = version_of(b"one\n")[:12]
+    result = await session("write_file", path="a.txt", content="two\n", expectedVersion=short)
+    assert result.success is False and result.data["code"] == "conflict"
     assert result.error == (
-        f"a.txt changed since version 000000000000 (now {version_of('one' + chr(10))[:12]}); "
-        "read it again, then write with the new version"
+        f"expectedVersion '{short}' is not a version: pass the whole 64-character version read_file "
+        "returned, or leave expectedVersion out"
     )
     assert session.raw("a.txt") == b"one\n"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import re
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,6 +34,10 @@ DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 
 _MAX_DIFF_CHARS: Final = 20_000
 _PARALLEL_HASH_BYTES: Final = 1024 * 1024
+
+
+_VERSION = re.compile("[0-9a-f]{64}")
+"""A version as read_file returns it: SHA-256, lowercase hex (tool_contract.json)."""
 
 
 def _short(version: str) -> str:
@@ -141,10 +146,17 @@ class Workspace:
             return  # brand-new or vanished since the read: a plain create (spec: File tools)
         view = self.state.get(display)
         if expected is not None:
+            if not _VERSION.fullmatch(expected):
+                raise WriteConflictError(
+                    "conflict",
+                    f"expectedVersion {expected[:80]!r} is not a version: pass the whole 64-character "
+                    "version read_file returned, or leave expectedVersion out",
+                    data={"path": display, "expectedVersion": expected[:80]},
+                )
             if expected != current:
                 raise WriteConflictError(
                     "conflict",
-                    f"{display} changed since version {_short(expected)} (now {_short(current)}); "
+                    f"{display} changed since version {_short(expected)}; "
                     "read it again, then write with the new version",
                     data={"path": display, "expectedVersion": expected},
                 )
