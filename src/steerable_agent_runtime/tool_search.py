@@ -280,13 +280,11 @@ class ToolSearchIndex:
     def _accumulate(self, present: list[str], idfs: dict[str, float], avgdl: float) -> dict[str, float]:
         """Exact scores of every matching tool, summed in query order."""
         acc: dict[str, float] = {}
-        get = acc.get
         for term in present:
             idf = idfs[term]
             for (tf, dl), names in self._terms[term].groups.items():
                 weight = idf * tf * _K1_PLUS_1 / (tf + BM25_K1 * (_ONE_MINUS_B + BM25_B * dl / avgdl))
-                for name in names:
-                    acc[name] = get(name, 0.0) + weight
+                _add_all(acc, names, weight)
         return acc
 
     def _score(self, name: str, present: list[str], idfs: dict[str, float], avgdl: float) -> float:
@@ -302,14 +300,17 @@ class ToolSearchIndex:
 
 
 class _TopK:
-    """One top-``limit`` query by MaxScore, exact.
+    """One top-``limit`` query by MaxScore (term at a time), with exact scores.
 
-    Terms are taken in decreasing order of their upper bound (rare terms first). ``theta`` is the
-    ``limit``-th best *complete* score among tools scored so far, a lower bound of the final
-    cut-off. Once the terms left (``rest``) cannot add up to ``theta``, a tool that matched none of
-    the terms visited so far cannot make the results, so the remaining terms, usually the common
-    words with the longest posting lists, are never walked: each tool already seen is completed
-    from its own term counts instead, and dropped as soon as it cannot reach ``theta``.
+    Terms are taken in decreasing order of their upper bound (rare terms first) and their posting
+    lists walked into partial scores. ``theta``, a lower bound of the final cut-off, is the
+    ``limit``-th best *complete* score among the tools completed so far (the leaders by partial
+    score, every time the accumulator has grown threefold). Once the terms left (``rest``) cannot
+    add up to ``theta``, a tool that matched none of the terms walked cannot make the results, so
+    the remaining terms, usually common words with the longest posting lists, are never walked:
+    they only add to the tools already seen, which are pruned between terms as soon as they
+    cannot reach ``theta``. The final contenders are re-scored in query order (the contract's
+    order of addition), so the pruning changes no score and no tie.
     """
 
     __slots__ = (
@@ -408,11 +409,9 @@ class _TopK:
             if dl < dl_min:
                 dl_min = dl
         entry.tf_max, entry.dl_min = tf_max, dl_min  # exact again (removals leave them loose)
-        get = acc.get
         if not fresh and after >= self.theta:  # no group can be cut: the plain walk
             for weight, names in weighted:
-                for name in names:
-                    acc[name] = get(name, 0.0) + weight
+                _add_all(acc, names, weight)
             return
         weighted.sort(key=_heaviest, reverse=True)
         refresh_at = self.limit if fresh else -1
@@ -430,8 +429,7 @@ class _TopK:
                     self._refresh(acc, j + 1)
                     refresh_at = -1
             else:
-                for name in names:
-                    acc[name] = get(name, 0.0) + weight
+                _add_all(acc, names, weight)
 
     def _add_to(self, survivors: dict[str, float], j: int) -> None:
         """Add term ``order[j]`` to the survivors only (no tool enters), the cheaper way round."""
@@ -491,6 +489,14 @@ class _TopK:
             ((name, score(name, present, idfs, avgdl)) for name in contenders), key=_by_score_then_name
         )
         return ranked[:limit]
+
+
+def _add_all(acc: dict[str, float], names: Iterable[str], weight: float) -> None:
+    for name in names:
+        if name in acc:
+            acc[name] += weight
+        else:
+            acc[name] = weight
 
 
 def _heaviest(item: tuple[float, dict[str, None]]) -> float:
