@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import random
 import re
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -392,3 +394,14 @@ def test_ranking_properties(inventory, query):
     assert ToolSearchIndex(reversed(tools)).scores(query, None) == ranked
     for limit in (1, 2, 8):
         assert index.scores(query, limit) == ranked[:limit]
+
+
+def test_a_wired_router_can_be_garbage_collected():
+    # the registry of wired routers is weak, and nothing it holds points back at the router
+    router = ToolRouter()
+    router.register(make_tool("mcp__x__sendFile", "Upload a file"))
+    register_tool_search(router)
+    gone = weakref.ref(router)
+    del router
+    gc.collect()
+    assert gone() is None

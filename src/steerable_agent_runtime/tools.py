@@ -330,13 +330,15 @@ class ToolRouter:
         raise nor change the router itself.
 
         Returns:
-            A function that unsubscribes the listener (calling it twice is harmless).
+            A function that unsubscribes the listener (calling it twice is harmless). It holds
+            no reference to the router, so keeping it does not keep the router alive.
         """
-        self._listeners.append(listener)
+        listeners = self._listeners
+        listeners.append(listener)
 
         def unsubscribe() -> None:
-            if listener in self._listeners:
-                self._listeners.remove(listener)
+            if listener in listeners:
+                listeners.remove(listener)
 
         return unsubscribe
 
