@@ -13,8 +13,7 @@ from peer_data import shared_dir
 TESTS = Path(__file__).resolve().parent
 ID = re.compile(r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB)[-_](\d+)(?!\d)", re.IGNORECASE)
 
-# Areas this release implements; the rest (tool_search, harness, plugins, run_code, web tools)
-# arrive with their issues.
+# Areas this release implements; the rest (plugins, run_code, web tools) arrive with their issues.
 IMPLEMENTED = (
     {f"ENV-{n}" for n in range(1, 9)}
     | {"CON-1"}
@@ -22,6 +21,8 @@ IMPLEMENTED = (
     | {f"TIER-{n}" for n in (1, 2, 3)}
     | {f"FILE-{n}" for n in range(1, 12)}
     | {f"ASK-{n}" for n in range(1, 9)}
+    | {f"TS-{n}" for n in range(1, 5)}
+    | {f"HAR-{n}" for n in range(1, 4)}
 )
 
 

@@ -25,6 +25,7 @@ from .errors import (
     WriteConflictError,
 )
 from .executor import ApprovalGate, ApprovalHandler, ToolExecutor, approve_all
+from .harness import AssembledHarness, HarnessStrategy, assemble_harness
 from .llm import ChatRequest, ChatResponse, InvalidToolCall, LLMProvider, ScriptedProvider, Usage
 from .loop import AgentLoop, RunOutcome, RunSummary
 from .modes import (
@@ -37,7 +38,8 @@ from .modes import (
 )
 from .record import DurableRecord
 from .spill import SpillHooks
-from .tools import Tool, ToolExposure, ToolHandler, ToolRegistrar, ToolRouter, tool
+from .tool_search import SearchHit, ToolSearchIndex, register_tool_search
+from .tools import Tool, ToolExposure, ToolHandler, ToolListener, ToolRegistrar, ToolRouter, tool
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
 from .workspace import (
@@ -59,6 +61,7 @@ __all__ = [
     "ApprovalHandler",
     "AskUserHandler",
     "AskUserQuestionsPayload",
+    "AssembledHarness",
     "ChatRequest",
     "ChatResponse",
     "ConfigError",
@@ -66,6 +69,7 @@ __all__ = [
     "DurableRecord",
     "EditError",
     "FileView",
+    "HarnessStrategy",
     "InvalidToolCall",
     "LLMProvider",
     "PatchError",
@@ -77,6 +81,7 @@ __all__ = [
     "RunOutcome",
     "RunSummary",
     "ScriptedProvider",
+    "SearchHit",
     "SidecarStartError",
     "SpillHooks",
     "SteerableError",
@@ -86,11 +91,13 @@ __all__ = [
     "ToolExposure",
     "ToolFailed",
     "ToolHandler",
+    "ToolListener",
     "ToolMode",
     "ToolRegistrar",
     "ToolResult",
     "ToolRetry",
     "ToolRouter",
+    "ToolSearchIndex",
     "ToolSignal",
     "TraceSink",
     "TraceSpan",
@@ -100,12 +107,14 @@ __all__ = [
     "WorkspaceError",
     "WriteConflictError",
     "approve_all",
+    "assemble_harness",
     "decide_tool_mode",
     "is_terminal_result",
     "make_ask_user_tool",
     "mode_from_annotations",
     "new_call_id",
     "read_file_state_from_messages",
+    "register_tool_search",
     "requires_consent",
     "tool",
     "version_of",
