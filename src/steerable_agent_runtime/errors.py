@@ -8,7 +8,9 @@ Every exception the runtime raises derives from one root, so an embedder can wri
     │   ├── ToolRetry               the model can fix this: needsFollowup=true
     │   └── ToolFailed              stop the run: terminal=true
     ├── UserError                   a developer mistake (bad decorator use, name clash)
-    │   └── DuplicateToolError      a tool name registered twice
+    │   ├── DuplicateToolError      a tool name registered twice
+    │   ├── PluginLoadError         a plugin could not be discovered or loaded (names the plugin)
+    │   └── PluginStateError        a lifecycle call on an unknown plugin or in the wrong state
     ├── ConfigError                 an invalid environment variable or config value
     ├── ProviderError               the LLM provider failed (HTTP status, network, broken stream)
     ├── SidecarStartError           a sidecar subprocess exited or stayed silent before it was ready
@@ -37,6 +39,8 @@ __all__ = [
     "PatchError",
     "PathEscapeError",
     "PeerClosedError",
+    "PluginLoadError",
+    "PluginStateError",
     "ProviderError",
     "RemoteError",
     "SidecarStartError",
@@ -100,6 +104,50 @@ class DuplicateToolError(UserError):
     def __init__(self, name: str) -> None:
         super().__init__(f"a tool named {name!r} is already registered")
         self.name = name
+
+
+class PluginLoadError(UserError):
+    """Raised when a plugin cannot be discovered or loaded; the message names the offender.
+
+    A missing plugin directory, an import failure, a missing or non-callable ``register``, a
+    ``register`` that raised (its tools are rolled back first), or a tool-name conflict (the first
+    registrant keeps the name). At boot the caller aborts. Spec: Third-party tools.
+
+    Args:
+        message: What failed, naming the plugin (and, for a conflict, the other plugin and the tool).
+        plugin: The offending plugin's name, when there is one (a missing directory has none).
+        tool: The conflicting tool name, for a conflict.
+        other_plugin: The plugin that already holds ``tool``, for a conflict with another plugin.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        plugin: str | None = None,
+        tool: str | None = None,
+        other_plugin: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.tool = tool
+        self.other_plugin = other_plugin
+
+
+class PluginStateError(UserError):
+    """Raised by a plugin lifecycle call on an unknown plugin, or on one in the wrong state.
+
+    Args:
+        message: What is wrong and what to call instead.
+        plugin: The plugin name the call named.
+        state: The plugin's current state (``"enabled"``, ``"disabled"``, ``"unloaded"``), or
+            ``None`` for an unknown plugin.
+    """
+
+    def __init__(self, message: str, *, plugin: str | None = None, state: str | None = None) -> None:
+        super().__init__(message)
+        self.plugin = plugin
+        self.state = state
 
 
 class ConfigError(SteerableError):
