@@ -985,3 +985,19 @@ def test_plugin_info_to_dict_is_plain_json():
         "state": "disabled",
         "tools": ["greet", "wave"],
     }
+
+
+def test_an_interrupt_during_a_reload_puts_the_old_tools_back_plg_5_plg_8(plugin_dir):
+    path = write(plugin_dir, "greeter.py", GREETER)
+    router = ToolRouter()
+    registry = PluginRegistry(router, [DirectorySource(plugin_dir)])
+    registry.load_all()
+    kept = router.get("greet")
+    path.write_text(
+        textwrap.dedent(GREETER).replace(
+            'return f"hello {name}"', 'return f"hello {name}"\n    raise KeyboardInterrupt'
+        )
+    )
+    with pytest.raises(KeyboardInterrupt):
+        registry.reload("greeter")
+    assert router.get("greet") is kept and registry.get("greeter").state is PluginState.ENABLED

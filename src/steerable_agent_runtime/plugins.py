@@ -692,18 +692,22 @@ class PluginRegistry:
         previous = sys.modules.get(spec.module) if spec.module is not None else None
         try:
             register = self._import(spec, spec.reload or partial(self._forget_and_load, spec))
-        except PluginLoadError as exc:
+        except BaseException as exc:
             self._restore_module(spec, previous)
-            raise _extended(exc, _RELOAD_ABANDONED) from exc
+            if isinstance(exc, PluginLoadError):
+                raise _extended(exc, _RELOAD_ABANDONED) from exc
+            raise  # KeyboardInterrupt and the like
         old = self._take_tools(entry)
         try:
             tools = self._run(spec, register)
-        except PluginLoadError as exc:
+        except BaseException as exc:
             for kept in old:
                 self.router.register(kept)
             self._commit(entry, entry.register, old)
             self._restore_module(spec, previous)
-            raise _extended(exc, _RELOAD_ABANDONED) from exc
+            if isinstance(exc, PluginLoadError):
+                raise _extended(exc, _RELOAD_ABANDONED) from exc
+            raise
         self._commit(entry, register, tools)
         return self._info(entry)
 
