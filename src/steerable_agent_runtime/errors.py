@@ -14,6 +14,7 @@ Every exception the runtime raises derives from one root, so an embedder can wri
     ├── ConfigError                 an invalid environment variable or config value
     ├── ProviderError               the LLM provider failed (HTTP status, network, broken stream)
     ├── SidecarStartError           a sidecar subprocess exited or stayed silent before it was ready
+    ├── McpServerError              a configured MCP tool server could not be started or registered
     └── RemoteError                 a JSON-RPC peer answered a request with an error
         └── PeerClosedError         the peer went away (EOF) before answering
 
@@ -36,6 +37,7 @@ __all__ = [
     "ConfigError",
     "DuplicateToolError",
     "EditError",
+    "McpServerError",
     "PatchError",
     "PathEscapeError",
     "PeerClosedError",
@@ -232,6 +234,23 @@ class PeerClosedError(RemoteError):
 
     def __init__(self, message: str = "the peer closed the connection before answering") -> None:
         super().__init__(-32099, message)
+
+
+class McpServerError(SteerableError):
+    """Raised when a configured MCP tool server cannot be started, listed or registered.
+
+    The message names the server (and the tool, when one tool is the problem) and carries the tail
+    of the server's stderr when it said something. A server that dies *after* start-up is not an
+    exception: its calls return failed results (see ``docs/mcp-sources.md``).
+
+    Args:
+        server: The configured server name.
+        message: What went wrong, naming the server.
+    """
+
+    def __init__(self, server: str, message: str) -> None:
+        super().__init__(message)
+        self.server = server
 
 
 class SidecarStartError(SteerableError):

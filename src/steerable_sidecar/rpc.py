@@ -37,6 +37,7 @@ from steerable_agent_runtime.errors import (
     ConfigError,
     DuplicateToolError,
     EditError,
+    McpServerError,
     PatchError,
     PathEscapeError,
     PeerClosedError,
@@ -106,6 +107,7 @@ ERROR_CODES: Final[Mapping[type[SteerableError], int]] = MappingProxyType(
         ConfigError: -32040,
         ProviderError: -32050,
         SidecarStartError: -32060,
+        McpServerError: -32080,
         RemoteError: -32090,
         PeerClosedError: -32099,
     }
