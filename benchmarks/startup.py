@@ -6,8 +6,9 @@ What it measures
 
     * ``python -c pass`` (the baseline: interpreter start-up alone);
     * ``python -c "import steerable_agent_runtime"``;
-    * ``python -m steerable_sidecar call read_file '{"path": "README.md"}'`` (what the
-      ``steerable call`` console script runs; ``-m`` so it works without the script on PATH).
+    * ``python -m steerable_sidecar call read_file '{"path": "README.md"}' --no-plugins`` (what
+      the ``steerable call`` console script runs; ``-m`` so it works without the script on PATH;
+      ``--no-plugins`` because an installed plugin may import anything it likes).
 
     One warm-up run each, then rounds interleaved across the three; medians reported. The framework
     import cost is (import - ``python -c pass``). A second check runs one subprocess that imports
@@ -41,7 +42,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 MAX_IMPORT_MS = 150.0
 HEAVY = ("mcp", "jsonschema", "httpx", "html_to_markdown")
-CALL_ARGS = ["call", "read_file", '{"path": "README.md"}']
+# --no-plugins: an installed plugin may import anything (the test fixture plugin uses jsonschema)
+CALL_ARGS = ["call", "read_file", '{"path": "README.md"}', "--no-plugins"]
 
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],

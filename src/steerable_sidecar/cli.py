@@ -1,12 +1,15 @@
 """The ``steerable`` command: inspect, call and serve the workspace tools.
 
-Sub-commands (each takes ``--workspace DIR``, default the current directory):
+Every sub-command boots the same way (``steerable_sidecar.boot``): workspace tools, plugins,
+``--harness``, then the MCP servers of ``STEERABLE_MCP_CONFIG``. Sub-commands (each takes
+``--workspace DIR``, default the current directory):
 
 * ``steerable tools``: the inventory as a table (name, mode, tier, description); ``--json`` for JSON.
 * ``steerable call NAME 'JSON'``: one tool call; prints the ToolResult JSON. Exit 0 on success,
   1 on a failed result, 2 on a usage error.
 * ``steerable session``: ToolCall JSON lines on stdin, ``{"id", "result"}`` lines on stdout.
 * ``steerable mcp``: serve the tools over MCP stdio.
+* ``steerable plugins``: the plugins, their origins and tools.
 * ``steerable run --instruction TEXT``: one headless agent run (``steerable_sidecar.headless``).
 * ``steerable sidecar``: serve the tools and the agent loop to a host over JSON-RPC 2.0 on stdio
   (``docs/sidecar-protocol.md``).
@@ -21,9 +24,11 @@ import os
 import shutil
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
-from steerable_agent_runtime import SteerableError, ToolCall, ToolRouter, new_call_id, workspace_tools_for_cwd
+from steerable_agent_runtime import SteerableError, ToolCall, ToolRouter, new_call_id
+
+from .boot import HARNESS_CHOICES, Booted, boot_tools, mcp_sources_for
 
 __all__ = ["build_parser", "main"]
 
@@ -43,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="accept paths outside the workspace (only for runs the host already jails)",
     )
+    common.add_argument(
+        "--harness",
+        choices=HARNESS_CHOICES,
+        default="full",
+        help="offered tools: full, minimal, or progressive (direct tier + tool_search)",
+    )
+    common.add_argument(
+        "--no-plugins", action="store_true", help="skip plugins (entry points and STEERABLE_PLUGIN_DIR)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     tools = sub.add_parser("tools", parents=[common], help="list the tools (name, mode, tier, description)")
     tools.add_argument("--json", action="store_true", help="print the full inventory as JSON")
@@ -51,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default {})")
     sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
     sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
+    plugins = sub.add_parser("plugins", parents=[common], help="list the plugins, their origins and tools")
+    plugins.add_argument("--json", action="store_true", help="print the plugins as JSON")
     run = sub.add_parser(
         "run", help="one headless agent run in a jailed workspace; prints a JSON summary line on stdout"
     )
@@ -71,8 +87,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _router(args: argparse.Namespace) -> ToolRouter:
-    return workspace_tools_for_cwd(args.workspace or os.getcwd(), allow_outside=args.allow_outside_workspace)
+def _boot(args: argparse.Namespace) -> Booted:
+    return boot_tools(
+        args.workspace or os.getcwd(),
+        allow_outside=args.allow_outside_workspace,
+        harness=args.harness,
+        plugins=not args.no_plugins,
+    )
+
+
+def _print_plugins(booted: Booted, as_json: bool) -> None:
+    infos = booted.plugins.plugins()
+    if as_json:
+        print(json.dumps([info.to_dict() for info in infos], indent=2))
+        return
+    if not infos:
+        print(
+            "no plugins (install a package with a steerable.tools entry point, or set STEERABLE_PLUGIN_DIR)"
+        )
+        return
+    for info in infos:
+        print(f"{info.name}  [{info.state}]  {info.origin}: {info.source}")
+        print(f"    tools: {', '.join(info.tools) or '(none)'}")
+
+
+async def _with_mcp(booted: Booted, work: Callable[[], Awaitable[int]]) -> int:
+    """Run ``work`` with the configured MCP servers connected (``STEERABLE_MCP_CONFIG``), if any."""
+    sources = mcp_sources_for(booted.router, None)
+    if sources is None:
+        return await work()
+    async with sources:
+        return await work()
 
 
 def _print_table(router: ToolRouter) -> None:
@@ -85,7 +130,7 @@ def _print_table(router: ToolRouter) -> None:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {desc}".rstrip())
 
 
-def _call(router: ToolRouter, name: str, arguments: str) -> int:
+async def _call(router: ToolRouter, name: str, arguments: str) -> int:
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
@@ -99,7 +144,7 @@ def _call(router: ToolRouter, name: str, arguments: str) -> int:
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
         )
         return 2
-    result = asyncio.run(router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed)))
+    result = await router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed))
     print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
     return 0 if result.success else 1
 
@@ -129,29 +174,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         from .serve import run_sidecar
 
         return run_sidecar(
-            args.workspace, state_dir=args.state_dir, allow_outside=args.allow_outside_workspace
+            args.workspace,
+            state_dir=args.state_dir,
+            allow_outside=args.allow_outside_workspace,
+            harness=args.harness,
+            plugins=not args.no_plugins,
         )
     try:
-        router = _router(args)
+        booted = _boot(args)
+        return asyncio.run(_with_mcp(booted, lambda: _command(args, booted)))
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
         return 2
+
+
+async def _command(args: argparse.Namespace, booted: Booted) -> int:
+    router = booted.router
     if args.command == "tools":
         if args.json:
             print(json.dumps(router.describe(), indent=2))
         else:
             _print_table(router)
         return 0
+    if args.command == "plugins":
+        _print_plugins(booted, args.json)
+        return 0
     if args.command == "call":
-        return _call(router, args.name, args.arguments)
+        return await _call(router, args.name, args.arguments)
     if args.command == "session":
         from .session import run_session
 
-        asyncio.run(run_session(router))
+        await run_session(router)
         return 0
     from .mcp_server import serve_mcp_stdio  # imports the mcp SDK: only here
 
-    asyncio.run(serve_mcp_stdio(router))
+    await serve_mcp_stdio(router, offered=booted.harness.offered)
     return 0
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -28,9 +29,10 @@ import time
 from pathlib import Path
 from typing import Any, Final, NoReturn, TextIO
 
-from steerable_agent_runtime import SteerableError, ToolRouter, new_call_id, workspace_tools_for_cwd
+from steerable_agent_runtime import SteerableError, ToolRouter, new_call_id
 from steerable_agent_runtime.ask_user import make_ask_user_tool
 from steerable_agent_runtime.executor import ApprovalGate, approve_all, mode_lookup
+from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
 from steerable_agent_runtime.record import DurableRecord
@@ -110,6 +112,15 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=600_000,
         metavar="MS",
         help="deadline for each whole model call (default 600000); past it the run ends with error",
+    )
+    parser.add_argument(
+        "--mcp",
+        metavar="FILE",
+        default=None,
+        help="MCP servers to connect (JSON; default $STEERABLE_MCP_CONFIG); their tools are deferred",
+    )
+    parser.add_argument(
+        "--no-plugins", action="store_true", help="skip plugins (entry points and STEERABLE_PLUGIN_DIR)"
     )
     parser.add_argument("--system", metavar="TEXT", default=None, help="replace the default system prompt")
     parser.add_argument("--session-id", metavar="ID", default=None, help="resume (or name) a durable session")
@@ -220,9 +231,8 @@ def _exit_code(summary: RunSummary) -> int:
     return EXIT_CODES[summary.outcome]
 
 
-def _build_router(args: argparse.Namespace, cwd: Path) -> ToolRouter:
-    router = workspace_tools_for_cwd(cwd)
-    if args.no_web_tools:
+def _finish_router(args: argparse.Namespace, router: ToolRouter) -> None:
+    if args.no_web_tools:  # spec: --no-web-tools omits the pair entirely
         for name in ("web_search", "web_fetch"):
             if name in router:
                 router.unregister(name)
@@ -231,16 +241,30 @@ def _build_router(args: argparse.Namespace, cwd: Path) -> ToolRouter:
         from .terminal_prompt import terminal_ask_user_handler
 
         router.register(make_ask_user_tool(terminal_ask_user_handler()))
-    return router
 
 
 async def _run(
     args: argparse.Namespace, provider: LLMProvider, instruction: str, cwd: Path, stage: dict[str, bool]
 ) -> dict[str, Any]:
-    from steerable_agent_runtime.harness import assemble_harness
+    from .boot import boot_tools, mcp_sources_for
 
-    router = _build_router(args, cwd)
-    harness = assemble_harness(args.harness, router)
+    booted = boot_tools(cwd, harness=args.harness, plugins=not args.no_plugins)
+    router, harness = booted.router, booted.harness
+    _finish_router(args, router)
+    sources = mcp_sources_for(router, args.mcp)
+    async with sources if sources is not None else contextlib.nullcontext():
+        return await _run_loop(args, provider, instruction, cwd, stage, router, harness)
+
+
+async def _run_loop(
+    args: argparse.Namespace,
+    provider: LLMProvider,
+    instruction: str,
+    cwd: Path,
+    stage: dict[str, bool],
+    router: ToolRouter,
+    harness: AssembledHarness,
+) -> dict[str, Any]:
     session_id = args.session_id or new_call_id()
     state_dir = Path(args.state_dir).expanduser() if args.state_dir else default_state_dir()
     record = DurableRecord.for_session(state_dir / "sessions", session_id)

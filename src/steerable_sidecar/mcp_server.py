@@ -14,6 +14,7 @@ does. Mapping:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import mcp_types as mcp_t
@@ -75,13 +76,22 @@ def to_call_tool_result(result: ToolResult) -> mcp_t.CallToolResult:
     )
 
 
-def build_mcp_server(router: ToolRouter, *, name: str = "steerable", version: str = "") -> Server[Any]:
+def build_mcp_server(
+    router: ToolRouter,
+    *,
+    name: str = "steerable",
+    version: str = "",
+    offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+) -> Server[Any]:
     """Build an MCP low-level server whose tools are ``router``'s.
 
     Args:
         router: The tools to serve (its read state persists for the connection's life).
         name: The server name announced at initialisation.
         version: The server version announced at initialisation.
+        offered: Returns the descriptors to list (a harness's ``offered``); default: the direct
+            tier. Every registered tool stays callable by name (spec: dispatch never gates on
+            exposure).
 
     Returns:
         An ``mcp.server.lowlevel.Server``; run it with :func:`serve_mcp_stdio` or any MCP transport.
@@ -90,9 +100,12 @@ def build_mcp_server(router: ToolRouter, *, name: str = "steerable", version: st
     async def list_tools(
         ctx: ServerRequestContext[Any], params: mcp_t.PaginatedRequestParams | None
     ) -> mcp_t.ListToolsResult:
-        return mcp_t.ListToolsResult(
-            tools=[_mcp_tool(t) for t in router if t.exposure is ToolExposure.DIRECT]
-        )
+        if offered is None:
+            tools = [t for t in router if t.exposure is ToolExposure.DIRECT]
+        else:
+            names = [d.get("function", d).get("name") for d in offered()]
+            tools = [t for t in (router.get(n) for n in names if isinstance(n, str)) if t is not None]
+        return mcp_t.ListToolsResult(tools=[_mcp_tool(t) for t in tools])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: mcp_t.CallToolRequestParams
@@ -103,8 +116,21 @@ def build_mcp_server(router: ToolRouter, *, name: str = "steerable", version: st
     return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool)
 
 
-async def serve_mcp_stdio(router: ToolRouter, *, name: str = "steerable", version: str = "") -> None:
-    """Serve ``router`` over MCP on this process's stdin/stdout until the client disconnects."""
-    server = build_mcp_server(router, name=name, version=version)
+async def serve_mcp_stdio(
+    router: ToolRouter,
+    *,
+    name: str = "steerable",
+    version: str = "",
+    offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+) -> None:
+    """Serve ``router`` over MCP on this process's stdin/stdout until the client disconnects.
+
+    Args:
+        router: The tools.
+        name: The server name.
+        version: The server version.
+        offered: See :func:`build_mcp_server`.
+    """
+    server = build_mcp_server(router, name=name, version=version, offered=offered)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from steerable_agent_runtime import SteerableError
 
+from .boot import boot_tools, mcp_sources_for
 from .rpc import JsonRpcPeer, open_stdio_streams
 from .sidecar import Sidecar, SidecarConfig, default_state_dir
 
@@ -38,25 +39,53 @@ def _configure_logging() -> None:
     )
 
 
-async def serve_stdio(config: SidecarConfig) -> None:
-    """Build the sidecar on the process's stdio and serve until EOF or ``system.shutdown``.
+async def serve_stdio(config: SidecarConfig, *, harness: str = "full", plugins: bool = True) -> None:
+    """Boot the tools, connect the MCP servers, serve on stdio until EOF or ``system.shutdown``.
+
+    Args:
+        config: The process configuration.
+        harness: The default ``agent.chat.stream`` harness (a chat's ``harness`` param overrides it).
+        plugins: Load the configured plugins.
 
     Raises:
-        SteerableError: Invalid configuration (raised before ``lifecycle.ready`` is sent).
+        SteerableError: Invalid configuration or a plugin that failed to load (raised before
+            ``lifecycle.ready`` is sent; the message names the offender).
     """
+    booted = boot_tools(
+        config.workspace,
+        allow_outside=config.allow_outside,
+        environ=config.environ,
+        harness=harness,
+        plugins=plugins,
+    )
+    config.default_harness = harness
+    sources = mcp_sources_for(booted.router, None, config.environ)
     reader, writer = await open_stdio_streams()
     peer = JsonRpcPeer(reader, writer, name="sidecar")
-    sidecar = Sidecar(peer, config)
-    await sidecar.run()
+    sidecar = Sidecar(peer, config, router=booted.router, plugins=booted.plugins)
+    if sources is None:
+        await sidecar.run()
+        return
+    async with sources:
+        await sidecar.run()
 
 
-def run_sidecar(workspace: str | None, *, state_dir: str | None = None, allow_outside: bool = False) -> int:
+def run_sidecar(
+    workspace: str | None,
+    *,
+    state_dir: str | None = None,
+    allow_outside: bool = False,
+    harness: str = "full",
+    plugins: bool = True,
+) -> int:
     """Run ``steerable sidecar``; returns the exit code.
 
     Args:
         workspace: The workspace root (default: the working directory).
         state_dir: Where session records go (default :func:`default_state_dir`).
         allow_outside: Accept file paths outside the workspace.
+        harness: The default chat harness.
+        plugins: Load the configured plugins.
     """
     _configure_logging()
     config = SidecarConfig(
@@ -65,7 +94,7 @@ def run_sidecar(workspace: str | None, *, state_dir: str | None = None, allow_ou
         allow_outside=allow_outside,
     )
     try:
-        asyncio.run(serve_stdio(config))
+        asyncio.run(serve_stdio(config, harness=harness, plugins=plugins))
     except SteerableError as exc:
         print(f"steerable sidecar: {exc}", file=sys.stderr)
         return 2

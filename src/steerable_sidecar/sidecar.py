@@ -6,7 +6,8 @@ The protocol (methods, params, results, reverse calls, error codes) is in
 ``docs/sidecar-protocol.md``; :data:`PROTOCOL_VERSION` changes when it breaks.
 
 Host -> sidecar requests: ``system.ping``, ``system.shutdown``, ``tool.list``, ``tool.invoke``,
-``agent.chat.stream``, ``agent.chat.cancel``. Sidecar -> host requests: ``tool.invoke`` (under
+``agent.chat.stream``, ``agent.chat.cancel``, ``plugin.list``, ``plugin.enable``,
+``plugin.disable``, ``plugin.reload``, ``plugin.unload``. Sidecar -> host requests: ``tool.invoke`` (under
 ``toolsViaHost``), ``ask_user.request``, ``read_state.seed``, ``approval.request``. Sidecar -> host
 notifications: ``lifecycle.ready`` (once, at boot) and ``agent.chat.event`` (progress of a chat).
 """
@@ -24,6 +25,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from steerable_agent_runtime.plugins import PluginInfo, PluginRegistry
 
 import steerable_agent_runtime
 from steerable_agent_runtime import (
@@ -97,6 +99,7 @@ class SidecarConfig:
             ``STEERABLE_*`` configuration through :func:`steerable_sidecar.providers.default_llm_provider`).
         ask_user_timeout_ms: How long ``ask_user`` waits for the host, in milliseconds.
         model_timeout_ms: A deadline for each whole model call, in milliseconds (``None``: none).
+        default_harness: The harness of a chat that names none (``steerable sidecar --harness``).
     """
 
     workspace: Path
@@ -106,6 +109,7 @@ class SidecarConfig:
     provider_factory: Callable[[], LLMProvider] | None = None
     ask_user_timeout_ms: int = 600_000
     model_timeout_ms: int | None = 600_000
+    default_harness: str = "full"
 
 
 def _no_params(method: str, params: Any) -> None:
@@ -141,7 +145,13 @@ class ChatParams(_Params):
     auto_approve: bool = False
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=10_000)
     model: str | None = None
-    harness: Literal["full", "minimal", "progressive"] = "full"
+    harness: Literal["full", "minimal", "progressive"] | None = None
+
+
+class PluginParams(_Params):
+    """``plugin.enable|disable|reload|unload`` params: ``{name}``."""
+
+    name: str
 
 
 class CancelParams(_Params):
@@ -170,10 +180,18 @@ class Sidecar:
         WorkspaceError: The workspace is not a directory.
     """
 
-    def __init__(self, peer: JsonRpcPeer, config: SidecarConfig, *, router: ToolRouter | None = None) -> None:
+    def __init__(
+        self,
+        peer: JsonRpcPeer,
+        config: SidecarConfig,
+        *,
+        router: ToolRouter | None = None,
+        plugins: PluginRegistry | None = None,
+    ) -> None:
         self.peer = peer
         self.config = config
         self.router = router if router is not None else self._default_router()
+        self.plugins = plugins if plugins is not None else PluginRegistry(self.router)
         self.router.trace = self._trace
         self._provider: LLMProvider | None = None
         self._chats: dict[str, _Chat] = {}
@@ -186,6 +204,11 @@ class Sidecar:
             "tool.invoke": self.tool_invoke,
             "agent.chat.stream": self.chat_stream,
             "agent.chat.cancel": self.chat_cancel,
+            "plugin.list": self.plugin_list,
+            "plugin.enable": self._plugin_call(PluginRegistry.enable),
+            "plugin.disable": self._plugin_call(PluginRegistry.disable),
+            "plugin.reload": self._plugin_call(PluginRegistry.reload),
+            "plugin.unload": self._plugin_call(PluginRegistry.unload),
         }.items():
             peer.add_method(name, handler)
 
@@ -299,6 +322,26 @@ class Sidecar:
                 span.attrs,
             )
 
+    # -- plugins --------------------------------------------------------------------------------
+    async def plugin_list(self, params: Any) -> dict[str, Any]:
+        """``plugin.list`` -> ``{"plugins": [{name, origin, source, state, tools}]}``."""
+        _no_params("plugin.list", params)
+        return {"plugins": [info.to_dict() for info in self.plugins.plugins()]}
+
+    def _plugin_call(self, action: Callable[[PluginRegistry, str], PluginInfo]) -> Callable[[Any], Any]:
+        """``plugin.enable|disable|reload|unload {name}`` -> ``{"plugin": info}``.
+
+        The change shows at once in ``tool.list`` and in ``tool_search``. Unknown or wrong-state
+        plugins raise ``PluginStateError``; a failed enable or reload raises ``PluginLoadError``
+        (the old tools stay on a failed reload).
+        """
+
+        async def handler(params: Any) -> dict[str, Any]:
+            p = PluginParams.model_validate(params)
+            return {"plugin": action(self.plugins, p.name).to_dict()}
+
+        return handler
+
     # -- chat -----------------------------------------------------------------------------------
     def _model(self) -> LLMProvider:
         if self._provider is None:
@@ -338,7 +381,7 @@ class Sidecar:
             raise InvalidParams(f"invalid sessionId {session_id!r}: use letters, digits, '.', '_' or '-'")
         try:
             # spec: the host-tools path has no router to bind, so it must use full or minimal
-            harness = AssembledHarness(p.harness, host_tools=p.tools_via_host)
+            harness = AssembledHarness(p.harness or self.config.default_harness, host_tools=p.tools_via_host)
         except UserError as exc:
             raise InvalidParams(str(exc)) from None
         chat_id = p.chat_id or new_call_id()

@@ -45,7 +45,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_tools_prints_a_table_with_mode_and_tier(repo_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # MODE-1 (read_/list_ inferred read), MODE-3 (write tools overridden to safe_write), TIER-3
-    assert main(["tools", "--workspace", str(repo_copy)]) == 0
+    assert main(["tools", "--workspace", str(repo_copy), "--no-plugins"]) == 0  # plugins: test_boot.py
     out, err = capsys.readouterr()
     assert err == ""
     lines = out.splitlines()
@@ -66,7 +66,7 @@ def test_tools_json_lists_seven_tools_with_mode_and_exposure(
     repo_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # TIER-3 (describe(): the full inventory with mode and exposure), MODE-1, MODE-3
-    assert main(["tools", "--json", "-w", str(repo_copy)]) == 0
+    assert main(["tools", "--json", "-w", str(repo_copy), "--no-plugins"]) == 0
     inventory = json.loads(capsys.readouterr().out)
     assert isinstance(inventory, list)
     assert len(inventory) == 7

@@ -41,6 +41,7 @@ def start(tmp_path: Path, workspace: Path, child_env: Callable[..., dict[str, st
         client = await SidecarClient.start(
             workspace=workspace,
             state_dir=tmp_path / "state",
+            args=["--no-plugins"],  # a fixed inventory; plugins at boot are tested in test_boot.py
             env=child_env(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script), **env),
         )
         clients.append(client)

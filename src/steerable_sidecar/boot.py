@@ -1,0 +1,107 @@
+"""How every entry point builds its tools: the same order everywhere.
+
+Issue 4 (and spec: Third-party tools): ``sidecar``, ``session``, ``call``, ``mcp``, ``run`` and
+``tools`` all boot the same way, so a newcomer's plugin shows up everywhere at once:
+
+1. the workspace tools for the workspace root (``workspace_tools_for_cwd``);
+2. plugins from every configured source (entry points in the ``steerable.tools`` group, then the
+   ``STEERABLE_PLUGIN_DIR`` directory): any load failure aborts the boot, naming the plugin;
+3. the harness strategy (``--harness``; ``progressive`` registers ``tool_search``).
+
+MCP servers (``STEERABLE_MCP_CONFIG``, or ``steerable run --mcp FILE``) are connected by the async
+entry points after these steps, with :func:`mcp_sources_for`; their tools land in the deferred tier,
+where ``tool_search`` finds them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final
+
+from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
+from steerable_agent_runtime.harness import AssembledHarness, assemble_harness
+from steerable_agent_runtime.plugins import PluginRegistry, default_plugin_sources
+
+if TYPE_CHECKING:
+    from .mcp_sources import McpToolSources
+
+__all__ = ["HARNESS_CHOICES", "MCP_CONFIG_ENV", "Booted", "boot_tools", "mcp_sources_for"]
+
+MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
+"""Path of a JSON file listing the MCP servers every entry point connects."""
+
+HARNESS_CHOICES: Final = ("full", "minimal", "progressive")
+"""``--harness`` values (``steerable_agent_runtime.harness.HarnessStrategy``)."""
+
+
+@dataclass(slots=True)
+class Booted:
+    """The tools of one process.
+
+    Attributes:
+        router: Every tool: workspace, plugins, and (after :func:`mcp_sources_for`) MCP tools.
+        plugins: The plugin registry (its lifecycle calls change ``router`` at once).
+        harness: The strategy that decides the offered list (``harness.offered()``).
+    """
+
+    router: ToolRouter
+    plugins: PluginRegistry
+    harness: AssembledHarness
+
+
+def boot_tools(
+    workspace: str | os.PathLike[str] | None,
+    *,
+    allow_outside: bool = False,
+    environ: Mapping[str, str] | None = None,
+    harness: str = "full",
+    plugins: bool = True,
+) -> Booted:
+    """Build the tools in the documented order.
+
+    Args:
+        workspace: The workspace root (default: the current directory).
+        allow_outside: Accept file paths outside the workspace.
+        environ: The environment (default ``os.environ``).
+        harness: ``full``, ``minimal`` or ``progressive``.
+        plugins: Load the configured plugins (``False`` for tests and tooling).
+
+    Returns:
+        The booted tools.
+
+    Raises:
+        PluginLoadError: A plugin failed to load (the message names it); the caller aborts.
+        ConfigError: An invalid ``STEERABLE_*`` variable (the message names it).
+        WorkspaceError: The workspace is not a directory.
+        UserError: An unknown harness name.
+    """
+    router = workspace_tools_for_cwd(
+        Path(workspace) if workspace is not None else Path.cwd(), allow_outside=allow_outside, environ=environ
+    )
+    registry = PluginRegistry(router, default_plugin_sources(environ) if plugins else ())
+    registry.load_all()
+    return Booted(router, registry, assemble_harness(harness, router))
+
+
+def mcp_sources_for(
+    router: ToolRouter, config: str | os.PathLike[str] | None, environ: Mapping[str, str] | None = None
+) -> McpToolSources | None:
+    """The MCP servers to connect: ``config`` (a JSON file), else ``STEERABLE_MCP_CONFIG``, else none.
+
+    Returns:
+        An unentered :class:`~steerable_sidecar.mcp_sources.McpToolSources` (``async with`` it to
+        connect and register the tools), or ``None`` when no configuration is given.
+
+    Raises:
+        ConfigError: The configuration file is missing or invalid (the message names it).
+    """
+    env = os.environ if environ is None else environ
+    path = config if config is not None else env.get(MCP_CONFIG_ENV) or None
+    if path is None:
+        return None
+    from .mcp_sources import McpToolSources, load_mcp_config  # the mcp SDK: only when servers are configured
+
+    return McpToolSources(router, load_mcp_config(path))

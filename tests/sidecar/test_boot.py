@@ -1,0 +1,175 @@
+"""Every entry point boots the same way: workspace tools, plugins, harness (issue 4, PLG-3).
+
+A plugin dropped into STEERABLE_PLUGIN_DIR shows up in ``tools``, ``call``, ``session``, ``mcp``,
+``run`` and ``sidecar`` at once; a broken one stops each of them, naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steerable_agent_runtime import RemoteError
+from steerable_sidecar.client import SidecarClient, SidecarStartError
+
+GREET = textwrap.dedent(
+    """
+    from steerable_agent_runtime import tool
+
+    def register(router):
+        @tool(router=router, description="Greet by name")
+        async def greet(name: str) -> str:
+            return f"hello {name}"
+    """
+)
+
+
+@pytest.fixture
+def plugin_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "greeter.py").write_text(GREET)
+    return folder
+
+
+@pytest.fixture
+def env(plugin_dir: Path, child_env: Callable[..., dict[str, str]], tmp_path: Path) -> dict[str, str]:
+    return child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir), STEERABLE_STATE_DIR=str(tmp_path / "state"))
+
+
+def cli(
+    env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "steerable_sidecar", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=env,
+        cwd=cwd,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_directory_plugin_shows_up_in_tools_call_session_and_plugins_plg_2_plg_3(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    tools = cli(env, "tools", "--json", "-w", str(tmp_path))
+    assert tools.returncode == 0, tools.stderr
+    assert "greet" in [t["name"] for t in json.loads(tools.stdout)]
+    call = cli(env, "call", "greet", '{"name": "Ada"}', "-w", str(tmp_path))
+    assert call.returncode == 0 and json.loads(call.stdout) == {
+        "success": True,
+        "data": {"value": "hello Ada"},
+    }
+    session = cli(
+        env,
+        "session",
+        "-w",
+        str(tmp_path),
+        stdin='{"id": "1", "name": "greet", "arguments": {"name": "Bo"}}\n',
+    )
+    assert json.loads(session.stdout) == {
+        "id": "1",
+        "result": {"success": True, "data": {"value": "hello Bo"}},
+    }
+    plugins = cli(env, "plugins", "--json", "-w", str(tmp_path))
+    listed = json.loads(plugins.stdout)
+    assert [(p["name"], p["state"], p["tools"]) for p in listed if p["name"] == "greeter"] == [
+        ("greeter", "enabled", ["greet"])
+    ]
+    assert cli(env, "tools", "--no-plugins", "--json", "-w", str(tmp_path)).stdout.count('"greet"') == 0
+
+
+def test_a_directory_plugin_is_offered_to_the_model_in_run(env: dict[str, str], tmp_path: Path) -> None:
+    script = tmp_path / "turns.json"
+    script.write_text(
+        json.dumps([{"tool_calls": [{"id": "g", "name": "greet", "arguments": '{"name": "Cy"}'}]}, "done"])
+    )
+    env = {**env, "STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
+    proc = cli(
+        env, "run", "--instruction", "greet Cy", "--cwd", str(tmp_path), "--quiet", "--session-id", "g1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    record = (tmp_path / "state" / "sessions" / "g1.jsonl").read_text()
+    assert "hello Cy" in record
+
+
+def test_a_broken_plugin_aborts_every_entry_point_naming_it_plg_7(
+    env: dict[str, str], plugin_dir: Path, tmp_path: Path
+) -> None:
+    (plugin_dir / "broken.py").write_text("import not_a_module_anywhere\n")
+    for args in (("tools",), ("call", "greet", "{}"), ("plugins",)):
+        proc = cli(env, *args, "-w", str(tmp_path))
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "broken" in proc.stderr and "not_a_module_anywhere" in proc.stderr
+    script = tmp_path / "turns.json"
+    script.write_text('["never"]')
+    scripted = {**env, "STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
+    run = cli(scripted, "run", "--instruction", "x", "--cwd", str(tmp_path))
+    assert run.returncode == 2 and "broken" in json.loads(run.stdout)["error"]
+
+
+async def test_the_sidecar_refuses_to_boot_with_a_broken_plugin_plg_7(
+    env: dict[str, str], plugin_dir: Path, tmp_path: Path
+) -> None:
+    (plugin_dir / "broken.py").write_text(
+        "def register(router):\n    raise RuntimeError('boom at register')\n"
+    )
+    with pytest.raises(SidecarStartError) as info:
+        await SidecarClient.start(workspace=tmp_path, env=env)
+    assert "broken" in str(info.value) and "boom at register" in str(info.value)
+
+
+async def test_plugin_rpcs_change_tool_list_at_once_plg_5(
+    env: dict[str, str], plugin_dir: Path, tmp_path: Path
+) -> None:
+    async with await SidecarClient.start(workspace=tmp_path, env=env) as sidecar:
+
+        async def names() -> list[str]:
+            return [t["name"] for t in await sidecar.list_tools()]
+
+        listed = await sidecar.peer.request("plugin.list")
+        assert "greeter" in [p["name"] for p in listed["plugins"]] and "greet" in await names()
+        disabled = await sidecar.peer.request("plugin.disable", {"name": "greeter"})
+        assert disabled["plugin"]["state"] == "disabled" and "greet" not in await names()
+        gone = await sidecar.invoke("greet", {"name": "x"})
+        assert gone.success is False and gone.data and gone.data["code"] == "unknown_tool"
+        await sidecar.peer.request("plugin.enable", {"name": "greeter"})
+        assert "greet" in await names()
+        (plugin_dir / "greeter.py").write_text(GREET.replace("hello", "bonjour"))
+        await sidecar.peer.request("plugin.reload", {"name": "greeter"})
+        again = await sidecar.invoke("greet", {"name": "Di"}, consent_granted=True)  # local mode
+        assert again.data == {"value": "bonjour Di"}
+        with pytest.raises(RemoteError) as unknown:
+            await sidecar.peer.request("plugin.disable", {"name": "nope"})
+        assert unknown.value.data["type"] == "PluginStateError" and "nope" in unknown.value.message
+        await sidecar.peer.request("plugin.unload", {"name": "greeter"})
+        assert "greet" not in await names()
+
+
+async def test_progressive_harness_on_the_mcp_server_lists_tool_search(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    from mcp import Client, StdioServerParameters  # the official client
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "steerable_sidecar", "mcp", "--harness", "progressive", "-w", str(tmp_path)],
+        env=env,
+    )
+    async with Client(params) as client:
+        listed = await client.list_tools()
+        names = [t.name for t in listed.tools]
+        assert "tool_search" in names and "greet" in names
+        result: Any = await client.call_tool("greet", {"name": "Ed"})
+        assert result.structured_content == {"success": True, "data": {"value": "hello Ed"}}
