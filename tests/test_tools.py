@@ -313,7 +313,10 @@ async def test_schema_given_tools_validate_with_jsonschema():
     assert ok.data == {"title": "Bug"}
     bad = await router.dispatch(call("create_issue", title=3))
     assert bad.needs_followup is True
-    assert bad.data["errors"] == [{"field": "title", "message": "3 is not of type 'string'"}]
+    assert bad.data == {
+        "code": "invalid_arguments",  # the same code as signature-derived tools
+        "errors": [{"field": "title", "message": "3 is not of type 'string'"}],
+    }
     assert router.get("create_issue").mode.value == "safe_write"
     with pytest.raises(UserError, match="invalid JSON Schema"):
         Tool.from_schema("x", {"type": "object", "properties": 5}, handler)

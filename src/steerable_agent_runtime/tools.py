@@ -186,7 +186,9 @@ class Tool:
                     {"field": ".".join(str(p) for p in e.path) or "(arguments)", "message": e.message}
                     for e in errors
                 ]
-                raise ToolRetry(invalid_text(name, problems), data={"errors": problems})
+                raise ToolRetry(
+                    invalid_text(name, problems), data={"code": "invalid_arguments", "errors": problems}
+                )
             return arguments
 
         return cls(
