@@ -186,7 +186,9 @@ def error_data_for(exc: SteerableError) -> dict[str, Any]:
     a :class:`ToolSignal`'s ``message``/``nextAction``/``data`` (the ``ToolResult`` fields), a
     :class:`WorkspaceError`'s ``code``, a :class:`DuplicateToolError`'s ``name``, a
     :class:`ProviderError`'s ``status``/``retryable``, and a :class:`RemoteError`'s
-    ``remoteCode``/``remoteData`` (the error a reverse call received). Absent values are left out.
+    ``remoteCode``/``remoteData`` (the error a reverse call received), a plugin error's
+    ``plugin``/``tool``/``otherPlugin``/``state``, and an :class:`McpServerError`'s ``server``.
+    Absent values are left out.
     """
     data: dict[str, Any] = {"type": type(exc).__name__}
     if isinstance(exc, ToolSignal):
@@ -203,6 +205,15 @@ def error_data_for(exc: SteerableError) -> dict[str, Any]:
     if isinstance(exc, RemoteError) and not isinstance(exc, PeerClosedError):
         data["remoteCode"] = exc.code
         _put(data, "remoteData", exc.data)
+    if isinstance(exc, PluginLoadError):
+        _put(data, "plugin", exc.plugin)
+        _put(data, "tool", exc.tool)
+        _put(data, "otherPlugin", exc.other_plugin)
+    if isinstance(exc, PluginStateError):
+        _put(data, "plugin", exc.plugin)
+        _put(data, "state", exc.state)
+    if isinstance(exc, McpServerError):
+        data["server"] = exc.server
     return data
 
 

@@ -152,7 +152,8 @@ async def test_plugin_rpcs_change_tool_list_at_once_plg_5(
         assert again.data == {"value": "bonjour Di"}
         with pytest.raises(RemoteError) as unknown:
             await sidecar.peer.request("plugin.disable", {"name": "nope"})
-        assert unknown.value.data["type"] == "PluginStateError" and "nope" in unknown.value.message
+        assert unknown.value.data == {"type": "PluginStateError", "plugin": "nope"}
+        assert unknown.value.code == -32033 and "no plugin named 'nope'" in unknown.value.message
         await sidecar.peer.request("plugin.unload", {"name": "greeter"})
         assert "greet" not in await names()
 
@@ -173,3 +174,71 @@ async def test_progressive_harness_on_the_mcp_server_lists_tool_search(
         assert "tool_search" in names and "greet" in names
         result: Any = await client.call_tool("greet", {"name": "Ed"})
         assert result.structured_content == {"success": True, "data": {"value": "hello Ed"}}
+
+
+SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+
+
+def mcp_config(tmp_path: Path) -> Path:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps([{"name": "wx", "command": sys.executable, "args": [SERVER_SCRIPT]}]))
+    return path
+
+
+def test_run_with_mcp_finds_the_server_tool_through_tool_search_ts_1(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    script = tmp_path / "turns.json"
+    script.write_text(
+        json.dumps(
+            [
+                {
+                    "tool_calls": [
+                        {"id": "s", "name": "tool_search", "arguments": '{"query": "weather city"}'}
+                    ]
+                },
+                {
+                    "tool_calls": [
+                        {"id": "w", "name": "mcp__wx__get_weather", "arguments": '{"city": "Oslo"}'}
+                    ]
+                },
+                "It is sunny.",
+            ]
+        )
+    )
+    scripted = {**env, "STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
+    args = ["run", "--instruction", "weather?", "--cwd", str(tmp_path), "--quiet", "--session-id", "m1"]
+    proc = cli(scripted, *args, "--harness", "progressive", "--mcp", str(mcp_config(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    messages = [
+        json.loads(line) for line in (tmp_path / "state" / "sessions" / "m1.jsonl").read_text().splitlines()
+    ]
+    results = {
+        e["message"]["tool_call_id"]: json.loads(e["message"]["content"])
+        for e in messages
+        if e.get("type") == "message" and e["message"]["role"] == "tool"
+    }
+    assert "mcp__wx__get_weather" in [t["name"] for t in results["s"]["data"]["tools"]]
+    assert results["w"]["success"] is True and "Sunny in Oslo" in json.dumps(results["w"])
+
+
+def test_a_bad_mcp_config_stops_the_run_naming_the_file(env: dict[str, str], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('[{"name": "x"}]')
+    script = tmp_path / "turns.json"
+    script.write_text('["never"]')
+    scripted = {**env, "STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
+    proc = cli(scripted, "run", "--instruction", "x", "--cwd", str(tmp_path), "--mcp", str(bad))
+    assert proc.returncode == 2 and str(bad) in json.loads(proc.stdout)["error"]
+
+
+async def test_the_sidecar_connects_mcp_servers_from_the_environment(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**env, "STEERABLE_MCP_CONFIG": str(mcp_config(tmp_path))}
+    async with await SidecarClient.start(workspace=tmp_path, env=env) as sidecar:
+        tools = {t["name"]: t for t in await sidecar.list_tools()}
+        assert tools["mcp__wx__get_weather"]["exposure"] == "deferred"
+        assert tools["mcp__wx__get_weather"]["mode"] == "read"
+        result = await sidecar.invoke("mcp__wx__get_weather", {"city": "Rome"})
+        assert result.success and "Sunny in Rome" in json.dumps(result.to_wire())
