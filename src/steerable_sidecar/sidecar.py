@@ -25,7 +25,6 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
-from steerable_agent_runtime.plugins import PluginInfo, PluginRegistry
 
 import steerable_agent_runtime
 from steerable_agent_runtime import (
@@ -46,6 +45,7 @@ from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
+from steerable_agent_runtime.plugins import PluginInfo, PluginRegistry
 from steerable_agent_runtime.record import DurableRecord, valid_session_id
 from steerable_agent_runtime.spill import SpillHooks
 from steerable_agent_runtime.trace import TraceSpan
