@@ -48,6 +48,8 @@ from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEven
 from steerable_agent_runtime.plugins import PluginInfo, PluginRegistry
 from steerable_agent_runtime.record import DurableRecord, valid_session_id
 from steerable_agent_runtime.spill import SpillHooks
+from steerable_agent_runtime.tool_search import is_tool_search
+from steerable_agent_runtime.tools import Tool
 from steerable_agent_runtime.trace import TraceSpan
 
 from .host_tools import host_executor, register_host_tools
@@ -165,6 +167,7 @@ class _Chat:
     session_id: str
     loop: AgentLoop | None = None
     cancelled: bool = False
+    cleanup: list[Callable[[], None]] = field(default_factory=list)
 
 
 class Sidecar:
@@ -381,7 +384,10 @@ class Sidecar:
             raise InvalidParams(f"invalid sessionId {session_id!r}: use letters, digits, '.', '_' or '-'")
         try:
             # spec: the host-tools path has no router to bind, so it must use full or minimal
-            harness = AssembledHarness(p.harness or self.config.default_harness, host_tools=p.tools_via_host)
+            default = self.config.default_harness
+            if p.tools_via_host and default == "progressive":  # not possible over the wire: full
+                default = "full"
+            harness = AssembledHarness(p.harness or default, host_tools=p.tools_via_host)
         except UserError as exc:
             raise InvalidParams(str(exc)) from None
         chat_id = p.chat_id or new_call_id()
@@ -399,6 +405,8 @@ class Sidecar:
         finally:
             self._busy_sessions.discard(busy_key)
             self._chats.pop(chat_id, None)
+            for undo in chat.cleanup:
+                undo()
         return {"chatId": chat_id, "sessionId": session_id, **summary.to_dict()}
 
     async def _run_chat(
@@ -415,7 +423,7 @@ class Sidecar:
         spill = SpillHooks(sessions / f"{session_id}.spill")
         history = await record.load() if record.exists() else []
         try:
-            router, executor = await self._chat_tools(p, chat_id, session_id, history, spill)
+            router, executor = await self._chat_tools(p, chat, chat_id, session_id, history, spill)
         except UserError as exc:  # a host tool descriptor without a name, an invalid schema...
             raise InvalidParams(str(exc)) from None
         harness.wire_tools(router)
@@ -451,15 +459,39 @@ class Sidecar:
             return RunSummary(RunOutcome.CANCELLED)
         return await loop.run(history, prompt)
 
+    def _follow_main_router(self, router: ToolRouter, chat: _Chat) -> None:
+        """Give the chat the process's tools, and keep them in step while the chat runs.
+
+        A plugin enabled, disabled or reloaded mid-chat shows in the chat's next round and in its
+        ``tool_search``. The main router's own ``tool_search`` is not copied: the chat's harness
+        wires one over the chat's router.
+        """
+        main = self.router
+
+        def mirror(old: Tool | None, new: Tool | None) -> None:
+            if old is not None and router.get(old.name) is old:
+                router.unregister(old.name)
+            if new is not None and not is_tool_search(main, new) and new.name not in router:
+                router.register(new)
+
+        for spec in main:
+            mirror(None, spec)
+        chat.cleanup.append(main.subscribe(mirror))
+
     async def _chat_tools(
-        self, p: ChatParams, chat_id: str, session_id: str, history: list[Message], spill: SpillHooks
+        self,
+        p: ChatParams,
+        chat: _Chat,
+        chat_id: str,
+        session_id: str,
+        history: list[Message],
+        spill: SpillHooks,
     ) -> tuple[ToolRouter, ToolExecutor]:
         router = ToolRouter(default_timeout_ms=self.router.default_timeout_ms)
         if p.tools_via_host:
             register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
         else:
-            for spec in self.router:
-                router.register(spec)
+            self._follow_main_router(router, chat)
         if p.ask_user:
             ask = make_ask_user_tool(self._host_ask_user(chat_id), timeout_ms=self.config.ask_user_timeout_ms)
             router.register(ask)

@@ -242,3 +242,51 @@ async def test_the_sidecar_connects_mcp_servers_from_the_environment(
         assert tools["mcp__wx__get_weather"]["mode"] == "read"
         result = await sidecar.invoke("mcp__wx__get_weather", {"city": "Rome"})
         assert result.success and "Sunny in Rome" in json.dumps(result.to_wire())
+
+
+DEFERRED_GREET = GREET.replace(
+    'description="Greet by name"', 'description="Greet a person by name", exposure="deferred"'
+)
+
+
+async def test_a_progressive_sidecar_chat_finds_plugin_tools_and_follows_plugin_changes_har_2_plg_5(
+    env: dict[str, str], plugin_dir: Path, tmp_path: Path
+) -> None:
+    (plugin_dir / "greeter.py").write_text(DEFERRED_GREET)
+    script = tmp_path / "turns.json"
+    script.write_text(
+        json.dumps(
+            [
+                {
+                    "tool_calls": [
+                        {"id": "s1", "name": "tool_search", "arguments": '{"query": "greet person"}'}
+                    ]
+                },
+                {"tool_calls": [{"id": "g1", "name": "greet", "arguments": '{"name": "Al"}'}]},
+                {
+                    "tool_calls": [
+                        {"id": "s2", "name": "tool_search", "arguments": '{"query": "greet person"}'}
+                    ]
+                },
+                "done",
+            ]
+        )
+    )
+    env = {**env, "STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
+    async with await SidecarClient.start(
+        workspace=tmp_path, env=env, args=["--harness", "progressive"]
+    ) as sidecar:
+
+        async def approve_after_disabling(call: dict[str, Any], mode: str) -> bool:
+            # the plugin goes away while the chat runs: the chat must follow at once
+            await sidecar.peer.request("plugin.disable", {"name": "greeter"})
+            return True
+
+        sidecar.on_approval = approve_after_disabling
+        handle = sidecar.start_chat("greet Al")
+        summary = await handle.result()
+    assert summary["outcome"] == "completed", summary
+    results = {e["id"]: e["result"] for e in handle.events_seen if e["type"] == "tool_result"}
+    assert [t["name"] for t in results["s1"]["data"]["tools"]] == ["greet"]
+    assert results["g1"]["data"]["code"] == "unknown_tool"  # disabled before it could run
+    assert results["s2"]["data"]["tools"] == []
