@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -144,7 +145,8 @@ async def _call(router: ToolRouter, name: str, arguments: str) -> int:
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
         )
         return 2
-    result = await router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed))
+    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result JSON alone
+        result = await router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed))
     print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
     return 0 if result.success else 1
 
@@ -181,7 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             plugins=not args.no_plugins,
         )
     try:
-        booted = _boot(args)
+        with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
+            booted = _boot(args)
         return asyncio.run(_with_mcp(booted, lambda: _command(args, booted)))
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
@@ -204,7 +207,9 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
     if args.command == "session":
         from .session import run_session
 
-        await run_session(router)
+        out = sys.stdout
+        with contextlib.redirect_stdout(sys.stderr):  # a tool's print never lands between result lines
+            await run_session(router, stdout=out)
         return 0
     from .mcp_server import serve_mcp_stdio  # imports the mcp SDK: only here
 

@@ -335,7 +335,8 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
             from .providers import default_llm_provider
 
             provider = default_llm_provider()
-        out = asyncio.run(_run(args, provider, instruction, cwd, stage))
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the summary line alone
+            out = asyncio.run(_run(args, provider, instruction, cwd, stage))
     except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
         _usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
         return EXIT_CODES[RunOutcome.CANCELLED]

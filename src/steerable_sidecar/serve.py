@@ -51,6 +51,8 @@ async def serve_stdio(config: SidecarConfig, *, harness: str = "full", plugins: 
         SteerableError: Invalid configuration or a plugin that failed to load (raised before
             ``lifecycle.ready`` is sent; the message names the offender).
     """
+    # stdio first: from here on a stray print (a plugin's, at import or register) lands on stderr
+    reader, writer = await open_stdio_streams()
     booted = boot_tools(
         config.workspace,
         allow_outside=config.allow_outside,
@@ -60,7 +62,6 @@ async def serve_stdio(config: SidecarConfig, *, harness: str = "full", plugins: 
     )
     config.default_harness = harness
     sources = mcp_sources_for(booted.router, None, config.environ)
-    reader, writer = await open_stdio_streams()
     peer = JsonRpcPeer(reader, writer, name="sidecar")
     sidecar = Sidecar(peer, config, router=booted.router, plugins=booted.plugins)
     if sources is None:

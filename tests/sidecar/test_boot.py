@@ -290,3 +290,46 @@ async def test_a_progressive_sidecar_chat_finds_plugin_tools_and_follows_plugin_
     assert [t["name"] for t in results["s1"]["data"]["tools"]] == ["greet"]
     assert results["g1"]["data"]["code"] == "unknown_tool"  # disabled before it could run
     assert results["s2"]["data"]["tools"] == []
+
+
+NOISY = GREET.replace(
+    "def register(router):",
+    "print('noise at import')\n\ndef register(router):\n    print('noise at register')",
+).replace('return f"hello {name}"', 'print("noise in the tool")\n        return f"hello {name}"')
+
+
+def test_a_printing_plugin_never_reaches_stdout(
+    env: dict[str, str], plugin_dir: Path, tmp_path: Path
+) -> None:
+    (plugin_dir / "greeter.py").write_text(NOISY)
+    call = cli(env, "call", "greet", '{"name": "Ada"}', "-w", str(tmp_path))
+    assert json.loads(call.stdout) == {"success": True, "data": {"value": "hello Ada"}}
+    assert "noise at import" in call.stderr and "noise in the tool" in call.stderr
+    tools = cli(env, "tools", "--json", "-w", str(tmp_path))
+    json.loads(tools.stdout)
+    session = cli(
+        env,
+        "session",
+        "-w",
+        str(tmp_path),
+        stdin='{"id": "1", "name": "greet", "arguments": {"name": "B"}}\n',
+    )
+    assert [json.loads(line)["id"] for line in session.stdout.splitlines()] == ["1"]
+    script = tmp_path / "turns.json"
+    script.write_text(
+        json.dumps([{"tool_calls": [{"id": "g", "name": "greet", "arguments": '{"name": "C"}'}]}, "ok"])
+    )
+    run = cli(
+        {**env, "STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)},
+        "run",
+        "--instruction",
+        "x",
+        "--cwd",
+        str(tmp_path),
+        "--quiet",
+    )
+    assert len(run.stdout.splitlines()) == 1 and json.loads(run.stdout)["outcome"] == "completed"
+    frames = '{"jsonrpc":"2.0","id":1,"method":"system.ping"}\n'
+    sidecar = cli(env, "sidecar", "-w", str(tmp_path), stdin=frames)
+    lines = [json.loads(line) for line in sidecar.stdout.splitlines()]
+    assert lines[0]["method"] == "lifecycle.ready" and lines[1]["result"]["pong"] is True
