@@ -253,6 +253,8 @@ async def test_a_query_that_is_no_string_asks_the_model_to_fix_it(router, query)
 
 def test_clamp_max_results_is_the_rule_ts_2():
     assert [clamp_max_results(v) for v in (None, 1, 20, 21, 0, 2.5)] == [8, 1, 20, 20, 1, 2]
+    # integers too big for a float (valid JSON) clamp too, never raise
+    assert [clamp_max_results(v) for v in (10**400, -(10**400))] == [20, 1]
 
 
 @pytest.mark.parametrize("query", ["kubernetes helm rollout", "", "   ", "???", "déjà"])

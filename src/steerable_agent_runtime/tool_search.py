@@ -572,6 +572,8 @@ def clamp_max_results(value: Any) -> int:
             number = float(value.strip())
         except ValueError:
             raise _invalid_max_results(value) from None
+    elif isinstance(value, int):  # an int of any size: compare it as an int (10**400 has no float)
+        return max(1, min(value, MAX_RESULTS_CEILING))
     else:
         number = value
     if math.isnan(number):
