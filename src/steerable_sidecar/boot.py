@@ -22,13 +22,25 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
+from steerable_agent_runtime._env import env_flag
+from steerable_agent_runtime.errors import PluginLoadError
 from steerable_agent_runtime.harness import AssembledHarness, assemble_harness
-from steerable_agent_runtime.plugins import PluginRegistry, default_plugin_sources
+from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
 
 if TYPE_CHECKING:
     from .mcp_sources import McpToolSources
 
-__all__ = ["HARNESS_CHOICES", "MCP_CONFIG_ENV", "Booted", "boot_tools", "mcp_sources_for"]
+__all__ = [
+    "ALLOW_PLUGINS_IN_WORKSPACE_ENV",
+    "HARNESS_CHOICES",
+    "MCP_CONFIG_ENV",
+    "Booted",
+    "boot_tools",
+    "mcp_sources_for",
+]
+
+ALLOW_PLUGINS_IN_WORKSPACE_ENV: Final = "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE"
+"""``1`` accepts a ``STEERABLE_PLUGIN_DIR`` inside the workspace (refused by default)."""
 
 MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
 """Path of a JSON file listing the MCP servers every entry point connects."""
@@ -78,12 +90,36 @@ def boot_tools(
         WorkspaceError: The workspace is not a directory.
         UserError: An unknown harness name.
     """
-    router = workspace_tools_for_cwd(
-        Path(workspace) if workspace is not None else Path.cwd(), allow_outside=allow_outside, environ=environ
-    )
+    root = Path(workspace) if workspace is not None else Path.cwd()
+    router = workspace_tools_for_cwd(root, allow_outside=allow_outside, environ=environ)
+    if plugins:
+        _refuse_plugins_the_model_can_write(root, environ)
     registry = PluginRegistry(router, default_plugin_sources(environ) if plugins else ())
     registry.load_all()
     return Booted(router, registry, assemble_harness(harness, router))
+
+
+def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, str] | None) -> None:
+    """A plugin directory inside the workspace would let the model's ``write_file`` run code here.
+
+    Plugins run in this process, which holds the API key (spec: run_code: "the sidecar process
+    that holds the API key does not exec model Python").
+
+    Raises:
+        PluginLoadError: ``STEERABLE_PLUGIN_DIR`` is inside the workspace and
+            ``STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE`` is not ``1``.
+    """
+    env = os.environ if environ is None else environ
+    folder = env.get(PLUGIN_DIR_ENV)
+    if not folder or env_flag(ALLOW_PLUGINS_IN_WORKSPACE_ENV, False, environ=env):
+        return
+    plugin_dir, root = Path(folder).expanduser().resolve(), workspace.resolve()
+    if plugin_dir == root or root in plugin_dir.parents:
+        raise PluginLoadError(
+            f"{PLUGIN_DIR_ENV}={folder} is inside the workspace {root}: the model can write files there, "
+            "and a plugin runs inside this process with its secrets. Move the plugins out of the "
+            f"workspace, or set {ALLOW_PLUGINS_IN_WORKSPACE_ENV}=1 if you trust every writer of that folder"
+        )
 
 
 def mcp_sources_for(

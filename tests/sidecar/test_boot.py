@@ -32,9 +32,8 @@ GREET = textwrap.dedent(
 
 
 @pytest.fixture
-def plugin_dir(tmp_path: Path) -> Path:
-    folder = tmp_path / "plugins"
-    folder.mkdir()
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("plugins")  # outside the workspace (tmp_path), as required
     (folder / "greeter.py").write_text(GREET)
     return folder
 
@@ -333,3 +332,20 @@ def test_a_printing_plugin_never_reaches_stdout(
     sidecar = cli(env, "sidecar", "-w", str(tmp_path), stdin=frames)
     lines = [json.loads(line) for line in sidecar.stdout.splitlines()]
     assert lines[0]["method"] == "lifecycle.ready" and lines[1]["result"]["pong"] is True
+
+
+def test_a_plugin_directory_inside_the_workspace_is_refused(
+    child_env: Callable[..., dict[str, str]], tmp_path: Path
+) -> None:
+    # the model could write_file a plugin there, and plugins run in the process holding the API key
+    inside = tmp_path / "plugins"
+    inside.mkdir()
+    (inside / "greeter.py").write_text(GREET)
+    env = child_env(STEERABLE_PLUGIN_DIR=str(inside))
+    refused = cli(env, "tools", "-w", str(tmp_path))
+    assert refused.returncode == 2 and "is inside the workspace" in refused.stderr
+    assert "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE=1" in refused.stderr
+    allowed = cli(
+        {**env, "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE": "1"}, "tools", "--json", "-w", str(tmp_path)
+    )
+    assert allowed.returncode == 0 and "greet" in allowed.stdout
