@@ -23,6 +23,7 @@ stays cheap.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import logging
 import os
@@ -68,7 +69,11 @@ DEFAULT_CALL_TIMEOUT_MS: Final = 120_000
 DEFAULT_CONNECT_TIMEOUT_MS: Final = 30_000
 """Default bound on starting a server and listing its tools, in milliseconds (30 s)."""
 
-_SERVER_NAME: Final = re.compile(r"[A-Za-z0-9_-]+")
+_SERVER_NAME: Final = re.compile(r"(?!.*__)[A-Za-z0-9_-]{1,32}")
+"""A server name: 1-32 of ``[A-Za-z0-9_-]``, never ``__`` (it separates server and tool)."""
+
+MAX_TOOL_NAME_CHARS: Final = 64
+"""OpenAI-compatible APIs refuse longer function names; longer MCP names are shortened."""
 _NOT_NAME_CHAR: Final = re.compile(r"[^A-Za-z0-9_-]")
 _ENTRY_KEYS: Final = frozenset({"name", "command", "args", "env", "type"})
 _LIST_PAGE_CAP: Final = 100  # tools/list pages followed at most: a paginator that never ends cannot hang boot
@@ -109,7 +114,10 @@ class McpServerConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _SERVER_NAME.fullmatch(self.name):
-            raise ConfigError(f"MCP server name {self.name!r} is invalid: use letters, digits, '_' and '-'")
+            raise ConfigError(
+                f"MCP server name {self.name!r} is invalid: "
+                "use 1-32 letters, digits, '_' and '-', without '__'"
+            )
         if not isinstance(self.command, str) or not self.command.strip():
             raise ConfigError(f"MCP server {self.name!r}: command must be a non-empty string")
         object.__setattr__(self, "args", tuple(self.args))
@@ -201,7 +209,10 @@ def _config_entry(path: Path, where: str, entry: Any, keyed_name: str | None) ->
         raise bad(f"type {entry['type']!r} is not supported; only stdio servers (a command) are")
     name = keyed_name if keyed_name is not None else entry.get("name")
     if not isinstance(name, str) or not _SERVER_NAME.fullmatch(name):
-        raise bad(f"name {name!r} is invalid: use letters, digits, '_' and '-' ([A-Za-z0-9_-]+)")
+        raise bad(
+            f"name {name!r} is invalid: use 1-32 letters, digits, '_' and '-', without '__' "
+            "(it separates the server from the tool in mcp__<server>__<tool>)"
+        )
     command = entry.get("command")
     if not isinstance(command, str) or not command.strip():
         raise bad("command must be a non-empty string")
@@ -224,9 +235,15 @@ def mcp_tool_name(server: str, tool: str) -> str:
     """Return the registered name of ``server``'s tool ``tool``: ``mcp__<server>__<tool>``.
 
     Characters outside ``[A-Za-z0-9_-]`` in the tool name become ``_`` (model APIs accept only
-    those); the server is still called with the original name.
+    those), and a name over 64 characters is cut to 55 plus ``_`` and 8 hex digits of the tool
+    name's SHA-256 (OpenAI rejects longer function names); the server is still called with the
+    original name.
     """
-    return f"{MCP_TOOL_PREFIX}{server}__{_NOT_NAME_CHAR.sub('_', tool)}"
+    name = f"{MCP_TOOL_PREFIX}{server}__{_NOT_NAME_CHAR.sub('_', tool)}"
+    if len(name) <= MAX_TOOL_NAME_CHARS:
+        return name
+    digest = hashlib.sha256(tool.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{name[: MAX_TOOL_NAME_CHARS - 9]}_{digest}"
 
 
 def _build_tool(

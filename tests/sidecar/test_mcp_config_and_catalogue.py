@@ -106,7 +106,8 @@ def test_an_empty_list_means_no_servers(tmp_path):
         ([["github"]], "entry 0", "expected an object, got list"),
         ([{"command": "x"}], "entry 0", "name None is invalid"),
         ([{"name": "a b", "command": "x"}], "entry 0", "name 'a b' is invalid"),
-        ([{"name": "a.b", "command": "x"}], "entry 0", "[A-Za-z0-9_-]+"),
+        ([{"name": "a.b", "command": "x"}], "entry 0", "use 1-32 letters, digits"),
+        ([{"name": "a__b", "command": "x"}], "entry 0", "without '__'"),
         ([{"name": "ok", "command": "x"}, {"name": "ok", "command": "y"}], "entry 1", "'ok' is used twice"),
         ([{"name": "ok"}], "entry 0", "command must be a non-empty string"),
         ([{"name": "ok", "command": "  "}], "entry 0", "command must be a non-empty string"),
@@ -367,3 +368,12 @@ def test_a_bad_catalogue_names_the_file(tmp_path, content, problem):
 def test_a_catalogue_can_be_loaded_at_another_tier():
     tools = load_mcp_catalogue(INVENTORIES / "slack-mcp-server.json", exposure="hidden")
     assert len(tools) == 8 and {t.exposure for t in tools} == {ToolExposure.HIDDEN}
+
+
+def test_long_tool_names_are_shortened_to_64_with_a_stable_hash():
+    from steerable_sidecar.mcp_sources import mcp_tool_name
+
+    long = mcp_tool_name("srv", "x" * 200)
+    assert len(long) == 64 and long.startswith("mcp__srv__xxx") and long == mcp_tool_name("srv", "x" * 200)
+    assert mcp_tool_name("srv", "x" * 200) != mcp_tool_name("srv", "x" * 201)
+    assert mcp_tool_name("srv", "send.file") == "mcp__srv__send_file"
