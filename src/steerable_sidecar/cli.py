@@ -185,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
+        if args.command == "plugins":  # listing plugins needs no MCP server started
+            return asyncio.run(_command(args, booted))
         return asyncio.run(_with_mcp(booted, lambda: _command(args, booted)))
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
