@@ -10,11 +10,16 @@ wrappers compose around it::
 Host forwarding (``toolsViaHost``) is not a wrapper: the sidecar registers the host's tools on a
 router as schema-only tools whose handlers call the host, so validation, timeouts and results are
 the same on both paths.
+
+A tool that makes tool calls of its own (``run_code``) finds the executor running it in
+:data:`current_executor`, so its nested calls take the same path as a top-level call (consent,
+host forwarding).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
+from contextvars import ContextVar
 from typing import Protocol
 
 from .modes import ToolMode, decide_tool_mode, requires_consent
@@ -26,6 +31,7 @@ __all__ = [
     "ApprovalGate",
     "ToolExecutor",
     "approve_all",
+    "current_executor",
     "mode_lookup",
 ]
 
@@ -36,6 +42,17 @@ class ToolExecutor(Protocol):
     def __call__(self, call: ToolCall, /) -> Awaitable[ToolResult]:
         """Run ``call`` and return its result."""
         ...
+
+
+current_executor: ContextVar[ToolExecutor | None] = ContextVar("steerable_current_executor", default=None)
+"""The executor running the current tool call: the live chain (approval, host forwarding).
+
+:class:`~steerable_agent_runtime.loop.AgentLoop` sets it around every call it executes. A tool that
+calls other tools (``run_code``'s nested calls) sends them through it, so they are approved,
+forwarded and shaped exactly like the model's own calls. ``None`` when the call did not come
+through an agent loop (a host's direct ``tool.invoke``, ``router.dispatch`` in a test); such a
+tool then falls back to its own router and must fail closed on calls that need consent.
+"""
 
 
 ApprovalHandler = Callable[[ToolCall, ToolMode], Awaitable[bool]]

@@ -37,7 +37,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from .errors import ProviderError
-from .executor import ToolExecutor
+from .executor import ToolExecutor, current_executor
 from .llm import (
     ChatRequest,
     ChatResponse,
@@ -404,6 +404,10 @@ class AgentLoop:
         return result
 
     async def _execute(self, call: ToolCall) -> ToolResult:
+        # The live-executor hook: a tool that calls tools itself (run_code) reads current_executor
+        # and sends its nested calls through this same executor (consent, host forwarding). Each
+        # call runs in its own task, so the value is this call's alone.
+        token = current_executor.set(self.executor)
         try:
             if self.tool_timeout_ms is None:
                 return await self.executor(call)
@@ -424,6 +428,8 @@ class AgentLoop:
                 error=f"{call.name} failed: {type(exc).__name__}: {exc}",
                 data={"code": "tool_exception"},
             )
+        finally:
+            current_executor.reset(token)
 
     def _trace(
         self, call: ToolCall | InvalidToolCall, result: ToolResult, started: int, attrs: dict[str, Any]

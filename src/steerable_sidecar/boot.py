@@ -3,7 +3,8 @@
 Issue 4 (and spec: Third-party tools): ``sidecar``, ``session``, ``call``, ``mcp``, ``run`` and
 ``tools`` all boot the same way, so a newcomer's plugin shows up everywhere at once:
 
-1. the workspace tools for the workspace root (``workspace_tools_for_cwd``);
+1. the workspace tools for the workspace root (``workspace_tools_for_cwd``), and ``run_code``
+   when ``STEERABLE_RUN_CODE=1``;
 2. plugins from every configured source (entry points in the ``steerable.tools`` group, then the
    ``STEERABLE_PLUGIN_DIR`` directory): any load failure aborts the boot, naming the plugin;
 3. the harness strategy (``--harness``; ``progressive`` registers ``tool_search``).
@@ -92,6 +93,10 @@ def boot_tools(
     """
     root = Path(workspace) if workspace is not None else Path.cwd()
     router = workspace_tools_for_cwd(root, allow_outside=allow_outside, environ=environ)
+    from .run_code import run_code_enabled, run_code_tool  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
+
+    if run_code_enabled(environ):
+        router.register(run_code_tool(root, router=router, environ=environ))
     if plugins:
         _refuse_plugins_the_model_can_write(root, environ)
     registry = PluginRegistry(router, default_plugin_sources(environ) if plugins else ())

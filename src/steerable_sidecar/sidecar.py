@@ -490,6 +490,12 @@ class Sidecar:
         router = ToolRouter(default_timeout_ms=self.router.default_timeout_ms)
         if p.tools_via_host:
             register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
+            # run_code is answered here, never forwarded (LOCAL_ONLY_TOOLS); its nested calls reach
+            # the host through this chat's executor, which the agent loop makes the live one
+            # (steerable_agent_runtime.executor.current_executor)
+            run_code = self.router.get("run_code")
+            if run_code is not None:
+                router.register(run_code)
         else:
             self._follow_main_router(router, chat)
         if p.ask_user:

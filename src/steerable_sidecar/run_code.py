@@ -1,0 +1,511 @@
+"""``run_code``: the model's Python program, run in a sandboxed child interpreter, calling tools.
+
+Spec: ``run_code`` (programmatic tool calls), Child environment, Inheriting layer-1. Opt-in with
+``STEERABLE_RUN_CODE=1``. The arguments are ``{code, description}``; ``code`` is the body of a
+Python function whose ``return`` value is the result.
+
+The sidecar holds the API key, so it never executes model Python: the program runs in a child
+interpreter (``_run_code_child.py``) started under the same layer-2 backend as ``bash``
+(:func:`~steerable_agent_runtime.sandbox.select_backend`), with the allowlisted environment. The
+child talks JSON lines over its stdin/stdout: ``tools.call(name, **kwargs)`` and
+``tools.<name>(...)`` send a call frame and block for the reply, ``print`` output comes back as log
+frames, and a last frame carries the return value or the error.
+
+Each nested call goes through the *live* executor, the one running this ``run_code`` call
+(:data:`~steerable_agent_runtime.executor.current_executor`, set by the agent loop): the consent
+prompt, the host's ``tool.invoke`` under ``toolsViaHost``, exactly like a call the model made
+itself, with a fresh call id. Without a live executor (a host invoking ``run_code`` directly over
+``tool.invoke``) the calls go to the router the tool was built with, and a call that needs consent
+is refused (``consent_required``): nobody is there to ask. A nested ``run_code`` is refused.
+
+Every failure is a ``needsFollowup`` result whose ``data.code`` says what happened
+(``syntax_error``, ``runtime_error``, ``timeout``, ``call_limit``, ``source_too_large``,
+``output_limit``, ``value_limit``, ``child_exited``, ``protocol_error``, ``sandbox_unavailable``)
+and that carries the calls and the logs so far. See ``docs/run-code.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import marshal
+import os
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id, requires_consent
+from steerable_agent_runtime._env import env_flag
+from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
+from steerable_agent_runtime.executor import ToolExecutor, current_executor
+from steerable_agent_runtime.sandbox import (
+    SandboxBackend,
+    SandboxConfig,
+    SandboxedProcess,
+    SandboxInfo,
+    SandboxPolicy,
+    child_environment,
+    select_backend,
+    spawn_sandboxed,
+)
+from steerable_agent_runtime.tools import Tool
+
+__all__ = [
+    "CHILD_PROGRAM",
+    "RUN_CODE_ENV",
+    "RUN_CODE_LIMIT_ENV",
+    "RUN_CODE_TOOL_NAME",
+    "RunCodeConfig",
+    "child_argv",
+    "run_code_enabled",
+    "run_code_tool",
+]
+
+RUN_CODE_ENV: Final = "STEERABLE_RUN_CODE"
+"""``1`` registers ``run_code`` at boot (default off). Spec: run_code."""
+
+RUN_CODE_TOOL_NAME: Final = "run_code"
+"""The tool's name (reserved as local-only under ``toolsViaHost``)."""
+
+RUN_CODE_LIMIT_ENV: Final[Mapping[str, str]] = {
+    "timeout_ms": "STEERABLE_RUN_CODE_TIMEOUT_MS",
+    "max_calls": "STEERABLE_RUN_CODE_MAX_CALLS",
+    "max_source_bytes": "STEERABLE_RUN_CODE_MAX_SOURCE_BYTES",
+    "max_output_bytes": "STEERABLE_RUN_CODE_MAX_OUTPUT_BYTES",
+    "max_value_bytes": "STEERABLE_RUN_CODE_MAX_VALUE_BYTES",
+}
+"""The variable of each :class:`RunCodeConfig` field."""
+
+CHILD_PROGRAM: Final = Path(__file__).with_name("_run_code_child.py")
+"""The program the child interpreter runs (compiled here, passed with ``-c``)."""
+
+_BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
+    "timeout_ms": (1, 3_600_000),
+    "max_calls": (0, 100_000),
+    "max_source_bytes": (1, 10_000_000),
+    "max_output_bytes": (1, 100_000_000),
+    "max_value_bytes": (2, 8_000_000),
+}
+_FRAME_SLACK_BYTES: Final = 4096  # a done frame's envelope around the value
+_STDERR_TAIL: Final = 2000  # characters of the child's stderr kept when it ends without an answer
+_BACKSTOP_S: Final = 5.0  # the runner's own deadline, past ours: kills the tree if we are stuck
+_EXIT_GRACE_S: Final = 1.0  # after its last frame, how long the child gets to exit before it is killed
+_STOPPED: Final = ToolResult(
+    success=False, error="the program was stopped before this call finished", data={"code": "cancelled"}
+).to_wire()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunCodeConfig:
+    """The limits of one ``run_code`` call; an immutable value resolved from ``STEERABLE_RUN_CODE_*``.
+
+    Exceeding any of them stops the program and fails the call with ``needsFollowup`` and a
+    ``data.code`` naming the limit; the calls and logs so far are kept.
+
+    Attributes:
+        timeout_ms: Wall-clock time for the whole program, nested calls included, in milliseconds
+            (``STEERABLE_RUN_CODE_TIMEOUT_MS``; default 120 000, from 1 to 3 600 000). Code
+            ``timeout``.
+        max_calls: Nested tool calls per program (``STEERABLE_RUN_CODE_MAX_CALLS``; default 200,
+            from 0 to 100 000). Code ``call_limit``.
+        max_source_bytes: Size of ``code`` in UTF-8 bytes (``STEERABLE_RUN_CODE_MAX_SOURCE_BYTES``;
+            default 100 000, from 1 to 10 000 000). Code ``source_too_large``; nothing runs.
+        max_output_bytes: Bytes the program may print (stdout and stderr together;
+            ``STEERABLE_RUN_CODE_MAX_OUTPUT_BYTES``; default 30 000, from 1 to 100 000 000). Code
+            ``output_limit``; the logs keep the first ``max_output_bytes``.
+        max_value_bytes: Size of the return value as JSON (``STEERABLE_RUN_CODE_MAX_VALUE_BYTES``;
+            default 1 000 000, from 2 to 8 000 000). Code ``value_limit``.
+    """
+
+    timeout_ms: int = 120_000
+    max_calls: int = 200
+    max_source_bytes: int = 100_000
+    max_output_bytes: int = 30_000
+    max_value_bytes: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        for name, (floor, ceiling) in _BOUNDS.items():
+            value = getattr(self, name)
+            if type(value) is not int or not floor <= value <= ceiling:
+                raise ConfigError(
+                    f"RunCodeConfig.{name}={value!r} must be an integer from {floor} to {ceiling}"
+                )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> RunCodeConfig:
+        """Resolve the limits from ``STEERABLE_RUN_CODE_*`` variables (unset: the defaults).
+
+        Raises:
+            ConfigError: For a value that is not an integer in range; the message names the variable.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, int] = {}
+        for name, var in RUN_CODE_LIMIT_ENV.items():
+            raw = env.get(var, "").strip().replace("_", "")
+            if not raw:
+                continue
+            floor, ceiling = _BOUNDS[name]
+            try:
+                value = int(raw)
+            except ValueError:
+                value = floor - 1
+            if not floor <= value <= ceiling:
+                raise ConfigError(f"{var}={env[var]!r} must be an integer from {floor} to {ceiling}")
+            values[name] = value
+        return cls(**values)
+
+
+def run_code_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``STEERABLE_RUN_CODE`` turns ``run_code`` on (default off).
+
+    Raises:
+        ConfigError: For a value that is not a boolean (1/true/yes/on, 0/false/no/off).
+    """
+    return env_flag(RUN_CODE_ENV, False, environ=environ)
+
+
+@functools.cache
+def _child_bootstrap() -> str:
+    """The ``-c`` text that runs the child program: its code object, compiled here once.
+
+    The child gets the marshalled code (``marshal`` is built into every interpreter) instead of the
+    source, so it does not spend two milliseconds compiling it on every start; both sides are the
+    same interpreter, so the format matches. ``optimize=2`` leaves the docstrings out.
+    """
+    source = CHILD_PROGRAM.read_text(encoding="utf-8")
+    code = compile(source, str(CHILD_PROGRAM), "exec", dont_inherit=True, optimize=2)
+    return f"import marshal;exec(marshal.loads(bytes.fromhex('{marshal.dumps(code).hex()}')))"
+
+
+def child_argv(python: str | None = None) -> list[str]:
+    """The command that starts the child interpreter.
+
+    ``-S`` skips ``site`` (the standard library and ``PYTHONPATH`` only, and a faster start), ``-P``
+    keeps the current directory (the workspace, which the model writes) off ``sys.path``. ``-E``
+    and ``-I`` are not used: they would drop the ``PYTHONPATH`` the spec lets the child keep. The
+    interpreter is the real file behind ``sys.executable``: the child program is passed as this
+    interpreter's compiled code, and nothing of a virtualenv is needed without ``site``.
+
+    Args:
+        python: Another interpreter of the same version (default: this one).
+    """
+    interpreter = python or os.path.realpath(sys.executable or "python3")
+    return [interpreter, "-S", "-P", "-c", _child_bootstrap()]
+
+
+def _failure(code: str, error: str, data: dict[str, Any], *, message: str | None = None) -> ToolResult:
+    return ToolResult(
+        success=False, needs_followup=True, error=error, message=message, data={**data, "code": code}
+    )
+
+
+def _direct_executor(router: ToolRouter) -> ToolExecutor:
+    """Nested calls of a ``run_code`` that no agent loop runs: the router, consent failing closed."""
+
+    async def execute(call: ToolCall) -> ToolResult:
+        spec = router.get(call.name)
+        if spec is not None and requires_consent(spec.mode):
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"{call.name} is a {spec.mode.value}-mode tool and needs the user's consent, which a "
+                "run_code program invoked directly (not by an agent loop) cannot ask for; call it as a "
+                "tool of its own instead",
+                data={"code": "consent_required", "mode": spec.mode.value},
+            )
+        return await router.dispatch(call)
+
+    return execute
+
+
+class _Run:
+    """One program: spawn, converse, collect. Its data survives every way the run can end."""
+
+    def __init__(
+        self, code: str, executor: ToolExecutor, config: RunCodeConfig, sandbox: SandboxInfo
+    ) -> None:
+        self.code = code
+        self.executor = executor
+        self.config = config
+        self.sandbox = sandbox
+        self.calls: list[dict[str, Any]] = []
+        self.logs: list[str] = []
+        self.log_bytes = 0
+        self.started = time.monotonic()
+        self.answered = False  # the child sent its last frame
+
+    def data(self, **extra: Any) -> dict[str, Any]:
+        logs = "".join(self.logs)
+        if self.log_bytes > self.config.max_output_bytes:
+            logs = logs.encode("utf-8", "surrogatepass")[: self.config.max_output_bytes].decode(
+                "utf-8", "ignore"
+            )
+        return {
+            "value": None,
+            **extra,
+            "calls": self.calls,
+            "logs": logs,
+            "durationMs": round((time.monotonic() - self.started) * 1000),
+            "_sandbox": self.sandbox.as_data(),
+        }
+
+    def fail(self, code: str, error: str, **extra: Any) -> ToolResult:
+        return _failure(code, error, self.data(**extra))
+
+    async def execute(self, proc: SandboxedProcess) -> ToolResult:
+        deadline = asyncio.timeout(self.config.timeout_ms / 1000)
+        try:
+            async with deadline:
+                return await self._converse(proc)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            return self._timed_out()
+
+    def _timed_out(self) -> ToolResult:
+        return self.fail(
+            "timeout",
+            f"The program ran past its wall-clock limit of {self.config.timeout_ms} ms "
+            f"({RUN_CODE_LIMIT_ENV['timeout_ms']}) and was stopped.",
+        )
+
+    async def _converse(self, proc: SandboxedProcess) -> ToolResult:
+        stdin, stdout = proc.stdin, proc.stdout
+        assert stdin is not None and stdout is not None  # spawned with stdin=True, stdout="pipe"
+        limits = {"output": self.config.max_output_bytes, "value": self.config.max_value_bytes}
+        await self._send(stdin, {"code": self.code, "limits": limits})
+        while True:
+            try:
+                line = await stdout.readline()
+            except ValueError:  # a line past the runner's pipe limit: not a frame this child sends
+                return self.fail(
+                    "protocol_error",
+                    "The program sent a frame over 16 MiB: the arguments of a nested call are too large; "
+                    "write big data to a file in the workspace and pass its path.",
+                )
+            if not line:
+                return await self._ended(proc)
+            try:
+                frame = json.loads(line)
+            except (ValueError, RecursionError):
+                frame = None
+            kind = frame.get("t") if isinstance(frame, dict) else None
+            if kind == "log":
+                if self._log(frame.get("text")):
+                    return self.fail(
+                        "output_limit",
+                        f"The program printed more than {self.config.max_output_bytes} bytes "
+                        f"({RUN_CODE_LIMIT_ENV['max_output_bytes']}) and was stopped; print less, or "
+                        "return the data.",
+                    )
+            elif kind == "call":
+                if len(self.calls) >= self.config.max_calls:
+                    return self.fail(
+                        "call_limit",
+                        f"The program made more than {self.config.max_calls} tool calls "
+                        f"({RUN_CODE_LIMIT_ENV['max_calls']}) and was stopped.",
+                    )
+                reply = await self._nested(frame)
+                await self._send(stdin, reply)
+            elif kind == "done":
+                self.answered = True
+                return self._done(frame, len(line))
+            else:
+                return self.fail(
+                    "protocol_error", "The program's interpreter sent something that is not a frame."
+                )
+
+    @staticmethod
+    async def _send(stdin: asyncio.StreamWriter, frame: dict[str, Any]) -> None:
+        # a dead child shows as EOF on its stdout, which the conversation loop reads next
+        with contextlib.suppress(ConnectionError):
+            stdin.write(json.dumps(frame, separators=(",", ":"), default=str).encode("ascii") + b"\n")
+            await stdin.drain()
+
+    def _log(self, text: Any) -> bool:
+        """Add printed text; ``True`` when the program went past its output limit."""
+        if not isinstance(text, str):
+            return False
+        size = len(text.encode("utf-8", "surrogatepass"))
+        room = self.config.max_output_bytes + 1 - self.log_bytes
+        if room > 0:
+            self.logs.append(text)
+        self.log_bytes += size
+        return self.log_bytes > self.config.max_output_bytes
+
+    async def _nested(self, frame: dict[str, Any]) -> dict[str, Any]:
+        name, arguments = frame.get("tool"), frame.get("arguments")
+        call_id = new_call_id()
+        approved: Any = None
+        if not isinstance(name, str) or not isinstance(arguments, dict):
+            result = ToolResult.retry(
+                "A nested call needs a tool name and an object of arguments.", data={"code": "invalid_call"}
+            )
+        elif name == RUN_CODE_TOOL_NAME:
+            result = ToolResult.retry(
+                "run_code cannot be called from inside a run_code program; call the tools directly.",
+                data={"code": "nested_run_code"},
+            )
+        else:
+            call = ToolCall(id=call_id, name=name, arguments=arguments)
+            try:
+                result = await self.executor(call)
+            except asyncio.CancelledError:  # the run stopped (deadline, cancel) while the call ran
+                self.calls.append({"id": call_id, "tool": name, "arguments": arguments, "result": _STOPPED})
+                raise
+            except Exception as exc:  # an executor broke its contract: still an answer
+                result = ToolResult.retry(
+                    f"{name} failed: {type(exc).__name__}: {exc}", data={"code": "tool_exception"}
+                )
+            decisions = getattr(self.executor, "decisions", None)  # ApprovalGate: keep it from growing
+            if isinstance(decisions, dict):
+                approved = decisions.pop(call_id, None)
+        wire = result.to_wire()
+        entry: dict[str, Any] = {"id": call_id, "tool": name, "arguments": arguments, "result": wire}
+        if approved is not None:
+            entry["approved"] = approved
+        self.calls.append(entry)
+        return {"t": "result", "id": frame.get("id"), "result": wire}
+
+    def _done(self, frame: dict[str, Any], size: int) -> ToolResult:
+        if frame.get("ok") is True:
+            if size > self.config.max_value_bytes + _FRAME_SLACK_BYTES:
+                return self.fail(
+                    "value_limit",
+                    f"The return value is over {self.config.max_value_bytes} bytes of JSON "
+                    f"({RUN_CODE_LIMIT_ENV['max_value_bytes']}).",
+                )
+            extra = {"repr": True} if frame.get("repr") is True else {}
+            return ToolResult(success=True, data=self.data(value=frame.get("value"), **extra))
+        raw = frame.get("error")
+        error: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        kind = str(error.get("type") or "Error")[:200]
+        message = str(error.get("message") or "")[:4000]
+        line = error.get("line") if type(error.get("line")) is int else None
+        column = error.get("column") if type(error.get("column")) is int else None
+        raw_trace = error.get("traceback")
+        trace = [str(t)[:400] for t in raw_trace[:40]] if isinstance(raw_trace, list) else []
+        phase = error.get("phase")
+        code = {"syntax": "syntax_error", "value": "value_limit"}.get(str(phase), "runtime_error")
+        where = f" (line {line}{f', column {column}' if column else ''})" if line is not None else ""
+        text = f"{kind}: {message}{where}" if message else f"{kind}{where}"
+        if code == "syntax_error":
+            text = f"The program does not compile: {text}. Fix it and run it again."
+        elif code == "runtime_error":
+            text = f"The program raised {text}."
+        exception = {"type": kind, "message": message, "line": line, "column": column, "traceback": trace}
+        return self.fail(code, text, exception=exception)
+
+    async def _ended(self, proc: SandboxedProcess) -> ToolResult:
+        run = await proc.finish()
+        if run.timed_out:
+            return self._timed_out()
+        stderr = run.stderr.text[-_STDERR_TAIL:]
+        return self.fail(
+            "child_exited",
+            f"The program's interpreter ended without an answer (exit status {run.exit_code}).",
+            stderr=stderr,
+        )
+
+
+def run_code_tool(
+    workspace: str | os.PathLike[str],
+    *,
+    router: ToolRouter,
+    config: RunCodeConfig | None = None,
+    sandbox: SandboxConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    backend: SandboxBackend | None = None,
+) -> Tool:
+    """Build the ``run_code`` tool for one workspace (``local`` mode: it needs consent).
+
+    Args:
+        workspace: The program's working directory; with the run's private temporary directory,
+            the only place it may write.
+        router: Where nested calls go when no agent loop runs the call (no live executor); such
+            calls that need consent are refused.
+        config: The limits (default: :meth:`RunCodeConfig.from_env` of ``environ``).
+        sandbox: The sandbox settings, shared with ``bash`` (default: resolved from ``environ``).
+        environ: The environment the settings and the child's allowlist come from (default
+            ``os.environ``, read at each call).
+        backend: Use this backend instead of selecting one (tests, embedders with their own).
+
+    Returns:
+        The tool, not yet registered.
+
+    Raises:
+        ConfigError: An invalid ``STEERABLE_RUN_CODE_*``, ``STEERABLE_SANDBOX*`` or
+            ``STEERABLE_SIDECAR_CONFINED`` value (the message names it).
+    """
+    cfg = RunCodeConfig.from_env(environ) if config is None else config
+    sandbox_cfg = SandboxConfig.from_env(environ) if sandbox is None else sandbox
+    root = Path(workspace).resolve()
+    fallback = _direct_executor(router)
+
+    async def run_code(code: str, description: str) -> ToolResult:
+        """Run a Python program that can call tools; its return value is the result.
+
+        Args:
+            code: The BODY of a Python function: statements, ending with `return <value>`.
+            description: One line saying what the program does, for the user.
+        """
+        executor = current_executor.get() or fallback
+        size = len(code.encode("utf-8", "surrogatepass"))
+        empty: dict[str, Any] = {"value": None, "calls": [], "logs": ""}
+        if size > cfg.max_source_bytes:
+            return _failure(
+                "source_too_large",
+                f"The program is {size} bytes, over the limit of {cfg.max_source_bytes} "
+                f"({RUN_CODE_LIMIT_ENV['max_source_bytes']}); nothing was run. Send a shorter program.",
+                empty,
+            )
+        try:
+            chosen = backend if backend is not None else await asyncio.to_thread(select_backend, sandbox_cfg)
+        except SandboxUnavailableError as exc:  # spec: no backend -> error: sandbox_unavailable
+            return _failure(
+                "sandbox_unavailable",
+                "sandbox_unavailable",
+                {**empty, "tried": exc.tried},
+                message=exc.message,
+            )
+        policy = SandboxPolicy(writable_roots=(root,), network=sandbox_cfg.network, limits=sandbox_cfg.limits)
+        run = _Run(code, executor, cfg, chosen.info)
+        proc = await spawn_sandboxed(
+            child_argv(),
+            policy,
+            backend=chosen,
+            env=child_environment(environ),
+            stdin=True,
+            stdout="pipe",
+            timeout_s=cfg.timeout_ms / 1000 + _BACKSTOP_S,
+        )
+        async with proc:
+            result = await run.execute(proc)
+            if run.answered:  # the child exits right after its last frame: let it, rather than kill it
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(proc.wait(), _EXIT_GRACE_S)
+            return result
+
+    description = (
+        "Run a Python program that calls tools, to chain many calls or process their results without "
+        "a round trip through the model each time. `code` is the BODY of a function: its `return` "
+        "value (JSON) is the result. Call tools with `tools.<name>(arg=value, ...)` or "
+        "`tools.call(name, **arguments)`: a call blocks, returns the tool's data (the plain value when "
+        "the tool returned one), and raises `ToolCallError` (with `.result`) when it fails. `print` "
+        "output comes back as logs. The program runs in an OS sandbox in the workspace: standard "
+        "library only, no network, writes only to the workspace and $TMPDIR; os, sys, subprocess, "
+        f"socket and similar modules cannot be imported. Limits: {cfg.timeout_ms // 1000} s, "
+        f"{cfg.max_calls} tool calls, {cfg.max_output_bytes} bytes printed. run_code cannot call itself."
+    )
+    return Tool.from_function(
+        run_code,
+        name=RUN_CODE_TOOL_NAME,
+        description=description,
+        mode=ToolMode.LOCAL,
+        timeout_ms=cfg.timeout_ms + 30_000,
+    )
