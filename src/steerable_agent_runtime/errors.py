@@ -19,11 +19,12 @@ Every exception the runtime raises derives from one root, so an embedder can wri
         └── PeerClosedError         the peer went away (EOF) before answering
 
     ToolRetry
-    └── WorkspaceError              a file-tool refusal with a machine-readable ``code``
-        ├── PathEscapeError         a path that leaves the workspace root
-        ├── WriteConflictError      the CAS gate rejected a write (stale or unread file)
-        ├── EditError               edit_file could not apply its edits
-        └── PatchError              apply_patch could not parse or apply its patch
+    ├── WorkspaceError              a file-tool refusal with a machine-readable ``code``
+    │   ├── PathEscapeError         a path that leaves the workspace root
+    │   ├── WriteConflictError      the CAS gate rejected a write (stale or unread file)
+    │   ├── EditError               edit_file could not apply its edits
+    │   └── PatchError              apply_patch could not parse or apply its patch
+    └── SandboxUnavailableError     no layer-2 sandbox can run a command (error "sandbox_unavailable")
 
 ``ToolSignal`` subclasses are the only exceptions the router converts into a ``ToolResult``
 on purpose; ``UserError`` is never converted: it is raised to the developer.
@@ -45,6 +46,7 @@ __all__ = [
     "PluginStateError",
     "ProviderError",
     "RemoteError",
+    "SandboxUnavailableError",
     "SidecarStartError",
     "SteerableError",
     "ToolFailed",
@@ -194,6 +196,30 @@ class EditError(WorkspaceError):
 
 class PatchError(WorkspaceError):
     """Raised when ``apply_patch`` cannot parse or apply a patch; nothing was written."""
+
+
+class SandboxUnavailableError(ToolRetry):
+    """Raised when no layer-2 sandbox backend can run a command; the command is never run unconfined.
+
+    As a tool result: ``error`` is exactly ``"sandbox_unavailable"`` (spec: run_code, "No backend
+    -> error: sandbox_unavailable"), ``message`` says what was tried and how to fix it, and
+    ``data`` is ``{"code": "sandbox_unavailable", "tried": {backend: reason}}``. It carries
+    ``needsFollowup``: the model cannot fix the machine, but it can carry on with other tools.
+
+    Args:
+        message: What was tried and how to fix it (install bubblewrap, set
+            ``STEERABLE_SIDECAR_CONFINED=1`` under a host sandbox, ...).
+        tried: Each backend considered and why it cannot run.
+    """
+
+    def __init__(self, message: str, *, tried: dict[str, str] | None = None) -> None:
+        self.tried = dict(tried or {})
+        super().__init__(
+            "sandbox_unavailable", message=message, data={"code": "sandbox_unavailable", "tried": self.tried}
+        )
+
+    def __str__(self) -> str:
+        return f"sandbox_unavailable: {self.message}"
 
 
 class ProviderError(SteerableError):

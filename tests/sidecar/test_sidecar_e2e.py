@@ -64,8 +64,10 @@ async def test_handshake_ready_ping_and_full_inventory(start: Any, workspace: Pa
             "list_dir",
             "glob",
             "grep",
+            "bash",
         }
         assert tools["read_file"]["mode"] == "read" and tools["read_file"]["exposure"] == "direct"
+        assert tools["bash"]["mode"] == "local" and tools["bash"]["exposure"] == "direct"
         assert tools["edit_file"]["parameters"]["type"] == "object"
         # no web pair: not configured here, so never advertised
         assert not any(name.startswith("web_") for name in tools)

@@ -50,6 +50,7 @@ def test_navigation_tools_are_read_mode(session):
         "list_dir": "read",
         "glob": "read",
         "grep": "read",
+        "bash": "local",
     }
 
 

@@ -63,12 +63,14 @@ def workspace_tools_for_cwd(
     require_read_before_write: bool | None = None,
     allow_outside: bool = False,
     environ: Mapping[str, str] | None = None,
+    bash: bool = True,
 ) -> ToolRouter:
     """Register the workspace file tools for one session on a router.
 
     Tools: ``read_file``, ``list_dir``, ``glob``, ``grep`` (read); ``write_file``, ``edit_file``,
-    ``apply_patch`` (safe_write: bounded to the workspace, CAS-checked, with a diff preview). All
-    at the direct exposure tier.
+    ``apply_patch`` (safe_write: bounded to the workspace, CAS-checked, with a diff preview);
+    ``bash`` (local: it needs consent; runs under the layer-2 sandbox, see ``docs/sandbox.md``).
+    All at the direct exposure tier.
 
     Args:
         cwd: The workspace root (default: the current directory).
@@ -78,13 +80,16 @@ def workspace_tools_for_cwd(
         require_read_before_write: The hard gate; ``None`` reads
             ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` (default on).
         allow_outside: Accept paths outside ``cwd`` (only for runs the host already jails).
-        environ: Environment to resolve variables from (default ``os.environ``).
+        environ: Environment to resolve variables from (default ``os.environ``); ``bash`` passes
+            its allowlist on to commands.
+        bash: Register ``bash`` (:func:`~steerable_agent_runtime.sandbox.bash_tool`).
 
     Returns:
         The router. The :class:`Workspace` behind it is ``router.workspace``.
 
     Raises:
-        ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` is not a boolean.
+        ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` is not a boolean, or (with
+            ``bash``) a ``STEERABLE_SANDBOX*`` / ``STEERABLE_SIDECAR_CONFINED`` value is invalid.
         WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
         DuplicateToolError: When ``router`` already has one of these names.
     """
@@ -96,8 +101,13 @@ def workspace_tools_for_cwd(
         require_read_before_write=require_read_before_write,
         allow_outside=allow_outside,
     )
+    specs = _tool_specs(ws)
+    if bash:
+        from ..sandbox import bash_tool  # the sandbox machinery loads only for routers that offer bash
+
+        specs.append(bash_tool(ws.root.path, environ=environ))  # config errors raise before any registration
     router = router if router is not None else ToolRouter()
-    for spec in _tool_specs(ws):
+    for spec in specs:
         router.register(spec)
     router.workspace = ws  # type: ignore[attr-defined]
     return router

@@ -1,0 +1,165 @@
+"""Sandbox start-up: a bare ``python -I -S -c pass`` child against the same child under each backend.
+
+What it measures
+    Wall time of one short-lived child, ``python -I -S -c pass`` (same ``sys.executable``), started
+    in seven ways, one warm-up each, then rounds interleaved; medians reported with the ratio to
+    the bare child, all in the same run:
+
+    * bare: ``subprocess.run`` of the child (the baseline);
+    * bwrap alone: ``bwrap`` with the backend's namespaces and mounts, no launcher, no socket filter
+      (what bubblewrap itself costs);
+    * launcher alone: the launcher with the resource limits, exec'ing the child (what
+      ``python -I -S _launch.py`` costs);
+    * launcher + bwrap: what the bwrap backend spawns (limits, socket filter, namespaces);
+    * launcher + Landlock: what the Landlock backend spawns (limits, dropped capabilities, the
+      Landlock ruleset and the socket filter applied with ``ctypes``, supervision);
+    * ``run_sandboxed`` with bwrap / with Landlock: the full async runner as ``bash`` uses it (a
+      private temporary directory, a ``pids`` cgroup when root, output capture, teardown).
+
+Goals
+    * the bwrap backend's full run (``run_sandboxed``) within 6x the bare child;
+    * the Landlock backend's full run within 6x the bare child.
+
+    Where the time goes: bubblewrap itself about 4.5 ms; the launcher is a second interpreter
+    start (about 7.5 ms); the runner (asyncio's child watcher thread on Python 3.11, pipes, the
+    private directory, the cgroup) the rest.
+
+Run
+    python benchmarks/sandbox_startup.py [--rounds R] [--check]
+
+    PASS/FAIL per goal; ``--check`` exits 1 when one is missed. Needs Linux with bubblewrap and
+    Landlock (the benchmark says which is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from steerable_agent_runtime.sandbox import (
+    BubblewrapBackend,
+    LandlockBackend,
+    SandboxBackend,
+    SandboxPolicy,
+    child_environment,
+    run_sandboxed,
+)
+from steerable_agent_runtime.sandbox._runner import launcher_argv, launcher_code
+
+CHILD = [sys.executable, "-I", "-S", "-c", "pass"]
+MAX_RATIO = 6.0
+
+
+def timed_run(argv: list[str], env: dict[str, str], cwd: Path) -> float:
+    start = time.perf_counter_ns()
+    done = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    elapsed = (time.perf_counter_ns() - start) / 1e6
+    if done.returncode != 0:
+        raise SystemExit(
+            f"{argv[:3]!r}... exited {done.returncode}: {done.stderr.decode(errors='replace')[-500:]}"
+        )
+    return elapsed
+
+
+def timed_runner(backend: SandboxBackend, policy: SandboxPolicy) -> float:
+    async def once() -> float:
+        start = time.perf_counter_ns()
+        result = await run_sandboxed(CHILD, policy, backend=backend, timeout_s=30)
+        elapsed = (time.perf_counter_ns() - start) / 1e6
+        if result.exit_code != 0:
+            raise SystemExit(
+                f"run_sandboxed under {backend.info.backend} exited {result.exit_code}: {result.stderr.text}"
+            )
+        return elapsed
+
+    return asyncio.run(once())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=25, help="timed rounds; the median is reported")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    args = parser.parse_args(argv)
+
+    bwrap, landlock = BubblewrapBackend(), LandlockBackend()
+    for backend in (bwrap, landlock):
+        reason = backend.unavailable_reason()
+        if reason is not None:
+            raise SystemExit(f"{backend.info.backend} cannot run here: {reason}")
+
+    with tempfile.TemporaryDirectory(prefix="sbx-bench-") as scratch:
+        root = Path(scratch)
+        workspace, private_tmp = root / "ws", root / "tmp"
+        workspace.mkdir()
+        private_tmp.mkdir()
+        policy = SandboxPolicy(writable_roots=(workspace,))
+        env = child_environment()
+        bwrap_plan = bwrap.plan(CHILD, policy, private_tmp=private_tmp)
+        landlock_plan = landlock.plan(CHILD, policy, private_tmp=private_tmp)
+        options = bwrap.options(policy, private_tmp=private_tmp)
+        seccomp = options.index("--seccomp")
+        bare_bwrap = [bwrap.executable or "bwrap", *options[:seccomp], *options[seccomp + 2 :], "--", *CHILD]
+        limits_only = [
+            sys.executable,
+            "-I",
+            "-S",
+            launcher_code(),
+            "--cpu",
+            "600",
+            "--as",
+            str(8 << 30),
+            "--",
+            *CHILD,
+        ]
+
+        cases: dict[str, Callable[[], float]] = {
+            "bare python -I -S -c pass": lambda: timed_run(CHILD, env, workspace),
+            "bwrap alone": lambda: timed_run(bare_bwrap, env, workspace),
+            "launcher alone (limits)": lambda: timed_run(limits_only, env, workspace),
+            "launcher + bwrap": lambda: timed_run(
+                launcher_argv(bwrap_plan, policy), {**env, **bwrap_plan.env}, workspace
+            ),
+            "launcher + Landlock": lambda: timed_run(
+                launcher_argv(landlock_plan, policy), {**env, **landlock_plan.env}, workspace
+            ),
+            "run_sandboxed, bwrap": lambda: timed_runner(bwrap, policy),
+            "run_sandboxed, Landlock": lambda: timed_runner(landlock, policy),
+        }
+        for case in cases.values():  # warm-up: page cache, probes
+            case()
+        samples: dict[str, list[float]] = {label: [] for label in cases}
+        for _ in range(args.rounds):
+            for label, case in cases.items():
+                samples[label].append(case())
+
+    med = {label: statistics.median(values) for label, values in samples.items()}
+    base = med["bare python -I -S -c pass"]
+    python = sys.version.split()[0]
+    print(f"sandbox start-up: {args.rounds} rounds, median wall time (Python {python})")
+    for label, ms in med.items():
+        low, high = min(samples[label]), max(samples[label])
+        ratio = "baseline" if ms == base else f"{ms / base:5.2f}x bare"
+        print(f"  {label:<28} {ms:7.1f} ms  ({low:.1f}..{high:.1f})  {ratio}")
+    print(f"  {'bwrap over bare':<28} {med['bwrap alone'] - base:7.1f} ms")
+    print(f"  {'launcher over bare':<28} {med['launcher alone (limits)'] - base:7.1f} ms")
+    landlock_setup = med["launcher + Landlock"] - med["launcher alone (limits)"]
+    print(f"  {'Landlock setup over launcher':<28} {landlock_setup:7.1f} ms")
+
+    goals = [(label, med[label] / base) for label in ("run_sandboxed, bwrap", "run_sandboxed, Landlock")]
+    results = [
+        (f"{label} within {MAX_RATIO:g}x bare ({ratio:.2f}x)", ratio <= MAX_RATIO) for label, ratio in goals
+    ]
+    for text, ok in results:
+        print(f"{'PASS' if ok else 'FAIL'}: {text}")
+    return 1 if args.check and not all(ok for _, ok in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""Layer-2 sandboxes for ``bash`` and ``run_code``: backends, their selection, and the runner.
+
+A command runs under the first backend of the platform's ladder that works (Linux: bubblewrap
+after a functional probe, then Landlock; macOS: Seatbelt), through a small launcher that applies
+the resource limits and the backend's rules before the command starts. No backend: the call is
+refused with ``error: "sandbox_unavailable"``, never run unconfined. Under a host sandbox
+(``STEERABLE_SIDECAR_CONFINED=1``) the layer-2 wrap is skipped and results say
+``{"backend": "inherited", "enforcement": "partial", "via": "layer1"}``. See ``docs/sandbox.md``.
+
+Building on it (``run_code`` does)::
+
+    config = SandboxConfig.from_env()
+    backend = select_backend(config)                # SandboxUnavailableError when none
+    policy = SandboxPolicy(writable_roots=(workspace,), network=config.network, limits=config.limits)
+    result = await run_sandboxed(["python3", "-c", "print(1)"], policy, backend=backend, timeout_s=30)
+    result.exit_code, result.stdout.text, result.sandbox.as_data()
+
+Spec: ``run_code`` (layer-2 backend, Child environment, Inheriting layer-1).
+"""
+
+from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
+from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
+from ._bwrap import BubblewrapBackend
+from ._config import (
+    BACKEND_CHOICES,
+    CONFINED_ENV,
+    LIMIT_ENV,
+    NETWORK_ENV,
+    SANDBOX_ENV,
+    BackendChoice,
+    SandboxConfig,
+)
+from ._inherited import InheritedBackend
+from ._landlock import LandlockBackend, detect_landlock_abi
+from ._policy import CHILD_ENV_ALLOWLIST, ResourceLimits, SandboxPolicy, child_environment
+from ._runner import CapturedOutput, RunResult, SandboxedProcess, run_sandboxed, spawn_sandboxed
+from ._seatbelt import SeatbeltBackend, seatbelt_profile
+from ._select import LADDERS, default_backends, select_backend
+
+__all__ = [
+    "BACKEND_CHOICES",
+    "BASH_DEFAULT_TIMEOUT_MS",
+    "BASH_MAX_TIMEOUT_MS",
+    "CHILD_ENV_ALLOWLIST",
+    "CONFINED_ENV",
+    "INHERITED",
+    "LADDERS",
+    "LIMIT_ENV",
+    "NETWORK_ENV",
+    "SANDBOX_ENV",
+    "BackendChoice",
+    "BubblewrapBackend",
+    "CapturedOutput",
+    "Enforcement",
+    "InheritedBackend",
+    "LandlockBackend",
+    "LaunchPlan",
+    "ResourceLimits",
+    "RunResult",
+    "SandboxBackend",
+    "SandboxConfig",
+    "SandboxInfo",
+    "SandboxPolicy",
+    "SandboxedProcess",
+    "SeatbeltBackend",
+    "bash_tool",
+    "child_environment",
+    "default_backends",
+    "detect_landlock_abi",
+    "run_sandboxed",
+    "seatbelt_profile",
+    "select_backend",
+    "spawn_sandboxed",
+]

@@ -1,0 +1,131 @@
+"""The ``bash`` tool: a shell command in the workspace, under the layer-2 sandbox.
+
+Arguments and result fields are contract (REQUIREMENTS CON-1): ``{command, timeout_ms?}`` in,
+``{stdout, stderr, stdoutBytes, stderrBytes, exitCode, timedOut, durationMs, _sandbox}`` out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Final
+
+from pydantic import Field
+
+from ..modes import ToolMode
+from ..tools import Tool
+from ..types import ToolResult
+from ._backend import SandboxBackend
+from ._config import SandboxConfig
+from ._policy import SandboxPolicy, child_environment
+from ._runner import RunResult, run_sandboxed
+from ._select import select_backend
+
+__all__ = ["BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "bash_tool"]
+
+BASH_DEFAULT_TIMEOUT_MS: Final = 120_000
+"""``timeout_ms`` when the model gives none (2 minutes)."""
+BASH_MAX_TIMEOUT_MS: Final = 600_000
+"""The largest ``timeout_ms`` accepted (10 minutes)."""
+
+
+def bash_tool(
+    workspace: str | os.PathLike[str],
+    *,
+    config: SandboxConfig | None = None,
+    environ: Mapping[str, str] | None = None,
+    backend: SandboxBackend | None = None,
+) -> Tool:
+    """Build the ``bash`` tool for one workspace (``local`` mode: it needs consent).
+
+    Each call runs ``bash -c <command>`` in the workspace under the backend
+    :func:`select_backend` picks (or ``backend``), with the allowlisted environment
+    (:func:`child_environment`) and ``config``'s network switch and limits. Exit 0 is a success;
+    any other exit status is a failed result with ``needsFollowup``; a timeout kills the whole
+    process tree and says so; cancelling the call kills it too. With no usable backend the call
+    fails with ``error: "sandbox_unavailable"`` and nothing runs.
+
+    Args:
+        workspace: The directory commands run in and may write to.
+        config: Sandbox settings (default: resolved from ``environ``).
+        environ: The environment to resolve settings from and to pass the allowlist of (default
+            ``os.environ``, read at each call).
+        backend: Use this backend instead of selecting one (tests, embedders with their own).
+
+    Returns:
+        The tool, not yet registered.
+
+    Raises:
+        ConfigError: When ``config`` is ``None`` and a ``STEERABLE_SANDBOX*`` or
+            ``STEERABLE_SIDECAR_CONFINED`` variable is invalid (the message names it).
+    """
+    cfg = SandboxConfig.from_env(environ) if config is None else config
+    root = Path(workspace).resolve()
+    cap = cfg.limits.max_output_bytes
+
+    async def bash(
+        command: str,
+        timeout_ms: Annotated[
+            int, Field(ge=1, le=BASH_MAX_TIMEOUT_MS, strict=True)
+        ] = BASH_DEFAULT_TIMEOUT_MS,
+    ) -> ToolResult:
+        """Run a shell command with bash in the workspace, inside an OS sandbox.
+
+        Args:
+            command: The command line, run as `bash -c command` in the workspace root.
+            timeout_ms: Wall-clock limit in milliseconds (default 120000, at most 600000); on
+                expiry the command and everything it started are killed.
+        """
+        chosen = backend if backend is not None else await asyncio.to_thread(select_backend, cfg)
+        env = child_environment(environ)
+        shell = shutil.which("bash", path=env.get("PATH")) or "/bin/sh"
+        policy = SandboxPolicy(writable_roots=(root,), network=cfg.network, limits=cfg.limits)
+        run = await run_sandboxed(
+            [shell, "-c", command], policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000
+        )
+        return _result(run, timeout_ms)
+
+    network = "on" if cfg.network else "off"
+    description = (
+        "Run a shell command with bash in the workspace root, inside an OS sandbox: only the "
+        f"workspace and $TMPDIR are writable, the network is {network}, and the environment holds no "
+        f"secrets. Returns stdout and stderr (each clipped to {cap} bytes, head and tail kept, with "
+        "the total byte counts) and exitCode; a non-zero exit is a failure. Background processes "
+        "are killed when the command exits."
+    )
+    return Tool.from_function(
+        bash, description=description, mode=ToolMode.LOCAL, timeout_ms=BASH_MAX_TIMEOUT_MS + 60_000
+    )
+
+
+def _result(run: RunResult, timeout_ms: int) -> ToolResult:
+    data: dict[str, Any] = {
+        "stdout": run.stdout.text,
+        "stderr": run.stderr.text,
+        "stdoutBytes": run.stdout.total_bytes,
+        "stderrBytes": run.stderr.total_bytes,
+        "exitCode": run.exit_code,
+        "timedOut": run.timed_out,
+        "durationMs": round(run.duration_ms),
+        "_sandbox": run.sandbox.as_data(),
+    }
+    if run.timed_out:
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=(
+                f"The command timed out after {timeout_ms} ms; it and every process it started were killed."
+            ),
+            data={**data, "code": "timeout"},
+        )
+    if run.exit_code != 0:
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=f"The command exited with status {run.exit_code}.",
+            data={**data, "code": "exit_status"},
+        )
+    return ToolResult(success=True, data=data)

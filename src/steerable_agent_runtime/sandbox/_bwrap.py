@@ -1,0 +1,152 @@
+"""The bubblewrap backend (Linux): namespaces, a read-only root, and a functional probe."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from ._backend import LaunchPlan, SandboxInfo
+from ._launch import SECCOMP_ARCH
+from ._policy import SandboxPolicy
+
+__all__ = ["BubblewrapBackend"]
+
+_PROBE_TIMEOUT_S: Final = 10.0
+_SECCOMP_PLACEHOLDER: Final = "@seccomp-fd@"
+
+_probes: dict[str, str | None] = {}
+_probe_lock = threading.Lock()
+
+
+class BubblewrapBackend:
+    """Run commands under ``bwrap``: ``full`` enforcement.
+
+    The command gets new user, PID, IPC, UTS, cgroup and (unless the policy allows the network)
+    network namespaces; a read-only view of ``/`` with fresh ``/dev`` and ``/proc``; the run's
+    private directory as ``/tmp``; the writable roots bound read-write at their own paths; no
+    capabilities; and, with the network off, the launcher's socket filter (``--seccomp``), which
+    also refuses Unix sockets such as ``docker.sock`` that a read-only bind still lets you
+    connect to. Its own PID namespace hides every other process, so ``/proc/<sidecar>/environ``
+    does not exist inside. When the command exits, the namespace's init dies and takes every
+    leftover process with it.
+
+    It is chosen only after a functional probe has run ``true`` under the same options (cached
+    per process and ``bwrap`` path): an installed ``bwrap`` that cannot create namespaces (a
+    container without user namespaces) is reported, not used.
+
+    Args:
+        bwrap: The ``bwrap`` executable (default: found on ``PATH``).
+    """
+
+    def __init__(self, bwrap: str | None = None) -> None:
+        self._bwrap = bwrap
+
+    @property
+    def info(self) -> SandboxInfo:
+        """``bwrap``, ``full``."""
+        return SandboxInfo("bwrap", "full")
+
+    @property
+    def executable(self) -> str | None:
+        """The ``bwrap`` binary this backend runs, or ``None`` when none is installed."""
+        return self._bwrap if self._bwrap is not None else shutil.which("bwrap")
+
+    def unavailable_reason(self) -> str | None:
+        """``None`` once the probe has run a command under bwrap; else why it cannot."""
+        if not sys.platform.startswith("linux"):
+            return "bubblewrap runs on Linux only"
+        path = self.executable
+        if path is None:
+            return (
+                "bwrap is not installed (Debian/Ubuntu: apt-get install bubblewrap; Fedora: dnf install ...)"
+            )
+        with _probe_lock:
+            if path not in _probes:
+                _probes[path] = _probe(path)
+            return _probes[path]
+
+    def options(self, policy: SandboxPolicy, *, private_tmp: Path) -> list[str]:
+        """The ``bwrap`` options for ``policy`` (everything before ``--``).
+
+        The private directory becomes ``/tmp``; readable roots under ``/tmp`` (the policy's, the
+        Python interpreter's prefixes and steerable's package) are bound back read-only on top of
+        it, then the writable roots read-write.
+        """
+        args = _namespace_options(network=policy.network)
+        args += ["--bind", os.path.realpath(private_tmp), "/tmp"]
+        writable = [os.path.realpath(root) for root in policy.writable_roots]
+        for readable in _hidden_by_tmp((*policy.readable_roots, *_runtime_roots())):
+            if not any(_within(readable, w) for w in writable):
+                args += ["--ro-bind", readable, readable]
+        for real in writable:
+            args += ["--bind", real, real]
+        args += ["--chdir", os.path.realpath(policy.workdir)]
+        if not policy.network and os.uname().machine in SECCOMP_ARCH:
+            args += ["--seccomp", _SECCOMP_PLACEHOLDER]
+        return args
+
+    def plan(self, argv: Sequence[str], policy: SandboxPolicy, *, private_tmp: Path) -> LaunchPlan:
+        """``bwrap <options> -- argv``; the launcher fills in the socket filter's descriptor."""
+        path = self.executable or "bwrap"
+        wrapped = (path, *self.options(policy, private_tmp=private_tmp), "--", *argv)
+        launcher: tuple[str, ...] = ()
+        if _SECCOMP_PLACEHOLDER in wrapped:
+            launcher = ("--seccomp-fd-at", str(wrapped.index(_SECCOMP_PLACEHOLDER)))
+        tmp = {"TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp"}
+        return LaunchPlan(argv=wrapped, launcher_options=launcher, env=tmp)
+
+
+def _runtime_roots() -> tuple[str, ...]:
+    """What a child Python needs to start: the interpreter's prefixes and steerable's package root."""
+    package_root = Path(__file__).resolve().parents[2]  # the directory holding steerable_agent_runtime
+    executable = os.path.dirname(os.path.realpath(sys.executable)) if sys.executable else sys.prefix
+    return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _hidden_by_tmp(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
+    """The existing paths under ``/tmp`` (which the private ``/tmp`` hides), outermost first, deduplicated."""
+    real = sorted({os.path.realpath(p) for p in paths}, key=len)
+    kept: list[str] = []
+    for path in real:
+        if _within(path, "/tmp") and path != "/tmp" and os.path.exists(path):
+            if not any(_within(path, k) for k in kept):
+                kept.append(path)
+    return kept
+
+
+def _namespace_options(*, network: bool) -> list[str]:
+    args = ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--unshare-all"]
+    if network:
+        args.append("--share-net")
+    return [*args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+
+
+def _probe(path: str) -> str | None:
+    true = shutil.which("true") or "/bin/true"
+    with tempfile.TemporaryDirectory(prefix="steerable-bwrap-probe-") as scratch:
+        argv = [path, *_namespace_options(network=False), "--bind", scratch, "/tmp", "--", true]
+        try:
+            run = subprocess.run(
+                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"bwrap ({path}) could not be run: {exc}"
+    if run.returncode != 0:
+        said = run.stderr.decode("utf-8", "replace").strip().splitlines()
+        detail = said[-1] if said else f"exit status {run.returncode}"
+        return (
+            f"bwrap ({path}) is installed but cannot create its sandbox here: {detail} "
+            "(it needs unprivileged user namespaces, which some containers and distributions turn off)"
+        )
+    return None

@@ -1,0 +1,111 @@
+"""``SandboxConfig``: the sandbox settings, validated, resolved from ``STEERABLE_*`` variables."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+from .._env import env_flag
+from ..errors import ConfigError
+from ._policy import LIMIT_BOUNDS, ResourceLimits
+
+__all__ = [
+    "BACKEND_CHOICES",
+    "CONFINED_ENV",
+    "LIMIT_ENV",
+    "NETWORK_ENV",
+    "SANDBOX_ENV",
+    "BackendChoice",
+    "SandboxConfig",
+]
+
+BackendChoice = Literal["auto", "bwrap", "landlock", "seatbelt", "none"]
+"""``auto`` walks the platform's ladder; a name forces that backend; ``none`` allows none."""
+
+BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
+
+SANDBOX_ENV: Final = "STEERABLE_SANDBOX"
+"""Which layer-2 backend to use: ``auto`` (default), ``bwrap``, ``landlock``, ``seatbelt`` or ``none``."""
+CONFINED_ENV: Final = "STEERABLE_SIDECAR_CONFINED"
+"""Set to ``1`` by a host that already runs the sidecar under an OS sandbox (layer 1)."""
+NETWORK_ENV: Final = "STEERABLE_SANDBOX_NETWORK"
+"""Set to ``1`` to let sandboxed commands use the network (default off)."""
+LIMIT_ENV: Final[Mapping[str, str]] = {
+    "cpu_seconds": "STEERABLE_SANDBOX_CPU_SECONDS",
+    "memory_bytes": "STEERABLE_SANDBOX_MEMORY_BYTES",
+    "max_processes": "STEERABLE_SANDBOX_MAX_PROCESSES",
+    "max_output_bytes": "STEERABLE_SANDBOX_MAX_OUTPUT_BYTES",
+}
+"""The variable of each :class:`ResourceLimits` field."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxConfig:
+    """How sandboxed commands (``bash``, ``run_code``) are run; an immutable value.
+
+    Attributes:
+        backend: ``STEERABLE_SANDBOX``: ``auto`` picks the first backend of the platform's ladder
+            that works (Linux: bwrap, then Landlock; macOS: Seatbelt); a backend name forces it
+            (refusing with ``sandbox_unavailable`` when it cannot run, never falling back);
+            ``none`` allows no backend, so every run is refused unless ``confined``.
+        confined: ``STEERABLE_SIDECAR_CONFINED``: the host already sandboxes this process; skip
+            the layer-2 wrap and inherit its boundary (reported as ``backend: inherited``).
+        network: ``STEERABLE_SANDBOX_NETWORK``: let commands use the network (default off).
+        limits: Resource limits (``STEERABLE_SANDBOX_CPU_SECONDS``, ``..._MEMORY_BYTES``,
+            ``..._MAX_PROCESSES``, ``..._MAX_OUTPUT_BYTES``).
+    """
+
+    backend: BackendChoice = "auto"
+    confined: bool = False
+    network: bool = False
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKEND_CHOICES:
+            raise ConfigError(
+                f"unknown sandbox backend {self.backend!r}; use one of {', '.join(BACKEND_CHOICES)}"
+            )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> SandboxConfig:
+        """Resolve the configuration from environment variables.
+
+        Args:
+            environ: The environment (default ``os.environ``).
+
+        Returns:
+            The validated configuration.
+
+        Raises:
+            ConfigError: For an invalid value; the message names the variable and what it accepts.
+        """
+        env = os.environ if environ is None else environ
+        backend = env.get(SANDBOX_ENV, "").strip().lower() or "auto"
+        if backend not in BACKEND_CHOICES:
+            raise ConfigError(
+                f"{SANDBOX_ENV}={backend!r} is not a sandbox backend; use one of {', '.join(BACKEND_CHOICES)}"
+            )
+        defaults = ResourceLimits()
+        limits = {name: _int_env(env, var, getattr(defaults, name), name) for name, var in LIMIT_ENV.items()}
+        return cls(
+            backend=backend,  # type: ignore[arg-type]  # checked against BACKEND_CHOICES above
+            confined=env_flag(CONFINED_ENV, False, environ=env),
+            network=env_flag(NETWORK_ENV, False, environ=env),
+            limits=ResourceLimits(**limits),
+        )
+
+
+def _int_env(env: Mapping[str, str], var: str, default: int, field_name: str) -> int:
+    raw = env.get(var, "").strip().replace("_", "")
+    if not raw:
+        return default
+    bounds = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}[field_name]
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    if value is None or not bounds[0] <= value <= bounds[1]:
+        raise ConfigError(f"{var}={env[var]!r} must be an integer from {bounds[0]} to {bounds[1]}")
+    return value

@@ -1,0 +1,505 @@
+"""The sandbox launcher: the small program every sandboxed command starts through.
+
+It runs as ``python -I -S _launch.py [options] -- command...`` (from its cached bytecode) and uses
+the standard library only, without ``site``, ``typing``, ``json`` or ``re``: it costs one bare
+interpreter start plus about 1 ms (with Landlock, ``ctypes``, ``signal`` and the supervising fork
+add about 12 ms). In order, it:
+
+1. sets resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_NPROC``; no core files), which
+   every later process inherits;
+2. joins a ``pids`` cgroup when one was prepared (``--cgroup``: the kernel ignores
+   ``RLIMIT_NPROC`` for root, so that is how a root sidecar bounds processes);
+3. applies Landlock (``--landlock``) and the socket filter (``--seccomp-net``) to itself, so
+   they hold for the command and everything it starts; or writes the socket filter to a pipe
+   whose descriptor it passes on to bubblewrap (``--seccomp-fd-at``);
+4. either execs the command (bubblewrap: its PID namespace tears the tree down) or, with
+   ``--supervise``, forks it and stays as a tiny init: a child subreaper that, when the command
+   exits or the launcher gets ``SIGTERM``, kills every process the command left behind.
+
+Why a launcher rather than ``preexec_fn``: the sidecar is threaded, and Python documents
+``preexec_fn`` as unsafe in the presence of threads (the child may deadlock on a lock another
+thread held at fork time). The launcher is a fresh single-threaded process, so it can do anything.
+
+Exit codes: the command's own (``128 + signal`` when a signal killed it); 125 when the launcher
+could not set the sandbox up (never running the command then: the sandbox fails closed); 126 /
+127 when the command cannot be executed / is not found. Messages go to stderr, prefixed
+``steerable-sandbox:``.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import struct
+import sys
+import time
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 6 ms here (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
+
+# -- Landlock (include/uapi/linux/landlock.h) -------------------------------------------------------
+SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on x86_64 and aarch64 (the generic table)
+SYS_LANDLOCK_ADD_RULE = 445
+SYS_LANDLOCK_RESTRICT_SELF = 446
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+
+FS_EXECUTE = 1 << 0
+FS_WRITE_FILE = 1 << 1
+FS_READ_FILE = 1 << 2
+FS_READ_DIR = 1 << 3
+FS_REFER = 1 << 13  # ABI 2
+FS_TRUNCATE = 1 << 14  # ABI 3
+FS_IOCTL_DEV = 1 << 15  # ABI 5
+NET_BIND_TCP = 1 << 0  # ABI 4
+NET_CONNECT_TCP = 1 << 1
+SCOPE_ABSTRACT_UNIX_SOCKET = 1 << 0  # ABI 6
+SCOPE_SIGNAL = 1 << 1
+
+FS_READ = FS_EXECUTE | FS_READ_FILE | FS_READ_DIR
+
+# -- prctl / seccomp --------------------------------------------------------------------------------
+PR_SET_PDEATHSIG = 1
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_SYS_CAPSET = {"x86_64": 126, "aarch64": 91}
+SECCOMP_MODE_FILTER = 2
+SECCOMP_RET_KILL_PROCESS = 0x80000000
+SECCOMP_RET_ERRNO = 0x00050000
+SECCOMP_RET_ALLOW = 0x7FFF0000
+EPERM = 1
+
+# (AUDIT_ARCH_*, socket, io_uring_setup, first x32 syscall or None) per machine
+SECCOMP_ARCH = {
+    "x86_64": (0xC000003E, 41, 425, 0x40000000),
+    "aarch64": (0xC00000B7, 198, 425, None),
+}
+
+SIGKILL = 9  # the same on every Linux architecture and on macOS
+
+EXIT_SETUP = 125
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+
+
+class SetupError(Exception):
+    """The sandbox could not be set up; the command must not run."""
+
+
+def landlock_abi() -> int:
+    """Return the kernel's Landlock ABI version, or 0 when Landlock is missing or disabled."""
+    if not sys.platform.startswith("linux"):
+        return 0
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    abi = libc.syscall(
+        ctypes.c_long(SYS_LANDLOCK_CREATE_RULESET),
+        ctypes.c_void_p(None),
+        ctypes.c_size_t(0),
+        ctypes.c_uint32(LANDLOCK_CREATE_RULESET_VERSION),
+    )
+    return max(int(abi), 0)
+
+
+def handled_fs(abi: int) -> int:
+    """Every filesystem right the given Landlock ABI knows (all of them are restricted)."""
+    mask = (1 << 13) - 1  # ABI 1: EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        mask |= FS_REFER
+    if abi >= 3:
+        mask |= FS_TRUNCATE
+    if abi >= 5:
+        mask |= FS_IOCTL_DEV
+    return mask
+
+
+def seccomp_program(machine: str) -> bytes:
+    """The socket filter as raw classic BPF (``struct sock_filter[]``).
+
+    ``socket(2)`` fails with ``EPERM`` for every address family (TCP, UDP, raw, netlink and Unix
+    sockets alike: a Unix socket on the read-only filesystem, such as ``docker.sock``, is still
+    connectable, so it is refused too); ``socketpair(2)`` stays allowed (it reaches nothing).
+    ``io_uring_setup`` is refused because io_uring can open sockets without ``socket(2)``. A
+    syscall made through another ABI (i386 ``int 0x80``) kills the process: it would bypass the
+    numbers checked here.
+
+    Raises:
+        SetupError: For a machine the filter has no syscall numbers for.
+    """
+    try:
+        arch, nr_socket, nr_io_uring, x32 = SECCOMP_ARCH[machine]
+    except KeyError:
+        raise SetupError(f"no socket filter for machine {machine!r}") from None
+    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
+    prog = [
+        (ld, 0, 0, 4),  # A = seccomp_data.arch
+        (jeq, 1, 0, arch),
+        (ret, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        (ld, 0, 0, 0),  # A = seccomp_data.nr
+    ]
+    checks = [(jge, x32)] if x32 is not None else []
+    checks += [(jeq, nr_socket), (jeq, nr_io_uring)]
+    for i, (op, k) in enumerate(checks):
+        prog.append((op, len(checks) - i, 0, k))  # match: jump to the deny below the allow
+    prog += [(ret, 0, 0, SECCOMP_RET_ALLOW), (ret, 0, 0, SECCOMP_RET_ERRNO | EPERM)]
+    return b"".join(struct.pack("=HBBI", *insn) for insn in prog)
+
+
+class _Libc:
+    """The few libc calls the launcher needs, through ctypes (loaded only when needed)."""
+
+    def __init__(self) -> None:
+        import ctypes
+
+        self.ctypes = ctypes
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.syscall.restype = ctypes.c_long
+        self.libc.prctl.restype = ctypes.c_int
+
+    def prctl(self, option: int, arg2: int = 0, arg3: Any = 0) -> None:
+        c = self.ctypes
+        third = c.c_ulong(arg3) if isinstance(arg3, int) else arg3
+        rc = self.libc.prctl(c.c_int(option), c.c_ulong(arg2), third, c.c_ulong(0), c.c_ulong(0))
+        if rc != 0:
+            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
+
+    def syscall(self, number: int, *args: Any) -> int:
+        c = self.ctypes
+        rc = int(self.libc.syscall(c.c_long(number), *args))
+        if rc < 0:
+            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
+        return rc
+
+
+def apply_landlock(libc: _Libc, *, read: list[str], write: list[str], dev: list[str], no_tcp: bool) -> int:
+    """Restrict this process (and its future children) with a Landlock ruleset; return the ABI.
+
+    Everything under ``read`` may be read and executed, everything under ``write`` may also be
+    changed, each ``dev`` file may be read and written; any other write is refused. ``no_tcp``
+    refuses every TCP bind and connect (ABI 4 and later). From ABI 6, abstract Unix sockets and
+    signals are scoped to the sandbox too.
+
+    Raises:
+        SetupError: When the kernel has no Landlock or refuses the ruleset.
+    """
+    c = libc.ctypes
+    abi = landlock_abi()
+    if abi < 1:
+        raise SetupError("the kernel has no Landlock (or it is disabled)")
+    fs = handled_fs(abi)
+    net = NET_BIND_TCP | NET_CONNECT_TCP if no_tcp and abi >= 4 else 0
+    scoped = (SCOPE_ABSTRACT_UNIX_SOCKET if no_tcp else 0) | SCOPE_SIGNAL if abi >= 6 else 0
+    attr = struct.pack("=QQQ", fs, net, scoped)
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    buf = c.create_string_buffer(attr[:size], size)
+    try:
+        ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, buf, c.c_size_t(size), c.c_uint32(0))
+    except OSError as exc:
+        raise SetupError(f"landlock_create_ruleset failed: {exc.strerror}") from None
+    file_rights = FS_EXECUTE | FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE & fs) | (FS_IOCTL_DEV & fs)
+    try:
+        rules = [(p, FS_READ, True) for p in read] + [(p, fs, True) for p in write]
+        rules += [(p, file_rights, False) for p in dev]  # devices are optional: skipped when absent
+        for path, access, required in rules:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError as exc:
+                if not required:
+                    continue
+                raise SetupError(f"cannot open {path!r} for a Landlock rule: {exc.strerror}") from None
+            try:
+                if not os.path.isdir(path):
+                    access &= file_rights
+                rule = c.create_string_buffer(struct.pack("=Qi", access, fd), 12)
+                libc.syscall(
+                    SYS_LANDLOCK_ADD_RULE,
+                    c.c_int(ruleset),
+                    c.c_int(LANDLOCK_RULE_PATH_BENEATH),
+                    rule,
+                    c.c_uint32(0),
+                )
+            except OSError as exc:
+                raise SetupError(f"landlock_add_rule failed for {path!r}: {exc.strerror}") from None
+            finally:
+                os.close(fd)
+        try:
+            libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+            libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, c.c_int(ruleset), c.c_uint32(0))
+        except OSError as exc:
+            raise SetupError(f"landlock_restrict_self failed: {exc.strerror}") from None
+    finally:
+        os.close(ruleset)
+    return abi
+
+
+def apply_seccomp(libc: _Libc, program: bytes) -> None:
+    """Install ``program`` (raw classic BPF) as a seccomp filter on this process.
+
+    Raises:
+        SetupError: When the kernel refuses the filter.
+    """
+    import ctypes as c
+
+    class SockFprog(c.Structure):
+        _fields_ = (("len", c.c_ushort), ("filter", c.c_void_p))
+
+    insns = c.create_string_buffer(program, len(program))
+    prog = SockFprog(len(program) // 8, c.cast(insns, c.c_void_p))
+    try:
+        libc.prctl(PR_SET_NO_NEW_PRIVS, 1)
+        libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, c.byref(prog))
+    except OSError as exc:
+        raise SetupError(f"seccomp filter refused: {exc.strerror}") from None
+
+
+def drop_capabilities(libc: _Libc) -> None:
+    """Give up every capability, for good: the bounding set, ambient, and the current sets.
+
+    A root command keeps root's uid but loses ``CAP_SYS_PTRACE``, ``CAP_DAC_OVERRIDE`` and the
+    rest, and cannot get them back by exec (the bounding set is empty). Without
+    ``CAP_SYS_PTRACE`` the kernel refuses it the environment of the sidecar (whose capabilities
+    it no longer holds), which Landlock alone does not do for root.
+
+    Raises:
+        SetupError: When a capability cannot be dropped.
+    """
+    c = libc.ctypes
+    try:
+        with open("/proc/sys/kernel/cap_last_cap", encoding="ascii") as fh:
+            last = int(fh.read())
+    except (OSError, ValueError):
+        last = 40
+    try:
+        for cap in range(last + 1):
+            libc.prctl(PR_CAPBSET_DROP, cap)
+        libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL)
+    except OSError as exc:
+        if exc.errno != EPERM:  # EPERM: no CAP_SETPCAP, so nothing to drop in the bounding set
+            raise SetupError(f"cannot drop capabilities: {exc.strerror}") from None
+    header = c.create_string_buffer(struct.pack("=Ii", _LINUX_CAPABILITY_VERSION_3, 0), 8)
+    data = c.create_string_buffer(bytes(24), 24)  # two empty {effective, permitted, inheritable}
+    try:
+        libc.syscall(_SYS_CAPSET[os.uname().machine], header, data)
+    except (OSError, KeyError) as exc:
+        raise SetupError(f"cannot drop capabilities: {exc}") from None
+
+
+def _user_tasks(uid: int) -> int:
+    """How many tasks (threads) ``uid`` owns now: what ``RLIMIT_NPROC`` is compared with."""
+    count = 0
+    try:
+        entries = os.scandir("/proc")
+    except OSError:
+        return 0
+    with entries:
+        for entry in entries:
+            if not entry.name.isdigit():
+                continue
+            try:
+                if entry.stat().st_uid == uid:
+                    count += len(os.listdir(f"/proc/{entry.name}/task"))
+            except OSError:
+                continue  # exited meanwhile
+    return count
+
+
+def set_limits(*, cpu: int, address_space: int, nproc: int) -> None:
+    """Set the resource limits (0 leaves one as it is); core files are always off.
+
+    ``RLIMIT_NPROC`` counts every task of the user, so it is set to the user's current count plus
+    ``nproc``. The kernel does not apply it to root; see ``--cgroup``.
+    """
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if cpu:
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # soft: SIGXCPU, hard: SIGKILL
+    if address_space:
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    if nproc and os.getuid() != 0 and sys.platform.startswith("linux"):
+        limit = _user_tasks(os.getuid()) + nproc
+        resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
+
+
+def _descendants(root: int) -> list[int]:
+    """Every live descendant of ``root``, parents before children (Linux ``/proc``)."""
+    found: list[int] = []
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", encoding="ascii") as fh:
+                    kids = [int(k) for k in fh.read().split()]
+            except OSError:
+                continue
+            found.extend(kids)
+            todo.extend(kids)
+    return found
+
+
+def _kill_all_children() -> None:
+    """Kill and reap every descendant; orphans come back to us because we are a subreaper."""
+    me = os.getpid()
+    for _ in range(100_000):
+        for pid in _descendants(me):
+            try:
+                os.kill(pid, SIGKILL)
+            except OSError:
+                pass
+        try:
+            pid, _status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.001)
+
+
+class _Stop(Exception):
+    pass
+
+
+def _on_stop(signum: int, frame: object) -> None:
+    raise _Stop
+
+
+def supervise(argv: list[str], libc: _Libc | None) -> int:
+    """Run ``argv`` as our child; when it exits (or we are told to stop) kill what it left behind.
+
+    Linux only (it finds descendants through ``/proc`` and relies on ``PR_SET_CHILD_SUBREAPER``).
+
+    Returns:
+        The command's exit status (``128 + signal`` when killed by one).
+    """
+    import signal  # only here: it imports enum (3 ms)
+
+    if libc is not None:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the sidecar died: take the tree down
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, _on_stop)
+    pid = os.fork()
+    if pid == 0:
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, signal.SIG_DFL)
+        _exec(argv)  # never returns
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)  # the command owns stdin and stdout: EOF arrives when its tree is gone
+    os.dup2(devnull, 1)
+    os.close(devnull)
+    status = 128 + SIGKILL
+    try:
+        while True:
+            got, raw = os.waitpid(-1, 0)
+            if got == pid:
+                status = os.waitstatus_to_exitcode(raw)
+                status = 128 - status if status < 0 else status
+                break
+    except (_Stop, ChildProcessError):
+        pass
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_IGN)
+    _kill_all_children()
+    return status
+
+
+def _exec(argv: list[str]) -> None:
+    try:
+        os.execvp(argv[0], argv)
+    except FileNotFoundError:
+        print(f"steerable-sandbox: {argv[0]}: command not found", file=sys.stderr, flush=True)
+        os._exit(EXIT_NOT_FOUND)
+    except OSError as exc:
+        print(f"steerable-sandbox: {argv[0]}: {exc.strerror}", file=sys.stderr, flush=True)
+        os._exit(EXIT_CANNOT_EXECUTE)
+
+
+def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Split ``[options] -- command...`` into options and the command.
+
+    Raises:
+        SetupError: On an unknown option or a missing command.
+    """
+    opts: dict[str, Any] = {"read": [], "write": [], "dev": [], "cpu": 0, "as": 0, "nproc": 0}
+    flags = {"--landlock", "--no-tcp", "--seccomp-net", "--supervise", "--drop-caps"}
+    valued = {"--cpu", "--as", "--nproc", "--cgroup", "--ro", "--rw", "--dev", "--seccomp-fd-at"}
+    i = 0
+    while i < len(args) and args[i] != "--":
+        name = args[i]
+        if name in flags:
+            opts[name[2:]] = True
+            i += 1
+        elif name in valued and i + 1 < len(args):
+            value = args[i + 1]
+            key = {"--ro": "read", "--rw": "write", "--dev": "dev"}.get(name)
+            if key is not None:
+                opts[key].append(value)
+            elif name == "--cgroup":
+                opts["cgroup"] = value
+            else:
+                opts[name[2:]] = int(value)
+            i += 2
+        else:
+            raise SetupError(f"bad launcher option {name!r}")
+    command = args[i + 1 :]
+    if not command:
+        raise SetupError("no command given after --")
+    return opts, command
+
+
+def main(args: list[str]) -> int:
+    """Set the sandbox up as the options say, then run the command (see the module docstring)."""
+    try:
+        opts, command = parse(args)
+        set_limits(cpu=opts["cpu"], address_space=opts["as"], nproc=opts["nproc"])
+        if "cgroup" in opts:
+            try:
+                with open(opts["cgroup"], "w", encoding="ascii") as fh:
+                    fh.write(str(os.getpid()))
+            except OSError as exc:
+                raise SetupError(f"cannot join the cgroup {opts['cgroup']!r}: {exc.strerror}") from None
+        needs_libc = ("landlock", "seccomp-net", "supervise", "drop-caps")
+        libc = _Libc() if any(opts.get(name) for name in needs_libc) else None
+        if opts.get("drop-caps") and libc is not None:
+            drop_capabilities(libc)
+        if opts.get("landlock") and libc is not None:
+            apply_landlock(
+                libc,
+                read=opts["read"],
+                write=opts["write"],
+                dev=opts["dev"],
+                no_tcp=opts.get("no-tcp", False),
+            )
+        if "seccomp-fd-at" in opts:
+            index = opts["seccomp-fd-at"]
+            read_end, write_end = os.pipe()
+            os.write(write_end, seccomp_program(os.uname().machine))
+            os.close(write_end)
+            os.set_inheritable(read_end, True)
+            command[index] = str(read_end)
+        if opts.get("seccomp-net") and libc is not None:
+            apply_seccomp(libc, seccomp_program(os.uname().machine))
+    except (SetupError, OSError, ValueError) as exc:
+        text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(
+            f"steerable-sandbox: setup failed, not running the command: {text}", file=sys.stderr, flush=True
+        )
+        return EXIT_SETUP
+    if opts.get("supervise"):
+        return supervise(command, libc)
+    _exec(command)
+    return EXIT_CANNOT_EXECUTE  # not reached
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

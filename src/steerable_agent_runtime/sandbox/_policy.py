@@ -1,0 +1,151 @@
+"""What a sandboxed command may do (policy and limits), and the allowlisted child environment.
+
+Spec: ``run_code`` › Child environment (the allowlist is the spec's, shared by ``bash``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from ..errors import ConfigError
+
+__all__ = [
+    "CHILD_ENV_ALLOWLIST",
+    "DEFAULT_PATH",
+    "LIMIT_BOUNDS",
+    "ResourceLimits",
+    "SandboxPolicy",
+    "child_environment",
+]
+
+CHILD_ENV_ALLOWLIST: Final = frozenset(
+    {"PATH", "HOME", "TMPDIR", "TEMP", "TMP", "LANG", "PYTHONPATH", "SYSTEMROOT", "SYSTEMDRIVE"}
+)
+"""The variables a child inherits (plus every ``LC_*``); spec: Child environment.
+
+``SYSTEMROOT`` and ``SYSTEMDRIVE`` pass on Windows only."""
+
+_WINDOWS_ONLY: Final = frozenset({"SYSTEMROOT", "SYSTEMDRIVE"})
+
+DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
+"""``PATH`` for a child whose parent has none."""
+
+GIB: Final = 1024**3
+
+
+def child_environment(
+    environ: Mapping[str, str] | None = None, *, platform: str | None = None
+) -> dict[str, str]:
+    """Return the environment a sandboxed child gets: the allowlist, nothing else.
+
+    Only ``PATH``, ``HOME``, ``TMPDIR`` / ``TEMP`` / ``TMP``, ``LANG``, every ``LC_*``,
+    ``PYTHONPATH`` (and ``SYSTEMROOT`` / ``SYSTEMDRIVE`` on Windows) are copied, plus
+    ``PYTHONDONTWRITEBYTECODE=1``. Everything else, ``STEERABLE_API_KEY`` and every ``*_API_KEY``
+    and ``*_TOKEN`` included, is left out: the import guard of ``run_code`` does not stop the
+    ``__subclasses__`` route to ``os.environ``, so the only safe secret is an absent one.
+    Spec: ``run_code`` › Child environment.
+
+    The runner then points ``TMPDIR`` / ``TEMP`` / ``TMP`` at the run's private temporary
+    directory.
+
+    Args:
+        environ: The parent environment (default ``os.environ``).
+        platform: ``sys.platform`` value deciding whether the Windows names pass (default: this
+            machine's).
+
+    Returns:
+        A new dict; ``PATH`` is always set (to :data:`DEFAULT_PATH` when the parent has none).
+    """
+    source = os.environ if environ is None else environ
+    windows = (platform or sys.platform) == "win32"
+    env: dict[str, str] = {}
+    for name, value in source.items():
+        key = name.upper() if windows else name  # Windows names are case-insensitive
+        if key.startswith("LC_") or (key in CHILD_ENV_ALLOWLIST and (windows or key not in _WINDOWS_ONLY)):
+            env[name] = value
+    if not any(name.upper() == "PATH" if windows else name == "PATH" for name in env):
+        env["PATH"] = DEFAULT_PATH
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResourceLimits:
+    """Resource limits of one sandboxed run; 0 turns a limit off (not ``max_output_bytes``).
+
+    Each field can be set with the environment variable named in its docstring (see
+    :class:`~steerable_agent_runtime.sandbox.SandboxConfig`).
+    """
+
+    cpu_seconds: int = 600
+    """CPU time per process (``RLIMIT_CPU``), seconds; ``STEERABLE_SANDBOX_CPU_SECONDS``.
+    Default 600, ceiling 86 400."""
+    memory_bytes: int = 8 * GIB
+    """Address space per process (``RLIMIT_AS``), bytes; ``STEERABLE_SANDBOX_MEMORY_BYTES``.
+    Default 8 GiB, ceiling 1 TiB."""
+    max_processes: int = 1024
+    """Processes (threads) the command may add; ``STEERABLE_SANDBOX_MAX_PROCESSES``. Default 1024,
+    ceiling 1 000 000. ``RLIMIT_NPROC`` for a non-root user, a ``pids`` cgroup for root."""
+    max_output_bytes: int = 30_000
+    """Bytes kept per captured stream (head and tail, the middle clipped with a marker);
+    ``STEERABLE_SANDBOX_MAX_OUTPUT_BYTES``. Default 30 000, from 1 to 100 000 000."""
+
+    def __post_init__(self) -> None:
+        for name, ceiling, floor in LIMIT_BOUNDS:
+            value = getattr(self, name)
+            if type(value) is not int or not floor <= value <= ceiling:
+                raise ConfigError(
+                    f"ResourceLimits.{name}={value!r} must be an integer from {floor} to {ceiling}"
+                )
+
+
+LIMIT_BOUNDS: Final[tuple[tuple[str, int, int], ...]] = (
+    ("cpu_seconds", 86_400, 0),
+    ("memory_bytes", 1024 * GIB, 0),
+    ("max_processes", 1_000_000, 0),
+    ("max_output_bytes", 100_000_000, 1),
+)
+"""``(field, ceiling, floor)`` of each :class:`ResourceLimits` field."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxPolicy:
+    """What one sandboxed command may do.
+
+    Everything is readable; only ``writable_roots`` (the workspace first) and the run's private
+    temporary directory are writable; the network is off unless ``network`` is set. Backends
+    add what they can on top (a private ``/tmp``, their own PID namespace): see
+    ``docs/sandbox.md``.
+
+    A private ``/tmp`` hides the host's ``/tmp``; paths under it that the command must still see
+    go in ``readable_roots`` (the Python running steerable and steerable's own package are always
+    kept visible, so a venv or a checkout under ``/tmp`` still works).
+
+    Attributes:
+        writable_roots: Directories the command may change, the workspace first. Each must exist.
+        readable_roots: Extra directories that must stay visible (read-only) even where the
+            backend hides their parent, e.g. under a private ``/tmp``.
+        cwd: Working directory (default: the first writable root).
+        network: Allow network access (default off).
+        limits: Resource limits.
+    """
+
+    writable_roots: tuple[Path, ...]
+    readable_roots: tuple[Path, ...] = ()
+    cwd: Path | None = None
+    network: bool = False
+    limits: ResourceLimits = field(default_factory=ResourceLimits)
+
+    def __post_init__(self) -> None:
+        if not self.writable_roots:
+            raise ConfigError("SandboxPolicy needs at least one writable root (the workspace)")
+
+    @property
+    def workdir(self) -> Path:
+        """The working directory the command starts in."""
+        return self.cwd if self.cwd is not None else self.writable_roots[0]

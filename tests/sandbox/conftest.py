@@ -1,0 +1,50 @@
+"""Fixtures for the sandbox tests: a clean environment, a workspace, and each real Linux backend.
+
+The backends are the real ones: bubblewrap (``.ci/run`` installs it) and Landlock (this kernel has
+it). When one cannot run, the tests that need it fail naming the fix rather than skip: a green
+run must mean the sandbox was exercised.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sbx_helpers import LINUX_BACKENDS, real_backend
+
+from steerable_agent_runtime.sandbox import ResourceLimits, SandboxBackend, SandboxPolicy
+
+
+@pytest.fixture(autouse=True)
+def _no_sandbox_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("STEERABLE_SANDBOX") or name == "STEERABLE_SIDECAR_CONFINED":
+            monkeypatch.delenv(name)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A directory next to the workspace, outside every writable root."""
+    path = tmp_path / "outside"
+    path.mkdir()
+    (path / "secret.txt").write_text("readable\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(params=LINUX_BACKENDS)
+def backend(request: pytest.FixtureRequest) -> Iterator[SandboxBackend]:
+    yield real_backend(request.param)
+
+
+@pytest.fixture
+def policy(workspace: Path) -> SandboxPolicy:
+    return SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=4096))
