@@ -177,15 +177,19 @@ class PidsCgroup:
         self.kill_all()
         try:
             empty = not self.procs_file.read_text(encoding="ascii").split()
+            # pids.current also counts zombies that still await their reaper (PID 1 after the
+            # launcher was killed): a cgroup pooled with them would start the next run short of
+            # its process budget. Only a cgroup that counts nothing goes back to the pool.
+            counted = (self.path / "pids.current").read_text(encoding="ascii").strip()
         except OSError:
             return
-        if empty:
+        if empty and counted == "0":
             with _pool_lock:
                 if not _pool:
                     atexit.register(_drain_pool)
                 _pool.append(self.path)
-        else:
-            _rmdir(self.path)
+        else:  # zombies awaiting their reaper: remove it once they are gone, off the event loop
+            threading.Thread(target=_rmdir, args=(self.path,), kwargs={"patience": 1000}, daemon=True).start()
 
 
 def _drain_pool() -> None:
