@@ -73,6 +73,7 @@ async def test_tool_results_carry_the_contract_fields_con_1(tmp_path):
         "write_file": {"path": "a.txt", "content": "two\n"},
         "edit_file": {"path": "a.txt", "edits": [{"oldText": "two", "newText": "three"}]},
         "apply_patch": {"patch": "*** Begin Patch\n*** Add File: b.txt\n+b\n*** End Patch"},
+        "bash": {"command": "cat a.txt"},  # runs under the layer-2 sandbox (bubblewrap in CI)
     }
     for name, arguments in calls.items():
         result = await router.dispatch({"id": name, "name": name, "arguments": arguments})
