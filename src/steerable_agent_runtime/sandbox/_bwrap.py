@@ -87,6 +87,12 @@ class BubblewrapBackend:
                 args += ["--ro-bind", readable, readable]
         for real in writable:
             args += ["--bind", real, real]
+        # Carved read-only out of the writable roots: what runs outside the sandbox later and must
+        # not be planted from inside it (the interpreter's prefixes and steerable's own package, in
+        # a workspace .venv or an editable install; git's config and hooks, which the host's next
+        # git command would run).
+        for guarded in _guarded_inside(writable):
+            args += ["--ro-bind", guarded, guarded]
         args += ["--chdir", os.path.realpath(policy.workdir)]
         if not policy.network and os.uname().machine in SECCOMP_ARCH:
             args += ["--seccomp", _SECCOMP_PLACEHOLDER]
@@ -108,6 +114,19 @@ def _runtime_roots() -> tuple[str, ...]:
     package_root = Path(__file__).resolve().parents[2]  # the directory holding steerable_agent_runtime
     executable = os.path.dirname(os.path.realpath(sys.executable)) if sys.executable else sys.prefix
     return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
+
+
+def _guarded_inside(writable: Sequence[str]) -> list[str]:
+    """Existing runtime roots and ``.git`` directories that lie inside a writable root."""
+    candidates = [os.path.realpath(p) for p in _runtime_roots()]
+    candidates += [os.path.join(root, ".git") for root in writable]
+    guarded: list[str] = []
+    for path in sorted(set(candidates), key=len):
+        if not os.path.exists(path) or any(_within(path, g) for g in guarded):
+            continue
+        if any(_within(path, w) for w in writable):
+            guarded.append(path)
+    return guarded
 
 
 def _within(path: str, root: str) -> bool:

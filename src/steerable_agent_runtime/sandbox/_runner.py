@@ -17,11 +17,10 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import functools
 import importlib.util
 import logging
+import marshal
 import os
-import py_compile
 import shutil
 import signal
 import struct
@@ -49,44 +48,68 @@ __all__ = [
     "spawn_sandboxed",
 ]
 
+from ..errors import SandboxUnavailableError
+
 logger = logging.getLogger("steerable_agent_runtime.sandbox")
 
 LAUNCHER: Final = str(Path(__file__).with_name("_launch.py"))
 """The launcher script, run as ``python -I -S LAUNCHER [options] -- argv``."""
 
 
-@functools.cache
-def launcher_code() -> str:
-    """The launcher as bytecode (saves compiling it, ~3 ms a run), or its source when that fails.
+def _pinned_launcher() -> tuple[str, str]:
+    """The interpreter and the launcher bytecode, fixed when this module is imported (at boot).
 
-    The import system's ``__pycache__/_launch.*.pyc`` is used when it is current (a ``.pyc`` given
-    on the command line runs without checking its source, so its header is checked against the
-    source's size and mtime here); otherwise, as under ``PYTHONDONTWRITEBYTECODE``, the source is
-    compiled once per process into a private (0700) temporary directory removed at exit.
+    The launcher runs *outside* the sandbox (it applies the limits, then starts the backend), so
+    nothing a sandboxed command can write may change what it runs: a ``.venv/bin/python`` or an
+    editable install of steerable inside the workspace is writable from the sandbox. So the
+    interpreter is the real file behind ``sys.executable`` (a venv's ``python`` is a symlink to
+    the base interpreter, outside the workspace), resolved now, and the launcher's source is read
+    now and compiled into a private (0700) directory; later edits of ``_launch.py`` or its
+    ``__pycache__`` are never executed by this process.
     """
+    python = os.path.realpath(sys.executable) if sys.executable else shutil.which("python3") or "python3"
     try:
-        pyc = importlib.util.cache_from_source(LAUNCHER)
-        with open(pyc, "rb") as fh:
-            header = fh.read(16)
-        source = os.stat(LAUNCHER)
-        if len(header) == 16:
-            flags, mtime, size = struct.unpack("<III", header[4:16])
-            if (header[:4], flags, mtime, size) == (
-                importlib.util.MAGIC_NUMBER,
-                0,
-                int(source.st_mtime) & 0xFFFFFFFF,
-                source.st_size & 0xFFFFFFFF,
-            ):
-                return pyc
-    except (OSError, NotImplementedError):
-        pass
-    try:
+        source = Path(LAUNCHER).read_bytes()
         private = tempfile.mkdtemp(prefix="steerable-launch-")
         atexit.register(shutil.rmtree, private, True)
-        compiled = py_compile.compile(LAUNCHER, cfile=os.path.join(private, "_launch.pyc"), doraise=True)
-    except (OSError, py_compile.PyCompileError):
-        return LAUNCHER
-    return compiled or LAUNCHER
+        target = os.path.join(private, "_launch.pyc")
+        code = compile(source, LAUNCHER, "exec", dont_inherit=True)
+        with open(target, "wb") as fh:
+            fh.write(importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, 0, 0) + marshal.dumps(code))
+        return python, target
+    except (OSError, SyntaxError, ValueError):
+        return python, LAUNCHER
+
+
+PINNED_PYTHON, _PINNED_LAUNCHER = _pinned_launcher()
+"""The interpreter that runs the launcher (``realpath(sys.executable)`` at import)."""
+
+
+def _refuse_a_writable_launcher(policy: SandboxPolicy) -> None:
+    """The launcher runs outside the sandbox: its interpreter must not be writable from inside.
+
+    Raises:
+        SandboxUnavailableError: The interpreter lies inside a writable root (a Python installed
+            inside the workspace): a command could replace it and run unsandboxed next time.
+    """
+    for root in policy.writable_roots:
+        real = os.path.realpath(root)
+        if PINNED_PYTHON == real or PINNED_PYTHON.startswith(real.rstrip("/") + "/"):
+            raise SandboxUnavailableError(
+                f"the Python interpreter running steerable ({PINNED_PYTHON}) is inside the writable "
+                f"root {real}: a sandboxed command could replace it and run unsandboxed next time; "
+                "run steerable with a Python installed outside the workspace",
+                tried={"launcher": f"{PINNED_PYTHON} is writable from the sandbox"},
+            )
+
+
+def launcher_code() -> str:
+    """The launcher's bytecode file, compiled from the source read when this module was imported.
+
+    See :func:`_pinned_launcher` for why it is pinned (a sandboxed command can write the
+    workspace, and an editable install or a venv may live there).
+    """
+    return _PINNED_LAUNCHER
 
 
 PIPE_LIMIT_BYTES: Final = 16 * 1024 * 1024
@@ -183,8 +206,7 @@ def launcher_argv(plan: LaunchPlan, policy: SandboxPolicy, *, cgroup: Path | Non
     options += ["--nproc", str(limits.max_processes)]
     if cgroup is not None:
         options += ["--cgroup", str(cgroup)]
-    python = sys.executable or shutil.which("python3") or "python3"
-    return [python, "-I", "-S", launcher_code(), *options, *plan.launcher_options, "--", *plan.argv]
+    return [PINNED_PYTHON, "-I", "-S", launcher_code(), *options, *plan.launcher_options, "--", *plan.argv]
 
 
 class SandboxedProcess:
@@ -383,6 +405,7 @@ async def spawn_sandboxed(
     Raises:
         OSError: When the launcher cannot be started at all (no Python executable).
     """
+    _refuse_a_writable_launcher(policy)
     private_tmp = Path(tempfile.mkdtemp(prefix="steerable-sbx-"))
     cgroup: PidsCgroup | None = None
     try:

@@ -1,0 +1,60 @@
+"""What runs OUTSIDE the sandbox can never be planted from inside it (RUN-9).
+
+The launcher applies the limits and starts the backend, unsandboxed. A workspace may hold the
+project's ``.venv`` (the interpreter running steerable) or an editable install of steerable, and
+a sandboxed command can write the workspace. So the launcher's interpreter and code are pinned at
+import, bubblewrap carves those paths (and ``.git``) read-only out of the writable roots, and an
+interpreter inside a writable root is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from sbx_helpers import real_backend
+
+from steerable_agent_runtime.errors import SandboxUnavailableError
+from steerable_agent_runtime.sandbox import ResourceLimits, SandboxPolicy, _bwrap, _runner, run_sandboxed
+
+
+def test_the_launcher_runs_a_pinned_interpreter_and_a_private_copy_of_its_code_run_9() -> None:
+    assert _runner.PINNED_PYTHON == os.path.realpath(sys.executable)
+    code = _runner.launcher_code()
+    assert code.endswith(".pyc") and "__pycache__" not in code and "steerable-launch-" in code
+    assert (os.stat(os.path.dirname(code)).st_mode & 0o777) == 0o700
+
+
+async def test_an_interpreter_inside_a_writable_root_is_refused_run_9(tmp_path: Path) -> None:
+    prefix = os.path.dirname(_runner.PINNED_PYTHON)
+    policy = SandboxPolicy(writable_roots=(Path(prefix),), limits=ResourceLimits(max_output_bytes=4096))
+    with pytest.raises(SandboxUnavailableError) as info:
+        await run_sandboxed(["true"], policy, backend=real_backend("bwrap"), timeout_s=10)
+    assert "run steerable with a Python installed outside the workspace" in (info.value.message or "")
+
+
+async def test_bwrap_keeps_a_workspace_venv_and_git_read_only_run_9(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = tmp_path / "ws"
+    venv_bin = workspace / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").write_text("#!/bin/sh\n")
+    (workspace / ".git" / "hooks").mkdir(parents=True)
+    (workspace / "src.txt").write_text("x\n")
+    # as if steerable ran from that venv: its prefix is a runtime root inside the workspace
+    monkeypatch.setattr(_bwrap.sys, "prefix", str(workspace / ".venv"))
+    policy = SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=4096))
+    script = (
+        "echo planted > .venv/bin/python; echo hook > .git/hooks/pre-commit; "
+        "git_ok=$?; echo edited > src.txt; echo done"
+    )
+    result = await run_sandboxed(
+        ["/bin/sh", "-c", script], policy, backend=real_backend("bwrap"), timeout_s=20
+    )
+    assert "done" in result.stdout.text
+    assert (venv_bin / "python").read_text() == "#!/bin/sh\n"  # the interpreter stayed
+    assert not (workspace / ".git" / "hooks" / "pre-commit").exists()  # git's hooks stayed
+    assert (workspace / "src.txt").read_text() == "edited\n"  # the workspace itself is writable
