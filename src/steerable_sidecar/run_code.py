@@ -356,7 +356,9 @@ class _Run:
             try:
                 result = await self.executor(call)
             except asyncio.CancelledError:  # the run stopped (deadline, cancel) while the call ran
-                self.calls.append({"id": call_id, "tool": name, "arguments": arguments, "result": _STOPPED})
+                self.calls.append(
+                    {"id": call_id, "tool": name, "arguments": _bounded(arguments), "result": _STOPPED}
+                )
                 raise
             except Exception as exc:  # an executor broke its contract: still an answer
                 result = ToolResult.retry(
@@ -366,7 +368,14 @@ class _Run:
             if isinstance(decisions, dict):
                 approved = decisions.pop(call_id, None)
         wire = result.to_wire()
-        entry: dict[str, Any] = {"id": call_id, "tool": name, "arguments": arguments, "result": wire}
+        # the record keeps a bounded copy: a program making many calls with big arguments or results
+        # must not grow the sidecar's memory (and the transcript) without bound
+        entry: dict[str, Any] = {
+            "id": call_id,
+            "tool": name,
+            "arguments": _bounded(arguments),
+            "result": _bounded(wire),
+        }
         if approved is not None:
             entry["approved"] = approved
         self.calls.append(entry)
@@ -509,3 +518,19 @@ def run_code_tool(
         mode=ToolMode.LOCAL,
         timeout_ms=cfg.timeout_ms + 30_000,
     )
+
+
+RECORDED_CALL_BYTES: Final = 4_096
+"""Each nested call's arguments and result are kept in ``data.calls`` up to this many bytes of JSON."""
+
+
+def _bounded(value: Any) -> Any:
+    """``value`` when its JSON is small, else ``{"truncated": true, "bytes": n, "preview": ...}``."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size <= RECORDED_CALL_BYTES:
+        return value
+    return {"truncated": True, "bytes": size, "preview": text[:512]}

@@ -780,3 +780,22 @@ async def test_tools_via_host_nested_read_file_is_run_by_the_host_run_4(
         assert result["success"] is True and result["data"]["value"] == "FROM THE HOST"
         assert result["data"]["logs"] == "read 13\n"
         assert result["data"]["calls"][0]["id"] == invoked[0]["id"]
+
+
+async def test_recorded_calls_keep_bounded_copies_of_big_arguments(workspace: Path) -> None:
+    # a program passing megabytes per call must not grow the sidecar's memory or the transcript
+    router = make_router(workspace)
+    result = await run(
+        router,
+        """
+        big = "x" * 200_000
+        for _ in range(3):
+            tools.echo(text=big)
+        return "ok"
+        """,
+    )
+    calls = data_of(result)["calls"]
+    assert data_of(result)["value"] == "ok" and len(calls) == 3
+    for call in calls:
+        assert call["arguments"]["truncated"] is True and call["arguments"]["bytes"] > 200_000
+        assert len(call["arguments"]["preview"]) == 512 and call["result"]["truncated"] is True
