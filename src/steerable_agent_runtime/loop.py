@@ -27,6 +27,7 @@ Rules beyond the spec (ENV-8 and the issue's loop section):
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import json
 import logging
@@ -347,13 +348,7 @@ class AgentLoop:
             calls.append(call)
         if not changed:
             return response
-        return ChatResponse(
-            text=response.text,
-            tool_calls=tuple(calls),
-            usage=response.usage,
-            finish_reason=response.finish_reason,
-            model=response.model,
-        )
+        return dataclasses.replace(response, tool_calls=tuple(calls))
 
     async def _run_batch(self, calls: Sequence[ToolCall | InvalidToolCall]) -> list[ToolResult]:
         results: list[ToolResult | None] = [None] * len(calls)

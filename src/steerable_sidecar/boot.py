@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Final
 from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime._env import env_flag
 from steerable_agent_runtime.errors import PluginLoadError
-from steerable_agent_runtime.harness import AssembledHarness, assemble_harness
+from steerable_agent_runtime.harness import AssembledHarness, HarnessStrategy, assemble_harness
 from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ ALLOW_PLUGINS_IN_WORKSPACE_ENV: Final = "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE"
 MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
 """Path of a JSON file listing the MCP servers every entry point connects."""
 
-HARNESS_CHOICES: Final = ("full", "minimal", "progressive")
+HARNESS_CHOICES: Final = tuple(strategy.value for strategy in HarnessStrategy)
 """``--harness`` values (``steerable_agent_runtime.harness.HarnessStrategy``)."""
 
 

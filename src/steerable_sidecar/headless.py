@@ -38,9 +38,10 @@ from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEven
 from steerable_agent_runtime.record import DurableRecord
 from steerable_agent_runtime.spill import SpillHooks
 
+from .boot import HARNESS_CHOICES
 from .sidecar import default_state_dir
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "HARNESS_CHOICES", "add_run_arguments", "run_headless"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
 
 EXIT_CODES: Final = {
     "succeeded": 0,
@@ -53,9 +54,6 @@ EXIT_CODES: Final = {
 }
 """Process exit code per outcome (see the module docstring)."""
 
-HARNESS_CHOICES: Final = ("full", "minimal", "progressive")
-"""``--harness`` values (``steerable_agent_runtime.harness.HarnessStrategy``; kept literal here so
-building the CLI parser does not import the harness)."""
 
 DEFAULT_SYSTEM_PROMPT: Final = (
     "You are an autonomous software agent working in the directory {cwd}. Use the tools to inspect "
