@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id, requires_consent
-from steerable_agent_runtime._env import env_flag
+from steerable_agent_runtime._env import env_flag, env_int
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.executor import ToolExecutor, current_executor
 from steerable_agent_runtime.sandbox import (
@@ -143,20 +143,17 @@ class RunCodeConfig:
         Raises:
             ConfigError: For a value that is not an integer in range; the message names the variable.
         """
-        env = os.environ if environ is None else environ
-        values: dict[str, int] = {}
-        for name, var in RUN_CODE_LIMIT_ENV.items():
-            raw = env.get(var, "").strip().replace("_", "")
-            if not raw:
-                continue
-            floor, ceiling = _BOUNDS[name]
-            try:
-                value = int(raw)
-            except ValueError:
-                value = floor - 1
-            if not floor <= value <= ceiling:
-                raise ConfigError(f"{var}={env[var]!r} must be an integer from {floor} to {ceiling}")
-            values[name] = value
+        defaults = cls()
+        values = {
+            name: env_int(
+                var,
+                getattr(defaults, name),
+                floor=_BOUNDS[name][0],
+                ceiling=_BOUNDS[name][1],
+                environ=environ,
+            )
+            for name, var in RUN_CODE_LIMIT_ENV.items()
+        }
         return cls(**values)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
-from .._env import env_flag
+from .._env import env_flag, env_int
 from ..errors import ConfigError
 from ._policy import LIMIT_BOUNDS, ResourceLimits
 
@@ -88,24 +88,16 @@ class SandboxConfig:
                 f"{SANDBOX_ENV}={backend!r} is not a sandbox backend; use one of {', '.join(BACKEND_CHOICES)}"
             )
         defaults = ResourceLimits()
-        limits = {name: _int_env(env, var, getattr(defaults, name), name) for name, var in LIMIT_ENV.items()}
+        bounds = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}
+        limits = {
+            name: env_int(
+                var, getattr(defaults, name), floor=bounds[name][0], ceiling=bounds[name][1], environ=env
+            )
+            for name, var in LIMIT_ENV.items()
+        }
         return cls(
             backend=backend,  # type: ignore[arg-type]  # checked against BACKEND_CHOICES above
             confined=env_flag(CONFINED_ENV, False, environ=env),
             network=env_flag(NETWORK_ENV, False, environ=env),
             limits=ResourceLimits(**limits),
         )
-
-
-def _int_env(env: Mapping[str, str], var: str, default: int, field_name: str) -> int:
-    raw = env.get(var, "").strip().replace("_", "")
-    if not raw:
-        return default
-    bounds = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}[field_name]
-    try:
-        value = int(raw)
-    except ValueError:
-        value = None
-    if value is None or not bounds[0] <= value <= bounds[1]:
-        raise ConfigError(f"{var}={env[var]!r} must be an integer from {bounds[0]} to {bounds[1]}")
-    return value
