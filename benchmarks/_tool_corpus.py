@@ -1,13 +1,13 @@
 """Shared helpers for the tool_search benchmarks: the peer data sets and synthetic inventories.
 
-The data is ``shared/peer/tool-retrieval/`` (Seal-Tools, MetaTool), found the way
-``tests/peer_data.py`` finds it: ``STEERABLE_SHARED_DIR``, else ``shared/`` beside the checkout.
+The data is ``shared/peer/tool-retrieval/`` (Seal-Tools, MetaTool), found by
+``tests/peer_data.py``: ``STEERABLE_SHARED_DIR``, else ``shared/`` beside the checkout.
 """
 
 from __future__ import annotations
 
 import json
-import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,22 +15,14 @@ from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_CHECKOUT / "tests"))  # peer_data: the one place that finds shared/
 
-
-def shared_dir() -> Path:
-    """Return the ``shared/`` folder, or raise naming where it was looked for."""
-    candidates = [Path(os.environ["STEERABLE_SHARED_DIR"])] if os.environ.get("STEERABLE_SHARED_DIR") else []
-    candidates.append(_CHECKOUT.parent / "shared")
-    for candidate in candidates:
-        if (candidate / "peer").is_dir():
-            return candidate
-    tried = ", ".join(str(c) for c in candidates)
-    raise FileNotFoundError(f"shared/peer not found (tried {tried}); set STEERABLE_SHARED_DIR")
+from peer_data import peer_dir  # noqa: E402
 
 
 def retrieval_dir() -> Path:
     """Return ``shared/peer/tool-retrieval``."""
-    return shared_dir() / "peer" / "tool-retrieval"
+    return peer_dir("tool-retrieval")
 
 
 def load_jsonl(path: Path) -> list[dict[str, Any]]:
