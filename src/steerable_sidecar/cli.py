@@ -154,12 +154,25 @@ async def _call(router: ToolRouter, name: str, arguments: str) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``steerable`` command.
 
+    A reader that stops early (``steerable tools | head``) ends the command quietly, as for any
+    Unix filter, instead of with a ``BrokenPipeError`` traceback.
+
     Args:
         argv: Arguments without the program name (default ``sys.argv[1:]``).
 
     Returns:
-        The process exit code.
+        The process exit code (141, 128 + SIGPIPE, when the reader went away).
     """
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the Python docs' recipe: point stdout at devnull so the exit flush cannot fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:  # reported by the sub-command's parser, so `steerable run` still prints its JSON line

@@ -377,3 +377,21 @@ async def test_session_survives_an_over_long_integer_line(tmp_path):
     assert results[1]["result"]["error"].startswith("not a JSON line (Exceeds the limit")
     assert results[2]["result"]["data"] == {"code": "invalid_envelope"}
     assert results[3]["result"]["success"] is True
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, child_env: Any) -> None:
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "steerable_sidecar", "tools", "--no-plugins", "-w", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=child_env(),
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # the reader is gone before anything is written (`steerable tools | true`)
+    assert proc.stderr is not None
+    with proc.stderr:
+        err = proc.stderr.read()
+    proc.wait(timeout=30)
+    assert b"Traceback" not in err and proc.returncode == 141
