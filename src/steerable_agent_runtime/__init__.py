@@ -24,6 +24,7 @@ from .errors import (
     ToolRetry,
     ToolSignal,
     UserError,
+    WebError,
     WorkspaceError,
     WriteConflictError,
 )
@@ -128,6 +129,7 @@ __all__ = [
     "TraceSpan",
     "Usage",
     "UserError",
+    "WebError",
     "Workspace",
     "WorkspaceError",
     "WriteConflictError",

@@ -24,7 +24,8 @@ Every exception the runtime raises derives from one root, so an embedder can wri
     │   ├── WriteConflictError      the CAS gate rejected a write (stale or unread file)
     │   ├── EditError               edit_file could not apply its edits
     │   └── PatchError              apply_patch could not parse or apply its patch
-    └── SandboxUnavailableError     no layer-2 sandbox can run a command (error "sandbox_unavailable")
+    ├── SandboxUnavailableError     no layer-2 sandbox can run a command (error "sandbox_unavailable")
+    └── WebError                    web_fetch / web_search refused or failed, with a machine-readable ``code``
 
 ``ToolSignal`` subclasses are the only exceptions the router converts into a ``ToolResult``
 on purpose; ``UserError`` is never converted: it is raised to the developer.
@@ -53,6 +54,7 @@ __all__ = [
     "ToolRetry",
     "ToolSignal",
     "UserError",
+    "WebError",
     "WorkspaceError",
     "WriteConflictError",
 ]
@@ -220,6 +222,25 @@ class SandboxUnavailableError(ToolRetry):
 
     def __str__(self) -> str:
         return f"sandbox_unavailable: {self.message}"
+
+
+class WebError(ToolRetry):
+    """Raised by ``web_fetch`` / ``web_search``: a refused URL, a policy or cap hit, a failed request.
+
+    Every web refusal is something the model can act on (another URL, another query, fewer
+    calls), so it is a :class:`ToolRetry`: the result has ``needsFollowup: true``, ``error`` is
+    the message and ``data.code`` the code (spec: Web tools; ``docs/web-tools.md`` lists the
+    codes, e.g. ``"ssrf_blocked"``, ``"domain_blocked"``, ``"session_cap"``).
+
+    Args:
+        code: A stable error code.
+        message: Human- and model-readable text naming the fix (and the env variable, for caps).
+        data: Extra structured detail for the ``ToolResult.data`` payload.
+    """
+
+    def __init__(self, code: str, message: str, *, data: dict[str, Any] | None = None) -> None:
+        super().__init__(message, data={"code": code, **(data or {})})
+        self.code = code
 
 
 class ProviderError(SteerableError):

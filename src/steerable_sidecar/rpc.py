@@ -52,6 +52,7 @@ from steerable_agent_runtime.errors import (
     ToolRetry,
     ToolSignal,
     UserError,
+    WebError,
     WorkspaceError,
     WriteConflictError,
 )
@@ -97,6 +98,7 @@ ERROR_CODES: Final[Mapping[type[SteerableError], int]] = MappingProxyType(
         ToolRetry: -32011,
         ToolFailed: -32012,
         SandboxUnavailableError: -32013,
+        WebError: -32014,
         WorkspaceError: -32020,
         PathEscapeError: -32021,
         WriteConflictError: -32022,
