@@ -7,8 +7,9 @@ add about 12 ms). In order, it:
 
 1. sets resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_NPROC``; no core files), which
    every later process inherits;
-2. joins a ``pids`` cgroup when one was prepared (``--cgroup``: the kernel ignores
-   ``RLIMIT_NPROC`` for root, so that is how a root sidecar bounds processes);
+2. joins the run's cgroups when they were prepared (``--cgroup PROCS_FILE``, once per hierarchy:
+   the kernel ignores ``RLIMIT_NPROC`` for root, so a ``pids`` cgroup is how a root sidecar
+   bounds processes, and a ``memory`` cgroup bounds the whole tree's memory);
 3. applies Landlock (``--landlock``) and the socket filter (``--seccomp-net``) to itself, so
    they hold for the command and everything it starts; or writes the socket filter to a pipe
    whose descriptor it passes on to bubblewrap (``--seccomp-fd-at``);
@@ -430,7 +431,7 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     Raises:
         SetupError: On an unknown option or a missing command.
     """
-    opts: dict[str, Any] = {"read": [], "write": [], "dev": [], "cpu": 0, "as": 0, "nproc": 0}
+    opts: dict[str, Any] = {"read": [], "write": [], "dev": [], "cgroup": [], "cpu": 0, "as": 0, "nproc": 0}
     flags = {"--landlock", "--no-tcp", "--seccomp-net", "--supervise", "--drop-caps"}
     valued = {"--cpu", "--as", "--nproc", "--cgroup", "--ro", "--rw", "--dev", "--seccomp-fd-at"}
     i = 0
@@ -441,11 +442,9 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
             i += 1
         elif name in valued and i + 1 < len(args):
             value = args[i + 1]
-            key = {"--ro": "read", "--rw": "write", "--dev": "dev"}.get(name)
+            key = {"--ro": "read", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}.get(name)
             if key is not None:
                 opts[key].append(value)
-            elif name == "--cgroup":
-                opts["cgroup"] = value
             else:
                 opts[name[2:]] = int(value)
             i += 2
@@ -462,12 +461,12 @@ def main(args: list[str]) -> int:
     try:
         opts, command = parse(args)
         set_limits(cpu=opts["cpu"], address_space=opts["as"], nproc=opts["nproc"])
-        if "cgroup" in opts:
+        for procs in opts["cgroup"]:  # one cgroup.procs per hierarchy (cgroup v1: pids, memory)
             try:
-                with open(opts["cgroup"], "w", encoding="ascii") as fh:
+                with open(procs, "w", encoding="ascii") as fh:
                     fh.write(str(os.getpid()))
             except OSError as exc:
-                raise SetupError(f"cannot join the cgroup {opts['cgroup']!r}: {exc.strerror}") from None
+                raise SetupError(f"cannot join the cgroup {procs!r}: {exc.strerror}") from None
         needs_libc = ("landlock", "seccomp-net", "supervise", "drop-caps")
         libc = _Libc() if any(opts.get(name) for name in needs_libc) else None
         if opts.get("drop-caps") and libc is not None:
