@@ -10,12 +10,16 @@ add about 12 ms). In order, it:
 2. joins the run's cgroups when they were prepared (``--cgroup PROCS_FILE``, once per hierarchy:
    the kernel ignores ``RLIMIT_NPROC`` for root, so a ``pids`` cgroup is how a root sidecar
    bounds processes, and a ``memory`` cgroup bounds the whole tree's memory);
-3. applies Landlock (``--landlock``) and the socket filter (``--seccomp-net``) to itself, so
-   they hold for the command and everything it starts; or writes the socket filter to a pipe
-   whose descriptor it passes on to bubblewrap (``--seccomp-fd-at``);
-4. either execs the command (bubblewrap: its PID namespace tears the tree down) or, with
-   ``--supervise``, forks it and stays as a tiny init: a child subreaper that, when the command
-   exits or the launcher gets ``SIGTERM``, kills every process the command left behind.
+3. either writes the socket filter to a pipe whose descriptor it passes on to bubblewrap
+   (``--seccomp-fd-at``) and execs the command (bubblewrap: its PID namespace tears the tree
+   down), or, with ``--supervise``, forks the command and stays as a tiny init: a child
+   subreaper that, when the command exits or the launcher gets ``SIGTERM``, kills every process
+   the command left behind;
+4. drops the capabilities (``--drop-caps``) and applies Landlock (``--landlock``) and the socket
+   filter (``--seccomp-net``) to the command, so they hold for it and everything it starts. With
+   ``--supervise`` that happens in the forked child, before its exec: the supervisor stays
+   outside the Landlock domain, where the command can neither ptrace it nor (ABI 6 and later)
+   signal it.
 
 Why a launcher rather than ``preexec_fn``: the sidecar is threaded, and Python documents
 ``preexec_fn`` as unsafe in the presence of threads (the child may deadlock on a lock another
@@ -37,6 +41,7 @@ import time
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 6 ms here (mypy knows the name)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 # -- Landlock (include/uapi/linux/landlock.h) -------------------------------------------------------
@@ -374,10 +379,14 @@ def _on_stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def supervise(argv: list[str], libc: _Libc | None) -> int:
+def supervise(argv: list[str], libc: _Libc | None, *, confine: Callable[[], None] | None = None) -> int:
     """Run ``argv`` as our child; when it exits (or we are told to stop) kill what it left behind.
 
     Linux only (it finds descendants through ``/proc`` and relies on ``PR_SET_CHILD_SUBREAPER``).
+    ``confine`` runs in the child between the fork and the exec (Landlock, the socket filter, the
+    dropped capabilities), so the supervisor itself stays outside the sandbox: a command cannot
+    ptrace it and, from Landlock ABI 6 (signal scoping), cannot kill it to outlive the run. When
+    ``confine`` fails the command never runs and the status is 125.
 
     Returns:
         The command's exit status (``128 + signal`` when killed by one).
@@ -393,6 +402,11 @@ def supervise(argv: list[str], libc: _Libc | None) -> int:
     if pid == 0:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
+        if confine is not None:
+            try:
+                confine()
+            except (SetupError, OSError, ValueError) as exc:
+                os._exit(_setup_failed(exc))
         _exec(argv)  # never returns
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)  # the command owns stdin and stdout: EOF arrives when its tree is gone
@@ -456,6 +470,30 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     return opts, command
 
 
+def _confine(opts: dict[str, Any], libc: _Libc | None) -> None:
+    """Drop capabilities, apply Landlock and the socket filter to this process, as ``opts`` say.
+
+    Raises:
+        SetupError: When one of them cannot be applied.
+    """
+    if libc is None:
+        return
+    if opts.get("drop-caps"):
+        drop_capabilities(libc)
+    if opts.get("landlock"):
+        apply_landlock(
+            libc, read=opts["read"], write=opts["write"], dev=opts["dev"], no_tcp=opts.get("no-tcp", False)
+        )
+    if opts.get("seccomp-net"):
+        apply_seccomp(libc, seccomp_program(os.uname().machine))
+
+
+def _setup_failed(exc: BaseException) -> int:
+    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    print(f"steerable-sandbox: setup failed, not running the command: {text}", file=sys.stderr, flush=True)
+    return EXIT_SETUP
+
+
 def main(args: list[str]) -> int:
     """Set the sandbox up as the options say, then run the command (see the module docstring)."""
     try:
@@ -469,16 +507,6 @@ def main(args: list[str]) -> int:
                 raise SetupError(f"cannot join the cgroup {procs!r}: {exc.strerror}") from None
         needs_libc = ("landlock", "seccomp-net", "supervise", "drop-caps")
         libc = _Libc() if any(opts.get(name) for name in needs_libc) else None
-        if opts.get("drop-caps") and libc is not None:
-            drop_capabilities(libc)
-        if opts.get("landlock") and libc is not None:
-            apply_landlock(
-                libc,
-                read=opts["read"],
-                write=opts["write"],
-                dev=opts["dev"],
-                no_tcp=opts.get("no-tcp", False),
-            )
         if "seccomp-fd-at" in opts:
             index = opts["seccomp-fd-at"]
             read_end, write_end = os.pipe()
@@ -486,16 +514,14 @@ def main(args: list[str]) -> int:
             os.close(write_end)
             os.set_inheritable(read_end, True)
             command[index] = str(read_end)
-        if opts.get("seccomp-net") and libc is not None:
-            apply_seccomp(libc, seccomp_program(os.uname().machine))
+        if not opts.get("supervise"):
+            _confine(opts, libc)
     except (SetupError, OSError, ValueError) as exc:
-        text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        print(
-            f"steerable-sandbox: setup failed, not running the command: {text}", file=sys.stderr, flush=True
-        )
-        return EXIT_SETUP
+        return _setup_failed(exc)
     if opts.get("supervise"):
-        return supervise(command, libc)
+        # The command alone is confined (after the fork): the launcher stays outside its Landlock
+        # domain, so from ABI 6 the command cannot signal it, and it can never ptrace it.
+        return supervise(command, libc, confine=lambda: _confine(opts, libc))
     _exec(command)
     return EXIT_CANNOT_EXECUTE  # not reached
 
