@@ -1,0 +1,383 @@
+"""``WebToolsConfig``: every bound of ``web_fetch`` / ``web_search``, resolved from ``STEERABLE_WEB_*``.
+
+Spec: Web tools (sidecar), sections Bounds, Provider seam, Domain policy and Egress-proxy
+interaction (requirements WEB-7, WEB-11, WEB-14). An invalid value raises :class:`ConfigError` at
+resolve time naming the variable; the caller decides what that means (headless fails at load, the
+desktop sidecar logs it and serves without the web pair).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Final, Literal, get_args
+
+import httpx
+import idna
+
+from steerable_agent_runtime._env import env_flag, env_int
+from steerable_agent_runtime.errors import ConfigError
+
+__all__ = [
+    "ALLOWED_DOMAINS_ENV",
+    "BLOCKED_DOMAINS_ENV",
+    "EGRESS_CONFINED_ENV",
+    "PROXY_ENV_VARS",
+    "SEARCH_API_KEY_ENV",
+    "SEARCH_BASE_URL_ENV",
+    "SEARCH_PROVIDERS",
+    "SEARCH_PROVIDER_ENV",
+    "TAVILY_API_KEY_ENV",
+    "WEB_LIMIT_ENV",
+    "SearchProviderName",
+    "WebToolsConfig",
+    "parse_domain_list",
+]
+
+SearchProviderName = Literal["tavily", "host", "ddg"]
+"""``tavily``: the in-process Tavily backend (needs a key); ``host``: the host runs hosted search;
+``ddg``: DuckDuckGo lite HTML (no key). Spec: Provider seam."""
+
+SEARCH_PROVIDERS: Final[tuple[str, ...]] = get_args(SearchProviderName)
+
+ALLOWED_DOMAINS_ENV: Final = "STEERABLE_WEB_ALLOWED_DOMAINS"
+"""Comma-separated domains the web tools may reach (empty: every public host)."""
+BLOCKED_DOMAINS_ENV: Final = "STEERABLE_WEB_BLOCKED_DOMAINS"
+"""Comma-separated domains the web tools never reach; wins over the allow-list."""
+SEARCH_PROVIDER_ENV: Final = "STEERABLE_WEB_SEARCH_PROVIDER"
+"""``tavily`` (default), ``host`` or ``ddg``; case-insensitive."""
+SEARCH_API_KEY_ENV: Final = "STEERABLE_WEB_SEARCH_API_KEY"
+"""The search backend's own key; never the LLM key (spec: Provider seam)."""
+TAVILY_API_KEY_ENV: Final = "TAVILY_API_KEY"
+"""Read when ``STEERABLE_WEB_SEARCH_API_KEY`` is unset or empty."""
+SEARCH_BASE_URL_ENV: Final = "STEERABLE_WEB_SEARCH_BASE_URL"
+"""The search backend's base URL (default ``https://api.tavily.com``)."""
+EGRESS_CONFINED_ENV: Final = "STEERABLE_EGRESS_CONFINED"
+"""Set to ``1`` by the desktop when the sidecar's outbound traffic is confined to its egress proxy."""
+PROXY_ENV_VARS: Final[tuple[str, ...]] = (
+    "https_proxy",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "HTTP_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+)
+"""The proxy variables httpx honours with ``trust_env``, in the order :attr:`WebToolsConfig.egress_proxy`
+reports them (lowercase first: ``urllib.request.getproxies``, which httpx uses, lets it win)."""
+
+WEB_LIMIT_ENV: Final[Mapping[str, tuple[str, int, int]]] = {
+    "fetch_timeout_ms": ("STEERABLE_WEB_FETCH_TIMEOUT_MS", 1, 600_000),
+    "fetch_max_bytes": ("STEERABLE_WEB_FETCH_MAX_BYTES", 1, 100_000_000),
+    "fetch_max_redirects": ("STEERABLE_WEB_FETCH_MAX_REDIRECTS", 0, 20),
+    "search_timeout_ms": ("STEERABLE_WEB_SEARCH_TIMEOUT_MS", 1, 600_000),
+    "search_max_results": ("STEERABLE_WEB_SEARCH_MAX_RESULTS", 1, 20),
+    "session_search_cap": ("STEERABLE_WEB_SESSION_SEARCH_CAP", 0, 1_000_000),
+    "session_fetch_cap": ("STEERABLE_WEB_SESSION_FETCH_CAP", 0, 1_000_000),
+}
+"""Each integer field: ``(variable, floor, ceiling)``. Ceilings from the spec's Bounds table."""
+
+_PROXY_SCHEMES: Final = frozenset({"http", "https", "socks5", "socks5h"})
+_NUMERIC_TLD: Final = re.compile(r"[0-9]+|0x[0-9a-f]*")
+_NOT_IN_NAME: Final = (
+    (":", "it has a port"),
+    ("*", "* is only accepted as a leading *."),
+    (" ", "it has a space"),
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WebToolsConfig:
+    """The bounds and backends of the web tools; an immutable value, validated when built.
+
+    Every field is checked on construction (directly or by :meth:`from_env`); a bad value raises
+    :class:`ConfigError` naming the field (from :meth:`from_env`: naming the variable). Integer
+    ranges are ``floor..ceiling`` inclusive; ceilings come from the spec's Bounds table.
+
+    Attributes:
+        fetch_timeout_ms: ``STEERABLE_WEB_FETCH_TIMEOUT_MS``: the whole fetch, in milliseconds
+            (default 30 000, from 1 to 600 000).
+        fetch_max_bytes: ``STEERABLE_WEB_FETCH_MAX_BYTES``: the most body bytes a page may push
+            into the process (default 1 000 000, from 1 to 100 000 000).
+        fetch_max_redirects: ``STEERABLE_WEB_FETCH_MAX_REDIRECTS``: same-origin redirects followed
+            (default 5, from 0 to 20; 0 follows none).
+        search_timeout_ms: ``STEERABLE_WEB_SEARCH_TIMEOUT_MS``: one search request, in milliseconds
+            (default 30 000, from 1 to 600 000).
+        search_max_results: ``STEERABLE_WEB_SEARCH_MAX_RESULTS``: hits per search (default 8,
+            from 1 to 20).
+        session_search_cap: ``STEERABLE_WEB_SESSION_SEARCH_CAP``: searches per sidecar process
+            (default 200, Claude Code's per-session limit; 0 = no cap; at most 1 000 000).
+        session_fetch_cap: ``STEERABLE_WEB_SESSION_FETCH_CAP``: fetches per sidecar process
+            (default 0 = no cap; at most 1 000 000).
+        allowed_domains: ``STEERABLE_WEB_ALLOWED_DOMAINS``: normalized entries (see
+            :func:`parse_domain_list`); empty allows every public host.
+        blocked_domains: ``STEERABLE_WEB_BLOCKED_DOMAINS``: normalized entries; blocked wins.
+        search_provider: ``STEERABLE_WEB_SEARCH_PROVIDER``: one of :data:`SEARCH_PROVIDERS`
+            (the environment is case-insensitive; a direct value must be exact).
+        search_api_key: ``STEERABLE_WEB_SEARCH_API_KEY``, else ``TAVILY_API_KEY``; ``""`` when
+            neither is set. Never the LLM key. Left out of ``repr``/``str`` and every message.
+        search_base_url: ``STEERABLE_WEB_SEARCH_BASE_URL``: an http(s) URL with a host and no
+            credentials, query or fragment; a trailing ``/`` is dropped.
+        egress_confined: ``STEERABLE_EGRESS_CONFINED``: outbound traffic is confined to the egress
+            proxy (spec: Egress-proxy interaction). Requires ``egress_proxy``.
+        egress_proxy: The proxy URL found in :data:`PROXY_ENV_VARS` when confined, with any
+            credentials removed (diagnostics only: the requests go through httpx's ``trust_env``);
+            ``None`` when not confined.
+
+    Raises:
+        ConfigError: On construction, naming the field, when a value is invalid.
+    """
+
+    fetch_timeout_ms: int = 30_000
+    fetch_max_bytes: int = 1_000_000
+    fetch_max_redirects: int = 5
+    search_timeout_ms: int = 30_000
+    search_max_results: int = 8
+    session_search_cap: int = 200
+    session_fetch_cap: int = 0
+    allowed_domains: tuple[str, ...] = ()
+    blocked_domains: tuple[str, ...] = ()
+    search_provider: SearchProviderName = "tavily"
+    search_api_key: str = field(default="", repr=False)
+    search_base_url: str = "https://api.tavily.com"
+    egress_confined: bool = False
+    egress_proxy: str | None = None
+
+    def __post_init__(self) -> None:
+        for name, (_var, floor, ceiling) in WEB_LIMIT_ENV.items():
+            value = getattr(self, name)
+            if type(value) is not int or not floor <= value <= ceiling:
+                raise ConfigError(
+                    f"WebToolsConfig.{name}={value!r} must be an integer from {floor} to {ceiling}"
+                )
+        for name in ("allowed_domains", "blocked_domains"):
+            entries = _domain_entries(getattr(self, name), f"WebToolsConfig.{name}")
+            object.__setattr__(self, name, entries)
+        if self.search_provider not in SEARCH_PROVIDERS:
+            raise ConfigError(_unknown_provider(f"WebToolsConfig.search_provider={self.search_provider!r}"))
+        if not isinstance(self.search_api_key, str):
+            raise ConfigError("WebToolsConfig.search_api_key must be a string")
+        _check_key(self.search_api_key, "WebToolsConfig.search_api_key")
+        object.__setattr__(
+            self, "search_base_url", _checked_base_url(self.search_base_url, "WebToolsConfig.search_base_url")
+        )
+        if type(self.egress_confined) is not bool:
+            raise ConfigError(f"WebToolsConfig.egress_confined={self.egress_confined!r} must be a bool")
+        if self.egress_proxy is not None:
+            proxy = _checked_proxy(self.egress_proxy, "WebToolsConfig.egress_proxy")
+            object.__setattr__(self, "egress_proxy", proxy)
+        elif self.egress_confined:
+            raise ConfigError(_missing_proxy("WebToolsConfig.egress_confined=True"))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> WebToolsConfig:
+        """Resolve the configuration from ``STEERABLE_WEB_*`` variables (see the class attributes).
+
+        Values are trimmed; an empty variable counts as unset. Integers accept ``_`` separators.
+        The LLM key variables (``STEERABLE_API_KEY``, ``OPENAI_API_KEY``...) are never read;
+        the proxy variables are read only under ``STEERABLE_EGRESS_CONFINED``.
+
+        Args:
+            environ: The environment to read (defaults to ``os.environ``).
+
+        Returns:
+            The validated configuration.
+
+        Raises:
+            ConfigError: Naming the variable: an integer out of its range or not an integer, an
+                unknown provider (listing the accepted names), an invalid domain entry, a key an
+                HTTP header cannot carry (the key itself is never shown), a base URL that is not
+                an http(s) URL without credentials, or ``STEERABLE_EGRESS_CONFINED=1`` with no
+                proxy variable set (or an unusable one).
+        """
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str:
+            return env.get(name, "").strip()
+
+        limits = {
+            name: env_int(var, getattr(_DEFAULTS, name), floor=floor, ceiling=ceiling, environ=env)
+            for name, (var, floor, ceiling) in WEB_LIMIT_ENV.items()
+        }
+        provider = get(SEARCH_PROVIDER_ENV).lower() or "tavily"
+        if provider not in SEARCH_PROVIDERS:
+            raise ConfigError(_unknown_provider(f"{SEARCH_PROVIDER_ENV}={env[SEARCH_PROVIDER_ENV]!r}"))
+        key_var = SEARCH_API_KEY_ENV if get(SEARCH_API_KEY_ENV) else TAVILY_API_KEY_ENV
+        key = get(key_var)
+        _check_key(key, key_var)
+        base_url = get(SEARCH_BASE_URL_ENV) or _DEFAULTS.search_base_url
+        base_url = _checked_base_url(base_url, SEARCH_BASE_URL_ENV)
+        confined = env_flag(EGRESS_CONFINED_ENV, False, environ=env)
+        proxy: str | None = None
+        if confined:
+            proxy_var = next((name for name in PROXY_ENV_VARS if get(name)), None)
+            if proxy_var is None:
+                raise ConfigError(_missing_proxy(f"{EGRESS_CONFINED_ENV}={env[EGRESS_CONFINED_ENV]!r}"))
+            proxy = _checked_proxy(get(proxy_var), proxy_var)
+        return cls(
+            **limits,
+            allowed_domains=parse_domain_list(env.get(ALLOWED_DOMAINS_ENV, ""), variable=ALLOWED_DOMAINS_ENV),
+            blocked_domains=parse_domain_list(env.get(BLOCKED_DOMAINS_ENV, ""), variable=BLOCKED_DOMAINS_ENV),
+            search_provider=provider,  # type: ignore[arg-type]  # checked against SEARCH_PROVIDERS above
+            search_api_key=key,
+            search_base_url=base_url,
+            egress_confined=confined,
+            egress_proxy=proxy,
+        )
+
+
+def parse_domain_list(raw: str, *, variable: str) -> tuple[str, ...]:
+    """Parse a comma-separated domain list such as ``STEERABLE_WEB_ALLOWED_DOMAINS``.
+
+    Each entry is trimmed, mapped with UTS-46 (which lowercases it and folds full-width forms and
+    ideographic dots), stripped of one leading and one trailing dot, and encoded to IDNA A-labels
+    (``Bücher.example`` -> ``xn--bcher-kva.example``), so it compares equal to the host of a URL
+    checked by ``validate_url``. A ``*.`` prefix is accepted and dropped: an entry already covers
+    every subdomain, so ``*.example.com`` means the same as ``example.com`` (spec: Domain policy).
+    An IP address entry is accepted in its canonical form and matches only that address. Empty
+    entries are dropped, and so are repeats (the first one stays in place).
+
+    Args:
+        raw: The variable's text.
+        variable: The variable's name, for error messages.
+
+    Returns:
+        The normalized entries, in order.
+
+    Raises:
+        ConfigError: Naming the variable and the entry, for an entry that is not a host name: a
+            scheme, path, port, userinfo, space, a ``*`` other than a leading ``*.``, an empty or
+            invalid label (IDNA 2008 via UTS-46: ``_``, a leading or trailing hyphen, a label over
+            63 bytes), a name over 253 bytes, or an all-numeric top-level label that is not an
+            IPv4 address (RFC 3696 section 2: no top-level domain is all-numeric).
+    """
+    return _domain_entries((part for part in raw.split(",") if part.strip()), variable)
+
+
+def _domain_entries(entries: Iterable[str], label: str) -> tuple[str, ...]:
+    """Normalize each entry (see :func:`parse_domain_list`), dropping repeats; ``label`` names the source."""
+    if isinstance(entries, str):
+        raise ConfigError(f"{label} must be a sequence of domain names, not a string; use parse_domain_list")
+    seen: dict[str, None] = {}
+    for entry in entries:
+        if not isinstance(entry, str):
+            raise ConfigError(f"{label} entry {entry!r} is not a string")
+        seen.setdefault(_domain_entry(entry, label))
+    return tuple(seen)
+
+
+def _domain_entry(entry: str, label: str) -> str:
+    """One normalized domain-list entry (an A-label name or a canonical IP address)."""
+    text = entry.strip()
+
+    def refuse(why: str) -> ConfigError:
+        return ConfigError(f"{label}: {text!r} is not a host name ({why}); write names like docs.example.com")
+
+    if not text:
+        raise refuse("empty")
+    literal = _ip_literal(text)
+    if literal is not None:
+        return literal
+    for mark, why in (("://", "it has a scheme"), ("@", "it has userinfo"), ("/", "it has a path")):
+        if mark in text:
+            raise refuse(why)
+    try:
+        mapped = idna.uts46_remap(text, std3_rules=False, transitional=False)
+    except idna.IDNAError as exc:
+        raise refuse(str(exc)) from None
+    if mapped == "*":
+        raise refuse(f"a bare * is not a domain; leave {label} empty to mean every host")
+    mapped = mapped.removeprefix("*.").removeprefix(".").removesuffix(".")
+    for mark, why in _NOT_IN_NAME:
+        if mark in mapped:
+            raise refuse(why)
+    if not mapped:
+        raise refuse("nothing is left after the dots")
+    if mapped.startswith(".") or mapped.endswith("."):
+        raise refuse("it has an empty label")
+    try:
+        name = idna.encode(mapped, uts46=False).decode("ascii")
+    except idna.IDNAError as exc:
+        raise refuse(str(exc)) from None
+    if _NUMERIC_TLD.fullmatch(name.rsplit(".", 1)[-1]):
+        raise refuse("its last label is a number but the entry is not an IPv4 address")
+    return name
+
+
+def _ip_literal(text: str) -> str | None:
+    """The canonical form of an IPv4 address or a (bracketed or bare) IPv6 address; else ``None``."""
+    candidate = text[1:-1] if text.startswith("[") and text.endswith("]") else text
+    try:
+        address = ipaddress.ip_address(candidate)
+    except ValueError:
+        return None
+    return None if getattr(address, "scope_id", None) else str(address)
+
+
+def _unknown_provider(shown: str) -> str:
+    return f"{shown} is not a web search provider; use one of: {', '.join(SEARCH_PROVIDERS)}"
+
+
+def _check_key(key: str, label: str) -> None:
+    """Refuse a key an ``Authorization`` header cannot carry, without ever showing the key."""
+    if key and not all(33 <= ord(char) <= 126 for char in key):
+        raise ConfigError(
+            f"{label} contains characters an HTTP header cannot carry "
+            "(spaces, control or non-ASCII characters); check how the key was pasted"
+        )
+
+
+def _checked_base_url(raw: object, label: str) -> str:
+    """An http(s) URL with a host and no credentials, query or fragment, without its trailing ``/``."""
+    if not isinstance(raw, str):
+        raise ConfigError(f"{label}={raw!r} must be a string URL")
+    shown = raw
+    try:
+        url = httpx.URL(raw)
+    except httpx.InvalidURL:
+        problem: str | None = "is not a URL"
+    else:
+        problem = None
+        if url.scheme not in ("http", "https") or not url.host:
+            problem = "must be an http:// or https:// URL with a host"
+        elif url.userinfo:
+            shown = f"{url.scheme}://...@{url.host}"
+            problem = f"must not contain credentials; put the key in {SEARCH_API_KEY_ENV}"
+        elif url.query or url.fragment:
+            problem = "must not have a query or fragment (the provider appends its endpoint path)"
+    if problem:
+        raise ConfigError(f"{label}={shown!r} {problem}")
+    return raw.rstrip("/")
+
+
+def _checked_proxy(raw: object, label: str) -> str:
+    """The proxy URL with credentials removed; a bare ``host:port`` means ``http://host:port`` (as in httpx).
+
+    The value is never echoed in an error: it may hold proxy credentials.
+    """
+    if not isinstance(raw, str):
+        raise ConfigError(f"{label} must be a string URL")
+    text = raw.strip() if "://" in raw else f"http://{raw.strip()}"
+    try:
+        url = httpx.URL(text)
+    except httpx.InvalidURL:
+        raise ConfigError(f"{label} is not a proxy URL; use e.g. http://127.0.0.1:8080") from None
+    if url.scheme not in _PROXY_SCHEMES or not url.host:
+        raise ConfigError(
+            f"{label} must be a proxy URL with a host and one of the schemes "
+            f"{', '.join(sorted(_PROXY_SCHEMES))}, e.g. http://127.0.0.1:8080"
+        )
+    return str(url.copy_with(username=None, password=None))
+
+
+def _missing_proxy(marker: str) -> str:
+    return (
+        f"{marker} says outbound traffic is confined to the egress proxy, but no proxy variable is set "
+        f"({', '.join(PROXY_ENV_VARS)}); point HTTPS_PROXY at the proxy, or unset {EGRESS_CONFINED_ENV} "
+        "when no proxy runs"
+    )
+
+
+_DEFAULTS: Final = WebToolsConfig()

@@ -1,0 +1,404 @@
+"""What the web tools may reach: URL checks, the domain policy and the SSRF address check.
+
+Spec: Web tools (sidecar), sections Domain policy and SSRF policy (requirements WEB-11, WEB-12,
+WEB-13). ``web_fetch`` takes a model-supplied URL, untrusted input crossing into the host's
+network position, so every hop goes through three gates, all pure functions of their inputs:
+
+1. :func:`validate_url`: the URL's shape (http(s), a host, no credentials, at most 2048 characters);
+2. :meth:`DomainPolicy.check`: the deployment's allow and block lists, before any DNS work;
+3. :func:`check_addresses`: every DNS answer for the host must be globally reachable.
+
+Alternate IPv4 spellings of a host (``0x7f000001``, ``2130706433``, ``127.1``) are not decoded
+here: httpx passes them to the resolver as names, the resolver decodes them, and gate 3 checks the
+address it returns.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+import httpx
+
+from steerable_agent_runtime.errors import ConfigError, WebError
+
+from ._config import ALLOWED_DOMAINS_ENV, BLOCKED_DOMAINS_ENV, WebToolsConfig, _domain_entries, _ip_literal
+
+__all__ = [
+    "MAX_URL_LENGTH",
+    "DomainPolicy",
+    "address_refusal",
+    "check_addresses",
+    "url_host",
+    "validate_url",
+]
+
+MAX_URL_LENGTH: Final = 2048
+"""The longest URL accepted, in characters (spec: SSRF policy)."""
+
+_LABEL: Final = re.compile(r"[a-z0-9_-]{1,63}")
+_MAX_NAME: Final = 253
+_SHOWN_URL: Final = 100
+_SHOWN_DOMAINS: Final = 10
+_PUBLIC_ONLY: Final = "only public internet addresses can be fetched (SSRF policy)"
+
+_V4 = ipaddress.IPv4Network
+_V6 = ipaddress.IPv6Network
+
+# The IANA IPv4 special-purpose registry (RFC 6890 and updates), checked before ``is_global`` so
+# the verdict does not depend on the Python version: 3.11 still calls multicast, 192.0.0.0/24 and
+# the deprecated 6to4 relay anycast prefix global. The whole of 192.0.0.0/24 is refused, even the
+# two anycast addresses newer registries call global (192.0.0.9, 192.0.0.10): no web page lives there.
+_V4_SPECIAL: Final[tuple[tuple[ipaddress.IPv4Network, str], ...]] = (
+    (_V4("0.0.0.0/8"), "this network"),
+    (_V4("10.0.0.0/8"), "private"),
+    (_V4("100.64.0.0/10"), "shared address space (CGNAT)"),
+    (_V4("127.0.0.0/8"), "loopback"),
+    (_V4("169.254.0.0/16"), "link-local"),
+    (_V4("172.16.0.0/12"), "private"),
+    (_V4("192.0.0.0/24"), "IETF protocol assignments"),
+    (_V4("192.0.2.0/24"), "documentation"),
+    (_V4("192.88.99.0/24"), "6to4 relay anycast"),
+    (_V4("192.168.0.0/16"), "private"),
+    (_V4("198.18.0.0/15"), "benchmarking"),
+    (_V4("198.51.100.0/24"), "documentation"),
+    (_V4("203.0.113.0/24"), "documentation"),
+    (_V4("224.0.0.0/4"), "multicast"),
+    (_V4("240.0.0.0/4"), "reserved"),
+)
+
+# IPv6 ranges Python 3.11 calls global although they are not (site-local, multicast, the newer
+# documentation and SRv6 prefixes), plus the common ones for a precise reason.
+_V6_SPECIAL: Final[tuple[tuple[ipaddress.IPv6Network, str], ...]] = (
+    (_V6("fe80::/10"), "link-local"),
+    (_V6("fec0::/10"), "site-local"),
+    (_V6("fc00::/7"), "private (unique local)"),
+    (_V6("ff00::/8"), "multicast"),
+    (_V6("2001:db8::/32"), "documentation"),
+    (_V6("3fff::/20"), "documentation"),
+    (_V6("5f00::/16"), "SRv6 segment identifiers"),
+)
+_V4_COMPATIBLE: Final = _V6("::/96")
+_NAT64: Final = _V6("64:ff9b::/96")
+_NAT64_LOCAL: Final = _V6("64:ff9b:1::/48")
+_GLOBAL_UNICAST: Final = _V6("2000::/3")
+
+
+def validate_url(url: str) -> httpx.URL:
+    """Check the shape of a URL the model asked for (or a redirect target) and parse it.
+
+    The URL is parsed by ``httpx.URL``, the parser that makes the request, so the host checked is
+    the host connected to. Surrounding whitespace is ignored. A trailing dot on the host is
+    dropped; IDN hosts are held as IDNA A-labels (``http://BÜCHER.example/`` ->
+    ``xn--bcher-kva.example``, see :func:`url_host`). Numeric hosts httpx does not read as an IPv4
+    address (``0x7f000001``, ``2130706433``, ``127.1``) pass as names: the resolver decodes them
+    and :func:`check_addresses` checks the address it returns.
+
+    Args:
+        url: The URL text.
+
+    Returns:
+        The parsed URL, its host lowercase with no trailing dot (an IPv6 literal in its
+        canonical compressed form).
+
+    Raises:
+        WebError: ``invalid_url`` (spec: SSRF policy, WEB-12) unless ``url`` is a string of at most
+            :data:`MAX_URL_LENGTH` characters that httpx parses, with scheme http or https, a host
+            name or IP literal (no IPv6 zone id), a port from 1 to 65535 when one is given, and no
+            userinfo (neither user nor password).
+    """
+    if not isinstance(url, str):
+        raise _invalid(None, f"the URL must be a string, not {type(url).__name__}")
+    text = url.strip()
+    if len(text) > MAX_URL_LENGTH:
+        raise WebError(
+            "invalid_url",
+            f"invalid URL {_shown(text)}: it is {len(text)} characters long; "
+            f"at most {MAX_URL_LENGTH} are accepted",
+            data={"max_length": MAX_URL_LENGTH, "length": len(text)},
+        )
+    try:
+        parsed = httpx.URL(text)
+    except (httpx.InvalidURL, ValueError, UnicodeError) as exc:
+        raise _invalid(text, f"it does not parse ({exc})") from None
+    if not parsed.scheme:
+        raise _invalid(text, "it has no scheme; write the full URL, e.g. https://example.com/page")
+    if parsed.scheme not in ("http", "https"):
+        raise _invalid(text, f"only http:// and https:// URLs can be fetched, not {parsed.scheme}:")
+    if parsed.userinfo:
+        raise _invalid(None, "it carries credentials before '@'; remove them (a user or password is refused)")
+    host = parsed.raw_host.decode("ascii").lower()
+    if not host:
+        raise _invalid(text, "it has no host")
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise _invalid(text, f"port {parsed.port} is out of range (1 to 65535)")
+    if ":" in host:
+        if "%" in host:
+            raise _invalid(text, "an IPv6 zone id names a local network interface; " + _PUBLIC_ONLY)
+        canonical = str(ipaddress.IPv6Address(host))
+        return parsed if canonical == parsed.raw_host.decode("ascii") else parsed.copy_with(host=canonical)
+    name = host.removesuffix(".")
+    labels = name.split(".")
+    if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in labels):
+        raise _invalid(text, f"{host!r} is not a valid host name")
+    return parsed if name == parsed.raw_host.decode("ascii") else parsed.copy_with(host=name)
+
+
+def url_host(url: httpx.URL) -> str:
+    """The host a URL connects to: lowercase, IDNA A-labels, no trailing dot, IPv6 without brackets.
+
+    Args:
+        url: A URL, usually one returned by :func:`validate_url`.
+
+    Returns:
+        The host, e.g. ``"xn--bcher-kva.example"`` or ``"::1"``.
+    """
+    return url.raw_host.decode("ascii").lower().removesuffix(".")
+
+
+class DomainPolicy:
+    """The deployment's allow and block lists (spec: Domain policy, WEB-11).
+
+    An entry matches its exact host and every subdomain, on a label boundary: ``example.com``
+    covers ``example.com`` and ``docs.example.com``, not ``badexample.com``. An IP address entry
+    matches only that address (and an IP host matches only an equal entry). Blocked wins over
+    allowed; an empty allow-list allows every host. Entries are normalized as
+    :func:`~steerable_sidecar.web_tools._config.parse_domain_list` does (IDN entries become A-labels).
+
+    Args:
+        allowed: Domains that may be reached; empty means every host.
+        blocked: Domains that are never reached.
+
+    Raises:
+        ConfigError: For an entry that is not a host name.
+    """
+
+    __slots__ = ("_allowed", "_blocked")
+
+    def __init__(self, allowed: Iterable[str] = (), blocked: Iterable[str] = ()) -> None:
+        self._allowed = _domain_entries(allowed, "DomainPolicy allowed")
+        self._blocked = _domain_entries(blocked, "DomainPolicy blocked")
+
+    @classmethod
+    def from_config(cls, config: WebToolsConfig) -> DomainPolicy:
+        """The policy of ``config.allowed_domains`` and ``config.blocked_domains``."""
+        return cls(config.allowed_domains, config.blocked_domains)
+
+    @property
+    def allowed(self) -> tuple[str, ...]:
+        """The normalized allow-list entries (empty: every host)."""
+        return self._allowed
+
+    @property
+    def blocked(self) -> tuple[str, ...]:
+        """The normalized block-list entries."""
+        return self._blocked
+
+    def __repr__(self) -> str:
+        return f"DomainPolicy(allowed={self._allowed!r}, blocked={self._blocked!r})"
+
+    def allows(self, host: str) -> bool:
+        """Whether ``host`` may be reached.
+
+        Args:
+            host: A host as :func:`url_host` returns it (case, one trailing dot and IPv6 brackets
+                are tolerated; an IDN host is matched by its A-labels).
+
+        Returns:
+            ``False`` when a blocked entry covers the host, or when the allow-list is non-empty and
+            no entry covers it; ``True`` otherwise.
+        """
+        return self._refusal(_normal_host(host)) is None
+
+    def check(self, host: str) -> None:
+        """Raise unless :meth:`allows` accepts ``host``.
+
+        Args:
+            host: As for :meth:`allows`.
+
+        Raises:
+            WebError: ``domain_blocked`` naming the host, the entry and ``STEERABLE_WEB_BLOCKED_DOMAINS``
+                (``data``: ``host``, ``entry``); or ``domain_not_allowed`` naming the host and
+                ``STEERABLE_WEB_ALLOWED_DOMAINS`` with its entries (``data``: ``host``,
+                ``allowed_domains``).
+        """
+        normal = _normal_host(host)
+        refusal = self._refusal(normal)
+        if refusal is None:
+            return
+        code, entry = refusal
+        if code == "domain_blocked":
+            raise WebError(
+                code,
+                f"{normal} is blocked by {BLOCKED_DOMAINS_ENV} (entry {entry}); use a source outside it",
+                data={"host": normal, "entry": entry},
+            )
+        shown = ", ".join(self._allowed[:_SHOWN_DOMAINS])
+        if len(self._allowed) > _SHOWN_DOMAINS:
+            shown += f" and {len(self._allowed) - _SHOWN_DOMAINS} more"
+        raise WebError(
+            code,
+            f"{normal} is not covered by {ALLOWED_DOMAINS_ENV} ({shown}); "
+            "only those domains and their subdomains can be reached",
+            data={"host": normal, "allowed_domains": list(self._allowed)},
+        )
+
+    def _refusal(self, host: str) -> tuple[str, str] | None:
+        is_ip = _ip_literal(host) is not None
+        blocked = next((entry for entry in self._blocked if _covers(entry, host, is_ip=is_ip)), None)
+        if blocked is not None:
+            return "domain_blocked", blocked
+        if self._allowed and not any(_covers(entry, host, is_ip=is_ip) for entry in self._allowed):
+            return "domain_not_allowed", ""
+        return None
+
+
+def address_refusal(address: str) -> str | None:
+    """Why an address must not be connected to, or ``None`` when it is globally reachable.
+
+    Rules (spec: SSRF policy, WEB-12, WEB-13): ``ipaddress``'s ``is_global`` must hold, and the
+    IANA special-purpose ranges are refused whatever the Python version says (loopback, private,
+    link-local such as the 169.254.169.254 metadata endpoint, CGNAT, benchmarking, documentation,
+    multicast, broadcast, reserved). IPv4-mapped ``::ffff:a.b.c.d`` and NAT64 ``64:ff9b::/96``
+    addresses get the verdict of their embedded IPv4 address. Refused outright although Python
+    may call them global, because they reach inside a network or through a path the machine
+    chooses: IPv4-compatible ``::a.b.c.d`` (deprecated, RFC 4291), site-local ``fec0::/10``
+    (RFC 3879), 6to4 ``2002::/16`` (even with a public embedded IPv4 address: a 6to4 address is
+    routed through whatever relay or tunnel the machine has, and no site needs it), Teredo
+    ``2001::/32`` (its client address is obfuscated), the local-use NAT64 prefix
+    ``64:ff9b:1::/48`` (RFC 8215) and any IPv6 address outside global unicast ``2000::/3``.
+    An IPv6 zone id (``fe80::1%eth0``) is refused, and so is anything that is not an IP address.
+
+    Args:
+        address: An address as the resolver returns it, e.g. ``"10.0.0.5"`` or ``"::1"``.
+
+    Returns:
+        ``None`` for a globally reachable address; otherwise a short reason such as
+        ``"loopback"``, ``"private"``, ``"IPv4-mapped 127.0.0.1: loopback"`` or
+        ``"6to4 embeds 8.8.8.8"``.
+    """
+    if not isinstance(address, str):
+        return "not an IP address"
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return "not an IP address"
+    if isinstance(ip, ipaddress.IPv4Address):
+        return _v4_refusal(ip)
+    if ip.scope_id is not None:
+        return _v6_refusal(ipaddress.IPv6Address(int(ip))) or "zone id"
+    return _v6_refusal(ip)
+
+
+def check_addresses(host: str, addresses: Sequence[str], *, url: str | None = None) -> None:
+    """Refuse a host unless every one of its DNS answers is globally reachable (see :func:`address_refusal`).
+
+    One bad answer refuses the host: the connection could be made to any of them (spec: SSRF
+    policy, "the host's DNS answers must ALL be globally reachable"; WEB-12).
+
+    Args:
+        host: The host that was resolved (named in the message).
+        addresses: Its answers, as address strings.
+        url: The URL being fetched, named in the message instead of the host when given.
+
+    Raises:
+        WebError: ``ssrf_blocked`` naming the host, the first refused address and the reason,
+            e.g. ``"web_fetch refused http://x/: x resolves to 10.0.0.5 (private); ..."``
+            (``data``: ``host``, ``address``, ``reason``); or ``dns_failed`` when there are no
+            answers (``data``: ``host``).
+        TypeError: When ``addresses`` is a single string instead of a sequence of them.
+    """
+    if isinstance(addresses, str):
+        raise TypeError("addresses must be a sequence of address strings, not one string")
+    target = url or host
+    if not addresses:
+        raise WebError(
+            "dns_failed",
+            f"web_fetch could not reach {target}: {host} has no DNS answers; check the host name",
+            data={"host": host},
+        )
+    for address in addresses:
+        reason = address_refusal(address)
+        if reason is None:
+            continue
+        literal = _ip_literal(host.removeprefix("[").removesuffix("]"))
+        if literal is not None and literal == _ip_literal(address):
+            where = f"{address} is not publicly reachable ({reason})"
+        else:
+            where = f"{host} resolves to {address} ({reason})"
+        raise WebError(
+            "ssrf_blocked",
+            f"web_fetch refused {target}: {where}; {_PUBLIC_ONLY}",
+            data={"host": host, "address": address, "reason": reason},
+        )
+
+
+def _v4_refusal(ip: ipaddress.IPv4Address) -> str | None:
+    if int(ip) == 0:
+        return "unspecified"
+    if int(ip) == 0xFFFFFFFF:
+        return "broadcast"
+    for network, reason in _V4_SPECIAL:
+        if ip in network:
+            return reason
+    return None if ip.is_global else "not globally reachable"
+
+
+def _v6_refusal(ip: ipaddress.IPv6Address) -> str | None:
+    mapped = ip.ipv4_mapped
+    if mapped is not None:
+        reason = _v4_refusal(mapped)
+        return None if reason is None else f"IPv4-mapped {mapped}: {reason}"
+    if ip.is_unspecified:
+        return "unspecified"
+    if ip.is_loopback:
+        return "loopback"
+    if ip in _V4_COMPATIBLE:
+        return "IPv4-compatible"
+    if ip in _NAT64:
+        embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        reason = _v4_refusal(embedded)
+        return None if reason is None else f"NAT64 {embedded}: {reason}"
+    if ip in _NAT64_LOCAL:
+        return "NAT64 local-use"
+    if ip.sixtofour is not None:
+        reason = _v4_refusal(ip.sixtofour)
+        return f"6to4 embeds {ip.sixtofour}" + ("" if reason is None else f": {reason}")
+    if ip.teredo is not None:
+        return "Teredo"
+    for network, special in _V6_SPECIAL:
+        if ip in network:
+            return special
+    if ip not in _GLOBAL_UNICAST:
+        return "reserved"
+    return None if ip.is_global else "not globally reachable"
+
+
+def _covers(entry: str, host: str, *, is_ip: bool) -> bool:
+    """Whether a normalized entry covers a normalized host (label boundary; IPs exactly)."""
+    return host == entry or (not is_ip and host.endswith("." + entry))
+
+
+def _normal_host(host: str) -> str:
+    """A host in the form domain entries take: lowercase, A-labels, no trailing dot, canonical IPs."""
+    text = host.strip().lower().removesuffix(".")
+    literal = _ip_literal(text)
+    if literal is not None:
+        return literal
+    if text.isascii():
+        return text
+    try:
+        return _domain_entries((text,), "host")[0]
+    except ConfigError:  # a name IDNA cannot encode matches no entry; keep it as given
+        return text
+
+
+def _shown(text: str) -> str:
+    return repr(text if len(text) <= _SHOWN_URL else text[:_SHOWN_URL] + "...")
+
+
+def _invalid(text: str | None, why: str) -> WebError:
+    prefix = "invalid URL" if text is None else f"invalid URL {_shown(text)}"
+    return WebError("invalid_url", f"{prefix}: {why}")
