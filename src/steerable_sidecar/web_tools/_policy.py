@@ -378,7 +378,9 @@ def _v6_refusal(ip: ipaddress.IPv6Address) -> str | None:
 
 def _covers(entry: str, host: str, *, is_ip: bool) -> bool:
     """Whether a normalized entry covers a normalized host (label boundary; IPs exactly)."""
-    return host == entry or (not is_ip and host.endswith("." + entry))
+    if host == entry:
+        return True
+    return not is_ip and host.endswith("." + entry) and _ip_literal(entry) is None
 
 
 def _normal_host(host: str) -> str:
