@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from html_to_markdown import ConversionError, ConversionOptions
+from html_to_markdown import ConversionError, ConversionOptions, convert
 
 from steerable_agent_runtime.errors import WebError
 from steerable_sidecar.web_tools import _content
@@ -203,11 +203,10 @@ async def test_html_to_markdown_keeps_links_and_tables_and_drops_scripts_WEB_9()
 
 async def test_html_to_markdown_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     threads: list[threading.Thread] = []
-    real = _content.convert
 
     def recording(html: str, options: ConversionOptions) -> object:
         threads.append(threading.current_thread())
-        return real(html, options)
+        return convert(html, options)
 
     monkeypatch.setattr(_content, "convert", recording)
     assert await html_to_markdown("<p>hi</p>") == "hi\n"

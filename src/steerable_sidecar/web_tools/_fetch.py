@@ -1,0 +1,667 @@
+"""The ``web_fetch`` engine: DNS, the SSRF check, a pinned connection, redirects, streaming bounds.
+
+Spec: Web tools (sidecar), sections Bounds, SSRF policy and Egress-proxy interaction (requirements
+WEB-8, WEB-9, WEB-12, WEB-13, WEB-14); DESIGN.md, Security posture.
+
+One :meth:`WebFetcher.fetch` runs, in this order: the URL checks (:func:`validate_url`), the
+domain policy (before any DNS or network work), the caller's ``admit()`` (the session cap), then
+for each hop: DNS, the SSRF check of every answer, the request. In direct mode the request goes to
+the address that was checked (the URL host replaced by the IP, the ``Host`` header and the TLS SNI
+name kept on the real host, so certificates are verified against the real name): a DNS answer
+that changes between the check and the connect (DNS rebinding) cannot redirect the connection, which
+closes the residual gap the spec's SSRF section describes. Connections are pooled per real host name,
+so a TLS connection verified for one name never carries a request for another name that happens to
+resolve to the same address.
+
+Redirects are never followed by httpx: a same-origin ``Location`` is re-validated in full (URL
+checks, domain policy, DNS, SSRF) and followed, at most ``fetch_max_redirects`` times; a
+cross-origin one is reported, never requested. ``fetch_timeout_ms`` is one deadline over DNS, every
+hop and the body. ``fetch_max_bytes`` caps the body after content decoding, which this module does
+itself from the raw stream with bounded output per step, so a gzip bomb inflates no further than the
+cap. The body is then decoded and (HTML) converted to Markdown in a worker thread (``_content``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import ipaddress
+import os
+import socket
+import ssl
+import zlib
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from http.cookiejar import Cookie, CookieJar
+from typing import Any, Final
+from urllib.request import Request as UrllibRequest
+
+import certifi
+import httpx
+
+from steerable_agent_runtime import __version__
+from steerable_agent_runtime.errors import ConfigError, WebError
+
+from ._config import ALLOWED_DOMAINS_ENV, WebToolsConfig
+from ._content import (
+    SNIFF_BYTES,
+    ContentKind,
+    parse_content_type,
+    render_text,
+    require_text,
+    sniff,
+    text_kind,
+)
+from ._policy import DomainPolicy, check_addresses, url_host, validate_url
+
+__all__ = ["Resolver", "WebFetcher", "system_resolver"]
+
+Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
+"""Resolves ``(host, port)`` to IP address strings, e.g. ``["93.184.216.34", "2606:2800:220:1::"]``."""
+
+USER_AGENT: Final = f"steerable/{__version__} (+web_fetch)"
+_ACCEPT: Final = (
+    "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5"
+)
+_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_TIMEOUT_ENV: Final = "STEERABLE_WEB_FETCH_TIMEOUT_MS"
+_REDIRECTS_ENV: Final = "STEERABLE_WEB_FETCH_MAX_REDIRECTS"
+# How much of an error page is read and shown back (data.excerpt of an "http_status" error).
+_EXCERPT_BYTES: Final = 8192
+_EXCERPT_CHARS: Final = 500
+# Output of one inflate step, in bytes: bounds what one compressed chunk can expand to at once.
+_INFLATE_STEP: Final = 65536
+# Real host names with a pooled connection kept (direct mode); idle pools past this are closed.
+_MAX_HOST_POOLS: Final = 32
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    """Resolve a host with the system resolver (``getaddrinfo``, off the event loop), answers deduplicated.
+
+    Args:
+        host: The host name (an IP literal resolves to itself).
+        port: The port (it can change nothing but the answer order).
+
+    Returns:
+        The address strings in the resolver's order; an IPv6 answer with a scope carries it as
+        ``%scope``, so the SSRF check refuses it.
+
+    Raises:
+        OSError: ``socket.gaierror`` when the name does not resolve.
+    """
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    answers: dict[str, None] = {}
+    for family, _type, _proto, _canonical, sockaddr in infos:
+        address = str(sockaddr[0])
+        if family == socket.AF_INET6 and len(sockaddr) >= 4 and sockaddr[3]:
+            address = f"{address}%{sockaddr[3]}"
+        answers[address] = None
+    return list(answers)
+
+
+class _NoCookies(CookieJar):
+    """A cookie jar that keeps nothing: no cookie from one fetch is ever sent back."""
+
+    def set_cookie(self, cookie: Cookie) -> None:
+        return None
+
+    def extract_cookies(self, response: Any, request: UrllibRequest) -> None:
+        return None
+
+
+@dataclass
+class _HostPool:
+    transport: httpx.AsyncHTTPTransport
+    active: int = 0
+
+
+class _CountedStream(httpx.AsyncByteStream):
+    """A response stream that releases its pool's in-use count when closed."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, pool: _HostPool) -> None:
+        self._inner = inner
+        self._pool: _HostPool | None = pool
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._inner:
+            yield chunk
+
+    async def aclose(self) -> None:
+        try:
+            await self._inner.aclose()
+        finally:
+            if self._pool is not None:
+                self._pool.active -= 1
+                self._pool = None
+
+
+class _PoolPerHost(httpx.AsyncBaseTransport):
+    """Direct mode's transport: one connection pool per real host name (the request's SNI name).
+
+    A pinned request's URL holds an IP address, and httpx pools connections by URL origin; with one
+    pool for everything, a TLS connection verified for ``a.example`` could carry a request for
+    ``b.example`` resolving to the same address, unverified. Pools share one SSL context (building
+    one costs about 16 ms); idle pools beyond :data:`_MAX_HOST_POOLS` are closed, least recent first.
+    """
+
+    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+        self._ssl_context = ssl_context
+        self._pools: OrderedDict[str, _HostPool] = OrderedDict()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        name = request.extensions.get("sni_hostname") or request.url.host
+        pool = self._pools.get(name)
+        if pool is None:
+            pool = self._pools[name] = _HostPool(httpx.AsyncHTTPTransport(verify=self._ssl_context))
+            await self._evict()
+        self._pools.move_to_end(name)
+        pool.active += 1
+        try:
+            response = await pool.transport.handle_async_request(request)
+        except BaseException:
+            pool.active -= 1
+            raise
+        assert isinstance(response.stream, httpx.AsyncByteStream)
+        response.stream = _CountedStream(response.stream, pool)
+        return response
+
+    async def _evict(self) -> None:
+        idle = [name for name, pool in self._pools.items() if pool.active == 0]
+        for name in idle[: max(0, len(self._pools) - _MAX_HOST_POOLS)]:
+            await self._pools.pop(name).transport.aclose()
+
+    async def aclose(self) -> None:
+        pools = list(self._pools.values())
+        self._pools.clear()
+        for pool in pools:
+            await pool.transport.aclose()
+
+
+def _ssl_context(environ: Mapping[str, str]) -> ssl.SSLContext:
+    """The CA bundle: ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` from ``environ`` when set, else certifi's."""
+    cafile = environ.get("SSL_CERT_FILE") or None
+    capath = environ.get("SSL_CERT_DIR") or None
+    if cafile or capath:
+        return ssl.create_default_context(cafile=cafile, capath=capath)
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def _proxy_urls(config: WebToolsConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """The proxy per scheme: ``<scheme>_proxy``, then ``all_proxy`` (lowercase first), else the config's."""
+    found: dict[str, str] = {}
+    for scheme in ("http", "https"):
+        names = (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY")
+        value = next((environ[n].strip() for n in names if environ.get(n, "").strip()), config.egress_proxy)
+        if value:
+            found[scheme] = value if "://" in value else f"http://{value}"
+    return found
+
+
+def _host_header(url: httpx.URL) -> str:
+    host = url_host(url)
+    if ":" in host:
+        host = f"[{host}]"
+    return host if url.port is None else f"{host}:{url.port}"
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
+    """RFC 6454 origin equality: scheme, A-label host and effective port."""
+    if a.scheme != b.scheme or b.scheme not in _DEFAULT_PORTS:
+        return False
+    return url_host(a) == url_host(b) and (a.port or _DEFAULT_PORTS[a.scheme]) == (
+        b.port or _DEFAULT_PORTS[b.scheme]
+    )
+
+
+def _ssl_reason(exc: BaseException) -> str | None:
+    """The TLS failure somewhere in an exception's chain, as text, or ``None``."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ssl.SSLCertVerificationError):
+            return f"certificate verify failed: {current.verify_message}"
+        if isinstance(current, ssl.SSLError):
+            return current.reason or str(current)
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    """The most specific message in an exception's chain."""
+    current: BaseException | None = exc
+    text = ""
+    while current is not None:
+        text = str(current) or text
+        if isinstance(current, OSError) and current.strerror:
+            return current.strerror
+        current = current.__cause__ or current.__context__
+    return text or type(exc).__name__
+
+
+class _Inflater:
+    """Content decoding (RFC 9110, 8.4.1) with bounded output per call.
+
+    ``gzip`` (and ``x-gzip``, several members) and ``deflate`` (zlib-wrapped as the RFC says, or the
+    raw deflate some servers send); ``identity`` passes through.
+    """
+
+    def __init__(self, coding: str) -> None:
+        self._coding = coding
+        self._wbits = 31 if coding == "gzip" else 15
+        self._inflate = zlib.decompressobj(self._wbits) if coding != "identity" else None
+        self._started = False
+
+    def decode(self, data: bytes, room: int) -> bytes:
+        """Decode the next raw chunk, returning at most ``room`` bytes (the rest of the chunk is dropped)."""
+        if self._inflate is None:
+            return data[:room]
+        out = bytearray()
+        while data and len(out) < room:
+            try:
+                piece = self._inflate.decompress(data, min(room - len(out), _INFLATE_STEP))
+            except zlib.error:
+                if self._coding == "deflate" and not self._started:
+                    self._wbits = -15  # raw deflate without the zlib wrapper
+                    self._inflate = zlib.decompressobj(self._wbits)
+                    self._started = True
+                    continue
+                raise
+            self._started = True
+            out += piece
+            if self._inflate.eof:
+                data = self._inflate.unused_data
+                if not data or self._coding != "gzip":
+                    break
+                self._inflate = zlib.decompressobj(self._wbits)  # the next gzip member
+            else:
+                data = self._inflate.unconsumed_tail
+                if not piece and not data:
+                    break
+        return bytes(out)
+
+
+@dataclass
+class _Page:
+    url: httpx.URL
+    status: int
+    media_type: str
+    kind: ContentKind
+    charset: str | None
+    body: bytes
+    truncated: bool
+
+
+class WebFetcher:
+    """Fetches a URL for ``web_fetch`` under the deployment's bounds and policies.
+
+    One shared ``httpx.AsyncClient`` serves the fetcher's life (a client per fetch spends about
+    16 ms building TLS state); call :meth:`aclose` when done. The client never keeps cookies,
+    never reads ``~/.netrc`` and sends no credentials (``trust_env`` is off; proxies and CA files
+    are read from ``environ`` explicitly), and identifies as ``steerable/<version> (+web_fetch)``.
+
+    **Direct mode** (``config.egress_confined`` false): proxy variables are ignored, and each hop
+    connects to the address its SSRF check validated (the first answer; the next ones only if
+    connecting fails), with ``Host`` and TLS SNI on the real host (DESIGN.md, Security posture; WEB-13).
+
+    **Egress-proxy mode** (``config.egress_confined``; spec: Egress-proxy interaction, WEB-14):
+    requests go through the proxy named by ``https_proxy`` / ``http_proxy`` / ``all_proxy`` in
+    ``environ`` (either case), else ``config.egress_proxy``; ``NO_PROXY`` is ignored (direct egress is
+    what the confinement forbids). The domain policy and the DNS/SSRF pre-check still run, but the
+    connection cannot be pinned: the proxy resolves the name again, so a rebinding answer between
+    the two lookups is the proxy's to judge. A refusal by the proxy names
+    ``STEERABLE_WEB_ALLOWED_DOMAINS``, which feeds the proxy's exact-host allow-list.
+
+    Args:
+        config: The bounds and policies.
+        resolver: ``(host, port) -> addresses``; defaults to :func:`system_resolver`.
+        transport: The transport for direct mode (tests map pinned addresses to local servers);
+            defaults to a pool per real host name. Closed by :meth:`aclose`.
+        environ: Where proxy variables and ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` are read
+            (defaults to ``os.environ``).
+
+    Raises:
+        ConfigError: When the egress proxy is a SOCKS proxy and ``socksio`` is not installed.
+    """
+
+    def __init__(
+        self,
+        config: WebToolsConfig,
+        *,
+        resolver: Resolver | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        env = os.environ if environ is None else environ
+        self._config = config
+        self._policy = DomainPolicy.from_config(config)
+        self._resolver: Resolver = resolver or system_resolver
+        self._proxied = config.egress_confined
+        context = _ssl_context(env)
+        mounts: dict[str, httpx.AsyncBaseTransport] | None = None
+        if self._proxied:
+            try:
+                mounts = {
+                    f"{scheme}://": httpx.AsyncHTTPTransport(verify=context, proxy=httpx.Proxy(url))
+                    for scheme, url in _proxy_urls(config, env).items()
+                }
+            except ImportError as exc:
+                raise ConfigError(f"the egress proxy needs an extra package: {exc}") from None
+            base = transport or httpx.AsyncHTTPTransport(verify=context)
+        else:
+            base = transport or _PoolPerHost(context)
+        self._client = httpx.AsyncClient(
+            transport=base,
+            mounts=mounts,
+            verify=context,
+            trust_env=False,
+            follow_redirects=False,
+            cookies=_NoCookies(),
+            timeout=httpx.Timeout(config.fetch_timeout_ms / 1000),
+            headers={"User-Agent": USER_AGENT, "Accept": _ACCEPT, "Accept-Encoding": "gzip, deflate"},
+        )
+
+    async def aclose(self) -> None:
+        """Close the shared client and its connections."""
+        await self._client.aclose()
+
+    async def fetch(self, url: str, *, admit: Callable[[], None] | None = None) -> dict[str, Any]:
+        """Fetch a URL and return its text (HTML as Markdown), or report a cross-origin redirect.
+
+        Args:
+            url: The model's URL (http or https, at most 2048 characters, no credentials).
+            admit: Called once the URL passed its checks and the domain policy, before any network
+                work: the tool layer's session-cap counter. Whatever it raises propagates.
+
+        Returns:
+            ``{"url", "status", "contentType", "bytes", "truncated", "content"}``: the final URL
+            (the real host, never the pinned address), the final status, the media type
+            (``"text/html"``; sniffed when the server sent none), the body bytes read after content
+            decoding (at most ``fetch_max_bytes``), whether the body went on past the cap or broke
+            off, and the text. For a cross-origin redirect: ``{"url", "status", "redirect_to",
+            "content"}``, the content telling the model to call ``web_fetch`` on ``redirect_to``.
+
+        Raises:
+            WebError: With ``code`` one of ``invalid_url``, ``domain_blocked``,
+                ``domain_not_allowed`` (checked before ``admit``); ``dns_failed``,
+                ``ssrf_blocked`` (any hop); ``too_many_redirects`` (naming
+                ``STEERABLE_WEB_FETCH_MAX_REDIRECTS``), ``invalid_redirect``; ``timeout``
+                (naming ``STEERABLE_WEB_FETCH_TIMEOUT_MS``); ``http_status`` (4xx/5xx, ``data``
+                with ``status`` and a short ``excerpt``); ``unsupported_content_type`` (from the
+                headers, before the body is read), ``unsupported_content_encoding``,
+                ``decoding_failed``; ``connect_failed``, ``tls_failed``, ``network_error``,
+                ``protocol_error``; ``proxy_refused`` and ``proxy_unreachable`` (egress-proxy
+                mode).
+        """
+        target = validate_url(url)
+        self._policy.check(url_host(target))
+        if admit is not None:
+            admit()
+        timeout_ms = self._config.fetch_timeout_ms
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                outcome = await self._follow(target)
+        except TimeoutError:
+            raise self._timeout(target) from None
+        if isinstance(outcome, dict):
+            return outcome
+        content = await asyncio.to_thread(
+            render_text,
+            outcome.body,
+            kind=outcome.kind,
+            declared_charset=outcome.charset,
+            truncated=outcome.truncated,
+            base_url=str(outcome.url),
+        )
+        return {
+            "url": str(outcome.url),
+            "status": outcome.status,
+            "contentType": outcome.media_type,
+            "bytes": len(outcome.body),
+            "truncated": outcome.truncated,
+            "content": content,
+        }
+
+    def _timeout(self, url: httpx.URL) -> WebError:
+        ms = self._config.fetch_timeout_ms
+        return WebError(
+            "timeout",
+            f"web_fetch gave up on {url} after {ms} ms ({_TIMEOUT_ENV}={ms} bounds DNS, every redirect "
+            "and the body together); try again later, or another source",
+            data={"timeout_ms": ms},
+        )
+
+    async def _follow(self, url: httpx.URL) -> _Page | dict[str, Any]:
+        """Request ``url`` and follow same-origin redirects (WEB-8)."""
+        redirects = 0
+        while True:
+            response = await self._send(url)
+            try:
+                location = response.headers.get("location", "").strip()
+                if response.status_code in _REDIRECTS and location:
+                    try:
+                        target = url.join(location).copy_with(fragment=None)
+                    except (httpx.InvalidURL, ValueError, UnicodeError):
+                        raise WebError(
+                            "invalid_redirect",
+                            f"{url} answered HTTP {response.status_code} with an unusable Location header",
+                            data={"status": response.status_code},
+                        ) from None
+                    if not _same_origin(url, target):
+                        return {
+                            "url": str(url),
+                            "status": response.status_code,
+                            "redirect_to": str(target),
+                            "content": f"{url} redirects to another origin: {target}. It was not followed; "
+                            "call web_fetch on that URL if you want its content.",
+                        }
+                    redirects += 1
+                    if redirects > self._config.fetch_max_redirects:
+                        limit = self._config.fetch_max_redirects
+                        raise WebError(
+                            "too_many_redirects",
+                            f"{url} redirected more than {limit} times within its origin "
+                            f"({_REDIRECTS_ENV}={limit}); the page may redirect in a loop",
+                            data={"max_redirects": limit},
+                        )
+                    url = validate_url(str(target))
+                    self._policy.check(url_host(url))
+                    continue
+                if response.status_code >= 300:
+                    raise await self._status_error(url, response)
+                return await self._page(url, response)
+            finally:
+                await response.aclose()
+
+    async def _send(self, url: httpx.URL) -> httpx.Response:
+        """One hop: DNS, the SSRF check of every answer, the (pinned) request; headers only."""
+        host = url_host(url)
+        if _is_ip(host):
+            addresses: Sequence[str] = [host]
+        else:
+            try:
+                addresses = await self._resolver(host, url.port or _DEFAULT_PORTS[url.scheme])
+            except OSError as exc:
+                raise WebError(
+                    "dns_failed",
+                    f"web_fetch could not reach {url}: the DNS lookup of {host} failed ({_reason(exc)}); "
+                    "check the host name",
+                    data={"host": host},
+                ) from None
+        check_addresses(host, addresses, url=str(url))
+        if self._proxied:
+            try:
+                return await self._client.send(self._client.build_request("GET", url), stream=True)
+            except httpx.HTTPError as exc:
+                raise self._network_error(exc, url) from None
+        failure: httpx.HTTPError | None = None
+        for address in addresses:
+            request = self._client.build_request(
+                "GET",
+                url.copy_with(host=address),
+                headers={"Host": _host_header(url)},
+                extensions={} if _is_ip(host) else {"sni_hostname": host},
+            )
+            try:
+                return await self._client.send(request, stream=True)
+            except httpx.ConnectError as exc:
+                if _ssl_reason(exc) is not None:
+                    raise self._network_error(exc, url) from None
+                failure = exc  # this address is unreachable: try the next validated one
+            except httpx.HTTPError as exc:
+                raise self._network_error(exc, url) from None
+        assert failure is not None
+        raise self._network_error(failure, url) from None
+
+    def _network_error(self, exc: httpx.HTTPError, url: httpx.URL) -> WebError:
+        host = url_host(url)
+        if isinstance(exc, httpx.TimeoutException):
+            return self._timeout(url)
+        if isinstance(exc, httpx.ProxyError):
+            return self._proxy_refused(host, str(exc))
+        tls = _ssl_reason(exc)
+        if tls is not None:
+            return WebError(
+                "tls_failed",
+                f"web_fetch could not set up TLS with {host}: {tls}",
+                data={"host": host, "reason": tls},
+            )
+        reason = _reason(exc)
+        if isinstance(exc, httpx.ConnectError):
+            if self._proxied:
+                return WebError(
+                    "proxy_unreachable",
+                    f"web_fetch could not connect to the egress proxy for {host} ({reason}); "
+                    "the proxy may have stopped",
+                    data={"host": host, "reason": reason},
+                )
+            return WebError(
+                "connect_failed",
+                f"web_fetch could not connect to {host} ({reason})",
+                data={"host": host, "reason": reason},
+            )
+        if isinstance(exc, httpx.ProtocolError):
+            return WebError(
+                "protocol_error",
+                f"{host} broke the HTTP protocol ({reason})",
+                data={"host": host, "reason": reason},
+            )
+        return WebError(
+            "network_error",
+            f"the connection to {host} failed ({reason})",
+            data={"host": host, "reason": reason},
+        )
+
+    def _proxy_refused(self, host: str, answer: str) -> WebError:
+        allowed = self._config.allowed_domains
+        listed = ", ".join(allowed) if allowed else "empty, so the proxy admits no web host"
+        return WebError(
+            "proxy_refused",
+            f"the egress proxy refused {host} ({answer}); the proxy admits only the hosts listed exactly "
+            f"in {ALLOWED_DOMAINS_ENV} ({listed}), and a subdomain must be listed itself",
+            data={"host": host, "answer": answer, "allowed_domains": list(allowed)},
+        )
+
+    async def _status_error(self, url: httpx.URL, response: httpx.Response) -> WebError:
+        """The ``http_status`` error for a 4xx/5xx (or an unfollowable 3xx), with a short excerpt."""
+        status = response.status_code
+        try:
+            reason = response.reason_phrase or http.HTTPStatus(status).phrase
+        except ValueError:
+            reason = ""
+        if self._proxied and status == 407:
+            return self._proxy_refused(url_host(url), f"{status} {reason}".strip())
+        media_type, params = parse_content_type(response.headers.get("content-type"))
+        kind = text_kind(media_type) if media_type else "text"
+        excerpt = ""
+        if kind is not None:
+            try:
+                body, cut = await self._read(url, response, _EXCERPT_BYTES)
+                text = await asyncio.to_thread(
+                    render_text,
+                    body,
+                    kind=kind,
+                    declared_charset=params.get("charset"),
+                    truncated=cut,
+                    base_url=None,
+                )
+                excerpt = " ".join(text.split())[:_EXCERPT_CHARS].rstrip()
+            except (WebError, httpx.HTTPError):
+                excerpt = ""
+        message = f"HTTP {status} {reason} from {url}".replace("  ", " ")
+        if self._proxied and status == 403:
+            message += (
+                f" (through the egress proxy: if the proxy refused it, {url_host(url)} must be listed "
+                f"exactly in {ALLOWED_DOMAINS_ENV})"
+            )
+        data: dict[str, Any] = {"status": status}
+        if excerpt:
+            data["excerpt"] = excerpt
+        return WebError("http_status", message, data=data)
+
+    async def _page(self, url: httpx.URL, response: httpx.Response) -> _Page:
+        """Check the type from the headers, then read the body within the cap."""
+        media_type, params = parse_content_type(response.headers.get("content-type"))
+        kind = require_text(media_type, str(url)) if media_type else None
+        body, truncated = await self._read(
+            url, response, self._config.fetch_max_bytes, sniff_first=kind is None
+        )
+        if media_type is None or kind is None:
+            media_type = sniff(body)
+            kind = require_text(media_type, str(url))
+        return _Page(url, response.status_code, media_type, kind, params.get("charset"), body, truncated)
+
+    async def _read(
+        self, url: httpx.URL, response: httpx.Response, cap: int, *, sniff_first: bool = False
+    ) -> tuple[bytes, bool]:
+        """Read at most ``cap`` content-decoded bytes; ``(body, truncated)``.
+
+        ``truncated`` is true when the body went on past the cap, or broke off (the connection
+        closed or reset before the declared end). With ``sniff_first`` an untyped body is
+        refused as soon as :data:`SNIFF_BYTES` show it is binary.
+        """
+        coding = response.headers.get("content-encoding", "identity").strip().lower()
+        coding = {"x-gzip": "gzip", "": "identity"}.get(coding, coding)
+        if coding not in ("gzip", "deflate", "identity"):
+            raise WebError(
+                "unsupported_content_encoding",
+                f"{url} sent its body with Content-Encoding {coding!r}, which web_fetch cannot decode "
+                "(it asks for gzip or deflate only)",
+                data={"contentEncoding": coding},
+            )
+        inflater = _Inflater(coding)
+        body = bytearray()
+        limit = cap + 1  # one byte past the cap tells "more" from "exactly the cap"
+        sniffed = not sniff_first
+        try:
+            async for raw in response.aiter_raw():
+                body += inflater.decode(raw, limit - len(body))
+                if not sniffed and len(body) >= SNIFF_BYTES:
+                    require_text(sniff(bytes(body[:SNIFF_BYTES])), str(url))
+                    sniffed = True
+                if len(body) >= limit:
+                    break
+        except zlib.error:
+            raise WebError(
+                "decoding_failed",
+                f"{url} sent a body that is not valid {coding} (its Content-Encoding)",
+                data={"contentEncoding": coding},
+            ) from None
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            if not body:
+                raise self._network_error(exc, url) from None
+            return bytes(body), True
+        truncated = len(body) > cap
+        del body[cap:]
+        return bytes(body), truncated
