@@ -299,7 +299,7 @@ class _Page:
     media_type: str
     kind: ContentKind
     charset: str | None
-    body: bytes
+    body: bytearray
     truncated: bool
 
 
@@ -624,7 +624,7 @@ class WebFetcher:
 
     async def _read(
         self, url: httpx.URL, response: httpx.Response, cap: int, *, sniff_first: bool = False
-    ) -> tuple[bytes, bool]:
+    ) -> tuple[bytearray, bool]:
         """Read at most ``cap`` content-decoded bytes; ``(body, truncated)``.
 
         ``truncated`` is true when the body went on past the cap, or broke off (the connection
@@ -661,7 +661,7 @@ class WebFetcher:
         except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
             if not body:
                 raise self._network_error(exc, url) from None
-            return bytes(body), True
+            return body, True
         truncated = len(body) > cap
         del body[cap:]
-        return bytes(body), truncated
+        return body, truncated
