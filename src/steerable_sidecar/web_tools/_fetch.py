@@ -156,10 +156,10 @@ class _PoolPerHost(httpx.AsyncBaseTransport):
         pool = self._pools.get(name)
         if pool is None:
             pool = self._pools[name] = _HostPool(httpx.AsyncHTTPTransport(verify=self._ssl_context))
-            await self._evict()
         self._pools.move_to_end(name)
-        pool.active += 1
+        pool.active += 1  # before eviction: a pool in use is never closed
         try:
+            await self._evict()
             response = await pool.transport.handle_async_request(request)
         except BaseException:
             pool.active -= 1
@@ -169,9 +169,12 @@ class _PoolPerHost(httpx.AsyncBaseTransport):
         return response
 
     async def _evict(self) -> None:
-        idle = [name for name, pool in self._pools.items() if pool.active == 0]
-        for name in idle[: max(0, len(self._pools) - _MAX_HOST_POOLS)]:
-            await self._pools.pop(name).transport.aclose()
+        """Close idle pools, least recently used first, until at most :data:`_MAX_HOST_POOLS` remain."""
+        while len(self._pools) > _MAX_HOST_POOLS:
+            idle = next((name for name, pool in self._pools.items() if pool.active == 0), None)
+            if idle is None:
+                return
+            await self._pools.pop(idle).transport.aclose()
 
     async def aclose(self) -> None:
         pools = list(self._pools.values())
@@ -244,8 +247,10 @@ def _reason(exc: BaseException) -> str:
     text = ""
     while current is not None:
         text = str(current) or text
-        if isinstance(current, OSError) and current.strerror:
-            return current.strerror
+        if isinstance(current, socket.gaierror) and current.strerror:
+            return current.strerror  # "Name or service not known"
+        if isinstance(current, OSError) and current.errno and current.errno > 0:
+            return os.strerror(current.errno)  # "Connection refused", not the address it was pinned to
         current = current.__cause__ or current.__context__
     return text or type(exc).__name__
 
