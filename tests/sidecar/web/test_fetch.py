@@ -547,7 +547,7 @@ async def test_a_dripping_body_does_not_extend_the_deadline(net: Net) -> None:
         "web_fetch gave up on http://docs.example.com/drip after 600 ms (STEERABLE_WEB_FETCH_TIMEOUT_MS=600 "
         "bounds DNS, every redirect and the body together); try again later, or another source",
     )
-    assert 0.55 < elapsed < 1.5
+    assert 0.55 < elapsed < 3.0  # the drip alone would take 10 s
 
 
 async def test_one_deadline_spans_dns_and_every_redirect(net: Net) -> None:
@@ -568,7 +568,7 @@ async def test_a_slow_resolver_hits_the_deadline(net: Net) -> None:
     net.fetchers.append(fetcher)
     start = time.monotonic()
     error = await refused(fetcher.fetch("http://docs.example.com/"))
-    assert error.code == "timeout" and time.monotonic() - start < 1.0
+    assert error.code == "timeout" and time.monotonic() - start < 3.0  # the resolver alone takes 5 s
 
 
 # --- content types and charsets (WEB-9) ---------------------------------------------------------
@@ -590,7 +590,7 @@ async def test_non_text_is_refused_from_the_headers_before_the_body_WEB_9(
     net.http.routes["/file"] = Reply(headers=[("Content-Type", content_type)], stream=endless)
     start = time.monotonic()
     error = await refused(net.fetcher().fetch("http://docs.example.com/file"))
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 3.0  # the body never ends
     assert (error.code, error.error) == (
         "unsupported_content_type",
         f"http://docs.example.com/file is {content_type}, not text; web_fetch reads text only. To download "
@@ -602,7 +602,7 @@ async def test_an_untyped_binary_body_is_refused_after_one_sniff_WEB_9(net: Net)
     net.http.routes["/blob"] = Reply(stream=endless)
     start = time.monotonic()
     error = await refused(net.fetcher().fetch("http://docs.example.com/blob"))
-    assert time.monotonic() - start < 1.0
+    assert time.monotonic() - start < 3.0  # the body never ends
     assert error.code == "unsupported_content_type"
     assert error.data == {"code": "unsupported_content_type", "contentType": "application/octet-stream"}
 
