@@ -1,0 +1,865 @@
+"""web_search backends: the :class:`WebSearchProvider` protocol, Tavily, DuckDuckGo lite and the host.
+
+Spec: Web tools (sidecar) › Provider seam. ``web_search`` goes through :class:`WebSearchProvider`,
+the same grain as :class:`~steerable_agent_runtime.llm.LLMProvider`: a protocol, a default factory
+(:func:`default_web_search_provider`) and explicit injection at registration. Three backends ship:
+
+* :class:`TavilySearchProvider`: the in-process default, ``POST {base_url}/search`` with its own
+  bearer key (``STEERABLE_WEB_SEARCH_API_KEY`` or ``TAVILY_API_KEY``, never the LLM key);
+* :class:`DuckDuckGoSearchProvider`: the explicit free backend (``STEERABLE_WEB_SEARCH_PROVIDER=ddg``),
+  which parses the DuckDuckGo lite HTML page; never a silent fallback from Tavily (WEB-6);
+* :class:`HostSearchProvider`: the host runs the search over the sidecar's reverse channel
+  (``STEERABLE_WEB_SEARCH_PROVIDER=host``).
+
+Domain policy (spec: Web tools › Domain policy, WEB-11): the allowed / blocked lists go to a
+backend that applies them natively (Tavily's ``include_domains`` / ``exclude_domains``, the host's
+request), and :func:`filter_hits` applies them again to the returned hits, so the policy holds for
+every provider, a custom one included.
+
+Every failure is a :class:`~steerable_agent_runtime.errors.WebError` (a ``needsFollowup`` result):
+``search_auth`` (HTTP 401/403: the key), ``search_rate_limited`` (HTTP 429) or ``search_failed``
+(anything else: 5xx, a timeout, a connection error, a malformed or oversized answer), each naming
+the provider. The Tavily key goes only in the ``Authorization`` header and is scrubbed from every
+error message and log line, even when a server echoes it back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import email.utils
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from types import TracebackType
+from typing import Any, Final, Protocol, Self, runtime_checkable
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
+
+from ._config import WebToolsConfig
+from ._policy import DomainPolicy, url_host, validate_url
+
+__all__ = [
+    "MAX_RESPONSE_BYTES",
+    "MAX_SEARCH_RESULTS",
+    "DDG_LITE_URL",
+    "TAVILY_BASE_URL",
+    "DuckDuckGoSearchProvider",
+    "HostInvoke",
+    "HostSearchProvider",
+    "SearchHit",
+    "TavilySearchProvider",
+    "WebSearchProvider",
+    "default_web_search_provider",
+    "filter_hits",
+]
+
+_log = logging.getLogger(__name__)
+
+MAX_SEARCH_RESULTS: Final = 20
+"""The most hits one search returns (spec: Bounds, ``search_max_results`` ceiling)."""
+
+MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
+"""The most bytes (decoded) read from one backend answer; a larger answer fails the search."""
+
+TAVILY_BASE_URL: Final = "https://api.tavily.com"
+DDG_LITE_URL: Final = "https://lite.duckduckgo.com/lite/"
+
+_KEY_VARS: Final = "STEERABLE_WEB_SEARCH_API_KEY or TAVILY_API_KEY"
+_TIMEOUT_VAR: Final = "STEERABLE_WEB_SEARCH_TIMEOUT_MS"
+_MAX_TITLE_CHARS: Final = 300
+_MAX_SNIPPET_CHARS: Final = 1_000
+_MAX_DETAIL_CHARS: Final = 200
+_REDACTED: Final = "[redacted]"
+_MIN_SECRET_CHARS: Final = 8
+_WHITESPACE = re.compile(r"\s+")
+
+HostInvoke = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]]
+"""The reverse-channel call :class:`HostSearchProvider` makes: request object in, answer out."""
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result.
+
+    Attributes:
+        title: The page title (whitespace collapsed, at most 300 characters).
+        url: The page URL, as the backend gave it (DuckDuckGo redirect links already unwrapped).
+        snippet: A short extract of the page (whitespace collapsed, at most 1,000 characters).
+    """
+
+    title: str
+    url: str
+    snippet: str
+
+    def to_json(self) -> dict[str, str]:
+        """Return ``{"title", "url", "snippet"}``, the hit as the tool result carries it."""
+        return {"title": self.title, "url": self.url, "snippet": self.snippet}
+
+
+@runtime_checkable
+class WebSearchProvider(Protocol):
+    """A web search backend. Implementations are injected at registration (never looked up globally).
+
+    Spec: Web tools › Provider seam (WEB-4). The caller clamps ``max_results`` to 1..20 and applies
+    :func:`filter_hits` to whatever comes back, so a provider that ignores the domain lists cannot
+    widen the policy; one that applies them natively (``supports_domain_lists``) ranks inside it.
+
+    Attributes:
+        name: ``"tavily"``, ``"ddg"``, ``"host"`` or a custom name; error messages name it.
+        supports_domain_lists: ``True`` when the backend applies allowed / blocked lists itself.
+    """
+
+    name: str
+    supports_domain_lists: bool
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int,
+        allowed_domains: tuple[str, ...] = (),
+        blocked_domains: tuple[str, ...] = (),
+    ) -> list[SearchHit]:
+        """Run one search and return at most ``max_results`` hits, best first.
+
+        Args:
+            query: The model's query text.
+            max_results: The most hits wanted (1..20).
+            allowed_domains: Lowercase A-label domains; non-empty restricts results to them and
+                their subdomains.
+            blocked_domains: Lowercase A-label domains whose hosts (and subdomains) are excluded.
+
+        Raises:
+            WebError: ``search_auth``, ``search_rate_limited`` or ``search_failed``.
+        """
+        ...
+
+
+# -- the domain policy, post hoc ------------------------------------------------------------------
+
+
+def filter_hits(hits: Iterable[SearchHit], policy: DomainPolicy, max_results: int) -> list[SearchHit]:
+    """Apply the domain policy to returned hits: the post-hoc half of WEB-11, for every provider.
+
+    A hit is dropped when its URL fails :func:`~._policy.validate_url` (not http(s), credentials in
+    the URL, over 2,048 characters, no host: ``javascript:`` and relative links go here), when the
+    policy refuses its host (an entry matches its host and every subdomain; blocked wins), or when
+    an earlier hit had the same URL (compared without its ``#fragment``). Order is kept.
+
+    Args:
+        hits: The provider's hits, best first.
+        policy: The deployment's allowed / blocked lists.
+        max_results: The most hits to keep; 0 or less keeps none.
+
+    Returns:
+        At most ``max_results`` hits, in their original order.
+    """
+    kept: list[SearchHit] = []
+    seen: set[str] = set()
+    for hit in hits:
+        if len(kept) >= max_results:
+            break
+        try:
+            url = validate_url(hit.url)
+        except WebError:
+            continue
+        if not policy.allows(url_host(url)):
+            continue
+        key = str(url.copy_with(fragment=None))
+        if key in seen:
+            continue
+        seen.add(key)
+        kept.append(hit)
+    return kept
+
+
+# -- shared helpers -------------------------------------------------------------------------------
+
+
+def _clamp_results(max_results: int) -> int:
+    return min(max(1, max_results), MAX_SEARCH_RESULTS)
+
+
+def _clean(text: str, limit: int) -> str:
+    """``text`` with whitespace runs collapsed to one space, cut at ``limit`` characters."""
+    text = _WHITESPACE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _clip(text: str) -> str:
+    text = _WHITESPACE.sub(" ", text).strip()
+    return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 3] + "..."
+
+
+def _failed(provider: str, message: str, **data: Any) -> WebError:
+    return WebError("search_failed", message, data={"provider": provider, **data})
+
+
+def _retry_after_s(headers: httpx.Headers) -> int | None:
+    """Whole seconds from ``Retry-After`` (delta-seconds or an HTTP date, RFC 9110 §10.2.3)."""
+    raw = headers.get("retry-after", "").strip()
+    if not raw:
+        return None
+    if raw.isdigit():
+        return int(raw)
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0, round(when.timestamp() - time.time()))
+
+
+def _error_detail(body: bytes) -> str:
+    """The backend's own error text: Tavily's ``{"detail": {"error": ...}}`` and common variants."""
+    text = body.decode("utf-8", "replace")
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return _clip(text)
+    candidates: list[Any] = []
+    if isinstance(payload, dict):
+        detail = payload.get("detail")
+        if isinstance(detail, dict):
+            candidates.append(detail.get("error"))
+        error = payload.get("error")
+        if isinstance(error, dict):
+            candidates.append(error.get("message"))
+        candidates += [detail, error, payload.get("message")]
+    for candidate in candidates:
+        if isinstance(candidate, str) and candidate.strip():
+            return _clip(candidate)
+    return _clip(text)
+
+
+def _hit(provider: str, item: Any, index: int, snippet_key: str) -> SearchHit:
+    """One hit from an answer's result object; a result without a string ``url`` fails the search."""
+    if not isinstance(item, Mapping):
+        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: result {index} is not an object")
+    url = item.get("url")
+    if not isinstance(url, str) or not url.strip():
+        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: result {index} has no url")
+    fields: dict[str, str] = {}
+    for key in ("title", snippet_key):
+        value = item.get(key)
+        if value is not None and not isinstance(value, str):
+            raise _failed(
+                provider, f"{_LABELS[provider]}'s answer is malformed: result {index} has a non-text {key}"
+            )
+        fields[key] = value or ""
+    return SearchHit(
+        title=_clean(fields["title"], _MAX_TITLE_CHARS),
+        url=url.strip(),
+        snippet=_clean(fields[snippet_key], _MAX_SNIPPET_CHARS),
+    )
+
+
+def _hits(provider: str, answer: Any, snippet_key: str) -> list[SearchHit]:
+    if not isinstance(answer, Mapping):
+        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: not a JSON object")
+    results = answer.get("results")
+    if not isinstance(results, list):
+        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: no results list")
+    return [_hit(provider, item, index, snippet_key) for index, item in enumerate(results, start=1)]
+
+
+_LABELS: Final = {"tavily": "Tavily", "ddg": "DuckDuckGo", "host": "the host"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """A backend's HTTP answer, read whole (within the size cap)."""
+
+    status: int
+    headers: httpx.Headers
+    body: bytes
+    charset: str | None
+
+    def text(self) -> str:
+        """The body decoded with the declared charset (UTF-8 when none or unknown), errors replaced."""
+        charset = self.charset or "utf-8"
+        try:
+            codecs.lookup(charset)
+        except LookupError:
+            charset = "utf-8"
+        return self.body.decode(charset, "replace")
+
+
+def _origin(url: httpx.URL) -> str:
+    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
+
+
+def _checked_base_url(base_url: str, what: str) -> str:
+    try:
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError):
+        url = None
+    if url is None or url.scheme not in ("http", "https") or not url.host or url.userinfo:
+        raise UserError(f"{what} base_url must be an http(s) URL without credentials")
+    return base_url
+
+
+class _HttpBackend:
+    """The HTTP exchange both HTTP backends share: one deadline, a size cap, errors named by provider."""
+
+    name: str
+    _label: str
+
+    def __init__(self, *, client: httpx.AsyncClient | None, timeout_ms: int) -> None:
+        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 1:
+            raise UserError(f"timeout_ms must be a positive integer (milliseconds), not {timeout_ms!r}")
+        self.timeout_ms = timeout_ms
+        self._timeout = httpx.Timeout(timeout_ms / 1000)
+        self._owns_client = client is None
+        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the provider's own HTTP client (an injected client stays open)."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    def _scrub(self, text: str) -> str:
+        return text
+
+    async def _exchange(self, request: httpx.Request) -> _Answer:
+        """Send ``request`` and read its body (at most :data:`MAX_RESPONSE_BYTES`) within the deadline.
+
+        The whole exchange (connect, send, every read) shares one ``timeout_ms`` deadline; a
+        redirect is never followed.
+
+        Raises:
+            WebError: ``search_failed`` for a timeout, a network error or an oversized answer.
+        """
+        try:
+            async with asyncio.timeout(self.timeout_ms / 1000):
+                response = await self._client.send(request, stream=True, follow_redirects=False)
+                try:
+                    body = await self._read_capped(response)
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException):
+            raise self._error(
+                f"{self._label} did not answer within {self.timeout_ms} ms ({_TIMEOUT_VAR})"
+            ) from None
+        except httpx.ConnectError as exc:
+            raise self._error(
+                f"could not reach {self._label} at {_origin(request.url)}: {exc or 'connection refused'}"
+            ) from None
+        except httpx.HTTPError as exc:
+            raise self._error(
+                f"the exchange with {self._label} at {_origin(request.url)} failed "
+                f"({type(exc).__name__}: {exc or 'no detail'})"
+            ) from None
+        return _Answer(response.status_code, response.headers, body, response.charset_encoding)
+
+    async def _read_capped(self, response: httpx.Response) -> bytes:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+            raise self._too_large()
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise self._too_large()
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _too_large(self) -> WebError:
+        return self._error(f"{self._label}'s answer is larger than {MAX_RESPONSE_BYTES} bytes; not read")
+
+    def _error(self, message: str, code: str = "search_failed", **data: Any) -> WebError:
+        message = self._scrub(message)
+        _log.info("web_search via %s failed: %s", self.name, message)
+        return WebError(code, message, data={"provider": self.name, **data})
+
+
+# -- Tavily ---------------------------------------------------------------------------------------
+
+
+class TavilySearchProvider(_HttpBackend):
+    """Tavily's Search API: ``POST {base_url}/search`` with a bearer key (WEB-5).
+
+    Wire format (https://docs.tavily.com/api-reference/endpoint/search; authentication per
+    https://docs.tavily.com/api-reference/introduction): a JSON body ``{"query", "max_results",
+    "search_depth": "basic"}`` plus ``include_domains`` / ``exclude_domains`` when those lists are
+    non-empty; the answer's ``results[]`` carry ``title``, ``url`` and ``content`` (the snippet).
+    The key is sent only as ``Authorization: Bearer <key>``, never in the body or a URL, and is
+    scrubbed from every error message and log line.
+
+    Args:
+        api_key: The Tavily key (``STEERABLE_WEB_SEARCH_API_KEY`` or ``TAVILY_API_KEY``).
+        base_url: The API root; ``/search`` is appended.
+        client: A shared HTTP client; ``None`` makes one the provider owns (closed by :meth:`aclose`).
+        timeout_ms: The deadline of one whole search call, in milliseconds.
+
+    Raises:
+        UserError: When the key is empty or cannot go in an HTTP header (the message never
+            contains it), or ``timeout_ms`` is not a positive integer.
+    """
+
+    name = "tavily"
+    supports_domain_lists = True
+    _label = "Tavily"
+
+    def __init__(
+        self,
+        api_key: str,
+        *,
+        base_url: str = TAVILY_BASE_URL,
+        client: httpx.AsyncClient | None = None,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        if not isinstance(api_key, str) or not api_key.strip():
+            raise UserError(f"TavilySearchProvider needs a non-empty API key ({_KEY_VARS})")
+        if not (api_key.isascii() and api_key.isprintable()) or any(c.isspace() for c in api_key):
+            raise UserError(
+                f"the web search API key contains characters an HTTP header cannot carry ({_KEY_VARS})"
+            )
+        self.base_url = _checked_base_url(base_url, "Tavily").rstrip("/")
+        super().__init__(client=client, timeout_ms=timeout_ms)
+        self._url = f"{self.base_url}/search"
+        self._secret = api_key
+
+    def __repr__(self) -> str:
+        return f"TavilySearchProvider(base_url={self.base_url!r}, timeout_ms={self.timeout_ms})"
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int,
+        allowed_domains: tuple[str, ...] = (),
+        blocked_domains: tuple[str, ...] = (),
+    ) -> list[SearchHit]:
+        """Run one Tavily search.
+
+        Args:
+            query: The query text.
+            max_results: The most hits wanted; clamped to 1..20 and sent as ``max_results``.
+            allowed_domains: Sent as ``include_domains`` when non-empty.
+            blocked_domains: Sent as ``exclude_domains`` when non-empty.
+
+        Returns:
+            At most ``max_results`` hits, in Tavily's order, already through :func:`filter_hits`
+            with the given lists.
+
+        Raises:
+            WebError: ``search_auth`` for HTTP 401/403 (the message names the key variables),
+                ``search_rate_limited`` for HTTP 429 (``data.retry_after_s`` when Tavily sent
+                ``Retry-After``), ``search_failed`` for any other status, a timeout, a network
+                error, or an answer that is not JSON, is malformed or exceeds 4 MiB.
+        """
+        wanted = _clamp_results(max_results)
+        body: dict[str, Any] = {"query": query, "max_results": wanted, "search_depth": "basic"}
+        if allowed_domains:
+            body["include_domains"] = list(allowed_domains)
+        if blocked_domains:
+            body["exclude_domains"] = list(blocked_domains)
+        request = self._client.build_request(
+            "POST",
+            self._url,
+            json=body,
+            headers={"Authorization": f"Bearer {self._secret}", "Accept": "application/json"},
+            timeout=self._timeout,
+        )
+        response = await self._exchange(request)
+        if response.status != 200:
+            raise self._status_error(response)
+        try:
+            answer = json.loads(response.body)
+        except ValueError:
+            raise self._error("Tavily's answer is not JSON") from None
+        try:
+            hits = _hits("tavily", answer, "content")
+        except WebError as exc:
+            raise self._error(str(exc)) from None
+        return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
+
+    def _status_error(self, response: _Answer) -> WebError:
+        status = response.status
+        detail = _error_detail(response.body) or "(empty body)"
+        if status in (401, 403):
+            return self._error(
+                f"Tavily refused the search API key (HTTP {status}: {detail}); "
+                f"set a valid key in {_KEY_VARS}",
+                "search_auth",
+                status=status,
+            )
+        if status == 429:
+            retry_after = _retry_after_s(response.headers)
+            when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
+            extra = {"retry_after_s": retry_after} if retry_after is not None else {}
+            return self._error(
+                f"Tavily is rate-limiting searches (HTTP 429: {detail}); {when}",
+                "search_rate_limited",
+                status=status,
+                **extra,
+            )
+        return self._error(f"Tavily answered HTTP {status}: {detail}", status=status)
+
+    def _scrub(self, text: str) -> str:
+        """``text`` without the key, whole or cut short by a clip (``tvly-ab...``)."""
+        secret = self._secret
+        if len(secret) < _MIN_SECRET_CHARS:
+            return text
+        text = text.replace(secret, _REDACTED)
+        if "..." in text:
+            for n in range(len(secret) - 1, _MIN_SECRET_CHARS - 1, -1):
+                text = text.replace(secret[:n] + "...", _REDACTED + "...")
+        return text
+
+
+# -- DuckDuckGo lite ------------------------------------------------------------------------------
+
+
+class DuckDuckGoSearchProvider(_HttpBackend):
+    """DuckDuckGo's lite HTML page (https://lite.duckduckgo.com/lite/): the explicit free backend.
+
+    Chosen only by ``STEERABLE_WEB_SEARCH_PROVIDER=ddg``, never as a fallback for a missing Tavily
+    key (WEB-6). The request is the lite page's own form submission: ``POST`` with the form field
+    ``q=<query>``. The answer is parsed with the standard library's :mod:`html.parser`: titles and
+    links from ``a.result-link``, snippets from ``td.result-snippet``; rows of
+    ``tr.result-sponsored`` and ``duckduckgo.com/y.js`` ad links are dropped, and redirect links
+    ``//duckduckgo.com/l/?uddg=<target>&rut=...`` are unwrapped to the target.
+
+    DuckDuckGo has no domain-list parameter, so ``supports_domain_lists`` is ``False``; the
+    ``site:`` operator is not used (its behaviour on the lite page is undocumented). The lists are
+    applied to the whole result page (about 30 hits) before it is cut to ``max_results``, so a
+    restrictive allow-list keeps as many hits as the page holds.
+
+    Args:
+        base_url: The lite page's URL.
+        client: A shared HTTP client; ``None`` makes one the provider owns (closed by :meth:`aclose`).
+        timeout_ms: The deadline of one whole search call, in milliseconds.
+
+    Raises:
+        UserError: When ``timeout_ms`` is not a positive integer.
+    """
+
+    name = "ddg"
+    supports_domain_lists = False
+    _label = "DuckDuckGo"
+
+    def __init__(
+        self,
+        *,
+        base_url: str = DDG_LITE_URL,
+        client: httpx.AsyncClient | None = None,
+        timeout_ms: int = 30_000,
+    ) -> None:
+        self.base_url = _checked_base_url(base_url, "DuckDuckGo")
+        super().__init__(client=client, timeout_ms=timeout_ms)
+
+    def __repr__(self) -> str:
+        return f"DuckDuckGoSearchProvider(base_url={self.base_url!r}, timeout_ms={self.timeout_ms})"
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int,
+        allowed_domains: tuple[str, ...] = (),
+        blocked_domains: tuple[str, ...] = (),
+    ) -> list[SearchHit]:
+        """Run one DuckDuckGo lite search (one result page).
+
+        Args:
+            query: The query text, sent as the form field ``q``.
+            max_results: The most hits wanted; clamped to 1..20.
+            allowed_domains: Applied to the parsed page (not sent).
+            blocked_domains: Applied to the parsed page (not sent).
+
+        Returns:
+            At most ``max_results`` organic hits in page order, through :func:`filter_hits`; an
+            empty list when the page says it found nothing.
+
+        Raises:
+            WebError: ``search_rate_limited`` for HTTP 429; ``search_failed`` for a bot-challenge
+                page (DuckDuckGo answers HTTP 202 with no results), any other non-200 status, a
+                timeout, a network error, an oversized answer, or a page with neither results
+                nor DuckDuckGo's "No results." notice (the markup changed).
+        """
+        wanted = _clamp_results(max_results)
+        request = self._client.build_request(
+            "POST",
+            self.base_url,
+            data={"q": query},
+            headers={
+                "Accept": "text/html",
+                "User-Agent": "Mozilla/5.0 (compatible; steerable web_search)",
+            },
+            timeout=self._timeout,
+        )
+        response = await self._exchange(request)
+        status = response.status
+        if status == 429:
+            retry_after = _retry_after_s(response.headers)
+            when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
+            extra = {"retry_after_s": retry_after} if retry_after is not None else {}
+            raise self._error(
+                f"DuckDuckGo is rate-limiting searches (HTTP 429); {when}",
+                "search_rate_limited",
+                status=status,
+                **extra,
+            )
+        page = response.text()
+        parser = _LiteResultsParser()
+        parser.feed(page)
+        parser.close()
+        if status != 200 or not parser.links:
+            if not parser.links and (status == 202 or _CHALLENGE.search(page)):
+                raise self._error(
+                    f"DuckDuckGo answered with a bot challenge instead of results (HTTP {status}); "
+                    "retry later, or configure Tavily (STEERABLE_WEB_SEARCH_API_KEY)",
+                    status=status,
+                )
+            if status != 200:
+                raise self._error(f"DuckDuckGo answered HTTP {status}", status=status)
+            if not _NO_RESULTS.search(page):
+                raise self._error(
+                    "DuckDuckGo's answer has no results table (its page markup may have changed)",
+                    status=status,
+                )
+            return []
+        return filter_hits(parser.hits(), DomainPolicy(allowed_domains, blocked_domains), wanted)
+
+
+_NO_RESULTS = re.compile(r"No\s+(more\s+)?results\.", re.IGNORECASE)
+_CHALLENGE = re.compile(r"anomaly-modal|bots use DuckDuckGo too|challenge-form", re.IGNORECASE)
+
+
+def _classes(attrs: list[tuple[str, str | None]]) -> set[str]:
+    for name, value in attrs:
+        if name == "class" and value:
+            return set(value.split())
+    return set()
+
+
+def _href(attrs: list[tuple[str, str | None]]) -> str:
+    for name, value in attrs:
+        if name == "href" and value:
+            return value.strip()
+    return ""
+
+
+def _unwrap_ddg_link(href: str) -> str | None:
+    """The result's real URL, or ``None`` for an ad (``/y.js``) or a link back into DuckDuckGo.
+
+    ``//duckduckgo.com/l/?uddg=<percent-encoded target>&rut=...`` becomes the target; a
+    protocol-relative link gets ``https:``. Other absolute links are returned unchanged.
+    """
+    if href.startswith("//"):
+        href = "https:" + href
+    try:
+        parts = urlsplit(href)
+    except ValueError:
+        return None
+    host = (parts.hostname or "").lower()
+    if host == "duckduckgo.com" or host.endswith(".duckduckgo.com"):
+        if parts.path == "/l/":
+            target = parse_qs(parts.query).get("uddg")
+            return target[0].strip() if target and target[0].strip() else None
+        return None  # /y.js ad clicks and any other link into DuckDuckGo itself
+    return href
+
+
+class _LiteResultsParser(HTMLParser):
+    """Collects (title, href, snippet, sponsored) from the lite page's results table.
+
+    The lite page lays out each result as table rows: the number and ``a.result-link``; the
+    ``td.result-snippet``; the ``span.link-text`` display URL and a timestamp; an empty spacer.
+    A snippet belongs to the last link seen. Sponsored results carry ``class="result-sponsored"``
+    on each of their rows. Character references are decoded by the parser.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.links: list[dict[str, Any]] = []
+        self._row_sponsored = False
+        self._in_title = False
+        self._in_snippet = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        classes = _classes(attrs)
+        if tag == "tr":
+            self._row_sponsored = "result-sponsored" in classes
+        elif tag == "a" and "result-link" in classes:
+            self.links.append(
+                {"href": _href(attrs), "title": [], "snippet": [], "sponsored": self._row_sponsored}
+            )
+            self._in_title = True
+        elif tag == "td" and "result-snippet" in classes and self.links:
+            self._in_snippet = True
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "a":
+            self._in_title = False
+        elif tag == "td":
+            self._in_snippet = False
+        elif tag == "table":
+            self._row_sponsored = False
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.links[-1]["title"].append(data)
+        elif self._in_snippet:
+            self.links[-1]["snippet"].append(data)
+
+    def hits(self) -> list[SearchHit]:
+        """The organic hits in page order (ads and links into DuckDuckGo left out)."""
+        found = []
+        for link in self.links:
+            url = None if link["sponsored"] else _unwrap_ddg_link(link["href"])
+            if url is None:
+                continue
+            found.append(
+                SearchHit(
+                    title=_clean("".join(link["title"]), _MAX_TITLE_CHARS),
+                    url=url,
+                    snippet=_clean("".join(link["snippet"]), _MAX_SNIPPET_CHARS),
+                )
+            )
+        return found
+
+
+# -- the host -------------------------------------------------------------------------------------
+
+
+class HostSearchProvider:
+    """The host runs the search (``STEERABLE_WEB_SEARCH_PROVIDER=host``, WEB-6).
+
+    The sidecar holds no search key: the Electron host executes hosted search with its own chat
+    credential and answers over the reverse channel. ``invoke`` sends the request object
+    ``{"query", "max_results", "allowed_domains": [...], "blocked_domains": [...]}`` and returns the
+    host's answer ``{"results": [{"title", "url", "snippet"}, ...]}``. The lists travel with the
+    request (``supports_domain_lists``), and the hits are filtered again here.
+
+    Args:
+        invoke: The reverse-channel call; its deadline is the channel's own.
+    """
+
+    name = "host"
+    supports_domain_lists = True
+
+    def __init__(self, invoke: HostInvoke) -> None:
+        self._invoke = invoke
+
+    def __repr__(self) -> str:
+        return "HostSearchProvider()"
+
+    async def search(
+        self,
+        query: str,
+        *,
+        max_results: int,
+        allowed_domains: tuple[str, ...] = (),
+        blocked_domains: tuple[str, ...] = (),
+    ) -> list[SearchHit]:
+        """Ask the host to run one search.
+
+        Args:
+            query: The query text.
+            max_results: The most hits wanted; clamped to 1..20 and sent.
+            allowed_domains: Sent as ``allowed_domains``.
+            blocked_domains: Sent as ``blocked_domains``.
+
+        Returns:
+            At most ``max_results`` hits, through :func:`filter_hits` with the given lists.
+
+        Raises:
+            WebError: ``search_failed`` when the host's call raised (a JSON-RPC error, a closed
+                peer, anything else; a ``WebError`` from the host passes through unchanged) or
+                its answer is not ``{"results": [...]}`` with a string ``url`` in every result.
+        """
+        wanted = _clamp_results(max_results)
+        request = {
+            "query": query,
+            "max_results": wanted,
+            "allowed_domains": list(allowed_domains),
+            "blocked_domains": list(blocked_domains),
+        }
+        try:
+            answer = await self._invoke(request)
+        except WebError:
+            raise
+        except RemoteError as exc:
+            raise self._error(
+                f"the host could not run the search: {_clip(exc.message)}", rpc_code=exc.code
+            ) from None
+        except Exception as exc:  # any failure of the reverse call is a failed search
+            reason = _clip(str(exc)) or "no detail"
+            raise self._error(f"the host could not run the search ({type(exc).__name__}: {reason})") from None
+        hits = _hits("host", answer, "snippet")
+        return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
+
+    def _error(self, message: str, **data: Any) -> WebError:
+        _log.info("web_search via host failed: %s", message)
+        return _failed("host", message, **data)
+
+
+# -- the default factory --------------------------------------------------------------------------
+
+
+def default_web_search_provider(
+    config: WebToolsConfig,
+    *,
+    client: httpx.AsyncClient | None = None,
+    host_invoke: HostInvoke | None = None,
+) -> WebSearchProvider | None:
+    """The provider ``config.search_provider`` names, or ``None`` when web_search stays unregistered.
+
+    Spec: Web tools › Provider seam (WEB-4, WEB-5, WEB-6):
+
+    * ``"tavily"``: :class:`TavilySearchProvider` with ``search_api_key``, ``search_base_url`` and
+      ``search_timeout_ms``; ``None`` when the key is empty (web_search is not offered);
+    * ``"host"``: :class:`HostSearchProvider` over ``host_invoke``; ``None`` without one (the
+      caller has no host to run the search);
+    * ``"ddg"``: :class:`DuckDuckGoSearchProvider` with ``search_timeout_ms``.
+
+    An empty Tavily key never falls back to DuckDuckGo: the free backend is chosen explicitly.
+
+    Args:
+        config: The resolved web-tools configuration.
+        client: The shared HTTP client for the HTTP backends (``None``: each makes its own).
+        host_invoke: The reverse-channel call for ``"host"``.
+
+    Returns:
+        The provider, or ``None``.
+
+    Raises:
+        ConfigError: For a provider name this module does not know (``WebToolsConfig`` already
+            refuses one at resolve time; this guards direct construction).
+    """
+    provider = config.search_provider
+    if provider == "tavily":
+        key = config.search_api_key
+        if not key:
+            return None
+        return TavilySearchProvider(
+            key, base_url=config.search_base_url, client=client, timeout_ms=config.search_timeout_ms
+        )
+    if provider == "host":
+        return HostSearchProvider(host_invoke) if host_invoke is not None else None
+    if provider == "ddg":
+        return DuckDuckGoSearchProvider(client=client, timeout_ms=config.search_timeout_ms)
+    raise ConfigError(
+        f"STEERABLE_WEB_SEARCH_PROVIDER={provider!r} is not a search provider; use tavily, host or ddg"
+    )
