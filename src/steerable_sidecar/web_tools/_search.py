@@ -77,6 +77,7 @@ _TIMEOUT_VAR: Final = "STEERABLE_WEB_SEARCH_TIMEOUT_MS"
 _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
 _MAX_DETAIL_CHARS: Final = 200
+_MAX_PAGE_LINKS: Final = 100  # a real lite page holds about 30 results; more is not a results page
 _REDACTED: Final = "[redacted]"
 _MIN_SECRET_CHARS: Final = 8
 _WHITESPACE = re.compile(r"\s+")
@@ -199,10 +200,6 @@ def _clip(text: str) -> str:
     return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 3] + "..."
 
 
-def _failed(provider: str, message: str, **data: Any) -> WebError:
-    return WebError("search_failed", message, data={"provider": provider, **data})
-
-
 def _retry_after_s(headers: httpx.Headers) -> int | None:
     """Whole seconds from ``Retry-After`` (delta-seconds or an HTTP date, RFC 9110 §10.2.3)."""
     raw = headers.get("retry-after", "").strip()
@@ -241,20 +238,22 @@ def _error_detail(body: bytes) -> str:
     return _clip(text)
 
 
-def _hit(provider: str, item: Any, index: int, snippet_key: str) -> SearchHit:
-    """One hit from an answer's result object; a result without a string ``url`` fails the search."""
+class _Malformed(ValueError):
+    """Why a backend's answer is not ``{"results": [{"url", "title"?, <snippet>?}, ...]}``."""
+
+
+def _hit(item: Any, index: int, snippet_key: str) -> SearchHit:
+    """One hit from an answer's result object; a result without a string ``url`` is malformed."""
     if not isinstance(item, Mapping):
-        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: result {index} is not an object")
+        raise _Malformed(f"result {index} is not an object")
     url = item.get("url")
     if not isinstance(url, str) or not url.strip():
-        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: result {index} has no url")
+        raise _Malformed(f"result {index} has no url")
     fields: dict[str, str] = {}
     for key in ("title", snippet_key):
         value = item.get(key)
         if value is not None and not isinstance(value, str):
-            raise _failed(
-                provider, f"{_LABELS[provider]}'s answer is malformed: result {index} has a non-text {key}"
-            )
+            raise _Malformed(f"result {index} has a non-text {key}")
         fields[key] = value or ""
     return SearchHit(
         title=_clean(fields["title"], _MAX_TITLE_CHARS),
@@ -263,16 +262,18 @@ def _hit(provider: str, item: Any, index: int, snippet_key: str) -> SearchHit:
     )
 
 
-def _hits(provider: str, answer: Any, snippet_key: str) -> list[SearchHit]:
+def _hits(answer: Any, snippet_key: str) -> list[SearchHit]:
+    """The hits of a decoded JSON answer ``{"results": [...]}``, in order.
+
+    Raises:
+        _Malformed: When the answer or one of its results has the wrong shape.
+    """
     if not isinstance(answer, Mapping):
-        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: not a JSON object")
+        raise _Malformed("not a JSON object")
     results = answer.get("results")
     if not isinstance(results, list):
-        raise _failed(provider, f"{_LABELS[provider]}'s answer is malformed: no results list")
-    return [_hit(provider, item, index, snippet_key) for index, item in enumerate(results, start=1)]
-
-
-_LABELS: Final = {"tavily": "Tavily", "ddg": "DuckDuckGo", "host": "the host"}
+        raise _Malformed("no results list")
+    return [_hit(item, index, snippet_key) for index, item in enumerate(results, start=1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -488,9 +489,9 @@ class TavilySearchProvider(_HttpBackend):
         except ValueError:
             raise self._error("Tavily's answer is not JSON") from None
         try:
-            hits = _hits("tavily", answer, "content")
-        except WebError as exc:
-            raise self._error(str(exc)) from None
+            hits = _hits(answer, "content")
+        except _Malformed as exc:
+            raise self._error(f"Tavily's answer is malformed: {exc}") from None
         return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
 
     def _status_error(self, response: _Answer) -> WebError:
@@ -621,9 +622,7 @@ class DuckDuckGoSearchProvider(_HttpBackend):
                 **extra,
             )
         page = response.text()
-        parser = _LiteResultsParser()
-        parser.feed(page)
-        parser.close()
+        parser = await asyncio.to_thread(_parse_lite_page, page)  # up to 4 MiB of HTML: off the loop
         if status != 200 or not parser.links:
             if not parser.links and (status == 202 or _CHALLENGE.search(page)):
                 raise self._error(
@@ -681,6 +680,13 @@ def _unwrap_ddg_link(href: str) -> str | None:
     return href
 
 
+def _parse_lite_page(page: str) -> _LiteResultsParser:
+    parser = _LiteResultsParser()
+    parser.feed(page)
+    parser.close()
+    return parser
+
+
 class _LiteResultsParser(HTMLParser):
     """Collects (title, href, snippet, sponsored) from the lite page's results table.
 
@@ -724,9 +730,9 @@ class _LiteResultsParser(HTMLParser):
             self.links[-1]["snippet"].append(data)
 
     def hits(self) -> list[SearchHit]:
-        """The organic hits in page order (ads and links into DuckDuckGo left out)."""
+        """The organic hits among the first 100 result links, in page order (no ads, no DuckDuckGo links)."""
         found = []
-        for link in self.links:
+        for link in self.links[:_MAX_PAGE_LINKS]:
             url = None if link["sponsored"] else _unwrap_ddg_link(link["href"])
             if url is None:
                 continue
@@ -807,12 +813,15 @@ class HostSearchProvider:
         except Exception as exc:  # any failure of the reverse call is a failed search
             reason = _clip(str(exc)) or "no detail"
             raise self._error(f"the host could not run the search ({type(exc).__name__}: {reason})") from None
-        hits = _hits("host", answer, "snippet")
+        try:
+            hits = _hits(answer, "snippet")
+        except _Malformed as exc:
+            raise self._error(f"the host's answer is malformed: {exc}") from None
         return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
 
     def _error(self, message: str, **data: Any) -> WebError:
         _log.info("web_search via host failed: %s", message)
-        return _failed("host", message, **data)
+        return WebError("search_failed", message, data={"provider": "host", **data})
 
 
 # -- the default factory --------------------------------------------------------------------------

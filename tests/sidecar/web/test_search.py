@@ -781,6 +781,17 @@ async def test_ddg_drops_every_sponsored_row_whatever_its_link(server, ddg):
     ]
 
 
+async def test_ddg_reads_at_most_100_result_links_of_a_page(server, ddg):
+    rows = "".join(
+        f"<tr><td><a href='https://h{i}.example/' class='result-link'>{i}</a></td></tr>" for i in range(150)
+    )
+    server.script(*(Reply(200, f"<table>{rows}</table>".encode()) for _ in range(2)))
+    assert [hit.title for hit in await ddg.search("q", max_results=1, allowed_domains=("h99.example",))] == [
+        "99"
+    ]
+    assert await ddg.search("q", max_results=1, allowed_domains=("h100.example",)) == []
+
+
 async def test_ddg_decodes_the_declared_charset(server, ddg):
     page = "<a href='https://z.example/' class='result-link'>Zürich</a>".encode("latin-1")
     server.script(Reply(200, page, {"Content-Type": "text/html; charset=ISO-8859-1"}))
