@@ -125,14 +125,34 @@ def test_bwrap_options_follow_the_policy(workspace: Path, tmp_path: Path):
     extra = tmp_path / "data"
     extra.mkdir()
     (workspace / "inside").mkdir()
-    policy = SandboxPolicy(writable_roots=(workspace,), readable_roots=(extra, workspace / "inside"))
+    policy = SandboxPolicy(
+        writable_roots=(workspace,),
+        readable_roots=(extra, workspace / "inside"),
+        limits=ResourceLimits(memory_bytes=3 << 20),
+    )
     off = bwrap.options(policy, private_tmp=tmp_path)
     assert off[:5] == ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--unshare-all"]
-    assert off[5:12] == ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # /dev read-only but for its own /dev/shm; /tmp a tmpfs of the sandbox's own; both sized at
+    # the memory limit (bubblewrap 0.8 --size), so tmpfs cannot take more than that each
+    sized = ["--perms", "1777", "--size", str(3 << 20), "--tmpfs"]
+    assert off[5:20] == [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--remount-ro",
+        "/dev",
+        *sized,
+        "/dev/shm",
+        "--proc",
+        "/proc",
+    ]
+    assert off[20:26] == [*sized, "/tmp"]
+    assert str(tmp_path) not in off[:26]  # the host directory is not used any more
     binds = [tuple(off[i : i + 3]) for i, arg in enumerate(off) if arg in ("--bind", "--ro-bind")][1:]
-    # the private dir becomes /tmp; what lives under /tmp and must stay visible is bound back
-    # read-only (the interpreter when it lives there, readable roots); writable roots come last
-    assert binds[0] == ("--bind", str(tmp_path), "/tmp")
+    # what lives under /tmp and must stay visible is bound read-only into the tmpfs (the
+    # interpreter when it lives there, readable roots); writable roots come last
     assert ("--ro-bind", str(extra), str(extra)) in binds
     if sys.prefix.startswith("/tmp/"):
         assert ("--ro-bind", sys.prefix, sys.prefix) in binds
@@ -141,6 +161,20 @@ def test_bwrap_options_follow_the_policy(workspace: Path, tmp_path: Path):
     assert off[-4:-2] == ["--chdir", str(workspace)] and off[-2] == "--seccomp" and "--share-net" not in off
     on = bwrap.options(SandboxPolicy(writable_roots=(workspace,), network=True), private_tmp=tmp_path)
     assert "--share-net" in on and "--seccomp" not in on
+    unlimited = bwrap.options(
+        SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(memory_bytes=0)),
+        private_tmp=tmp_path,
+    )
+    assert unlimited[12:15] == ["--perms", "1777", "--tmpfs"] and "--size" not in unlimited
+
+
+def test_bwrap_plan_is_started_without_the_launcher(workspace: Path, tmp_path: Path):
+    plan = real_backend("bwrap").plan(
+        ["true"], SandboxPolicy(writable_roots=(workspace,)), private_tmp=tmp_path
+    )
+    assert plan.direct and not plan.supervised and plan.launcher_options == ()
+    assert plan.seccomp_fd_at is not None and plan.argv[plan.seccomp_fd_at - 1] == "--seccomp"
+    assert plan.argv[-2:] == ("--", "true") and plan.env == {"TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp"}
 
 
 # -- Landlock ---------------------------------------------------------------------------------------

@@ -1,8 +1,9 @@
 """The backend protocol: a name, an enforcement level, and how an argv plus a policy become a launch.
 
-Every backend's plan runs through the launcher (``_launch.py``), which applies the resource limits
-and whatever the backend asks of it (Landlock, the socket filter, supervision) before the
-command starts.
+A plan runs through the launcher (``_launch.py``), which applies the resource limits and whatever
+the backend asks of it (Landlock, the socket filter, supervision) before the command starts;
+a ``direct`` plan (bubblewrap) is started by the runner itself, which applies the same limits to
+the sandbox from outside while bubblewrap waits for it (see ``_runner.py``).
 """
 
 from __future__ import annotations
@@ -61,12 +62,21 @@ class LaunchPlan:
         env: Variables set on top of the allowlisted environment (``TMPDIR`` and friends).
         supervised: The launcher stays as the command's parent and, on ``SIGTERM`` or when the
             command exits, kills every process the command left behind.
+        seccomp_fd_at: Index in ``argv`` of a placeholder for the socket filter's descriptor
+            (bubblewrap's ``--seccomp FD``): whoever starts the plan writes the filter to a pipe
+            and puts the read end's number there; ``None`` when there is no filter to pass.
+        direct: ``argv`` is bubblewrap, which the runner starts itself, without the launcher: it
+            adds ``--info-fd``, ``--block-fd`` and ``--sync-fd``, and while bubblewrap waits it
+            sets the limits and joins the cgroups of the sandbox's first process, which then
+            forks the command. ``launcher_argv`` still runs any plan through the launcher.
     """
 
     argv: tuple[str, ...]
     launcher_options: tuple[str, ...] = ()
     env: Mapping[str, str] = field(default_factory=dict)
     supervised: bool = False
+    seccomp_fd_at: int | None = None
+    direct: bool = False
 
 
 @runtime_checkable

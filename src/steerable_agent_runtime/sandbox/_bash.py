@@ -19,7 +19,7 @@ from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
 from ._backend import SandboxBackend
-from ._config import SandboxConfig
+from ._config import LIMIT_ENV, SandboxConfig
 from ._policy import SandboxPolicy, child_environment
 from ._runner import RunResult, run_sandboxed
 from ._select import select_backend
@@ -86,7 +86,7 @@ def bash_tool(
         run = await run_sandboxed(
             [shell, "-c", command], policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000
         )
-        return _result(run, timeout_ms)
+        return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
 
     network = "on" if cfg.network else "off"
     description = (
@@ -101,7 +101,7 @@ def bash_tool(
     )
 
 
-def _result(run: RunResult, timeout_ms: int) -> ToolResult:
+def _result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:
     data: dict[str, Any] = {
         "stdout": run.stdout.text,
         "stderr": run.stderr.text,
@@ -120,6 +120,17 @@ def _result(run: RunResult, timeout_ms: int) -> ToolResult:
                 f"The command timed out after {timeout_ms} ms; it and every process it started were killed."
             ),
             data={**data, "code": "timeout"},
+        )
+    if run.memory_exceeded:
+        return ToolResult(
+            success=False,
+            needs_followup=True,
+            error=(
+                f"The command was killed: it and the processes it started went over the memory limit of "
+                f"{memory_bytes} bytes together (files written to /tmp and /dev/shm count too; "
+                f"{LIMIT_ENV['memory_bytes']}), so all of them were stopped."
+            ),
+            data={**data, "code": "memory_limit"},
         )
     if run.exit_code != 0:
         return ToolResult(

@@ -1,4 +1,4 @@
-"""The bubblewrap backend (Linux): namespaces, a read-only root, and a functional probe."""
+"""The bubblewrap backend (Linux): namespaces, a read-only root, sized tmpfs mounts, a functional probe."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from ._policy import SandboxPolicy
 __all__ = ["BubblewrapBackend"]
 
 _PROBE_TIMEOUT_S: Final = 10.0
+_PROBE_TMPFS_BYTES: Final = 1024 * 1024
 _SECCOMP_PLACEHOLDER: Final = "@seccomp-fd@"
 
 _probes: dict[str, str | None] = {}
@@ -29,13 +29,19 @@ class BubblewrapBackend:
     """Run commands under ``bwrap``: ``full`` enforcement.
 
     The command gets new user, PID, IPC, UTS, cgroup and (unless the policy allows the network)
-    network namespaces; a read-only view of ``/`` with fresh ``/dev`` and ``/proc``; the run's
-    private directory as ``/tmp``; the writable roots bound read-write at their own paths; no
-    capabilities; and, with the network off, the launcher's socket filter (``--seccomp``), which
-    also refuses Unix sockets such as ``docker.sock`` that a read-only bind still lets you
-    connect to. Its own PID namespace hides every other process, so ``/proc/<sidecar>/environ``
-    does not exist inside. When the command exits, the namespace's init dies and takes every
-    leftover process with it.
+    network namespaces; a read-only view of ``/`` with a fresh, read-only ``/dev`` and ``/proc``;
+    a private ``/tmp`` and ``/dev/shm``, each a tmpfs of at most ``memory_bytes`` (bubblewrap 0.8
+    ``--size``); the writable roots bound read-write at their own paths; no capabilities; and,
+    with the network off, the socket filter (``--seccomp``), which also refuses Unix sockets such
+    as ``docker.sock`` that a read-only bind still lets you connect to. Its own PID namespace
+    hides every other process, so ``/proc/<sidecar>/environ`` does not exist inside. When the
+    command exits, the namespace's init dies and takes every leftover process, and the tmpfs
+    mounts, with it.
+
+    The runner starts ``bwrap`` itself (the plan is ``direct``): bubblewrap reports the pid of
+    the sandbox's first process (``--info-fd``) and waits (``--block-fd``) until the runner has
+    set that process's limits and moved it into the run's cgroups; only then does it fork the
+    command, which inherits both.
 
     It is chosen only after a functional probe has run ``true`` under the same options (cached
     per process and ``bwrap`` path): an installed ``bwrap`` that cannot create namespaces (a
@@ -72,15 +78,19 @@ class BubblewrapBackend:
                 _probes[path] = _probe(path)
             return _probes[path]
 
-    def options(self, policy: SandboxPolicy, *, private_tmp: Path) -> list[str]:
+    def options(self, policy: SandboxPolicy, *, private_tmp: Path | None = None) -> list[str]:
         """The ``bwrap`` options for ``policy`` (everything before ``--``).
 
-        The private directory becomes ``/tmp``; readable roots under ``/tmp`` (the policy's, the
-        Python interpreter's prefixes and steerable's package) are bound back read-only on top of
-        it, then the writable roots read-write.
+        ``/tmp`` and ``/dev/shm`` are tmpfs mounts of the sandbox's own, each at most
+        ``policy.limits.memory_bytes`` (unsized when it is 0, or when this bubblewrap predates
+        ``--size``); ``private_tmp`` is not used. Readable roots under ``/tmp`` (the policy's,
+        the Python interpreter's prefixes and steerable's package) are bound read-only into it,
+        then the writable roots read-write, then what must stay read-only inside them.
         """
-        args = _namespace_options(network=policy.network)
-        args += ["--bind", os.path.realpath(private_tmp), "/tmp"]
+        features = _features(self.executable or "bwrap")
+        args = _namespace_options(
+            network=policy.network, tmpfs_bytes=policy.limits.memory_bytes, features=features
+        )
         writable = [os.path.realpath(root) for root in policy.writable_roots]
         for readable in _hidden_by_tmp((*policy.readable_roots, *_runtime_roots())):
             if not any(_within(readable, w) for w in writable):
@@ -99,14 +109,12 @@ class BubblewrapBackend:
         return args
 
     def plan(self, argv: Sequence[str], policy: SandboxPolicy, *, private_tmp: Path) -> LaunchPlan:
-        """``bwrap <options> -- argv``; the launcher fills in the socket filter's descriptor."""
+        """``bwrap <options> -- argv``, ``direct``; the starter fills in the socket filter's descriptor."""
         path = self.executable or "bwrap"
         wrapped = (path, *self.options(policy, private_tmp=private_tmp), "--", *argv)
-        launcher: tuple[str, ...] = ()
-        if _SECCOMP_PLACEHOLDER in wrapped:
-            launcher = ("--seccomp-fd-at", str(wrapped.index(_SECCOMP_PLACEHOLDER)))
+        at = wrapped.index(_SECCOMP_PLACEHOLDER) if _SECCOMP_PLACEHOLDER in wrapped else None
         tmp = {"TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp"}
-        return LaunchPlan(argv=wrapped, launcher_options=launcher, env=tmp)
+        return LaunchPlan(argv=wrapped, env=tmp, seccomp_fd_at=at, direct=True)
 
 
 def _runtime_roots() -> tuple[str, ...]:
@@ -144,23 +152,61 @@ def _hidden_by_tmp(paths: Sequence[str | os.PathLike[str]]) -> list[str]:
     return kept
 
 
-def _namespace_options(*, network: bool) -> list[str]:
+def _tmpfs(dest: str, size: int, features: frozenset[str]) -> list[str]:
+    """A tmpfs on ``dest``, world-writable with the sticky bit, of at most ``size`` bytes (0: unsized)."""
+    args = ["--perms", "1777"] if "--perms" in features else []
+    if size and "--size" in features:
+        args += ["--size", str(size)]
+    return [*args, "--tmpfs", dest]
+
+
+def _namespace_options(*, network: bool, tmpfs_bytes: int, features: frozenset[str]) -> list[str]:
+    """Namespaces and the base mounts: ``/`` read-only, ``/dev`` (read-only but ``shm``), ``/proc``, ``/tmp``.
+
+    ``/dev`` is bubblewrap's own tmpfs: writable, it would be a third place to fill memory, so it
+    is remounted read-only (its device nodes are bind mounts of their own and stay usable).
+    """
     args = ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--unshare-all"]
     if network:
         args.append("--share-net")
-    return [*args, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--remount-ro", "/dev"]
+    args += _tmpfs("/dev/shm", tmpfs_bytes, features)
+    return [*args, "--proc", "/proc", *_tmpfs("/tmp", tmpfs_bytes, features)]
+
+
+_features_cache: dict[str, frozenset[str]] = {}
+
+
+def _features(path: str) -> frozenset[str]:
+    """The optional options this ``bwrap`` knows (``--size``: 0.8, ``--perms``: 0.5), from its ``--help``.
+
+    Cached per path; a ``bwrap`` that cannot be asked is assumed to know both (the probe then
+    tells whether it runs at all).
+    """
+    known = _features_cache.get(path)
+    if known is None:
+        try:
+            run = subprocess.run(
+                [path, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S
+            )
+            text = run.stdout.decode("utf-8", "replace") + run.stderr.decode("utf-8", "replace")
+        except (OSError, subprocess.TimeoutExpired):
+            text = "--size --perms"
+        known = frozenset(option for option in ("--size", "--perms") if option in text.split())
+        _features_cache[path] = known
+    return known
 
 
 def _probe(path: str) -> str | None:
     true = shutil.which("true") or "/bin/true"
-    with tempfile.TemporaryDirectory(prefix="steerable-bwrap-probe-") as scratch:
-        argv = [path, *_namespace_options(network=False), "--bind", scratch, "/tmp", "--", true]
-        try:
-            run = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return f"bwrap ({path}) could not be run: {exc}"
+    options = _namespace_options(network=False, tmpfs_bytes=_PROBE_TMPFS_BYTES, features=_features(path))
+    argv = [path, *options, "--", true]
+    try:
+        run = subprocess.run(
+            argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap ({path}) could not be run: {exc}"
     if run.returncode != 0:
         said = run.stderr.decode("utf-8", "replace").strip().splitlines()
         detail = said[-1] if said else f"exit status {run.returncode}"

@@ -1,24 +1,44 @@
-"""A per-run ``pids`` cgroup: how a root sidecar bounds the processes of a command.
+"""Per-run cgroups: the process count and the memory of a whole command, however many processes it forks.
 
 The kernel does not apply ``RLIMIT_NPROC`` to root (``fork`` skips the check for the initial
-user), so a fork bomb run by a root sidecar would fill the PID table. When this process runs as
-root and a ``pids`` controller is writable (cgroup v1's ``pids`` hierarchy, or cgroup v2 with
-``pids`` in the parent's ``cgroup.subtree_control``), each run gets a child cgroup with
-``pids.max`` set; the launcher moves itself into it before anything else starts, so the command
-and all it forks are counted. The cgroup also lets the runner kill every process of the run,
-even ones that left the process group, and is removed afterwards.
+user), and ``RLIMIT_AS`` bounds one process's address space, not a command's memory: four
+children may each take most of the limit, and tmpfs pages (bubblewrap's ``/tmp`` and
+``/dev/shm``) belong to no process at all. So each run gets cgroups of its own, one directory
+per hierarchy, where the controllers are writable:
 
-Without such a cgroup (root in a container with a read-only ``/sys/fs/cgroup``), the process limit
-is not enforced for root; ``docs/sandbox.md`` says so.
+* ``pids`` (root only; anyone else is bounded by ``RLIMIT_NPROC``): ``pids.max`` is
+  ``max_processes``;
+* ``memory`` (any user who can write the parent): ``memory_bytes`` for the whole tree, tmpfs
+  pages it writes included, swap included. cgroup v1: ``memory.limit_in_bytes`` and, when swap
+  accounting exists, ``memory.memsw.limit_in_bytes``; the runner is told of an OOM kill through an
+  eventfd on ``memory.oom_control`` and kills the rest of the tree. cgroup v2:
+  ``memory.max``, ``memory.swap.max = 0`` and ``memory.oom.group = 1`` (the kernel kills the whole
+  cgroup).
 
-Moving a process into a *new* cgroup costs about 10 ms (the kernel waits for an RCU grace
-period), a reused one next to nothing, so emptied cgroups go back to a per-process pool and are
-removed at exit (or, after a crash, by the next sidecar's sweep).
+cgroup v1 has one directory per hierarchy (``/sys/fs/cgroup/pids/...``,
+``/sys/fs/cgroup/memory/...``); cgroup v2 one directory holding both, used for the controllers
+listed in the parent's ``cgroup.subtree_control``. New cgroups are children of this process's
+own. The sandbox's first process joins them before the command starts (the runner writes its pid
+to each ``cgroup.procs``), so the command and everything it forks are counted; the runner can
+also kill every process of the run, even ones that left the process group.
+
+Joining costs one RCU grace period in the kernel (measured 7 to 12 ms on a 2-core VM; a second
+join right after the first costs about 0.2 ms). Creating a cgroup costs little more, so emptied
+cgroups go back to a per-process pool, but only clean: no process counted (zombies awaiting their
+reaper would shrink the next run's budget) and no memory still charged (``memory.force_empty`` /
+``memory.reclaim`` first, measured 30 ms for 200 MB of page cache; a cgroup that stays dirty is
+removed and the next run gets a fresh one). Pooled cgroups are removed at exit, stale ones of a
+killed sidecar by the next sidecar's sweep.
+
+Without any writable controller (root in a container with a read-only ``/sys/fs/cgroup``, or a
+non-root sidecar without delegation) the process limit is not enforced for root and memory is
+bounded per process only; ``docs/sandbox.md`` says so.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
 import itertools
 import logging
@@ -27,176 +47,526 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final, Literal
 
-__all__ = ["PidsCgroup", "pids_cgroup_parent"]
+__all__ = [
+    "CgroupParent",
+    "RunCgroup",
+    "cgroup_parents",
+    "find_cgroup_parents",
+    "pids_cgroup_parent",
+    "sweep_stale",
+]
 
 logger = logging.getLogger("steerable_agent_runtime.sandbox")
 
+CONTROLLERS: Final = ("pids", "memory")
+"""The controllers a run's cgroups use."""
+CLEAN_BYTES: Final = 2 * 1024 * 1024
+"""A pooled memory cgroup must be charged with at most this much (2 MiB; an empty one holds about 0.5 MB)."""
+
+_PREFIX: Final = "steerable-"
+_SETTLE_S: Final = 0.2  # tmpfs pages are uncharged once the sandbox's mount namespace is torn down
 _counter = itertools.count()
-_PREFIX = "steerable-"
-_pool: list[Path] = []
+_PoolKey = tuple[tuple[Path, frozenset[str]], ...]  # (parent, controllers used) per directory
+_pool: dict[_PoolKey, list[RunCgroup]] = {}
 _pool_lock = threading.Lock()
 
 
-def _own_cgroups() -> tuple[str | None, str | None]:
-    """``(v1 pids path, v2 path)`` of this process, from ``/proc/self/cgroup``."""
-    v1 = v2 = None
-    try:
-        lines = Path("/proc/self/cgroup").read_text(encoding="ascii").splitlines()
-    except OSError:
-        return None, None
-    for line in lines:
+@dataclass(frozen=True, slots=True)
+class CgroupParent:
+    """A directory where run cgroups are created, and the controllers they get there.
+
+    Attributes:
+        path: This process's own cgroup in one hierarchy (writable).
+        version: 1 (one hierarchy per controller) or 2 (the unified hierarchy).
+        controllers: The controllers of :data:`CONTROLLERS` a run cgroup here carries.
+    """
+
+    path: Path
+    version: Literal[1, 2]
+    controllers: frozenset[str]
+
+
+def _own_cgroups(proc_cgroup: str) -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: path}, v2 path)`` from the text of ``/proc/self/cgroup``."""
+    v1: dict[str, str] = {}
+    v2 = None
+    for line in proc_cgroup.splitlines():
         hierarchy, _, rest = line.partition(":")
         controllers, _, path = rest.partition(":")
         if hierarchy == "0" and controllers == "":
             v2 = path
-        elif "pids" in controllers.split(","):
-            v1 = path
+        for name in controllers.split(","):
+            if name in CONTROLLERS:
+                v1[name] = path
     return v1, v2
 
 
-def _mounts() -> tuple[str | None, str | None]:
-    """``(v1 pids mount point, v2 mount point)`` from ``/proc/self/mountinfo``."""
-    v1 = v2 = None
-    try:
-        lines = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return None, None
-    for line in lines:
+def _mount_points(mountinfo: str) -> tuple[dict[str, str], str | None]:
+    """``({v1 controller: mount point}, v2 mount point)`` from the text of ``/proc/self/mountinfo``."""
+    v1: dict[str, str] = {}
+    v2 = None
+    for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         fields, tail = left.split(), right.split()
         if len(fields) < 5 or len(tail) < 3:
             continue
         point, fstype, options = fields[4], tail[0], tail[2].split(",")
-        if fstype == "cgroup" and "pids" in options and v1 is None:
-            v1 = point
+        if fstype == "cgroup":
+            for name in CONTROLLERS:
+                if name in options:
+                    v1.setdefault(name, point)
         elif fstype == "cgroup2" and v2 is None:
             v2 = point
     return v1, v2
 
 
-@functools.cache
-def pids_cgroup_parent() -> Path | None:
-    """The directory new per-run ``pids`` cgroups are created in, or ``None``.
+def find_cgroup_parents(proc_cgroup: str, mountinfo: str, *, root: bool) -> tuple[CgroupParent, ...]:
+    """Where this process may create run cgroups, and with which controllers.
 
-    Only for root on Linux (anyone else is bounded by ``RLIMIT_NPROC``). Checked once per process;
-    stale run cgroups left by a killed sidecar are removed on the way.
+    ``pids`` is used for root only (``RLIMIT_NPROC`` bounds anyone else); ``memory`` for anyone
+    who can write the parent. A cgroup v1 controller needs its hierarchy mounted and this
+    process's cgroup there writable; a cgroup v2 controller needs to be listed in this process's
+    ``cgroup.subtree_control`` (so its children get it). Both v2 controllers share one directory.
+
+    Args:
+        proc_cgroup: The text of ``/proc/self/cgroup``.
+        mountinfo: The text of ``/proc/self/mountinfo``.
+        root: Whether this process runs as root (effective uid 0).
+
+    Returns:
+        One :class:`CgroupParent` per directory, v1 hierarchies first; empty when none is usable.
     """
-    if not sys.platform.startswith("linux") or os.geteuid() != 0:
-        return None
-    (own_v1, own_v2), (mount_v1, mount_v2) = _own_cgroups(), _mounts()
-    candidates: list[Path] = []
-    if own_v1 is not None and mount_v1 is not None:
-        candidates.append(Path(mount_v1) / own_v1.lstrip("/"))
-    if own_v2 is not None and mount_v2 is not None:
+    wanted = {"memory", "pids"} if root else {"memory"}
+    (own_v1, own_v2), (mount_v1, mount_v2) = _own_cgroups(proc_cgroup), _mount_points(mountinfo)
+    found: dict[Path, CgroupParent] = {}
+    taken: set[str] = set()
+    for name in CONTROLLERS:
+        if name in wanted and name in own_v1 and name in mount_v1:
+            path = Path(mount_v1[name]) / own_v1[name].lstrip("/")
+            if os.access(path, os.W_OK):  # co-mounted controllers share one directory
+                known = found[path].controllers if path in found else frozenset()
+                found[path] = CgroupParent(path, 1, known | {name})
+                taken.add(name)
+    if own_v2 is not None and mount_v2 is not None and wanted - taken:
         base = Path(mount_v2) / own_v2.lstrip("/")
         try:
-            if "pids" in (base / "cgroup.subtree_control").read_text(encoding="ascii").split():
-                candidates.append(base)
+            enabled = set((base / "cgroup.subtree_control").read_text(encoding="ascii").split())
         except OSError:
-            pass
-    for base in candidates:
-        if os.access(base, os.W_OK):
-            _sweep(base)
-            return base
+            enabled = set()
+        usable = (wanted - taken) & enabled
+        if usable and os.access(base, os.W_OK):
+            found[base] = CgroupParent(base, 2, frozenset(usable))
+    return tuple(found.values())
+
+
+@functools.cache
+def cgroup_parents() -> tuple[CgroupParent, ...]:
+    """This process's :func:`find_cgroup_parents`, read once (Linux; empty elsewhere).
+
+    Stale run cgroups left by a killed sidecar are removed on the way.
+    """
+    if not sys.platform.startswith("linux"):
+        return ()
+    try:
+        proc_cgroup = Path("/proc/self/cgroup").read_text(encoding="ascii")
+        mountinfo = Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ()
+    parents = find_cgroup_parents(proc_cgroup, mountinfo, root=os.geteuid() == 0)
+    for parent in parents:
+        _sweep(parent.path)
+    return parents
+
+
+def pids_cgroup_parent() -> Path | None:
+    """The directory per-run ``pids`` cgroups are created in (root only), or ``None``."""
+    for parent in cgroup_parents():
+        if "pids" in parent.controllers:
+            return parent.path
     return None
 
 
 def _sweep(base: Path) -> None:
-    """Remove empty run cgroups of processes that no longer exist."""
+    """Empty and remove the run cgroups of sidecars that no longer exist.
+
+    What is left in them was started by a sidecar that died mid-run: a command it could not tear
+    down, or a bubblewrap sandbox still waiting to be released (it never runs the command, but
+    nobody else will ever kill it).
+    """
     try:
         entries = list(base.glob(f"{_PREFIX}*"))
     except OSError:
         return
+    me = os.getpid()
     for entry in entries:
         owner = entry.name[len(_PREFIX) :].split("-", 1)[0]
-        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+        if not owner.isdigit() or Path(f"/proc/{owner}").exists():
+            continue
+        for _ in range(100):
             try:
-                entry.rmdir()
-            except OSError:
-                pass
+                pids = [int(p) for p in (entry / "cgroup.procs").read_text(encoding="ascii").split()]
+            except (OSError, ValueError):
+                break
+            if not pids:
+                break
+            for pid in pids:
+                if pid != me:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+        with contextlib.suppress(OSError):
+            entry.rmdir()
 
 
-class PidsCgroup:
-    """One run's ``pids`` cgroup.
+def sweep_stale() -> None:
+    """Run the sweep of :func:`cgroup_parents` again (it runs once per process by itself)."""
+    for parent in cgroup_parents():
+        _sweep(parent.path)
 
-    Args:
-        path: The cgroup directory (already created, ``pids.max`` set).
-    """
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+def _read_int(path: Path, key: str | None = None) -> int:
+    """An integer file, or the value of ``key`` in a flat-keyed one (``memory.events``)."""
+    text = path.read_text(encoding="ascii")
+    if key is None:
+        return int(text.split()[0])
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            return int(value)
+    return 0
 
-    @classmethod
-    def acquire(cls, max_processes: int) -> PidsCgroup | None:
-        """An empty cgroup allowing ``max_processes`` tasks (pooled or new); ``None`` when none can be had."""
-        parent = pids_cgroup_parent()
-        if parent is None or max_processes <= 0:
-            return None
-        with _pool_lock:
-            path = _pool.pop() if _pool else None
-        if path is None:
-            path = parent / f"{_PREFIX}{os.getpid()}-{next(_counter)}"
-            try:
-                path.mkdir()
-            except OSError as exc:
-                logger.warning("cannot create the pids cgroup %s: %s", path, exc)
-                return None
-        try:
-            (path / "pids.max").write_text(str(max_processes), encoding="ascii")
-        except OSError as exc:
-            logger.warning("cannot set pids.max in %s: %s", path, exc)
-            _rmdir(path)
-            return None
-        return cls(path)
+
+def _write(path: Path, value: str | int) -> None:
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write(str(value))
+
+
+@dataclass(slots=True)
+class _RunDir:
+    path: Path
+    version: Literal[1, 2]
+    controllers: frozenset[str]
+
+    @property
+    def memory(self) -> bool:
+        return "memory" in self.controllers
 
     @property
     def procs_file(self) -> Path:
-        """The file the launcher writes its pid to."""
         return self.path / "cgroup.procs"
 
-    def kill_all(self) -> None:
-        """SIGKILL every process in the cgroup (until it is empty, at most about a second)."""
-        for _ in range(200):
-            try:
-                pids = [int(p) for p in self.procs_file.read_text(encoding="ascii").split()]
-            except (OSError, ValueError):
-                return
-            if not pids:
-                return
-            for pid in pids:
+    def oom_kills(self) -> int:
+        """How many processes the OOM killer has killed in this cgroup so far."""
+        if self.version == 1:
+            return _read_int(self.path / "memory.oom_control", "oom_kill")
+        return _read_int(self.path / "memory.events", "oom_kill")
+
+    def memory_usage(self) -> int:
+        name = "memory.usage_in_bytes" if self.version == 1 else "memory.current"
+        return _read_int(self.path / name)
+
+    def set_limits(self, *, max_processes: int | None, memory_bytes: int | None) -> None:
+        """Write the limits; ``None`` lifts one (raises ``OSError``)."""
+        if "pids" in self.controllers:
+            _write(self.path / "pids.max", "max" if max_processes is None else max_processes)
+        if not self.memory:
+            return
+        if self.version == 1:
+            memory = -1 if memory_bytes is None else memory_bytes
+            memsw = self.path / "memory.memsw.limit_in_bytes"
+            if memsw.exists():  # memory+swap may not be below memory: lift it, set memory, then it
+                _write(memsw, -1)
+                _write(self.path / "memory.limit_in_bytes", memory)
+                _write(memsw, memory)
+            else:
+                _write(self.path / "memory.limit_in_bytes", memory)
+            return
+        _write(self.path / "memory.max", "max" if memory_bytes is None else memory_bytes)
+        for name, value in (("memory.swap.max", 0), ("memory.oom.group", 1)):
+            if (self.path / name).exists():
+                _write(self.path / name, value)
+
+    def procs(self) -> list[int]:
+        return [int(p) for p in self.procs_file.read_text(encoding="ascii").split()]
+
+    def clean(self) -> bool:
+        """No process counted (zombies included) and, for memory, almost nothing charged.
+
+        A memory cgroup still charged gets one forced reclaim (v1 ``memory.force_empty``, v2
+        ``memory.reclaim``) after tmpfs pages had :data:`_SETTLE_S` to go.
+        """
+        try:
+            if "pids" in self.controllers and _read_int(self.path / "pids.current") != 0:
+                return False
+            if not self.memory:
+                return True
+            deadline = time.monotonic() + _SETTLE_S
+            while self.memory_usage() > CLEAN_BYTES and time.monotonic() < deadline:
+                time.sleep(0.005)
+            if self.memory_usage() <= CLEAN_BYTES:
+                return True
+            if self.version == 1:
+                _write(self.path / "memory.force_empty", 0)
+            elif (self.path / "memory.reclaim").exists():
+                _write(self.path / "memory.reclaim", self.memory_usage())
+            return self.memory_usage() <= CLEAN_BYTES
+        except (OSError, ValueError):
+            return False
+
+
+class RunCgroup:
+    """One run's cgroups: a directory per hierarchy, holding ``pids``, ``memory`` or both.
+
+    Get one with :meth:`acquire`; every method but :meth:`kill_all` and
+    :meth:`memory_exceeded` blocks (cgroupfs writes, sleeps), so call them off the event loop.
+
+    Two ways in for the run's first process. :meth:`inside` moves the *calling thread* into the
+    cgroup v1 directories (writing ``0`` to ``tasks``: the kernel skips the threadgroup lock, and
+    its RCU grace period, when a thread moves itself; 0.2 ms here) so that the process it forks
+    starts there, then moves it back; the limits are lifted meanwhile (a sidecar thread is briefly
+    counted there, so the OOM killer must have no reason to look) and applied by
+    :meth:`apply_limits` once it is out. :meth:`join` moves a process in from outside
+    (``cgroup.procs``: one grace period, 7 to 12 ms here); cgroup v2 only allows that (its domain
+    cgroups take no single threads).
+
+    Args:
+        key: The parent directories and the controllers used in each (the pool key).
+        dirs: The cgroup directories, already created.
+    """
+
+    def __init__(self, key: _PoolKey, dirs: tuple[_RunDir, ...]) -> None:
+        self._key = key
+        self._dirs = dirs
+        self._limits: tuple[int, int] = (0, 0)
+        self._oom_baseline = 0
+        self._oom_fd: int | None = None
+        self._tainted = False  # a thread of ours could not leave: never kill, pool or reuse it
+        self._in_use = False
+        self.memory_limited = False
+
+    @property
+    def paths(self) -> tuple[Path, ...]:
+        """The run's cgroup directories."""
+        return tuple(d.path for d in self._dirs)
+
+    @property
+    def procs_files(self) -> tuple[Path, ...]:
+        """The ``cgroup.procs`` files a process joins (one per hierarchy)."""
+        return tuple(d.procs_file for d in self._dirs)
+
+    @property
+    def oom_fd(self) -> int | None:
+        """An eventfd that turns readable when the OOM killer acts in the run (cgroup v1), else ``None``."""
+        return self._oom_fd
+
+    @classmethod
+    def acquire(cls, *, max_processes: int, memory_bytes: int) -> RunCgroup | None:
+        """Clean cgroups for a run of ``max_processes`` tasks and ``memory_bytes`` (pooled or new).
+
+        A limit of 0 leaves its controller out. The limits are not in force yet: enter with
+        :meth:`inside` or :meth:`join`, then call :meth:`apply_limits`. Blocks (cgroupfs writes,
+        ``mkdir``).
+
+        Returns:
+            The run's cgroups, or ``None`` when no controller is usable here (or creating one
+            failed: logged, and the run goes on bounded by the per-process limits only).
+        """
+        wanted = {"pids"} if max_processes > 0 else set()
+        if memory_bytes > 0:
+            wanted.add("memory")
+        parents = [p for p in cgroup_parents() if p.controllers & wanted]
+        if not parents:
+            return None
+        key = tuple((p.path, p.controllers & wanted) for p in parents)
+        versions = {p.path: p.version for p in parents}
+        with _pool_lock:
+            pooled = _pool.get(key)
+            cgroup = pooled.pop() if pooled else None
+        if cgroup is None:
+            name = f"{_PREFIX}{os.getpid()}-{next(_counter)}"
+            dirs: list[_RunDir] = []
+            for parent, controllers in key:
+                path = parent / name
                 try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                    path.mkdir()
+                except OSError as exc:
+                    logger.warning("cannot create the cgroup %s: %s", path, exc)
+                    for made in dirs:
+                        _rmdir(made.path)
+                    return None
+                dirs.append(_RunDir(path, versions[parent], controllers))
+            cgroup = cls(key, tuple(dirs))
+        try:
+            cgroup._prepare(max_processes=max_processes, memory_bytes=memory_bytes)
+        except OSError as exc:
+            logger.warning("cannot prepare the cgroups %s: %s", cgroup.paths, exc)
+            cgroup._close_oom_fd()
+            for run_dir in cgroup._dirs:
+                _rmdir(run_dir.path)
+            return None
+        return cgroup
+
+    def _prepare(self, *, max_processes: int, memory_bytes: int) -> None:
+        self._in_use = True
+        self._limits = (max_processes, memory_bytes)
+        oom = 0
+        for run_dir in self._dirs:
+            run_dir.set_limits(max_processes=None, memory_bytes=None)  # a previous run's may be lower
+            if run_dir.memory:
+                oom += run_dir.oom_kills()
+                self.memory_limited = True
+                if run_dir.version == 1 and self._oom_fd is None:
+                    self._oom_fd = _oom_eventfd(run_dir.path)
+        self._oom_baseline = oom
+
+    def apply_limits(self) -> None:
+        """Put the run's limits in force (after its first process is in, and no thread of ours is).
+
+        Raises:
+            OSError: A limit could not be written.
+        """
+        max_processes, memory_bytes = self._limits
+        for run_dir in self._dirs:
+            run_dir.set_limits(max_processes=max_processes, memory_bytes=memory_bytes)
+
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[tuple[Path, ...]]:
+        """Hold the calling thread in the run's cgroup v1 directories; yield the procs files it is not in.
+
+        A process forked meanwhile starts in them (a fork inherits the forking thread's
+        cgroups); for the directories yielded (cgroup v2, or a write that failed) it must be
+        moved with :meth:`join` or the launcher's ``--cgroup``. The thread moves back to this
+        process's own cgroups on the way out. Call it with the limits lifted (before
+        :meth:`apply_limits`), from a thread of its own.
+        """
+        entered: list[tuple[_RunDir, Path]] = []
+        missing: list[Path] = []
+        parents = {path: parent for (parent, _), path in zip(self._key, self.paths, strict=True)}
+        try:
+            for run_dir in self._dirs:
+                if run_dir.version == 1:
+                    try:
+                        _write(run_dir.path / "tasks", 0)
+                        entered.append((run_dir, parents[run_dir.path]))
+                        continue
+                    except OSError as exc:
+                        logger.debug("cannot move a thread into %s: %s", run_dir.path, exc)
+                missing.append(run_dir.procs_file)
+            yield tuple(missing)
+        finally:
+            for run_dir, parent in entered:
+                try:
+                    _write(parent / "tasks", 0)
+                except OSError as exc:  # pragma: no cover - the thread just came from there
+                    self._tainted = True
+                    logger.error("a sidecar thread could not leave the cgroup %s: %s", run_dir.path, exc)
+
+    def missing(self, pid: int) -> tuple[Path, ...]:
+        """The ``cgroup.procs`` files of the run's cgroups ``pid`` is not in."""
+        return tuple(d.procs_file for d in self._dirs if pid not in d.procs())
+
+    def join(self, pid: int, procs_files: Sequence[Path] | None = None) -> None:
+        """Move ``pid`` (with its threads) into the run's cgroups (or only ``procs_files``).
+
+        Raises:
+            OSError: A ``cgroup.procs`` write failed.
+        """
+        for procs in self.procs_files if procs_files is None else procs_files:
+            _write(procs, pid)
+
+    def memory_exceeded(self) -> bool:
+        """Whether the OOM killer killed a process of this run (the memory limit was hit)."""
+        if not self.memory_limited:
+            return False
+        try:
+            now = sum(d.oom_kills() for d in self._dirs if d.memory)
+        except (OSError, ValueError):
+            return False
+        return now > self._oom_baseline
+
+    def kill_all(self) -> None:
+        """Send ``SIGKILL`` once to every process in the run's cgroups (does not wait).
+
+        Never this process: a thread of it is in the run's cgroups while it spawns.
+        """
+        me = os.getpid()
+        for run_dir in self._dirs:
+            try:
+                pids = run_dir.procs()
+            except (OSError, ValueError):
+                continue
+            for pid in pids:
+                if pid != me:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+
+    def _empty(self, patience_s: float = 1.0) -> bool:
+        deadline = time.monotonic() + patience_s
+        while True:
+            try:
+                if not any(run_dir.procs() for run_dir in self._dirs):
+                    return True
+            except (OSError, ValueError):
+                return False
+            if time.monotonic() > deadline:
+                return False
+            self.kill_all()
             time.sleep(0.005)
 
     def release(self) -> None:
-        """Kill what is left; pool the emptied cgroup (or remove it, when it does not empty)."""
-        self.kill_all()
-        try:
-            empty = not self.procs_file.read_text(encoding="ascii").split()
-            # pids.current also counts zombies that still await their reaper (PID 1 after the
-            # launcher was killed): a cgroup pooled with them would start the next run short of
-            # its process budget. Only a cgroup that counts nothing goes back to the pool.
-            counted = (self.path / "pids.current").read_text(encoding="ascii").strip()
-        except OSError:
+        """Kill what is left; pool the cgroups when clean, else remove them. Blocks (up to seconds).
+
+        A second call does nothing (the cgroups may be another run's by then).
+        """
+        with _pool_lock:
+            if not self._in_use:
+                return
+            self._in_use = False
+        self._close_oom_fd()
+        if self._tainted:
             return
-        if empty and counted == "0":
+        if self._empty() and all(run_dir.clean() for run_dir in self._dirs):
             with _pool_lock:
                 if not _pool:
                     atexit.register(_drain_pool)
-                _pool.append(self.path)
-        else:  # zombies awaiting their reaper: remove it once they are gone, off the event loop
-            threading.Thread(target=_rmdir, args=(self.path,), kwargs={"patience": 1000}, daemon=True).start()
+                _pool.setdefault(self._key, []).append(self)
+            return
+        for run_dir in self._dirs:  # zombies awaiting their reaper, or charged memory: remove it
+            _rmdir(run_dir.path, patience=1000)
+
+    def _close_oom_fd(self) -> None:
+        if self._oom_fd is not None:
+            os.close(self._oom_fd)  # closing the eventfd also unregisters it from the cgroup
+            self._oom_fd = None
+
+
+def _oom_eventfd(path: Path) -> int:
+    """Register an eventfd for OOM notifications of a cgroup v1 memory cgroup (``cgroup.event_control``)."""
+    event = os.eventfd(0, os.EFD_CLOEXEC | os.EFD_NONBLOCK)
+    try:
+        control = os.open(path / "memory.oom_control", os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            _write(path / "cgroup.event_control", f"{event} {control}")
+        finally:
+            os.close(control)
+    except OSError:
+        os.close(event)
+        raise
+    return event
 
 
 def _drain_pool() -> None:
     with _pool_lock:
-        paths, _pool[:] = list(_pool), []
-    for path in paths:
-        _rmdir(path, patience=1)
+        cgroups = [cgroup for pooled in _pool.values() for cgroup in pooled]
+        _pool.clear()
+    for cgroup in cgroups:
+        for run_dir in cgroup._dirs:
+            _rmdir(run_dir.path, patience=1)
 
 
 def _rmdir(path: Path, *, patience: int = 100) -> None:
@@ -208,4 +578,4 @@ def _rmdir(path: Path, *, patience: int = 100) -> None:
             return
         except OSError:
             time.sleep(0.005)  # the last tasks are still exiting
-    logger.warning("could not remove the pids cgroup %s", path)
+    logger.warning("could not remove the cgroup %s", path)
