@@ -8,13 +8,17 @@ What it measures
     * ``bare bwrap child``: the same under ``bwrap`` with the options the sandbox uses, spawned
       directly (no launcher, no resource limits, no cgroup);
     * ``sandboxed bare child``: the same through the sandbox runner
-      (``steerable_agent_runtime.sandbox.run_sandboxed``): launcher, limits, pids cgroup, bwrap;
+      (``steerable_agent_runtime.sandbox.spawn_sandboxed``): bubblewrap started directly, the
+      limits set on its init from outside, the run's pids and memory cgroups when root;
     * ``run_code cold start``: ``router.dispatch`` of one ``run_code`` call whose program is
       ``return 42`` (a fresh child each time: spawn, protocol, result, teardown);
+    * both again without cgroups (``RunCgroup.acquire`` patched to find none): what a sidecar
+      without a writable cgroup pays, such as a non-root one;
     * ``nested call``: one program calling a trivial tool 100 times; each round trip (child sends
       the call frame, the parent dispatches, the child has the reply) timed inside the program.
 
-    Rounds are interleaved across the cold-start subjects after one warm-up each; medians reported.
+    Rounds are interleaved across the cold-start subjects after one warm-up each; medians reported,
+    and the start-up steps of the sandboxed bare child (``SandboxedProcess.startup_ms``).
 
 Goals
     * run_code cold start within 1.5x of the bare bwrap child (both forms are judged: the raw
@@ -34,13 +38,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 from steerable_agent_runtime import ToolCall, ToolRouter
@@ -48,9 +53,10 @@ from steerable_agent_runtime.sandbox import (
     BubblewrapBackend,
     SandboxConfig,
     SandboxPolicy,
+    _cgroup,
     child_environment,
-    run_sandboxed,
     select_backend,
+    spawn_sandboxed,
 )
 from steerable_sidecar.run_code import RunCodeConfig, run_code_tool
 
@@ -80,6 +86,25 @@ async def _spawn(argv: list[str]) -> None:
     _, err = await proc.communicate()
     if proc.returncode != 0:
         raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {err.decode(errors='replace')}")
+
+
+@contextlib.contextmanager
+def _no_cgroups() -> Iterator[None]:
+    """Run as a sidecar without a writable cgroup (a non-root one): ``RunCgroup.acquire`` finds none."""
+    acquire = _cgroup.RunCgroup.__dict__["acquire"]
+    setattr(_cgroup.RunCgroup, "acquire", staticmethod(lambda **limits: None))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(_cgroup.RunCgroup, "acquire", acquire)  # noqa: B010
+
+
+def _without_cgroups(fn: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        with _no_cgroups():
+            await fn()
+
+    return run
 
 
 async def _timed(fn: Callable[[], Awaitable[None]]) -> float:
@@ -125,10 +150,15 @@ async def main(rounds: int) -> dict[str, float]:
             raise SystemExit(f"run_code failed: {result.error}")
         return result.data
 
+    steps: dict[str, list[float]] = {}
+
     async def sandboxed_bare() -> None:
-        run = await run_sandboxed(bare, policy, backend=backend, env=env)
+        async with await spawn_sandboxed(bare, policy, backend=backend, env=env) as proc:
+            run = await proc.finish()
         if run.exit_code != 0:
             raise SystemExit(f"sandboxed child failed: {run.stderr.text}")
+        for step, ms in proc.startup_ms.items():
+            steps.setdefault(step, []).append(ms)
 
     async def cold() -> None:
         data = await run_code("return 42")
@@ -139,12 +169,15 @@ async def main(rounds: int) -> dict[str, float]:
         "bare bwrap child (bwrap ... python -S -c pass)": lambda: _spawn(
             [bwrap, *bwrap_options, "--", *bare]
         ),
-        "sandboxed bare child (run_sandboxed)": sandboxed_bare,
+        "sandboxed bare child (spawn_sandboxed)": sandboxed_bare,
         "run_code cold start (return 42)": cold,
+        "sandboxed bare child, no cgroups": _without_cgroups(sandboxed_bare),
+        "run_code cold start, no cgroups": _without_cgroups(cold),
     }
     times: dict[str, list[float]] = {name: [] for name in subjects}
     for fn in subjects.values():
         await fn()  # warm-up
+    steps.clear()
     for _ in range(rounds):
         for name, fn in subjects.items():
             times[name].append(await _timed(fn))
@@ -162,13 +195,17 @@ async def main(rounds: int) -> dict[str, float]:
     print(f"run_code cold start and nested calls ({rounds} rounds, medians; backend {backend.info.backend})")
     for name, ms in medians.items():
         print(f"  {name:<{width}}  {ms:7.2f} ms")
+    marks = ", ".join(f"{step} {statistics.median(values):.1f}" for step, values in steps.items())
+    print(f"  sandboxed start-up steps, ms from the call: {marks}")
     laps.sort()
     p50, p90 = statistics.median(laps), laps[int(len(laps) * 0.9)]
     print(f"  nested call round trip ({len(laps)} calls)  p50 {p50 * 1000:.0f} us  p90 {p90 * 1000:.0f} us")
     cold_ms = medians["run_code cold start (return 42)"]
     return {
         "vs_bwrap": cold_ms / medians["bare bwrap child (bwrap ... python -S -c pass)"],
-        "vs_sandboxed": cold_ms / medians["sandboxed bare child (run_sandboxed)"],
+        "vs_bwrap_no_cgroups": medians["run_code cold start, no cgroups"]
+        / medians["bare bwrap child (bwrap ... python -S -c pass)"],
+        "vs_sandboxed": cold_ms / medians["sandboxed bare child (spawn_sandboxed)"],
         "vs_bare": cold_ms / medians["bare child (python -S -c pass)"],
         "p50": p50,
     }
@@ -176,6 +213,8 @@ async def main(rounds: int) -> dict[str, float]:
 
 def report(figures: dict[str, float]) -> bool:
     print(f"ratio run_code / bare child:            {figures['vs_bare']:.2f}x (for reference)")
+    no_cgroups = figures["vs_bwrap_no_cgroups"]
+    print(f"ratio run_code / bare bwrap, no cgroups: {no_cgroups:.2f}x (a non-root sidecar)")
     checks = [
         (
             f"run_code cold start <= {COLD_RATIO_GOAL}x the bare bwrap child",

@@ -2,7 +2,7 @@
 
 What it measures
     Wall time of one short-lived child, ``python -I -S -c pass`` (same ``sys.executable``), started
-    in seven ways, one warm-up each, then rounds interleaved; medians reported with the ratio to
+    in these ways, one warm-up each, then rounds interleaved; medians reported with the ratio to
     the bare child, all in the same run:
 
     * bare: ``subprocess.run`` of the child (the baseline);
@@ -10,19 +10,27 @@ What it measures
       (what bubblewrap itself costs);
     * launcher alone: the launcher with the resource limits, exec'ing the child (what
       ``python -I -S _launch.py`` costs);
-    * launcher + bwrap: what the bwrap backend spawns (limits, socket filter, namespaces);
+    * launcher + bwrap: bubblewrap through the launcher (how the bwrap backend started before the
+      runner learnt to start it directly; ``launcher_argv`` still can);
     * launcher + Landlock: what the Landlock backend spawns (limits, dropped capabilities, the
       Landlock ruleset and the socket filter applied with ``ctypes``, supervision);
-    * ``run_sandboxed`` with bwrap / with Landlock: the full async runner as ``bash`` uses it (a
-      private temporary directory, a ``pids`` cgroup when root, output capture, teardown).
+    * ``run_sandboxed`` with bwrap / with Landlock: the full async runner as ``bash`` uses it
+      (bubblewrap started directly, its init limited from outside; the run's cgroups when root;
+      output capture, teardown);
+    * ``run_sandboxed``, bwrap, no cgroups: the same with no writable cgroup, as a non-root
+      sidecar runs (``RunCgroup.acquire`` patched to find none).
+
+    Then the start-up steps of the bwrap run (``SandboxedProcess.startup_ms``, medians): when the
+    process existed in its cgroups, when bubblewrap reported its sandbox, when the limits were set,
+    the cgroups checked, and the command let go.
 
 Goals
     * the bwrap backend's full run (``run_sandboxed``) within 6x the bare child;
     * the Landlock backend's full run within 6x the bare child.
 
-    Where the time goes: bubblewrap itself about 4.5 ms; the launcher is a second interpreter
-    start (about 7.5 ms); the runner (asyncio's child watcher thread on Python 3.11, pipes, the
-    private directory, the cgroup) the rest.
+    Where the time goes: bubblewrap itself about 4.5 ms; the launcher (Landlock only now) is a
+    second interpreter start (about 7.5 ms); the runner (pipes, the private directory, the
+    handshake with bubblewrap, teardown) about 2 ms.
 
 Run
     python benchmarks/sandbox_startup.py [--rounds R] [--check]
@@ -35,12 +43,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from steerable_agent_runtime.sandbox import (
@@ -48,10 +57,10 @@ from steerable_agent_runtime.sandbox import (
     LandlockBackend,
     SandboxBackend,
     SandboxPolicy,
+    _cgroup,
     child_environment,
-    run_sandboxed,
 )
-from steerable_agent_runtime.sandbox._runner import launcher_argv, launcher_code
+from steerable_agent_runtime.sandbox._runner import launcher_argv, launcher_code, spawn_sandboxed
 
 CHILD = [sys.executable, "-I", "-S", "-c", "pass"]
 MAX_RATIO = 6.0
@@ -68,18 +77,40 @@ def timed_run(argv: list[str], env: dict[str, str], cwd: Path) -> float:
     return elapsed
 
 
-def timed_runner(backend: SandboxBackend, policy: SandboxPolicy) -> float:
+STEPS: dict[str, list[float]] = {}
+
+
+def timed_runner(backend: SandboxBackend, policy: SandboxPolicy, *, cgroups: bool = True) -> float:
     async def once() -> float:
         start = time.perf_counter_ns()
-        result = await run_sandboxed(CHILD, policy, backend=backend, timeout_s=30)
+        proc = await spawn_sandboxed(CHILD, policy, backend=backend, timeout_s=30)
+        async with proc:
+            result = await proc.finish()
         elapsed = (time.perf_counter_ns() - start) / 1e6
         if result.exit_code != 0:
             raise SystemExit(
                 f"run_sandboxed under {backend.info.backend} exited {result.exit_code}: {result.stderr.text}"
             )
+        if cgroups and backend.info.backend == "bwrap":
+            for step, ms in proc.startup_ms.items():
+                STEPS.setdefault(step, []).append(ms)
         return elapsed
 
-    return asyncio.run(once())
+    if cgroups:
+        return asyncio.run(once())
+    with no_cgroups():
+        return asyncio.run(once())
+
+
+@contextlib.contextmanager
+def no_cgroups() -> Iterator[None]:
+    """Run as a sidecar without a writable cgroup (a non-root one): ``RunCgroup.acquire`` finds none."""
+    acquire = _cgroup.RunCgroup.__dict__["acquire"]
+    setattr(_cgroup.RunCgroup, "acquire", staticmethod(lambda **limits: None))  # noqa: B010
+    try:
+        yield
+    finally:
+        setattr(_cgroup.RunCgroup, "acquire", acquire)  # noqa: B010
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,10 +161,12 @@ def main(argv: list[str] | None = None) -> int:
                 launcher_argv(landlock_plan, policy), {**env, **landlock_plan.env}, workspace
             ),
             "run_sandboxed, bwrap": lambda: timed_runner(bwrap, policy),
+            "run_sandboxed, bwrap, no cgroups": lambda: timed_runner(bwrap, policy, cgroups=False),
             "run_sandboxed, Landlock": lambda: timed_runner(landlock, policy),
         }
         for case in cases.values():  # warm-up: page cache, probes
             case()
+        STEPS.clear()
         samples: dict[str, list[float]] = {label: [] for label in cases}
         for _ in range(args.rounds):
             for label, case in cases.items():
@@ -146,11 +179,14 @@ def main(argv: list[str] | None = None) -> int:
     for label, ms in med.items():
         low, high = min(samples[label]), max(samples[label])
         ratio = "baseline" if ms == base else f"{ms / base:5.2f}x bare"
-        print(f"  {label:<28} {ms:7.1f} ms  ({low:.1f}..{high:.1f})  {ratio}")
-    print(f"  {'bwrap over bare':<28} {med['bwrap alone'] - base:7.1f} ms")
-    print(f"  {'launcher over bare':<28} {med['launcher alone (limits)'] - base:7.1f} ms")
+        print(f"  {label:<34} {ms:7.1f} ms  ({low:.1f}..{high:.1f})  {ratio}")
+    print(f"  {'bwrap over bare':<34} {med['bwrap alone'] - base:7.1f} ms")
+    print(f"  {'launcher over bare':<34} {med['launcher alone (limits)'] - base:7.1f} ms")
     landlock_setup = med["launcher + Landlock"] - med["launcher alone (limits)"]
-    print(f"  {'Landlock setup over launcher':<28} {landlock_setup:7.1f} ms")
+    print(f"  {'Landlock setup over launcher':<34} {landlock_setup:7.1f} ms")
+    print(f"  {'runner over bwrap alone':<34} {med['run_sandboxed, bwrap'] - med['bwrap alone']:7.1f} ms")
+    steps = ", ".join(f"{step} {statistics.median(values):.1f}" for step, values in STEPS.items())
+    print(f"  bwrap start-up steps, ms from the call: {steps}")
 
     goals = [(label, med[label] / base) for label in ("run_sandboxed, bwrap", "run_sandboxed, Landlock")]
     results = [

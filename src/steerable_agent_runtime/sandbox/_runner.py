@@ -356,26 +356,16 @@ class _PidfdProcess:
 
 
 _executor_lock = threading.Lock()
-_executors: dict[str, concurrent.futures.ThreadPoolExecutor] = {}
+_setup_executor: concurrent.futures.ThreadPoolExecutor | None = None
 
 
-def _executor(name: Literal["setup", "spawn"] = "setup") -> concurrent.futures.ThreadPoolExecutor:
-    """Worker threads for the blocking part of a start, created on first use.
-
-    ``setup`` (four threads): cgroupfs writes and waits, the bubblewrap handshake. ``spawn`` (one
-    thread, for good): every ``fork``, from a thread that may enter a run's cgroups; it must not
-    end while the sidecar runs, since bubblewrap's ``--die-with-parent`` (``PR_SET_PDEATHSIG``)
-    fires when the *thread* that forked it exits.
-    """
+def _executor() -> concurrent.futures.ThreadPoolExecutor:
+    """Four worker threads for the blocking part of a start (``mkdir``, cgroupfs waits, the handshake)."""
+    global _setup_executor
     with _executor_lock:
-        pool = _executors.get(name)
-        if pool is None:
-            workers = 1 if name == "spawn" else 4
-            pool = concurrent.futures.ThreadPoolExecutor(
-                workers, thread_name_prefix=f"steerable-sandbox-{name}"
-            )
-            _executors[name] = pool
-        return pool
+        if _setup_executor is None:
+            _setup_executor = concurrent.futures.ThreadPoolExecutor(4, thread_name_prefix="steerable-sandbox")
+        return _setup_executor
 
 
 @dataclass(slots=True)
@@ -387,24 +377,23 @@ class _Spawned:
     error: str | None = None
 
 
-def _spawn_job(
+def _fork_inside(
     make_argv: Callable[[tuple[Path, ...]], list[str]],
-    limits: ResourceLimits | None,
+    cgroup: RunCgroup | None,
     *,
     stdin: bool,
     cwd: str,
     env: Mapping[str, str],
     pass_fds: Sequence[int],
 ) -> tuple[subprocess.Popen[bytes], _Spawned]:
-    """Blocking, on the spawn thread: take the run's cgroups, fork the process inside them, limit them.
+    """Fork from the calling thread while it sits in the run's cgroups, then put their limits in force.
 
-    The thread enters the cgroups (limits lifted), forks (the child starts inside, with no RCU
-    grace period to wait for), puts the limits in force and leaves. ``make_argv`` gets the
+    The thread enters the cgroups (limits lifted; a few cgroupfs writes, no grace period), forks
+    (the child starts inside), puts the limits in force and leaves: the event loop's thread does
+    this, as asyncio's own subprocess support forks from it too (bubblewrap's
+    ``--die-with-parent`` follows the *thread* that forked it). ``make_argv`` gets the
     ``cgroup.procs`` files the child does not start in (cgroup v2), for the launcher to join.
     """
-    cgroup = None
-    if limits is not None:
-        cgroup = RunCgroup.acquire(max_processes=limits.max_processes, memory_bytes=limits.memory_bytes)
     if cgroup is None:
         return _popen(make_argv(()), stdin=stdin, cwd=cwd, env=env, pass_fds=pass_fds), _Spawned(None)
     error = None
@@ -417,7 +406,7 @@ def _spawn_job(
                 error = f"cannot set the limits of the run's cgroups {cgroup.paths}: {exc.strerror}"
                 _killpg(popen.pid)
     except BaseException:
-        cgroup.release()
+        _release_later(cgroup)
         raise
     return popen, _Spawned(cgroup, missing, error)
 
@@ -438,6 +427,11 @@ def _popen(
     )
 
 
+def _release_later(cgroup: RunCgroup) -> None:
+    """Give the run's cgroups back from a thread of its own (it may wait for tmpfs pages to go)."""
+    threading.Thread(target=cgroup.release, name="steerable-cgroup-release", daemon=True).start()
+
+
 async def _start(
     make_argv: Callable[[tuple[Path, ...]], list[str]],
     limits: ResourceLimits | None,
@@ -450,21 +444,24 @@ async def _start(
 ) -> tuple[_Process, _Spawned]:
     """Spawn in a new session, in the run's cgroups when ``limits`` is given (Linux).
 
-    With ``pidfd_open`` the fork happens on the spawn thread (see :func:`_spawn_job`) and the exit
-    is watched through a pidfd; without it asyncio's subprocess support is used, and the
-    cgroups (limits already in force) are all left to ``make_argv`` or a later join.
+    The cgroups are taken off the loop. With ``pidfd_open`` the child is forked inside them (see
+    :func:`_fork_inside`) and its exit watched through a pidfd; without it asyncio's subprocess
+    support is used, and the cgroups (limits already in force) are all left to ``make_argv`` or
+    a later join.
 
     Raises:
         OSError: The program cannot be started.
     """
     loop = asyncio.get_running_loop()
+    cgroup = None
+    if limits is not None:
+        acquire = functools.partial(
+            RunCgroup.acquire if _pidfd_works() else _acquire_limited,
+            max_processes=limits.max_processes,
+            memory_bytes=limits.memory_bytes,
+        )
+        cgroup = await loop.run_in_executor(_executor(), acquire)
     if not _pidfd_works():
-        cgroup = None
-        if limits is not None:
-            acquire = functools.partial(
-                _acquire_limited, max_processes=limits.max_processes, memory_bytes=limits.memory_bytes
-            )
-            cgroup = await loop.run_in_executor(_executor(), acquire)
         missing = cgroup.procs_files if cgroup is not None else ()
         try:
             process = await asyncio.create_subprocess_exec(
@@ -480,19 +477,10 @@ async def _start(
             )
         except BaseException:
             if cgroup is not None:
-                cgroup.release()
+                _release_later(cgroup)
             raise
         return process, _Spawned(cgroup, missing)
-    job = functools.partial(_spawn_job, make_argv, limits, stdin=stdin, cwd=cwd, env=env, pass_fds=pass_fds)
-    future = loop.run_in_executor(_executor("spawn"), job)
-    try:
-        popen, spawned = await asyncio.shield(future)
-    except asyncio.CancelledError:  # it was forked all the same: kill it, reap it, give the cgroups back
-        with contextlib.suppress(Exception):
-            orphan = await future
-            _killpg(orphan[0].pid)
-            threading.Thread(target=_abandon, args=orphan, daemon=True).start()
-        raise
+    popen, spawned = _fork_inside(make_argv, cgroup, stdin=stdin, cwd=cwd, env=env, pass_fds=pass_fds)
     try:
         proc = await _PidfdProcess.adopt(popen, limit=limit)
     except BaseException:
@@ -902,9 +890,7 @@ class SandboxedProcess:
             self._init.close()
             self._init = None
         if self._cgroup is not None:  # off the loop and not awaited: it may wait for tmpfs pages to go
-            threading.Thread(
-                target=self._cgroup.release, name="steerable-cgroup-release", daemon=True
-            ).start()
+            _release_later(self._cgroup)
             self._cgroup = None
         if self._private_tmp is not None:
             private, self._private_tmp = self._private_tmp, None
