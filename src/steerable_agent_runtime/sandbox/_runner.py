@@ -12,13 +12,14 @@ Two ways in:
   bubblewrap writes the pid of the sandbox's first process (its PID 1, which later forks the
   command) to the info pipe, then that process builds the sandbox and waits on the block pipe
   before it forks. Meanwhile, off the event loop, the runner sets that process's resource limits
-  with ``prlimit`` and moves it into the run's cgroups; only then does it write the byte that
-  lets the command start, so the command inherits both. The block pipe's write end is also
-  bubblewrap's ``--sync-fd``, held open by bubblewrap itself and closed before the command runs:
-  if the runner dies before releasing it, the sandbox never sees EOF, keeps waiting, and dies with
-  bubblewrap (``--die-with-parent``), never running the command unlimited. A failed step kills the
-  tree; the run ends with exit status 125 and ``steerable-sandbox: setup failed, not running the
-  command: ...`` on stderr, as the launcher reports it.
+  with ``prlimit`` and checks it is in the run's cgroups (bubblewrap was forked inside them; on
+  cgroup v2 it is moved in); only then does it write the byte that lets the command start, so
+  the command inherits both. The block pipe's write end is also bubblewrap's ``--sync-fd``, held
+  open by the sandbox's init itself and closed before the command runs: if the runner dies before
+  releasing it, the sandbox never sees EOF and keeps waiting, never running the command
+  unlimited (the next sidecar's cgroup sweep kills it). A failed step kills the tree; the run ends
+  with exit status 125 and ``steerable-sandbox: setup failed, not running the command: ...`` on
+  stderr, as the launcher reports it.
 * **the other backends** run through the launcher (``_launch.py``), which applies the limits,
   joins the cgroups and confines the command itself.
 
@@ -27,7 +28,7 @@ watcher thread per spawn, which costs about 2.3 ms on Python 3.11); elsewhere as
 subprocess support is used.
 
 Teardown, per backend: bubblewrap's PID namespace dies with its init, which the runner kills
-directly (and ``--die-with-parent`` ties it to bubblewrap); Landlock and inherited runs are
+directly (once released, ``--die-with-parent`` also ties it to bubblewrap); Landlock and inherited runs are
 supervised by the launcher, which on ``SIGTERM`` kills every descendant (it is their subreaper,
 so even processes that left the process group come back to it); a run's cgroups are emptied
 too. In every case the runner ends with ``SIGKILL`` to the process group as a backstop.
@@ -460,7 +461,12 @@ async def _start(
             max_processes=limits.max_processes,
             memory_bytes=limits.memory_bytes,
         )
-        cgroup = await loop.run_in_executor(_executor(), acquire)
+        taken = loop.run_in_executor(_executor(), acquire)
+        try:
+            cgroup = await asyncio.shield(taken)
+        except asyncio.CancelledError:  # taken all the same: give it back once it is there
+            taken.add_done_callback(_give_back)
+            raise
     if not _pidfd_works():
         missing = cgroup.procs_files if cgroup is not None else ()
         try:
@@ -487,6 +493,11 @@ async def _start(
         threading.Thread(target=_abandon, args=(popen, spawned), daemon=True).start()
         raise
     return proc, spawned
+
+
+def _give_back(taken: asyncio.Future[RunCgroup | None]) -> None:
+    if not taken.cancelled() and taken.exception() is None and (cgroup := taken.result()) is not None:
+        _release_later(cgroup)
 
 
 def _abandon(popen: subprocess.Popen[bytes], spawned: _Spawned) -> None:
