@@ -26,3 +26,17 @@ def fake_openai(_fake_openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
     _fake_openai_server.reset()
     yield _fake_openai_server
     _fake_openai_server.reset()
+
+
+_WEB_ENV_PREFIXES = ("STEERABLE_WEB_", "STEERABLE_EGRESS_")
+_WEB_ENV_NAMES = {"TAVILY_API_KEY"} | {f"{v}_PROXY" for v in ("HTTP", "HTTPS", "ALL", "NO")}
+
+
+@pytest.fixture(autouse=True)
+def _no_web_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see the web tools as a fresh install does: no search key, no proxy, default bounds."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith(_WEB_ENV_PREFIXES) or name.upper() in _WEB_ENV_NAMES:
+            monkeypatch.delenv(name)

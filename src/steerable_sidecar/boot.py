@@ -3,8 +3,9 @@
 Issue 4 (and spec: Third-party tools): ``sidecar``, ``session``, ``call``, ``mcp``, ``run`` and
 ``tools`` all boot the same way, so a newcomer's plugin shows up everywhere at once:
 
-1. the workspace tools for the workspace root (``workspace_tools_for_cwd``), and ``run_code``
-   when ``STEERABLE_RUN_CODE=1``;
+1. the workspace tools for the workspace root (``workspace_tools_for_cwd``), the web pair
+   (``web_search`` / ``web_fetch``, unless ``--no-web-tools``; ``web_search`` only with a search
+   provider configured), and ``run_code`` when ``STEERABLE_RUN_CODE=1``;
 2. plugins from every configured source (entry points in the ``steerable.tools`` group, then the
    ``STEERABLE_PLUGIN_DIR`` directory): any load failure aborts the boot, naming the plugin;
 3. the harness strategy (``--harness``; ``progressive`` registers ``tool_search``).
@@ -16,20 +17,24 @@ where ``tool_search`` finds them.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, Literal
 
 from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime._env import env_flag
-from steerable_agent_runtime.errors import PluginLoadError
+from steerable_agent_runtime.errors import ConfigError, PluginLoadError
 from steerable_agent_runtime.harness import AssembledHarness, HarnessStrategy, assemble_harness
 from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
 
 if TYPE_CHECKING:
     from .mcp_sources import McpToolSources
+    from .web_tools import HostInvoke, WebTools
+
+logger = logging.getLogger("steerable_sidecar.boot")
 
 __all__ = [
     "ALLOW_PLUGINS_IN_WORKSPACE_ENV",
@@ -58,11 +63,18 @@ class Booted:
         router: Every tool: workspace, plugins, and (after :func:`mcp_sources_for`) MCP tools.
         plugins: The plugin registry (its lifecycle calls change ``router`` at once).
         harness: The strategy that decides the offered list (``harness.offered()``).
+        web: The web pair's state (HTTP clients, session counters), ``None`` without web tools.
     """
 
     router: ToolRouter
     plugins: PluginRegistry
     harness: AssembledHarness
+    web: WebTools | None = None
+
+    async def aclose(self) -> None:
+        """Release what the tools hold open (the web tools' HTTP clients)."""
+        if self.web is not None:
+            await self.web.aclose()
 
 
 def boot_tools(
@@ -72,6 +84,9 @@ def boot_tools(
     environ: Mapping[str, str] | None = None,
     harness: str = "full",
     plugins: bool = True,
+    web_tools: bool = True,
+    web_config_errors: Literal["raise", "log"] = "raise",
+    host_search: HostInvoke | None = None,
 ) -> Booted:
     """Build the tools in the documented order.
 
@@ -81,6 +96,12 @@ def boot_tools(
         environ: The environment (default ``os.environ``).
         harness: ``full``, ``minimal`` or ``progressive``.
         plugins: Load the configured plugins (``False`` for tests and tooling).
+        web_tools: Register ``web_search`` / ``web_fetch`` (``--no-web-tools`` passes ``False``).
+        web_config_errors: What an invalid ``STEERABLE_WEB_*`` variable does: ``"raise"`` (headless
+            and one-shot commands fail at load) or ``"log"`` (the sidecar logs it and serves
+            without the web pair, so a typo in an optional feature cannot brick chat; spec: Bounds).
+        host_search: The host's search over the reverse channel (the sidecar's
+            ``web_search.request``), for ``STEERABLE_WEB_SEARCH_PROVIDER=host``.
 
     Returns:
         The booted tools.
@@ -92,7 +113,23 @@ def boot_tools(
         UserError: An unknown harness name.
     """
     root = Path(workspace) if workspace is not None else Path.cwd()
-    router = workspace_tools_for_cwd(root, allow_outside=allow_outside, environ=environ)
+    web: list[WebTools] = []
+
+    def install_web(router: ToolRouter) -> None:
+        from .web_tools import WebToolsConfig, install_web_tools
+
+        try:
+            config = WebToolsConfig.from_env(environ)
+        except ConfigError as exc:
+            if web_config_errors == "raise":
+                raise
+            logger.error("web_search and web_fetch are not served: %s", exc)
+            return
+        web.append(install_web_tools(router, config, environ=environ, host_search=host_search))
+
+    router = workspace_tools_for_cwd(
+        root, allow_outside=allow_outside, environ=environ, web_tools=install_web if web_tools else False
+    )
     from .run_code import run_code_enabled, run_code_tool  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
 
     if run_code_enabled(environ):
@@ -101,7 +138,7 @@ def boot_tools(
         _refuse_plugins_the_model_can_write(root, environ)
     registry = PluginRegistry(router, default_plugin_sources(environ) if plugins else ())
     registry.load_all()
-    return Booted(router, registry, assemble_harness(harness, router))
+    return Booted(router, registry, assemble_harness(harness, router), web[0] if web else None)
 
 
 def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, str] | None) -> None:

@@ -58,6 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--no-plugins", action="store_true", help="skip plugins (entry points and STEERABLE_PLUGIN_DIR)"
     )
+    common.add_argument(
+        "--no-web-tools", action="store_true", help="omit web_search and web_fetch (offline task contract)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     tools = sub.add_parser("tools", parents=[common], help="list the tools (name, mode, tier, description)")
     tools.add_argument("--json", action="store_true", help="print the full inventory as JSON")
@@ -94,6 +97,7 @@ def _boot(args: argparse.Namespace) -> Booted:
         allow_outside=args.allow_outside_workspace,
         harness=args.harness,
         plugins=not args.no_plugins,
+        web_tools=not args.no_web_tools,
     )
 
 
@@ -119,6 +123,14 @@ async def _with_mcp(booted: Booted, work: Callable[[], Awaitable[int]]) -> int:
         return await work()
     async with sources:
         return await work()
+
+
+async def _closing(booted: Booted, work: Awaitable[int]) -> int:
+    """Await ``work``, then release what the tools hold open (the web tools' HTTP clients)."""
+    try:
+        return await work
+    finally:
+        await booted.aclose()
 
 
 def _print_table(router: ToolRouter) -> None:
@@ -194,13 +206,14 @@ def _main(argv: Sequence[str] | None) -> int:
             allow_outside=args.allow_outside_workspace,
             harness=args.harness,
             plugins=not args.no_plugins,
+            web_tools=not args.no_web_tools,
         )
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
         if args.command == "plugins":  # listing plugins needs no MCP server started
-            return asyncio.run(_command(args, booted))
-        return asyncio.run(_with_mcp(booted, lambda: _command(args, booted)))
+            return asyncio.run(_closing(booted, _command(args, booted)))
+        return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
         return 2

@@ -19,6 +19,9 @@ Reverse-call handlers (all optional, all async):
 * ``on_approval(call, mode) -> bool`` answers ``approval.request``. Unset: denied.
 * ``on_read_state_seed(params)`` receives ``read_state.seed``; every seed is also kept in
   :attr:`SidecarClient.seeds`.
+* ``on_web_search(params) -> {results: [{title, url, snippet}]}`` runs a search for a sidecar
+  started with ``STEERABLE_WEB_SEARCH_PROVIDER=host`` (``params``: ``{query, maxResults,
+  allowedDomains, blockedDomains}``). Unset: ``-32602`` (the model gets a ``search_failed`` result).
 """
 
 from __future__ import annotations
@@ -92,8 +95,8 @@ class SidecarClient:
         process: The child process.
         ready: The ``lifecycle.ready`` params (``version``, ``protocolVersion``, ``pid``, ``workspace``).
         seeds: Every ``read_state.seed`` params received.
-        on_ask_user, on_tool_invoke, on_approval, on_read_state_seed: Reverse-call handlers
-            (see the module docstring).
+        on_ask_user, on_tool_invoke, on_approval, on_read_state_seed, on_web_search: Reverse-call
+            handlers (see the module docstring).
     """
 
     def __init__(self, process: asyncio.subprocess.Process, peer: JsonRpcPeer) -> None:
@@ -107,6 +110,7 @@ class SidecarClient:
         )
         self.on_approval: Callable[[dict[str, Any], str], Awaitable[bool]] | None = None
         self.on_read_state_seed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self.on_web_search: Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]] | None = None
         self._chats: dict[str, ChatHandle] = {}
         self._ready = asyncio.Event()
         self._stderr = bytearray()
@@ -118,6 +122,7 @@ class SidecarClient:
         peer.add_method("tool.invoke", self._tool_invoke)
         peer.add_method("approval.request", self._approval)
         peer.add_method("read_state.seed", self._read_state_seed)
+        peer.add_method("web_search.request", self._web_search)
 
     @classmethod
     async def start(
@@ -354,6 +359,13 @@ class SidecarClient:
         if self.on_read_state_seed is not None:
             await self.on_read_state_seed(dict(params))
         return {"ok": True}
+
+    async def _web_search(self, params: Any) -> dict[str, Any]:
+        if self.on_web_search is None:
+            from .rpc import InvalidParams
+
+            raise InvalidParams("this host runs no web search (no on_web_search handler)")
+        return dict(await self.on_web_search(dict(params)))
 
     # -- plumbing -------------------------------------------------------------------------------
     async def _collect_stderr(self) -> None:

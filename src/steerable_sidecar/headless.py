@@ -230,10 +230,6 @@ def _exit_code(summary: RunSummary) -> int:
 
 
 def _finish_router(args: argparse.Namespace, router: ToolRouter) -> None:
-    if args.no_web_tools:  # spec: --no-web-tools omits the pair entirely
-        for name in ("web_search", "web_fetch"):
-            if name in router:
-                router.unregister(name)
     wants_ask = args.ask_user == "on" or (args.ask_user == "auto" and sys.stdin.isatty())
     if wants_ask:
         from .terminal_prompt import terminal_ask_user_handler
@@ -246,12 +242,18 @@ async def _run(
 ) -> dict[str, Any]:
     from .boot import boot_tools, mcp_sources_for
 
-    booted = boot_tools(cwd, harness=args.harness, plugins=not args.no_plugins)
-    router, harness = booted.router, booted.harness
-    _finish_router(args, router)
-    sources = mcp_sources_for(router, args.mcp)
-    async with sources if sources is not None else contextlib.nullcontext():
-        return await _run_loop(args, provider, instruction, cwd, stage, router, harness)
+    # --no-web-tools omits the pair entirely (spec: Web tools); an invalid STEERABLE_WEB_* fails the load
+    booted = boot_tools(
+        cwd, harness=args.harness, plugins=not args.no_plugins, web_tools=not args.no_web_tools
+    )
+    try:
+        router, harness = booted.router, booted.harness
+        _finish_router(args, router)
+        sources = mcp_sources_for(router, args.mcp)
+        async with sources if sources is not None else contextlib.nullcontext():
+            return await _run_loop(args, provider, instruction, cwd, stage, router, harness)
+    finally:
+        await booted.aclose()
 
 
 async def _run_loop(

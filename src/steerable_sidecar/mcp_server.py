@@ -5,7 +5,8 @@ does. Mapping:
 
 * ``tools/list`` lists the offered (direct-tier) tools with their JSON Schemas. ``ToolMode`` becomes
   MCP tool annotations: read -> ``readOnlyHint``; destructive -> ``destructiveHint``; external ->
-  ``openWorldHint``; safe_write -> not read-only, not destructive.
+  ``openWorldHint``; safe_write -> not read-only, not destructive. ``web_search`` / ``web_fetch``
+  are reads of the open web: read-only and ``openWorldHint``.
 * ``tools/call`` dispatches by name (any tier: dispatch never gates on exposure). The whole
   :class:`ToolResult` travels as ``structuredContent`` and as JSON text; ``success: false`` is an
   MCP tool error (``isError: true``), so the model sees it and can self-correct.
@@ -53,12 +54,18 @@ def mode_annotations(mode: ToolMode, *, title: str | None = None) -> mcp_t.ToolA
 
 
 def _mcp_tool(tool: Tool) -> mcp_t.Tool:
+    annotations = mode_annotations(tool.mode)
+    if tool.name in _OPEN_WORLD_READS:  # reads, but of the open web: openWorldHint is the truth
+        annotations.open_world_hint = True
     return mcp_t.Tool(
         name=tool.name,
         description=tool.description,
         input_schema=tool.parameters,
-        annotations=mode_annotations(tool.mode),
+        annotations=annotations,
     )
+
+
+_OPEN_WORLD_READS = frozenset({"web_search", "web_fetch"})  # by exact name, as the mode classifier
 
 
 def to_call_tool_result(result: ToolResult) -> mcp_t.CallToolResult:

@@ -11,7 +11,9 @@ import asyncio
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from steerable_agent_runtime import SteerableError
 
@@ -39,13 +41,18 @@ def _configure_logging() -> None:
     )
 
 
-async def serve_stdio(config: SidecarConfig, *, harness: str = "full", plugins: bool = True) -> None:
+async def serve_stdio(
+    config: SidecarConfig, *, harness: str = "full", plugins: bool = True, web_tools: bool = True
+) -> None:
     """Boot the tools, connect the MCP servers, serve on stdio until EOF or ``system.shutdown``.
 
     Args:
         config: The process configuration.
         harness: The default ``agent.chat.stream`` harness (a chat's ``harness`` param overrides it).
         plugins: Load the configured plugins.
+        web_tools: Serve ``web_search`` / ``web_fetch``. An invalid ``STEERABLE_WEB_*`` variable is
+            logged and the sidecar serves without them (spec: Bounds); with
+            ``STEERABLE_WEB_SEARCH_PROVIDER=host`` the host runs each search (``web_search.request``).
 
     Raises:
         SteerableError: Invalid configuration or a plugin that failed to load (raised before
@@ -53,22 +60,41 @@ async def serve_stdio(config: SidecarConfig, *, harness: str = "full", plugins: 
     """
     # stdio first: from here on a stray print (a plugin's, at import or register) lands on stderr
     reader, writer = await open_stdio_streams()
+    peer = JsonRpcPeer(reader, writer, name="sidecar")  # not serving yet: the host search needs it
+
+    async def host_search(request: dict[str, Any]) -> Mapping[str, Any]:
+        params = {  # the wire is camelCase (docs/sidecar-protocol.md, reverse calls)
+            "query": request["query"],
+            "maxResults": request["max_results"],
+            "allowedDomains": request["allowed_domains"],
+            "blockedDomains": request["blocked_domains"],
+        }
+        answer = await peer.request("web_search.request", params)  # web_search bounds the wait
+        if not isinstance(answer, Mapping):
+            raise TypeError(f"web_search.request answered {type(answer).__name__}, not an object")
+        return answer
+
     booted = boot_tools(
         config.workspace,
         allow_outside=config.allow_outside,
         environ=config.environ,
         harness=harness,
         plugins=plugins,
+        web_tools=web_tools,
+        web_config_errors="log",
+        host_search=host_search,
     )
     config.default_harness = harness
-    sources = mcp_sources_for(booted.router, None, config.environ)
-    peer = JsonRpcPeer(reader, writer, name="sidecar")
-    sidecar = Sidecar(peer, config, router=booted.router, plugins=booted.plugins)
-    if sources is None:
-        await sidecar.run()
-        return
-    async with sources:
-        await sidecar.run()
+    try:
+        sources = mcp_sources_for(booted.router, None, config.environ)
+        sidecar = Sidecar(peer, config, router=booted.router, plugins=booted.plugins)
+        if sources is None:
+            await sidecar.run()
+            return
+        async with sources:
+            await sidecar.run()
+    finally:
+        await booted.aclose()
 
 
 def run_sidecar(
@@ -78,6 +104,7 @@ def run_sidecar(
     allow_outside: bool = False,
     harness: str = "full",
     plugins: bool = True,
+    web_tools: bool = True,
 ) -> int:
     """Run ``steerable sidecar``; returns the exit code.
 
@@ -87,6 +114,7 @@ def run_sidecar(
         allow_outside: Accept file paths outside the workspace.
         harness: The default chat harness.
         plugins: Load the configured plugins.
+        web_tools: Serve ``web_search`` / ``web_fetch`` (``--no-web-tools``: omit them).
     """
     _configure_logging()
     config = SidecarConfig(
@@ -95,7 +123,7 @@ def run_sidecar(
         allow_outside=allow_outside,
     )
     try:
-        asyncio.run(serve_stdio(config, harness=harness, plugins=plugins))
+        asyncio.run(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
     except SteerableError as exc:
         print(f"steerable sidecar: {exc}", file=sys.stderr)
         return 2

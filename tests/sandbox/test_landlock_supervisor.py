@@ -60,9 +60,7 @@ def private_tmp(tmp_path: Path) -> Path:
     return path
 
 
-def test_a_landlock_command_cannot_kill_its_supervisor_nor_leave_a_daemon(
-    workspace: Path, private_tmp: Path
-):
+def test_a_landlock_command_cannot_kill_its_supervisor_nor_leave_a_daemon(workspace: Path, private_tmp: Path):
     """RUN-5: the tree dies with the call, even when the command tries to outlive it."""
     if detect_landlock_abi() < 6:
         pytest.skip("signal scoping needs Landlock ABI 6 (Linux 6.12); this kernel has an older ABI")

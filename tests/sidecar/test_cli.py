@@ -28,6 +28,7 @@ EXPECTED = {  # name -> (mode, tier)
     "glob": ("read", "direct"),
     "grep": ("read", "direct"),
     "bash": ("local", "direct"),  # runs under the layer-2 sandbox; local mode needs consent
+    "web_fetch": ("read", "direct"),  # WEB-3; web_search needs a search provider, none is configured
 }
 
 
@@ -63,14 +64,14 @@ def test_tools_prints_a_table_with_mode_and_tier(repo_copy: Path, capsys: pytest
     assert rows["list_dir"][desc_col:] == "List a directory's entries (name, type, size)."
 
 
-def test_tools_json_lists_eight_tools_with_mode_and_exposure(
+def test_tools_json_lists_nine_tools_with_mode_and_exposure(
     repo_copy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # TIER-3 (describe(): the full inventory with mode and exposure), MODE-1, MODE-3
     assert main(["tools", "--json", "-w", str(repo_copy), "--no-plugins"]) == 0
     inventory = json.loads(capsys.readouterr().out)
     assert isinstance(inventory, list)
-    assert len(inventory) == 8
+    assert len(inventory) == 9
     assert {t["name"]: (t["mode"], t["exposure"]) for t in inventory} == EXPECTED
     for entry in inventory:
         assert set(entry) == {"name", "description", "parameters", "mode", "exposure"}

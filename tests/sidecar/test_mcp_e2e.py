@@ -103,8 +103,8 @@ async def test_list_tools_schemas_and_mode_annotations(
         async with asyncio.timeout(TIMEOUT_S):
             listed = await client.list_tools()
     tools = {t.name: t for t in listed.tools}
-    assert set(tools) == READ_TOOLS | WRITE_TOOLS | {"bash"}
-    assert len(listed.tools) == 8
+    assert set(tools) == READ_TOOLS | WRITE_TOOLS | {"bash", "web_fetch"}
+    assert len(listed.tools) == 9
     for tool in listed.tools:
         assert tool.description
         assert tool.input_schema["type"] == "object"
@@ -128,6 +128,8 @@ async def test_list_tools_schemas_and_mode_annotations(
         assert ann.read_only_hint is False, name
         assert ann.destructive_hint is False, name
         assert ann.open_world_hint is False, name
+    fetch = tools["web_fetch"].annotations  # a read of the open web (WEB-3)
+    assert fetch is not None and fetch.read_only_hint is True and fetch.open_world_hint is True
     bash = tools["bash"].annotations  # local: left at the MCP defaults (possibly destructive, open world)
     assert bash is not None and bash.read_only_hint is False
     assert bash.destructive_hint is not False and bash.open_world_hint is not False

@@ -65,12 +65,15 @@ async def test_handshake_ready_ping_and_full_inventory(start: Any, workspace: Pa
             "glob",
             "grep",
             "bash",
+            "web_fetch",
         }
         assert tools["read_file"]["mode"] == "read" and tools["read_file"]["exposure"] == "direct"
         assert tools["bash"]["mode"] == "local" and tools["bash"]["exposure"] == "direct"
         assert tools["edit_file"]["parameters"]["type"] == "object"
-        # no web pair: not configured here, so never advertised
-        assert not any(name.startswith("web_") for name in tools)
+        # WEB-3, WEB-5: web_fetch needs no configuration; web_search has no provider here (no key),
+        # so it is not advertised
+        assert tools["web_fetch"]["mode"] == "read" and tools["web_fetch"]["exposure"] == "direct"
+        assert "web_search" not in tools
         assert await sidecar.shutdown() == 0
 
 

@@ -11,7 +11,7 @@ import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -64,6 +64,7 @@ def workspace_tools_for_cwd(
     allow_outside: bool = False,
     environ: Mapping[str, str] | None = None,
     bash: bool = True,
+    web_tools: Callable[[ToolRouter], object] | Literal[False] | None = None,
 ) -> ToolRouter:
     """Register the workspace file tools for one session on a router.
 
@@ -83,6 +84,11 @@ def workspace_tools_for_cwd(
         environ: Environment to resolve variables from (default ``os.environ``); ``bash`` passes
             its allowlist on to commands.
         bash: Register ``bash`` (:func:`~steerable_agent_runtime.sandbox.bash_tool`).
+        web_tools: How ``web_search`` / ``web_fetch`` get registered: an installer called with the
+            router once the file tools are on it (``steerable_sidecar.web_tools.install_web_tools``,
+            which needs the network this package never touches), or ``False`` / ``None`` to omit
+            both, as an offline task contract wants (spec: Web tools, WEB-2). Every ``steerable``
+            entry point passes the installer unless told ``--no-web-tools``.
 
     Returns:
         The router. The :class:`Workspace` behind it is ``router.workspace``.
@@ -110,6 +116,8 @@ def workspace_tools_for_cwd(
     for spec in specs:
         router.register(spec)
     router.workspace = ws  # type: ignore[attr-defined]
+    if web_tools:
+        web_tools(router)
     return router
 
 

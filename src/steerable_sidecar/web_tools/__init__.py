@@ -1,14 +1,58 @@
-"""The web tools: ``web_fetch`` and ``web_search`` (spec: Web tools (sidecar)).
+"""The web tools: ``web_fetch`` and ``web_search`` (spec: Web tools (sidecar); ``docs/web-tools.md``).
 
-One implementation serves every entry point. The pieces:
+One implementation serves every entry point: :func:`install_web_tools` registers the pair on a
+router (``workspace_tools_for_cwd(root, web_tools=install_web_tools)``), and every ``steerable``
+command does so unless told ``--no-web-tools``. The pieces:
 
-* ``_config``: :class:`WebToolsConfig`, every bound resolved from its ``STEERABLE_WEB_*`` variable;
-* ``_policy``: URL checks, the domain policy and the SSRF address check;
-* ``_fetch``: the fetcher (DNS, SSRF check of every answer, a connection pinned to the validated
-  address, same-origin redirects, streaming bounds, HTML to Markdown);
-* ``_search``: the :class:`WebSearchProvider` protocol and its Tavily, DuckDuckGo and host backends.
+* :class:`WebToolsConfig`: every bound resolved from its ``STEERABLE_WEB_*`` variable;
+* :class:`DomainPolicy`, :func:`validate_url`, :func:`address_refusal`: URL checks, the domain
+  policy and the SSRF address check;
+* :class:`WebFetcher`: DNS, the SSRF check of every answer, a connection pinned to the validated
+  address, same-origin redirects, streaming bounds, HTML to Markdown;
+* :class:`WebSearchProvider` with :class:`TavilySearchProvider`, :class:`DuckDuckGoSearchProvider`
+  and :class:`HostSearchProvider`, chosen by :func:`default_web_search_provider`;
+* :class:`WebTools`: the two tools, their per-process session caps, and the HTTP clients' lifetime.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from ._config import WebToolsConfig, parse_domain_list
+from ._fetch import Resolver, WebFetcher, system_resolver
+from ._policy import DomainPolicy, address_refusal, check_addresses, url_host, validate_url
+from ._search import (
+    DuckDuckGoSearchProvider,
+    HostInvoke,
+    HostSearchProvider,
+    SearchHit,
+    TavilySearchProvider,
+    WebSearchProvider,
+    default_web_search_provider,
+    filter_hits,
+)
+from ._tools import WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WEB_TOOL_NAMES, WebTools, install_web_tools
+
+__all__ = [
+    "WEB_FETCH_TOOL_NAME",
+    "WEB_SEARCH_TOOL_NAME",
+    "WEB_TOOL_NAMES",
+    "DomainPolicy",
+    "DuckDuckGoSearchProvider",
+    "HostInvoke",
+    "HostSearchProvider",
+    "Resolver",
+    "SearchHit",
+    "TavilySearchProvider",
+    "WebFetcher",
+    "WebSearchProvider",
+    "WebTools",
+    "WebToolsConfig",
+    "address_refusal",
+    "check_addresses",
+    "default_web_search_provider",
+    "filter_hits",
+    "install_web_tools",
+    "parse_domain_list",
+    "system_resolver",
+    "url_host",
+    "validate_url",
+]

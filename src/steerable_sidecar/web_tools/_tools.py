@@ -1,0 +1,288 @@
+"""The ``web_fetch`` and ``web_search`` tools: session caps, registration, lifecycle.
+
+Spec: Web tools (sidecar). Both tools register at the direct exposure tier in read mode, by their
+exact names (WEB-3); ``web_search`` only when a provider is configured (an empty Tavily key leaves
+it unregistered, WEB-5), so ``tool.list`` never advertises a tool that cannot work. Oversized
+pages are not clipped here: the agent loop's ``SpillHooks`` externalise them (WEB-15); the only
+bound on a page is ``fetch_max_bytes``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Annotated, Any, Final
+
+import httpx
+from pydantic import Field
+
+from steerable_agent_runtime.errors import WebError
+from steerable_agent_runtime.modes import ToolMode
+from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
+from steerable_agent_runtime.types import ToolResult
+
+from ._config import WebToolsConfig
+from ._fetch import Resolver, WebFetcher
+from ._policy import DomainPolicy
+from ._search import HostInvoke, WebSearchProvider, default_web_search_provider, filter_hits
+
+__all__ = [
+    "WEB_FETCH_TOOL_NAME",
+    "WEB_SEARCH_TOOL_NAME",
+    "WEB_TOOL_NAMES",
+    "WebTools",
+    "install_web_tools",
+]
+
+logger = logging.getLogger("steerable_sidecar.web_tools")
+
+WEB_FETCH_TOOL_NAME: Final = "web_fetch"
+WEB_SEARCH_TOOL_NAME: Final = "web_search"
+WEB_TOOL_NAMES: Final = (WEB_SEARCH_TOOL_NAME, WEB_FETCH_TOOL_NAME)
+"""The pair, by exact name (``--no-web-tools`` omits both)."""
+
+MAX_QUERY_CHARS: Final = 2000
+"""The longest ``web_search`` query accepted, in characters."""
+_CEILING_RESULTS: Final = 20
+
+_DEFAULT: Any = object()
+
+
+class _SessionCounter:
+    """One per-process counter (spec: "The session caps are per-sidecar-process counters")."""
+
+    def __init__(self, tool: str, cap: int, variable: str) -> None:
+        self.tool, self.cap, self.variable, self.used = tool, cap, variable, 0
+
+    def admit(self) -> None:
+        """Count one call; refuse it when the cap is reached (0 disables the cap).
+
+        Raises:
+            WebError: ``session_cap``, naming the limit and its environment variable.
+        """
+        if self.cap and self.used >= self.cap:
+            raise WebError(
+                "session_cap",
+                f"{self.tool} has reached its session limit of {self.cap} calls ({self.variable}); "
+                "work with what you have, or ask the user to raise the limit",
+                data={"limit": self.cap, "variable": self.variable},
+            )
+        self.used += 1
+
+
+class WebTools:
+    """The web pair of one process: configuration, fetcher, search provider and session counters.
+
+    Build it with :func:`install_web_tools` (which also registers the tools), or directly to
+    inject a fetcher or provider. Close it with :meth:`aclose` (it owns HTTP clients).
+
+    Args:
+        config: The bounds and policies.
+        provider: The search backend; ``None`` leaves ``web_search`` unregistered.
+        fetcher: The fetch engine (default: a :class:`WebFetcher` for ``config``).
+        resolver: DNS for the default fetcher (tests inject one).
+        transport: HTTP transport for the default fetcher (tests inject one).
+        environ: The environment the default fetcher reads proxy variables from.
+    """
+
+    def __init__(
+        self,
+        config: WebToolsConfig,
+        *,
+        provider: WebSearchProvider | None,
+        fetcher: WebFetcher | None = None,
+        resolver: Resolver | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        environ: Mapping[str, str] | None = None,
+        owned: tuple[Any, ...] = (),
+    ) -> None:
+        self.config = config
+        self.provider = provider
+        self.policy = DomainPolicy.from_config(config)
+        self.fetcher = fetcher or WebFetcher(config, resolver=resolver, transport=transport, environ=environ)
+        self._owned = (*owned, *(() if fetcher is not None else (self.fetcher,)))
+        self.searches = _SessionCounter(
+            WEB_SEARCH_TOOL_NAME, config.session_search_cap, "STEERABLE_WEB_SESSION_SEARCH_CAP"
+        )
+        self.fetches = _SessionCounter(
+            WEB_FETCH_TOOL_NAME, config.session_fetch_cap, "STEERABLE_WEB_SESSION_FETCH_CAP"
+        )
+
+    async def fetch(self, url: str) -> ToolResult:
+        """Run one ``web_fetch`` call (see :meth:`tools` for the model-facing contract).
+
+        Raises:
+            WebError: Every refusal and failure (the router turns it into a followup result).
+        """
+        data = await self.fetcher.fetch(url, admit=self.fetches.admit)
+        if data.get("redirect_to"):
+            return ToolResult(success=True, data=data, message=str(data.get("content") or ""))
+        return ToolResult(success=True, data=data)
+
+    async def search(self, query: str, max_results: int | None = None) -> ToolResult:
+        """Run one ``web_search`` call: the provider's hits, filtered by the domain policy.
+
+        Raises:
+            WebError: An empty query, the session cap, or the provider's failure.
+        """
+        if self.provider is None:  # not registered then; a direct caller still gets a clear answer
+            raise WebError("search_unavailable", "web_search has no provider configured")
+        text = query.strip()
+        if not text:
+            raise WebError("invalid_query", "query is empty; say what to search for")
+        limit = min(max_results or self.config.search_max_results, _CEILING_RESULTS)
+        self.searches.admit()
+        try:
+            async with asyncio.timeout(self.config.search_timeout_ms / 1000):
+                hits = await self.provider.search(
+                    text,
+                    max_results=limit,
+                    allowed_domains=self.config.allowed_domains,
+                    blocked_domains=self.config.blocked_domains,
+                )
+        except TimeoutError:
+            raise WebError(
+                "search_timeout",
+                f"web_search ({self.provider.name}) did not answer within "
+                f"{self.config.search_timeout_ms} ms (STEERABLE_WEB_SEARCH_TIMEOUT_MS)",
+            ) from None
+        kept = filter_hits(hits, self.policy, limit)
+        return ToolResult(success=True, data={"query": text, "results": [hit.to_json() for hit in kept]})
+
+    def tools(self) -> list[Tool]:
+        """The tools to register: ``web_fetch``, and ``web_search`` when a provider is set."""
+        made = [self._fetch_tool()]
+        if self.provider is not None:
+            made.insert(0, self._search_tool())
+        return made
+
+    def install(self, router: ToolRouter) -> list[str]:
+        """Register :meth:`tools` on ``router``; return their names.
+
+        Raises:
+            DuplicateToolError: A tool of the same name is already registered.
+        """
+        names = []
+        for made in self.tools():
+            router.register(made)
+            names.append(made.name)
+        return names
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients this object owns (safe to call twice)."""
+        owned, self._owned = self._owned, ()
+        for item in owned:
+            closer = getattr(item, "aclose", None)
+            if closer is not None:
+                await closer()
+
+    def _fetch_tool(self) -> Tool:
+        cfg = self.config
+
+        async def web_fetch(url: Annotated[str, Field(min_length=1, max_length=2048)]) -> ToolResult:
+            """Fetch a web page.
+
+            Args:
+                url: An absolute http(s) URL of a public page, without credentials.
+            """
+            return await self.fetch(url)
+
+        description = (
+            "Fetch a public http(s) web page and return its text: HTML as Markdown (links and tables "
+            "kept), JSON, XML and plain text as they are. Returns {url, status, contentType, bytes, "
+            f"truncated, content}}; at most {cfg.fetch_max_bytes} bytes are read (truncated says so). "
+            "Private, loopback and cloud-metadata addresses are refused. A redirect to another site "
+            "is not followed: it is reported in redirect_to, fetch that URL if you want it. Binary "
+            "content (PDF, images, archives) is refused: use the bash tool with curl for it."
+        )
+        return Tool.from_function(
+            web_fetch,
+            description=description,
+            mode=ToolMode.READ,
+            exposure=ToolExposure.DIRECT,
+            timeout_ms=cfg.fetch_timeout_ms + 5_000,
+        )
+
+    def _search_tool(self) -> Tool:
+        cfg = self.config
+        default = cfg.search_max_results
+
+        async def web_search(
+            query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
+            max_results: Annotated[int, Field(ge=1, le=_CEILING_RESULTS, strict=True)] = default,
+        ) -> ToolResult:
+            """Search the web.
+
+            Args:
+                query: What to search for.
+                max_results: How many results to return (1-20).
+            """
+            return await self.search(query, max_results)
+
+        scope = ""
+        if cfg.allowed_domains:
+            scope = f" Results are limited to {', '.join(cfg.allowed_domains)} and their subdomains."
+        description = (
+            "Search the web and return {query, results: [{title, url, snippet}]}, at most "
+            f"max_results results (default {default}).{scope} Use web_fetch to read a result."
+        )
+        return Tool.from_function(
+            web_search,
+            description=description,
+            mode=ToolMode.READ,
+            exposure=ToolExposure.DIRECT,
+            timeout_ms=cfg.search_timeout_ms + 5_000,
+        )
+
+
+def install_web_tools(
+    router: ToolRouter,
+    config: WebToolsConfig | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    provider: WebSearchProvider | None = _DEFAULT,
+    host_search: HostInvoke | None = None,
+    resolver: Resolver | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> WebTools:
+    """Register ``web_fetch`` and (when a provider is configured) ``web_search`` on ``router``.
+
+    Pass it as ``workspace_tools_for_cwd(root, web_tools=install_web_tools)`` to get the file
+    tools and the web pair in one router; every ``steerable`` entry point does the equivalent.
+
+    Args:
+        router: Where the tools go (at the direct tier, read mode).
+        config: The bounds and policies (default: :meth:`WebToolsConfig.from_env` of ``environ``).
+        environ: The environment (default ``os.environ``).
+        provider: The search backend; default :func:`default_web_search_provider` for ``config``;
+            ``None`` registers ``web_fetch`` alone.
+        host_search: The host's search (the sidecar's reverse call), for
+            ``STEERABLE_WEB_SEARCH_PROVIDER=host``.
+        resolver: DNS for the fetcher (tests).
+        transport: HTTP transport for the fetcher (tests).
+
+    Returns:
+        The :class:`WebTools` (close it with ``aclose`` when the process ends).
+
+    Raises:
+        ConfigError: An invalid ``STEERABLE_WEB_*`` / ``STEERABLE_EGRESS_CONFINED`` variable (the
+            message names it).
+        DuplicateToolError: A tool of the same name is already registered.
+    """
+    cfg = WebToolsConfig.from_env(environ) if config is None else config
+    owned: tuple[Any, ...] = ()
+    if provider is _DEFAULT:
+        client = httpx.AsyncClient(timeout=cfg.search_timeout_ms / 1000, follow_redirects=False)
+        provider = default_web_search_provider(cfg, client=client, host_invoke=host_search)
+        owned = (client,)
+    tools = WebTools(
+        cfg, provider=provider, resolver=resolver, transport=transport, environ=environ, owned=owned
+    )
+    tools.install(router)
+    if provider is None:
+        logger.info(
+            "web_search is not registered: no search provider configured (set STEERABLE_WEB_SEARCH_API_KEY "
+            "or TAVILY_API_KEY, or STEERABLE_WEB_SEARCH_PROVIDER=ddg|host)"
+        )
+    return tools
