@@ -647,9 +647,10 @@ def _prepare_sandbox(
 
     Reads the sandbox's pid, checks it is bubblewrap's child, sets its limits, and checks it is in
     every cgroup of the run (it is when bubblewrap was forked inside them; otherwise it is moved
-    in now). Owns ``info_fd`` (closes it). On failure the sandbox is killed and ``error`` says
-    why: the command never runs. When the sandbox is already gone (bubblewrap failed on its own,
-    its message is on stderr) nothing is set and ``init`` is ``None``.
+    in now). Owns ``info_fd`` (closes it). On failure the sandbox's init (when known) is already
+    killed and ``error`` says why: the command never runs. When the sandbox is already gone
+    (bubblewrap failed on its own, its message is on stderr) nothing is set and ``init`` is
+    ``None``.
     """
     marks: dict[str, float] = {}
     init: _SandboxInit | None = None
@@ -678,10 +679,9 @@ def _prepare_sandbox(
         return _Prepared(None, marks)
     except (_SetupError, OSError, ValueError) as exc:
         text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        if init is not None:
+        if init is not None:  # killed now; bubblewrap reaps it and exits (no zombie left to PID 1)
             init.kill()
-            init.close()
-        return _Prepared(None, marks, error=text)
+        return _Prepared(init, marks, error=text)
     finally:
         os.close(info_fd)
 
