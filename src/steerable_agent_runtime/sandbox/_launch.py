@@ -11,10 +11,12 @@ add about 12 ms). In order, it:
    the kernel ignores ``RLIMIT_NPROC`` for root, so a ``pids`` cgroup is how a root sidecar
    bounds processes, and a ``memory`` cgroup bounds the whole tree's memory);
 3. either writes the socket filter to a pipe whose descriptor it passes on to bubblewrap
-   (``--seccomp-fd-at``) and execs the command (bubblewrap: its PID namespace tears the tree
-   down), or, with ``--supervise``, forks the command and stays as a tiny init: a child
-   subreaper that, when the command exits or the launcher gets ``SIGTERM``, kills every process
-   the command left behind;
+   (``--seccomp-fd-at``) and execs the command, or, with ``--supervise``, forks the command and
+   stays as a tiny init: a child subreaper that, when the command exits or the launcher gets
+   ``SIGTERM``, kills every process the command left behind. (The runner starts bubblewrap
+   itself, without this launcher, for speed: it sets the same limits on the sandbox's pid 1 from
+   outside; ``launcher_argv`` still runs a bubblewrap plan through the launcher, for tools and
+   tests that want one command line.)
 4. drops the capabilities (``--drop-caps``) and applies Landlock (``--landlock``) and the socket
    filter (``--seccomp-net``) to the command, so they hold for it and everything it starts. With
    ``--supervise`` that happens in the forked child, before its exec: the supervisor stays
