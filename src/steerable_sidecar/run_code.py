@@ -20,8 +20,8 @@ is refused (``consent_required``): nobody is there to ask. A nested ``run_code``
 
 Every failure is a ``needsFollowup`` result whose ``data.code`` says what happened
 (``syntax_error``, ``runtime_error``, ``timeout``, ``call_limit``, ``source_too_large``,
-``output_limit``, ``value_limit``, ``child_exited``, ``protocol_error``, ``sandbox_unavailable``)
-and that carries the calls and the logs so far. See ``docs/run-code.md``.
+``output_limit``, ``value_limit``, ``memory_limit``, ``child_exited``, ``protocol_error``,
+``sandbox_unavailable``) and that carries the calls and the logs so far. See ``docs/run-code.md``.
 """
 
 from __future__ import annotations
@@ -412,6 +412,13 @@ class _Run:
         if run.timed_out:
             return self._timed_out()
         stderr = run.stderr.text[-_STDERR_TAIL:]
+        if run.memory_exceeded:
+            return self.fail(
+                "memory_limit",
+                "The program was killed: together with the files it wrote to /tmp and /dev/shm it went "
+                "over the sandbox memory limit (STEERABLE_SANDBOX_MEMORY_BYTES). Use less memory.",
+                stderr=stderr,
+            )
         return self.fail(
             "child_exited",
             f"The program's interpreter ended without an answer (exit status {run.exit_code}).",

@@ -799,3 +799,29 @@ async def test_recorded_calls_keep_bounded_copies_of_big_arguments(workspace: Pa
     for call in calls:
         assert call["arguments"]["truncated"] is True and call["arguments"]["bytes"] > 200_000
         assert len(call["arguments"]["preview"]) == 512 and call["result"]["truncated"] is True
+
+
+async def test_a_program_over_the_memory_limit_of_its_whole_sandbox_is_told_so(workspace: Path) -> None:
+    """The memory cgroup counts tmpfs files too: the program is killed and the result names the limit."""
+    from steerable_agent_runtime.sandbox._cgroup import cgroup_parents
+
+    if not any("memory" in parent.controllers for parent in cgroup_parents()):
+        pytest.skip("no writable memory cgroup here: memory is bounded per process (RLIMIT_AS) only")
+    base = _bwrap_or_skip()
+    limits = ResourceLimits(memory_bytes=160 * 2**20)
+    router = make_router(workspace, sandbox=SandboxConfig(backend=base.backend, limits=limits))
+    program = """
+        chunk = b"x" * 2**20
+        for where in ("/tmp/fill", "/dev/shm/fill"):
+            with open(where, "wb") as fh:
+                for _ in range(120):
+                    fh.write(chunk)
+        return "survived"
+    """
+    result = await asyncio.wait_for(run(router, program), 60)
+    assert not result.success and result.needs_followup, result
+    assert data_of(result)["code"] == "memory_limit"
+    assert result.error == (
+        "The program was killed: together with the files it wrote to /tmp and /dev/shm it went over the "
+        "sandbox memory limit (STEERABLE_SANDBOX_MEMORY_BYTES). Use less memory."
+    )
