@@ -62,14 +62,9 @@ async def serve_stdio(
     reader, writer = await open_stdio_streams()
     peer = JsonRpcPeer(reader, writer, name="sidecar")  # not serving yet: the host search needs it
 
-    async def host_search(request: dict[str, Any]) -> Mapping[str, Any]:
-        params = {  # the wire is camelCase (docs/sidecar-protocol.md, reverse calls)
-            "query": request["query"],
-            "maxResults": request["max_results"],
-            "allowedDomains": request["allowed_domains"],
-            "blockedDomains": request["blocked_domains"],
-        }
-        answer = await peer.request("web_search.request", params)  # web_search bounds the wait
+    async def host_search(params: dict[str, Any]) -> Mapping[str, Any]:
+        # {query, maxResults, allowedDomains, blockedDomains}; web_search's deadline bounds the wait
+        answer = await peer.request("web_search.request", params)
         if not isinstance(answer, Mapping):
             raise TypeError(f"web_search.request answered {type(answer).__name__}, not an object")
         return answer

@@ -444,7 +444,7 @@ class WebFetcher:
             "timeout",
             f"web_fetch gave up on {url} after {ms} ms ({_TIMEOUT_ENV}={ms} bounds DNS, every redirect "
             "and the body together); try again later, or another source",
-            data={"timeout_ms": ms},
+            data={"timeoutMs": ms},
         )
 
     async def _follow(self, url: httpx.URL) -> _Page | dict[str, Any]:
@@ -478,7 +478,7 @@ class WebFetcher:
                             "too_many_redirects",
                             f"{url} redirected more than {limit} times within its origin "
                             f"({_REDIRECTS_ENV}={limit}); the page may redirect in a loop",
-                            data={"max_redirects": limit},
+                            data={"maxRedirects": limit},
                         )
                     url = validate_url(str(target))
                     self._policy.check(url_host(url))
@@ -501,7 +501,7 @@ class WebFetcher:
                 raise WebError(
                     "dns_failed",
                     f"web_fetch could not reach {url}: the DNS lookup of {host} failed ({_reason(exc)}); "
-                    "check the host name",
+                    "check the host name (or whether this machine can resolve names at all)",
                     data={"host": host},
                 ) from None
         check_addresses(host, addresses, url=str(url))
@@ -575,7 +575,7 @@ class WebFetcher:
             "proxy_refused",
             f"the egress proxy refused {host} ({answer}); the proxy admits only the hosts listed exactly "
             f"in {ALLOWED_DOMAINS_ENV} ({listed}), and a subdomain must be listed itself",
-            data={"host": host, "answer": answer, "allowed_domains": list(allowed)},
+            data={"host": host, "answer": answer, "allowedDomains": list(allowed)},
         )
 
     async def _status_error(self, url: httpx.URL, response: httpx.Response) -> WebError:

@@ -117,7 +117,7 @@ def validate_url(url: str) -> httpx.URL:
             "invalid_url",
             f"invalid URL {_shown(text)}: it is {len(text)} characters long; "
             f"at most {MAX_URL_LENGTH} are accepted",
-            data={"max_length": MAX_URL_LENGTH, "length": len(text)},
+            data={"maxLength": MAX_URL_LENGTH, "length": len(text)},
         )
     try:
         parsed = httpx.URL(text)
@@ -242,7 +242,7 @@ class DomainPolicy:
             code,
             f"{normal} is not covered by {ALLOWED_DOMAINS_ENV} ({shown}); "
             "only those domains and their subdomains can be reached",
-            data={"host": normal, "allowed_domains": list(self._allowed)},
+            data={"host": normal, "allowedDomains": list(self._allowed)},
         )
 
     def _refusal(self, host: str) -> tuple[str, str] | None:

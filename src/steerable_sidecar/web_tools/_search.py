@@ -507,7 +507,7 @@ class TavilySearchProvider(_HttpBackend):
         if status == 429:
             retry_after = _retry_after_s(response.headers)
             when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
-            extra = {"retry_after_s": retry_after} if retry_after is not None else {}
+            extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
             return self._error(
                 f"Tavily is rate-limiting searches (HTTP 429: {detail}); {when}",
                 "search_rate_limited",
@@ -614,7 +614,7 @@ class DuckDuckGoSearchProvider(_HttpBackend):
         if status == 429:
             retry_after = _retry_after_s(response.headers)
             when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
-            extra = {"retry_after_s": retry_after} if retry_after is not None else {}
+            extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
             raise self._error(
                 f"DuckDuckGo is rate-limiting searches (HTTP 429); {when}",
                 "search_rate_limited",
@@ -754,7 +754,8 @@ class HostSearchProvider:
 
     The sidecar holds no search key: the Electron host executes hosted search with its own chat
     credential and answers over the reverse channel. ``invoke`` sends the request object
-    ``{"query", "max_results", "allowed_domains": [...], "blocked_domains": [...]}`` and returns the
+    ``{"query", "maxResults", "allowedDomains": [...], "blockedDomains": [...]}`` (the JSON-RPC
+    params of ``web_search.request``, camelCase as on every wire) and returns the
     host's answer ``{"results": [{"title", "url", "snippet"}, ...]}``. The lists travel with the
     request (``supports_domain_lists``), and the hits are filtered again here.
 
@@ -798,9 +799,9 @@ class HostSearchProvider:
         wanted = _clamp_results(max_results)
         request = {
             "query": query,
-            "max_results": wanted,
-            "allowed_domains": list(allowed_domains),
-            "blocked_domains": list(blocked_domains),
+            "maxResults": wanted,
+            "allowedDomains": list(allowed_domains),
+            "blockedDomains": list(blocked_domains),
         }
         try:
             answer = await self._invoke(request)
@@ -808,7 +809,7 @@ class HostSearchProvider:
             raise
         except RemoteError as exc:
             raise self._error(
-                f"the host could not run the search: {_clip(exc.message)}", rpc_code=exc.code
+                f"the host could not run the search: {_clip(exc.message)}", rpcCode=exc.code
             ) from None
         except Exception as exc:  # any failure of the reverse call is a failed search
             reason = _clip(str(exc)) or "no detail"

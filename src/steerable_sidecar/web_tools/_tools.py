@@ -64,7 +64,8 @@ class _SessionCounter:
         if self.cap and self.used >= self.cap:
             raise WebError(
                 "session_cap",
-                f"{self.tool} has reached its session limit of {self.cap} calls ({self.variable}); "
+                f"{self.tool} has reached its session limit of {self.cap} call{'s' if self.cap != 1 else ''} "
+                f"({self.variable}); "
                 "work with what you have, or ask the user to raise the limit",
                 data={"limit": self.cap, "variable": self.variable},
             )

@@ -280,7 +280,7 @@ async def test_a_failed_dns_lookup_is_dns_failed(net: Net) -> None:
     assert error.code == "dns_failed"
     assert error.error == (
         "web_fetch could not reach http://nowhere.example.org/: the DNS lookup of nowhere.example.org "
-        "failed (Name or service not known); check the host name"
+        "failed (Name or service not known); check the host name (or whether this machine can resolve names at all)"
     )
 
 

@@ -169,7 +169,7 @@ def test_validate_url_refuses_2049_characters_web_12() -> None:
     with pytest.raises(WebError) as caught:
         validate_url(url)
     assert caught.value.code == "invalid_url"
-    assert caught.value.data == {"code": "invalid_url", "max_length": 2048, "length": 2049}
+    assert caught.value.data == {"code": "invalid_url", "maxLength": 2048, "length": 2049}
     assert str(caught.value) == (
         f"invalid URL {('https://example.com/' + 'a' * 80 + '...')!r}: it is 2049 characters long; "
         "at most 2048 are accepted"
@@ -551,7 +551,7 @@ def test_not_allowed_names_the_allow_list_web_11() -> None:
     assert caught.value.data == {
         "code": "domain_not_allowed",
         "host": "evil.example",
-        "allowed_domains": ["example.com", "xn--bcher-kva.example", "1.2.3.4"],
+        "allowedDomains": ["example.com", "xn--bcher-kva.example", "1.2.3.4"],
     }
     assert str(caught.value) == (
         "evil.example is not covered by STEERABLE_WEB_ALLOWED_DOMAINS (example.com, xn--bcher-kva.example, "
@@ -568,7 +568,7 @@ def test_long_allow_list_is_shortened_in_the_message_web_11() -> None:
         f"other.example is not covered by STEERABLE_WEB_ALLOWED_DOMAINS ({shown} and 3 more); "
         "only those domains and their subdomains can be reached"
     )
-    assert len(caught.value.data["allowed_domains"]) == 13  # type: ignore[index]
+    assert len(caught.value.data["allowedDomains"]) == 13  # type: ignore[index]
 
 
 def test_check_passes_an_allowed_host_web_11() -> None:

@@ -488,7 +488,7 @@ async def test_tavily_429_passes_retry_after_on(server, tavily):
         "code": "search_rate_limited",
         "provider": "tavily",
         "status": 429,
-        "retry_after_s": 30,
+        "retryAfterSeconds": 30,
     }
 
 
@@ -497,10 +497,10 @@ async def test_tavily_429_with_an_http_date_or_no_retry_after(server, tavily):
     server.script(json_reply({"detail": {"error": "slow down"}}, 429, **{"Retry-After": when}))
     server.script(json_reply({"detail": {"error": "slow down"}}, 429))
     dated = await search_error(tavily)
-    assert 118 <= dated.data["retry_after_s"] <= 120
+    assert 118 <= dated.data["retryAfterSeconds"] <= 120
     bare = await search_error(tavily)
     assert bare.error == "Tavily is rate-limiting searches (HTTP 429: slow down); wait before searching again"
-    assert "retry_after_s" not in bare.data
+    assert "retryAfterSeconds" not in bare.data
 
 
 @pytest.mark.parametrize(
@@ -888,7 +888,7 @@ async def test_host_gets_the_request_object_and_its_hits_come_back_web_6():
         "python", max_results=25, allowed_domains=(), blocked_domains=("pinterest.com",)
     )
     assert host.requests == [
-        {"query": "python", "max_results": 20, "allowed_domains": [], "blocked_domains": ["pinterest.com"]}
+        {"query": "python", "maxResults": 20, "allowedDomains": [], "blockedDomains": ["pinterest.com"]}
     ]
     assert [hit.to_json() for hit in hits] == [
         {"title": "Docs", "url": "https://docs.python.org/3/", "snippet": "The Python docs"},
@@ -938,13 +938,13 @@ async def test_host_malformed_answers_are_search_failed(answer, message):
         pytest.param(
             RemoteError(-32601, "method not found: web.search"),
             "the host could not run the search: method not found: web.search",
-            {"rpc_code": -32601},
+            {"rpcCode": -32601},
             id="json-rpc error",
         ),
         pytest.param(
             PeerClosedError(),
             "the host could not run the search: the peer closed the connection before answering",
-            {"rpc_code": -32099},
+            {"rpcCode": -32099},
             id="peer closed",
         ),
         pytest.param(

@@ -153,9 +153,7 @@ async def test_the_host_provider_registers_when_a_host_can_run_the_search():
             "query": "steerable",
             "results": [{"title": "T", "url": "https://docs.example.com/a", "snippet": "s"}],
         }
-        assert asked == [
-            {"query": "steerable", "max_results": 8, "allowed_domains": [], "blocked_domains": []}
-        ]
+        assert asked == [{"query": "steerable", "maxResults": 8, "allowedDomains": [], "blockedDomains": []}]
     finally:
         await tools.aclose()
 
