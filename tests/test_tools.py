@@ -153,6 +153,18 @@ async def test_unknown_tool_suggests_close_names_but_never_hidden_ones_tier_1():
     assert typo.error == "Unknown tool 'gret'. Did you mean: greet? Call one of the offered tools."
 
 
+async def test_a_tool_marked_unavailable_says_why_instead_of_unknown():
+    router = make_router()
+    router.mark_unavailable("web_search", "this run is offline.")
+    result = await router.dispatch(call("web_search", query="x"))
+    assert result.success is False and result.needs_followup is True
+    assert result.error == (
+        "The tool 'web_search' is not available here: this run is offline. Carry on with the offered tools."
+    )
+    assert result.data == {"code": "tool_unavailable", "reason": "this run is offline."}
+    assert "web_search" not in router and not any(t.name == "web_search" for t in router)
+
+
 async def test_invalid_arguments_name_each_bad_field():
     router = make_router()
     result = await router.dispatch(call("get_forecast", days="soon", colour="red"))

@@ -266,6 +266,7 @@ class ToolRouter:
         self, *, default_timeout_ms: int = DEFAULT_TIMEOUT_MS, trace: TraceSink | None = None
     ) -> None:
         self._tools: dict[str, Tool] = {}
+        self._unavailable: dict[str, str] = {}
         self._listeners: list[ToolListener] = []
         self._deadlines = Deadlines()
         self.default_timeout_ms = default_timeout_ms
@@ -290,6 +291,19 @@ class ToolRouter:
         for listener in self._listeners:
             listener(None, tool)
         return tool
+
+    def mark_unavailable(self, name: str, reason: str) -> None:
+        """Say why a tool the model may know of is not registered here (it stays unregistered).
+
+        A call to ``name`` then fails with ``data.code == "tool_unavailable"`` and ``reason``
+        instead of "Unknown tool": a model that learned of ``web_search`` elsewhere is told the
+        run is offline, or which setting turns it on, and can carry on with what it has.
+
+        Args:
+            name: The tool's name.
+            reason: One sentence: why it is off and what would turn it on.
+        """
+        self._unavailable[name] = reason
 
     def unregister(self, name: str) -> Tool:
         """Remove and return the tool called ``name``.
@@ -499,6 +513,14 @@ class ToolRouter:
         return result
 
     def _unknown(self, name: str) -> ToolResult:
+        reason = self._unavailable.get(name)
+        if reason is not None:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"The tool {name!r} is not available here: {reason} Carry on with the offered tools.",
+                data={"code": "tool_unavailable", "reason": reason},
+            )
         close = self.suggest(name)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
         return ToolResult(

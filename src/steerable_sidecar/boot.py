@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("steerable_sidecar.boot")
 
+_RUN_CODE_OFF: Final = "run_code is off (the user can turn it on with STEERABLE_RUN_CODE=1)."
+_WEB_OFF: Final = "this run is offline: the web tools were turned off (--no-web-tools)."
+
 __all__ = [
     "ALLOW_PLUGINS_IN_WORKSPACE_ENV",
     "HARNESS_CHOICES",
@@ -116,7 +119,7 @@ def boot_tools(
     web: list[WebTools] = []
 
     def install_web(router: ToolRouter) -> None:
-        from .web_tools import WebToolsConfig, install_web_tools
+        from .web_tools import WEB_TOOL_NAMES, WebToolsConfig, install_web_tools
 
         try:
             config = WebToolsConfig.from_env(environ)
@@ -124,6 +127,8 @@ def boot_tools(
             if web_config_errors == "raise":
                 raise
             logger.error("web_search and web_fetch are not served: %s", exc)
+            for name in WEB_TOOL_NAMES:
+                router.mark_unavailable(name, "the web tools are misconfigured here (see the sidecar's log).")
             return
         web.append(install_web_tools(router, config, environ=environ, host_search=host_search))
 
@@ -134,6 +139,11 @@ def boot_tools(
 
     if run_code_enabled(environ):
         router.register(run_code_tool(root, router=router, environ=environ))
+    else:
+        router.mark_unavailable("run_code", _RUN_CODE_OFF)
+    if not web_tools:
+        for name in ("web_search", "web_fetch"):
+            router.mark_unavailable(name, _WEB_OFF)
     if plugins:
         _refuse_plugins_the_model_can_write(root, environ)
     registry = PluginRegistry(router, default_plugin_sources(environ) if plugins else ())

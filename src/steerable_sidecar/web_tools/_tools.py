@@ -282,8 +282,21 @@ def install_web_tools(
     )
     tools.install(router)
     if provider is None:
+        router.mark_unavailable(WEB_SEARCH_TOOL_NAME, _no_provider_reason(cfg, host_search is not None))
         logger.info(
             "web_search is not registered: no search provider configured (set STEERABLE_WEB_SEARCH_API_KEY "
             "or TAVILY_API_KEY, or STEERABLE_WEB_SEARCH_PROVIDER=ddg|host)"
         )
     return tools
+
+
+def _no_provider_reason(config: WebToolsConfig, has_host: bool) -> str:
+    if config.search_provider == "host" and not has_host:
+        return (
+            "STEERABLE_WEB_SEARCH_PROVIDER=host needs a sidecar host to run searches, and this "
+            "process has none."
+        )
+    return (
+        "no search backend is configured (the user can set TAVILY_API_KEY or "
+        "STEERABLE_WEB_SEARCH_API_KEY, or STEERABLE_WEB_SEARCH_PROVIDER=ddg)."
+    )

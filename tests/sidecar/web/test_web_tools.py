@@ -128,6 +128,13 @@ async def test_web_search_registers_only_with_a_working_provider(
     tools = install_web_tools(router, environ=environ)
     try:
         assert [t.name for t in router] == expected
+        if "web_search" not in expected:  # a model that calls it anyway is told what turns it on
+            told = await router.dispatch(call("web_search", query="x"))
+            assert told.data is not None and told.data["code"] == "tool_unavailable"
+            wanted = (
+                "needs a sidecar host" if "STEERABLE_WEB_SEARCH_PROVIDER" in environ else "TAVILY_API_KEY"
+            )
+            assert wanted in (told.error or "")
         if "TAVILY_API_KEY" in environ:
             assert isinstance(tools.provider, TavilySearchProvider)
         if environ.get("STEERABLE_WEB_SEARCH_PROVIDER") == "ddg":
@@ -180,6 +187,16 @@ async def test_boot_tools_registers_the_pair_unless_told_not_to(tmp_path: Path):
         await booted.aclose()
     bare = boot_tools(tmp_path, environ=env, plugins=False, web_tools=False)
     assert not any(name in bare.router for name in WEB_TOOL_NAMES) and bare.web is None
+    offline = await bare.router.dispatch(call("web_fetch", url="https://example.com/"))
+    assert offline.error == (
+        "The tool 'web_fetch' is not available here: this run is offline: the web tools were turned off "
+        "(--no-web-tools). Carry on with the offered tools."
+    )
+    no_run_code = await bare.router.dispatch(call("run_code", code="return 1", description="x"))
+    assert no_run_code.data == {
+        "code": "tool_unavailable",
+        "reason": "run_code is off (the user can turn it on with STEERABLE_RUN_CODE=1).",
+    }
 
 
 async def test_an_invalid_variable_fails_the_boot_or_only_drops_the_pair(
