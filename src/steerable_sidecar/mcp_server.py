@@ -127,7 +127,7 @@ async def serve_mcp_stdio(
     router: ToolRouter,
     *,
     name: str = "steerable",
-    version: str = "",
+    version: str | None = None,
     offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
 ) -> None:
     """Serve ``router`` over MCP on this process's stdin/stdout until the client disconnects.
@@ -135,9 +135,11 @@ async def serve_mcp_stdio(
     Args:
         router: The tools.
         name: The server name.
-        version: The server version.
+        version: The server version (default: steerable's own).
         offered: See :func:`build_mcp_server`.
     """
-    server = build_mcp_server(router, name=name, version=version, offered=offered)
+    from steerable_agent_runtime import __version__
+
+    server = build_mcp_server(router, name=name, version=version or __version__, offered=offered)
     async with stdio_server() as (read_stream, write_stream):
         await server.run(read_stream, write_stream, server.create_initialization_options())

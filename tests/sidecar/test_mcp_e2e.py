@@ -20,6 +20,8 @@ import mcp_types
 import pytest
 from mcp import Client, StdioServerParameters
 
+import steerable_agent_runtime
+
 TIMEOUT_S = 30
 
 READ_TOOLS = {"read_file", "list_dir", "glob", "grep"}
@@ -100,6 +102,7 @@ async def test_list_tools_schemas_and_mode_annotations(
     async with serve(repo_copy, child_env()) as client:
         assert client.server_info is not None
         assert client.server_info.name == "steerable"
+        assert client.server_info.version == steerable_agent_runtime.__version__
         async with asyncio.timeout(TIMEOUT_S):
             listed = await client.list_tools()
     tools = {t.name: t for t in listed.tools}
