@@ -18,35 +18,43 @@ every provider, a custom one included.
 
 Every failure is a :class:`~steerable_agent_runtime.errors.WebError` (a ``needsFollowup`` result):
 ``search_auth`` (HTTP 401/403: the key), ``search_rate_limited`` (HTTP 429) or ``search_failed``
-(anything else: 5xx, a timeout, a connection error, a malformed or oversized answer), each naming
-the provider. The Tavily key goes only in the ``Authorization`` header and is scrubbed from every
-error message and log line, even when a server echoes it back.
+(anything else: 5xx, a timeout, a connection error, a malformed, oversized, too deeply nested or
+undecodable answer), each naming the provider. No answer a backend can send raises anything else.
+The Tavily key goes only in the ``Authorization`` header and is scrubbed from every hit, error
+message and log line, even when a server echoes it back.
+
+Bounds on a backend's answer: at most :data:`MAX_RESPONSE_BYTES`, counted both as received and
+after content decoding (gzip and deflate are inflated here a bounded step at a time, never by
+httpx, so a compression bomb costs at most the cap); a single ``Content-Encoding`` only; at most
+:data:`MAX_CONSIDERED_RESULTS` results looked at; JSON and HTML parsed in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
-import codecs
 import email.utils
 import json
 import logging
 import re
 import time
+import zlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from types import TracebackType
 from typing import Any, Final, Protocol, Self, runtime_checkable
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
 from ._config import WebToolsConfig
+from ._fetch import _Inflater
 from ._policy import DomainPolicy, url_host, validate_url
 
 __all__ = [
+    "MAX_CONSIDERED_RESULTS",
     "MAX_RESPONSE_BYTES",
     "MAX_SEARCH_RESULTS",
     "DDG_LITE_URL",
@@ -67,7 +75,11 @@ MAX_SEARCH_RESULTS: Final = 20
 """The most hits one search returns (spec: Bounds, ``search_max_results`` ceiling)."""
 
 MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
-"""The most bytes (decoded) read from one backend answer; a larger answer fails the search."""
+"""The most bytes read from one backend answer, both as received and content-decoded; a larger
+answer fails the search."""
+
+MAX_CONSIDERED_RESULTS: Final = 100
+"""The most results of one answer looked at (a real page holds about 30); the rest are ignored."""
 
 TAVILY_BASE_URL: Final = "https://api.tavily.com"
 DDG_LITE_URL: Final = "https://lite.duckduckgo.com/lite/"
@@ -77,10 +89,65 @@ _TIMEOUT_VAR: Final = "STEERABLE_WEB_SEARCH_TIMEOUT_MS"
 _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
 _MAX_DETAIL_CHARS: Final = 200
-_MAX_PAGE_LINKS: Final = 100  # a real lite page holds about 30 results; more is not a results page
+_ACCEPT_ENCODING: Final = "gzip"
+# Content-Encoding values read (RFC 9110, 8.4.1); a list ("gzip, gzip") or any other coding is refused.
+_CODINGS: Final = {
+    "": "identity",
+    "identity": "identity",
+    "gzip": "gzip",
+    "x-gzip": "gzip",
+    "deflate": "deflate",
+}
 _REDACTED: Final = "[redacted]"
 _MIN_SECRET_CHARS: Final = 8
 _WHITESPACE = re.compile(r"\s+")
+
+# The charset labels a DuckDuckGo page is decoded with: WHATWG Encoding Standard, section 4.2
+# ("Names and labels"), the labels of its common encodings mapped to the Python codec a browser's
+# decoder matches. Any other label (``base64``, ``idna``, ``rot13``: codecs a browser never uses)
+# decodes as UTF-8, the encoding the lite page really has.
+_CHARSETS: Final = {
+    **dict.fromkeys(("utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8"), "utf-8"),
+    **dict.fromkeys(
+        (
+            "windows-1252",
+            "cp1252",
+            "x-cp1252",
+            "us-ascii",
+            "ascii",
+            "ansi_x3.4-1968",
+            "iso-8859-1",
+            "iso8859-1",
+            "iso_8859-1",
+            "iso-ir-100",
+            "latin1",
+            "l1",
+            "cp819",
+            "ibm819",
+        ),
+        "cp1252",
+    ),
+    **{f"windows-{n}": f"cp{n}" for n in range(1250, 1259)},
+    **{f"cp{n}": f"cp{n}" for n in range(1250, 1259)},
+    **{f"iso-8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)},
+    **{f"iso8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)},
+    **dict.fromkeys(("iso-8859-9", "iso8859-9", "latin5", "l5"), "cp1254"),
+    **dict.fromkeys(("iso-8859-11", "iso8859-11", "tis-620", "windows-874", "dos-874"), "cp874"),
+    "koi8-r": "koi8-r",
+    "koi8-u": "koi8-u",
+    "ibm866": "cp866",
+    "cp866": "cp866",
+    "macintosh": "mac-roman",
+    "x-mac-cyrillic": "mac-cyrillic",
+    **dict.fromkeys(("shift_jis", "shift-jis", "sjis", "x-sjis", "ms_kanji", "windows-31j"), "cp932"),
+    "euc-jp": "euc-jp",
+    "iso-2022-jp": "iso2022-jp",
+    **dict.fromkeys(("euc-kr", "ks_c_5601-1987", "windows-949", "korean"), "cp949"),
+    **dict.fromkeys(("gb2312", "gbk", "x-gbk", "gb18030", "chinese", "cp936"), "gb18030"),
+    **dict.fromkeys(("big5", "big5-hkscs", "cn-big5", "x-x-big5"), "big5hkscs"),
+    **dict.fromkeys(("utf-16le", "utf-16", "unicode", "ucs-2"), "utf-16-le"),
+    "utf-16be": "utf-16-be",
+}
 
 HostInvoke = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]]
 """The reverse-channel call :class:`HostSearchProvider` makes: request object in, answer out."""
@@ -153,7 +220,9 @@ def filter_hits(hits: Iterable[SearchHit], policy: DomainPolicy, max_results: in
     A hit is dropped when its URL fails :func:`~._policy.validate_url` (not http(s), credentials in
     the URL, over 2,048 characters, no host: ``javascript:`` and relative links go here), when the
     policy refuses its host (an entry matches its host and every subdomain; blocked wins), or when
-    an earlier hit had the same URL (compared without its ``#fragment``). Order is kept.
+    an earlier hit had the same URL (compared without its ``#fragment``). Order is kept. Only the
+    first :data:`MAX_CONSIDERED_RESULTS` hits are looked at, so a provider that returns a huge
+    list costs no more than a real result page.
 
     Args:
         hits: The provider's hits, best first.
@@ -165,8 +234,8 @@ def filter_hits(hits: Iterable[SearchHit], policy: DomainPolicy, max_results: in
     """
     kept: list[SearchHit] = []
     seen: set[str] = set()
-    for hit in hits:
-        if len(kept) >= max_results:
+    for considered, hit in enumerate(hits):
+        if len(kept) >= max_results or considered >= MAX_CONSIDERED_RESULTS:
             break
         try:
             url = validate_url(hit.url)
@@ -201,19 +270,25 @@ def _clip(text: str) -> str:
 
 
 def _retry_after_s(headers: httpx.Headers) -> int | None:
-    """Whole seconds from ``Retry-After`` (delta-seconds or an HTTP date, RFC 9110 §10.2.3)."""
+    """Whole seconds from ``Retry-After`` (RFC 9110, 10.2.3), or ``None`` when absent or unusable.
+
+    Delta-seconds are ASCII digits only (``"²"`` is a Unicode digit, not a delay) and at most nine of
+    them (about 31 years; a longer run is not a delay anyone means); else an HTTP-date with a zone,
+    counted from now (a past date is 0).
+    """
     raw = headers.get("retry-after", "").strip()
     if not raw:
         return None
-    if raw.isdigit():
-        return int(raw)
+    if raw.isascii() and raw.isdigit():
+        return int(raw) if len(raw) <= 9 else None
     try:
         when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
+        delay = when.timestamp() - time.time()
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:
         return None
-    return max(0, round(when.timestamp() - time.time()))
+    return max(0, round(delay))
 
 
 def _error_detail(body: bytes) -> str:
@@ -221,7 +296,7 @@ def _error_detail(body: bytes) -> str:
     text = body.decode("utf-8", "replace")
     try:
         payload = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter allows
         return _clip(text)
     candidates: list[Any] = []
     if isinstance(payload, dict):
@@ -242,8 +317,16 @@ class _Malformed(ValueError):
     """Why a backend's answer is not ``{"results": [{"url", "title"?, <snippet>?}, ...]}``."""
 
 
-def _hit(item: Any, index: int, snippet_key: str) -> SearchHit:
-    """One hit from an answer's result object; a result without a string ``url`` is malformed."""
+def _same(text: str) -> str:
+    return text
+
+
+def _hit(item: Any, index: int, snippet_key: str, scrub: Callable[[str], str] = _same) -> SearchHit:
+    """One hit from an answer's result object; a result without a string ``url`` is malformed.
+
+    ``scrub`` is applied to the title, URL and snippet as received, before any clipping (which could
+    otherwise cut a secret into a prefix no longer recognised).
+    """
     if not isinstance(item, Mapping):
         raise _Malformed(f"result {index} is not an object")
     url = item.get("url")
@@ -256,24 +339,27 @@ def _hit(item: Any, index: int, snippet_key: str) -> SearchHit:
             raise _Malformed(f"result {index} has a non-text {key}")
         fields[key] = value or ""
     return SearchHit(
-        title=_clean(fields["title"], _MAX_TITLE_CHARS),
-        url=url.strip(),
-        snippet=_clean(fields[snippet_key], _MAX_SNIPPET_CHARS),
+        title=_clean(scrub(fields["title"]), _MAX_TITLE_CHARS),
+        url=scrub(url).strip(),
+        snippet=_clean(scrub(fields[snippet_key]), _MAX_SNIPPET_CHARS),
     )
 
 
-def _hits(answer: Any, snippet_key: str) -> list[SearchHit]:
-    """The hits of a decoded JSON answer ``{"results": [...]}``, in order.
+def _hits(answer: Any, snippet_key: str, scrub: Callable[[str], str] = _same) -> list[SearchHit]:
+    """The hits of the first :data:`MAX_CONSIDERED_RESULTS` results of ``{"results": [...]}``, in order.
+
+    Results past the bound are ignored, not checked.
 
     Raises:
-        _Malformed: When the answer or one of its results has the wrong shape.
+        _Malformed: When the answer or one of the considered results has the wrong shape.
     """
     if not isinstance(answer, Mapping):
         raise _Malformed("not a JSON object")
     results = answer.get("results")
     if not isinstance(results, list):
         raise _Malformed("no results list")
-    return [_hit(item, index, snippet_key) for index, item in enumerate(results, start=1)]
+    considered = results[:MAX_CONSIDERED_RESULTS]
+    return [_hit(item, index, snippet_key, scrub) for index, item in enumerate(considered, start=1)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,13 +372,13 @@ class _Answer:
     charset: str | None
 
     def text(self) -> str:
-        """The body decoded with the declared charset (UTF-8 when none or unknown), errors replaced."""
-        charset = self.charset or "utf-8"
-        try:
-            codecs.lookup(charset)
-        except LookupError:
-            charset = "utf-8"
-        return self.body.decode(charset, "replace")
+        """The body decoded with the declared charset, errors replaced.
+
+        Only WHATWG labels of text encodings are honoured (:data:`_CHARSETS`); none, or any other
+        label (``base64``, ``idna``...), decodes as UTF-8.
+        """
+        codec = _CHARSETS.get((self.charset or "").strip().lower(), "utf-8")
+        return self.body.decode(codec, "replace")
 
 
 def _origin(url: httpx.URL) -> str:
@@ -371,17 +457,51 @@ class _HttpBackend:
         return _Answer(response.status_code, response.headers, body, response.charset_encoding)
 
     async def _read_capped(self, response: httpx.Response) -> bytes:
+        """The body, content-decoded here, a bounded step at a time (never by httpx).
+
+        httpx's own decoding inflates a whole received chunk in one call, so 2 KB of stacked gzip
+        would become gigabytes before any check. Here the raw bytes are read with ``aiter_raw`` and
+        inflated by the fetcher's bounded inflater, at most one byte past the cap in all; peak memory
+        is about the cap.
+
+        Raises:
+            WebError: ``search_failed`` for more than :data:`MAX_RESPONSE_BYTES` received or decoded,
+                a ``Content-Encoding`` other than one of gzip, deflate or identity (a list of codings
+                included), or a body that does not decode.
+        """
         declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > MAX_RESPONSE_BYTES:
+        if (
+            declared.isascii()
+            and declared.isdigit()
+            and (len(declared) > 9 or int(declared) > MAX_RESPONSE_BYTES)
+        ):
             raise self._too_large()
-        chunks: list[bytes] = []
-        size = 0
-        async for chunk in response.aiter_bytes():
-            size += len(chunk)
-            if size > MAX_RESPONSE_BYTES:
-                raise self._too_large()
-            chunks.append(chunk)
-        return b"".join(chunks)
+        sent_coding = response.headers.get("content-encoding", "")
+        coding = _CODINGS.get(sent_coding.strip().lower())
+        if coding is None:
+            shown = _clip(sent_coding)
+            raise self._error(
+                f"{self._label} sent its answer with Content-Encoding {shown!r}; web_search decodes one "
+                f"coding only, gzip or deflate (it asks for {_ACCEPT_ENCODING})",
+                contentEncoding=shown,
+            )
+        inflater = _Inflater(coding)
+        body = bytearray()
+        received = 0
+        limit = MAX_RESPONSE_BYTES + 1  # one byte past the cap tells "larger" from "exactly the cap"
+        try:
+            async for raw in response.aiter_raw():
+                received += len(raw)
+                if received > MAX_RESPONSE_BYTES:
+                    raise self._too_large()
+                body += inflater.decode(raw, limit - len(body))
+                if len(body) > MAX_RESPONSE_BYTES:
+                    raise self._too_large()
+        except zlib.error:
+            raise self._error(
+                f"{self._label}'s answer is not valid {coding} (its Content-Encoding)", contentEncoding=coding
+            ) from None
+        return bytes(body)
 
     def _too_large(self) -> WebError:
         return self._error(f"{self._label}'s answer is larger than {MAX_RESPONSE_BYTES} bytes; not read")
@@ -464,9 +584,11 @@ class TavilySearchProvider(_HttpBackend):
 
         Raises:
             WebError: ``search_auth`` for HTTP 401/403 (the message names the key variables),
-                ``search_rate_limited`` for HTTP 429 (``data.retry_after_s`` when Tavily sent
-                ``Retry-After``), ``search_failed`` for any other status, a timeout, a network
-                error, or an answer that is not JSON, is malformed or exceeds 4 MiB.
+                ``search_rate_limited`` for HTTP 429 (``data.retryAfterSeconds`` when Tavily sent a
+                usable ``Retry-After``), ``search_failed`` for any other status, a timeout, a
+                network error, or an answer that exceeds 4 MiB (received or inflated), has a
+                ``Content-Encoding`` other than one of gzip or deflate, is not JSON, is nested
+                deeper than the interpreter can parse, or is malformed in its first 100 results.
         """
         wanted = _clamp_results(max_results)
         body: dict[str, Any] = {"query": query, "max_results": wanted, "search_depth": "basic"}
@@ -478,21 +600,33 @@ class TavilySearchProvider(_HttpBackend):
             "POST",
             self._url,
             json=body,
-            headers={"Authorization": f"Bearer {self._secret}", "Accept": "application/json"},
+            headers={
+                "Authorization": f"Bearer {self._secret}",
+                "Accept": "application/json",
+                "Accept-Encoding": _ACCEPT_ENCODING,
+            },
             timeout=self._timeout,
         )
         response = await self._exchange(request)
+        policy = DomainPolicy(allowed_domains, blocked_domains)
+        # Up to 4 MiB of JSON and up to 100 URL checks: a worker thread, not the event loop.
+        return await asyncio.to_thread(self._read_answer, response, policy, wanted)
+
+    def _read_answer(self, response: _Answer, policy: DomainPolicy, wanted: int) -> list[SearchHit]:
+        """The hits of an answer (runs in a worker thread); every failure is a ``WebError``."""
         if response.status != 200:
             raise self._status_error(response)
         try:
             answer = json.loads(response.body)
+        except RecursionError:
+            raise self._error("Tavily's answer is nested too deeply to read") from None
         except ValueError:
             raise self._error("Tavily's answer is not JSON") from None
         try:
-            hits = _hits(answer, "content")
+            hits = _hits(answer, "content", self._scrub_hit)
         except _Malformed as exc:
             raise self._error(f"Tavily's answer is malformed: {exc}") from None
-        return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
+        return filter_hits(hits, policy, wanted)
 
     def _status_error(self, response: _Answer) -> WebError:
         status = response.status
@@ -515,6 +649,16 @@ class TavilySearchProvider(_HttpBackend):
                 **extra,
             )
         return self._error(f"Tavily answered HTTP {status}: {detail}", status=status)
+
+    def _scrub_hit(self, text: str) -> str:
+        """A hit's ``text`` without the key, also when percent-encoded (in a URL)."""
+        secret = self._secret
+        if len(secret) < _MIN_SECRET_CHARS:
+            return text
+        text = text.replace(secret, _REDACTED)
+        if "%" in text and secret in unquote(text):
+            text = unquote(text).replace(secret, _REDACTED)
+        return text
 
     def _scrub(self, text: str) -> str:
         """``text`` without the key, whole or cut short by a clip (``tvly-ab...``)."""
@@ -595,8 +739,11 @@ class DuckDuckGoSearchProvider(_HttpBackend):
         Raises:
             WebError: ``search_rate_limited`` for HTTP 429; ``search_failed`` for a bot-challenge
                 page (DuckDuckGo answers HTTP 202 with no results), any other non-200 status, a
-                timeout, a network error, an oversized answer, or a page with neither results
-                nor DuckDuckGo's "No results." notice (the markup changed).
+                timeout, a network error, an oversized answer or one with another
+                ``Content-Encoding`` than one of gzip or deflate, HTML :mod:`html.parser` cannot
+                read, or a page with neither results nor DuckDuckGo's "No results." notice (the
+                markup changed). A charset label outside the WHATWG text encodings (``base64``,
+                ``idna``) decodes as UTF-8.
         """
         wanted = _clamp_results(max_results)
         request = self._client.build_request(
@@ -605,6 +752,7 @@ class DuckDuckGoSearchProvider(_HttpBackend):
             data={"q": query},
             headers={
                 "Accept": "text/html",
+                "Accept-Encoding": _ACCEPT_ENCODING,
                 "User-Agent": "Mozilla/5.0 (compatible; steerable web_search)",
             },
             timeout=self._timeout,
@@ -621,10 +769,13 @@ class DuckDuckGoSearchProvider(_HttpBackend):
                 status=status,
                 **extra,
             )
-        page = response.text()
-        parser = await asyncio.to_thread(_parse_lite_page, page)  # up to 4 MiB of HTML: off the loop
-        if status != 200 or not parser.links:
-            if not parser.links and (status == 202 or _CHALLENGE.search(page)):
+        policy = DomainPolicy(allowed_domains, blocked_domains)
+        try:
+            page = await asyncio.to_thread(_read_lite_page, response, policy, wanted)  # up to 4 MiB of HTML
+        except _Malformed as exc:
+            raise self._error(f"DuckDuckGo's answer is malformed: {exc}", status=status) from None
+        if status != 200 or not page.has_links:
+            if not page.has_links and (status == 202 or page.challenge):
                 raise self._error(
                     f"DuckDuckGo answered with a bot challenge instead of results (HTTP {status}); "
                     "retry later, or configure Tavily (STEERABLE_WEB_SEARCH_API_KEY)",
@@ -632,13 +783,13 @@ class DuckDuckGoSearchProvider(_HttpBackend):
                 )
             if status != 200:
                 raise self._error(f"DuckDuckGo answered HTTP {status}", status=status)
-            if not _NO_RESULTS.search(page):
+            if not page.no_results:
                 raise self._error(
                     "DuckDuckGo's answer has no results table (its page markup may have changed)",
                     status=status,
                 )
             return []
-        return filter_hits(parser.hits(), DomainPolicy(allowed_domains, blocked_domains), wanted)
+        return page.hits
 
 
 _NO_RESULTS = re.compile(r"No\s+(more\s+)?results\.", re.IGNORECASE)
@@ -680,11 +831,36 @@ def _unwrap_ddg_link(href: str) -> str | None:
     return href
 
 
-def _parse_lite_page(page: str) -> _LiteResultsParser:
+@dataclass(frozen=True, slots=True)
+class _LitePage:
+    """What a lite page says: its kept hits, and the signs read when it has no result links."""
+
+    hits: list[SearchHit]
+    has_links: bool
+    no_results: bool
+    challenge: bool
+
+
+def _read_lite_page(answer: _Answer, policy: DomainPolicy, wanted: int) -> _LitePage:
+    """Decode and parse a lite page (runs in a worker thread: up to 4 MiB of HTML).
+
+    Raises:
+        _Malformed: When :mod:`html.parser` cannot read the page (it raises ``AssertionError`` on a
+            malformed ``<![`` marked section, e.g. ``<![x``).
+    """
+    page = answer.text()
     parser = _LiteResultsParser()
-    parser.feed(page)
-    parser.close()
-    return parser
+    try:
+        parser.feed(page)
+        parser.close()
+    except AssertionError:
+        raise _Malformed("its HTML has a malformed '<![' section the results parser cannot read") from None
+    return _LitePage(
+        hits=filter_hits(parser.hits(), policy, wanted),
+        has_links=bool(parser.links),
+        no_results=_NO_RESULTS.search(page) is not None,
+        challenge=_CHALLENGE.search(page) is not None,
+    )
 
 
 class _LiteResultsParser(HTMLParser):
@@ -702,17 +878,21 @@ class _LiteResultsParser(HTMLParser):
         self._row_sponsored = False
         self._in_title = False
         self._in_snippet = False
+        self._full = False
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         classes = _classes(attrs)
         if tag == "tr":
             self._row_sponsored = "result-sponsored" in classes
         elif tag == "a" and "result-link" in classes:
+            if len(self.links) >= MAX_CONSIDERED_RESULTS:
+                self._full = True  # the rest of the page is ignored, not collected
+                return
             self.links.append(
                 {"href": _href(attrs), "title": [], "snippet": [], "sponsored": self._row_sponsored}
             )
             self._in_title = True
-        elif tag == "td" and "result-snippet" in classes and self.links:
+        elif tag == "td" and "result-snippet" in classes and self.links and not self._full:
             self._in_snippet = True
 
     def handle_endtag(self, tag: str) -> None:
@@ -732,7 +912,7 @@ class _LiteResultsParser(HTMLParser):
     def hits(self) -> list[SearchHit]:
         """The organic hits among the first 100 result links, in page order (no ads, no DuckDuckGo links)."""
         found = []
-        for link in self.links[:_MAX_PAGE_LINKS]:
+        for link in self.links:
             url = None if link["sponsored"] else _unwrap_ddg_link(link["href"])
             if url is None:
                 continue

@@ -21,9 +21,13 @@ import asyncio
 import gzip
 import json
 import logging
+import random
 import socket
+import tracemalloc
 import types
+import zlib
 from collections import deque
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
@@ -34,10 +38,13 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
+from steerable_agent_runtime import ToolRouter
 from steerable_agent_runtime.errors import ConfigError, PeerClosedError, RemoteError, UserError, WebError
+from steerable_sidecar.web_tools import install_web_tools
 from steerable_sidecar.web_tools._config import WebToolsConfig
 from steerable_sidecar.web_tools._policy import DomainPolicy
 from steerable_sidecar.web_tools._search import (
+    MAX_CONSIDERED_RESULTS,
     MAX_RESPONSE_BYTES,
     DuckDuckGoSearchProvider,
     HostSearchProvider,
@@ -1036,3 +1043,424 @@ def test_an_unknown_provider_name_is_refused_even_past_the_config_web_6():
     assert str(caught.value) == (
         "STEERABLE_WEB_SEARCH_PROVIDER='bing' is not a search provider; use tavily, host or ddg"
     )
+
+
+# -- hostile backends (attack review, issue 6) ----------------------------------------------------
+#
+# A search backend is untrusted input: whatever it answers ends in hits or a WebError, costs at
+# most about the response cap in memory, and never stalls the event loop.
+
+
+def gzip_of_spaces(size: int) -> bytes:
+    """``size`` spaces (a multiple of 1 MiB) gzipped without holding them: 64 MiB is 65 KB."""
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = b" " * (1 << 20)
+    return b"".join(packer.compress(block) for _ in range(size >> 20)) + packer.flush()
+
+
+async def peak_bytes_of(call: Awaitable[Any]) -> int:
+    tracemalloc.start()
+    try:
+        await call
+    except WebError:
+        pass
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    return peak
+
+
+async def test_stacked_gzip_is_refused_from_the_header_without_inflating(server, tavily):
+    # 1.8 KB of "gzip, gzip" inflated to 1 GiB inside httpx before any size check could run.
+    body = gzip.compress(gzip_of_spaces(64 << 20))
+    server.script(Reply(200, body, {"Content-Type": "application/json", "Content-Encoding": "gzip, gzip"}))
+    peak = await peak_bytes_of(tavily.search("q", max_results=5))
+    server.script(Reply(200, body, {"Content-Type": "application/json", "Content-Encoding": "gzip, gzip"}))
+    error = await search_error(tavily)
+    assert (error.code, error.error) == (
+        "search_failed",
+        "Tavily sent its answer with Content-Encoding 'gzip, gzip'; web_search decodes one coding only, "
+        "gzip or deflate (it asks for gzip)",
+    )
+    assert error.data == {"code": "search_failed", "provider": "tavily", "contentEncoding": "gzip, gzip"}
+    assert peak < MAX_RESPONSE_BYTES
+
+
+async def test_a_gzip_bomb_costs_about_the_cap_in_memory_not_its_inflated_size(server, tavily):
+    body = gzip_of_spaces(64 << 20)  # 65 KB on the wire, one read: httpx inflated it whole
+    server.script(Reply(200, body, {"Content-Type": "application/json", "Content-Encoding": "gzip"}))
+    peak = await peak_bytes_of(tavily.search("q", max_results=5))
+    assert peak < 3 * MAX_RESPONSE_BYTES
+    server.script(Reply(200, body, {"Content-Type": "application/json", "Content-Encoding": "gzip"}))
+    error = await search_error(tavily)
+    assert error.error == f"Tavily's answer is larger than {MAX_RESPONSE_BYTES} bytes; not read"
+
+
+async def test_empty_gzip_members_count_as_received_bytes(server, tavily):
+    # Inflates to nothing, so only the received bytes can stop it.
+    members = gzip.compress(b"", mtime=0) * (MAX_RESPONSE_BYTES // 20 + 1)
+    server.script(Reply(200, members, {"Content-Type": "application/json", "Content-Encoding": "gzip"}))
+    error = await search_error(tavily)
+    assert error.error == f"Tavily's answer is larger than {MAX_RESPONSE_BYTES} bytes; not read"
+
+
+@pytest.mark.parametrize(
+    ("coding", "packed"),
+    [
+        ("gzip", gzip.compress),
+        ("x-gzip", gzip.compress),
+        ("deflate", zlib.compress),
+        ("deflate", lambda data: zlib.compress(data)[2:-4]),  # raw deflate, as some servers send it
+        ("identity", lambda data: data),
+        (" GZIP ", gzip.compress),
+    ],
+)
+async def test_a_single_content_coding_is_decoded(server, tavily, coding, packed):
+    answer = json.dumps({"results": [{"title": "T", "url": "https://a.example/", "content": "S"}]})
+    server.script(Reply(200, packed(answer.encode()), {"Content-Encoding": coding}))
+    assert [hit.to_json() for hit in await tavily.search("q", max_results=5)] == [
+        {"title": "T", "url": "https://a.example/", "snippet": "S"}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("coding", "body", "message"),
+    [
+        (
+            "br",
+            b"\x0b\x02\x80{}\x03",
+            "Tavily sent its answer with Content-Encoding 'br'; web_search decodes one coding only, "
+            "gzip or deflate (it asks for gzip)",
+        ),
+        (
+            "identity, gzip",
+            b"{}",
+            "Tavily sent its answer with Content-Encoding 'identity, gzip'; web_search decodes one coding "
+            "only, gzip or deflate (it asks for gzip)",
+        ),
+        ("gzip", b"{not gzip at all}", "Tavily's answer is not valid gzip (its Content-Encoding)"),
+    ],
+)
+async def test_an_unreadable_content_coding_is_search_failed(server, tavily, coding, body, message):
+    server.script(Reply(200, body, {"Content-Encoding": coding}))
+    error = await search_error(tavily)
+    assert (error.code, error.error) == ("search_failed", message)
+
+
+async def test_both_http_backends_ask_for_gzip_only(server, tavily, ddg):
+    server.script(json_reply({"results": []}), ddg_page())
+    await tavily.search("q", max_results=1)
+    await ddg.search("q", max_results=1)
+    assert [seen.headers["accept-encoding"] for seen in server.requests] == ["gzip", "gzip"]
+
+
+DEEP_JSON = b'{"results":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
+
+
+async def test_json_nested_past_the_recursion_limit_is_search_failed(server, tavily):
+    server.script(Reply(200, DEEP_JSON, {"Content-Type": "application/json"}))
+    error = await search_error(tavily)
+    assert (error.code, error.error) == ("search_failed", "Tavily's answer is nested too deeply to read")
+
+
+async def test_a_deeply_nested_error_body_still_names_the_key_variables(server, tavily):
+    server.script(Reply(401, DEEP_JSON, {"Content-Type": "application/json"}))
+    error = await search_error(tavily)
+    assert (error.code, error.error) == (
+        "search_auth",
+        'Tavily refused the search API key (HTTP 401: {"results":' + "[" * 186 + "...); "
+        "set a valid key in STEERABLE_WEB_SEARCH_API_KEY or TAVILY_API_KEY",
+    )
+
+
+@pytest.mark.parametrize("charset", ["base64", "idna", "rot13", "hex", "zlib", "utf-7", "x-unknown", "utf-8"])
+async def test_ddg_decodes_a_non_text_or_unknown_charset_label_as_utf8(server, ddg, charset):
+    page = "<a href='https://z.example/' class='result-link'>Zürich</a>".encode()
+    server.script(Reply(200, page, {"Content-Type": f"text/html; charset={charset}"}))
+    [hit] = await ddg.search("q", max_results=1)
+    assert hit.title == "Zürich"
+
+
+@pytest.mark.parametrize(
+    ("charset", "encoded"),
+    [("windows-1251", "cp1251"), ("Shift_JIS", "cp932"), ("KOI8-R", "koi8-r"), ("gb2312", "gb18030")],
+)
+async def test_ddg_decodes_whatwg_labels(server, ddg, charset, encoded):
+    page = "<a href='https://z.example/' class='result-link'>Москва 東京</a>"
+    if encoded == "koi8-r":
+        page = page.replace(" 東京", "")
+    if encoded == "cp1251":
+        page = page.replace(" 東京", "")
+    server.script(Reply(200, page.encode(encoded), {"Content-Type": f"text/html; charset={charset}"}))
+    [hit] = await ddg.search("q", max_results=1)
+    assert hit.title == page.split(">")[1].split("<")[0]
+
+
+async def test_ddg_page_the_html_parser_cannot_read_is_search_failed(server, ddg):
+    # html.parser raises AssertionError on a malformed marked section.
+    server.script(Reply(200, b"<table><tr><td><![x <a class='result-link' href='https://a.example/'>A</a>"))
+    error = await search_error(ddg)
+    assert (error.code, error.error) == (
+        "search_failed",
+        "DuckDuckGo's answer is malformed: its HTML has a malformed '<![' section the results parser "
+        "cannot read",
+    )
+    assert error.data == {"code": "search_failed", "provider": "ddg", "status": 200}
+
+
+@pytest.mark.parametrize(
+    ("retry_after", "seconds"),
+    [
+        ("30", 30),
+        (" 7 ", 7),
+        ("0", 0),
+        ("999999999", 999_999_999),
+        ("1000000000", None),  # ten digits: not a delay anyone means
+        ("9" * 5000, None),  # int() refuses more than 4300 digits
+        ("\u00b2", None),  # '²'.isdigit() is True
+        ("-5", None),
+        ("1.5", None),
+        ("soon", None),
+        ("Mon, 99 Foo 2024 25:61:61 GMT", None),
+        ("Thu, 01 Jan 1970 00:00:00 GMT", 0),  # in the past
+        ("Thu, 01 Jan 2015 00:00:00 -0000", None),  # RFC 2822 "-0000": no zone, not an HTTP-date
+        ("Fri, 31 Dec 99999 23:59:59 GMT", None),
+    ],
+)
+@pytest.mark.parametrize("backend", ["tavily", "ddg"])
+async def test_retry_after_in_any_form_ends_in_search_rate_limited(
+    server, client, backend, retry_after, seconds
+):
+    if backend == "tavily":
+        provider: Any = TavilySearchProvider(KEY, base_url=server.origin, client=client, timeout_ms=5_000)
+    else:
+        provider = DuckDuckGoSearchProvider(base_url=server.origin, client=client, timeout_ms=5_000)
+    server.script(Reply(429, b"{}", {"Retry-After": retry_after}))
+    error = await search_error(provider)
+    assert error.code == "search_rate_limited"
+    assert error.data.get("retryAfterSeconds") == seconds
+    if seconds is None:
+        assert error.error.endswith("; wait before searching again")
+
+
+async def test_an_http_date_retry_after_far_ahead_is_counted_in_seconds(server, tavily):
+    server.script(Reply(429, b"{}", {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}))
+    error = await search_error(tavily)
+    expected = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp() - datetime.now(UTC).timestamp()
+    assert abs(error.data["retryAfterSeconds"] - expected) < 5
+
+
+async def test_hostile_answers_reach_the_model_as_search_failed_not_a_tool_exception(server, client):
+    # What the model sees through the tool router: a followup-able search error, never
+    # tool_exception (a terminal result) from an exception escaping the backend.
+    provider = TavilySearchProvider(KEY, base_url=server.origin, client=client, timeout_ms=5_000)
+    router = ToolRouter()
+    web = install_web_tools(router, WebToolsConfig(), provider=provider)
+    server.script(Reply(200, DEEP_JSON), Reply(429, b"{}", {"Retry-After": "9" * 5000}))
+    seen = []
+    for _ in range(2):
+        result = await router.dispatch({"id": "1", "name": "web_search", "arguments": {"query": "x"}})
+        seen.append((result.success, result.needs_followup, result.data["code"]))
+    await web.aclose()
+    assert seen == [(False, True, "search_failed"), (False, True, "search_rate_limited")]
+
+
+def random_answer(rng: random.Random) -> httpx.Response:
+    """A backend answer assembled from the pieces that broke parsers: deep nesting, odd charsets,
+    odd codings, odd Retry-After values, marked sections, lone surrogates, huge numbers."""
+    json_bits = [
+        '{"results":[',
+        "{",
+        "}",
+        "[",
+        "]",
+        '"url":',
+        '"https://a.example/"',
+        '"title":',
+        "null",
+        ",",
+        '"content":',
+        "1e999",
+        "9" * 5000,
+        '"\\ud800"',
+        '"detail":',
+        '{"error":',
+        '"x"',
+        ":",
+    ]
+    html_bits = [
+        "<a class='result-link' href='",
+        "//duckduckgo.com/l/?uddg=",
+        "https://b.example/",
+        "'>",
+        "</a>",
+        "<td class='result-snippet'>",
+        "<![",
+        "<!x",
+        "<![CDATA[",
+        "]]>",
+        "&#xD800;",
+        "&#99999999999;",
+        "No results.",
+        "anomaly-modal",
+        "<tr class='result-sponsored'>",
+        "\x00",
+    ]
+    bits = json_bits if rng.random() < 0.5 else html_bits
+    body = "".join(rng.choice(bits) for _ in range(rng.randint(0, 60)))
+    if rng.random() < 0.1:
+        body = "[" * rng.randint(1_000, 5_000) + body
+    raw = body.encode("utf-8", "surrogatepass")
+    headers = {
+        "Content-Type": "text/html; charset="
+        + rng.choice(
+            [
+                "utf-8",
+                "base64",
+                "idna",
+                "utf-16",
+                "utf-32",
+                "iso-2022-jp",
+                "cp037",
+                "punycode",
+                "uu",
+                "quopri",
+                "bz2",
+                "mbcs",
+                "",
+                "x" * 300,
+                "\u00e9",
+            ]
+        )
+    }
+    coding = rng.choice(["", "", "gzip", "deflate", "gzip, gzip", "br", "zstd", "compress"])
+    if coding:
+        headers["Content-Encoding"] = coding
+        if coding == "gzip":
+            raw = gzip.compress(raw) if rng.random() < 0.8 else raw[: rng.randint(0, 10)]
+        elif coding == "deflate":
+            raw = zlib.compress(raw)[: rng.choice([None, 5])]
+    status = rng.choice([200, 200, 200, 202, 401, 403, 429, 432, 500])
+    if status == 429:
+        headers["Retry-After"] = rng.choice(
+            [
+                "9" * 5000,
+                "\u00b2",
+                "12",
+                "Sat, 29 Feb 2023 00:00:00 GMT",
+                "Tue, 01 Jan 0000 00:00:00 GMT",
+                "Fri, 31 Dec 9999 23:59:59 +2359",
+                "\x7f",
+                "1" * 10,
+            ]
+        )
+    return httpx.Response(
+        status,
+        headers=[(k, v.encode("latin-1", "replace")) for k, v in headers.items()],
+        stream=httpx.ByteStream(raw),
+    )
+
+
+async def test_fuzzed_backend_answers_end_in_hits_or_a_web_error():
+    rng = random.Random(6)
+    answers: deque[httpx.Response] = deque()
+    transport = httpx.MockTransport(lambda request: answers.popleft())
+    async with httpx.AsyncClient(transport=transport) as client:
+        providers = [
+            TavilySearchProvider(KEY, base_url="http://tavily.test", client=client),
+            DuckDuckGoSearchProvider(base_url="http://ddg.test/lite/", client=client),
+        ]
+        outcomes: set[str] = set()
+        for round_ in range(400):
+            answers.append(random_answer(rng))
+            try:
+                hits = await providers[round_ % 2].search("q", max_results=5)
+            except WebError as error:
+                outcomes.add(error.code)
+            else:
+                assert all(isinstance(hit, SearchHit) for hit in hits)
+                outcomes.add("hits")
+    assert outcomes == {"hits", "search_auth", "search_failed", "search_rate_limited"}
+
+
+async def test_results_past_the_first_100_are_not_looked_at(server, tavily):
+    junk = [{"url": "javascript:void(0)"}] * MAX_CONSIDERED_RESULTS
+    server.script(
+        json_reply({"results": [*junk, {"url": "https://late.example/"}]}),
+        json_reply({"results": [{"url": "https://a.example/"}, *junk[1:], "not an object"]}),
+    )
+    assert await tavily.search("q", max_results=5) == []
+    assert [hit.url for hit in await tavily.search("q", max_results=5)] == ["https://a.example/"]
+
+
+def test_filter_hits_looks_at_the_first_100_hits_only():
+    hits = hits_for(*["javascript:void(0)"] * MAX_CONSIDERED_RESULTS, "https://late.example/")
+    assert filter_hits(hits, DomainPolicy((), ()), 20) == []
+    assert [hit.url for hit in filter_hits(hits[1:], DomainPolicy((), ()), 20)] == ["https://late.example/"]
+
+
+async def test_host_results_past_the_first_100_are_not_looked_at():
+    junk = [{"url": "javascript:void(0)"}] * MAX_CONSIDERED_RESULTS
+    host = FakeHost({"results": [*junk, {"url": "https://late.example/"}, 7]})
+    assert await HostSearchProvider(host).search("q", max_results=5) == []
+
+
+async def test_ddg_snippets_past_the_100th_link_do_not_join_it(server, ddg):
+    rows = "".join(
+        f"<tr><td><a href='https://h{i}.example/' class='result-link'>{i}</a></td></tr>"
+        f"<tr><td class='result-snippet'>s{i}</td></tr>"
+        for i in range(MAX_CONSIDERED_RESULTS + 5)
+    )
+    server.script(Reply(200, f"<table>{rows}</table>".encode()))
+    [hit] = await ddg.search("q", max_results=1, allowed_domains=(f"h{MAX_CONSIDERED_RESULTS - 1}.example",))
+    assert hit.snippet == f"s{MAX_CONSIDERED_RESULTS - 1}"
+
+
+async def test_a_huge_answer_does_not_stall_the_event_loop(server, tavily):
+    # 200k results in 4 MiB: before the bound, checking every URL on the loop stalled it ~6 s.
+    item = '{"url":"http://a_"},'
+    count = (MAX_RESPONSE_BYTES - 64) // len(item)
+    server.script(Reply(200, ('{"results":[' + item * count + '{"url":"http://a_"}]}').encode()))
+    gaps: list[float] = []
+
+    async def ticker() -> None:
+        loop = asyncio.get_running_loop()
+        last = loop.time()
+        while True:
+            await asyncio.sleep(0.01)
+            gaps.append(loop.time() - last)
+            last = loop.time()
+
+    ticking = asyncio.create_task(ticker())
+    hits = await tavily.search("q", max_results=5)
+    ticking.cancel()
+    assert [hit.url for hit in hits] == ["http://a_"]  # one hit: the rest are its repeats
+    assert max(gaps) < 1.0  # the rest is json.loads holding the GIL: about 70 ms on 2 cores
+
+
+async def test_the_key_is_scrubbed_from_every_hit_field_web_5(server, tavily):
+    # The documentation promises the key never appears in a result, even when Tavily echoes it.
+    server.script(
+        json_reply(
+            {
+                "results": [
+                    {
+                        "title": f"debug Bearer {KEY}",
+                        "url": f"https://a.example/?k={KEY}",
+                        "content": f"your key is {KEY}",
+                    },
+                    {"title": "x" * 290 + KEY, "url": "https://b.example/?k=" + KEY.replace("-", "%2D")},
+                ]
+            }
+        )
+    )
+    hits = [hit.to_json() for hit in await tavily.search("q", max_results=5)]
+    assert hits == [
+        {
+            "title": "debug Bearer [redacted]",
+            "url": "https://a.example/?k=[redacted]",
+            "snippet": "your key is [redacted]",
+        },
+        {"title": "x" * 290 + "[redacted]", "url": "https://b.example/?k=[redacted]", "snippet": ""},
+    ]
+    assert KEY not in json.dumps(hits)
