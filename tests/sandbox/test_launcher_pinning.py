@@ -58,3 +58,30 @@ async def test_bwrap_keeps_a_workspace_venv_and_git_read_only_run_9(
     assert (venv_bin / "python").read_text() == "#!/bin/sh\n"  # the interpreter stayed
     assert not (workspace / ".git" / "hooks" / "pre-commit").exists()  # git's hooks stayed
     assert (workspace / "src.txt").read_text() == "edited\n"  # the workspace itself is writable
+
+
+@pytest.mark.parametrize("target", ["/proc", "/tmp", "/etc/hostname"])
+async def test_a_git_symlink_planted_by_one_command_reaches_nothing_in_the_next_run_9(
+    tmp_path: Path, target: str
+) -> None:
+    """A ``.git -> <host path>`` is not bound: the next run neither sees the host path nor fails."""
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (tmp_path / "host-only").write_text("host\n")  # under the host's /tmp, hidden by the private /tmp
+    policy = SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=65536))
+    backend = real_backend("bwrap")
+    depth = "../" * len(workspace.parts)
+    plant = await run_sandboxed(
+        ["/bin/sh", "-c", f"ln -s {depth}{target.lstrip('/')} .git && echo planted"],
+        policy,
+        backend=backend,
+        timeout_s=20,
+    )
+    assert plant.stdout.text == "planted\n", plant.stderr.text
+    probe = "ls .git/ 2>&1 | head -200; echo; ls /proc | grep -c '^[0-9]'; find /tmp -name host-only"
+    after = await run_sandboxed(["/bin/sh", "-c", probe], policy, backend=backend, timeout_s=20)
+    assert after.exit_code == 0, after.stderr.text
+    if target == "/proc":  # the sandbox's own /proc: its few processes, not the host's
+        pids = [line for line in after.stdout.text.splitlines()[:-1] if line.isdigit()]
+        assert int(after.stdout.text.splitlines()[-1]) < 10 and len(pids) < 10, after.stdout.text
+    assert "host-only" not in after.stdout.text

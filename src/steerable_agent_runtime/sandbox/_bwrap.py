@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -125,15 +126,29 @@ def _runtime_roots() -> tuple[str, ...]:
 
 
 def _guarded_inside(writable: Sequence[str]) -> list[str]:
-    """Existing runtime roots and ``.git`` directories that lie inside a writable root."""
+    """Existing runtime roots and ``.git`` entries that lie inside a writable root.
+
+    A ``.git`` is guarded only when it is a real directory or file (a worktree's ``gitdir:``
+    file), never through a symbolic link: bubblewrap resolves a bind's source on the host, so a
+    ``.git -> /proc`` planted by one command would otherwise mount the host's ``/proc`` (or
+    ``/tmp``) into every later run, and a link to a file would make every later run fail.
+    """
     candidates = [os.path.realpath(p) for p in _runtime_roots()]
-    candidates += [os.path.join(root, ".git") for root in writable]
+    repositories = [os.path.join(root, ".git") for root in writable]
     guarded: list[str] = []
-    for path in sorted(set(candidates), key=len):
-        if not os.path.exists(path) or any(_within(path, g) for g in guarded):
+    for path in sorted({*candidates, *repositories}, key=len):
+        if any(_within(path, g) for g in guarded) or not any(_within(path, w) for w in writable):
             continue
-        if any(_within(path, w) for w in writable):
-            guarded.append(path)
+        if path in repositories:
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+                continue  # a symbolic link (or anything else) a command may have planted
+        elif not os.path.exists(path):
+            continue
+        guarded.append(path)
     return guarded
 
 
