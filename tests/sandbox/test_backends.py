@@ -218,7 +218,13 @@ def test_landlock_plan_lists_its_rules(workspace: Path, tmp_path: Path):
     options = list(plan.launcher_options)
     assert options[:4] == ["--drop-caps", "--landlock", "--ro", "/"]
     assert ["--rw", str(workspace), "--rw", str(tmp_path)] == options[4:8]
-    assert "--no-tcp" in options and "--seccomp-net" in options and options[-1] == "--supervise"
+    assert "--no-tcp" in options and options[-1] == "--supervise"
+    assert options[options.index("--seccomp-deny") + 1] == "net,ipc,setid"
+    online = LandlockBackend().plan(
+        ["true"], SandboxPolicy(writable_roots=(workspace,), network=True), private_tmp=tmp_path
+    )
+    assert "--no-tcp" not in online.launcher_options
+    assert online.launcher_options[online.launcher_options.index("--seccomp-deny") + 1] == "ipc,setid"
     assert plan.supervised and plan.argv == ("true",) and plan.env["TMPDIR"] == str(tmp_path)
 
 
@@ -228,10 +234,16 @@ def test_handled_rights_grow_with_the_abi():
     assert handled_fs(5) == handled_fs(7) == (1 << 16) - 1
 
 
-def test_socket_filter_program_shape():
-    program = seccomp_program("x86_64")
-    assert len(program) % 8 == 0 and len(program) // 8 == 9
-    assert len(seccomp_program("aarch64")) // 8 == 8
+def test_seccomp_program_shape():
+    # arch check (2), nr load, x32 check, then one jump per denied call, three per mode check, four returns
+    assert len(seccomp_program("x86_64", deny_setid=False)) // 8 == 3 + 1 + 2 + 4
+    assert (
+        len(seccomp_program("x86_64", deny_network=False, deny_ipc=True, deny_setid=False)) // 8
+        == 3 + 1 + 15 + 4
+    )
+    assert len(seccomp_program("x86_64")) // 8 == 3 + 1 + 2 + 1 + 9 * 3 + 4
+    assert len(seccomp_program("aarch64", deny_setid=False)) // 8 == 3 + 2 + 4
+    assert len(seccomp_program("aarch64")) // 8 == 3 + 2 + 1 + 5 * 3 + 4
 
 
 def test_the_launcher_fails_closed_when_the_sandbox_cannot_be_set_up(tmp_path: Path):

@@ -37,9 +37,12 @@ class LandlockBackend:
     execute anything, write only under the writable roots, the run's private temporary
     directory and a few devices, and (network off) neither bind nor connect TCP sockets (ABI 4+);
     from ABI 6 it cannot signal processes outside the sandbox nor reach abstract Unix sockets.
-    With the network off the launcher's seccomp filter also refuses ``socket(2)`` (UDP, raw and
-    Unix sockets, which Landlock does not cover). Then it forks the command and stays as a child
-    subreaper that kills every leftover process when the command exits or the run is stopped.
+    The launcher's seccomp filter refuses System V IPC, POSIX message queues and the keyrings
+    (shared with the host: there is no IPC namespace, so what a command left there would outlive
+    the run) and file modes with the set-user-ID/set-group-ID bits; with the network off it also
+    refuses ``socket(2)`` (UDP, raw and Unix sockets, which Landlock does not cover). Then it
+    forks the command and stays as a child subreaper that kills every leftover process when the
+    command exits or the run is stopped.
 
     What it cannot do: there is no PID namespace (other processes are visible, though their
     environment is not readable: Landlock refuses it to an unprivileged command, and a root
@@ -70,8 +73,8 @@ class LandlockBackend:
             options += ["--dev", device]
         if not policy.network:
             options.append("--no-tcp")
-            if os.uname().machine in SECCOMP_ARCH:
-                options.append("--seccomp-net")
+        if os.uname().machine in SECCOMP_ARCH:  # no IPC namespace here: System V IPC and keyrings off
+            options += ["--seccomp-deny", "ipc,setid" if policy.network else "net,ipc,setid"]
         options.append("--supervise")
         tmp = os.path.realpath(private_tmp)
         return LaunchPlan(

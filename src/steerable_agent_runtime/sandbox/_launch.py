@@ -17,11 +17,11 @@ add about 12 ms). In order, it:
    itself, without this launcher, for speed: it sets the same limits on the sandbox's pid 1 from
    outside; ``launcher_argv`` still runs a bubblewrap plan through the launcher, for tools and
    tests that want one command line.)
-4. drops the capabilities (``--drop-caps``) and applies Landlock (``--landlock``) and the socket
-   filter (``--seccomp-net``) to the command, so they hold for it and everything it starts. With
-   ``--supervise`` that happens in the forked child, before its exec: the supervisor stays
-   outside the Landlock domain, where the command can neither ptrace it nor (ABI 6 and later)
-   signal it.
+4. drops the capabilities (``--drop-caps``) and applies Landlock (``--landlock``) and the seccomp
+   filter (``--seccomp-deny net,ipc,setid``: see :func:`seccomp_program`) to the command, so
+   they hold for it and everything it starts. With ``--supervise`` that happens in the forked
+   child, before its exec: the supervisor stays outside the Landlock domain, where the command
+   can neither ptrace it nor (ABI 6 and later) signal it.
 
 Why a launcher rather than ``preexec_fn``: the sidecar is threaded, and Python documents
 ``preexec_fn`` as unsafe in the presence of threads (the child may deadlock on a lock another
@@ -89,6 +89,27 @@ SECCOMP_ARCH = {
     "aarch64": (0xC00000B7, 198, 425, None),
 }
 
+# System V IPC, POSIX message queues and the kernel keyrings: shared with the host outside an IPC
+# namespace (Landlock), so what a command leaves there would outlive the run (and be read by the
+# next one). shmget shmat shmctl semget semop semctl msgget msgsnd msgrcv msgctl semtimedop mq_open
+# add_key request_key keyctl, in that order.
+SECCOMP_IPC = {
+    "x86_64": (29, 30, 31, 64, 65, 66, 68, 69, 70, 71, 220, 240, 248, 249, 250),
+    "aarch64": (194, 196, 195, 190, 193, 191, 186, 189, 188, 187, 192, 180, 217, 218, 219),
+}
+
+# Calls that take a file mode, as (syscall, index of the mode argument): a mode with the set-user-ID
+# or set-group-ID bit is refused, so a root sidecar's command cannot leave a set-uid-root program in
+# the workspace. chmod fchmod fchmodat fchmodat2 open creat openat mknod mknodat (aarch64 has only
+# the *at forms).
+SECCOMP_MODE_ARGS = {
+    "x86_64": ((90, 1), (91, 1), (268, 2), (452, 2), (2, 2), (85, 1), (257, 3), (133, 1), (259, 2)),
+    "aarch64": ((52, 1), (53, 2), (452, 2), (56, 3), (33, 2)),
+}
+SYS_OPENAT2 = 437  # the same on both: its mode sits in a struct the filter cannot read (ENOSYS)
+S_ISUID_ISGID = 0o6000
+ENOSYS = 38
+
 SIGKILL = 9  # the same on every Linux architecture and on macOS
 
 EXIT_SETUP = 125
@@ -129,15 +150,25 @@ def handled_fs(abi: int) -> int:
     return mask
 
 
-def seccomp_program(machine: str) -> bytes:
-    """The socket filter as raw classic BPF (``struct sock_filter[]``).
+def seccomp_program(
+    machine: str, *, deny_network: bool = True, deny_ipc: bool = False, deny_setid: bool = True
+) -> bytes:
+    """The sandbox's seccomp filter as raw classic BPF (``struct sock_filter[]``).
 
-    ``socket(2)`` fails with ``EPERM`` for every address family (TCP, UDP, raw, netlink and Unix
-    sockets alike: a Unix socket on the read-only filesystem, such as ``docker.sock``, is still
-    connectable, so it is refused too); ``socketpair(2)`` stays allowed (it reaches nothing).
-    ``io_uring_setup`` is refused because io_uring can open sockets without ``socket(2)``. A
-    syscall made through another ABI (i386 ``int 0x80``) kills the process: it would bypass the
-    numbers checked here.
+    Every syscall of another ABI than ``machine``'s native one kills the process (i386
+    ``int 0x80`` would bypass the numbers checked here); x32 calls fail with ``EPERM``. Then:
+
+    * ``deny_network``: ``socket(2)`` fails with ``EPERM`` for every address family (TCP, UDP,
+      raw, netlink and Unix sockets alike: a Unix socket on the read-only filesystem, such as
+      ``docker.sock``, is still connectable, so it is refused too); ``socketpair(2)`` stays
+      allowed (it reaches nothing); ``io_uring_setup`` is refused because io_uring can open
+      sockets without ``socket(2)``.
+    * ``deny_ipc``: System V IPC, POSIX message queues and the keyrings fail with ``EPERM``
+      (for backends without an IPC namespace: what a command left there would outlive the run).
+    * ``deny_setid``: ``chmod``/``fchmod``/``fchmodat(2)``, ``open``/``openat``/``creat`` and
+      ``mknod(at)`` fail with ``EPERM`` when the mode has the set-user-ID or set-group-ID bit, and
+      ``openat2`` (whose mode the filter cannot read) with ``ENOSYS``, so callers fall back to
+      ``openat``.
 
     Raises:
         SetupError: For a machine the filter has no syscall numbers for.
@@ -145,20 +176,38 @@ def seccomp_program(machine: str) -> bytes:
     try:
         arch, nr_socket, nr_io_uring, x32 = SECCOMP_ARCH[machine]
     except KeyError:
-        raise SetupError(f"no socket filter for machine {machine!r}") from None
-    ld, jeq, jge, ret = 0x20, 0x15, 0x35, 0x06
-    prog = [
+        raise SetupError(f"no seccomp filter for machine {machine!r}") from None
+    ld, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    # (code, jump if true, jump if false, k); a jump is 0 (the next instruction) or a label
+    prog: list[tuple[int, int | str, int | str, int]] = [
         (ld, 0, 0, 4),  # A = seccomp_data.arch
-        (jeq, 1, 0, arch),
-        (ret, 0, 0, SECCOMP_RET_KILL_PROCESS),
+        (jeq, 0, "kill", arch),
         (ld, 0, 0, 0),  # A = seccomp_data.nr
     ]
-    checks = [(jge, x32)] if x32 is not None else []
-    checks += [(jeq, nr_socket), (jeq, nr_io_uring)]
-    for i, (op, k) in enumerate(checks):
-        prog.append((op, len(checks) - i, 0, k))  # match: jump to the deny below the allow
-    prog += [(ret, 0, 0, SECCOMP_RET_ALLOW), (ret, 0, 0, SECCOMP_RET_ERRNO | EPERM)]
-    return b"".join(struct.pack("=HBBI", *insn) for insn in prog)
+    if x32 is not None:
+        prog.append((jge, "deny", 0, x32))
+    denied = [nr_socket, nr_io_uring] if deny_network else []
+    denied += list(SECCOMP_IPC[machine]) if deny_ipc else []
+    prog += [(jeq, "deny", 0, nr) for nr in denied]
+    if deny_setid:
+        prog.append((jeq, "nosys", 0, SYS_OPENAT2))
+        for nr, index in SECCOMP_MODE_ARGS[machine]:
+            prog.append((jeq, 0, 2, nr))  # not this call: skip its two instructions
+            prog.append((ld, 0, 0, 16 + 8 * index))  # the low 32 bits of args[index] (little endian)
+            prog.append((jset, "deny", "allow", S_ISUID_ISGID))
+    labels = {"allow": len(prog), "deny": len(prog) + 1, "nosys": len(prog) + 2, "kill": len(prog) + 3}
+    prog += [
+        (ret, 0, 0, SECCOMP_RET_ALLOW),
+        (ret, 0, 0, SECCOMP_RET_ERRNO | EPERM),
+        (ret, 0, 0, SECCOMP_RET_ERRNO | ENOSYS),
+        (ret, 0, 0, SECCOMP_RET_KILL_PROCESS),
+    ]
+    out = []
+    for i, (code, jt, jf, k) in enumerate(prog):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        out.append(struct.pack("=HBBI", code, jt, jf, k))
+    return b"".join(out)
 
 
 class _Libc:
@@ -404,6 +453,11 @@ def supervise(argv: list[str], libc: _Libc | None, *, confine: Callable[[], None
     if pid == 0:
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, signal.SIG_DFL)
+        try:  # the OOM killer takes the command before anything outside the sandbox (best effort)
+            with open("/proc/self/oom_score_adj", "w", encoding="ascii") as fh:
+                fh.write("1000")
+        except OSError:
+            pass
         if confine is not None:
             try:
                 confine()
@@ -448,8 +502,9 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
         SetupError: On an unknown option or a missing command.
     """
     opts: dict[str, Any] = {"read": [], "write": [], "dev": [], "cgroup": [], "cpu": 0, "as": 0, "nproc": 0}
-    flags = {"--landlock", "--no-tcp", "--seccomp-net", "--supervise", "--drop-caps"}
+    flags = {"--landlock", "--no-tcp", "--supervise", "--drop-caps"}
     valued = {"--cpu", "--as", "--nproc", "--cgroup", "--ro", "--rw", "--dev", "--seccomp-fd-at"}
+    valued |= {"--seccomp-deny"}
     i = 0
     while i < len(args) and args[i] != "--":
         name = args[i]
@@ -461,6 +516,8 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
             key = {"--ro": "read", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}.get(name)
             if key is not None:
                 opts[key].append(value)
+            elif name == "--seccomp-deny":
+                opts["seccomp-deny"] = _deny_list(value)
             else:
                 opts[name[2:]] = int(value)
             i += 2
@@ -472,8 +529,17 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     return opts, command
 
 
+def _deny_list(value: str) -> dict[str, bool]:
+    """``--seccomp-deny net,ipc,setid`` (any subset; empty for the ABI checks alone) as keywords."""
+    names = {part for part in value.split(",") if part}
+    unknown = names - {"net", "ipc", "setid"}
+    if unknown:
+        raise SetupError(f"bad --seccomp-deny entry {sorted(unknown)[0]!r} (use net, ipc, setid)")
+    return {"deny_network": "net" in names, "deny_ipc": "ipc" in names, "deny_setid": "setid" in names}
+
+
 def _confine(opts: dict[str, Any], libc: _Libc | None) -> None:
-    """Drop capabilities, apply Landlock and the socket filter to this process, as ``opts`` say.
+    """Drop capabilities, apply Landlock and the seccomp filter to this process, as ``opts`` say.
 
     Raises:
         SetupError: When one of them cannot be applied.
@@ -486,8 +552,8 @@ def _confine(opts: dict[str, Any], libc: _Libc | None) -> None:
         apply_landlock(
             libc, read=opts["read"], write=opts["write"], dev=opts["dev"], no_tcp=opts.get("no-tcp", False)
         )
-    if opts.get("seccomp-net"):
-        apply_seccomp(libc, seccomp_program(os.uname().machine))
+    if "seccomp-deny" in opts:
+        apply_seccomp(libc, seccomp_program(os.uname().machine, **opts["seccomp-deny"]))
 
 
 def _setup_failed(exc: BaseException) -> int:
@@ -507,12 +573,12 @@ def main(args: list[str]) -> int:
                     fh.write(str(os.getpid()))
             except OSError as exc:
                 raise SetupError(f"cannot join the cgroup {procs!r}: {exc.strerror}") from None
-        needs_libc = ("landlock", "seccomp-net", "supervise", "drop-caps")
+        needs_libc = ("landlock", "seccomp-deny", "supervise", "drop-caps")
         libc = _Libc() if any(opts.get(name) for name in needs_libc) else None
         if "seccomp-fd-at" in opts:
             index = opts["seccomp-fd-at"]
             read_end, write_end = os.pipe()
-            os.write(write_end, seccomp_program(os.uname().machine))
+            os.write(write_end, seccomp_program(os.uname().machine, **opts.get("seccomp-deny", {})))
             os.close(write_end)
             os.set_inheritable(read_end, True)
             command[index] = str(read_end)
