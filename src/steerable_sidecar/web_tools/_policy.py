@@ -6,11 +6,15 @@ network position, so every hop goes through three gates, all pure functions of t
 
 1. :func:`validate_url`: the URL's shape (http(s), a host, no credentials, at most 2048 characters);
 2. :meth:`DomainPolicy.check`: the deployment's allow and block lists, before any DNS work;
-3. :func:`check_addresses`: every DNS answer for the host must be globally reachable.
+3. :func:`check_addresses`: every DNS answer for the host must be globally reachable, and
+   :meth:`DomainPolicy.check_answers`: no answer may be an address the block-list names.
 
-Alternate IPv4 spellings of a host (``0x7f000001``, ``2130706433``, ``127.1``) are not decoded
-here: httpx passes them to the resolver as names, the resolver decodes them, and gate 3 checks the
-address it returns.
+Alternate IPv4 spellings of a host (``0x7f000001``, ``2130706433``, ``127.1``, ``93.184.55330``),
+which httpx keeps as names but the C resolver reads as numbers (``inet_aton``), are rewritten by
+:func:`validate_url` to the dotted quad they mean, so gate 2 sees the address. Gate 3 holds for
+any spelling that slips past that: it checks the resolver's answers, whatever the host looked like.
+IP entries and IP hosts are compared with IPv4-mapped (``::ffff:a.b.c.d``) and NAT64
+(``64:ff9b::a.b.c.d``) forms unwrapped to the IPv4 address inside.
 """
 
 from __future__ import annotations
@@ -39,6 +43,8 @@ MAX_URL_LENGTH: Final = 2048
 """The longest URL accepted, in characters (spec: SSRF policy)."""
 
 _LABEL: Final = re.compile(r"[a-z0-9_-]{1,63}")
+# One part of an inet_aton(3) IPv4 spelling: hex (0x...), octal (a leading 0) or decimal.
+_INET_ATON_PART: Final = re.compile(r"0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*")
 _MAX_NAME: Final = 253
 _SHOWN_URL: Final = 100
 _SHOWN_DOMAINS: Final = 10
@@ -92,16 +98,17 @@ def validate_url(url: str) -> httpx.URL:
     The URL is parsed by ``httpx.URL``, the parser that makes the request, so the host checked is
     the host connected to. Surrounding whitespace is ignored. A trailing dot on the host is
     dropped; IDN hosts are held as IDNA A-labels (``http://BÜCHER.example/`` ->
-    ``xn--bcher-kva.example``, see :func:`url_host`). Numeric hosts httpx does not read as an IPv4
-    address (``0x7f000001``, ``2130706433``, ``127.1``) pass as names: the resolver decodes them
-    and :func:`check_addresses` checks the address it returns.
+    ``xn--bcher-kva.example``, see :func:`url_host`). A host spelled the way ``inet_aton(3)`` reads
+    an IPv4 address but httpx does not (``0x7f000001``, ``2130706433``, ``127.1``,
+    ``93.184.55330``, ``0x5d.0270.55330``) is rewritten to that address (``http://127.0.0.1/``):
+    the system resolver would connect there, so the domain policy must see it as that address.
 
     Args:
         url: The URL text.
 
     Returns:
         The parsed URL, its host lowercase with no trailing dot (an IPv6 literal in its
-        canonical compressed form).
+        canonical compressed form, a numeric IPv4 spelling as a dotted quad).
 
     Raises:
         WebError: ``invalid_url`` (spec: SSRF policy, WEB-12) unless ``url`` is a string of at most
@@ -143,7 +150,35 @@ def validate_url(url: str) -> httpx.URL:
     labels = name.split(".")
     if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in labels):
         raise _invalid(text, f"{host!r} is not a valid host name")
-    return parsed if name == parsed.raw_host.decode("ascii") else parsed.copy_with(host=name)
+    name = _inet_aton(labels) or name
+    if name == parsed.raw_host.decode("ascii"):
+        return parsed
+    try:
+        return parsed.copy_with(host=name)
+    except (httpx.InvalidURL, ValueError) as exc:  # "0.0.0.08." passes as a name; "0.0.0.08" does not
+        raise _invalid(text, f"it does not parse ({exc})") from None
+
+
+def _inet_aton(labels: Sequence[str]) -> str | None:
+    """The dotted quad a numeric host means to ``inet_aton(3)`` (glibc, musl, BSD), or ``None``.
+
+    One to four parts, each decimal, octal (a leading ``0``) or hex (``0x``); every part but the
+    last is one byte, the last fills the remaining bytes: ``127.1`` is ``127.0.0.1``,
+    ``2130706433`` is ``127.0.0.1``, ``93.184.55330`` is ``93.184.216.34``.
+    """
+    if not 1 <= len(labels) <= 4 or not all(_INET_ATON_PART.fullmatch(label) for label in labels):
+        return None
+    values = [
+        int(part, 16) if part.startswith("0x") else int(part, 8 if part.startswith("0") else 10)
+        for part in labels
+    ]
+    *head, last = values
+    if any(value > 255 for value in head) or last >= 256 ** (4 - len(head)):
+        return None
+    number = 0
+    for value in head:
+        number = number << 8 | value
+    return str(ipaddress.IPv4Address(number << 8 * (4 - len(head)) | last))
 
 
 def url_host(url: httpx.URL) -> str:
@@ -163,9 +198,18 @@ class DomainPolicy:
 
     An entry matches its exact host and every subdomain, on a label boundary: ``example.com``
     covers ``example.com`` and ``docs.example.com``, not ``badexample.com``. An IP address entry
-    matches only that address (and an IP host matches only an equal entry). Blocked wins over
-    allowed; an empty allow-list allows every host. Entries are normalized as
-    :func:`~steerable_sidecar.web_tools._config.parse_domain_list` does (IDN entries become A-labels).
+    matches only that address (and an IP host matches only an equal entry), compared with
+    IPv4-mapped and NAT64 (``64:ff9b::/96``) forms unwrapped: a blocked ``93.184.216.34`` also
+    refuses ``[::ffff:93.184.216.34]``. Blocked wins over allowed; an empty allow-list allows every
+    host. Entries are normalized as :func:`~steerable_sidecar.web_tools._config.parse_domain_list`
+    does (IDN entries become A-labels).
+
+    Names and addresses meet twice. Before DNS, :meth:`check` judges the URL's host: a name by the
+    name entries, an address by the IP entries. After DNS, :meth:`check_answers` refuses a name
+    that resolves to a blocked address. An IP entry in the allow-list admits that address written
+    as an address (in any spelling :func:`validate_url` reads); it never admits a name, whatever
+    the name resolves to, so an allow-list of only IP entries admits only those addresses. A name
+    admitted by a name entry may resolve to any public address the block-list does not name.
 
     Args:
         allowed: Domains that may be reached; empty means every host.
@@ -175,11 +219,14 @@ class DomainPolicy:
         ConfigError: For an entry that is not a host name.
     """
 
-    __slots__ = ("_allowed", "_blocked")
+    __slots__ = ("_allowed", "_blocked", "_blocked_ips")
 
     def __init__(self, allowed: Iterable[str] = (), blocked: Iterable[str] = ()) -> None:
         self._allowed = _domain_entries(allowed, "DomainPolicy allowed")
         self._blocked = _domain_entries(blocked, "DomainPolicy blocked")
+        self._blocked_ips = {
+            address: entry for entry in self._blocked if (address := _policy_address(entry)) is not None
+        }
 
     @classmethod
     def from_config(cls, config: WebToolsConfig) -> DomainPolicy:
@@ -245,12 +292,50 @@ class DomainPolicy:
             data={"host": normal, "allowedDomains": list(self._allowed)},
         )
 
+    def check_answers(self, host: str, addresses: Sequence[str], *, url: str | None = None) -> None:
+        """Refuse a host that resolves to an address the block-list names (after the SSRF check).
+
+        :meth:`check` saw the host's name; this sees where the name leads, so a blocked address
+        cannot be reached through a name (or a numeric spelling the resolver decodes) that points
+        at it. Answers are compared with IPv4-mapped and NAT64 forms unwrapped. Allow-list IP
+        entries are not applied to answers (see the class docstring).
+
+        Args:
+            host: The host that was resolved (named in the message).
+            addresses: Its DNS answers, as address strings.
+            url: The URL being fetched, named in the message when given.
+
+        Raises:
+            WebError: ``domain_blocked`` naming the host, the address and the entry of
+                ``STEERABLE_WEB_BLOCKED_DOMAINS`` (``data``: ``host``, ``address``, ``entry``).
+        """
+        if not self._blocked_ips:
+            return
+        for address in addresses:
+            entry = self._blocked_ips.get(_policy_address(address) or "")
+            if entry is None:
+                continue
+            target = f"web_fetch refused {url}: " if url else ""
+            raise WebError(
+                "domain_blocked",
+                f"{target}{_normal_host(host)} resolves to {address}, which is blocked by "
+                f"{BLOCKED_DOMAINS_ENV} (entry {entry}); use a source outside it",
+                data={"host": _normal_host(host), "address": address, "entry": entry},
+            )
+
     def _refusal(self, host: str) -> tuple[str, str] | None:
-        is_ip = _ip_literal(host) is not None
-        blocked = next((entry for entry in self._blocked if _covers(entry, host, is_ip=is_ip)), None)
+        address = _policy_address(host)
+        if address is not None:
+            blocked = self._blocked_ips.get(address)
+            if blocked is not None:
+                return "domain_blocked", blocked
+            if self._allowed and not any(_policy_address(entry) == address for entry in self._allowed):
+                return "domain_not_allowed", ""
+            return None
+        blocked = next((entry for entry in self._blocked if _covers(entry, host)), None)
         if blocked is not None:
             return "domain_blocked", blocked
-        if self._allowed and not any(_covers(entry, host, is_ip=is_ip) for entry in self._allowed):
+        if self._allowed and not any(_covers(entry, host) for entry in self._allowed):
             return "domain_not_allowed", ""
         return None
 
@@ -376,11 +461,31 @@ def _v6_refusal(ip: ipaddress.IPv6Address) -> str | None:
     return None if ip.is_global else "not globally reachable"
 
 
-def _covers(entry: str, host: str, *, is_ip: bool) -> bool:
-    """Whether a normalized entry covers a normalized host (label boundary; IPs exactly)."""
+def _covers(entry: str, host: str) -> bool:
+    """Whether a normalized entry covers a normalized host name (on a label boundary)."""
     if host == entry:
         return True
-    return not is_ip and host.endswith("." + entry) and _ip_literal(entry) is None
+    return host.endswith("." + entry) and _ip_literal(entry) is None
+
+
+def _policy_address(text: str) -> str | None:
+    """An IP literal as the domain policy compares it, or ``None`` for a name.
+
+    The canonical form, with IPv4-mapped ``::ffff:a.b.c.d`` and NAT64 ``64:ff9b::a.b.c.d``
+    unwrapped to ``a.b.c.d`` (both reach the IPv4 address inside). A zone id is dropped.
+    """
+    candidate = text.strip().lower().removesuffix(".")
+    candidate = candidate[1:-1] if candidate.startswith("[") and candidate.endswith("]") else candidate
+    try:
+        ip = ipaddress.ip_address(candidate.partition("%")[0])
+    except ValueError:
+        return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        if ip in _NAT64:
+            return str(ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF))
+    return str(ip)
 
 
 def _normal_host(host: str) -> str:

@@ -44,12 +44,21 @@ PUBLIC_ONLY = "only public internet addresses can be fetched (SSRF policy)"
         ("http://[FE80:0:0::1]:8080/", "http://[fe80::1]:8080/", "fe80::1"),
         ("http://[::ffff:127.0.0.1]/", "http://[::ffff:7f00:1]/", "::ffff:7f00:1"),
         ("http://127.0.0.1./", "http://127.0.0.1/", "127.0.0.1"),
-        # httpx reads only dotted quads as IPv4; other spellings stay names for the resolver.
-        ("http://0x7f000001/", "http://0x7f000001/", "0x7f000001"),
-        ("http://2130706433/", "http://2130706433/", "2130706433"),
-        ("http://127.1/", "http://127.1/", "127.1"),
-        ("http://0/", "http://0/", "0"),
-        ("http://017700000001/", "http://017700000001/", "017700000001"),
+        # Spellings inet_aton(3) reads as IPv4 (httpx does not) become the address they mean.
+        ("http://0x7f000001/", "http://127.0.0.1/", "127.0.0.1"),
+        ("http://2130706433/", "http://127.0.0.1/", "127.0.0.1"),
+        ("http://127.1/", "http://127.0.0.1/", "127.0.0.1"),
+        ("http://0/", "http://0.0.0.0/", "0.0.0.0"),
+        ("http://017700000001/", "http://127.0.0.1/", "127.0.0.1"),
+        ("http://93.184.55330/x", "http://93.184.216.34/x", "93.184.216.34"),
+        ("http://0X5D.0270.55330:8080/", "http://93.184.216.34:8080/", "93.184.216.34"),
+        ("http://1572395042./", "http://93.184.216.34/", "93.184.216.34"),
+        # Not inet_aton forms: they stay names, for DNS.
+        ("http://1.2.3.4.5/", "http://1.2.3.4.5/", "1.2.3.4.5"),
+        ("http://08.1/", "http://08.1/", "08.1"),
+        ("http://0x/", "http://0x/", "0x"),
+        ("http://4294967296/", "http://4294967296/", "4294967296"),
+        ("http://1.256.1/", "http://1.256.1/", "1.256.1"),
     ],
 )
 def test_validate_url_accepts_and_reports_the_connected_host_web_12(url: str, parsed: str, host: str) -> None:
@@ -131,6 +140,10 @@ def test_validate_url_accepts_exactly_2048_characters_web_12() -> None:
         ),
         ("http://[::1/", "invalid URL 'http://[::1/': it does not parse (Invalid port: ':1')"),
         (
+            "http://0.0.0.08./",  # a name to httpx until the trailing dot goes
+            "invalid URL 'http://0.0.0.08./': it does not parse (Invalid IPv4 address: '0.0.0.08')",
+        ),
+        (
             "http://exa\tmple.com/",
             "invalid URL 'http://exa\\tmple.com/': it does not parse (Invalid non-printable ASCII character in URL, '\\t' at position 10.)",
         ),
@@ -202,28 +215,56 @@ def test_validate_url_raises_only_web_error_and_returns_only_safe_urls_web_12(te
         ("127.1", "127.0.0.1", "loopback"),
         ("017700000001", "127.0.0.1", "loopback"),
         ("0", "0.0.0.0", "unspecified"),
+        ("0xa9.0xfe.0xa9fe", "169.254.169.254", "link-local"),
     ],
 )
-async def test_alternate_ipv4_spellings_are_caught_on_the_resolved_answer_web_12(
+async def test_alternate_ipv4_spellings_become_the_address_the_resolver_reads_web_12(
     host: str, address: str, reason: str
 ) -> None:
-    """The resolver decodes the spellings httpx keeps as names; the check on its answers refuses them.
+    """validate_url rewrites the spellings httpx keeps as names to the address getaddrinfo reads.
 
-    AI_NUMERICHOST keeps the lookup local (no DNS query).
+    AI_NUMERICHOST keeps the lookup local (no DNS query); the SSRF check then names the address.
     """
     url = validate_url(f"http://{host}/")
     infos = await asyncio.get_running_loop().getaddrinfo(
-        url_host(url), 80, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
+        host, 80, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
     )
-    answers = sorted({str(info[4][0]) for info in infos})
-    assert answers == [address]
+    assert sorted({str(info[4][0]) for info in infos}) == [address] == [url_host(url)]
     with pytest.raises(WebError) as caught:
-        check_addresses(url_host(url), answers, url=str(url))
+        check_addresses(url_host(url), [address], url=str(url))
     assert caught.value.code == "ssrf_blocked"
     assert (
         str(caught.value)
-        == f"web_fetch refused http://{host}/: {host} resolves to {address} ({reason}); {PUBLIC_ONLY}"
+        == f"web_fetch refused http://{address}/: {address} is not publicly reachable ({reason}); {PUBLIC_ONLY}"
     )
+
+
+def _c_library_ipv4(host: str) -> str | None:
+    try:
+        infos = socket.getaddrinfo(host, 80, socket.AF_INET, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+    except socket.gaierror:
+        return None
+    return str(infos[0][4][0])
+
+
+_numeric_part = st.one_of(
+    st.integers(0, 2**32).map(str),
+    st.integers(0, 2**32).map(lambda n: f"0{n:o}"),
+    st.integers(0, 2**32).map(lambda n: f"0x{n:x}"),
+    st.sampled_from(["0", "00", "08", "0x", "09", "1e", ""]),
+)
+
+
+@given(st.lists(_numeric_part, min_size=1, max_size=5).map(".".join))
+def test_numeric_hosts_agree_with_the_c_library_web_12(host: str) -> None:
+    """A host getaddrinfo reads as IPv4 is checked as that address; any other stays a name (or is refused)."""
+    try:
+        url = validate_url(f"http://{host}/")
+    except WebError:
+        return  # refused outright (httpx reads a dotted quad it cannot parse as invalid)
+    name = host.removesuffix(".")  # validate_url drops one trailing dot before anything else
+    expected = _c_library_ipv4(name)
+    assert url_host(url) == (expected if expected is not None else name)
 
 
 # -- address_refusal (WEB-12, WEB-13) ----------------------------------------------------------------
@@ -530,6 +571,66 @@ def test_ip_host_is_not_a_subdomain_of_a_numeric_looking_entry_web_11() -> None:
     assert not policy.allows("::1")
     assert not policy.allows("[0:0::1]")
     assert DomainPolicy(blocked=["::1"]).allows("::2")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "93.184.216.34",
+        "::ffff:93.184.216.34",
+        "[::ffff:5db8:d822]",
+        "64:ff9b::5db8:d822",
+        "[64:ff9b::93.184.216.34]",
+    ],
+)
+def test_a_blocked_ip_entry_refuses_every_form_of_that_address_web_11(host: str) -> None:
+    policy = DomainPolicy(blocked=["93.184.216.34"])
+    with pytest.raises(WebError) as caught:
+        policy.check(host)
+    assert caught.value.code == "domain_blocked"
+    assert caught.value.data is not None and caught.value.data["entry"] == "93.184.216.34"
+    assert policy.allows("93.184.216.35") and policy.allows("::ffff:93.184.216.35")
+
+
+def test_a_mapped_ip_entry_matches_the_plain_ipv4_address_web_11() -> None:
+    policy = DomainPolicy(allowed=["::ffff:93.184.216.34"], blocked=["64:ff9b::a00:1"])
+    assert policy.allows("93.184.216.34")
+    assert not policy.allows("10.0.0.1")
+    assert not policy.allows("93.184.216.35")
+
+
+def test_allowed_ip_entries_admit_addresses_never_names_web_11() -> None:
+    """An allow-list of IP entries admits those addresses written as addresses, and no name at all."""
+    policy = DomainPolicy(allowed=["93.184.216.34"])
+    assert policy.allows("93.184.216.34") and policy.allows("::ffff:93.184.216.34")
+    assert not policy.allows("docs.example.com")
+    assert not policy.allows("93.184.216.35")
+    policy.check_answers("93.184.216.34", ["93.184.216.34"])  # nothing to refuse
+
+
+def test_check_answers_refuses_a_name_resolving_to_a_blocked_address_web_11() -> None:
+    policy = DomainPolicy(blocked=["93.184.216.34", "example.org"])
+    policy.check_answers("docs.example.com", ["93.184.216.35", "2606:2800:220:1::1"])
+    for answer in ("93.184.216.34", "::ffff:93.184.216.34", "64:ff9b::5db8:d822"):
+        with pytest.raises(WebError) as caught:
+            policy.check_answers(
+                "Docs.Example.com", ["93.184.216.35", answer], url="http://docs.example.com/x"
+            )
+        assert caught.value.code == "domain_blocked"
+        assert caught.value.data == {
+            "code": "domain_blocked",
+            "host": "docs.example.com",
+            "address": answer,
+            "entry": "93.184.216.34",
+        }
+        assert str(caught.value) == (
+            f"web_fetch refused http://docs.example.com/x: docs.example.com resolves to {answer}, which is "
+            "blocked by STEERABLE_WEB_BLOCKED_DOMAINS (entry 93.184.216.34); use a source outside it"
+        )
+
+
+def test_check_answers_without_ip_entries_passes_everything_web_11() -> None:
+    DomainPolicy(allowed=["example.com"], blocked=["example.org"]).check_answers("x.example.com", ["1.1.1.1"])
 
 
 def test_blocked_wins_a_tie_web_11() -> None:
