@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from steerable_agent_runtime import ToolFailed, ToolRetry, ToolRouter, workspace_tools_for_cwd
+from steerable_agent_runtime import ToolFailed, ToolResult, ToolRetry, ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, Usage
@@ -93,6 +93,26 @@ async def test_tool_result_goes_back_to_the_model_as_result_json(router: ToolRou
         "content": json.dumps({"success": True, "data": {"echo": "x"}}),
     }
     assert summary.usage == Usage(10, 2)  # the second turn reported none
+
+
+async def test_a_result_too_deep_for_json_is_an_answer_not_a_crash(
+    router: ToolRouter, tmp_path: Path
+) -> None:
+    @router.tool
+    async def deep() -> ToolResult:
+        """Return data nested far too deeply (a ToolResult passes through the router as it is)."""
+        value: list[Any] = []
+        for _ in range(400):
+            value = [value]
+        return ToolResult(success=True, data={"value": value})
+
+    provider = ScriptedProvider([turn(call("deep", {}, id="d")), "carried on"])
+    summary = await AgentLoop(provider, router, spill=SpillHooks(tmp_path / "spill")).run([], "go")
+    assert summary.outcome is RunOutcome.COMPLETED and summary.text == "carried on"
+    answer = tool_results(list(provider.requests[1].messages))["d"]
+    assert answer["success"] is False and answer["needsFollowup"] is True
+    assert answer["data"] == {"code": "unserializable_result"}
+    assert answer["error"].startswith("deep returned a result that cannot be sent as JSON (ValueError: ")
 
 
 async def test_needs_followup_failure_reprompts_the_model(router: ToolRouter) -> None:  # ENV-7

@@ -387,7 +387,15 @@ class _Run:
                     f"({RUN_CODE_LIMIT_ENV['max_value_bytes']}).",
                 )
             extra = {"repr": True} if frame.get("repr") is True else {}
-            return ToolResult(success=True, data=self.data(value=frame.get("value"), **extra))
+            done = ToolResult(success=True, data=self.data(value=frame.get("value"), **extra))
+            try:
+                json.dumps(done.to_wire())
+            except (ValueError, TypeError, RecursionError):
+                return self.fail(
+                    "value_limit",
+                    "The return value is nested too deeply to send as JSON; return flatter data.",
+                )
+            return done
         raw = frame.get("error")
         error: dict[str, Any] = raw if isinstance(raw, dict) else {}
         kind = str(error.get("type") or "Error")[:200]
@@ -532,8 +540,8 @@ def _bounded(value: Any) -> Any:
     """``value`` when its JSON is small, else ``{"truncated": true, "bytes": n, "preview": ...}``."""
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError):
-        text = repr(value)
+    except (TypeError, ValueError, RecursionError):
+        return {"truncated": True, "bytes": None, "preview": "(not serialisable: nested too deeply)"}
     size = len(text.encode("utf-8", "surrogatepass"))
     if size <= RECORDED_CALL_BYTES:
         return value

@@ -825,3 +825,12 @@ async def test_a_program_over_the_memory_limit_of_its_whole_sandbox_is_told_so(w
         "The program was killed: together with the files it wrote to /tmp and /dev/shm it went over the "
         "sandbox memory limit (STEERABLE_SANDBOX_MEMORY_BYTES). Use less memory."
     )
+
+
+async def test_a_return_value_nested_too_deeply_is_a_value_limit(workspace: Path) -> None:
+    router = make_router(workspace)
+    result = await run(router, "v = []\nfor _ in range(300):\n    v = [v]\nreturn v")
+    assert not result.success and result.needs_followup
+    assert data_of(result)["code"] == "value_limit"
+    assert result.error == "The return value is nested too deeply to send as JSON; return flatter data."
+    result.to_wire()  # the failure itself serialises
