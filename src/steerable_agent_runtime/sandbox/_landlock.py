@@ -39,7 +39,9 @@ class LandlockBackend:
     from ABI 6 it cannot signal processes outside the sandbox nor reach abstract Unix sockets.
     The launcher's seccomp filter refuses System V IPC, POSIX message queues and the keyrings
     (shared with the host: there is no IPC namespace, so what a command left there would outlive
-    the run) and file modes with the set-user-ID/set-group-ID bits; with the network off it also
+    the run) and file modes with the set-user-ID/set-group-ID bits (for a root sidecar, every
+    ``chmod``: Landlock does not cover file modes, and root owns the system's files, so a root
+    command could otherwise ``chmod`` anything on the host); with the network off it also
     refuses ``socket(2)`` (UDP, raw and Unix sockets, which Landlock does not cover). Then it
     forks the command and stays as a child subreaper that kills every leftover process when the
     command exits or the run is stopped.
@@ -74,7 +76,10 @@ class LandlockBackend:
         if not policy.network:
             options.append("--no-tcp")
         if os.uname().machine in SECCOMP_ARCH:  # no IPC namespace here: System V IPC and keyrings off
-            options += ["--seccomp-deny", "ipc,setid" if policy.network else "net,ipc,setid"]
+            denied = ["ipc", "setid"] if policy.network else ["net", "ipc", "setid"]
+            if os.geteuid() == 0:  # root owns /etc too: Landlock cannot keep its modes safe, so no chmod
+                denied.append("chmod")
+            options += ["--seccomp-deny", ",".join(denied)]
         options.append("--supervise")
         tmp = os.path.realpath(private_tmp)
         return LaunchPlan(

@@ -106,6 +106,9 @@ SECCOMP_MODE_ARGS = {
     "x86_64": ((90, 1), (91, 1), (268, 2), (452, 2), (2, 2), (85, 1), (257, 3), (133, 1), (259, 2)),
     "aarch64": ((52, 1), (53, 2), (452, 2), (56, 3), (33, 2)),
 }
+# chmod fchmod fchmodat fchmodat2: every call refused for a root command under Landlock, which cannot
+# tell the workspace from /etc for file modes (root owns both)
+SECCOMP_CHMOD = {"x86_64": (90, 91, 268, 452), "aarch64": (52, 53, 452)}
 SYS_OPENAT2 = 437  # the same on both: its mode sits in a struct the filter cannot read (ENOSYS)
 S_ISUID_ISGID = 0o6000
 ENOSYS = 38
@@ -151,7 +154,12 @@ def handled_fs(abi: int) -> int:
 
 
 def seccomp_program(
-    machine: str, *, deny_network: bool = True, deny_ipc: bool = False, deny_setid: bool = True
+    machine: str,
+    *,
+    deny_network: bool = True,
+    deny_ipc: bool = False,
+    deny_setid: bool = True,
+    deny_chmod: bool = False,
 ) -> bytes:
     """The sandbox's seccomp filter as raw classic BPF (``struct sock_filter[]``).
 
@@ -169,6 +177,8 @@ def seccomp_program(
       ``mknod(at)`` fail with ``EPERM`` when the mode has the set-user-ID or set-group-ID bit, and
       ``openat2`` (whose mode the filter cannot read) with ``ENOSYS``, so callers fall back to
       ``openat``.
+    * ``deny_chmod``: every ``chmod``/``fchmod``/``fchmodat(2)`` fails with ``EPERM`` (a root
+      command under Landlock: root owns the system's files, and Landlock does not cover modes).
 
     Raises:
         SetupError: For a machine the filter has no syscall numbers for.
@@ -188,6 +198,7 @@ def seccomp_program(
         prog.append((jge, "deny", 0, x32))
     denied = [nr_socket, nr_io_uring] if deny_network else []
     denied += list(SECCOMP_IPC[machine]) if deny_ipc else []
+    denied += list(SECCOMP_CHMOD[machine]) if deny_chmod else []
     prog += [(jeq, "deny", 0, nr) for nr in denied]
     if deny_setid:
         prog.append((jeq, "nosys", 0, SYS_OPENAT2))
@@ -530,12 +541,17 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
 
 
 def _deny_list(value: str) -> dict[str, bool]:
-    """``--seccomp-deny net,ipc,setid`` (any subset; empty for the ABI checks alone) as keywords."""
+    """``--seccomp-deny net,ipc,setid,chmod`` (any subset; empty: the ABI checks alone) as keywords."""
     names = {part for part in value.split(",") if part}
-    unknown = names - {"net", "ipc", "setid"}
+    unknown = names - {"net", "ipc", "setid", "chmod"}
     if unknown:
-        raise SetupError(f"bad --seccomp-deny entry {sorted(unknown)[0]!r} (use net, ipc, setid)")
-    return {"deny_network": "net" in names, "deny_ipc": "ipc" in names, "deny_setid": "setid" in names}
+        raise SetupError(f"bad --seccomp-deny entry {sorted(unknown)[0]!r} (use net, ipc, setid, chmod)")
+    return {
+        "deny_network": "net" in names,
+        "deny_ipc": "ipc" in names,
+        "deny_setid": "setid" in names,
+        "deny_chmod": "chmod" in names,
+    }
 
 
 def _confine(opts: dict[str, Any], libc: _Libc | None) -> None:
