@@ -1,8 +1,9 @@
 """What ``web_fetch`` does with a body: which types it reads, how it decodes them, HTML to Markdown.
 
 Spec: Web tools (sidecar), Bounds ("Non-text content types are refused with a pointer at bash +
-curl"); requirement WEB-9. Everything here works on bytes the fetcher has already bounded
-(``fetch_max_bytes``); nothing here does network I/O.
+curl"; "the byte cap bounds what a page can push into the process"); requirement WEB-9.
+Everything here works on bytes the fetcher has already bounded (``fetch_max_bytes``); nothing here
+does network I/O.
 
 Decisions this module owns:
 
@@ -17,11 +18,23 @@ Decisions this module owns:
   text. So a refusal of an untyped body costs at most one read chunk.
 * **Charset.** The Content-Type ``charset`` parameter; else, for HTML, a ``<meta charset>`` or
   ``http-equiv`` declaration in the first 4 KB (XML: the ``<?xml encoding=?>`` declaration); else a
-  byte order mark; else UTF-8. Labels map the way browsers map them (WHATWG Encoding standard:
-  ``iso-8859-1`` and ``ascii`` decode as ``windows-1252``); an unknown label falls through to the
-  next source. Undecodable bytes become U+FFFD; a character cut by the byte cap is dropped.
-* **HTML.** Converted to Markdown by ``html-to-markdown`` in a worker thread (a 1 MB page takes
-  about 30-70 ms): scripts, styles, ``<noscript>`` and ``<template>`` dropped, links (made absolute
+  byte order mark; else UTF-8. Only the labels of the WHATWG Encoding Standard (section 4.2, "Names
+  and labels") are honoured, decoded as browsers decode them (``iso-8859-1`` and ``ascii`` as
+  ``windows-1252``, ``gb2312`` as ``gb18030``...); any other label (``utf-7``, ``punycode``,
+  ``unicode_escape``, ``base64``, the WHATWG "replacement" labels, ``x-user-defined``) falls
+  through to the next source. Undecodable bytes become U+FFFD; a character cut by the byte cap is
+  dropped. Decoding is linear in the capped body and runs in a worker thread.
+* **HTML.** Converted to Markdown by ``html-to-markdown`` in a **child process**
+  (:class:`HtmlConverter`), not a thread: the converter amplifies some documents far past their
+  size (a 1 MB page of table rows under a ``colspan=1000`` cell renders to 375 MB; 100 KB of
+  nested ``<blockquote>`` takes 6 GB), and a thread can neither be stopped at the fetch deadline
+  nor held to a memory ceiling. The child gets an address-space ceiling of
+  :data:`CONVERTER_MEMORY_FLOOR` plus :data:`CONVERTER_MEMORY_PER_BYTE` times the page's UTF-8
+  size (Linux ``RLIMIT_AS``; other systems get no ceiling, only the deadline), is killed when the
+  fetch deadline passes, and its Markdown is cut at ``max_chars`` (the fetcher passes twice
+  ``fetch_max_bytes``) with a marker. A page the converter cannot finish within those bounds is
+  returned as its text with the markup removed (:func:`text_from_html`, linear), after a line
+  saying so. Scripts, styles, ``<noscript>`` and ``<template>`` are dropped, links (made absolute
   against the page URL) and tables kept, inline ``data:`` images reduced to their alt text.
 """
 
@@ -29,25 +42,40 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import json
+import logging
+import os
 import re
-from typing import Literal
+import struct
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from html import unescape
+from typing import Final, Literal
 
 from html_to_markdown import ConversionError, ConversionOptions, convert
 
 from steerable_agent_runtime.errors import WebError
 
 __all__ = [
+    "CONVERTER_MEMORY_FLOOR",
+    "CONVERTER_MEMORY_PER_BYTE",
     "ContentKind",
+    "HtmlConverter",
+    "Rendered",
     "choose_charset",
+    "decode_body",
     "decode_text",
-    "html_to_markdown",
     "markdown_from_html",
     "parse_content_type",
-    "render_text",
+    "render_body",
     "require_text",
     "sniff",
+    "text_from_html",
     "text_kind",
 ]
+
+logger = logging.getLogger(__name__)
 
 ContentKind = Literal["html", "xml", "json", "text"]
 """How a text body is treated: ``html`` is converted to Markdown, the others are returned decoded."""
@@ -58,6 +86,13 @@ CHARSET_PRESCAN_BYTES = 4096
 
 # Bytes of an untyped body looked at by the sniffer (WHATWG MIME Sniffing reads up to 1445).
 SNIFF_BYTES = 1024
+
+CONVERTER_MEMORY_FLOOR: Final = 64 << 20
+"""Bytes of address space the converter child may add for any page (on Linux)."""
+
+CONVERTER_MEMORY_PER_BYTE: Final = 32
+"""Further bytes of address space per byte of the page's UTF-8 text. A benign 1 MB documentation
+page takes about 18 MB of converter memory; 64 MB + 32 x 1 MB leaves room for denser pages."""
 
 _JSON_TYPES = frozenset({"application/json", "application/x-ndjson", "application/jsonl"})
 _XML_TYPES = frozenset({"application/xml", "text/xml"})
@@ -74,31 +109,92 @@ _OTHER_TEXT_TYPES = frozenset(
     }
 )
 
-# Browsers decode these labels as another encoding (WHATWG Encoding standard, section 4.2 "Names and
-# labels"); the rest go through Python's own codec lookup.
-_LABEL_ALIASES = {
-    "ascii": "cp1252",
-    "us-ascii": "cp1252",
-    "iso-8859-1": "cp1252",
-    "iso8859-1": "cp1252",
-    "latin1": "cp1252",
-    "latin-1": "cp1252",
-    "l1": "cp1252",
-    "iso-8859-9": "cp1254",
-    "latin5": "cp1254",
-    "tis-620": "cp874",
-    "iso-8859-11": "cp874",
-    "shift_jis": "cp932",
-    "sjis": "cp932",
-    "x-sjis": "cp932",
-    "windows-31j": "cp932",
-    "euc-kr": "cp949",
-    "ks_c_5601-1987": "cp949",
-    "gb2312": "gb18030",
-    "gbk": "gb18030",
-    "x-gbk": "gb18030",
-    "utf-16": "utf-16-le",
-    "unicode": "utf-16-le",
+
+def _labels(codec: str, labels: str) -> dict[str, str]:
+    return dict.fromkeys(labels.split(), codec)
+
+
+# The WHATWG Encoding Standard's labels (section 4.2), each mapped to the Python codec that decodes
+# its encoding as the standard does. GBK decodes as gb18030 and Big5 as big5hkscs (the standard's
+# decoders are those supersets); ISO-8859-8-I is ISO-8859-8. Left out, so they fall back: the
+# "replacement" labels (iso-2022-kr, iso-2022-cn, hz-gb-2312..., which the standard decodes to one
+# U+FFFD) and x-user-defined (no Python codec).
+_WHATWG_LABELS: Final[dict[str, str]] = {
+    **_labels("utf-8", "unicode-1-1-utf-8 unicode11utf8 unicode20utf8 utf-8 utf8 x-unicode20utf8"),
+    **_labels("cp866", "866 cp866 csibm866 ibm866"),
+    **_labels(
+        "iso8859-2",
+        "csisolatin2 iso-8859-2 iso-ir-101 iso8859-2 iso88592 iso_8859-2 iso_8859-2:1987 l2 latin2",
+    ),
+    **_labels(
+        "iso8859-3",
+        "csisolatin3 iso-8859-3 iso-ir-109 iso8859-3 iso88593 iso_8859-3 iso_8859-3:1988 l3 latin3",
+    ),
+    **_labels(
+        "iso8859-4",
+        "csisolatin4 iso-8859-4 iso-ir-110 iso8859-4 iso88594 iso_8859-4 iso_8859-4:1988 l4 latin4",
+    ),
+    **_labels(
+        "iso8859-5",
+        "csisolatincyrillic cyrillic iso-8859-5 iso-ir-144 iso8859-5 iso88595 iso_8859-5 iso_8859-5:1988",
+    ),
+    **_labels(
+        "iso8859-6",
+        "arabic asmo-708 csiso88596e csiso88596i csisolatinarabic ecma-114 iso-8859-6 iso-8859-6-e "
+        "iso-8859-6-i iso-ir-127 iso8859-6 iso88596 iso_8859-6 iso_8859-6:1987",
+    ),
+    **_labels(
+        "iso8859-7",
+        "csisolatingreek ecma-118 elot_928 greek greek8 iso-8859-7 iso-ir-126 iso8859-7 iso88597 "
+        "iso_8859-7 iso_8859-7:1987 sun_eu_greek",
+    ),
+    **_labels(
+        "iso8859-8",
+        "csiso88598e csisolatinhebrew hebrew iso-8859-8 iso-8859-8-e iso-ir-138 iso8859-8 iso88598 "
+        "iso_8859-8 iso_8859-8:1988 visual csiso88598i iso-8859-8-i logical",
+    ),
+    **_labels("iso8859-10", "csisolatin6 iso-8859-10 iso-ir-157 iso8859-10 iso885910 l6 latin6"),
+    **_labels("iso8859-13", "iso-8859-13 iso8859-13 iso885913"),
+    **_labels("iso8859-14", "iso-8859-14 iso8859-14 iso885914"),
+    **_labels("iso8859-15", "csisolatin9 iso-8859-15 iso8859-15 iso885915 iso_8859-15 l9"),
+    **_labels("iso8859-16", "iso-8859-16"),
+    **_labels("koi8-r", "cskoi8r koi koi8 koi8-r koi8_r"),
+    **_labels("koi8-u", "koi8-ru koi8-u"),
+    **_labels("mac-roman", "csmacintosh mac macintosh x-mac-roman"),
+    **_labels("cp874", "dos-874 iso-8859-11 iso8859-11 iso885911 tis-620 windows-874"),
+    **_labels("cp1250", "cp1250 windows-1250 x-cp1250"),
+    **_labels("cp1251", "cp1251 windows-1251 x-cp1251"),
+    **_labels(
+        "cp1252",
+        "ansi_x3.4-1968 ascii cp1252 cp819 csisolatin1 ibm819 iso-8859-1 iso-ir-100 iso8859-1 iso88591 "
+        "iso_8859-1 iso_8859-1:1987 l1 latin1 us-ascii windows-1252 x-cp1252",
+    ),
+    **_labels("cp1253", "cp1253 windows-1253 x-cp1253"),
+    **_labels(
+        "cp1254",
+        "cp1254 csisolatin5 iso-8859-9 iso-ir-148 iso8859-9 iso88599 iso_8859-9 iso_8859-9:1989 l5 latin5 "
+        "windows-1254 x-cp1254",
+    ),
+    **_labels("cp1255", "cp1255 windows-1255 x-cp1255"),
+    **_labels("cp1256", "cp1256 windows-1256 x-cp1256"),
+    **_labels("cp1257", "cp1257 windows-1257 x-cp1257"),
+    **_labels("cp1258", "cp1258 windows-1258 x-cp1258"),
+    **_labels("mac-cyrillic", "x-mac-cyrillic x-mac-ukrainian"),
+    **_labels(
+        "gb18030",
+        "chinese csgb2312 csiso58gb231280 gb2312 gb_2312 gb_2312-80 gbk iso-ir-58 x-gbk gb18030",
+    ),
+    **_labels("big5hkscs", "big5 big5-hkscs cn-big5 csbig5 x-x-big5"),
+    **_labels("euc_jp", "cseucpkdfmtjapanese euc-jp x-euc-jp"),
+    **_labels("iso2022_jp", "csiso2022jp iso-2022-jp"),
+    **_labels("cp932", "csshiftjis ms932 ms_kanji shift-jis shift_jis sjis windows-31j x-sjis"),
+    **_labels(
+        "cp949",
+        "cseuckr csksc56011987 euc-kr iso-ir-149 korean ks_c_5601-1987 ks_c_5601-1989 ksc5601 ksc_5601 "
+        "windows-949",
+    ),
+    **_labels("utf-16-be", "unicodefffe utf-16be"),
+    **_labels("utf-16-le", "csunicode iso-10646-ucs-2 ucs-2 unicode unicodefeff utf-16 utf-16le"),
 }
 
 _BOMS: tuple[tuple[bytes, str], ...] = (
@@ -234,14 +330,9 @@ def sniff(prefix: bytes | bytearray) -> str:
 
 
 def _codec_for(label: str) -> str | None:
-    """Map a charset label to a Python text codec name, or ``None`` when it names no text codec."""
-    name = label.strip().lower()
-    name = _LABEL_ALIASES.get(name, name)
-    try:
-        b"a".decode(name, "ignore")  # LookupError for unknown labels and bytes-to-bytes codecs (base64)
-    except (LookupError, ValueError):
-        return None
-    return codecs.lookup(name).name
+    """The Python codec for a WHATWG Encoding Standard label, or ``None`` for any other label."""
+    codec = _WHATWG_LABELS.get(label.strip("\t\n\f\r ").lower())
+    return None if codec is None else codecs.lookup(codec).name
 
 
 def choose_charset(declared: str | None, body: bytes | bytearray, kind: ContentKind) -> str:
@@ -249,9 +340,10 @@ def choose_charset(declared: str | None, body: bytes | bytearray, kind: ContentK
 
     Order: the ``Content-Type`` charset; else (HTML) a ``<meta charset>`` / ``http-equiv``
     declaration, or (HTML, XML) an ``<?xml encoding?>`` declaration, in the first
-    :data:`CHARSET_PRESCAN_BYTES`; else a byte order mark; else UTF-8. A label no codec knows is
-    skipped. A document-declared UTF-16 without a byte order mark is read as UTF-8 (a declaration
-    readable as ASCII cannot be UTF-16; WHATWG HTML, "prescan a byte stream").
+    :data:`CHARSET_PRESCAN_BYTES`; else a byte order mark; else UTF-8. A label that is not one of
+    the WHATWG Encoding Standard's (``utf-7``, ``punycode``, ``base64``...) is skipped. A
+    document-declared UTF-16 without a byte order mark is read as UTF-8 (a declaration readable as
+    ASCII cannot be UTF-16; WHATWG HTML, "prescan a byte stream").
 
     Args:
         declared: The ``charset`` parameter of the ``Content-Type`` header, if any.
@@ -299,8 +391,19 @@ def decode_text(body: bytes | bytearray, codec: str, *, truncated: bool) -> str:
     return text[:-1] if truncated and text.endswith("\ufffd") else text
 
 
+_MARKDOWN_OPTIONS: Final[dict[str, object]] = {
+    "extract_metadata": False,
+    "hidden_content": "drop",
+    "exclude_selectors": ["script", "style", "noscript", "template"],
+    "inline_data_media": "alt_text_only",
+}
+
+
 def markdown_from_html(html: str, base_url: str | None = None) -> str:
-    """Convert an HTML document to Markdown, in the calling thread (see :func:`html_to_markdown`).
+    """Convert an HTML document to Markdown in the calling thread, with no bound at all.
+
+    For trusted input and measurements only: a hostile page can make this take gigabytes and
+    minutes. ``web_fetch`` converts through :class:`HtmlConverter`, which bounds both.
 
     Args:
         html: The decoded document.
@@ -309,59 +412,445 @@ def markdown_from_html(html: str, base_url: str | None = None) -> str:
     Returns:
         The Markdown text; the HTML source itself should the converter fail on the document.
     """
-    options = ConversionOptions(
-        extract_metadata=False,
-        hidden_content="drop",
-        exclude_selectors=["script", "style", "noscript", "template"],
-        inline_data_media="alt_text_only",
-        base_url=base_url,
-    )
+    options = ConversionOptions(base_url=base_url, **_MARKDOWN_OPTIONS)  # type: ignore[arg-type]
     try:
         return convert(html, options).content or ""
     except ConversionError:
-        # The converter gave up on this document; the HTML source still carries the text.
         return html
 
 
-async def html_to_markdown(html: str, *, base_url: str | None = None) -> str:
-    """Convert an HTML document to Markdown in a worker thread (the event loop stays free).
+# --- the plain-text fallback ----------------------------------------------------------------------
 
-    Scripts, styles, ``<noscript>`` and ``<template>`` contents are dropped; links and tables are
-    kept, relative links made absolute against ``base_url``; inline ``data:`` images become their
-    alt text. A 1 MB page takes about 30-70 ms (``benchmarks/web_fetch.py``). Should the converter
-    fail on a document, the HTML source is returned as is.
+_HIDDEN_OPEN = re.compile(r"<(script|style|noscript|template|title)\b|<!--", re.IGNORECASE)
+_HIDDEN_CLOSE = {
+    name: re.compile(rf"</{name}\s*>", re.IGNORECASE)
+    for name in ("script", "style", "noscript", "template", "title")
+}
+_BLOCK_TAG = re.compile(
+    r"</?(?:p|div|br|hr|li|dt|dd|tr|td|th|h[1-6]|table|ul|ol|dl|pre|blockquote|section|article|header"
+    r"|footer|nav|main|aside|figure|figcaption|details|summary|form)\b[^>]*>?",
+    re.IGNORECASE,
+)
+_ANY_TAG = re.compile(r"<[!/?a-zA-Z][^>]*>?")
+_SPACES = re.compile(r"[^\S\n]+")
+_SPACED_NEWLINE = re.compile(r" ?\n ?")
+_BLANK_LINES = re.compile(r"\n{3,}")
+# Characters of the document handled at a time: every pass (and every object a pass makes) is
+# bounded by a window, so a page of a million tiny tags costs no more than a window's worth at once.
+_TEXT_WINDOW: Final = 16384
+
+
+def text_from_html(html: str) -> str:
+    """The text of an HTML document with the markup removed, in time and memory linear in its length.
+
+    The fallback when the Markdown converter cannot finish a page within its bounds. Scripts,
+    styles, ``<noscript>``, ``<template>``, ``<title>`` and comments are dropped (an unclosed one
+    drops the rest of the document), block-level tags end a line, other tags vanish, character
+    references are decoded (HTML5 rules: a surrogate becomes U+FFFD), runs of spaces become one
+    and runs of blank lines one blank line. The document is handled a window of
+    :data:`_TEXT_WINDOW` characters at a time (cut before a tag), so the peak beyond the input and
+    the output is about one window; no regular expression here can backtrack.
 
     Args:
         html: The decoded document.
-        base_url: The page's URL, to resolve relative ``href`` / ``src`` against.
 
     Returns:
-        The Markdown text.
+        The text.
     """
-    return await asyncio.to_thread(markdown_from_html, html, base_url)
+    joined: list[str] = []  # pieces of about a window or more
+    pieces: list[str] = []  # the latest small pieces, joined every 256 (bounds the objects alive)
+    pending = ""  # whitespace between the text so far and the next text
+    for start, end in _visible_spans(html):
+        for left, right in _windows(html, start, end):
+            lead, core, trail = _window_text(html[left:right])
+            if not core:
+                pending = _join_space(pending, lead + trail)
+                continue
+            if joined or pieces:
+                pieces.append(_join_space(pending, lead))
+            pieces.append(core)
+            pending = trail
+            if len(pieces) >= 256:
+                joined.append("".join(pieces))
+                pieces.clear()
+    joined.append("".join(pieces))
+    return "".join(joined)
 
 
-def render_text(
-    body: bytes | bytearray,
-    *,
-    kind: ContentKind,
-    declared_charset: str | None,
-    truncated: bool,
-    base_url: str | None,
+def _visible_spans(html: str) -> Iterator[tuple[int, int]]:
+    """``(start, end)`` of each stretch of ``html`` outside scripts, styles, comments..."""
+    position = 0
+    while (opened := _HIDDEN_OPEN.search(html, position)) is not None:
+        yield position, opened.start()
+        name = opened.group(1)
+        if name is None:
+            end = html.find("-->", opened.end())
+            if end < 0:
+                return
+            position = end + 3
+        else:
+            closed = _HIDDEN_CLOSE[name.lower()].search(html, opened.end())
+            if closed is None:
+                return
+            position = closed.end()
+    yield position, len(html)
+
+
+def _windows(html: str, start: int, end: int) -> Iterator[tuple[int, int]]:
+    """Cut ``html[start:end]`` into windows of about :data:`_TEXT_WINDOW`, each ending before a tag."""
+    left = start
+    while left < end:
+        right = min(left + _TEXT_WINDOW, end)
+        if right < end:
+            tag = html.rfind("<", left + 1, right)
+            if tag > left:
+                right = tag
+            elif html.startswith("<", left):  # one tag longer than a window: take it whole
+                close = html.find(">", left, end)
+                right = end if close < 0 else close + 1
+            else:  # a long run of text: cut after a space (a character reference holds none)
+                right = max(html.rfind(" ", left, right), html.rfind("\n", left, right)) + 1 or right
+                right = right if right > left else min(left + _TEXT_WINDOW, end)
+        yield left, right
+        left = right
+
+
+def _window_text(chunk: str) -> tuple[str, str, str]:
+    """The text of a window as ``(leading space, text, trailing space)``, the spaces normalized."""
+    text = unescape(_ANY_TAG.sub("", _BLOCK_TAG.sub("\n", chunk)))
+    text = _BLANK_LINES.sub("\n\n", _SPACED_NEWLINE.sub("\n", _SPACES.sub(" ", text)))
+    core = text.strip()
+    if not core:
+        return _join_space(text, ""), "", ""
+    lead = text[: len(text) - len(text.lstrip())]
+    trail = text[len(text.rstrip()) :]
+    return _join_space(lead, ""), core, _join_space(trail, "")
+
+
+def _join_space(first: str, second: str) -> str:
+    """Two runs of whitespace as one: a blank line, a line break, a space or nothing."""
+    breaks = first.count("\n") + second.count("\n")
+    if breaks >= 2:
+        return "\n\n"
+    if breaks == 1:
+        return "\n"
+    return " " if first or second else ""
+
+
+# --- the converter child process --------------------------------------------------------------
+
+# The child: reads requests from stdin, answers on stdout, imports nothing but html_to_markdown and
+# the standard library. Request: 4 little-endian u64 (HTML bytes, base URL bytes, max_chars,
+# memory allowance), the base URL, the HTML (UTF-8). Answer: a status byte (0 converted, 1 the
+# converter refused the document, 2 converted and cut at max_chars), a u64 size, the UTF-8 text.
+# Before converting, it lowers its own RLIMIT_AS to its current size plus the allowance: a page
+# that needs more makes the allocation fail, and the child dies (Rust aborts) or exits.
+_CHILD_SOURCE: Final = r"""
+import json, os, struct, sys
+from html_to_markdown import ConversionError, ConversionOptions, convert
+try:
+    import resource
+except ImportError:
+    resource = None
+
+
+def ceiling(allowance):
+    if resource is None:
+        return
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            size = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+        hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+        soft = size + allowance
+        if hard != resource.RLIM_INFINITY:
+            soft = min(soft, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    except (OSError, ValueError):
+        pass
+
+
+def main():
+    options = json.loads(sys.argv[1])
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    while True:
+        head = source.read(32)
+        if len(head) < 32:
+            return
+        html_size, base_size, max_chars, allowance = struct.unpack("<4Q", head)
+        base = source.read(base_size).decode("utf-8", "replace") if base_size else None
+        html = source.read(html_size).decode("utf-8", "replace")
+        ceiling(allowance)
+        try:
+            text, status = convert(html, ConversionOptions(base_url=base, **options)).content or "", 0
+        except ConversionError:
+            text, status = "", 1
+        del html
+        if len(text) > max_chars:
+            text, status = text[:max_chars], 2
+        data = text.encode("utf-8", "replace")
+        del text
+        sink.write(struct.pack("<BQ", status, len(data)))
+        sink.write(data)
+        sink.flush()
+
+
+main()
+"""
+
+# Bytes written to the child per drain (bounds the copy the pipe transport buffers).
+_PIPE_CHUNK: Final = 65536
+# A child that converted a page larger than this (UTF-8 bytes) is not kept: its heap may stay large.
+_REUSE_MAX_BYTES: Final = 2 << 20
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """What the model reads of a body, and whether the rendering shortened or changed it.
+
+    Attributes:
+        text: The decoded text or Markdown (or, when ``fallback`` is set, the page's text), at
+            most ``max_chars`` characters.
+        cut: The rendered text went past ``max_chars`` and was cut there.
+        fallback: Why an HTML page is not Markdown (it fell back to :func:`text_from_html`), or
+            ``None``.
+        max_chars: The cut point, named in the marker.
+    """
+
+    text: str
+    cut: bool = False
+    fallback: str | None = None
+    max_chars: int = 0
+
+    @property
+    def content(self) -> str:
+        """``text``, after a line saying why it is not Markdown, before a line saying where it was cut."""
+        content = self.text
+        if self.fallback is not None:
+            content = (
+                f"[web_fetch: this page could not be converted to Markdown ({self.fallback}); "
+                f"its text follows]\n\n{content}"
+            )
+        if self.cut:
+            content += f"\n\n[web_fetch: cut at {self.max_chars} characters]"
+        return content
+
+
+def _capped(text: str, max_chars: int, fallback: str | None = None) -> Rendered:
+    if len(text) > max_chars:
+        return Rendered(text[:max_chars], cut=True, fallback=fallback, max_chars=max_chars)
+    return Rendered(text, fallback=fallback, max_chars=max_chars)
+
+
+class HtmlConverter:
+    """HTML to Markdown in a child process held to a memory ceiling and the fetch deadline.
+
+    One child serves one conversion at a time; a conversion takes an idle child or starts one
+    (``sys.executable -P -c ...`` from ``/``, about 30 ms, importing only ``html_to_markdown``), and
+    a child that finished cleanly is kept for the next one (at most ``keep_idle``, and only after
+    pages under 2 MB). A child that overran its ceiling, crashed or outlived the deadline is
+    killed and reaped before :meth:`convert` returns. The child reads stdin until EOF, so it also
+    ends when this process dies. Call :meth:`aclose` when done.
+
+    Args:
+        keep_idle: How many finished children to keep for later conversions.
+    """
+
+    def __init__(self, *, keep_idle: int = 1) -> None:
+        self._idle: list[asyncio.subprocess.Process] = []
+        self._keep_idle = keep_idle
+        self._closed = False
+        self._warned = False
+
+    async def convert(self, html: str, *, base_url: str | None, max_chars: int, deadline: float) -> Rendered:
+        """Convert ``html`` to Markdown within the bounds, or fall back to its text.
+
+        Args:
+            html: The decoded document (at most ``fetch_max_bytes`` characters from the fetcher).
+            base_url: The page's URL, for relative links.
+            max_chars: The most characters of Markdown kept; past it the text is cut (``cut``).
+            deadline: ``loop.time()`` by which the conversion must end; the child is killed then.
+
+        Returns:
+            The Markdown (``cut`` when it went past ``max_chars``), or, when the converter refused
+            the page, ran out of its memory ceiling, crashed, could not start or passed the
+            deadline, :func:`text_from_html` of the page with ``fallback`` saying why.
+        """
+        data = html.encode("utf-8", "replace")
+        size = len(data)
+        allowance = CONVERTER_MEMORY_FLOOR + CONVERTER_MEMORY_PER_BYTE * size
+        process: asyncio.subprocess.Process | None = None
+        try:
+            async with asyncio.timeout_at(deadline):
+                process = await self._take()
+                await _send(process, data, (base_url or "").encode(), max_chars, allowance)
+                del data  # only the page's text and the answer are held while the child works
+                status, answer = await _receive(process)
+        except TimeoutError:
+            await _kill(process)
+            return await _fallback(html, "the conversion ran past the fetch deadline", max_chars)
+        except OSError as exc:
+            await _kill(process)
+            if process is None:
+                self._warn(exc)
+                return await _fallback(html, "the converter could not start", max_chars)
+            return await _fallback(html, _died(size, allowance), max_chars)
+        except asyncio.IncompleteReadError:
+            await _kill(process)
+            return await _fallback(html, _died(size, allowance), max_chars)
+        except BaseException:
+            await _kill(process)
+            raise
+        await self._give_back(process, reusable=size <= _REUSE_MAX_BYTES)
+        if status == 1:
+            return await _fallback(html, "the converter could not parse it", max_chars)
+        return Rendered(answer.decode("utf-8", "replace"), cut=status == 2, max_chars=max_chars)
+
+    async def aclose(self) -> None:
+        """Stop the idle children (a conversion still running stops its child when it ends)."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for process in idle:
+            await _kill(process)
+
+    async def _take(self) -> asyncio.subprocess.Process:
+        while self._idle:
+            process = self._idle.pop()
+            if process.returncode is None:
+                return process
+            await _kill(process)
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-P",
+            "-c",
+            _CHILD_SOURCE,
+            json.dumps(_MARKDOWN_OPTIONS),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            cwd=os.path.abspath(os.sep),
+        )
+
+    async def _give_back(self, process: asyncio.subprocess.Process, *, reusable: bool) -> None:
+        if reusable and not self._closed and len(self._idle) < self._keep_idle:
+            self._idle.append(process)
+        else:
+            await _kill(process)
+
+    def _warn(self, exc: OSError) -> None:
+        if not self._warned:
+            self._warned = True
+            logger.warning(
+                "web_fetch cannot start its HTML converter (%s -P -c ...): %s; HTML pages are returned "
+                "as plain text",
+                sys.executable,
+                exc,
+            )
+
+
+async def _send(
+    process: asyncio.subprocess.Process, data: bytes, base: bytes, max_chars: int, allowance: int
+) -> None:
+    """Send one request to a converter child, :data:`_PIPE_CHUNK` bytes at a time."""
+    stdin = process.stdin
+    assert stdin is not None
+    stdin.write(struct.pack("<4Q", len(data), len(base), max_chars, allowance) + base)
+    with memoryview(data) as view:
+        for start in range(0, len(view), _PIPE_CHUNK):
+            stdin.write(view[start : start + _PIPE_CHUNK])
+            await stdin.drain()
+    await stdin.drain()
+
+
+async def _receive(process: asyncio.subprocess.Process) -> tuple[int, bytearray]:
+    """Read a converter child's answer: ``(status, UTF-8 text)``, into one buffer."""
+    stdout = process.stdout
+    assert stdout is not None
+    status, size = struct.unpack("<BQ", await stdout.readexactly(9))
+    answer = bytearray()
+    while len(answer) < size:
+        chunk = await stdout.read(min(size - len(answer), _PIPE_CHUNK))
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(answer), size)
+        answer += chunk
+    return int(status), answer
+
+
+async def _kill(process: asyncio.subprocess.Process | None) -> None:
+    """Kill a converter child (if it still runs) and reap it."""
+    if process is None:
+        return
+    if process.returncode is None:
+        try:
+            process.kill()
+        except ProcessLookupError:
+            pass
+    await process.wait()
+
+
+def _died(size: int, allowance: int) -> str:
+    return (
+        f"the converter stopped before finishing: a {size}-byte page may use at most "
+        f"{allowance >> 20} MB of converter memory"
+    )
+
+
+async def _fallback(html: str, why: str, max_chars: int) -> Rendered:
+    """:func:`text_from_html` of the page (in a worker thread), cut at ``max_chars``."""
+    return _capped(await asyncio.to_thread(text_from_html, html), max_chars, why)
+
+
+# --- rendering a body -------------------------------------------------------------------------
+
+
+def decode_body(
+    body: bytes | bytearray, *, kind: ContentKind, declared_charset: str | None, truncated: bool
 ) -> str:
-    """Turn a bounded text body into what the model reads: decoded text, or Markdown for HTML.
-
-    CPU-bound (a 1 MB HTML page takes about 30-70 ms): call it through ``asyncio.to_thread``.
+    """Decode a bounded body with the charset :func:`choose_charset` picks (linear; for a thread).
 
     Args:
         body: The content-decoded body, at most ``fetch_max_bytes`` bytes.
         kind: Its :data:`ContentKind`.
         declared_charset: The ``Content-Type`` charset parameter, if any.
         truncated: Whether the byte cap cut the body (see :func:`decode_text`).
-        base_url: The page's URL, for relative links in HTML.
 
     Returns:
-        The text.
+        The text (at most ``len(body)`` characters).
     """
-    text = decode_text(body, choose_charset(declared_charset, body, kind), truncated=truncated)
-    return markdown_from_html(text, base_url) if kind == "html" else text
+    return decode_text(body, choose_charset(declared_charset, body, kind), truncated=truncated)
+
+
+async def render_body(
+    body: bytes | bytearray,
+    *,
+    kind: ContentKind,
+    declared_charset: str | None,
+    truncated: bool,
+    base_url: str | None,
+    max_chars: int,
+    deadline: float,
+    converter: HtmlConverter,
+) -> Rendered:
+    """Turn a bounded body into what the model reads: decoded text, or Markdown for HTML.
+
+    Decoding runs in a worker thread (linear: about 1 ms per MB of UTF-8); HTML then goes to
+    ``converter``, which holds the conversion to ``deadline`` and a memory ceiling.
+
+    Args:
+        body: The content-decoded body, at most ``fetch_max_bytes`` bytes.
+        kind: Its :data:`ContentKind`.
+        declared_charset: The ``Content-Type`` charset parameter, if any.
+        truncated: Whether the byte cap cut the body.
+        base_url: The page's URL, for relative links in HTML.
+        max_chars: The most characters of rendered text kept (a marker line is added past it).
+        deadline: ``loop.time()`` by which an HTML conversion must end.
+        converter: The HTML converter.
+
+    Returns:
+        The :class:`Rendered` text.
+    """
+    text = await asyncio.to_thread(
+        decode_body, body, kind=kind, declared_charset=declared_charset, truncated=truncated
+    )
+    if kind == "html":
+        return await converter.convert(text, base_url=base_url, max_chars=max_chars, deadline=deadline)
+    return _capped(text, max_chars)

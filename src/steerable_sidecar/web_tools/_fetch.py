@@ -16,9 +16,17 @@ resolve to the same address.
 Redirects are never followed by httpx: a same-origin ``Location`` is re-validated in full (URL
 checks, domain policy, DNS, SSRF) and followed, at most ``fetch_max_redirects`` times; a
 cross-origin one is reported, never requested. ``fetch_timeout_ms`` is one deadline over DNS, every
-hop and the body. ``fetch_max_bytes`` caps the body after content decoding, which this module does
-itself from the raw stream with bounded output per step, so a gzip bomb inflates no further than the
-cap. The body is then decoded and (HTML) converted to Markdown in a worker thread (``_content``).
+hop, the body and its conversion. ``fetch_max_bytes`` caps the body after content decoding, which
+this module does itself from the raw stream with bounded output per step, so a gzip bomb inflates no
+further than the cap; the raw bytes read are capped too (ten times the cap plus 64 KB), so a body
+that inflates to nothing cannot be streamed until the deadline. The body is then decoded in a worker
+thread and (HTML) converted to Markdown in a child process held to a memory ceiling and the same
+deadline, the result cut at twice ``fetch_max_bytes`` characters (``_content``). Whatever a server
+sends, :meth:`WebFetcher.fetch` raises nothing but :class:`WebError`.
+
+Names are resolved as absolute names (``/etc/hosts``, then DNS for ``name.``), so the resolver's
+search domains never turn ``http://wiki/`` into ``wiki.corp.example.com`` behind the domain policy's
+back; every answer is checked against the SSRF policy and against the block-list's IP entries.
 """
 
 from __future__ import annotations
@@ -47,8 +55,10 @@ from ._config import ALLOWED_DOMAINS_ENV, WebToolsConfig
 from ._content import (
     SNIFF_BYTES,
     ContentKind,
+    HtmlConverter,
+    Rendered,
     parse_content_type,
-    render_text,
+    render_body,
     require_text,
     sniff,
     text_kind,
@@ -75,30 +85,65 @@ _EXCERPT_CHARS: Final = 500
 _INFLATE_STEP: Final = 65536
 # Real host names with a pooled connection kept (direct mode); idle pools past this are closed.
 _MAX_HOST_POOLS: Final = 32
+# Raw (still compressed) bytes read per byte of the cap, plus a fixed slack: past this the body
+# stops (truncated) even if it inflated to nothing, e.g. endless empty gzip members.
+_RAW_PER_BYTE: Final = 10
+_RAW_SLACK: Final = 65536
+# Characters of rendered content per byte of the cap: Markdown past this is cut (truncated).
+_RENDERED_PER_BYTE: Final = 2
+# Where system_resolver looks a name up before DNS (the usual nsswitch order: files, then dns).
+_HOSTS_FILE = "/etc/hosts"
 
 
 async def system_resolver(host: str, port: int) -> list[str]:
-    """Resolve a host with the system resolver (``getaddrinfo``, off the event loop), answers deduplicated.
+    """Resolve a host as an absolute name: ``/etc/hosts``, then ``getaddrinfo`` for ``host.``.
+
+    The trailing dot makes the DNS lookup absolute, so the resolver's ``search`` domains are never
+    appended: ``wiki`` cannot become ``wiki.corp.example.com``, and what the domain policy checked is
+    what is resolved. glibc does not match ``name.`` against ``/etc/hosts``, so that file is read
+    first, for the exact name (any case), as the default ``hosts: files dns`` order would. Both run
+    off the event loop.
 
     Args:
         host: The host name (an IP literal resolves to itself).
         port: The port (it can change nothing but the answer order).
 
     Returns:
-        The address strings in the resolver's order; an IPv6 answer with a scope carries it as
-        ``%scope``, so the SSRF check refuses it.
+        The address strings in the resolver's order, deduplicated; an IPv6 answer with a scope
+        carries it as ``%scope``, so the SSRF check refuses it.
 
     Raises:
         OSError: ``socket.gaierror`` when the name does not resolve.
     """
     loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    name = host
+    if not _is_ip(host):
+        name = host.lower().removesuffix(".")
+        listed = await asyncio.to_thread(_hosts_file_answers, name)
+        if listed:
+            return listed
+        name += "."
+    infos = await loop.getaddrinfo(name, port, type=socket.SOCK_STREAM)
     answers: dict[str, None] = {}
     for family, _type, _proto, _canonical, sockaddr in infos:
         address = str(sockaddr[0])
         if family == socket.AF_INET6 and len(sockaddr) >= 4 and sockaddr[3]:
             address = f"{address}%{sockaddr[3]}"
         answers[address] = None
+    return list(answers)
+
+
+def _hosts_file_answers(name: str) -> list[str]:
+    """The addresses :data:`_HOSTS_FILE` lists for ``name`` (lowercase, no trailing dot), in file order."""
+    answers: dict[str, None] = {}
+    try:
+        with open(_HOSTS_FILE, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                fields = line.partition("#")[0].split()
+                if len(fields) >= 2 and any(alias.lower().removesuffix(".") == name for alias in fields[1:]):
+                    answers[fields[0]] = None
+    except OSError:
+        return []
     return list(answers)
 
 
@@ -366,6 +411,7 @@ class WebFetcher:
             base = transport or httpx.AsyncHTTPTransport(verify=context)
         else:
             base = transport or _PoolPerHost(context)
+        self._converter = HtmlConverter()
         self._client = httpx.AsyncClient(
             transport=base,
             mounts=mounts,
@@ -378,8 +424,11 @@ class WebFetcher:
         )
 
     async def aclose(self) -> None:
-        """Close the shared client and its connections."""
-        await self._client.aclose()
+        """Close the shared client and its connections, and stop the HTML converter's child."""
+        try:
+            await self._client.aclose()
+        finally:
+            await self._converter.aclose()
 
     async def fetch(self, url: str, *, admit: Callable[[], None] | None = None) -> dict[str, Any]:
         """Fetch a URL and return its text (HTML as Markdown), or report a cross-origin redirect.
@@ -393,50 +442,93 @@ class WebFetcher:
             ``{"url", "status", "contentType", "bytes", "truncated", "content"}``: the final URL
             (the real host, never the pinned address), the final status, the media type
             (``"text/html"``; sniffed when the server sent none), the body bytes read after content
-            decoding (at most ``fetch_max_bytes``), whether the body went on past the cap or broke
-            off, and the text. For a cross-origin redirect: ``{"url", "status", "redirect_to",
-            "content"}``, the content telling the model to call ``web_fetch`` on ``redirect_to``.
+            decoding (at most ``fetch_max_bytes``), whether anything was cut (the body went on past
+            the cap, broke off, or went on past ten times the cap in raw bytes; or the rendered
+            text went past twice the cap in characters, which a last line then says), and the
+            text. An HTML page the converter could not finish within its bounds comes back as its
+            text with the markup removed, after a line saying why. For a cross-origin redirect:
+            ``{"url", "status", "redirect_to", "content"}``, the content telling the model to call
+            ``web_fetch`` on ``redirect_to``.
 
         Raises:
             WebError: With ``code`` one of ``invalid_url``, ``domain_blocked``,
                 ``domain_not_allowed`` (checked before ``admit``); ``dns_failed``,
-                ``ssrf_blocked`` (any hop); ``too_many_redirects`` (naming
-                ``STEERABLE_WEB_FETCH_MAX_REDIRECTS``), ``invalid_redirect``; ``timeout``
+                ``ssrf_blocked``, ``domain_blocked`` (a DNS answer the block-list names; any hop);
+                ``too_many_redirects`` (naming ``STEERABLE_WEB_FETCH_MAX_REDIRECTS``),
+                ``invalid_redirect`` (a Location that does not parse or fails the URL checks); ``timeout``
                 (naming ``STEERABLE_WEB_FETCH_TIMEOUT_MS``); ``http_status`` (4xx/5xx, ``data``
                 with ``status`` and a short ``excerpt``); ``unsupported_content_type`` (from the
                 headers, before the body is read), ``unsupported_content_encoding``,
-                ``decoding_failed``; ``connect_failed``, ``tls_failed``, ``network_error``,
-                ``protocol_error``; ``proxy_refused`` and ``proxy_unreachable`` (egress-proxy
-                mode).
+                ``decoding_failed`` (a corrupt compressed body, or any failure decoding the text);
+                ``connect_failed``, ``tls_failed``, ``network_error``, ``protocol_error``;
+                ``proxy_refused`` and ``proxy_unreachable`` (egress-proxy mode). No other exception
+                comes out of a server's answer.
         """
         target = validate_url(url)
         self._policy.check(url_host(target))
         if admit is not None:
             admit()
-        timeout_ms = self._config.fetch_timeout_ms
+        deadline = asyncio.get_running_loop().time() + self._config.fetch_timeout_ms / 1000
         try:
-            async with asyncio.timeout(timeout_ms / 1000):
-                outcome = await self._follow(target)
+            async with asyncio.timeout_at(deadline):
+                outcome = await self._follow(target, deadline)
         except TimeoutError:
             raise self._timeout(target) from None
         if isinstance(outcome, dict):
             return outcome
-        content = await asyncio.to_thread(
-            render_text,
+        size = len(outcome.body)
+        rendered = await self._render(
+            outcome.url,
             outcome.body,
             kind=outcome.kind,
-            declared_charset=outcome.charset,
+            charset=outcome.charset,
             truncated=outcome.truncated,
             base_url=str(outcome.url),
+            max_chars=_RENDERED_PER_BYTE * self._config.fetch_max_bytes,
+            deadline=deadline,
         )
         return {
             "url": str(outcome.url),
             "status": outcome.status,
             "contentType": outcome.media_type,
-            "bytes": len(outcome.body),
-            "truncated": outcome.truncated,
-            "content": content,
+            "bytes": size,
+            "truncated": outcome.truncated or rendered.cut,
+            "content": rendered.content,
         }
+
+    async def _render(
+        self,
+        url: httpx.URL,
+        body: bytearray,
+        *,
+        kind: ContentKind,
+        charset: str | None,
+        truncated: bool,
+        base_url: str | None,
+        max_chars: int,
+        deadline: float,
+    ) -> Rendered:
+        """:func:`render_body`, with any failure to decode turned into ``decoding_failed``."""
+        try:
+            return await render_body(
+                body,
+                kind=kind,
+                declared_charset=charset,
+                truncated=truncated,
+                base_url=base_url,
+                max_chars=max_chars,
+                deadline=deadline,
+                converter=self._converter,
+            )
+        except WebError:
+            raise
+        except Exception as exc:  # the boundary: a hostile body ends in a WebError, nothing else
+            reason = f"{type(exc).__name__}: {exc}"[:200]
+            raise WebError(
+                "decoding_failed",
+                f"web_fetch could not decode the body of {url} ({reason})",
+                data={"reason": reason},
+            ) from None
 
     def _timeout(self, url: httpx.URL) -> WebError:
         ms = self._config.fetch_timeout_ms
@@ -447,8 +539,8 @@ class WebFetcher:
             data={"timeoutMs": ms},
         )
 
-    async def _follow(self, url: httpx.URL) -> _Page | dict[str, Any]:
-        """Request ``url`` and follow same-origin redirects (WEB-8)."""
+    async def _follow(self, url: httpx.URL, deadline: float) -> _Page | dict[str, Any]:
+        """Request ``url`` and follow same-origin redirects (WEB-8); ``deadline`` bounds error excerpts."""
         redirects = 0
         while True:
             response = await self._send(url)
@@ -480,11 +572,19 @@ class WebFetcher:
                             f"({_REDIRECTS_ENV}={limit}); the page may redirect in a loop",
                             data={"maxRedirects": limit},
                         )
-                    url = validate_url(str(target))
+                    try:
+                        url = validate_url(str(target))
+                    except WebError as exc:
+                        raise WebError(
+                            "invalid_redirect",
+                            f"{url} answered HTTP {response.status_code} with an unusable Location header: "
+                            f"{exc.error}",
+                            data={"status": response.status_code},
+                        ) from None
                     self._policy.check(url_host(url))
                     continue
                 if response.status_code >= 300:
-                    raise await self._status_error(url, response)
+                    raise await self._status_error(url, response, deadline)
                 return await self._page(url, response)
             finally:
                 await response.aclose()
@@ -505,6 +605,7 @@ class WebFetcher:
                     data={"host": host},
                 ) from None
         check_addresses(host, addresses, url=str(url))
+        self._policy.check_answers(host, addresses, url=str(url))
         if self._proxied:
             try:
                 return await self._client.send(self._client.build_request("GET", url), stream=True)
@@ -578,7 +679,7 @@ class WebFetcher:
             data={"host": host, "answer": answer, "allowedDomains": list(allowed)},
         )
 
-    async def _status_error(self, url: httpx.URL, response: httpx.Response) -> WebError:
+    async def _status_error(self, url: httpx.URL, response: httpx.Response, deadline: float) -> WebError:
         """The ``http_status`` error for a 4xx/5xx (or an unfollowable 3xx), with a short excerpt."""
         status = response.status_code
         try:
@@ -593,15 +694,17 @@ class WebFetcher:
         if kind is not None:
             try:
                 body, cut = await self._read(url, response, _EXCERPT_BYTES)
-                text = await asyncio.to_thread(
-                    render_text,
+                rendered = await self._render(
+                    url,
                     body,
                     kind=kind,
-                    declared_charset=params.get("charset"),
+                    charset=params.get("charset"),
                     truncated=cut,
                     base_url=None,
+                    max_chars=_EXCERPT_BYTES,
+                    deadline=deadline,
                 )
-                excerpt = " ".join(text.split())[:_EXCERPT_CHARS].rstrip()
+                excerpt = " ".join(rendered.text.split())[:_EXCERPT_CHARS].rstrip()
             except (WebError, httpx.HTTPError):
                 excerpt = ""
         message = f"HTTP {status} {reason} from {url}".replace("  ", " ")
@@ -632,9 +735,10 @@ class WebFetcher:
     ) -> tuple[bytearray, bool]:
         """Read at most ``cap`` content-decoded bytes; ``(body, truncated)``.
 
-        ``truncated`` is true when the body went on past the cap, or broke off (the connection
-        closed or reset before the declared end). With ``sniff_first`` an untyped body is
-        refused as soon as :data:`SNIFF_BYTES` show it is binary.
+        ``truncated`` is true when the body went on past the cap, broke off (the connection
+        closed or reset before the declared end), or went on past ``10 * cap + 64 KB`` raw
+        (still compressed) bytes. With ``sniff_first`` an untyped body is refused as soon as
+        :data:`SNIFF_BYTES` show it is binary.
         """
         coding = response.headers.get("content-encoding", "identity").strip().lower()
         coding = {"x-gzip": "gzip", "": "identity"}.get(coding, coding)
@@ -648,15 +752,19 @@ class WebFetcher:
         inflater = _Inflater(coding)
         body = bytearray()
         limit = cap + 1  # one byte past the cap tells "more" from "exactly the cap"
+        raw_left = _RAW_PER_BYTE * cap + _RAW_SLACK
         sniffed = not sniff_first
         try:
             async for raw in response.aiter_raw():
+                raw_left -= len(raw)
                 body += inflater.decode(raw, limit - len(body))
                 if not sniffed and len(body) >= SNIFF_BYTES:
                     require_text(sniff(bytes(body[:SNIFF_BYTES])), str(url))
                     sniffed = True
                 if len(body) >= limit:
                     break
+                if raw_left < 0:
+                    return body, True
         except zlib.error:
             raise WebError(
                 "decoding_failed",
@@ -667,6 +775,8 @@ class WebFetcher:
             if not body:
                 raise self._network_error(exc, url) from None
             return body, True
+        except httpx.HTTPError as exc:
+            raise self._network_error(exc, url) from None
         truncated = len(body) > cap
         del body[cap:]
         return body, truncated

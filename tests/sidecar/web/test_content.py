@@ -1,21 +1,33 @@
-"""web_fetch's body handling: text types (WEB-9), sniffing, charsets, HTML to Markdown."""
+"""web_fetch's body handling: text types (WEB-9), sniffing, charsets, HTML to Markdown in a bounded child."""
 
 from __future__ import annotations
 
-import threading
+import asyncio
+import logging
+import os
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
-from html_to_markdown import ConversionError, ConversionOptions, convert
+from html_to_markdown import ConversionError, ConversionOptions
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from steerable_agent_runtime.errors import WebError
 from steerable_sidecar.web_tools import _content
 from steerable_sidecar.web_tools._content import (
+    HtmlConverter,
+    Rendered,
     choose_charset,
     decode_text,
-    html_to_markdown,
+    markdown_from_html,
     parse_content_type,
+    render_body,
     require_text,
     sniff,
+    text_from_html,
     text_kind,
 )
 
@@ -130,6 +142,24 @@ def test_sniff_an_untyped_body(prefix: bytes, media_type: str) -> None:
         ("no-such-charset", b"\xef\xbb\xbfabc", "text", "utf-8"),
         ("base64", b"abc", "text", "utf-8"),
         ("rot13", b"abc", "text", "utf-8"),
+        # Only WHATWG Encoding Standard labels: Python-only codecs fall through to the next source.
+        ("punycode", b"caf\xc3\xa9", "text", "utf-8"),
+        ("utf-7", b"hi +2AA- there", "html", "utf-8"),
+        ("unicode_escape", b'{"a": "\\ud800"}', "json", "utf-8"),
+        ("raw_unicode_escape", b"abc", "text", "utf-8"),
+        ("idna", b"abc", "text", "utf-8"),
+        ("utf-32", b"abc", "text", "utf-8"),
+        ("iso-2022-kr", b"abc", "text", "utf-8"),  # a WHATWG "replacement" label
+        ("x-user-defined", b"abc", "text", "utf-8"),
+        ("punycode", b"\xff\xfeh\x00", "text", "utf-16-le"),  # falls through to the BOM
+        # WHATWG labels, as browsers decode them.
+        ("  Latin2\t", b"abc", "text", "iso8859-2"),
+        ("x-mac-cyrillic", b"abc", "text", "mac-cyrillic"),
+        ("big5", b"abc", "text", "big5hkscs"),
+        ("ks_c_5601-1987", b"abc", "text", "cp949"),
+        ("utf-16be", b"abc", "text", "utf-16-be"),
+        ("iso-8859-8-i", b"abc", "text", "iso8859-8"),
+        ("unicode-1-1-utf-8", b"abc", "text", "utf-8"),
         (None, b'<html><head><meta charset="windows-1251"></head>', "html", "cp1251"),
         (None, b"<html><head><meta charset=euc-jp>", "html", "euc_jp"),
         (
@@ -140,6 +170,8 @@ def test_sniff_an_untyped_body(prefix: bytes, media_type: str) -> None:
         ),
         (None, b"<html><meta charset='utf-16'><p>x", "html", "utf-8"),
         (None, b"<html><meta charset=bogus><p>x", "html", "utf-8"),
+        (None, b"<html><meta charset=punycode><p>caf\xc3\xa9", "html", "utf-8"),
+        (None, b'<?xml version="1.0" encoding="utf-7"?><x/>', "xml", "utf-8"),
         (None, b'<?xml version="1.0" encoding="ISO-8859-15"?><rss/>', "xml", "iso8859-15"),
         (None, b'<?xml version="1.0" encoding="windows-1250"?><html/>', "html", "cp1250"),
         (None, b'<p>x</p><meta charset="cp1251">', "text", "utf-8"),
@@ -152,6 +184,15 @@ def test_sniff_an_untyped_body(prefix: bytes, media_type: str) -> None:
 )
 def test_choose_charset(declared: str | None, body: bytes, kind: _content.ContentKind, codec: str) -> None:
     assert choose_charset(declared, body, kind) == codec
+
+
+@settings(max_examples=300)
+@given(st.sampled_from(sorted(_content._WHATWG_LABELS)), st.binary(max_size=64), st.booleans())
+def test_every_whatwg_label_decodes_any_bytes_to_valid_text(label: str, body: bytes, truncated: bool) -> None:
+    """No label a server may send makes decoding raise or yield text JSON cannot carry as UTF-8."""
+    codec = choose_charset(label, body, "text")
+    text = decode_text(body, codec, truncated=truncated)
+    text.encode("utf-8")  # no lone surrogate
 
 
 def test_meta_charset_is_read_only_in_the_first_4_kb() -> None:
@@ -187,37 +228,250 @@ PAGE = """<!doctype html><html><head><title>Guide</title>
 </body></html>"""
 
 
-async def test_html_to_markdown_keeps_links_and_tables_and_drops_scripts_WEB_9() -> None:
-    markdown = await html_to_markdown(PAGE, base_url="https://docs.example.com/guide/")
-    assert markdown == (
+@pytest.fixture
+async def converter() -> AsyncIterator[HtmlConverter]:
+    made = HtmlConverter()
+    try:
+        yield made
+    finally:
+        await made.aclose()
+
+
+def later(seconds: float = 30.0) -> float:
+    return asyncio.get_running_loop().time() + seconds
+
+
+def gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+async def test_html_to_markdown_keeps_links_and_tables_and_drops_scripts_WEB_9(
+    converter: HtmlConverter,
+) -> None:
+    rendered = await converter.convert(
+        PAGE, base_url="https://docs.example.com/guide/", max_chars=10_000, deadline=later()
+    )
+    assert rendered == Rendered(
         "# Install\n\n"
         "Read [the setup page](https://docs.example.com/docs/setup) first.\n\n"
         "| Option  | Default |\n"
         "| ------- | ------- |\n"
         "| timeout | 30 s    |\n\n"
-        "diagram\n"
+        "diagram\n",
+        max_chars=10_000,
     )
     for hidden in ("SCRIPTTEXT", "STYLETEXT", "NOSCRIPTTEXT", "TEMPLATETEXT", "base64", "<script"):
-        assert hidden not in markdown
+        assert hidden not in rendered.content
+    assert rendered.text == markdown_from_html(PAGE, "https://docs.example.com/guide/")
 
 
-async def test_html_to_markdown_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
-    threads: list[threading.Thread] = []
+async def test_the_conversion_runs_in_a_child_that_is_kept_and_closed(converter: HtmlConverter) -> None:
+    assert (
+        await converter.convert("<p>one</p>", base_url=None, max_chars=100, deadline=later())
+    ).text == "one\n"
+    [child] = converter._idle
+    assert child.pid != os.getpid()
+    assert (
+        await converter.convert("<p>two</p>", base_url=None, max_chars=100, deadline=later())
+    ).text == "two\n"
+    assert [p.pid for p in converter._idle] == [child.pid]  # the same child served both
+    await converter.aclose()
+    assert converter._idle == [] and gone(child.pid)
 
-    def recording(html: str, options: ConversionOptions) -> object:
-        threads.append(threading.current_thread())
-        return convert(html, options)
 
-    monkeypatch.setattr(_content, "convert", recording)
-    assert await html_to_markdown("<p>hi</p>") == "hi\n"
-    assert threads and threads[0] is not threading.main_thread()
+async def test_concurrent_conversions_each_get_a_child(converter: HtmlConverter) -> None:
+    pages = [f"<h2>page {n}</h2>" for n in range(3)]
+    results = await asyncio.gather(
+        *(converter.convert(page, base_url=None, max_chars=100, deadline=later()) for page in pages)
+    )
+    assert [r.text for r in results] == [f"## page {n}\n" for n in range(3)]
+    assert len(converter._idle) == 1  # one kept, the others stopped
 
 
-async def test_html_to_markdown_falls_back_to_the_source_when_the_converter_fails(
+@pytest.mark.skipif(sys.platform != "linux", reason="the memory ceiling is RLIMIT_AS with /proc (Linux)")
+@pytest.mark.parametrize(
+    ("name", "page", "base_url"),
+    [
+        # A colspan=1000 first row pads every later row to 1000 cells: 1 MB renders to 375 MB.
+        ("colspan", '<table><tr><td colspan="1000">x</td></tr>' + "<tr><td>" * 124_990 + "</table>", None),
+        # Empty relative links against a 2 KB base URL: 126x.
+        ("links", '<a href="">x</a>' * 62_500, "http://docs.example.com/" + "a" * 2000),
+        # Nested blockquotes: 100 KB of them took 6 GB and 13 s in the converter.
+        ("blockquotes", "<blockquote>" * 400 + "x<br>" * 20_000, None),
+    ],
+)
+async def test_an_amplifying_page_falls_back_to_its_text_within_the_memory_ceiling(
+    converter: HtmlConverter, name: str, page: str, base_url: str | None
+) -> None:
+    start = time.monotonic()
+    rendered = await converter.convert(page, base_url=base_url, max_chars=2_000_000, deadline=later())
+    assert time.monotonic() - start < 10.0
+    size = len(page)
+    ceiling = (_content.CONVERTER_MEMORY_FLOOR + _content.CONVERTER_MEMORY_PER_BYTE * size) >> 20
+    assert rendered.fallback == (
+        f"the converter stopped before finishing: a {size}-byte page may use at most {ceiling} MB of converter memory"
+    )
+    assert rendered.text == text_from_html(page) and not rendered.cut
+    assert rendered.content.startswith(
+        f"[web_fetch: this page could not be converted to Markdown ({rendered.fallback}); its text follows]\n\n"
+    )
+    assert converter._idle == []  # the child that ran out was not kept
+
+
+async def test_markdown_past_max_chars_is_cut_with_a_marker(converter: HtmlConverter) -> None:
+    page = "<pre>" + "`" * 50_000 + "</pre>"  # renders to about 3x its size
+    rendered = await converter.convert(page, base_url=None, max_chars=20_000, deadline=later())
+    assert rendered.cut and rendered.fallback is None
+    assert len(rendered.text) == 20_000 and rendered.text.startswith("````")
+    assert rendered.content == rendered.text + "\n\n[web_fetch: cut at 20000 characters]"
+
+
+SLEEPER = r"""
+import json, os, sys, time
+with open(json.loads(sys.argv[1]), "w") as out:
+    out.write(str(os.getpid()))
+sys.stdin.buffer.read(32)
+time.sleep(60)
+"""
+
+
+async def test_a_conversion_past_the_deadline_kills_the_child(
+    converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "pid"
+    monkeypatch.setattr(_content, "_CHILD_SOURCE", SLEEPER)
+    monkeypatch.setattr(_content, "_MARKDOWN_OPTIONS", str(pid_file))  # argv[1]: json.dumps of a str
+    start = time.monotonic()
+    rendered = await converter.convert(
+        "<p>a <b>slow</b> page</p>", base_url=None, max_chars=100, deadline=later(1.0)
+    )
+    assert 0.9 < time.monotonic() - start < 3.0
+    assert rendered == Rendered(
+        "a slow page", fallback="the conversion ran past the fetch deadline", max_chars=100
+    )
+    assert gone(int(pid_file.read_text()))
+    assert converter._idle == []
+
+
+async def test_a_converter_that_cannot_start_falls_back_and_warns_once(
+    converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    with caplog.at_level(logging.WARNING, logger=_content.__name__):
+        for _ in range(2):
+            rendered = await converter.convert("<p>kept</p>", base_url=None, max_chars=100, deadline=later())
+            assert (rendered.text, rendered.fallback) == ("kept", "the converter could not start")
+    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
+        "web_fetch cannot start its HTML converter (/nonexistent/python -P -c ...)"
+    ]
+
+
+REFUSER = r"""
+import struct, sys
+head = sys.stdin.buffer.read(32)
+size, base, _, _ = struct.unpack("<4Q", head)
+sys.stdin.buffer.read(size + base)
+sys.stdout.buffer.write(struct.pack("<BQ", 1, 0))
+sys.stdout.buffer.flush()
+"""
+
+
+async def test_a_document_the_converter_refuses_falls_back_to_its_text(
+    converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_content, "_CHILD_SOURCE", REFUSER)
+    rendered = await converter.convert(
+        "<p>kept &amp; shown</p>", base_url=None, max_chars=100, deadline=later()
+    )
+    assert (rendered.text, rendered.fallback) == ("kept & shown", "the converter could not parse it")
+
+
+def test_markdown_from_html_falls_back_to_the_source_when_the_converter_fails(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     def failing(html: str, options: ConversionOptions) -> object:
         raise ConversionError("parser gave up")
 
     monkeypatch.setattr(_content, "convert", failing)
-    assert await html_to_markdown("<p>kept</p>") == "<p>kept</p>"
+    assert markdown_from_html("<p>kept</p>") == "<p>kept</p>"
+
+
+@pytest.mark.parametrize(
+    ("html", "text"),
+    [
+        ("<p>Hi <b>there</b></p><p>next</p>", "Hi there\n\nnext"),
+        ("<title>T</title><script>x()</script><style>p{}</style>body<!-- note -->", "body"),
+        ("<SCRIPT type=x>a</script >b<noscript>n</NOSCRIPT>c", "bc"),
+        ("a<br>b<br/>c<hr>d", "a\nb\nc\nd"),
+        ("<ul><li>one<li>two</ul>", "one\ntwo"),
+        ("x &lt;y&gt; &amp;&#x41;&#xd800;&nbsp;z", "x <y> &A\ufffd z"),
+        ("a\n\n\n\n<div></div>\n\nb", "a\n\nb"),
+        ("  spaced   out  ", "spaced out"),
+        ("text <script>never closed", "text"),
+        ("text <!-- never closed", "text"),
+        ("a <b unclosed tag", "a"),
+        ("5 < 6 and 7 > 2", "5 < 6 and 7 > 2"),
+    ],
+)
+def test_text_from_html(html: str, text: str) -> None:
+    assert text_from_html(html) == text
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<script" * 200_000,
+        "<!--" * 250_000,
+        "<a" * 500_000,
+        "<p " + "x" * 1_000_000,
+        "</div" * 200_000,
+        "&" * 1_000_000,
+    ],
+    ids=[
+        "unclosed-scripts",
+        "unclosed-comments",
+        "unclosed-tags",
+        "one-long-tag",
+        "unclosed-end-tags",
+        "ampersands",
+    ],
+)
+def test_text_from_html_is_linear_on_hostile_input(page: str) -> None:
+    start = time.perf_counter()
+    text_from_html(page)
+    assert time.perf_counter() - start < 2.0  # about 50 ms each; a quadratic pass would take minutes
+
+
+async def test_render_body_decodes_and_cuts_text_without_the_converter(converter: HtmlConverter) -> None:
+    body = "é".encode() * 10
+    rendered = await render_body(
+        body,
+        kind="text",
+        declared_charset="utf-8",
+        truncated=False,
+        base_url=None,
+        max_chars=4,
+        deadline=later(),
+        converter=converter,
+    )
+    assert rendered == Rendered("éééé", cut=True, max_chars=4)
+    assert rendered.content == "éééé\n\n[web_fetch: cut at 4 characters]"
+    assert converter._idle == []  # no child for text
+
+
+async def test_render_body_converts_html_in_the_declared_charset(converter: HtmlConverter) -> None:
+    rendered = await render_body(
+        "<h1>Привет</h1>".encode("cp1251"),
+        kind="html",
+        declared_charset="windows-1251",
+        truncated=False,
+        base_url=None,
+        max_chars=100,
+        deadline=later(),
+        converter=converter,
+    )
+    assert rendered.content == "# Привет\n"

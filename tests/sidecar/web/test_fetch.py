@@ -13,6 +13,7 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -25,10 +26,12 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
-from steerable_sidecar.web_tools import _fetch
+from steerable_sidecar.web_tools import _content, _fetch
 from steerable_sidecar.web_tools._config import WebToolsConfig
 from steerable_sidecar.web_tools._fetch import USER_AGENT, WebFetcher, system_resolver
 
@@ -275,6 +278,55 @@ async def test_a_public_ip_literal_url_is_fetched_without_dns_or_sni(net: Net) -
     assert (call.address, call.host_header, call.sni) == (PUBLIC_IP, PUBLIC_IP, None)
 
 
+@pytest.mark.parametrize(
+    ("url", "answers"),
+    [
+        (f"http://{PUBLIC_IP}/", None),
+        ("http://[::ffff:93.184.216.34]/", None),
+        ("http://[64:ff9b::5db8:d822]/", None),
+        ("http://1572395042/", None),
+        ("http://0x5db8d822/", None),
+        ("http://93.184.55330/", None),
+        ("http://0135.0270.55330/", None),
+        ("http://docs.example.com/", [PUBLIC_IP]),
+        ("http://docs.example.com/", ["93.184.216.35", PUBLIC_IP]),
+        ("http://docs.example.com/", ["::ffff:93.184.216.34"]),
+        ("http://docs.example.com/", ["64:ff9b::5db8:d822"]),
+    ],
+)
+async def test_a_blocked_ip_entry_holds_for_every_spelling_and_every_name_WEB_11(
+    net: Net, url: str, answers: list[str] | None
+) -> None:
+    if answers is not None:
+        net.resolver.table[HOST] = answers
+    fetcher = net.fetcher(blocked_domains=(PUBLIC_IP,))
+    assert net.recorder is not None
+    net.recorder.routes["93.184.216.35"] = net.http.port
+    net.http.routes["/"] = Reply.text("the blocked address")
+    error = await refused(fetcher.fetch(url))
+    assert error.code == "domain_blocked"
+    assert error.data is not None and error.data["entry"] == PUBLIC_IP
+    if answers is None:  # an address: refused before any DNS
+        assert net.resolver.calls == []
+    else:
+        address = next(a for a in answers if a != "93.184.216.35")
+        assert error.error == (
+            f"web_fetch refused {url}: docs.example.com resolves to {address}, which is blocked by "
+            f"STEERABLE_WEB_BLOCKED_DOMAINS (entry {PUBLIC_IP}); use a source outside it"
+        )
+    assert net.calls == [] and net.http.seen == []
+
+
+async def test_an_allow_list_of_ip_entries_admits_those_addresses_not_names_WEB_11(net: Net) -> None:
+    net.http.routes["/"] = Reply.text("by address")
+    fetcher = net.fetcher(allowed_domains=(PUBLIC_IP,))
+    error = await refused(fetcher.fetch("http://docs.example.com/"))  # resolves to the address, still a name
+    assert error.code == "domain_not_allowed" and net.resolver.calls == []
+    result = await fetcher.fetch("http://1572395042/")
+    assert (result["url"], result["content"]) == (f"http://{PUBLIC_IP}/", "by address")
+    assert net.http.seen[0].headers["host"] == PUBLIC_IP
+
+
 async def test_a_failed_dns_lookup_is_dns_failed(net: Net) -> None:
     error = await refused(net.fetcher().fetch("http://nowhere.example.org/"))
     assert error.code == "dns_failed"
@@ -354,8 +406,25 @@ async def test_a_same_origin_redirect_to_a_rebound_private_address_is_refused_WE
 async def test_a_same_origin_redirect_carrying_credentials_is_refused_WEB_12(net: Net) -> None:
     net.http.routes["/a"] = Reply.redirect("http://admin:hunter2@docs.example.com/b")
     error = await refused(net.fetcher().fetch("http://docs.example.com/a"))
-    assert error.code == "invalid_url"
-    assert "hunter2" not in error.error
+    assert (error.code, error.error) == (
+        "invalid_redirect",
+        "http://docs.example.com/a answered HTTP 302 with an unusable Location header: invalid URL: it carries "
+        "credentials before '@'; remove them (a user or password is refused)",
+    )
+    assert error.data == {"code": "invalid_redirect", "status": 302}
+    assert net.http.paths() == ["/a"]
+
+
+async def test_a_same_origin_location_over_2048_characters_is_invalid_redirect_WEB_8(net: Net) -> None:
+    long_path = "/" + "a" * 2100
+    net.http.routes["/a"] = Reply.redirect(long_path, 301)
+    error = await refused(net.fetcher().fetch("http://docs.example.com/a"))
+    target = f"http://docs.example.com{long_path}"
+    assert (error.code, error.error) == (
+        "invalid_redirect",
+        "http://docs.example.com/a answered HTTP 301 with an unusable Location header: invalid URL "
+        f"{target[:100] + '...'!r}: it is {len(target)} characters long; at most 2048 are accepted",
+    )
     assert net.http.paths() == ["/a"]
 
 
@@ -571,6 +640,93 @@ async def test_a_slow_resolver_hits_the_deadline(net: Net) -> None:
     assert error.code == "timeout" and time.monotonic() - start < 3.0  # the resolver alone takes 5 s
 
 
+async def test_a_body_inflating_to_nothing_stops_at_the_raw_byte_cap(net: Net) -> None:
+    """Endless empty gzip members never reach the decoded cap; 10x the cap + 64 KB raw bytes end the read."""
+    sent = 0
+
+    async def empty_members() -> AsyncIterator[bytes]:
+        nonlocal sent
+        block = gzip_body(b"") * 3000  # about 60 KB inflating to nothing
+        while True:
+            sent += len(block)
+            yield block
+
+    net.http.routes["/"] = Reply(
+        headers=[("Content-Type", "text/plain"), ("Content-Encoding", "gzip")],
+        stream=empty_members,
+        chunked=True,
+    )
+    start = time.monotonic()
+    result = await net.fetcher(fetch_max_bytes=1000, fetch_timeout_ms=20_000).fetch(
+        "http://docs.example.com/"
+    )
+    assert time.monotonic() - start < 5.0  # the deadline is 20 s
+    assert (result["bytes"], result["truncated"], result["content"]) == (0, True, "")
+
+
+def amplifying_page(size: int) -> bytes:
+    """A colspan=1000 first row, then bare rows: the converter pads every row to 1000 cells (375x)."""
+    head = b'<table><tr><td colspan="1000">x</td></tr>'
+    return head + b"<tr><td>" * ((size - len(head) - 8) // 8) + b"</table>"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the converter's memory ceiling is Linux's RLIMIT_AS")
+async def test_a_page_markdown_would_amplify_comes_back_as_text_within_bounds(net: Net) -> None:
+    """A 1 MB page that renders to 375 MB of Markdown: bounded memory here, a ceiling in the converter."""
+    cap = 1_000_000
+    page = amplifying_page(cap)
+    net.http.routes["/"] = Reply(headers=[("Content-Type", "text/html")], body=page)
+    fetcher = net.fetcher(fetch_max_bytes=cap, fetch_timeout_ms=10_000)
+    start = time.monotonic()
+    tracemalloc.start()
+    try:
+        result = await fetcher.fetch("http://docs.example.com/")
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - start < 5.0
+    ceiling = (64 * 2**20 + 32 * len(page)) >> 20
+    assert result == {
+        "url": "http://docs.example.com/",
+        "status": 200,
+        "contentType": "text/html",
+        "bytes": len(page),
+        "truncated": False,
+        "content": "[web_fetch: this page could not be converted to Markdown (the converter stopped before "
+        f"finishing: a {len(page)}-byte page may use at most {ceiling} MB of converter memory); its text "
+        "follows]\n\nx",
+    }
+    assert peak < 5 * cap, f"peak {peak} bytes for a {cap}-byte cap"
+
+
+async def test_markdown_past_twice_the_cap_is_cut_and_marked_truncated(net: Net) -> None:
+    page = "<pre>" + "`" * 9_000 + "</pre>"  # Markdown fences it: about 3x its size
+    net.http.routes["/"] = Reply.text(page, HTML)
+    result = await net.fetcher(fetch_max_bytes=10_000).fetch("http://docs.example.com/")
+    assert (result["bytes"], result["truncated"]) == (len(page), True)
+    assert result["content"].endswith("\n\n[web_fetch: cut at 20000 characters]")
+    assert len(result["content"]) == 20_000 + len("\n\n[web_fetch: cut at 20000 characters]")
+
+
+SLOW_CONVERTER = r"""
+import sys, time
+sys.stdin.buffer.read(32)
+time.sleep(60)
+"""
+
+
+async def test_the_conversion_shares_the_fetch_deadline(net: Net, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_content, "_CHILD_SOURCE", SLOW_CONVERTER)
+    net.http.routes["/"] = Reply.text("<p>a <b>slow</b> page</p>", HTML)
+    start = time.monotonic()
+    result = await net.fetcher(fetch_timeout_ms=1500).fetch("http://docs.example.com/")
+    assert 1.4 < time.monotonic() - start < 4.0  # the converter alone would take 60 s
+    assert result["content"] == (
+        "[web_fetch: this page could not be converted to Markdown (the conversion ran past the fetch "
+        "deadline); its text follows]\n\na slow page"
+    )
+
+
 # --- content types and charsets (WEB-9) ---------------------------------------------------------
 
 
@@ -622,6 +778,13 @@ async def test_an_untyped_html_body_is_sniffed_and_converted(net: Net) -> None:
         ("text/plain", b"plain \xe2\x9c\x93 \xff", "plain \u2713 \ufffd"),
         ("application/json", b'{"a": "\xc3\xa9"}', '{"a": "é"}'),
         ("application/javascript", b"export const x = 1;", "export const x = 1;"),
+        # Labels outside the WHATWG Encoding Standard fall back to UTF-8 (they crashed or leaked surrogates).
+        ("text/plain; charset=punycode", "café".encode(), "café"),
+        ("text/html", '<meta charset="punycode"><p>café</p>'.encode(), "café\n"),
+        ("text/html; charset=utf-7", b"<p>hi +2AA- there</p>", "hi +2AA- there\n"),
+        ("text/plain; charset=utf-7", b"hi +2AA- there", "hi +2AA- there"),
+        ("application/json; charset=unicode_escape", b'{"a": "\\ud800"}', '{"a": "\\ud800"}'),
+        ("text/plain; charset=base64", b"aGk=", "aGk="),
     ],
 )
 async def test_charsets_and_text_types_WEB_9(net: Net, content_type: str, body: bytes, content: str) -> None:
@@ -654,6 +817,14 @@ async def test_a_404_is_http_status_with_a_short_excerpt(net: Net) -> None:
         "HTTP 404 Not Found from http://docs.example.com/missing",
     )
     assert error.data == {"code": "http_status", "status": 404, "excerpt": "# Not here"}
+
+
+async def test_an_error_page_in_a_hostile_charset_still_gives_an_excerpt(net: Net) -> None:
+    net.http.routes["/err"] = Reply(
+        status=404, headers=[("Content-Type", "text/html; charset=punycode")], body="<h1>café</h1>".encode()
+    )
+    error = await refused(net.fetcher().fetch("http://docs.example.com/err"))
+    assert error.data == {"code": "http_status", "status": 404, "excerpt": "# café"}
 
 
 async def test_a_5xx_excerpt_is_capped_and_binary_bodies_give_none(net: Net) -> None:
@@ -694,6 +865,114 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+# --- whatever the server sends, only WebError comes out -------------------------------------------
+
+_header_text = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=40
+)
+_labels = st.sampled_from(
+    ["utf-8", "punycode", "utf-7", "unicode_escape", "base64", "utf-16", "utf-32", "idna", "iso-2022-jp",
+     "x-user-defined", "hz-gb-2312", "", "\"", "shift_jis"]
+)  # fmt: skip
+_content_types = st.one_of(
+    st.none(),
+    st.builds(
+        lambda kind, label: f"{kind}; charset={label}",
+        st.sampled_from(["text/html", "text/plain", "application/json", "text/xml", "image/png", "text/x"]),
+        _labels,
+    ),
+    _header_text,
+)
+_bodies = st.one_of(
+    st.binary(max_size=300),
+    st.builds(
+        lambda label, text: f'<meta charset="{label}"><p>{text}</p><a href="x">y</a>'.encode(
+            "utf-8", "replace"
+        ),
+        _labels,
+        st.text(max_size=60),
+    ),
+    st.sampled_from([gzip_body(b"<p>zipped</p>"), deflate_body(b"plain"), b"\x1f\x8b\x08garbage", b"+2AA-"]),
+)
+
+
+@dataclass
+class Behaviour:
+    status: int
+    content_type: str | None
+    content_encoding: str | None
+    location: str | None
+    body: bytes
+    chunked: bool
+    content_length: int | None
+
+
+_behaviours = st.builds(
+    Behaviour,
+    status=st.sampled_from([200, 200, 200, 203, 204, 299, 301, 302, 304, 307, 399, 400, 404, 418, 500, 503]),
+    content_type=_content_types,
+    content_encoding=st.one_of(
+        st.none(),
+        st.sampled_from(["gzip", "x-gzip", "deflate", "br", "identity", "", "gzip, gzip"]),
+        _header_text,
+    ),
+    location=st.one_of(
+        st.none(),
+        st.sampled_from(
+            ["/next", "//other.example.com/", "http://[::1", "http://a:b@docs.example.com/", "/" * 3000]
+        ),
+        _header_text,
+    ),
+    body=_bodies,
+    chunked=st.booleans(),
+    content_length=st.one_of(st.none(), st.integers(0, 400)),
+)
+
+
+async def _serve_once(behaviour: Behaviour, tls: TlsMaterial) -> dict[str, Any] | WebError:
+    headers = [
+        (name, value)
+        for name, value in (
+            ("Content-Type", behaviour.content_type),
+            ("Content-Encoding", behaviour.content_encoding),
+            ("Location", behaviour.location),
+        )
+        if value is not None
+    ]
+    reply = Reply(
+        status=behaviour.status,
+        headers=headers,
+        body=behaviour.body,
+        chunked=behaviour.chunked,
+        content_length="auto" if behaviour.content_length is None else behaviour.content_length,
+    )
+    async with ScriptedServer({"/": reply, "/next": Reply.text("next")}) as server:
+        fetcher = WebFetcher(
+            WebToolsConfig(fetch_timeout_ms=5000, fetch_max_bytes=200),
+            resolver=ScriptedResolver({HOST: [PUBLIC_IP]}),
+            transport=PinRecorder({PUBLIC_IP: server.port}, verify=tls.client_context()),
+        )
+        try:
+            return await fetcher.fetch("http://docs.example.com/")
+        except WebError as exc:
+            return exc
+        finally:
+            await fetcher.aclose()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_behaviours)
+def test_no_server_behaviour_raises_anything_but_web_error(tls: TlsMaterial, behaviour: Behaviour) -> None:
+    """Status, Content-Type (hostile charsets), Content-Encoding, Location, body, framing: WebError or a result."""
+    outcome = asyncio.run(_serve_once(behaviour, tls))
+    if isinstance(outcome, WebError):
+        assert outcome.data is not None and isinstance(outcome.data["code"], str)
+        text = json.dumps([outcome.error, outcome.data], ensure_ascii=False)
+    else:
+        text = json.dumps(outcome, ensure_ascii=False)
+    text.encode("utf-8")  # a result the transcript can carry: no lone surrogate anywhere
+
+
 # --- what the fetcher sends -------------------------------------------------------------------
 
 
@@ -724,6 +1003,32 @@ async def test_no_cookie_comes_back_and_no_secret_leaves(net: Net, monkeypatch: 
 async def test_system_resolver_resolves_literals_and_dedups() -> None:
     assert await system_resolver("127.0.0.1", 80) == ["127.0.0.1"]
     assert await system_resolver("::1", 80) == ["::1"]
+
+
+async def test_system_resolver_asks_for_the_absolute_name_after_the_hosts_file_WEB_12(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The search domains never apply: getaddrinfo gets ``name.``; /etc/hosts is read for the exact name."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text(
+        "127.0.0.1 localhost\n# 10.9.9.9 Listed.Example\n93.184.216.35 other.example listed.example. # x\n"
+        "2606:2800:220:1::1 listed.example\n93.184.216.35 listed.example\n"
+    )
+    monkeypatch.setattr(_fetch, "_HOSTS_FILE", str(hosts))
+    asked: list[str] = []
+
+    def getaddrinfo(host: str, port: int, *args: Any, **kwargs: Any) -> list[Any]:
+        asked.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_IP, port))] * 2
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    assert await system_resolver("Listed.Example.", 80) == ["93.184.216.35", "2606:2800:220:1::1"]
+    assert await system_resolver("wiki", 80) == [PUBLIC_IP]
+    assert await system_resolver("docs.example.com", 443) == [PUBLIC_IP]
+    assert asked == ["wiki.", "docs.example.com."]
+    monkeypatch.setattr(_fetch, "_HOSTS_FILE", str(tmp_path / "missing"))
+    assert await system_resolver("listed.example", 80) == [PUBLIC_IP]
+    assert asked[-1] == "listed.example."
 
 
 # --- one pool per real host name (direct mode's default transport) ---------------------------
@@ -964,3 +1269,114 @@ def test_end_to_end_with_the_real_resolver_and_transport_in_a_network_namespace(
         "web_fetch refused http://internal.example.com/: internal.example.com resolves to 127.0.0.1 "
         "(loopback); only public internet addresses can be fetched (SSRF policy)",
     ]
+
+
+RESOLVER_CHILD = textwrap.dedent(
+    """
+    import asyncio, json, socket, struct, sys, threading
+    from web_servers import Reply, ScriptedServer
+    from steerable_agent_runtime.errors import WebError
+    from steerable_sidecar.web_tools._config import WebToolsConfig
+    from steerable_sidecar.web_tools._fetch import WebFetcher
+
+    ZONE = {"wiki.corp.example.com": "93.184.216.35", "alias.example": "93.184.216.34"}
+
+    def dns():  # answers A queries from ZONE; everything else is NXDOMAIN (AAAA: no data)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        sock.bind(("127.0.0.1", 53))
+        while True:
+            query, peer = sock.recvfrom(512)
+            at, labels = 12, []
+            while query[at]:
+                labels.append(query[at + 1 : at + 1 + query[at]].decode())
+                at += 1 + query[at]
+            qtype = struct.unpack(">H", query[at + 1 : at + 3])[0]
+            name = ".".join(labels).lower()
+            found = ZONE.get(name)
+            answer = b""
+            if found and qtype == 1:
+                answer = b"\\xc0\\x0c" + struct.pack(">HHIH", 1, 1, 60, 4) + socket.inet_aton(found)
+            flags = 0x8180 if found else 0x8183
+            head = struct.pack(">HHHHHH", struct.unpack(">H", query[:2])[0], flags, 1, int(bool(answer)), 0, 0)
+            sock.sendto(head + query[12 : at + 5] + answer, peer)
+
+    async def main():
+        threading.Thread(target=dns, daemon=True).start()
+        served = {"/": Reply.text("served")}
+        async with ScriptedServer(served, host="93.184.216.34", port=80), \\
+                ScriptedServer(served, host="93.184.216.35", port=80):
+            fetcher = WebFetcher(
+                WebToolsConfig(blocked_domains=("corp.example.com", "93.184.216.34"), fetch_timeout_ms=10_000)
+            )
+            out = {}
+            for url in ("http://wiki/", "http://alias.example/", "http://[::ffff:93.184.216.34]/",
+                        "http://1572395042/", "http://wiki.corp.example.com/", "http://hosts-only.example/"):
+                try:
+                    out[url] = (await fetcher.fetch(url))["content"]
+                except WebError as exc:
+                    out[url] = [exc.code, exc.error]
+            await fetcher.aclose()
+        print(json.dumps(out))
+
+    asyncio.run(main())
+    """
+)
+
+
+@pytest.mark.skipif(_namespaces_usable() is not None, reason=str(_namespaces_usable()))
+def test_the_real_resolver_neither_searches_domains_nor_reaches_a_blocked_address_WEB_11_WEB_12(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    """In a network namespace with ``search corp.example.com`` and a DNS server: the system resolver,
+    the real transport. ``wiki`` must not become the blocked ``wiki.corp.example.com``; a name or a
+    spelling that reaches the blocked 93.184.216.34 is refused; /etc/hosts still answers."""
+    (tmp_path / "resolv.conf").write_text(
+        "nameserver 127.0.0.1\nsearch corp.example.com\noptions attempts:1 timeout:1\n"
+    )
+    (tmp_path / "hosts").write_text("127.0.0.1 localhost\n93.184.216.35 hosts-only.example\n")
+    script = tmp_path / "child.py"
+    script.write_text(RESOLVER_CHILD)
+    shell = (
+        "ip link set lo up && ip addr add 93.184.216.34/32 dev lo && ip addr add 93.184.216.35/32 dev lo && "
+        f'mount --bind "{tmp_path / "hosts"}" /etc/hosts && '
+        f'mount --bind "{tmp_path / "resolv.conf"}" /etc/resolv.conf && exec "{sys.executable}" "{script}"'
+    )
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env["PYTHONPATH"]])
+    done = subprocess.run(
+        ["unshare", "-n", "-m", "sh", "-c", shell],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    blocked_address = (
+        "which is blocked by STEERABLE_WEB_BLOCKED_DOMAINS (entry 93.184.216.34); use a source outside it"
+    )
+    assert json.loads(done.stdout) == {
+        "http://wiki/": [
+            "dns_failed",
+            "web_fetch could not reach http://wiki/: the DNS lookup of wiki failed (Name or service not known); "
+            "check the host name (or whether this machine can resolve names at all)",
+        ],
+        "http://alias.example/": [
+            "domain_blocked",
+            f"web_fetch refused http://alias.example/: alias.example resolves to 93.184.216.34, {blocked_address}",
+        ],
+        "http://[::ffff:93.184.216.34]/": [
+            "domain_blocked",
+            "::ffff:5db8:d822 is blocked by STEERABLE_WEB_BLOCKED_DOMAINS (entry 93.184.216.34); use a source outside it",
+        ],
+        "http://1572395042/": [
+            "domain_blocked",
+            "93.184.216.34 is blocked by STEERABLE_WEB_BLOCKED_DOMAINS (entry 93.184.216.34); use a source outside it",
+        ],
+        "http://wiki.corp.example.com/": [
+            "domain_blocked",
+            "wiki.corp.example.com is blocked by STEERABLE_WEB_BLOCKED_DOMAINS (entry corp.example.com); "
+            "use a source outside it",
+        ],
+        "http://hosts-only.example/": "served",
+    }
