@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from steerable_agent_runtime.sandbox import _cgroup
 from steerable_agent_runtime.sandbox._cgroup import (
     CgroupParent,
     RunCgroup,
@@ -123,10 +125,28 @@ def test_oom_kills_are_read_from_each_versions_counter(tmp_path: Path):
 # -- the real hierarchy -----------------------------------------------------------------------------
 
 
+def settle_releases() -> None:
+    """Wait until earlier runs' cgroups are back in the pool or removed (their releases run in threads).
+
+    A release waits up to ``_REAP_S`` for PID 1 to reap a zombie; a test that takes a cgroup
+    from the pool must not get one a late release added meanwhile.
+    """
+    deadline = time.monotonic() + _cgroup._REAP_S + 10
+    while any(t.name == "steerable-cgroup-release" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a cgroup release is still running"
+        time.sleep(0.02)
+
+
+def pooled_paths() -> list[tuple[Path, ...]]:
+    with _cgroup._pool_lock:
+        return [cgroup.paths for cgroups in _cgroup._pool.values() for cgroup in cgroups]
+
+
 @pytest.fixture
 def cgroup():
     if not cgroup_parents():
         pytest.skip("no writable pids or memory cgroup here (non-root, or a read-only cgroupfs)")
+    settle_releases()
     taken = RunCgroup.acquire(max_processes=7, memory_bytes=64 << 20)
     assert taken is not None
     yield taken
@@ -176,6 +196,35 @@ def test_a_released_cgroup_goes_back_to_the_pool_clean(cgroup: RunCgroup):
         assert again.memory_exceeded() is False
         for path in paths:
             assert (path / "cgroup.procs").read_text() == ""
+    finally:
+        again.release()
+
+
+def test_a_zombie_keeps_the_cgroup_out_of_the_pool_until_it_is_reaped(cgroup: RunCgroup):
+    """A process counts until reaped: bubblewrap's init, orphaned when the command ends, is PID 1's to reap."""
+    if not any((path / "pids.current").exists() for path in cgroup.paths):
+        pytest.skip("no pids cgroup here (non-root): zombies are not counted")
+    cgroup.apply_limits()
+    with cgroup.inside():
+        child = subprocess.Popen(["true"])
+    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+    paths = cgroup.paths
+    releasing = threading.Thread(target=cgroup.release)
+    releasing.start()
+    time.sleep(0.3)
+    # no process is left in it, but the zombie still counts: the release waits for its reaper
+    assert releasing.is_alive() and paths not in pooled_paths()
+    assert all((p / "cgroup.procs").read_text() == "" for p in paths)
+    child.wait()
+    releasing.join(timeout=5)
+    assert not releasing.is_alive() and paths in pooled_paths()
+    again = RunCgroup.acquire(max_processes=7, memory_bytes=64 << 20)
+    assert again is not None
+    try:
+        assert again.paths == paths
+        assert [(p / "pids.current").read_text().strip() for p in paths if (p / "pids.current").exists()] == [
+            "0"
+        ]
     finally:
         again.release()
 

@@ -27,8 +27,13 @@ join right after the first costs about 0.2 ms). Creating a cgroup costs little m
 cgroups go back to a per-process pool, but only clean: no process counted (zombies awaiting their
 reaper would shrink the next run's budget) and no memory still charged (``memory.force_empty`` /
 ``memory.reclaim`` first, measured 30 ms for 200 MB of page cache; a cgroup that stays dirty is
-removed and the next run gets a fresh one). Pooled cgroups are removed at exit, stale ones of a
-killed sidecar by the next sidecar's sweep.
+removed and the next run gets a fresh one). A zombie is waited for, up to :data:`_REAP_S`: when
+a command ends by itself, bubblewrap exits as soon as its init reports the status, before that
+init has finished exiting, so the init's zombie is reaped by PID 1, whenever PID 1 gets to it
+(measured up to 2 s for this VM's init, which reaps on a timer). The OOM-kill count
+(``oom_kill``) cannot be reset: a run counts the kills above the count its cgroup had when it
+was handed out. Pooled cgroups are removed at exit, stale ones of a killed sidecar by the next
+sidecar's sweep.
 
 Without any writable controller (root in a container with a read-only ``/sys/fs/cgroup``, or a
 non-root sidecar without delegation) the process limit is not enforced for root and memory is
@@ -70,6 +75,7 @@ CLEAN_BYTES: Final = 2 * 1024 * 1024
 
 _PREFIX: Final = "steerable-"
 _SETTLE_S: Final = 0.2  # tmpfs pages are uncharged once the sandbox's mount namespace is torn down
+_REAP_S: Final = 5.0  # how long a released cgroup waits for its last zombies to be reaped (by PID 1)
 _counter = itertools.count()
 _PoolKey = tuple[tuple[Path, frozenset[str]], ...]  # (parent, controllers used) per directory
 _pool: dict[_PoolKey, list[RunCgroup]] = {}
@@ -294,15 +300,22 @@ class _RunDir:
     def procs(self) -> list[int]:
         return [int(p) for p in self.procs_file.read_text(encoding="ascii").split()]
 
-    def clean(self) -> bool:
+    def clean(self, reap_deadline: float) -> bool:
         """No process counted (zombies included) and, for memory, almost nothing charged.
 
-        A memory cgroup still charged gets one forced reclaim (v1 ``memory.force_empty``, v2
-        ``memory.reclaim``) after tmpfs pages had :data:`_SETTLE_S` to go.
+        Call it once no process is left in the cgroup. A process that has exited is counted by
+        ``pids.current`` until its parent reaps it, which for an orphan (bubblewrap's init, a
+        process the launcher left behind) is PID 1: this waits for that until ``reap_deadline``
+        (``time.monotonic()``). A memory cgroup still charged gets one forced reclaim (v1
+        ``memory.force_empty``, v2 ``memory.reclaim``) after tmpfs pages had :data:`_SETTLE_S`
+        to go. Blocks.
         """
         try:
-            if "pids" in self.controllers and _read_int(self.path / "pids.current") != 0:
-                return False
+            if "pids" in self.controllers:
+                while _read_int(self.path / "pids.current") != 0:
+                    if time.monotonic() > reap_deadline:
+                        return False
+                    time.sleep(0.02)
             if not self.memory:
                 return True
             deadline = time.monotonic() + _SETTLE_S
@@ -361,7 +374,13 @@ class RunCgroup:
 
     @property
     def oom_fd(self) -> int | None:
-        """An eventfd that turns readable when the OOM killer acts in the run (cgroup v1), else ``None``."""
+        """An eventfd that turns readable on an OOM of the run's memory cgroup (cgroup v1), else ``None``.
+
+        Only a hint to look at :meth:`memory_exceeded`: cgroup v1 signals an OOM *before* the
+        killer picks its victim, signals it to every cgroup below the one out of memory (a
+        limit on the sidecar's own cgroup wakes every run), and signals it when the killer then
+        kills nothing (memory was freed meanwhile).
+        """
         return self._oom_fd
 
     @classmethod
@@ -480,7 +499,13 @@ class RunCgroup:
             _write(procs, pid)
 
     def memory_exceeded(self) -> bool:
-        """Whether the OOM killer killed a process of this run (the memory limit was hit)."""
+        """Whether the OOM killer killed a process of this run since :meth:`acquire`.
+
+        Read from the run's own ``oom_kill`` count (v1 ``memory.oom_control``, v2
+        ``memory.events``), above the count the cgroup had when it was handed out: kills in
+        another run's cgroup or elsewhere under the sidecar's cgroup are not counted. Reads one
+        cgroupfs file (no disk I/O; fine on the event loop).
+        """
         if not self.memory_limited:
             return False
         try:
@@ -521,6 +546,8 @@ class RunCgroup:
     def release(self) -> None:
         """Kill what is left; pool the cgroups when clean, else remove them. Blocks (up to seconds).
 
+        Waits up to :data:`_REAP_S` for the run's last zombies to be reaped (see :meth:`_RunDir.clean`).
+
         A second call does nothing (the cgroups may be another run's by then).
         """
         with _pool_lock:
@@ -530,7 +557,8 @@ class RunCgroup:
         self._close_oom_fd()
         if self._tainted:
             return
-        if self._empty() and all(run_dir.clean() for run_dir in self._dirs):
+        reap_deadline = time.monotonic() + _REAP_S
+        if self._empty() and all(run_dir.clean(reap_deadline) for run_dir in self._dirs):
             with _pool_lock:
                 if not _pool:
                     atexit.register(_drain_pool)
