@@ -151,6 +151,8 @@ _READ_CHUNK: Final = 64 * 1024
 _KILL_GRACE_S: Final = 1.0  # a supervising launcher (or bwrap, after its sandbox died) gets this long
 _DRAIN_GRACE_S: Final = 2.0  # after exit, how long the output pipes may stay open
 _SETUP_TIMEOUT_S: Final = 10.0  # bubblewrap reports its sandbox's pid within this, or the run fails
+_OOM_CHECK_S: Final = 0.005  # after an OOM notification, the run's oom_kill count is read this often...
+_OOM_CHECKS: Final = 200  # ...this many times (1 s: the kill follows the notification, later under load)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,10 +219,13 @@ class RunResult:
         stderr: Captured stderr.
         duration_ms: Wall-clock time from spawn to exit, milliseconds.
         sandbox: The backend it ran under (``sandbox.as_data()`` is ``data._sandbox``).
-        memory_exceeded: The command tree went over ``memory_bytes`` together and the kernel's
-            OOM killer acted in the run's memory cgroup; the whole tree was then killed. Always
-            ``False`` without a memory cgroup (the per-process ``RLIMIT_AS`` shows as
-            ``MemoryError`` / ``ENOMEM`` in the command instead).
+        memory_exceeded: The kernel's OOM killer killed a process of the run (counted in the
+            run's own memory cgroup: the tree went over ``memory_bytes`` together); the rest of
+            the tree was then killed, unless it had already ended by itself (on cgroup v1 the
+            kernel kills one process, the runner the others: a shell may still report the
+            ``SIGKILL`` and exit first, with its own status). Always ``False`` without a memory
+            cgroup (the per-process ``RLIMIT_AS`` shows as ``MemoryError`` / ``ENOMEM`` in the
+            command instead).
     """
 
     exit_code: int | None
@@ -721,8 +726,8 @@ class SandboxedProcess:
         stdout: A reader of the command's stdout (``stdout="pipe"``), else ``None``.
         sandbox: The backend it runs under.
         timed_out: Set when the deadline passed and the tree was killed.
-        memory_exceeded: Set when the OOM killer acted in the run's memory cgroup (the tree is
-            then killed at once).
+        memory_exceeded: Set when the OOM killer killed a process of the run (counted in the
+            run's own memory cgroup; the tree is then killed at once).
         startup_ms: Milliseconds from the spawn call to each start-up step that ran, for
             benchmarks: ``spawned`` (the process exists in the run's cgroups, pipes connected),
             and for bubblewrap ``sandbox_pid`` (bubblewrap reported it), ``limits`` (set on it),
@@ -771,6 +776,8 @@ class SandboxedProcess:
         self._loop = loop
         self._deadline = loop.call_later(timeout_s, self._expire) if timeout_s is not None else None
         self._backstop: asyncio.TimerHandle | None = None
+        self._oom_check: asyncio.TimerHandle | None = None
+        self._oom_checks_left = 0
         self._cgroup = cgroup
         if cgroup is not None and cgroup.oom_fd is not None:
             self._oom_fd = cgroup.oom_fd
@@ -788,14 +795,32 @@ class SandboxedProcess:
         self.kill()
 
     def _out_of_memory(self) -> None:
+        """The run's memory cgroup, or one above it, is out of memory: watch the run's OOM-kill count.
+
+        The notification comes before the OOM killer picks its victim, and also for an OOM of
+        an ancestor cgroup (whose victim may be any process under it) or one that ends without
+        a kill: only a kill counted in the run's own cgroup ends the run, so the count is read
+        now and then every :data:`_OOM_CHECK_S` for :data:`_OOM_CHECKS` times.
+        """
         if self._oom_fd is not None:
             with contextlib.suppress(OSError):
                 os.eventfd_read(self._oom_fd)
-        if not self.memory_exceeded:
+        self._oom_checks_left = _OOM_CHECKS
+        if self._oom_check is None:
+            self._check_oom()
+
+    def _check_oom(self) -> None:
+        self._oom_check = None
+        if self.memory_exceeded or self._cgroup is None:
+            return
+        if self._cgroup.memory_exceeded():
             self.memory_exceeded = True
-            self.kill()  # the OOM killer took one process; the run ends as a whole
-            if self._init is None and self._cgroup is not None:
+            self.kill()  # the OOM killer took one process of the run; the run ends as a whole
+            if self._init is None:
                 self._cgroup.kill_all()  # a supervising launcher may be the one it took: do not wait
+        elif self._oom_checks_left > 0:
+            self._oom_checks_left -= 1
+            self._oom_check = self._loop.call_later(_OOM_CHECK_S, self._check_oom)
 
     def kill(self) -> None:
         """Stop the command and everything it started; returns at once (signals are sent now).
@@ -894,6 +919,9 @@ class SandboxedProcess:
             await self._cleanup()
 
     async def _cleanup(self) -> None:
+        if self._oom_check is not None:
+            self._oom_check.cancel()
+            self._oom_check = None
         if self._oom_fd is not None:
             self._loop.remove_reader(self._oom_fd)
             self._oom_fd = None  # the cgroup closes it on release
