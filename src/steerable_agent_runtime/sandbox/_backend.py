@@ -62,9 +62,11 @@ class LaunchPlan:
         env: Variables set on top of the allowlisted environment (``TMPDIR`` and friends).
         supervised: The launcher stays as the command's parent and, on ``SIGTERM`` or when the
             command exits, kills every process the command left behind.
-        seccomp_fd_at: Index in ``argv`` of a placeholder for the socket filter's descriptor
+        seccomp_fd_at: Index in ``argv`` of a placeholder for the seccomp filter's descriptor
             (bubblewrap's ``--seccomp FD``): whoever starts the plan writes the filter to a pipe
             and puts the read end's number there; ``None`` when there is no filter to pass.
+        seccomp_deny: What that filter refuses, as the launcher's ``--seccomp-deny`` list
+            (``net``, ``ipc``, ``setid``, ``chmod``; see ``seccomp_program``).
         direct: ``argv`` is bubblewrap, which the runner starts itself, without the launcher: it
             adds ``--info-fd``, ``--block-fd`` and ``--sync-fd``, and while bubblewrap waits it
             sets the limits and joins the cgroups of the sandbox's first process, which then
@@ -76,6 +78,7 @@ class LaunchPlan:
     env: Mapping[str, str] = field(default_factory=dict)
     supervised: bool = False
     seccomp_fd_at: int | None = None
+    seccomp_deny: str = "net,setid"
     direct: bool = False
 
 

@@ -32,9 +32,11 @@ class BubblewrapBackend:
     The command gets new user, PID, IPC, UTS, cgroup and (unless the policy allows the network)
     network namespaces; a read-only view of ``/`` with a fresh, read-only ``/dev`` and ``/proc``;
     a private ``/tmp`` and ``/dev/shm``, each a tmpfs of at most ``memory_bytes`` (bubblewrap 0.8
-    ``--size``); the writable roots bound read-write at their own paths; no capabilities; and,
-    with the network off, the socket filter (``--seccomp``), which also refuses Unix sockets such
-    as ``docker.sock`` that a read-only bind still lets you connect to. Its own PID namespace
+    ``--size``); the writable roots bound read-write at their own paths; no capabilities; and a
+    seccomp filter (``--seccomp``) that refuses file modes with the set-user-ID/set-group-ID bits
+    (a root sidecar's command could otherwise leave a set-uid-root program in the workspace) and,
+    with the network off, every ``socket(2)``, which also covers Unix sockets such as
+    ``docker.sock`` that a read-only bind still lets you connect to. Its own PID namespace
     hides every other process, so ``/proc/<sidecar>/environ`` does not exist inside. When the
     command exits, the namespace's init dies and takes every leftover process, and the tmpfs
     mounts, with it.
@@ -105,7 +107,7 @@ class BubblewrapBackend:
         for guarded in _guarded_inside(writable):
             args += ["--ro-bind", guarded, guarded]
         args += ["--chdir", os.path.realpath(policy.workdir)]
-        if not policy.network and os.uname().machine in SECCOMP_ARCH:
+        if os.uname().machine in SECCOMP_ARCH:  # set-id modes always; sockets with the network off
             args += ["--seccomp", _SECCOMP_PLACEHOLDER]
         return args
 
@@ -115,7 +117,8 @@ class BubblewrapBackend:
         wrapped = (path, *self.options(policy, private_tmp=private_tmp), "--", *argv)
         at = wrapped.index(_SECCOMP_PLACEHOLDER) if _SECCOMP_PLACEHOLDER in wrapped else None
         tmp = {"TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp"}
-        return LaunchPlan(argv=wrapped, env=tmp, seccomp_fd_at=at, direct=True)
+        deny = "setid" if policy.network else "net,setid"
+        return LaunchPlan(argv=wrapped, env=tmp, seccomp_fd_at=at, seccomp_deny=deny, direct=True)
 
 
 def _runtime_roots() -> tuple[str, ...]:

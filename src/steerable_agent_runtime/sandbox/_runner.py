@@ -65,7 +65,7 @@ from typing import Final, Literal, Protocol
 from ..errors import SandboxUnavailableError
 from ._backend import LaunchPlan, SandboxBackend, SandboxInfo
 from ._cgroup import RunCgroup
-from ._launch import EXIT_SETUP, _user_tasks, seccomp_program
+from ._launch import EXIT_SETUP, _deny_list, _user_tasks, seccomp_program
 from ._policy import ResourceLimits, SandboxPolicy, child_environment
 
 __all__ = [
@@ -251,7 +251,7 @@ def launcher_argv(plan: LaunchPlan, policy: SandboxPolicy, *, cgroups: Sequence[
     for procs in cgroups:
         options += ["--cgroup", str(procs)]
     if plan.seccomp_fd_at is not None:
-        options += ["--seccomp-fd-at", str(plan.seccomp_fd_at)]
+        options += ["--seccomp-fd-at", str(plan.seccomp_fd_at), "--seccomp-deny", plan.seccomp_deny]
     return [PINNED_PYTHON, "-I", "-S", launcher_code(), *options, *plan.launcher_options, "--", *plan.argv]
 
 
@@ -704,11 +704,11 @@ def _first_for_the_oom_killer(pid: int) -> None:
         Path(f"/proc/{pid}/oom_score_adj").write_text("1000", encoding="ascii")
 
 
-def _filter_pipe() -> int:
-    """A pipe holding the socket filter (at most 80 bytes: it fits the pipe buffer); the read end."""
+def _filter_pipe(deny: str) -> int:
+    """A pipe holding the seccomp filter (a few hundred bytes: it fits the pipe buffer); the read end."""
     read_end, write_end = os.pipe()
     try:
-        os.write(write_end, seccomp_program(os.uname().machine))
+        os.write(write_end, seccomp_program(os.uname().machine, **_deny_list(deny)))
     except BaseException:
         os.close(read_end)
         raise
@@ -1102,7 +1102,7 @@ async def _spawn_direct(
     argv = list(plan.argv)
     try:
         if plan.seccomp_fd_at is not None:
-            filter_r = _filter_pipe()
+            filter_r = _filter_pipe(plan.seccomp_deny)
             theirs.append(filter_r)
             argv[plan.seccomp_fd_at] = str(filter_r)
         # --sync-fd: bubblewrap's init holds the block pipe's write end too (closing it only in
