@@ -597,6 +597,9 @@ def main():
 main()
 """
 
+# The environment variables a converter child gets (any LC_* too): enough to find Python and its
+# packages, nothing else; API keys and tokens stay out of the process that parses hostile HTML.
+_CHILD_ENV: Final = ("PATH", "PYTHONPATH", "PYTHONHOME", "LANG", "TMPDIR", "TEMP", "TMP", "SYSTEMROOT")
 # Bytes written to the child per drain (bounds the copy the pipe transport buffers).
 _PIPE_CHUNK: Final = 65536
 # A child that converted a page larger than this (UTF-8 bytes) is not kept: its heap may stay large.
@@ -645,7 +648,9 @@ class HtmlConverter:
     """HTML to Markdown in a child process held to a memory ceiling and the fetch deadline.
 
     One child serves one conversion at a time; a conversion takes an idle child or starts one
-    (``sys.executable -P -c ...`` from ``/``, about 30 ms, importing only ``html_to_markdown``), and
+    (``sys.executable -P -c ...`` from ``/``, about 30 ms, importing only ``html_to_markdown``, with
+    only ``PATH``, ``PYTHONPATH``, ``PYTHONHOME``, the locale and temp-directory variables of the
+    environment: no key reaches the process that parses hostile HTML), and
     a child that finished cleanly is kept for the next one (at most ``keep_idle``, and only after
     pages under 2 MB). A child that overran its ceiling, crashed or outlived the deadline is
     killed and reaped before :meth:`convert` returns. The child reads stdin until EOF, so it also
@@ -689,14 +694,13 @@ class HtmlConverter:
             await _kill(process)
             return await _fallback(html, "the conversion ran past the fetch deadline", max_chars)
         except OSError as exc:
-            await _kill(process)
             if process is None:
                 self._warn(exc)
                 return await _fallback(html, "the converter could not start", max_chars)
-            return await _fallback(html, _died(size, allowance), max_chars)
+            return await _fallback(html, await _died(process, size, allowance), max_chars)
         except asyncio.IncompleteReadError:
-            await _kill(process)
-            return await _fallback(html, _died(size, allowance), max_chars)
+            assert process is not None
+            return await _fallback(html, await _died(process, size, allowance), max_chars)
         except BaseException:
             await _kill(process)
             raise
@@ -728,6 +732,11 @@ class HtmlConverter:
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL,
             cwd=os.path.abspath(os.sep),
+            env={
+                name: value
+                for name, value in os.environ.items()
+                if name in _CHILD_ENV or name.startswith("LC_")
+            },
         )
 
     async def _give_back(self, process: asyncio.subprocess.Process, *, reusable: bool) -> None:
@@ -787,7 +796,14 @@ async def _kill(process: asyncio.subprocess.Process | None) -> None:
     await process.wait()
 
 
-def _died(size: int, allowance: int) -> str:
+async def _died(process: asyncio.subprocess.Process, size: int, allowance: int) -> str:
+    """Reap a child that stopped mid-conversion; the reason shown to the model."""
+    await _kill(process)
+    logger.info(
+        "web_fetch's HTML converter stopped (exit status %s) on a %d-byte page; returning the page's text",
+        process.returncode,
+        size,
+    )
     return (
         f"the converter stopped before finishing: a {size}-byte page may use at most "
         f"{allowance >> 20} MB of converter memory"

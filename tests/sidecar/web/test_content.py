@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import sys
@@ -355,6 +356,28 @@ async def test_a_conversion_past_the_deadline_kills_the_child(
     )
     assert gone(int(pid_file.read_text()))
     assert converter._idle == []
+
+
+ENV_DUMP = r"""
+import json, os, struct, sys
+sys.stdin.buffer.read(32)
+data = json.dumps(sorted(os.environ)).encode()
+sys.stdout.buffer.write(struct.pack("<BQ", 0, len(data)) + data)
+sys.stdout.buffer.flush()
+"""
+
+
+async def test_the_child_gets_no_secret_from_the_environment(
+    converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("STEERABLE_API_KEY", "sk-secret")
+    monkeypatch.setenv("TAVILY_API_KEY", "tvly-secret")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    monkeypatch.setattr(_content, "_CHILD_SOURCE", ENV_DUMP)
+    rendered = await converter.convert("<p>x</p>", base_url=None, max_chars=10_000, deadline=later())
+    names = set(json.loads(rendered.text))
+    assert "LC_ALL" in names and "PATH" in names
+    assert names <= {*_content._CHILD_ENV, "LC_ALL", "LC_CTYPE"}  # (the interpreter may add LC_CTYPE)
 
 
 async def test_a_converter_that_cannot_start_falls_back_and_warns_once(
