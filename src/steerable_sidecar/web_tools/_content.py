@@ -647,14 +647,14 @@ def _capped(text: str, max_chars: int, fallback: str | None = None) -> Rendered:
 class HtmlConverter:
     """HTML to Markdown in a child process held to a memory ceiling and the fetch deadline.
 
-    One child serves one conversion at a time; a conversion takes an idle child or starts one
-    (``sys.executable -P -c ...`` from ``/``, about 30 ms, importing only ``html_to_markdown``, with
-    only ``PATH``, ``PYTHONPATH``, ``PYTHONHOME``, the locale and temp-directory variables of the
-    environment: no key reaches the process that parses hostile HTML), and
+    One child serves one conversion at a time. A conversion takes an idle child or starts one
+    (``sys.executable -P -c ...`` from ``/``, about 30 ms, importing only ``html_to_markdown``), and
     a child that finished cleanly is kept for the next one (at most ``keep_idle``, and only after
-    pages under 2 MB). A child that overran its ceiling, crashed or outlived the deadline is
-    killed and reaped before :meth:`convert` returns. The child reads stdin until EOF, so it also
-    ends when this process dies. Call :meth:`aclose` when done.
+    pages under 2 MB). A child's environment holds only ``PATH``, ``PYTHONPATH``, ``PYTHONHOME``,
+    the locale and the temp directory: no key reaches the process that parses hostile HTML. A
+    child that overran its ceiling, crashed or outlived the deadline is killed and reaped before
+    :meth:`convert` returns. The child reads stdin until EOF, so it also ends when this process
+    dies. Call :meth:`aclose` when done.
 
     Args:
         keep_idle: How many finished children to keep for later conversions.
