@@ -45,6 +45,8 @@ from steerable_agent_runtime.llm import (
     parse_tool_call,
 )
 
+from ._secrets import redact
+
 __all__ = [
     "DEFAULT_BASE_URLS",
     "PROVIDER_NAMES",
@@ -81,9 +83,6 @@ _DEFAULT_RETRY_BASE_DELAY_MS: Final = 500
 _DEFAULT_RETRY_MAX_DELAY_MS: Final = 20_000
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
 _MAX_DETAIL_CHARS: Final = 500  # the provider's error text kept in a ProviderError message
-_REDACTED: Final = "[redacted]"
-_MIN_SECRET_CHARS: Final = 8
-"""Keys shorter than this are placeholders (``ollama``), not secrets: error text keeps them."""
 
 
 # -- configuration ----------------------------------------------------------------------------------
@@ -706,14 +705,7 @@ class OpenAICompatibleProvider:
         than 8 characters (``ollama``) are placeholders, not secrets, and are left alone so error
         text stays readable.
         """
-        secret = self._secret
-        if not secret or len(secret) < _MIN_SECRET_CHARS:
-            return text
-        text = text.replace(secret, _REDACTED)
-        if "..." in text:  # a clipped detail may end in the first part of the key
-            for n in range(len(secret) - 1, _MIN_SECRET_CHARS - 1, -1):
-                text = text.replace(secret[:n] + "...", _REDACTED + "...")
-        return text
+        return redact(text, self._secret or "")
 
     def _scrubbed(self, exc: ProviderError) -> ProviderError:
         text = str(exc)

@@ -43,12 +43,13 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from types import TracebackType
 from typing import Any, Final, Protocol, Self, runtime_checkable
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
+from .._secrets import redact
 from ._config import WebToolsConfig
 from ._fetch import _Inflater
 from ._policy import DomainPolicy, url_host, validate_url
@@ -98,8 +99,6 @@ _CODINGS: Final = {
     "x-gzip": "gzip",
     "deflate": "deflate",
 }
-_REDACTED: Final = "[redacted]"
-_MIN_SECRET_CHARS: Final = 8
 _WHITESPACE = re.compile(r"\s+")
 
 # The charset labels a DuckDuckGo page is decoded with: WHATWG Encoding Standard, section 4.2
@@ -652,24 +651,11 @@ class TavilySearchProvider(_HttpBackend):
 
     def _scrub_hit(self, text: str) -> str:
         """A hit's ``text`` without the key, also when percent-encoded (in a URL)."""
-        secret = self._secret
-        if len(secret) < _MIN_SECRET_CHARS:
-            return text
-        text = text.replace(secret, _REDACTED)
-        if "%" in text and secret in unquote(text):
-            text = unquote(text).replace(secret, _REDACTED)
-        return text
+        return redact(text, self._secret, clipped=False, encoded=True)
 
     def _scrub(self, text: str) -> str:
         """``text`` without the key, whole or cut short by a clip (``tvly-ab...``)."""
-        secret = self._secret
-        if len(secret) < _MIN_SECRET_CHARS:
-            return text
-        text = text.replace(secret, _REDACTED)
-        if "..." in text:
-            for n in range(len(secret) - 1, _MIN_SECRET_CHARS - 1, -1):
-                text = text.replace(secret[:n] + "...", _REDACTED + "...")
-        return text
+        return redact(text, self._secret)
 
 
 # -- DuckDuckGo lite ------------------------------------------------------------------------------

@@ -1,0 +1,38 @@
+"""Keeping a credential out of text: error messages, log lines, search hits."""
+
+from __future__ import annotations
+
+from typing import Final
+from urllib.parse import unquote
+
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact"]
+
+REDACTED: Final = "[redacted]"
+"""What a secret is replaced with."""
+
+MIN_SECRET_CHARS: Final = 8
+"""Shorter keys (``ollama``) are placeholders, not secrets: they are left alone, so text stays readable."""
+
+
+def redact(text: str, secret: str, *, clipped: bool = True, encoded: bool = False) -> str:
+    """``text`` with every occurrence of ``secret`` replaced by :data:`REDACTED`.
+
+    Args:
+        text: An error message, a log line, a search hit's field.
+        secret: The credential (left in place when shorter than :data:`MIN_SECRET_CHARS`).
+        clipped: Also redact the key's first part where a clip cut it short (``sk-ab...``): a detail
+            clipped with ``...`` may end inside the key.
+        encoded: Also redact a percent-encoded copy (a key echoed inside a URL).
+
+    Returns:
+        The text without the secret.
+    """
+    if len(secret) < MIN_SECRET_CHARS:
+        return text
+    text = text.replace(secret, REDACTED)
+    if encoded and "%" in text and secret in unquote(text):
+        text = unquote(text).replace(secret, REDACTED)
+    if clipped and "..." in text:
+        for n in range(len(secret) - 1, MIN_SECRET_CHARS - 1, -1):
+            text = text.replace(secret[:n] + "...", REDACTED + "...")
+    return text
