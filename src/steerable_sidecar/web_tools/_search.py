@@ -51,6 +51,7 @@ from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, 
 
 from .._secrets import redact
 from ._config import WebToolsConfig
+from ._content import _codec_for
 from ._fetch import _Inflater
 from ._policy import DomainPolicy, url_host, validate_url
 
@@ -101,52 +102,6 @@ _CODINGS: Final = {
 }
 _WHITESPACE = re.compile(r"\s+")
 
-# The charset labels a DuckDuckGo page is decoded with: WHATWG Encoding Standard, section 4.2
-# ("Names and labels"), the labels of its common encodings mapped to the Python codec a browser's
-# decoder matches. Any other label (``base64``, ``idna``, ``rot13``: codecs a browser never uses)
-# decodes as UTF-8, the encoding the lite page really has.
-_CHARSETS: Final = {
-    **dict.fromkeys(("utf-8", "utf8", "unicode-1-1-utf-8", "unicode11utf8", "unicode20utf8"), "utf-8"),
-    **dict.fromkeys(
-        (
-            "windows-1252",
-            "cp1252",
-            "x-cp1252",
-            "us-ascii",
-            "ascii",
-            "ansi_x3.4-1968",
-            "iso-8859-1",
-            "iso8859-1",
-            "iso_8859-1",
-            "iso-ir-100",
-            "latin1",
-            "l1",
-            "cp819",
-            "ibm819",
-        ),
-        "cp1252",
-    ),
-    **{f"windows-{n}": f"cp{n}" for n in range(1250, 1259)},
-    **{f"cp{n}": f"cp{n}" for n in range(1250, 1259)},
-    **{f"iso-8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)},
-    **{f"iso8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)},
-    **dict.fromkeys(("iso-8859-9", "iso8859-9", "latin5", "l5"), "cp1254"),
-    **dict.fromkeys(("iso-8859-11", "iso8859-11", "tis-620", "windows-874", "dos-874"), "cp874"),
-    "koi8-r": "koi8-r",
-    "koi8-u": "koi8-u",
-    "ibm866": "cp866",
-    "cp866": "cp866",
-    "macintosh": "mac-roman",
-    "x-mac-cyrillic": "mac-cyrillic",
-    **dict.fromkeys(("shift_jis", "shift-jis", "sjis", "x-sjis", "ms_kanji", "windows-31j"), "cp932"),
-    "euc-jp": "euc-jp",
-    "iso-2022-jp": "iso2022-jp",
-    **dict.fromkeys(("euc-kr", "ks_c_5601-1987", "windows-949", "korean"), "cp949"),
-    **dict.fromkeys(("gb2312", "gbk", "x-gbk", "gb18030", "chinese", "cp936"), "gb18030"),
-    **dict.fromkeys(("big5", "big5-hkscs", "cn-big5", "x-x-big5"), "big5hkscs"),
-    **dict.fromkeys(("utf-16le", "utf-16", "unicode", "ucs-2"), "utf-16-le"),
-    "utf-16be": "utf-16-be",
-}
 
 HostInvoke = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]]
 """The reverse-channel call :class:`HostSearchProvider` makes: request object in, answer out."""
@@ -373,10 +328,10 @@ class _Answer:
     def text(self) -> str:
         """The body decoded with the declared charset, errors replaced.
 
-        Only WHATWG labels of text encodings are honoured (:data:`_CHARSETS`); none, or any other
+        Only WHATWG Encoding Standard labels are honoured (the fetcher's table); none, or any other
         label (``base64``, ``idna``...), decodes as UTF-8.
         """
-        codec = _CHARSETS.get((self.charset or "").strip().lower(), "utf-8")
+        codec = _codec_for(self.charset or "") or "utf-8"
         return self.body.decode(codec, "replace")
 
 
