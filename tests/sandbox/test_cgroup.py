@@ -241,3 +241,39 @@ def test_joining_from_outside_moves_a_running_process(cgroup: RunCgroup):
     finally:
         child.kill()
         child.wait()
+
+
+def _memory_dir(path: Path, *, limit: str, usage: int, inactive: int, version: int) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    if version == 1:
+        (path / "memory.limit_in_bytes").write_text(limit + "\n")
+        (path / "memory.usage_in_bytes").write_text(f"{usage}\n")
+        (path / "memory.stat").write_text(f"cache 1\ntotal_inactive_file {inactive}\n")
+    else:
+        (path / "memory.max").write_text(limit + "\n")
+        (path / "memory.current").write_text(f"{usage}\n")
+        (path / "memory.stat").write_text(f"anon 1\ninactive_file {inactive}\n")
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_run_never_gets_more_memory_than_its_ancestors_can_give(tmp_path: Path, version: int) -> None:
+    """Found by the attack review: a run limited above its container's limit exhausts the container
+    first, and the kernel's OOM killer may then kill the sidecar instead of the command."""
+    from steerable_agent_runtime.sandbox._cgroup import MIN_RUN_MEMORY, clamped_memory, memory_headroom
+
+    no_limit = "9223372036854771712" if version == 1 else "max"
+    root = tmp_path / "memory"
+    _memory_dir(root, limit=no_limit, usage=5 << 30, inactive=0, version=version)
+    container = root / "container"
+    _memory_dir(container, limit=str(1 << 30), usage=700 << 20, inactive=200 << 20, version=version)
+    own = container / "sidecar"
+    _memory_dir(own, limit=no_limit, usage=300 << 20, inactive=0, version=version)
+    meminfo = "MemTotal: 24000000 kB\nMemAvailable: 20000000 kB\n"
+    headroom = memory_headroom(own, version=version, meminfo=meminfo)
+    assert headroom == (1 << 30) - (500 << 20)  # the container's limit less what cannot be dropped
+    assert clamped_memory(8 << 30, headroom) == headroom * 3 // 4
+    assert clamped_memory(100 << 20, headroom) == 100 << 20  # a smaller limit stands
+    assert clamped_memory(8 << 30, 10 << 20) == MIN_RUN_MEMORY
+    tight = "MemAvailable: 204800 kB\n"  # the machine itself has less
+    assert memory_headroom(own, version=version, meminfo=tight) == 200 << 20
+    assert memory_headroom(tmp_path / "nowhere", version=version, meminfo="") is None

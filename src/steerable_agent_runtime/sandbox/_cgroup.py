@@ -247,6 +247,53 @@ def _read_int(path: Path, key: str | None = None) -> int:
     return 0
 
 
+MIN_RUN_MEMORY: Final = 64 * 2**20
+"""A run's memory limit is never clamped below this (bytes): an interpreter must start."""
+
+
+def memory_headroom(cgroup: Path, *, version: Literal[1, 2], meminfo: str) -> int | None:
+    """Bytes this process's cgroups (and the machine) can still give before their own limit.
+
+    The smallest, over ``cgroup`` and each ancestor in its hierarchy that has a memory limit, of
+    the limit minus what is in use that cannot simply be dropped (usage less inactive file pages),
+    and ``MemAvailable`` from ``meminfo``. ``None`` when nothing could be read.
+
+    A run whose limit is above this would exhaust an ancestor (a container's limit, the machine)
+    before its own limit: then the kernel's OOM killer chooses among *all* the ancestor's
+    processes, and may choose the sidecar (found by the attack review: a command's memory held in
+    a memfd counts in no process's RSS).
+    """
+    room: list[int] = []
+    for line in meminfo.splitlines():
+        name, _, value = line.partition(":")
+        if name == "MemAvailable" and value.split():
+            room.append(int(value.split()[0]) * 1024)
+    limit_file, usage_file = ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    if version == 2:
+        limit_file, usage_file = ("memory.max", "memory.current")
+    inactive = "total_inactive_file" if version == 1 else "inactive_file"
+    for directory in (cgroup, *cgroup.parents):
+        try:
+            raw_limit = (directory / limit_file).read_text(encoding="ascii").split()[0]
+        except (OSError, IndexError):
+            break  # above the hierarchy's root
+        try:
+            usage = _read_int(directory / usage_file)
+            cache = _read_int(directory / "memory.stat", inactive)
+        except (OSError, ValueError):
+            continue
+        if raw_limit != "max" and int(raw_limit) < 2**62:  # v1 says "no limit" with a huge number
+            room.append(int(raw_limit) - max(usage - cache, 0))
+    return min(room) if room else None
+
+
+def clamped_memory(memory_bytes: int, headroom: int | None) -> int:
+    """``memory_bytes``, or three quarters of ``headroom`` when that is less (never below 64 MiB)."""
+    if headroom is None:
+        return memory_bytes
+    return min(memory_bytes, max(headroom * 3 // 4, MIN_RUN_MEMORY))
+
+
 def _write(path: Path, value: str | int) -> None:
     with open(path, "w", encoding="ascii") as fh:
         fh.write(str(value))
@@ -401,6 +448,23 @@ class RunCgroup:
         parents = [p for p in cgroup_parents() if p.controllers & wanted]
         if not parents:
             return None
+        for home in parents:
+            if "memory" in home.controllers & wanted:
+                try:
+                    meminfo = Path("/proc/meminfo").read_text(encoding="ascii")
+                except OSError:
+                    meminfo = ""
+                limit = clamped_memory(
+                    memory_bytes, memory_headroom(home.path, version=home.version, meminfo=meminfo)
+                )
+                if limit < memory_bytes:
+                    logger.info(
+                        "the run's memory limit is %d bytes, not %d: only that much fits below the "
+                        "sidecar's own cgroup limits and the machine's available memory",
+                        limit,
+                        memory_bytes,
+                    )
+                    memory_bytes = limit
         key = tuple((p.path, p.controllers & wanted) for p in parents)
         versions = {p.path: p.version for p in parents}
         with _pool_lock:
