@@ -395,7 +395,7 @@ def _fork_inside(
     """Fork from the calling thread while it sits in the run's cgroups, then put their limits in force.
 
     The thread enters the cgroups (limits lifted; a few cgroupfs writes, no grace period), forks
-    (the child starts inside), puts the limits in force and leaves: the event loop's thread does
+    (the child starts inside), leaves, and then puts the limits in force: the event loop's thread does
     this, as asyncio's own subprocess support forks from it too (bubblewrap's
     ``--die-with-parent`` follows the *thread* that forked it). ``make_argv`` gets the
     ``cgroup.procs`` files the child does not start in (cgroup v2), for the launcher to join.
@@ -406,11 +406,15 @@ def _fork_inside(
     try:
         with cgroup.inside() as missing:
             popen = _popen(make_argv(missing), stdin=stdin, cwd=cwd, env=env, pass_fds=pass_fds)
-            try:
-                cgroup.apply_limits()
-            except OSError as exc:
-                error = f"cannot set the limits of the run's cgroups {cgroup.paths}: {exc.strerror}"
-                _killpg(popen.pid)
+        # Limits only once this thread is out: the main thread owns the sidecar's memory (cgroup v1
+        # charges the thread-group leader's cgroup), so with the limits in force while it sat inside
+        # the sidecar could be charged to the run and picked by the run's OOM killer. The child
+        # cannot run a command yet: bubblewrap waits for the release, the launcher is still starting.
+        try:
+            cgroup.apply_limits()
+        except OSError as exc:
+            error = f"cannot set the limits of the run's cgroups {cgroup.paths}: {exc.strerror}"
+            _killpg(popen.pid)
     except BaseException:
         _release_later(cgroup)
         raise
