@@ -536,8 +536,28 @@ RECORDED_CALL_BYTES: Final = 4_096
 """Each nested call's arguments and result are kept in ``data.calls`` up to this many bytes of JSON."""
 
 
+_RECORDED_DEPTH: Final = 64
+"""Recorded arguments and results nested deeper than this are replaced (JSON writers have limits)."""
+
+
+def _depth(value: Any, limit: int) -> int:
+    """How deeply ``value``'s lists and dicts nest, counting no further than ``limit + 1``."""
+    deepest, todo = 0, [(value, 1)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, dict | list | tuple):
+            deepest = max(deepest, level)
+            if level > limit:
+                return level
+            children = item.values() if isinstance(item, dict) else item
+            todo.extend((child, level + 1) for child in children)
+    return deepest
+
+
 def _bounded(value: Any) -> Any:
     """``value`` when its JSON is small, else ``{"truncated": true, "bytes": n, "preview": ...}``."""
+    if _depth(value, _RECORDED_DEPTH) > _RECORDED_DEPTH:
+        return {"truncated": True, "bytes": None, "preview": f"(nested deeper than {_RECORDED_DEPTH} levels)"}
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
     except (TypeError, ValueError, RecursionError):

@@ -834,3 +834,43 @@ async def test_a_return_value_nested_too_deeply_is_a_value_limit(workspace: Path
     assert data_of(result)["code"] == "value_limit"
     assert result.error == "The return value is nested too deeply to send as JSON; return flatter data."
     result.to_wire()  # the failure itself serialises
+
+
+async def test_a_nested_call_with_arguments_nested_too_deeply_is_recorded_bounded(workspace: Path) -> None:
+    """Found by a review: a program writing its own call frame could make data.calls too deep for
+    any JSON writer, and ``steerable session`` died on the result."""
+    from steerable_sidecar.session import handle_line
+
+    router = make_router(workspace)
+    frame = '{"t":"call","id":1,"tool":"list_dir","arguments":{"path":' + "[" * 300 + "]" * 300 + "}}"
+    program = f"tools._channel.send({frame!r})\nreturn 1"
+    result = await run(router, program)
+    wire = result.to_wire()  # serialisable
+    call = data_of(result)["calls"][0]
+    assert call["arguments"] == {
+        "truncated": True,
+        "bytes": None,
+        "preview": "(nested deeper than 64 levels)",
+    }
+    line = json.dumps({"id": "x", "name": "run_code", "arguments": {"code": program, "description": "d"}})
+    answered = await handle_line(router, line)
+    assert answered is not None and answered["id"] == "x" and wire["data"]["value"] == 1
+
+
+async def test_session_answers_a_result_no_json_writer_takes() -> None:
+    from steerable_sidecar.session import handle_line
+
+    router = ToolRouter()
+
+    @router.tool
+    async def deep() -> ToolResult:
+        """Return data nested far too deeply."""
+        value: list[Any] = []
+        for _ in range(400):
+            value = [value]
+        return ToolResult(success=True, data={"value": value})
+
+    answered = await handle_line(router, '{"id": "d", "name": "deep", "arguments": {}}')
+    assert answered is not None and answered["id"] == "d"
+    assert answered["result"]["success"] is False and answered["result"]["needsFollowup"] is True
+    assert answered["result"]["error"].startswith("the tool's result cannot be sent as JSON (ValueError")

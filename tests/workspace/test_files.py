@@ -73,6 +73,15 @@ async def test_file_mode_is_preserved_file_11(session):
     assert stat.S_IMODE((session.root / "run.sh").stat().st_mode) == 0o751
 
 
+async def test_a_write_never_carries_set_id_bits_file_11(session):
+    """A command that set the set-uid bit on a program must not get a root sidecar's write to keep it."""
+    session.write_raw("pwn", b"#!/bin/sh\nid\n")
+    os.chmod(session.root / "pwn", 0o6755)
+    await session.read("pwn")
+    assert (await session("write_file", path="pwn", content="#!/bin/sh\nwhoami\n")).success
+    assert stat.S_IMODE((session.root / "pwn").stat().st_mode) == 0o755
+
+
 async def test_new_files_get_the_umask_mode_and_parent_dirs(session):
     result = await session("write_file", path="a/b/c.txt", content="x")
     assert result.success

@@ -106,9 +106,14 @@ SECCOMP_MODE_ARGS = {
     "x86_64": ((90, 1), (91, 1), (268, 2), (452, 2), (2, 2), (85, 1), (257, 3), (133, 1), (259, 2)),
     "aarch64": ((52, 1), (53, 2), (452, 2), (56, 3), (33, 2)),
 }
-# chmod fchmod fchmodat fchmodat2: every call refused for a root command under Landlock, which cannot
-# tell the workspace from /etc for file modes (root owns both)
-SECCOMP_CHMOD = {"x86_64": (90, 91, 268, 452), "aarch64": (52, 53, 452)}
+# chmod fchmod fchmodat fchmodat2, then setxattr lsetxattr fsetxattr removexattr lremovexattr
+# fremovexattr setxattrat removexattrat (a POSIX ACL in system.posix_acl_access is a chmod too):
+# every call refused for a root command under Landlock, which cannot tell the workspace from /etc
+# for file modes and attributes (root owns both)
+SECCOMP_CHMOD = {
+    "x86_64": (90, 91, 268, 452, 188, 189, 190, 197, 198, 199, 463, 466),
+    "aarch64": (52, 53, 452, 5, 6, 7, 14, 15, 16, 463, 466),
+}
 SYS_OPENAT2 = 437  # the same on both: its mode sits in a struct the filter cannot read (ENOSYS)
 S_ISUID_ISGID = 0o6000
 ENOSYS = 38
@@ -174,11 +179,14 @@ def seccomp_program(
     * ``deny_ipc``: System V IPC, POSIX message queues and the keyrings fail with ``EPERM``
       (for backends without an IPC namespace: what a command left there would outlive the run).
     * ``deny_setid``: ``chmod``/``fchmod``/``fchmodat(2)``, ``open``/``openat``/``creat`` and
-      ``mknod(at)`` fail with ``EPERM`` when the mode has the set-user-ID or set-group-ID bit, and
+      ``mknod(at)`` fail with ``EPERM`` when the mode has the set-user-ID or set-group-ID bit,
       ``openat2`` (whose mode the filter cannot read) with ``ENOSYS``, so callers fall back to
-      ``openat``.
-    * ``deny_chmod``: every ``chmod``/``fchmod``/``fchmodat(2)`` fails with ``EPERM`` (a root
-      command under Landlock: root owns the system's files, and Landlock does not cover modes).
+      ``openat``, and ``io_uring_setup`` with ``EPERM`` (an io_uring ``OPENAT`` carries a mode the
+      filter never sees).
+    * ``deny_chmod``: every ``chmod``/``fchmod``/``fchmodat(2)`` and every extended-attribute write
+      (``setxattr``, ``removexattr`` and their variants: a POSIX ACL changes permissions too)
+      fails with ``EPERM`` (a root command under Landlock: root owns the system's files, and
+      Landlock does not cover modes or attributes).
 
     Raises:
         SetupError: For a machine the filter has no syscall numbers for.
@@ -196,7 +204,9 @@ def seccomp_program(
     ]
     if x32 is not None:
         prog.append((jge, "deny", 0, x32))
-    denied = [nr_socket, nr_io_uring] if deny_network else []
+    denied = [nr_socket] if deny_network else []
+    if deny_network or deny_setid:  # io_uring opens sockets and files (any mode) past this filter
+        denied.append(nr_io_uring)
     denied += list(SECCOMP_IPC[machine]) if deny_ipc else []
     denied += list(SECCOMP_CHMOD[machine]) if deny_chmod else []
     prog += [(jeq, "deny", 0, nr) for nr in denied]

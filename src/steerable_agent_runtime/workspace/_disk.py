@@ -222,7 +222,9 @@ def atomic_write(
                 if owner is not None and owner != (os.geteuid(), os.getegid()):
                     with contextlib.suppress(PermissionError):  # only a privileged writer can keep it
                         os.fchown(handle.fileno(), *owner)
-                os.fchmod(handle.fileno(), mode)
+                # never the set-user-ID / set-group-ID bits: a command may have set them (io_uring, an
+                # ACL...) hoping a root sidecar's write would make its program set-uid root
+                os.fchmod(handle.fileno(), mode & ~(stat.S_ISUID | stat.S_ISGID))
             os.replace(tmp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):

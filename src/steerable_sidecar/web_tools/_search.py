@@ -463,6 +463,8 @@ class _HttpBackend:
     def _error(self, message: str, code: str = "search_failed", **data: Any) -> WebError:
         message = self._scrub(message)
         _log.info("web_search via %s failed: %s", self.name, message)
+        # detail taken from the answer (a header, a status text) may echo the key as well
+        data = {k: self._scrub(v) if isinstance(v, str) else v for k, v in data.items()}
         return WebError(code, message, data={"provider": self.name, **data})
 
 
@@ -610,7 +612,7 @@ class TavilySearchProvider(_HttpBackend):
 
     def _scrub(self, text: str) -> str:
         """``text`` without the key, whole or cut short by a clip (``tvly-ab...``)."""
-        return redact(text, self._secret)
+        return redact(text, self._secret, encoded=True)
 
 
 # -- DuckDuckGo lite ------------------------------------------------------------------------------

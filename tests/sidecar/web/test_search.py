@@ -33,7 +33,7 @@ from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, quote
 
 import httpx
 import pytest
@@ -1464,3 +1464,20 @@ async def test_the_key_is_scrubbed_from_every_hit_field_web_5(server, tavily):
         {"title": "x" * 290 + "[redacted]", "url": "https://b.example/?k=[redacted]", "snippet": ""},
     ]
     assert KEY not in json.dumps(hits)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Content-Encoding": KEY},  # echoed into data.contentEncoding
+        {"Content-Encoding": quote(KEY, safe="")},  # and percent-encoded
+    ],
+)
+async def test_a_key_echoed_by_the_backend_never_reaches_error_data(headers: dict[str, str]) -> None:
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, headers=headers, content=b"{}"))
+    async with httpx.AsyncClient(transport=transport) as client:
+        provider = TavilySearchProvider(KEY, base_url="http://tavily.test", client=client)
+        with pytest.raises(WebError) as caught:
+            await provider.search("q", max_results=3)
+    wire = json.dumps({"error": str(caught.value), "data": caught.value.data})
+    assert KEY not in wire and quote(KEY, safe="") not in wire and "[redacted]" in wire
