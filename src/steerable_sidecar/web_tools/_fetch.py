@@ -51,7 +51,7 @@ import httpx
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
 
-from ._config import ALLOWED_DOMAINS_ENV, WebToolsConfig
+from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
 from ._content import (
     SNIFF_BYTES,
     ContentKind,
@@ -76,8 +76,8 @@ _ACCEPT: Final = (
 )
 _REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-_TIMEOUT_ENV: Final = "STEERABLE_WEB_FETCH_TIMEOUT_MS"
-_REDIRECTS_ENV: Final = "STEERABLE_WEB_FETCH_MAX_REDIRECTS"
+_TIMEOUT_ENV: Final = WEB_LIMIT_ENV["fetch_timeout_ms"][0]
+_REDIRECTS_ENV: Final = WEB_LIMIT_ENV["fetch_max_redirects"][0]
 # How much of an error page is read and shown back (data.excerpt of an "http_status" error).
 _EXCERPT_BYTES: Final = 8192
 _EXCERPT_CHARS: Final = 500

@@ -50,7 +50,13 @@ import httpx
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
 from .._secrets import redact
-from ._config import WebToolsConfig
+from ._config import (
+    SEARCH_API_KEY_ENV,
+    SEARCH_PROVIDER_ENV,
+    TAVILY_API_KEY_ENV,
+    WEB_LIMIT_ENV,
+    WebToolsConfig,
+)
 from ._content import _codec_for
 from ._fetch import _Inflater
 from ._policy import DomainPolicy, url_host, validate_url
@@ -73,7 +79,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-MAX_SEARCH_RESULTS: Final = 20
+MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"][2]
 """The most hits one search returns (spec: Bounds, ``search_max_results`` ceiling)."""
 
 MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
@@ -86,8 +92,8 @@ MAX_CONSIDERED_RESULTS: Final = 100
 TAVILY_BASE_URL: Final = "https://api.tavily.com"
 DDG_LITE_URL: Final = "https://lite.duckduckgo.com/lite/"
 
-_KEY_VARS: Final = "STEERABLE_WEB_SEARCH_API_KEY or TAVILY_API_KEY"
-_TIMEOUT_VAR: Final = "STEERABLE_WEB_SEARCH_TIMEOUT_MS"
+_KEY_VARS: Final = f"{SEARCH_API_KEY_ENV} or {TAVILY_API_KEY_ENV}"
+_TIMEOUT_VAR: Final = WEB_LIMIT_ENV["search_timeout_ms"][0]
 _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
 _MAX_DETAIL_CHARS: Final = 200
@@ -993,6 +999,4 @@ def default_web_search_provider(
         return HostSearchProvider(host_invoke) if host_invoke is not None else None
     if provider == "ddg":
         return DuckDuckGoSearchProvider(client=client, timeout_ms=config.search_timeout_ms)
-    raise ConfigError(
-        f"STEERABLE_WEB_SEARCH_PROVIDER={provider!r} is not a search provider; use tavily, host or ddg"
-    )
+    raise ConfigError(f"{SEARCH_PROVIDER_ENV}={provider!r} is not a search provider; use tavily, host or ddg")

@@ -22,10 +22,16 @@ from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
-from ._config import WebToolsConfig
+from ._config import WEB_LIMIT_ENV, WebToolsConfig
 from ._fetch import Resolver, WebFetcher
 from ._policy import DomainPolicy
-from ._search import HostInvoke, WebSearchProvider, default_web_search_provider, filter_hits
+from ._search import (
+    MAX_SEARCH_RESULTS,
+    HostInvoke,
+    WebSearchProvider,
+    default_web_search_provider,
+    filter_hits,
+)
 
 __all__ = [
     "WEB_FETCH_TOOL_NAME",
@@ -44,7 +50,6 @@ WEB_TOOL_NAMES: Final = (WEB_SEARCH_TOOL_NAME, WEB_FETCH_TOOL_NAME)
 
 MAX_QUERY_CHARS: Final = 2000
 """The longest ``web_search`` query accepted, in characters."""
-_CEILING_RESULTS: Final = 20
 
 _DEFAULT: Any = object()
 
@@ -104,10 +109,10 @@ class WebTools:
         self.fetcher = fetcher or WebFetcher(config, resolver=resolver, transport=transport, environ=environ)
         self._owned = (*owned, *(() if fetcher is not None else (self.fetcher,)))
         self.searches = _SessionCounter(
-            WEB_SEARCH_TOOL_NAME, config.session_search_cap, "STEERABLE_WEB_SESSION_SEARCH_CAP"
+            WEB_SEARCH_TOOL_NAME, config.session_search_cap, WEB_LIMIT_ENV["session_search_cap"][0]
         )
         self.fetches = _SessionCounter(
-            WEB_FETCH_TOOL_NAME, config.session_fetch_cap, "STEERABLE_WEB_SESSION_FETCH_CAP"
+            WEB_FETCH_TOOL_NAME, config.session_fetch_cap, WEB_LIMIT_ENV["session_fetch_cap"][0]
         )
 
     async def fetch(self, url: str) -> ToolResult:
@@ -132,7 +137,7 @@ class WebTools:
         text = query.strip()
         if not text:
             raise WebError("invalid_query", "query is empty; say what to search for")
-        limit = min(max_results or self.config.search_max_results, _CEILING_RESULTS)
+        limit = min(max_results or self.config.search_max_results, MAX_SEARCH_RESULTS)
         self.searches.admit()
         try:
             async with asyncio.timeout(self.config.search_timeout_ms / 1000):
@@ -146,7 +151,7 @@ class WebTools:
             raise WebError(
                 "search_timeout",
                 f"web_search ({self.provider.name}) did not answer within "
-                f"{self.config.search_timeout_ms} ms (STEERABLE_WEB_SEARCH_TIMEOUT_MS)",
+                f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'][0]})",
             ) from None
         kept = filter_hits(hits, self.policy, limit)
         return ToolResult(success=True, data={"query": text, "results": [hit.to_json() for hit in kept]})
@@ -211,7 +216,7 @@ class WebTools:
 
         async def web_search(
             query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)],
-            max_results: Annotated[int, Field(ge=1, le=_CEILING_RESULTS, strict=True)] = default,
+            max_results: Annotated[int, Field(ge=1, le=MAX_SEARCH_RESULTS, strict=True)] = default,
         ) -> ToolResult:
             """Search the web.
 
