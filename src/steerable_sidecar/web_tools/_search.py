@@ -463,6 +463,19 @@ class _HttpBackend:
             ) from None
         return bytes(body)
 
+    def _rate_limited(self, answer: _Answer, detail: str = "") -> WebError:
+        """``search_rate_limited`` for an HTTP 429, with the ``Retry-After`` delay when it is usable."""
+        retry_after = _retry_after_s(answer.headers)
+        when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
+        extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
+        said = f": {detail}" if detail else ""
+        return self._error(
+            f"{self._label} is rate-limiting searches (HTTP 429{said}); {when}",
+            "search_rate_limited",
+            status=429,
+            **extra,
+        )
+
     def _too_large(self) -> WebError:
         return self._error(f"{self._label}'s answer is larger than {MAX_RESPONSE_BYTES} bytes; not read")
 
@@ -601,15 +614,7 @@ class TavilySearchProvider(_HttpBackend):
                 status=status,
             )
         if status == 429:
-            retry_after = _retry_after_s(response.headers)
-            when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
-            extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
-            return self._error(
-                f"Tavily is rate-limiting searches (HTTP 429: {detail}); {when}",
-                "search_rate_limited",
-                status=status,
-                **extra,
-            )
+            return self._rate_limited(response, detail)
         return self._error(f"Tavily answered HTTP {status}: {detail}", status=status)
 
     def _scrub_hit(self, text: str) -> str:
@@ -709,15 +714,7 @@ class DuckDuckGoSearchProvider(_HttpBackend):
         response = await self._exchange(request)
         status = response.status
         if status == 429:
-            retry_after = _retry_after_s(response.headers)
-            when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
-            extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
-            raise self._error(
-                f"DuckDuckGo is rate-limiting searches (HTTP 429); {when}",
-                "search_rate_limited",
-                status=status,
-                **extra,
-            )
+            raise self._rate_limited(response)
         policy = DomainPolicy(allowed_domains, blocked_domains)
         try:
             page = await asyncio.to_thread(_read_lite_page, response, policy, wanted)  # up to 4 MiB of HTML
