@@ -8,12 +8,11 @@ EOF or ``system.shutdown``, 2 when the configuration is invalid (the message nam
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from steerable_agent_runtime import SteerableError
 
@@ -61,14 +60,9 @@ async def serve_stdio(
     # stdio first: from here on a stray print (a plugin's, at import or register) lands on stderr
     reader, writer = await open_stdio_streams()
     peer = JsonRpcPeer(reader, writer, name="sidecar")  # not serving yet: the host search needs it
-
-    async def host_search(params: dict[str, Any]) -> Mapping[str, Any]:
-        # {query, maxResults, allowedDomains, blockedDomains}; web_search's deadline bounds the wait
-        answer = await peer.request("web_search.request", params)
-        if not isinstance(answer, Mapping):
-            raise TypeError(f"web_search.request answered {type(answer).__name__}, not an object")
-        return answer
-
+    # {query, maxResults, allowedDomains, blockedDomains}; web_search's deadline bounds the wait, and
+    # HostSearchProvider checks the answer's shape
+    host_search = functools.partial(peer.request, "web_search.request")
     booted = boot_tools(
         config.workspace,
         allow_outside=config.allow_outside,
