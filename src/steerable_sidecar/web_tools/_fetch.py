@@ -300,6 +300,22 @@ def _reason(exc: BaseException) -> str:
     return text or type(exc).__name__
 
 
+# The Content-Encoding values _Inflater decodes (RFC 9110, 8.4.1), lowercased, to the coding it is
+# built with; a list of codings ("gzip, gzip") or any other coding is not among them.
+_CODINGS: Final = {
+    "": "identity",
+    "identity": "identity",
+    "gzip": "gzip",
+    "x-gzip": "gzip",
+    "deflate": "deflate",
+}
+
+
+def _content_coding(header: str) -> str | None:
+    """The :class:`_Inflater` coding for a ``Content-Encoding`` value (``""`` when absent), else ``None``."""
+    return _CODINGS.get(header.strip().lower())
+
+
 class _Inflater:
     """Content decoding (RFC 9110, 8.4.1) with bounded output per call.
 
@@ -740,14 +756,15 @@ class WebFetcher:
         (still compressed) bytes. With ``sniff_first`` an untyped body is refused as soon as
         :data:`SNIFF_BYTES` show it is binary.
         """
-        coding = response.headers.get("content-encoding", "identity").strip().lower()
-        coding = {"x-gzip": "gzip", "": "identity"}.get(coding, coding)
-        if coding not in ("gzip", "deflate", "identity"):
+        sent = response.headers.get("content-encoding", "")
+        coding = _content_coding(sent)
+        if coding is None:
+            shown = sent.strip().lower()
             raise WebError(
                 "unsupported_content_encoding",
-                f"{url} sent its body with Content-Encoding {coding!r}, which web_fetch cannot decode "
+                f"{url} sent its body with Content-Encoding {shown!r}, which web_fetch cannot decode "
                 "(it asks for gzip or deflate only)",
-                data={"contentEncoding": coding},
+                data={"contentEncoding": shown},
             )
         inflater = _Inflater(coding)
         body = bytearray()

@@ -58,7 +58,7 @@ from ._config import (
     WebToolsConfig,
 )
 from ._content import _codec_for
-from ._fetch import _Inflater
+from ._fetch import _content_coding, _Inflater
 from ._policy import DomainPolicy, url_host, validate_url
 
 __all__ = [
@@ -98,14 +98,6 @@ _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
 _MAX_DETAIL_CHARS: Final = 200
 _ACCEPT_ENCODING: Final = "gzip"
-# Content-Encoding values read (RFC 9110, 8.4.1); a list ("gzip, gzip") or any other coding is refused.
-_CODINGS: Final = {
-    "": "identity",
-    "identity": "identity",
-    "gzip": "gzip",
-    "x-gzip": "gzip",
-    "deflate": "deflate",
-}
 _WHITESPACE = re.compile(r"\s+")
 
 
@@ -437,7 +429,7 @@ class _HttpBackend:
         ):
             raise self._too_large()
         sent_coding = response.headers.get("content-encoding", "")
-        coding = _CODINGS.get(sent_coding.strip().lower())
+        coding = _content_coding(sent_coding)
         if coding is None:
             shown = _clip(sent_coding)
             raise self._error(
