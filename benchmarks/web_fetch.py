@@ -43,13 +43,15 @@ from typing import Any
 
 import httpx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web"))
-
-from web_servers import PUBLIC_IP, PinRecorder, ScriptedResolver
-
 from steerable_sidecar.web_tools._config import WebToolsConfig
 from steerable_sidecar.web_tools._content import HtmlConverter, markdown_from_html
 from steerable_sidecar.web_tools._fetch import WebFetcher
+
+# Where web_servers (the scripted test servers) lives; the server child imports it from there too.
+WEB_TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web")
+sys.path.insert(0, WEB_TESTS)
+
+from web_servers import PUBLIC_IP, PinRecorder, ScriptedResolver  # noqa: E402
 
 PAGE_BYTES = 1_000_000
 BODY_BYTES = 50_000_000
@@ -93,11 +95,6 @@ def docs_page(size: int, seed: int = 0) -> str:
         total += len(block)
     parts.append("</main></body></html>")
     return "".join(parts)
-
-
-def text_body(size: int) -> bytes:
-    line = b"GET /index.html 200 steerable web_fetch benchmark line of plain ASCII text\n"
-    return (line * (size // len(line) + 1))[:size]
 
 
 def median_ms(samples: list[float]) -> float:
@@ -267,9 +264,8 @@ def main(argv: list[str] | None = None) -> int:
     ok &= passed
     print(f"{_verdict(passed)}: web_fetch's conversion of 1 MB under {HTML_GOAL_MS:g} ms ({child_ms:.1f} ms)")
 
-    here = str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web")
     server = subprocess.Popen(
-        [sys.executable, "-c", SERVE, here, str(BODY_BYTES)],
+        [sys.executable, "-c", SERVE, WEB_TESTS, str(BODY_BYTES)],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
