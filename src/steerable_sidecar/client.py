@@ -36,7 +36,7 @@ from typing import Any
 
 from steerable_agent_runtime import SidecarStartError, SteerableError, ToolResult, new_call_id
 
-from .rpc import JsonRpcPeer
+from .rpc import InvalidParams, JsonRpcPeer
 
 __all__ = ["ChatHandle", "SidecarClient", "SidecarStartError"]
 
@@ -343,8 +343,6 @@ class SidecarClient:
 
     async def _tool_invoke(self, params: Any) -> dict[str, Any]:
         if self.on_tool_invoke is None:
-            from .rpc import InvalidParams
-
             raise InvalidParams("this host runs no tools (no on_tool_invoke handler)")
         result = await self.on_tool_invoke(dict(params))
         return result.to_wire() if isinstance(result, ToolResult) else dict(result)
@@ -362,8 +360,6 @@ class SidecarClient:
 
     async def _web_search(self, params: Any) -> dict[str, Any]:
         if self.on_web_search is None:
-            from .rpc import InvalidParams
-
             raise InvalidParams("this host runs no web search (no on_web_search handler)")
         return dict(await self.on_web_search(dict(params)))
 
