@@ -44,6 +44,7 @@ from steerable_agent_runtime._env import env_flag, env_int
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.executor import ToolExecutor, current_executor
 from steerable_agent_runtime.sandbox import (
+    LIMIT_ENV,
     SandboxBackend,
     SandboxConfig,
     SandboxedProcess,
@@ -424,7 +425,7 @@ class _Run:
             return self.fail(
                 "memory_limit",
                 "The program was killed: together with the files it wrote to /tmp and /dev/shm it went "
-                "over the sandbox memory limit (STEERABLE_SANDBOX_MEMORY_BYTES). Use less memory.",
+                f"over the sandbox memory limit ({LIMIT_ENV['memory_bytes']}). Use less memory.",
                 stderr=stderr,
             )
         return self.fail(
