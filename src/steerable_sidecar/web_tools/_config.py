@@ -320,9 +320,14 @@ def _unknown_provider(shown: str) -> str:
     return f"{shown} is not a web search provider; use one of: {', '.join(SEARCH_PROVIDERS)}"
 
 
+def _header_safe(text: str) -> bool:
+    """Whether an ``Authorization`` header can carry ``text``: printable ASCII, no space or control."""
+    return all(33 <= ord(char) <= 126 for char in text)
+
+
 def _check_key(key: str, label: str) -> None:
     """Refuse a key an ``Authorization`` header cannot carry, without ever showing the key."""
-    if key and not all(33 <= ord(char) <= 126 for char in key):
+    if key and not _header_safe(key):
         raise ConfigError(
             f"{label} contains characters an HTTP header cannot carry "
             "(spaces, control or non-ASCII characters); check how the key was pasted"

@@ -56,6 +56,7 @@ from ._config import (
     TAVILY_API_KEY_ENV,
     WEB_LIMIT_ENV,
     WebToolsConfig,
+    _header_safe,
 )
 from ._content import _codec_for
 from ._fetch import _content_coding, _Inflater
@@ -517,7 +518,7 @@ class TavilySearchProvider(_HttpBackend):
     ) -> None:
         if not isinstance(api_key, str) or not api_key.strip():
             raise UserError(f"TavilySearchProvider needs a non-empty API key ({_KEY_VARS})")
-        if not (api_key.isascii() and api_key.isprintable()) or any(c.isspace() for c in api_key):
+        if not _header_safe(api_key):
             raise UserError(
                 f"the web search API key contains characters an HTTP header cannot carry ({_KEY_VARS})"
             )
