@@ -421,11 +421,9 @@ def markdown_from_html(html: str, base_url: str | None = None) -> str:
 
 # --- the plain-text fallback ----------------------------------------------------------------------
 
-_HIDDEN_OPEN = re.compile(r"<(script|style|noscript|template|title)\b|<!--", re.IGNORECASE)
-_HIDDEN_CLOSE = {
-    name: re.compile(rf"</{name}\s*>", re.IGNORECASE)
-    for name in ("script", "style", "noscript", "template", "title")
-}
+_HIDDEN_ELEMENTS: Final = ("script", "style", "noscript", "template", "title")
+_HIDDEN_OPEN = re.compile(rf"<({'|'.join(_HIDDEN_ELEMENTS)})\b|<!--", re.IGNORECASE)
+_HIDDEN_CLOSE = {name: re.compile(rf"</{name}\s*>", re.IGNORECASE) for name in _HIDDEN_ELEMENTS}
 _BLOCK_TAG = re.compile(
     r"</?(?:p|div|br|hr|li|dt|dd|tr|td|th|h[1-6]|table|ul|ol|dl|pre|blockquote|section|article|header"
     r"|footer|nav|main|aside|figure|figcaption|details|summary|form)\b[^>]*>?",
