@@ -121,6 +121,7 @@ ENOSYS = 38
 SIGKILL = 9  # the same on every Linux architecture and on macOS
 
 EXIT_SETUP = 125
+SETUP_FAILED = "steerable-sandbox: setup failed, not running the command: "  # on stderr, with EXIT_SETUP
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
 
@@ -229,6 +230,22 @@ def seccomp_program(
         jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
         out.append(struct.pack("=HBBI", code, jt, jf, k))
     return b"".join(out)
+
+
+def seccomp_pipe(deny: dict[str, bool]) -> int:
+    """A pipe holding :func:`seccomp_program` with the ``deny`` keywords (:func:`_deny_list`); its read end.
+
+    The filter is a few hundred bytes, so it fits the pipe buffer. The read end is not inheritable.
+    """
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, seccomp_program(os.uname().machine, **deny))
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)
+    return read_end
 
 
 class _Libc:
@@ -582,9 +599,13 @@ def _confine(opts: dict[str, Any], libc: _Libc | None) -> None:
         apply_seccomp(libc, seccomp_program(os.uname().machine, **opts["seccomp-deny"]))
 
 
+def setup_failure(exc: BaseException) -> str:
+    """Why the setup failed, as :data:`SETUP_FAILED` goes on to say (an ``OSError``'s bare reason)."""
+    return exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+
+
 def _setup_failed(exc: BaseException) -> int:
-    text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-    print(f"steerable-sandbox: setup failed, not running the command: {text}", file=sys.stderr, flush=True)
+    print(f"{SETUP_FAILED}{setup_failure(exc)}", file=sys.stderr, flush=True)
     return EXIT_SETUP
 
 
@@ -602,12 +623,9 @@ def main(args: list[str]) -> int:
         needs_libc = ("landlock", "seccomp-deny", "supervise", "drop-caps")
         libc = _Libc() if any(opts.get(name) for name in needs_libc) else None
         if "seccomp-fd-at" in opts:
-            index = opts["seccomp-fd-at"]
-            read_end, write_end = os.pipe()
-            os.write(write_end, seccomp_program(os.uname().machine, **opts.get("seccomp-deny", {})))
-            os.close(write_end)
+            read_end = seccomp_pipe(opts.get("seccomp-deny", {}))
             os.set_inheritable(read_end, True)
-            command[index] = str(read_end)
+            command[opts["seccomp-fd-at"]] = str(read_end)
         if not opts.get("supervise"):
             _confine(opts, libc)
     except (SetupError, OSError, ValueError) as exc:

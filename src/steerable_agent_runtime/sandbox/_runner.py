@@ -65,7 +65,15 @@ from typing import Final, Literal, Protocol
 from ..errors import SandboxUnavailableError
 from ._backend import LaunchPlan, SandboxBackend, SandboxInfo
 from ._cgroup import RunCgroup
-from ._launch import EXIT_SETUP, _deny_list, _user_tasks, seccomp_program
+from ._launch import (
+    EXIT_SETUP,
+    SETUP_FAILED,
+    SetupError,
+    _deny_list,
+    _user_tasks,
+    seccomp_pipe,
+    setup_failure,
+)
 from ._policy import ResourceLimits, SandboxPolicy, child_environment
 
 __all__ = [
@@ -143,9 +151,6 @@ def launcher_code() -> str:
 
 PIPE_LIMIT_BYTES: Final = 16 * 1024 * 1024
 """Longest line ``SandboxedProcess.stdout.readline()`` accepts in ``stdout="pipe"`` mode (16 MiB)."""
-
-SETUP_FAILED: Final = "steerable-sandbox: setup failed, not running the command: "
-"""How stderr reports a sandbox that could not be set up (exit status 125); the launcher says the same."""
 
 _READ_CHUNK: Final = 64 * 1024
 _KILL_GRACE_S: Final = 1.0  # a supervising launcher (or bwrap, after its sandbox died) gets this long
@@ -532,10 +537,6 @@ def _acquire_limited(*, max_processes: int, memory_bytes: int) -> RunCgroup | No
 # -- bubblewrap without the launcher: limits and cgroups applied to the sandbox from outside -------
 
 
-class _SetupError(Exception):
-    """The sandbox could not be set up; the command must not run."""
-
-
 class _SandboxInit:
     """The sandbox's first process (bubblewrap's PID 1 in its namespace), held by a pidfd if possible."""
 
@@ -572,14 +573,14 @@ def _read_sandbox_pid(info_fd: int, timeout_s: float) -> int | None:
     """The ``child-pid`` bubblewrap writes to ``--info-fd``; ``None`` when it exited without one.
 
     Raises:
-        _SetupError: It said nothing within ``timeout_s``, or something that is not its JSON.
+        SetupError: It said nothing within ``timeout_s``, or something that is not its JSON.
     """
     deadline = time.monotonic() + timeout_s
     data = b""
     while True:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise _SetupError(f"bubblewrap did not report its sandbox within {timeout_s:g} s")
+            raise SetupError(f"bubblewrap did not report its sandbox within {timeout_s:g} s")
         ready, _, _ = select.select([info_fd], [], [], left)
         if not ready:
             continue
@@ -592,9 +593,9 @@ def _read_sandbox_pid(info_fd: int, timeout_s: float) -> int | None:
     try:
         pid = json.loads(data)["child-pid"]
     except (ValueError, KeyError, TypeError):
-        raise _SetupError(f"unexpected answer on bubblewrap's info pipe: {data[:200]!r}") from None
+        raise SetupError(f"unexpected answer on bubblewrap's info pipe: {data[:200]!r}") from None
     if type(pid) is not int or pid <= 1:
-        raise _SetupError(f"unexpected sandbox pid from bubblewrap: {pid!r}")
+        raise SetupError(f"unexpected sandbox pid from bubblewrap: {pid!r}")
     return pid
 
 
@@ -670,7 +671,7 @@ def _prepare_sandbox(
             return _Prepared(None, marks)
         init = _SandboxInit(pid)
         if _ppid(pid) != bwrap_pid:
-            raise _SetupError(f"process {pid} is not the sandbox bubblewrap {bwrap_pid} started")
+            raise SetupError(f"process {pid} is not the sandbox bubblewrap {bwrap_pid} started")
         if cgroup is not None and cgroup.memory_limited:
             _first_for_the_oom_killer(pid)
         _limit_process(pid, limits)
@@ -679,18 +680,17 @@ def _prepare_sandbox(
             try:
                 cgroup.join(pid, cgroup.missing(pid))
             except OSError as exc:
-                raise _SetupError(f"cannot join the run's cgroups {cgroup.paths}: {exc.strerror}") from None
+                raise SetupError(f"cannot join the run's cgroups {cgroup.paths}: {exc.strerror}") from None
             marks["cgroups"] = time.monotonic()
         return _Prepared(init, marks)
     except ProcessLookupError:  # the sandbox died on its own before it could run anything
         if init is not None:
             init.close()
         return _Prepared(None, marks)
-    except (_SetupError, OSError, ValueError) as exc:
-        text = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    except (SetupError, OSError, ValueError) as exc:
         if init is not None:  # killed now; bubblewrap reaps it and exits (no zombie left to PID 1)
             init.kill()
-        return _Prepared(init, marks, error=text)
+        return _Prepared(init, marks, error=setup_failure(exc))
     finally:
         os.close(info_fd)
 
@@ -706,19 +706,6 @@ def _first_for_the_oom_killer(pid: int) -> None:
     """
     with contextlib.suppress(OSError):
         Path(f"/proc/{pid}/oom_score_adj").write_text("1000", encoding="ascii")
-
-
-def _filter_pipe(deny: str) -> int:
-    """A pipe holding the seccomp filter (a few hundred bytes: it fits the pipe buffer); the read end."""
-    read_end, write_end = os.pipe()
-    try:
-        os.write(write_end, seccomp_program(os.uname().machine, **_deny_list(deny)))
-    except BaseException:
-        os.close(read_end)
-        raise
-    finally:
-        os.close(write_end)
-    return read_end
 
 
 class SandboxedProcess:
@@ -1106,7 +1093,7 @@ async def _spawn_direct(
     argv = list(plan.argv)
     try:
         if plan.seccomp_fd_at is not None:
-            filter_r = _filter_pipe(plan.seccomp_deny)
+            filter_r = seccomp_pipe(_deny_list(plan.seccomp_deny))
             theirs.append(filter_r)
             argv[plan.seccomp_fd_at] = str(filter_r)
         # --sync-fd: bubblewrap's init holds the block pipe's write end too (closing it only in
