@@ -43,6 +43,7 @@ from .web_servers import (
     ScriptedResolver,
     ScriptedServer,
     TlsMaterial,
+    closed_port,
     deflate_body,
     gzip_body,
     gzip_bomb,
@@ -855,14 +856,6 @@ async def test_a_server_hanging_up_is_a_protocol_error(net: Net) -> None:
         "protocol_error",
         "docs.example.com broke the HTTP protocol (Server disconnected without sending a response.)",
     )
-
-
-def closed_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- whatever the server sends, only WebError comes out -------------------------------------------

@@ -1,7 +1,7 @@
 """web_search backends against local servers speaking the real wire formats (no internet, ever).
 
 Each HTTP test points a provider's ``base_url`` at a small HTTP/1.1 server on 127.0.0.1 (defined
-below) that records every request and answers from a script.
+below, on ``web_servers.LocalListener``) that records every request and answers from a script.
 
 Fixture provenance (``tests/fixtures/web/``), all written by hand, none captured (no internet here):
 
@@ -22,7 +22,6 @@ import gzip
 import json
 import logging
 import random
-import socket
 import tracemalloc
 import types
 import zlib
@@ -55,6 +54,8 @@ from steerable_sidecar.web_tools._search import (
     filter_hits,
 )
 
+from .web_servers import LocalListener, Seen, closed_port, read_request
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "web"
 KEY = "tvly-dev-SECRET-9f8e7d6c5b4a3f2e"
 
@@ -79,74 +80,26 @@ class Reply:
     endless: bool = False
 
 
-@dataclass(frozen=True)
-class Seen:
-    method: str
-    target: str
-    headers: dict[str, str]
-    body: bytes
-
-    @property
-    def path(self) -> str:
-        return self.target.split("?", 1)[0]
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-
-class LocalServer:
+class LocalServer(LocalListener):
     """Answers each request with the next scripted :class:`Reply` (404 when none is left)."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.replies: deque[Reply] = deque()
         self.requests: list[Seen] = []
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def __aenter__(self) -> LocalServer:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
 
     @property
     def origin(self) -> str:
-        assert self._server is not None
-        port = self._server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
+        return f"http://127.0.0.1:{self.port}"
 
     def script(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            await self._serve(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await reader.readuntil(b"\r\n\r\n")
-        request_line, *header_lines = head.decode("latin-1").split("\r\n")
-        method, target, _version = request_line.split(" ", 2)
-        headers = {}
-        for line in header_lines:
-            if line:
-                name, _, value = line.partition(":")
-                headers[name.strip().lower()] = value.strip()
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.requests.append(Seen(method, target, headers, body))
+        seen = await read_request(reader)
+        if seen is None:
+            return
+        self.requests.append(seen)
         reply = self.replies.popleft() if self.replies else Reply(404, b"no reply scripted")
         if reply.hang:
             await asyncio.sleep(3600)
@@ -199,12 +152,6 @@ async def search_error(provider: Any, query: str = "python asyncio timeout", **o
         async with asyncio.timeout(10):  # a provider that ignores its own deadline fails, not hangs
             await provider.search(query, **options)
     return caught.value
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # -- the protocol and the hit ---------------------------------------------------------------------

@@ -3,6 +3,9 @@
 Everything listens on 127.0.0.1 and runs on the test's own event loop; nothing reaches the
 internet. The pieces:
 
+* :class:`LocalListener`: a TCP server on 127.0.0.1 whose connection handlers are cancelled when
+  it closes; the servers and the proxy here are built on it, and :func:`read_request` reads the
+  request they get.
 * :class:`ScriptedServer`: an HTTP/1.1 server (plain or TLS) whose routes are :class:`Reply`
   scripts (status, headers, a body written whole, in chunks, chunked-encoded, dripped, with a lying
   ``Content-Length``...); it records every request it got (:attr:`ScriptedServer.seen`), with the
@@ -15,6 +18,7 @@ internet. The pieces:
   turn when a host has several answer lists (DNS rebinding).
 * :class:`ScriptedProxy`: an HTTP proxy that refuses (403/407 to CONNECT and to forwarded requests)
   or forwards (CONNECT tunnels and absolute-form requests) to mapped local servers.
+* :func:`closed_port`: a local port nothing listens on.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import contextlib
 import datetime
 import gzip
 import ipaddress
+import json
 import socket
 import ssl
 import tempfile
@@ -32,7 +37,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 import httpx
 from cryptography import x509
@@ -42,6 +47,7 @@ from cryptography.x509.oid import NameOID
 
 __all__ = [
     "PUBLIC_IP",
+    "LocalListener",
     "Pinned",
     "PinRecorder",
     "Reply",
@@ -50,10 +56,12 @@ __all__ = [
     "ScriptedServer",
     "Seen",
     "TlsMaterial",
+    "closed_port",
     "deflate_body",
     "gzip_body",
     "gzip_bomb",
     "make_tls",
+    "read_request",
 ]
 
 PUBLIC_IP = "93.184.216.34"
@@ -134,48 +142,34 @@ class Seen:
     target: str
     headers: dict[str, str]
     sni: str | None
+    body: bytes = b""
+
+    def json(self) -> Any:
+        """The body, parsed as JSON."""
+        return json.loads(self.body)
 
 
 Route = Reply | Callable[[Seen], Reply]
 
 
-class ScriptedServer:
-    """An HTTP/1.1 server on 127.0.0.1 answering from scripted routes (keep-alive supported).
+class LocalListener:
+    """A TCP server whose connection handlers are tracked: leaving it cancels those still running.
 
-    Use as ``async with ScriptedServer({"/": Reply.text("hi")}) as server:``; an unknown path gets
-    a 404. With ``tls`` the server speaks HTTPS and records each connection's SNI name.
+    Subclasses answer one connection in :meth:`_serve`; a connection that breaks, or that is still
+    being served when the listener closes, just ends. :attr:`port` is the bound port once entered.
     """
 
-    def __init__(
-        self,
-        routes: Mapping[str, Route] | None = None,
-        *,
-        tls: TlsMaterial | None = None,
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
-        self.routes: dict[str, Route] = dict(routes or {})
+    def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
         self.host = host
-        self.seen: list[Seen] = []
-        self.connections = 0
-        self._tls = tls
-        self._server: asyncio.Server | None = None
-        self._sni: dict[int, str | None] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self.port = port
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
 
-    @property
-    def scheme(self) -> str:
-        """``https`` with TLS, else ``http``."""
-        return "https" if self._tls else "http"
-
-    def paths(self) -> list[str]:
-        """The request targets received, in order."""
-        return [s.target for s in self.seen]
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return None
 
     async def __aenter__(self) -> Self:
-        context = self._tls.server_context(self._sni) if self._tls else None
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, ssl=context)
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, ssl=self._ssl_context())
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
@@ -191,39 +185,81 @@ class ScriptedServer:
                 await task
         await self._server.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
-        self.connections += 1
-        ssl_object = writer.get_extra_info("ssl_object")
-        sni = self._sni.get(id(ssl_object)) if ssl_object is not None else None
         try:
-            while True:
-                seen = await _read_request(reader, sni)
-                if seen is None:
-                    return
-                self.seen.append(seen)
-                route = self.routes.get(seen.target) or self.routes.get(seen.target.split("?")[0])
-                if route is None:
-                    reply = Reply.text("not found", status=404)
-                else:
-                    reply = route(seen) if callable(route) else route
-                keep_open = await _write_reply(writer, reply)
-                if not keep_open or seen.headers.get("connection", "").lower() == "close":
-                    return
+            await self._serve(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, ssl.SSLError):
             return
         except asyncio.CancelledError:
-            return  # the server is shutting down; asyncio would log a cancelled handler as an error
+            return  # the listener is shutting down; asyncio would log a cancelled handler as an error
         finally:
             self._tasks.discard(task)
             writer.close()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 await writer.wait_closed()
 
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
 
-async def _read_request(reader: asyncio.StreamReader, sni: str | None) -> Seen | None:
+
+class ScriptedServer(LocalListener):
+    """An HTTP/1.1 server on 127.0.0.1 answering from scripted routes (keep-alive supported).
+
+    Use as ``async with ScriptedServer({"/": Reply.text("hi")}) as server:``; an unknown path gets
+    a 404. With ``tls`` the server speaks HTTPS and records each connection's SNI name.
+    """
+
+    def __init__(
+        self,
+        routes: Mapping[str, Route] | None = None,
+        *,
+        tls: TlsMaterial | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        super().__init__(host=host, port=port)
+        self.routes: dict[str, Route] = dict(routes or {})
+        self.seen: list[Seen] = []
+        self.connections = 0
+        self._tls = tls
+        self._sni: dict[int, str | None] = {}
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with TLS, else ``http``."""
+        return "https" if self._tls else "http"
+
+    def paths(self) -> list[str]:
+        """The request targets received, in order."""
+        return [s.target for s in self.seen]
+
+    def _ssl_context(self) -> ssl.SSLContext | None:
+        return self._tls.server_context(self._sni) if self._tls else None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        ssl_object = writer.get_extra_info("ssl_object")
+        sni = self._sni.get(id(ssl_object)) if ssl_object is not None else None
+        while True:
+            seen = await read_request(reader, sni)
+            if seen is None:
+                return
+            self.seen.append(seen)
+            route = self.routes.get(seen.target) or self.routes.get(seen.target.split("?")[0])
+            if route is None:
+                reply = Reply.text("not found", status=404)
+            else:
+                reply = route(seen) if callable(route) else route
+            keep_open = await _write_reply(writer, reply)
+            if not keep_open or seen.headers.get("connection", "").lower() == "close":
+                return
+
+
+async def read_request(reader: asyncio.StreamReader, sni: str | None = None) -> Seen | None:
+    """Read one request (head and ``Content-Length`` body); ``None`` when the connection ends first."""
     try:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
@@ -236,9 +272,8 @@ async def _read_request(reader: asyncio.StreamReader, sni: str | None) -> Seen |
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
     length = int(headers.get("content-length", "0") or 0)
-    if length:
-        await reader.readexactly(length)
-    return Seen(method=method, target=target, headers=headers, sni=sni)
+    body = await reader.readexactly(length) if length else b""
+    return Seen(method=method, target=target, headers=headers, sni=sni, body=body)
 
 
 async def _pieces(reply: Reply) -> AsyncIterator[bytes]:
@@ -468,7 +503,7 @@ class ScriptedResolver:
         return [str(a) for a in answer]
 
 
-class ScriptedProxy:
+class ScriptedProxy(LocalListener):
     """An HTTP proxy on 127.0.0.1 that refuses everything or forwards to mapped local servers.
 
     ``refuse`` is a status (403, 407) answered to every CONNECT and forwarded request. Otherwise
@@ -478,77 +513,45 @@ class ScriptedProxy:
     """
 
     def __init__(self, *, refuse: int | None = None, upstream: Mapping[str, int] | None = None) -> None:
+        super().__init__()
         self.refuse = refuse
         self.upstream = dict(upstream or {})
         self.seen: list[Seen] = []
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.port = 0
 
     @property
     def url(self) -> str:
         """The proxy's URL, for ``HTTPS_PROXY``."""
         return f"http://127.0.0.1:{self.port}"
 
-    async def __aenter__(self) -> Self:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(BaseException):
-                await task
-        await self._server.wait_closed()
-
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            seen = await _read_request(reader, None)
-            if seen is None:
-                return
-            self.seen.append(seen)
-            if seen.method == "CONNECT":
-                authority = seen.target
-                rest = b""
-            else:
-                url = httpx.URL(seen.target)
-                authority = f"{url.host}:{url.port or 80}"
-                origin_form = url.raw_path.decode("ascii")
-                head = [f"{seen.method} {origin_form} HTTP/1.1"]
-                head += [f"{k}: {v}" for k, v in seen.headers.items() if not k.startswith("proxy-")]
-                head = [line for line in head if not line.lower().startswith("connection:")]
-                rest = ("\r\n".join([*head, "Connection: close"]) + "\r\n\r\n").encode("latin-1")
-            local = self.upstream.get(authority)
-            if self.refuse is not None or local is None:
-                status = self.refuse or 403
-                await _write_reply(writer, Reply.text("blocked by the egress proxy", status=status))
-                return
-            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", local)
-            if seen.method == "CONNECT":
-                writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-                await writer.drain()
-            else:
-                up_writer.write(rest)
-                await up_writer.drain()
-            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
-        except (ConnectionError, asyncio.IncompleteReadError):
+        seen = await read_request(reader)
+        if seen is None:
             return
-        except asyncio.CancelledError:
-            return  # the proxy is shutting down
-        finally:
-            self._tasks.discard(task)
-            writer.close()
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await writer.wait_closed()
+        self.seen.append(seen)
+        if seen.method == "CONNECT":
+            authority = seen.target
+            rest = b""
+        else:
+            url = httpx.URL(seen.target)
+            authority = f"{url.host}:{url.port or 80}"
+            origin_form = url.raw_path.decode("ascii")
+            head = [f"{seen.method} {origin_form} HTTP/1.1"]
+            head += [f"{k}: {v}" for k, v in seen.headers.items() if not k.startswith("proxy-")]
+            head = [line for line in head if not line.lower().startswith("connection:")]
+            rest = ("\r\n".join([*head, "Connection: close"]) + "\r\n\r\n").encode("latin-1")
+        local = self.upstream.get(authority)
+        if self.refuse is not None or local is None:
+            status = self.refuse or 403
+            await _write_reply(writer, Reply.text("blocked by the egress proxy", status=status))
+            return
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", local)
+        if seen.method == "CONNECT":
+            writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            await writer.drain()
+        else:
+            up_writer.write(rest)
+            await up_writer.drain()
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
 
 
 async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -561,3 +564,10 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
     finally:
         with contextlib.suppress(Exception):
             writer.close()
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on (bound for a moment, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
