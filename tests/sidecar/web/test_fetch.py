@@ -1219,6 +1219,22 @@ def _namespaces_usable() -> str | None:
     return None if probe.returncode == 0 else f"network namespaces unavailable: {probe.stderr.strip()}"
 
 
+def in_namespace(shell: str, child_env: Callable[..., dict[str, str]]) -> Any:
+    """Run ``shell`` under ``unshare -n -m`` with ``web_servers`` importable; its stdout, as JSON."""
+    env = child_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env["PYTHONPATH"]])
+    done = subprocess.run(
+        ["unshare", "-n", "-m", "sh", "-c", shell],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
 @pytest.mark.skipif(_namespaces_usable() is not None, reason=str(_namespaces_usable()))
 def test_end_to_end_with_the_real_resolver_and_transport_in_a_network_namespace(
     tls: TlsMaterial, tmp_path: Path, child_env: Callable[..., dict[str, str]]
@@ -1233,18 +1249,7 @@ def test_end_to_end_with_the_real_resolver_and_transport_in_a_network_namespace(
         "ip link set lo up && ip addr add 93.184.216.34/32 dev lo && "
         f'mount --bind "{hosts}" /etc/hosts && exec "{sys.executable}" "{script}" "{tls.ca_file.parent}"'
     )
-    env = child_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env["PYTHONPATH"]])
-    done = subprocess.run(
-        ["unshare", "-n", "-m", "sh", "-c", shell],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    out = json.loads(done.stdout)
+    out = in_namespace(shell, child_env)
     assert out["page"] == {
         "url": "http://docs.example.com/",
         "status": 200,
@@ -1334,21 +1339,11 @@ def test_the_real_resolver_neither_searches_domains_nor_reaches_a_blocked_addres
         f'mount --bind "{tmp_path / "hosts"}" /etc/hosts && '
         f'mount --bind "{tmp_path / "resolv.conf"}" /etc/resolv.conf && exec "{sys.executable}" "{script}"'
     )
-    env = child_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent), env["PYTHONPATH"]])
-    done = subprocess.run(
-        ["unshare", "-n", "-m", "sh", "-c", shell],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    out = in_namespace(shell, child_env)
     blocked_address = (
         "which is blocked by STEERABLE_WEB_BLOCKED_DOMAINS (entry 93.184.216.34); use a source outside it"
     )
-    assert json.loads(done.stdout) == {
+    assert out == {
         "http://wiki/": [
             "dns_failed",
             "web_fetch could not reach http://wiki/: the DNS lookup of wiki failed (Name or service not known); "
