@@ -208,25 +208,35 @@ def _sweep(base: Path) -> None:
         entries = list(base.glob(f"{_PREFIX}*"))
     except OSError:
         return
-    me = os.getpid()
     for entry in entries:
         owner = entry.name[len(_PREFIX) :].split("-", 1)[0]
         if not owner.isdigit() or Path(f"/proc/{owner}").exists():
             continue
         for _ in range(100):
             try:
-                pids = [int(p) for p in (entry / "cgroup.procs").read_text(encoding="ascii").split()]
+                if not _kill_listed(entry / "cgroup.procs"):
+                    break
             except (OSError, ValueError):
                 break
-            if not pids:
-                break
-            for pid in pids:
-                if pid != me:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
             time.sleep(0.005)
         with contextlib.suppress(OSError):
             entry.rmdir()
+
+
+def _kill_listed(procs_file: Path) -> list[int]:
+    """``SIGKILL`` every process ``procs_file`` lists but this one; return the pids read.
+
+    Raises:
+        OSError: The file cannot be read.
+        ValueError: It holds something that is not a pid.
+    """
+    pids = [int(p) for p in procs_file.read_text(encoding="ascii").split()]
+    me = os.getpid()
+    for pid in pids:
+        if pid != me:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+    return pids
 
 
 def sweep_stale() -> None:
@@ -407,12 +417,16 @@ class RunCgroup:
         self._oom_fd: int | None = None
         self._tainted = False  # a thread of ours could not leave: never kill, pool or reuse it
         self._in_use = False
-        self.memory_limited = False
 
     @property
     def paths(self) -> tuple[Path, ...]:
         """The run's cgroup directories."""
         return tuple(d.path for d in self._dirs)
+
+    @property
+    def memory_limited(self) -> bool:
+        """Whether the run has a memory cgroup (then :meth:`memory_exceeded` can tell an OOM kill)."""
+        return any(d.memory for d in self._dirs)
 
     @property
     def procs_files(self) -> tuple[Path, ...]:
@@ -466,15 +480,14 @@ class RunCgroup:
                     )
                     memory_bytes = limit
         key = tuple((p.path, p.controllers & wanted) for p in parents)
-        versions = {p.path: p.version for p in parents}
         with _pool_lock:
             pooled = _pool.get(key)
             cgroup = pooled.pop() if pooled else None
         if cgroup is None:
             name = f"{_PREFIX}{os.getpid()}-{next(_counter)}"
             dirs: list[_RunDir] = []
-            for parent, controllers in key:
-                path = parent / name
+            for parent in parents:
+                path = parent.path / name
                 try:
                     path.mkdir()
                 except OSError as exc:
@@ -482,7 +495,7 @@ class RunCgroup:
                     for made in dirs:
                         _rmdir(made.path)
                     return None
-                dirs.append(_RunDir(path, versions[parent], controllers))
+                dirs.append(_RunDir(path, parent.version, parent.controllers & wanted))
             cgroup = cls(key, tuple(dirs))
         try:
             cgroup._prepare(max_processes=max_processes, memory_bytes=memory_bytes)
@@ -502,7 +515,6 @@ class RunCgroup:
             run_dir.set_limits(max_processes=None, memory_bytes=None)  # a previous run's may be lower
             if run_dir.memory:
                 oom += run_dir.oom_kills()
-                self.memory_limited = True
                 if run_dir.version == 1 and self._oom_fd is None:
                     self._oom_fd = _oom_eventfd(run_dir.path)
         self._oom_baseline = oom
@@ -527,24 +539,23 @@ class RunCgroup:
         process's own cgroups on the way out. Call it with the limits lifted (before
         :meth:`apply_limits`), from a thread of its own.
         """
-        entered: list[tuple[_RunDir, Path]] = []
+        entered: list[_RunDir] = []
         missing: list[Path] = []
-        parents = {path: parent for (parent, _), path in zip(self._key, self.paths, strict=True)}
         try:
             for run_dir in self._dirs:
                 if run_dir.version == 1:
                     try:
                         _write(run_dir.path / "tasks", 0)
-                        entered.append((run_dir, parents[run_dir.path]))
+                        entered.append(run_dir)
                         continue
                     except OSError as exc:
                         logger.debug("cannot move a thread into %s: %s", run_dir.path, exc)
                 missing.append(run_dir.procs_file)
             yield tuple(missing)
         finally:
-            for run_dir, parent in entered:
+            for run_dir in entered:
                 try:
-                    _write(parent / "tasks", 0)
+                    _write(run_dir.path.parent / "tasks", 0)
                 except OSError as exc:  # pragma: no cover - the thread just came from there
                     self._tainted = True
                     logger.error("a sidecar thread could not leave the cgroup %s: %s", run_dir.path, exc)
@@ -583,16 +594,9 @@ class RunCgroup:
 
         Never this process: a thread of it is in the run's cgroups while it spawns.
         """
-        me = os.getpid()
         for run_dir in self._dirs:
-            try:
-                pids = run_dir.procs()
-            except (OSError, ValueError):
-                continue
-            for pid in pids:
-                if pid != me:
-                    with contextlib.suppress(OSError):
-                        os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError, ValueError):
+                _kill_listed(run_dir.procs_file)
 
     def _empty(self, patience_s: float = 1.0) -> bool:
         deadline = time.monotonic() + patience_s
