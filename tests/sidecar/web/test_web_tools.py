@@ -9,10 +9,9 @@ WEB-11 (hits filtered post hoc), WEB-14 (the egress marker without a proxy), WEB
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from subprocess import CompletedProcess
 from typing import Any
 
 import pytest
@@ -343,51 +342,39 @@ async def test_a_large_page_is_spilled_whole_not_clipped_twice(site: ScriptedSer
 # -- entry points ---------------------------------------------------------------------------------
 
 
-def _cli(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-    )
-
-
 def test_cli_lists_the_pair_and_no_web_tools_omits_it(
-    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+    tmp_path: Path, run_cli: Callable[..., CompletedProcess[str]]
 ):
     """WEB-1, WEB-2 through ``steerable tools``."""
-    env = child_env(STEERABLE_WEB_SEARCH_PROVIDER="ddg")
-    listed = _cli("tools", "--json", "--no-plugins", env=env, cwd=tmp_path)
+    tools = ["tools", "--workspace", str(tmp_path), "--no-plugins"]
+    listed = run_cli(*tools, "--json", STEERABLE_WEB_SEARCH_PROVIDER="ddg")
     assert listed.returncode == 0, listed.stderr
     names = {t["name"]: t for t in json.loads(listed.stdout)}
     assert names["web_search"]["mode"] == "read" and names["web_fetch"]["exposure"] == "direct"
-    offline = _cli("tools", "--json", "--no-plugins", "--no-web-tools", env=env, cwd=tmp_path)
+    offline = run_cli(*tools, "--json", "--no-web-tools", STEERABLE_WEB_SEARCH_PROVIDER="ddg")
     assert not {"web_search", "web_fetch"} & {t["name"] for t in json.loads(offline.stdout)}
-    bad = _cli("tools", "--no-plugins", env=child_env(STEERABLE_WEB_SEARCH_PROVIDER="bing"), cwd=tmp_path)
+    bad = run_cli(*tools, STEERABLE_WEB_SEARCH_PROVIDER="bing")
     assert bad.returncode == 2 and "STEERABLE_WEB_SEARCH_PROVIDER" in bad.stderr
 
 
 def test_headless_fails_at_load_on_the_egress_marker_without_a_proxy(
-    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+    tmp_path: Path, run_cli: Callable[..., CompletedProcess[str]]
 ):
     """WEB-7, WEB-14: a misconfiguration stops ``steerable run`` before any model or network work."""
     script = tmp_path / "turns.json"
     script.write_text(json.dumps(["hi"]))
-    env = child_env(
-        STEERABLE_EGRESS_CONFINED="1",
-        STEERABLE_PROVIDER="scripted",
-        STEERABLE_SCRIPT=str(script),
-        STEERABLE_STATE_DIR=str(tmp_path / "state"),
-    )
+    env = {
+        "STEERABLE_EGRESS_CONFINED": "1",
+        "STEERABLE_PROVIDER": "scripted",
+        "STEERABLE_SCRIPT": str(script),
+        "STEERABLE_STATE_DIR": str(tmp_path / "state"),
+    }
     args = ["run", "--cwd", str(tmp_path), "--no-plugins", "--quiet", "--instruction", "say hi"]
-    run = _cli(*args, env=env, cwd=tmp_path)
+    run = run_cli(*args, **env)
     summary = json.loads(run.stdout.strip().splitlines()[-1])
     assert run.returncode == 2 and summary["outcome"] != "succeeded", summary
     assert "STEERABLE_EGRESS_CONFINED" in summary["error"] and "HTTPS_PROXY" in summary["error"]
-    offline = _cli(*args, "--no-web-tools", env=env, cwd=tmp_path)  # offline runs never resolve it
+    offline = run_cli(*args, "--no-web-tools", **env)  # offline runs never resolve it
     assert offline.returncode == 0 and json.loads(offline.stdout.strip().splitlines()[-1])["text"] == "hi"
 
 
