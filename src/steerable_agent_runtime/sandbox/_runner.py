@@ -381,10 +381,9 @@ def _executor() -> concurrent.futures.ThreadPoolExecutor:
 
 @dataclass(slots=True)
 class _Spawned:
-    """The run's cgroups after a spawn, the ``cgroup.procs`` files the child did not start in, any failure."""
+    """The run's cgroups after a spawn, and why they could not be limited (the child is then killed)."""
 
     cgroup: RunCgroup | None
-    missing: tuple[Path, ...] = ()
     error: str | None = None
 
 
@@ -423,7 +422,7 @@ def _fork_inside(
     except BaseException:
         _release_later(cgroup)
         raise
-    return popen, _Spawned(cgroup, missing, error)
+    return popen, _Spawned(cgroup, error)
 
 
 def _popen(
@@ -499,7 +498,7 @@ async def _start(
             if cgroup is not None:
                 _release_later(cgroup)
             raise
-        return process, _Spawned(cgroup, missing)
+        return process, _Spawned(cgroup)
     popen, spawned = _fork_inside(make_argv, cgroup, stdin=stdin, cwd=cwd, env=env, pass_fds=pass_fds)
     try:
         proc = await _PidfdProcess.adopt(popen, limit=limit)
@@ -1029,40 +1028,33 @@ async def spawn_sandboxed(
         child_env.update(plan.env)
         limit = PIPE_LIMIT_BYTES if stdout == "pipe" else _READ_CHUNK
         linux = sys.platform.startswith("linux")
-        if plan.direct and linux:
-            return await _spawn_direct(
-                plan,
-                policy,
-                sandbox=backend.info,
-                private_tmp=private_tmp,
-                stdin=stdin,
-                stdout=stdout,
-                env=child_env,
-                limit=limit,
-                timeout_s=timeout_s,
-                started=started,
-            )
 
         def make_argv(missing: tuple[Path, ...]) -> list[str]:
             if sys.platform == "win32":  # no launcher (no resource limits) where no backend exists
                 return list(plan.argv)
             return launcher_argv(plan, policy, cgroups=missing)
 
-        proc, spawned = await _start(
-            make_argv,
-            policy.limits if linux else None,
-            stdin=stdin,
-            cwd=str(policy.workdir),
-            env=child_env,
-            limit=limit,
-        )
+        handshake: tuple[int, int] | None = None
+        if plan.direct and linux:
+            proc, spawned, handshake = await _spawn_direct(
+                plan, policy, stdin=stdin, env=child_env, limit=limit
+            )
+        else:
+            proc, spawned = await _start(
+                make_argv,
+                policy.limits if linux else None,
+                stdin=stdin,
+                cwd=str(policy.workdir),
+                env=child_env,
+                limit=limit,
+            )
     except BaseException:
         shutil.rmtree(private_tmp, ignore_errors=True)
         raise
-    return SandboxedProcess(
+    process = SandboxedProcess(
         proc,
         sandbox=backend.info,
-        supervised=plan.supervised,
+        supervised=plan.supervised and handshake is None,  # a direct plan has no launcher to supervise
         private_tmp=private_tmp,
         cgroup=spawned.cgroup,
         capture_stdout=stdout == "capture",
@@ -1071,22 +1063,24 @@ async def spawn_sandboxed(
         started=started,
         setup_error=spawned.error,
     )
+    if handshake is not None:
+        try:
+            await process._start_sandbox(*handshake, policy.limits)
+        except BaseException:
+            await process.close()
+            raise
+    return process
 
 
 async def _spawn_direct(
-    plan: LaunchPlan,
-    policy: SandboxPolicy,
-    *,
-    sandbox: SandboxInfo,
-    private_tmp: Path,
-    stdin: bool,
-    stdout: Literal["capture", "pipe"],
-    env: Mapping[str, str],
-    limit: int,
-    timeout_s: float | None,
-    started: float,
-) -> SandboxedProcess:
-    """Start a ``direct`` (bubblewrap) plan without the launcher; see the module docstring."""
+    plan: LaunchPlan, policy: SandboxPolicy, *, stdin: bool, env: Mapping[str, str], limit: int
+) -> tuple[_Process, _Spawned, tuple[int, int]]:
+    """Start a ``direct`` (bubblewrap) plan without the launcher; see the module docstring.
+
+    Returns:
+        The process, its cgroups, and the read end of bubblewrap's info pipe and the write end of
+        its block pipe, for :meth:`SandboxedProcess._start_sandbox` (which owns them from then on).
+    """
     info_r, info_w = os.pipe()
     block_r, block_w = os.pipe()
     theirs = [info_w, block_r]
@@ -1115,24 +1109,7 @@ async def _spawn_direct(
     finally:
         for fd in theirs:
             os.close(fd)
-    process = SandboxedProcess(
-        proc,
-        sandbox=sandbox,
-        supervised=False,
-        private_tmp=private_tmp,
-        cgroup=spawned.cgroup,
-        capture_stdout=stdout == "capture",
-        max_output_bytes=policy.limits.max_output_bytes,
-        timeout_s=timeout_s,
-        started=started,
-        setup_error=spawned.error,
-    )
-    try:
-        await process._start_sandbox(info_r, block_w, policy.limits)
-    except BaseException:
-        await process.close()
-        raise
-    return process
+    return proc, spawned, (info_r, block_w)
 
 
 async def run_sandboxed(
