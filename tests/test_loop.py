@@ -95,14 +95,15 @@ async def test_tool_result_goes_back_to_the_model_as_result_json(router: ToolRou
     assert summary.usage == Usage(10, 2)  # the second turn reported none
 
 
+@pytest.mark.parametrize("depth", [400, 3000])  # past pydantic's limit; past json's recursion too
 async def test_a_result_too_deep_for_json_is_an_answer_not_a_crash(
-    router: ToolRouter, tmp_path: Path
+    router: ToolRouter, tmp_path: Path, depth: int
 ) -> None:
     @router.tool
     async def deep() -> ToolResult:
         """Return data nested far too deeply (a ToolResult passes through the router as it is)."""
         value: list[Any] = []
-        for _ in range(400):
+        for _ in range(depth):
             value = [value]
         return ToolResult(success=True, data={"value": value})
 
@@ -112,7 +113,8 @@ async def test_a_result_too_deep_for_json_is_an_answer_not_a_crash(
     answer = tool_results(list(provider.requests[1].messages))["d"]
     assert answer["success"] is False and answer["needsFollowup"] is True
     assert answer["data"] == {"code": "unserializable_result"}
-    assert answer["error"].startswith("deep returned a result that cannot be sent as JSON (ValueError: ")
+    assert answer["error"].startswith("The tool's result cannot be sent as JSON (")
+    assert answer["error"].endswith("ask for less deeply nested data")
 
 
 async def test_needs_followup_failure_reprompts_the_model(router: ToolRouter) -> None:  # ENV-7

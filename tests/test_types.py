@@ -105,3 +105,14 @@ def test_to_wire_replaces_lone_surrogates_so_transports_never_fail():
     wire = result.to_wire()
     assert wire["data"] == {"entries": [{"name": "caf\ufffd.txt"}], "fine": "café", "list": ["\ufffd"]}
     json.dumps(wire, ensure_ascii=False).encode("utf-8")  # would raise on a surrogate
+
+
+def test_a_result_no_json_writer_takes_is_sent_as_a_failure_the_model_can_act_on():
+    value: list = []
+    for _ in range(400):
+        value = [value]
+    wire = ToolResult(success=True, data={"value": value}).to_wire()
+    assert wire["success"] is False and wire["needsFollowup"] is True
+    assert wire["data"] == {"code": "unserializable_result"}
+    assert wire["error"].startswith("The tool's result cannot be sent as JSON (ValueError: ")
+    json.dumps(wire)

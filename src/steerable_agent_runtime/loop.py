@@ -148,26 +148,6 @@ def tool_message(call_id: str, result: ToolResult) -> Message:
     }
 
 
-def _sendable(name: str, result: ToolResult) -> ToolResult:
-    """``result``, or a failed result when its JSON cannot be written (nested too deeply, say).
-
-    The record, the spill hooks, the events and the next model request all serialise the result;
-    one that cannot be serialised must become an answer the model sees, not end the run.
-    """
-    try:
-        json.dumps(result.to_wire(), ensure_ascii=False)
-    except (ValueError, TypeError, RecursionError) as exc:
-        logger.warning("the result of %s cannot be serialised: %s", name, exc)
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=f"{name} returned a result that cannot be sent as JSON ({type(exc).__name__}: {exc}); "
-            "ask for less deeply nested data",
-            data={"code": "unserializable_result"},
-        )
-    return result
-
-
 class AgentLoop:
     """Drive a model and its tools until the run completes, ends on a terminal result, or stops.
 
@@ -405,7 +385,7 @@ class AgentLoop:
             result = ToolResult.retry(call.error, data={"code": "invalid_tool_call"})
             attrs: dict[str, Any] = {}
         else:
-            result = _sendable(call.name, await self._execute(call))
+            result = await self._execute(call)
             attrs = {}
             if self.spill is not None:
                 try:

@@ -78,7 +78,10 @@ class SpillHooks:
         """
         if not result.data:
             return result
-        text = json.dumps(result.data, ensure_ascii=False)
+        try:
+            text = json.dumps(result.data, ensure_ascii=False)
+        except (ValueError, RecursionError):  # no JSON form: to_wire() answers for it, unspilled
+            return result
         size = len(text.encode("utf-8", "surrogatepass"))
         if size <= self.threshold_bytes:
             return result

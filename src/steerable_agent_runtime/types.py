@@ -126,9 +126,21 @@ class ToolResult(_WireModel):
 
         Every string in it is encodable as UTF-8: a lone surrogate (a file name that was not UTF-8,
         decoded by the OS layer with ``surrogateescape``) becomes U+FFFD, so no transport can fail
-        on it.
+        on it. A result no JSON writer takes (``data`` nested too deeply) becomes a failed result
+        the model can act on (``data.code == "unserializable_result"``): every transport (the
+        agent loop, the sidecar, MCP, the line session) writes results through here, and none of
+        them may fail on one.
         """
-        wire: dict[str, Any] = _wire_safe(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        try:
+            wire: dict[str, Any] = _wire_safe(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
+        except (ValueError, TypeError, RecursionError) as exc:
+            return {
+                "success": False,
+                "needsFollowup": True,
+                "error": f"The tool's result cannot be sent as JSON ({type(exc).__name__}: {exc}); "
+                "ask for less deeply nested data",
+                "data": {"code": "unserializable_result"},
+            }
         return wire
 
 

@@ -389,8 +389,8 @@ class _Run:
                 )
             extra = {"repr": True} if frame.get("repr") is True else {}
             done = ToolResult(success=True, data=self.data(value=frame.get("value"), **extra))
-            try:
-                json.dumps(done.to_wire())
+            try:  # to_wire() would answer for it, but the program's own failure says more
+                done.model_dump(mode="json")
             except (ValueError, TypeError, RecursionError):
                 return self.fail(
                     "value_limit",

@@ -47,11 +47,7 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
         return {"id": None, "result": result.to_wire()}
     call_id = raw.get("id") if isinstance(raw.get("id"), str) else None
     result = await router.dispatch(raw)
-    try:
-        return {"id": call_id, "result": result.to_wire()}
-    except (ValueError, TypeError, RecursionError) as exc:  # data no JSON writer takes (too deep)
-        failed = ToolResult.retry(f"the tool's result cannot be sent as JSON ({type(exc).__name__}: {exc})")
-        return {"id": call_id, "result": failed.to_wire()}
+    return {"id": call_id, "result": result.to_wire()}
 
 
 _OVERSIZED = object()

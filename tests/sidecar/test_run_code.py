@@ -873,4 +873,5 @@ async def test_session_answers_a_result_no_json_writer_takes() -> None:
     answered = await handle_line(router, '{"id": "d", "name": "deep", "arguments": {}}')
     assert answered is not None and answered["id"] == "d"
     assert answered["result"]["success"] is False and answered["result"]["needsFollowup"] is True
-    assert answered["result"]["error"].startswith("the tool's result cannot be sent as JSON (ValueError")
+    assert answered["result"]["error"].startswith("The tool's result cannot be sent as JSON (ValueError")
+    assert answered["result"]["data"] == {"code": "unserializable_result"}
