@@ -45,6 +45,7 @@ from steerable_agent_runtime.llm import (
     parse_tool_call,
 )
 
+from ._endpoints import checked_base_url, header_safe
 from ._secrets import redact
 
 __all__ = [
@@ -134,7 +135,18 @@ class LLMConfig:
                 "set it to the model name the endpoint serves"
             )
         base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
-        object.__setattr__(self, "base_url", None if base_url is None else _checked_base_url(base_url))
+        object.__setattr__(
+            self,
+            "base_url",
+            None
+            if base_url is None
+            else checked_base_url(
+                base_url.strip(),
+                variable="STEERABLE_BASE_URL",
+                key_variable="STEERABLE_API_KEY",
+                appends="/chat/completions",
+            ),
+        )
         if self.api_key is not None and not self.api_key.get_secret_value():
             object.__setattr__(self, "api_key", None)
         if self.api_key is None and self.provider not in _KEYLESS:
@@ -142,7 +154,7 @@ class LLMConfig:
                 f"STEERABLE_API_KEY is required for STEERABLE_PROVIDER={self.provider}: "
                 "set it to the endpoint's API key"
             )
-        if self.api_key is not None and not _is_header_safe(self.api_key.get_secret_value()):
+        if self.api_key is not None and not header_safe(self.api_key.get_secret_value()):
             raise ConfigError(
                 "STEERABLE_API_KEY contains characters an HTTP header cannot carry "
                 "(spaces, control or non-ASCII characters); check how it was pasted"
@@ -213,30 +225,6 @@ def _int_var(name: str, get: Callable[[str], str | None], default: int) -> int:
         return int(raw)
     except ValueError:
         raise ConfigError(f"{name}={raw!r} is not a whole number of milliseconds") from None
-
-
-def _checked_base_url(raw: str) -> str:
-    shown = raw
-    try:
-        url = httpx.URL(raw.strip())
-    except (httpx.InvalidURL, TypeError):
-        problem: str | None = "is not a URL"
-    else:
-        problem = None
-        if url.scheme not in ("http", "https") or not url.host:
-            problem = "must be an http:// or https:// URL with a host"
-        elif url.userinfo:
-            shown = f"{url.scheme}://...@{url.host}"
-            problem = "must not contain credentials; put the key in STEERABLE_API_KEY"
-        elif url.query or url.fragment:
-            problem = "must not have a query or fragment (the provider appends /chat/completions)"
-    if problem:
-        raise ConfigError(f"STEERABLE_BASE_URL={shown!r} {problem}")
-    return raw.strip().rstrip("/")
-
-
-def _is_header_safe(value: str) -> bool:
-    return all(33 <= ord(c) <= 126 for c in value)
 
 
 # -- stream assembly --------------------------------------------------------------------------------

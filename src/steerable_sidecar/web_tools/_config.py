@@ -21,6 +21,8 @@ import idna
 from steerable_agent_runtime._env import env_flag, env_int
 from steerable_agent_runtime.errors import ConfigError
 
+from .._endpoints import checked_base_url, header_safe
+
 __all__ = [
     "ALLOWED_DOMAINS_ENV",
     "BLOCKED_DOMAINS_ENV",
@@ -320,14 +322,9 @@ def _unknown_provider(shown: str) -> str:
     return f"{shown} is not a web search provider; use one of: {', '.join(SEARCH_PROVIDERS)}"
 
 
-def _header_safe(text: str) -> bool:
-    """Whether an ``Authorization`` header can carry ``text``: printable ASCII, no space or control."""
-    return all(33 <= ord(char) <= 126 for char in text)
-
-
 def _check_key(key: str, label: str) -> None:
     """Refuse a key an ``Authorization`` header cannot carry, without ever showing the key."""
-    if key and not _header_safe(key):
+    if key and not header_safe(key):
         raise ConfigError(
             f"{label} contains characters an HTTP header cannot carry "
             "(spaces, control or non-ASCII characters); check how the key was pasted"
@@ -335,26 +332,7 @@ def _check_key(key: str, label: str) -> None:
 
 
 def _checked_base_url(raw: object, label: str) -> str:
-    """An http(s) URL with a host and no credentials, query or fragment, without its trailing ``/``."""
-    if not isinstance(raw, str):
-        raise ConfigError(f"{label}={raw!r} must be a string URL")
-    shown = raw
-    try:
-        url = httpx.URL(raw)
-    except httpx.InvalidURL:
-        problem: str | None = "is not a URL"
-    else:
-        problem = None
-        if url.scheme not in ("http", "https") or not url.host:
-            problem = "must be an http:// or https:// URL with a host"
-        elif url.userinfo:
-            shown = f"{url.scheme}://...@{url.host}"
-            problem = f"must not contain credentials; put the key in {SEARCH_API_KEY_ENV}"
-        elif url.query or url.fragment:
-            problem = "must not have a query or fragment (the provider appends its endpoint path)"
-    if problem:
-        raise ConfigError(f"{label}={shown!r} {problem}")
-    return raw.rstrip("/")
+    return checked_base_url(raw, variable=label, key_variable=SEARCH_API_KEY_ENV, appends="its endpoint path")
 
 
 def _checked_proxy(raw: object, label: str) -> str:

@@ -49,6 +49,7 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
+from .._endpoints import header_safe
 from .._secrets import redact
 from ._config import (
     SEARCH_API_KEY_ENV,
@@ -56,7 +57,6 @@ from ._config import (
     TAVILY_API_KEY_ENV,
     WEB_LIMIT_ENV,
     WebToolsConfig,
-    _header_safe,
 )
 from ._content import _codec_for
 from ._fetch import _content_coding, _Inflater
@@ -518,7 +518,7 @@ class TavilySearchProvider(_HttpBackend):
     ) -> None:
         if not isinstance(api_key, str) or not api_key.strip():
             raise UserError(f"TavilySearchProvider needs a non-empty API key ({_KEY_VARS})")
-        if not _header_safe(api_key):
+        if not header_safe(api_key):
             raise UserError(
                 f"the web search API key contains characters an HTTP header cannot carry ({_KEY_VARS})"
             )
