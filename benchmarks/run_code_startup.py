@@ -120,9 +120,8 @@ async def main(rounds: int) -> dict[str, float]:
     sandbox = SandboxConfig(backend="bwrap")
     backend = select_backend(sandbox)
     workspace = Path(tempfile.mkdtemp(prefix="steerable-bench-ws-"))
-    scratch = Path(tempfile.mkdtemp(prefix="steerable-bench-tmp-"))
     policy = SandboxPolicy(writable_roots=(workspace,))
-    bwrap_options = BubblewrapBackend().options(policy, private_tmp=scratch)
+    bwrap_options = BubblewrapBackend().options(policy)
     if "--seccomp" in bwrap_options:  # the filter comes from the launcher as a descriptor; none here
         at = bwrap_options.index("--seccomp")
         del bwrap_options[at : at + 2]
@@ -188,7 +187,6 @@ async def main(rounds: int) -> dict[str, float]:
         assert isinstance(value, list)
         laps.extend(float(v) for v in value)
     shutil.rmtree(workspace, ignore_errors=True)
-    shutil.rmtree(scratch, ignore_errors=True)
 
     medians = {name: statistics.median(values) for name, values in times.items()}
     width = max(map(len, medians))

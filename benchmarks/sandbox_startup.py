@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         env = child_environment()
         bwrap_plan = bwrap.plan(CHILD, policy, private_tmp=private_tmp)
         landlock_plan = landlock.plan(CHILD, policy, private_tmp=private_tmp)
-        options = bwrap.options(policy, private_tmp=private_tmp)
+        options = bwrap.options(policy)
         seccomp = options.index("--seccomp")
         bare_bwrap = [bwrap.executable or "bwrap", *options[:seccomp], *options[seccomp + 2 :], "--", *CHILD]
         limits_only = [

@@ -130,7 +130,7 @@ def test_bwrap_options_follow_the_policy(workspace: Path, tmp_path: Path):
         readable_roots=(extra, workspace / "inside"),
         limits=ResourceLimits(memory_bytes=3 << 20),
     )
-    off = bwrap.options(policy, private_tmp=tmp_path)
+    off = bwrap.options(policy)
     assert off[:5] == ["--die-with-parent", "--new-session", "--cap-drop", "ALL", "--unshare-all"]
     # /dev read-only but for its own /dev/shm; /tmp a tmpfs of the sandbox's own; both sized at
     # the memory limit (bubblewrap 0.8 --size), so tmpfs cannot take more than that each
@@ -159,11 +159,10 @@ def test_bwrap_options_follow_the_policy(workspace: Path, tmp_path: Path):
     assert binds[-1] == ("--bind", str(workspace), str(workspace))
     assert not any(str(workspace / "inside") in bind for bind in binds)  # already writable
     assert off[-4:-2] == ["--chdir", str(workspace)] and off[-2] == "--seccomp" and "--share-net" not in off
-    on = bwrap.options(SandboxPolicy(writable_roots=(workspace,), network=True), private_tmp=tmp_path)
+    on = bwrap.options(SandboxPolicy(writable_roots=(workspace,), network=True))
     assert "--share-net" in on and on[-2] == "--seccomp"  # the set-id filter holds with the network on too
     unlimited = bwrap.options(
-        SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(memory_bytes=0)),
-        private_tmp=tmp_path,
+        SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(memory_bytes=0))
     )
     assert unlimited[12:15] == ["--perms", "1777", "--tmpfs"] and "--size" not in unlimited
 

@@ -81,14 +81,14 @@ class BubblewrapBackend:
                 _probes[path] = _probe(path)
             return _probes[path]
 
-    def options(self, policy: SandboxPolicy, *, private_tmp: Path | None = None) -> list[str]:
+    def options(self, policy: SandboxPolicy) -> list[str]:
         """The ``bwrap`` options for ``policy`` (everything before ``--``).
 
         ``/tmp`` and ``/dev/shm`` are tmpfs mounts of the sandbox's own, each at most
         ``policy.limits.memory_bytes`` (unsized when it is 0, or when this bubblewrap predates
-        ``--size``); ``private_tmp`` is not used. Readable roots under ``/tmp`` (the policy's,
-        the Python interpreter's prefixes and steerable's package) are bound read-only into it,
-        then the writable roots read-write, then what must stay read-only inside them.
+        ``--size``). Readable roots under ``/tmp`` (the policy's, the Python interpreter's prefixes
+        and steerable's package) are bound read-only into it, then the writable roots read-write,
+        then what must stay read-only inside them.
         """
         features = _features(self.executable or "bwrap")
         args = _namespace_options(
@@ -112,9 +112,12 @@ class BubblewrapBackend:
         return args
 
     def plan(self, argv: Sequence[str], policy: SandboxPolicy, *, private_tmp: Path) -> LaunchPlan:
-        """``bwrap <options> -- argv``, ``direct``; the starter fills in the socket filter's descriptor."""
+        """``bwrap <options> -- argv``, ``direct``; the starter fills in the socket filter's descriptor.
+
+        ``private_tmp`` is not used: the sandbox's ``/tmp`` is a tmpfs of its own.
+        """
         path = self.executable or "bwrap"
-        wrapped = (path, *self.options(policy, private_tmp=private_tmp), "--", *argv)
+        wrapped = (path, *self.options(policy), "--", *argv)
         at = wrapped.index(_SECCOMP_PLACEHOLDER) if _SECCOMP_PLACEHOLDER in wrapped else None
         tmp = {"TMPDIR": "/tmp", "TEMP": "/tmp", "TMP": "/tmp"}
         deny = "setid" if policy.network else "net,setid"
