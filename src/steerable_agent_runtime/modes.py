@@ -19,6 +19,7 @@ from typing import Any, Final
 __all__ = [
     "DEFAULT_TOOL_MODE",
     "MODE_CONSENT",
+    "OPEN_WORLD_READS",
     "ToolMode",
     "decide_tool_mode",
     "mode_from_annotations",
@@ -53,7 +54,10 @@ MODE_CONSENT: Final[dict[ToolMode, str]] = {
 }
 """The spec's default UI treatment per mode."""
 
-_EXACT: Final[dict[str, ToolMode]] = {"web_search": ToolMode.READ, "web_fetch": ToolMode.READ}
+OPEN_WORLD_READS: Final = frozenset({"web_search", "web_fetch"})
+"""Reads of the open web, by exact name (spec: Web tools): ``read`` mode, and MCP's ``openWorldHint``."""
+
+_EXACT: Final[dict[str, ToolMode]] = dict.fromkeys(OPEN_WORLD_READS, ToolMode.READ)
 _RULES: Final[tuple[tuple[re.Pattern[str], ToolMode], ...]] = (
     (re.compile(r"^(?:get_|list_|read_|search_)"), ToolMode.READ),
     (re.compile(r"^(?:create_|update_|add_|set_)"), ToolMode.SAFE_WRITE),

@@ -24,6 +24,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
 from steerable_agent_runtime import ToolCall, ToolExposure, ToolMode, ToolResult, ToolRouter, new_call_id
+from steerable_agent_runtime.modes import OPEN_WORLD_READS
 from steerable_agent_runtime.tools import Tool
 
 __all__ = ["build_mcp_server", "mode_annotations", "serve_mcp_stdio", "to_call_tool_result"]
@@ -55,7 +56,7 @@ def mode_annotations(mode: ToolMode, *, title: str | None = None) -> mcp_t.ToolA
 
 def _mcp_tool(tool: Tool) -> mcp_t.Tool:
     annotations = mode_annotations(tool.mode)
-    if tool.name in _OPEN_WORLD_READS:  # reads, but of the open web: openWorldHint is the truth
+    if tool.name in OPEN_WORLD_READS:  # reads, but of the open web: openWorldHint is the truth
         annotations.open_world_hint = True
     return mcp_t.Tool(
         name=tool.name,
@@ -63,9 +64,6 @@ def _mcp_tool(tool: Tool) -> mcp_t.Tool:
         input_schema=tool.parameters,
         annotations=annotations,
     )
-
-
-_OPEN_WORLD_READS = frozenset({"web_search", "web_fetch"})  # by exact name, as the mode classifier
 
 
 def to_call_tool_result(result: ToolResult) -> mcp_t.CallToolResult:
