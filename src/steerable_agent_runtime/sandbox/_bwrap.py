@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import stat
@@ -195,27 +196,21 @@ def _namespace_options(*, network: bool, tmpfs_bytes: int, features: frozenset[s
     return [*args, "--proc", "/proc", *_tmpfs("/tmp", tmpfs_bytes, features)]
 
 
-_features_cache: dict[str, frozenset[str]] = {}
-
-
+@functools.cache
 def _features(path: str) -> frozenset[str]:
     """The optional options this ``bwrap`` knows (``--size``: 0.8, ``--perms``: 0.5), from its ``--help``.
 
     Cached per path; a ``bwrap`` that cannot be asked is assumed to know both (the probe then
     tells whether it runs at all).
     """
-    known = _features_cache.get(path)
-    if known is None:
-        try:
-            run = subprocess.run(
-                [path, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S
-            )
-            text = run.stdout.decode("utf-8", "replace") + run.stderr.decode("utf-8", "replace")
-        except (OSError, subprocess.TimeoutExpired):
-            text = "--size --perms"
-        known = frozenset(option for option in ("--size", "--perms") if option in text.split())
-        _features_cache[path] = known
-    return known
+    try:
+        run = subprocess.run(
+            [path, "--help"], stdin=subprocess.DEVNULL, capture_output=True, timeout=_PROBE_TIMEOUT_S
+        )
+        text = run.stdout.decode("utf-8", "replace") + run.stderr.decode("utf-8", "replace")
+    except (OSError, subprocess.TimeoutExpired):
+        text = "--size --perms"
+    return frozenset(option for option in ("--size", "--perms") if option in text.split())
 
 
 def _probe(path: str) -> str | None:
