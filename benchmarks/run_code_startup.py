@@ -38,15 +38,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from unittest import mock
 
 from steerable_agent_runtime import ToolCall, ToolRouter
 from steerable_agent_runtime.sandbox import (
@@ -88,15 +89,9 @@ async def _spawn(argv: list[str]) -> None:
         raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {err.decode(errors='replace')}")
 
 
-@contextlib.contextmanager
-def _no_cgroups() -> Iterator[None]:
+def _no_cgroups() -> AbstractContextManager[object]:
     """Run as a sidecar without a writable cgroup (a non-root one): ``RunCgroup.acquire`` finds none."""
-    acquire = _cgroup.RunCgroup.__dict__["acquire"]
-    setattr(_cgroup.RunCgroup, "acquire", staticmethod(lambda **limits: None))  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(_cgroup.RunCgroup, "acquire", acquire)  # noqa: B010
+    return mock.patch.object(_cgroup.RunCgroup, "acquire", lambda **limits: None)
 
 
 def _without_cgroups(fn: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:

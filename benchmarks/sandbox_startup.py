@@ -43,14 +43,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
+from unittest import mock
 
 from steerable_agent_runtime.sandbox import (
     BubblewrapBackend,
@@ -102,15 +103,9 @@ def timed_runner(backend: SandboxBackend, policy: SandboxPolicy, *, cgroups: boo
         return asyncio.run(once())
 
 
-@contextlib.contextmanager
-def no_cgroups() -> Iterator[None]:
+def no_cgroups() -> AbstractContextManager[object]:
     """Run as a sidecar without a writable cgroup (a non-root one): ``RunCgroup.acquire`` finds none."""
-    acquire = _cgroup.RunCgroup.__dict__["acquire"]
-    setattr(_cgroup.RunCgroup, "acquire", staticmethod(lambda **limits: None))  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(_cgroup.RunCgroup, "acquire", acquire)  # noqa: B010
+    return mock.patch.object(_cgroup.RunCgroup, "acquire", lambda **limits: None)
 
 
 def main(argv: list[str] | None = None) -> int:
