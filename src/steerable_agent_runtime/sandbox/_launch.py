@@ -406,17 +406,24 @@ def _user_tasks(uid: int) -> int:
     return count
 
 
+def rlimits(*, cpu: int, address_space: int) -> list[tuple[int, tuple[int, int]]]:
+    """``(resource, (soft, hard))`` for each limit but ``RLIMIT_NPROC`` (0 leaves one out); no core files."""
+    limits = [(resource.RLIMIT_CORE, (0, 0))]
+    if cpu:
+        limits.append((resource.RLIMIT_CPU, (cpu, cpu + 1)))  # soft: SIGXCPU, hard: SIGKILL
+    if address_space:
+        limits.append((resource.RLIMIT_AS, (address_space, address_space)))
+    return limits
+
+
 def set_limits(*, cpu: int, address_space: int, nproc: int) -> None:
     """Set the resource limits (0 leaves one as it is); core files are always off.
 
     ``RLIMIT_NPROC`` counts every task of the user, so it is set to the user's current count plus
     ``nproc``. The kernel does not apply it to root; see ``--cgroup``.
     """
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    if cpu:
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))  # soft: SIGXCPU, hard: SIGKILL
-    if address_space:
-        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+    for which, value in rlimits(cpu=cpu, address_space=address_space):
+        resource.setrlimit(which, value)
     if nproc and os.getuid() != 0 and sys.platform.startswith("linux"):
         limit = _user_tasks(os.getuid()) + nproc
         resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))

@@ -71,6 +71,7 @@ from ._launch import (
     SetupError,
     _deny_list,
     _user_tasks,
+    rlimits,
     seccomp_pipe,
     setup_failure,
 )
@@ -630,11 +631,8 @@ def _limit_process(pid: int, limits: ResourceLimits) -> None:
     Raises:
         OSError: The kernel refused one (``ProcessLookupError``: the process is gone).
     """
-    resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
-    if limits.cpu_seconds:  # soft: SIGXCPU, hard: SIGKILL one second later
-        resource.prlimit(pid, resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
-    if limits.memory_bytes:
-        resource.prlimit(pid, resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+    for which, value in rlimits(cpu=limits.cpu_seconds, address_space=limits.memory_bytes):
+        resource.prlimit(pid, which, value)
     if limits.max_processes and os.getuid() != 0:  # root is exempt: the pids cgroup bounds it
         nproc = _nproc_limit(pid, limits.max_processes)
         resource.prlimit(pid, resource.RLIMIT_NPROC, (nproc, nproc))
