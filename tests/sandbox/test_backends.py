@@ -301,3 +301,32 @@ async def test_limits_bound_processes_and_memory(backend, workspace: Path):
     assert made <= 32 and refused >= 68 and made + refused == 100
     memory = await run_sandboxed([PY, "-c", "bytearray(1 << 30)"], policy, backend=backend, timeout_s=20)
     assert memory.exit_code == 1 and memory.stderr.text.rstrip().endswith("MemoryError")
+
+
+@pytest.mark.parametrize("network", [False, True])
+def test_a_bubblewrap_plan_runs_through_the_launcher_too(workspace: Path, tmp_path: Path, network: bool):
+    """``launcher_argv`` runs a direct plan as one command line: the filter is bubblewrap's to install."""
+    from steerable_agent_runtime.sandbox import child_environment
+    from steerable_agent_runtime.sandbox._runner import launcher_argv
+
+    policy = SandboxPolicy(writable_roots=(workspace,), network=network)
+    script = (
+        "import os, socket\n"
+        "try:\n    socket.socket(); print('socket allowed')\n"
+        "except OSError as exc:\n    print('socket', exc.errno == 1 and 'EPERM')\n"
+        "open('made', 'w').close()\n"
+        "try:\n    os.chmod('made', 0o4755); print('setuid allowed')\n"
+        "except OSError:\n    print('setuid refused')\n"
+    )
+    plan = real_backend("bwrap").plan([PY, "-c", script], policy, private_tmp=tmp_path)
+    run = subprocess.run(
+        launcher_argv(plan, policy),
+        capture_output=True,
+        text=True,
+        cwd=workspace,
+        env={**child_environment(), **plan.env},
+        timeout=30,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines() == ["socket allowed" if network else "socket EPERM", "setuid refused"]

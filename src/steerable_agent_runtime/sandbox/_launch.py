@@ -629,8 +629,8 @@ def main(args: list[str]) -> int:
                 raise SetupError(f"cannot join the cgroup {procs!r}: {exc.strerror}") from None
         needs_libc = ("landlock", "seccomp-deny", "supervise", "drop-caps")
         libc = _Libc() if any(opts.get(name) for name in needs_libc) else None
-        if "seccomp-fd-at" in opts:
-            read_end = seccomp_pipe(opts.get("seccomp-deny", {}))
+        if "seccomp-fd-at" in opts:  # the filter is bubblewrap's to install, not the launcher's
+            read_end = seccomp_pipe(opts.pop("seccomp-deny", {}))
             os.set_inheritable(read_end, True)
             command[opts["seccomp-fd-at"]] = str(read_end)
         if not opts.get("supervise"):
