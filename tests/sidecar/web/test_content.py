@@ -6,7 +6,9 @@ import asyncio
 import json
 import logging
 import os
+import socket
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -17,6 +19,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from steerable_agent_runtime.errors import WebError
+from steerable_agent_runtime.sandbox import (
+    CHILD_ENV_ALLOWLIST,
+    INHERITED,
+    BubblewrapBackend,
+    LandlockBackend,
+    ResourceLimits,
+    SandboxBackend,
+    SandboxConfig,
+    SandboxInfo,
+)
 from steerable_sidecar.web_tools import _content
 from steerable_sidecar.web_tools._content import (
     HtmlConverter,
@@ -27,6 +39,7 @@ from steerable_sidecar.web_tools._content import (
     parse_content_type,
     render_body,
     require_text,
+    sandbox_memory_bytes,
     sniff,
     text_from_html,
     text_kind,
@@ -229,9 +242,18 @@ PAGE = """<!doctype html><html><head><title>Guide</title>
 </body></html>"""
 
 
+def bwrap_or_fail(name: str = "bwrap") -> SandboxBackend:
+    """The real backend called ``name``; the test fails, naming the fix, when it cannot run here."""
+    backend: SandboxBackend = BubblewrapBackend() if name == "bwrap" else LandlockBackend()
+    reason = backend.unavailable_reason()
+    if reason is not None:
+        pytest.fail(f"the {name} backend cannot run here ({reason}); .ci/run installs bubblewrap")
+    return backend
+
+
 @pytest.fixture
 async def converter() -> AsyncIterator[HtmlConverter]:
-    made = HtmlConverter()
+    made = HtmlConverter(sandbox=SandboxConfig())  # auto: bubblewrap here, whatever the environment says
     try:
         yield made
     finally:
@@ -248,6 +270,20 @@ def gone(pid: int) -> bool:
     except ProcessLookupError:
         return True
     return False
+
+
+def running_with(marker: str) -> list[int]:
+    """Pids of the processes (anywhere on the host) whose command line holds ``marker``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if marker.encode() in cmdline:
+                found.append(int(entry))
+    return found
 
 
 async def test_html_to_markdown_keeps_links_and_tables_and_drops_scripts_WEB_9(
@@ -279,9 +315,31 @@ async def test_the_conversion_runs_in_a_child_that_is_kept_and_closed(converter:
     assert (
         await converter.convert("<p>two</p>", base_url=None, max_chars=100, deadline=later())
     ).text == "two\n"
-    assert [p.pid for p in converter._idle] == [child.pid]  # the same child served both
+    assert [c.pid for c in converter._idle] == [child.pid]  # the same child served both
     await converter.aclose()
     assert converter._idle == [] and gone(child.pid)
+
+
+async def test_a_page_over_2_mb_gets_a_child_of_its_own_that_is_not_kept(converter: HtmlConverter) -> None:
+    await converter.convert("<p>small</p>", base_url=None, max_chars=100, deadline=later())
+    [kept] = converter._idle
+    big = "<p>" + "word " * 500_000 + "</p>"  # 2.5 MB
+    rendered = await converter.convert(big, base_url=None, max_chars=10, deadline=later())
+    assert rendered.cut and rendered.fallback is None
+    assert converter._idle == [kept]  # the big page did not take (or replace) the kept child
+
+
+async def test_a_child_near_its_cpu_limit_is_not_kept() -> None:
+    converter = HtmlConverter(sandbox=SandboxConfig(limits=ResourceLimits(cpu_seconds=10)))
+    try:
+        await converter.convert("<p>one</p>", base_url=None, max_chars=100, deadline=later())
+        [child] = converter._idle
+        child.busy_s = 5.0  # its conversions so far took half of RLIMIT_CPU
+        await converter.convert("<p>two</p>", base_url=None, max_chars=100, deadline=later())
+        assert converter._idle == []  # past half: stopped rather than kept until SIGXCPU
+        assert gone(child.pid)
+    finally:
+        await converter.aclose()
 
 
 async def test_concurrent_conversions_each_get_a_child(converter: HtmlConverter) -> None:
@@ -332,34 +390,40 @@ async def test_markdown_past_max_chars_is_cut_with_a_marker(converter: HtmlConve
 
 
 SLEEPER = r"""
-import json, os, sys, time
-with open(json.loads(sys.argv[1]), "w") as out:
-    out.write(str(os.getpid()))
+import sys, time
+# slow-converter-marker
+sys.stdout.buffer.write(b"R")
+sys.stdout.buffer.flush()
 sys.stdin.buffer.read(32)
 time.sleep(60)
 """
 
 
+@pytest.mark.skipif(sys.platform != "linux", reason="looks for the child in /proc")
 async def test_a_conversion_past_the_deadline_kills_the_child(
-    converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pid_file = tmp_path / "pid"
-    monkeypatch.setattr(_content, "_CHILD_SOURCE", SLEEPER)
-    monkeypatch.setattr(_content, "_MARKDOWN_OPTIONS", str(pid_file))  # argv[1]: json.dumps of a str
+    marker = f"slow-converter-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setattr(_content, "_CHILD_SOURCE", SLEEPER.replace("slow-converter-marker", marker))
     start = time.monotonic()
-    rendered = await converter.convert(
-        "<p>a <b>slow</b> page</p>", base_url=None, max_chars=100, deadline=later(1.0)
+    convert = asyncio.ensure_future(
+        converter.convert("<p>a <b>slow</b> page</p>", base_url=None, max_chars=100, deadline=later(1.0))
     )
+    await asyncio.sleep(0.7)
+    assert running_with(marker) != []  # the child runs (in its sandbox) until the deadline...
+    rendered = await convert
     assert 0.9 < time.monotonic() - start < 3.0
     assert rendered == Rendered(
         "a slow page", fallback="the conversion ran past the fetch deadline", max_chars=100
     )
-    assert gone(int(pid_file.read_text()))
+    assert running_with(marker) == []  # ...and is gone, with its sandbox, when convert returns
     assert converter._idle == []
 
 
 ENV_DUMP = r"""
 import json, os, struct, sys
+sys.stdout.buffer.write(b"R")
+sys.stdout.buffer.flush()
 sys.stdin.buffer.read(32)
 data = json.dumps(sorted(os.environ)).encode()
 sys.stdout.buffer.write(struct.pack("<BQ", 0, len(data)) + data)
@@ -377,7 +441,9 @@ async def test_the_child_gets_no_secret_from_the_environment(
     rendered = await converter.convert("<p>x</p>", base_url=None, max_chars=10_000, deadline=later())
     names = set(json.loads(rendered.text))
     assert "LC_ALL" in names and "PATH" in names
-    assert names <= {*_content._CHILD_ENV, "LC_ALL", "LC_CTYPE"}  # (the interpreter may add LC_CTYPE)
+    assert "STEERABLE_API_KEY" not in names and "TAVILY_API_KEY" not in names
+    # the sandbox's allowlist (the interpreter may add LC_CTYPE, bubblewrap sets PWD to "/")
+    assert names <= {*CHILD_ENV_ALLOWLIST, "PYTHONDONTWRITEBYTECODE", "LC_ALL", "LC_CTYPE", "PWD"}
 
 
 async def test_a_converter_that_cannot_start_falls_back_and_warns_once(
@@ -388,13 +454,19 @@ async def test_a_converter_that_cannot_start_falls_back_and_warns_once(
         for _ in range(2):
             rendered = await converter.convert("<p>kept</p>", base_url=None, max_chars=100, deadline=later())
             assert (rendered.text, rendered.fallback) == ("kept", "the converter could not start")
-    assert [r.getMessage().split(":")[0] for r in caplog.records] == [
-        "web_fetch cannot start its HTML converter (/nonexistent/python -P -c ...)"
-    ]
+    [record] = caplog.records
+    backend = converter.sandbox.backend if converter.sandbox is not None else "?"
+    assert record.getMessage().startswith(
+        f"web_fetch cannot start its HTML converter (/nonexistent/python -P -c ... under {backend}): exit status "
+    )
+    assert "/nonexistent/python" in record.getMessage().split("exit status", 1)[1]  # the sandbox's own error
+    assert converter._idle == []
 
 
 REFUSER = r"""
 import struct, sys
+sys.stdout.buffer.write(b"R")
+sys.stdout.buffer.flush()
 head = sys.stdin.buffer.read(32)
 size, base, _, _ = struct.unpack("<4Q", head)
 sys.stdin.buffer.read(size + base)
@@ -411,6 +483,192 @@ async def test_a_document_the_converter_refuses_falls_back_to_its_text(
         "<p>kept &amp; shown</p>", base_url=None, max_chars=100, deadline=later()
     )
     assert (rendered.text, rendered.fallback) == ("kept & shown", "the converter could not parse it")
+
+
+# --- the converter's sandbox ------------------------------------------------------------------
+
+# What an exploited converter could try: runs in place of the converter, under the same sandbox,
+# and answers with what each attempt gave. The "page" it is sent is a JSON object of targets.
+ATTACKER = r"""
+import json, os, resource, socket, struct, sys, time
+sys.stdout.buffer.write(b"R")
+sys.stdout.buffer.flush()
+size, base, _, _ = struct.unpack("<4Q", sys.stdin.buffer.read(32))
+sys.stdin.buffer.read(base)
+ask = json.loads(sys.stdin.buffer.read(size))
+
+
+def attempt(action):
+    try:
+        return "done: " + repr(action())[:300]
+    except OSError as exc:
+        return type(exc).__name__
+
+
+def fork_many():
+    forked = 0
+    for _ in range(8):
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+        forked += 1
+    return forked
+
+
+out = {
+    "sidecar_environ": attempt(lambda: open(f"/proc/{ask['sidecar']}/environ", "rb").read()),
+    "canary": os.environ.get(ask["canary"]),
+    "write_outside": attempt(lambda: open(ask["outside"], "w").write("planted")),
+    "tcp": attempt(lambda: socket.create_connection(("127.0.0.1", ask["port"]), timeout=2)),
+    "udp": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
+    "unix": attempt(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)),
+    "fork": attempt(fork_many),
+    "as_hard": resource.getrlimit(resource.RLIMIT_AS)[1],
+    "tmp": attempt(lambda: open(os.path.join(os.environ["TMPDIR"], "scratch"), "w").write("ok")),
+}
+data = json.dumps(out).encode()
+sys.stdout.buffer.write(struct.pack("<BQ", 0, len(data)) + data)
+sys.stdout.buffer.flush()
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the Linux backends (bubblewrap, Landlock)")
+@pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
+async def test_an_exploited_converter_cannot_read_secrets_write_or_reach_the_network(
+    backend_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    backend = bwrap_or_fail(backend_name)
+    canary = "STEERABLE_CONVERTER_CANARY"
+    monkeypatch.setenv(canary, "canary-value-31337")
+    monkeypatch.setattr(_content, "_CHILD_SOURCE", ATTACKER)
+    outside = Path(tempfile.mkdtemp(dir="/var/tmp"))  # exists under every backend, outside /tmp
+    listener = socket.create_server(("127.0.0.1", 0))
+    converter = HtmlConverter(sandbox=SandboxConfig(network=True), backend=backend)  # network: still off
+    try:
+        ask = {
+            "sidecar": os.getpid(),
+            "canary": canary,
+            "outside": str(outside / "planted"),
+            "port": listener.getsockname()[1],
+        }
+        rendered = await converter.convert(json.dumps(ask), base_url=None, max_chars=10**6, deadline=later())
+        assert rendered.fallback is None, rendered.fallback
+        seen = json.loads(rendered.text)
+    finally:
+        await converter.aclose()
+        listener.close()
+    assert converter.sandbox == backend.info
+    assert seen["sidecar_environ"] in {"FileNotFoundError", "PermissionError"}  # hidden, or refused
+    assert seen["canary"] is None
+    assert seen["write_outside"] in {"OSError", "PermissionError"}  # EROFS, or refused by Landlock
+    assert not (outside / "planted").exists()
+    assert (seen["tcp"], seen["udp"], seen["unix"]) == ("PermissionError",) * 3  # the socket filter
+    assert seen["fork"] == "BlockingIOError"  # at most 4 processes in the sandbox, this one included
+    assert seen["as_hard"] == sandbox_memory_bytes(2 << 20)  # sized for the largest page a kept child serves
+    assert seen["tmp"] == "done: 2"  # its private temporary directory is writable
+    outside.rmdir()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap")
+async def test_the_real_converter_child_runs_in_bubblewrap_namespaces_without_the_sidecar_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    backend = bwrap_or_fail()
+    monkeypatch.setenv("STEERABLE_API_KEY", "sk-canary-4242")
+    converter = HtmlConverter(sandbox=SandboxConfig())
+    try:
+        rendered = await converter.convert("<h1>real</h1>", base_url=None, max_chars=100, deadline=later())
+        assert rendered == Rendered("# real\n", max_chars=100)
+        assert converter.sandbox == backend.info == SandboxInfo("bwrap", "full")
+        [child] = converter._idle
+        [python] = [pid for pid in descendants(child.pid) if cmdline(pid).startswith(sys.executable.encode())]
+        for namespace in (
+            "pid",
+            "net",
+            "mnt",
+            "user",
+        ):  # its own: other processes and the network out of sight
+            assert os.readlink(f"/proc/{python}/ns/{namespace}") != os.readlink(f"/proc/self/ns/{namespace}")
+        status = Path(f"/proc/{python}/status").read_text()
+        assert "\nSeccomp:\t2\n" in status and "\nCapEff:\t0000000000000000\n" in status
+        environ = Path(f"/proc/{python}/environ").read_bytes()
+        assert b"sk-canary-4242" not in environ and b"STEERABLE_API_KEY" not in environ
+        assert Path(f"/proc/{python}/cwd").resolve() == Path("/")
+    finally:
+        await converter.aclose()
+
+
+def cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def descendants(root: int) -> list[int]:
+    """Every process under ``root`` (host pids), from ``/proc/*/stat``."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+async def test_without_a_sandbox_html_comes_back_as_text_and_no_child_runs(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    converter = HtmlConverter(sandbox=SandboxConfig(backend="none"))
+    try:
+        with caplog.at_level(logging.WARNING, logger=_content.__name__):
+            for _ in range(2):
+                rendered = await converter.convert(
+                    "<p>plain <b>text</b></p>", base_url=None, max_chars=100, deadline=later()
+                )
+                assert rendered == Rendered(
+                    "plain text", fallback="no layer-2 sandbox can run the converter here", max_chars=100
+                )
+        assert rendered.content == (
+            "[web_fetch: this page could not be converted to Markdown (no layer-2 sandbox can run the "
+            "converter here); its text follows]\n\nplain text"
+        )
+        assert converter.sandbox is None and converter._idle == []
+        [record] = caplog.records  # selected once, warned once
+        assert record.getMessage().startswith(
+            "web_fetch's HTML converter runs only in a layer-2 sandbox, and none can run here: HTML pages "
+            "are returned as plain text. STEERABLE_SANDBOX=none allows no sandbox backend"
+        )
+    finally:
+        await converter.aclose()
+
+
+async def test_a_confined_sidecar_runs_the_converter_inside_its_layer_1_boundary() -> None:
+    converter = HtmlConverter(sandbox=SandboxConfig(confined=True, backend="none"))
+    try:
+        rendered = await converter.convert(
+            "<h2>inherited</h2>", base_url=None, max_chars=100, deadline=later()
+        )
+        assert rendered == Rendered("## inherited\n", max_chars=100)
+        assert converter.sandbox == INHERITED == SandboxInfo("inherited", "partial", "layer1")
+    finally:
+        await converter.aclose()
+
+
+def test_the_sandbox_memory_limit_covers_the_page_and_its_allowance() -> None:
+    page = 2 << 20
+    allowance = _content.CONVERTER_MEMORY_FLOOR + _content.CONVERTER_MEMORY_PER_BYTE * page
+    assert sandbox_memory_bytes(page) == (128 << 20) + 5 * page + allowance == 266 << 20
+    assert (
+        sandbox_memory_bytes(page, configured=200 << 20) == 200 << 20
+    )  # STEERABLE_SANDBOX_MEMORY_BYTES wins
 
 
 def test_markdown_from_html_falls_back_to_the_source_when_the_converter_fails(
