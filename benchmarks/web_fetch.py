@@ -3,10 +3,11 @@
 What it measures
     1. ``markdown_from_html`` (the conversion itself) on a generated 1 MB documentation-like page
        (headings, paragraphs, links, code, tables, scripts, nav), and the same through
-       ``HtmlConverter`` (what ``web_fetch`` runs: a warm child process held to a memory ceiling,
-       the page and the Markdown sent over a pipe). In-run baseline: one pass of the stdlib
-       ``html.parser.HTMLParser`` over the same page (parsing alone, no output). Goal: under
-       150 ms, for both.
+       ``HtmlConverter`` (what ``web_fetch`` runs: a warm child process in the layer-2 sandbox,
+       held to a memory ceiling, the page and the Markdown sent over a pipe). In-run baseline: one
+       pass of the stdlib ``html.parser.HTMLParser`` over the same page (parsing alone, no
+       output). Goal: under 150 ms, for both. The first conversion (which chooses the sandbox
+       backend and starts the child) is reported without a goal.
     2. ``WebFetcher.fetch`` of a 50 MB ``text/plain`` response from a local server running in a
        child process (so server work does not share this event loop), through the whole path:
        DNS (an injected resolver), the SSRF check, the pinned request (a transport that maps
@@ -120,11 +121,16 @@ def bench_html(rounds: int) -> tuple[float, float, int]:
     return median_ms(convert), median_ms(parse), len(out)
 
 
-async def bench_child(rounds: int) -> float:
-    """``HtmlConverter.convert`` of the same page (a warm child: the first call starts it)."""
+async def bench_child(rounds: int) -> tuple[float, float, str]:
+    """``HtmlConverter.convert`` of the same page: the first call (it starts the child), then warm.
+
+    Returns:
+        The first call's milliseconds, the warm median's, and the sandbox backend's name.
+    """
     page = docs_page(PAGE_BYTES)
     converter = HtmlConverter()
     loop = asyncio.get_running_loop()
+    first = 0.0
     try:
         samples: list[float] = []
         for i in range(rounds + 1):
@@ -137,10 +143,13 @@ async def bench_child(rounds: int) -> float:
             )
             if i:  # the first round starts the child
                 samples.append(time.perf_counter() - start)
+            else:
+                first = (time.perf_counter() - start) * 1e3
             assert rendered.fallback is None, rendered.fallback
     finally:
         await converter.aclose()
-    return median_ms(samples)
+    sandbox = converter.sandbox.backend if converter.sandbox is not None else "none"
+    return first, median_ms(samples), sandbox
 
 
 SERVE = """
@@ -258,8 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     passed = convert_ms < HTML_GOAL_MS
     ok &= passed
     print(f"{_verdict(passed)}: HTML -> Markdown of 1 MB under {HTML_GOAL_MS:g} ms ({convert_ms:.1f} ms)")
-    child_ms = asyncio.run(bench_child(args.rounds * 2))
-    print(f"  the same through web_fetch's converter child  {child_ms:8.1f} ms")
+    first_ms, child_ms, sandbox = asyncio.run(bench_child(args.rounds * 2))
+    print(f"  the same through web_fetch's converter child ({sandbox}), warm  {child_ms:8.1f} ms")
+    print(f"  its first conversion (backend chosen, child started)  {first_ms:8.1f} ms")
     passed = child_ms < HTML_GOAL_MS
     ok &= passed
     print(f"{_verdict(passed)}: web_fetch's conversion of 1 MB under {HTML_GOAL_MS:g} ms ({child_ms:.1f} ms)")
