@@ -8,7 +8,6 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -518,7 +517,8 @@ def fork_many():
 out = {
     "sidecar_environ": attempt(lambda: open(f"/proc/{ask['sidecar']}/environ", "rb").read()),
     "canary": os.environ.get(ask["canary"]),
-    "write_outside": attempt(lambda: open(ask["outside"], "w").write("planted")),
+    "write_host_tmp": attempt(lambda: open(ask["host_tmp"], "w").write("planted")),
+    "write_beside_tests": attempt(lambda: open(ask["beside_tests"], "w").write("planted")),
     "tcp": attempt(lambda: socket.create_connection(("127.0.0.1", ask["port"]), timeout=2)),
     "udp": attempt(lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)),
     "unix": attempt(lambda: socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)),
@@ -535,20 +535,22 @@ sys.stdout.buffer.flush()
 @pytest.mark.skipif(sys.platform != "linux", reason="the Linux backends (bubblewrap, Landlock)")
 @pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
 async def test_an_exploited_converter_cannot_read_secrets_write_or_reach_the_network(
-    backend_name: str, monkeypatch: pytest.MonkeyPatch
+    backend_name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     backend = bwrap_or_fail(backend_name)
     canary = "STEERABLE_CONVERTER_CANARY"
     monkeypatch.setenv(canary, "canary-value-31337")
     monkeypatch.setattr(_content, "_CHILD_SOURCE", ATTACKER)
-    outside = Path(tempfile.mkdtemp(dir="/var/tmp"))  # exists under every backend, outside /tmp
+    host_tmp = tmp_path / "planted"  # the host's /tmp: hidden by bubblewrap's own, read-only under Landlock
+    beside_tests = Path(__file__).with_name(f"planted-{os.getpid()}")  # visible (read-only) everywhere
     listener = socket.create_server(("127.0.0.1", 0))
     converter = HtmlConverter(sandbox=SandboxConfig(network=True), backend=backend)  # network: still off
     try:
         ask = {
             "sidecar": os.getpid(),
             "canary": canary,
-            "outside": str(outside / "planted"),
+            "host_tmp": str(host_tmp),
+            "beside_tests": str(beside_tests),
             "port": listener.getsockname()[1],
         }
         rendered = await converter.convert(json.dumps(ask), base_url=None, max_chars=10**6, deadline=later())
@@ -557,16 +559,18 @@ async def test_an_exploited_converter_cannot_read_secrets_write_or_reach_the_net
     finally:
         await converter.aclose()
         listener.close()
+        planted = [path for path in (host_tmp, beside_tests) if path.exists()]
+        beside_tests.unlink(missing_ok=True)  # only there if the sandbox let it through
     assert converter.sandbox == backend.info
     assert seen["sidecar_environ"] in {"FileNotFoundError", "PermissionError"}  # hidden, or refused
     assert seen["canary"] is None
-    assert seen["write_outside"] in {"OSError", "PermissionError"}  # EROFS, or refused by Landlock
-    assert not (outside / "planted").exists()
+    assert seen["write_host_tmp"] in {"FileNotFoundError", "PermissionError"}  # not there, or refused
+    assert seen["write_beside_tests"] in {"OSError", "PermissionError"}  # EROFS, or refused by Landlock
+    assert planted == []
     assert (seen["tcp"], seen["udp"], seen["unix"]) == ("PermissionError",) * 3  # the socket filter
     assert seen["fork"] == "BlockingIOError"  # at most 4 processes in the sandbox, this one included
     assert seen["as_hard"] == sandbox_memory_bytes(2 << 20)  # sized for the largest page a kept child serves
     assert seen["tmp"] == "done: 2"  # its private temporary directory is writable
-    outside.rmdir()
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="bubblewrap")
