@@ -826,7 +826,8 @@ class HtmlConverter:
         except _CannotStart:
             return await _fallback(html, "the converter could not start", max_chars)
         except (OSError, asyncio.IncompleteReadError):
-            assert child is not None
+            if child is None:  # failed before a child was there to take the page
+                return await _fallback(html, "the converter could not start", max_chars)
             return await _fallback(html, await _died(child, size, allowance), max_chars)
         except BaseException:
             await _stop(child)
