@@ -134,3 +134,11 @@ def test_values_built_in_code_are_validated_too(workspace: Path):
         SandboxPolicy(writable_roots=())
     assert SandboxPolicy(writable_roots=(workspace,)).workdir == workspace
     assert SandboxPolicy(writable_roots=(workspace,), cwd=workspace / "sub").workdir == workspace / "sub"
+
+
+def test_a_policy_without_writable_roots_needs_a_cwd(tmp_path: Path) -> None:
+    """The HTML converter's child writes nothing but its private temporary directory."""
+    with pytest.raises(ConfigError, match="needs a writable root"):
+        SandboxPolicy(writable_roots=())
+    policy = SandboxPolicy(writable_roots=(), cwd=tmp_path)
+    assert policy.workdir == tmp_path and policy.writable_roots == ()

@@ -128,6 +128,8 @@ class SandboxPolicy:
 
     Attributes:
         writable_roots: Directories the command may change, the workspace first. Each must exist.
+            Empty for a command that may write only its private temporary directory (then
+            ``cwd`` is required).
         readable_roots: Extra directories that must stay visible (read-only) even where the
             backend hides their parent, e.g. under a private ``/tmp``.
         cwd: Working directory (default: the first writable root).
@@ -142,8 +144,8 @@ class SandboxPolicy:
     limits: ResourceLimits = field(default_factory=ResourceLimits)
 
     def __post_init__(self) -> None:
-        if not self.writable_roots:
-            raise ConfigError("SandboxPolicy needs at least one writable root (the workspace)")
+        if not self.writable_roots and self.cwd is None:
+            raise ConfigError("SandboxPolicy needs a writable root (the workspace) or a cwd")
 
     @property
     def workdir(self) -> Path:

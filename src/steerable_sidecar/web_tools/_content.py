@@ -639,20 +639,6 @@ class _CannotStart(Exception):
     """A converter child did not start (already logged)."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _NoWritesPolicy(SandboxPolicy):
-    """A :class:`SandboxPolicy` with no writable root at all: the converter child's.
-
-    ``SandboxPolicy`` wants a workspace; the converter has none and may write only the run's
-    private temporary directory (bubblewrap's own ``/tmp`` tmpfs; ``TMPDIR`` under the other
-    backends). It starts in ``cwd``.
-    """
-
-    def __post_init__(self) -> None:
-        if self.writable_roots or self.cwd is None:
-            raise ValueError("the converter's policy has no writable root and a cwd")
-
-
 @dataclass(eq=False, slots=True)
 class _Child:
     """One sandboxed converter child, the page size its memory limit allows, its time so far."""
@@ -877,7 +863,8 @@ class HtmlConverter:
             max_processes=_CHILD_PROCESSES,
             max_output_bytes=_CHILD_STDERR_BYTES,
         )
-        policy = _NoWritesPolicy(writable_roots=(), cwd=Path(os.path.abspath(os.sep)), limits=limits)
+        # no writable root: the child may write only the run's private temporary directory
+        policy = SandboxPolicy(writable_roots=(), cwd=Path(os.path.abspath(os.sep)), limits=limits)
         argv = [sys.executable, "-P", "-c", _CHILD_SOURCE, json.dumps(_MARKDOWN_OPTIONS)]
         try:
             process = await spawn_sandboxed(
