@@ -542,7 +542,8 @@ async def test_an_exploited_converter_cannot_read_secrets_write_or_reach_the_net
     monkeypatch.setenv(canary, "canary-value-31337")
     monkeypatch.setattr(_content, "_CHILD_SOURCE", ATTACKER)
     host_tmp = tmp_path / "planted"  # the host's /tmp: hidden by bubblewrap's own, read-only under Landlock
-    beside_tests = Path(__file__).with_name(f"planted-{os.getpid()}")  # visible (read-only) everywhere
+    # beside steerable's own code: bound back read-only even when the checkout is under /tmp
+    beside_tests = Path(_content.__file__).with_name(f"planted-{os.getpid()}")
     listener = socket.create_server(("127.0.0.1", 0))
     converter = HtmlConverter(sandbox=SandboxConfig(network=True), backend=backend)  # network: still off
     try:
