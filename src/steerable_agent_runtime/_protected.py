@@ -1,0 +1,152 @@
+"""Protected paths: files that make another program run code, or change what it trusts.
+
+A model that can write ``.git/hooks/pre-commit``, ``.git/config`` (``core.fsmonitor``), ``.vscode/tasks.json``
+or ``.mcp.json`` can plant a command the host runs later, outside every sandbox, with the host's
+environment and keys (the next ``git status``, the next editor start, the next MCP host start). The
+file tools refuse to create, change, move or delete these paths by default, and ``bash`` sees them
+read-only where the sandbox backend can express it (FILE-15).
+
+The list starts from the one Anthropic's sandbox-runtime enforces for sandboxed commands
+(``DANGEROUS_FILES`` and ``DANGEROUS_DIRECTORIES`` plus ``.claude/commands`` and ``.claude/agents``)
+and adds what else runs implicitly: the whole ``.git`` directory (and a ``.git`` file, which points git
+at another directory), git attributes (filter and diff drivers), direnv's ``.envrc``, the other shell
+start-up files, git-hook managers (husky, pre-commit), other editors' and agents' configuration folders,
+dev containers (``initializeCommand`` runs on the host) and steerable's own ``.steerable`` folder (its
+patch journal is replayed at start-up). ``docs/file-tools.md`` lists every rule with its reason.
+
+Matching is on path components, at any depth, after case folding and removing the code points that
+macOS's HFS+ ignores in names (``.g\u200cit`` is ``.git`` there, CVE-2014-9390), so ``.GIT/config`` and
+``sub/.vscode/tasks.json`` are protected too.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from typing import Final
+
+__all__ = [
+    "PROTECTED_ENTRIES",
+    "PROTECTED_ENV",
+    "PROTECTED_FLAG",
+    "PROTECTED_RULES",
+        "ProtectedRule",
+    "protected_rule",
+]
+
+PROTECTED_ENV: Final = "STEERABLE_ALLOW_PROTECTED_WRITES"
+"""Set to ``1`` to let the file tools (and ``bash``) write protected paths (default off)."""
+
+PROTECTED_FLAG: Final = "--allow-protected-writes"
+"""The CLI flag with the same effect as :data:`PROTECTED_ENV`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedRule:
+    """One protected pattern.
+
+    Attributes:
+        pattern: Components joined with ``/``; ``**`` as the last component covers the entry itself
+            and everything below it. Matched at any depth, case-insensitively.
+        reason: Which program runs what from it (shown to the model and in the docs).
+    """
+
+    pattern: str
+    reason: str
+
+    @property
+    def parts(self) -> tuple[str, ...]:
+        """The pattern's components."""
+        return tuple(self.pattern.split("/"))
+
+
+_GIT_HOOKS = "git runs them on commit, checkout, merge, push"
+_SHELL = "the shell runs it at start-up"
+_EDITOR = "the editor runs tasks, launch configurations and language servers from it"
+_AGENT = "an agent host loads commands, hooks or MCP servers from it"
+
+PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
+    ProtectedRule(".git/**", f"git's own directory: hooks ({_GIT_HOOKS}) and config (core.fsmonitor, "
+                  "core.pager, aliases and filters run commands); a .git file points git at another directory"),
+    ProtectedRule(".gitmodules", "git submodule URLs and settings, used by git submodule update"),
+    ProtectedRule(".gitconfig", "git configuration: fsmonitor, pager, aliases and filters run commands"),
+    ProtectedRule(".gitattributes", "git attributes route file contents through filter, diff and merge drivers"),
+    ProtectedRule(".husky/**", f"husky's git hooks ({_GIT_HOOKS})"),
+    ProtectedRule(".pre-commit-config.yaml", "pre-commit runs the hooks it lists on every git commit"),
+    ProtectedRule(".bashrc", _SHELL),
+    ProtectedRule(".bash_profile", _SHELL),
+    ProtectedRule(".bash_login", _SHELL),
+    ProtectedRule(".bash_logout", "the shell runs it at exit"),
+    ProtectedRule(".profile", _SHELL),
+    ProtectedRule(".zshrc", _SHELL),
+    ProtectedRule(".zshenv", _SHELL),
+    ProtectedRule(".zprofile", _SHELL),
+    ProtectedRule(".zlogin", _SHELL),
+    ProtectedRule(".zlogout", "the shell runs it at exit"),
+    ProtectedRule(".envrc", "direnv runs it when a shell enters the directory"),
+    ProtectedRule(".ripgreprc", "ripgrep reads options from it, including --pre, which runs a command per file"),
+    ProtectedRule(".mcp.json", "MCP hosts start the servers it lists (commands run at host start)"),
+    ProtectedRule(".vscode/**", _EDITOR),
+    ProtectedRule(".idea/**", _EDITOR),
+    ProtectedRule(".zed/**", _EDITOR),
+    ProtectedRule(".devcontainer/**", "dev container tools run its initializeCommand on the host"),
+    ProtectedRule(".cursor/**", _AGENT),
+    ProtectedRule(".claude/commands/**", _AGENT),
+    ProtectedRule(".claude/agents/**", _AGENT),
+    ProtectedRule(".claude/settings.json", _AGENT),
+    ProtectedRule(".claude/settings.local.json", _AGENT),
+    ProtectedRule(".gemini/**", _AGENT),
+    ProtectedRule(".codex/**", _AGENT),
+    ProtectedRule(".steerable/**", "steerable's own lock and patch journal, replayed when a workspace opens"),
+)
+"""Every protected pattern, in the order ``docs/file-tools.md`` lists them."""
+
+PROTECTED_ENTRIES: Final[tuple[str, ...]] = tuple(rule.pattern.removesuffix("/**") for rule in PROTECTED_RULES)
+"""Each rule as one relative path (``.git``, ``.vscode``, ``.claude/commands``, ``.mcp.json``...): what a
+sandbox carves read-only out of a writable root where it exists."""
+
+# Code points HFS+ ignores when it compares names (the set git checks, CVE-2014-9390), plus the
+# other default-ignorable format characters: a name with one of them inside is the same file there.
+_IGNORABLE: Final = re.compile(
+    "[\u00ad\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
+    "\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8]"
+)
+
+
+def _fold(component: str) -> str:
+    """Case-fold, NFC-normalise and drop ignorable code points (and Windows' trailing dots and spaces)."""
+    folded = _IGNORABLE.sub("", unicodedata.normalize("NFC", component)).casefold()
+    return folded.rstrip(". ") or folded
+
+
+def _matches(parts: Sequence[str], pattern: Sequence[str]) -> bool:
+    """Does ``pattern`` match ``parts`` starting at ``parts[0]``? A final ``**`` swallows the rest."""
+    if pattern and pattern[-1] == "**":
+        head = pattern[:-1]
+        return len(parts) >= len(head) and all(fnmatchcase(p, q) for p, q in zip(parts, head, strict=False))
+    return len(parts) == len(pattern) and all(fnmatchcase(p, q) for p, q in zip(parts, pattern, strict=True))
+
+
+def protected_rule(path: str) -> ProtectedRule | None:
+    """Return the rule protecting ``path``, or ``None`` when it is not protected.
+
+    Args:
+        path: A POSIX path, relative to the workspace root (or absolute); ``.`` and empty
+            components are ignored, and ``..`` is not resolved (pass a resolved path).
+
+    Returns:
+        The first matching :class:`ProtectedRule`; a rule matches at any depth, so ``a/b/.git/config``
+        is protected like ``.git/config``. A directory that merely contains protected paths
+        (``.claude``) is not itself protected.
+    """
+    parts = [_fold(part) for part in path.split("/") if part not in ("", ".")]
+    for rule in PROTECTED_RULES:
+        pattern = rule.parts
+        first = pattern[0]
+        for start, part in enumerate(parts):
+            if part == first and _matches(parts[start:], pattern):
+                return rule
+    return None
