@@ -33,7 +33,7 @@ __all__ = [
     "PROTECTED_ENV",
     "PROTECTED_FLAG",
     "PROTECTED_RULES",
-        "ProtectedRule",
+    "ProtectedRule",
     "protected_rule",
 ]
 
@@ -69,11 +69,14 @@ _EDITOR = "the editor runs tasks, launch configurations and language servers fro
 _AGENT = "an agent host loads commands, hooks or MCP servers from it"
 
 PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
-    ProtectedRule(".git/**", f"git's own directory: hooks ({_GIT_HOOKS}) and config (core.fsmonitor, "
-                  "core.pager, aliases and filters run commands); a .git file points git at another directory"),
+    ProtectedRule(
+        ".git/**",
+        f"git's own directory: hooks ({_GIT_HOOKS}) and config (core.fsmonitor, core.pager, aliases and "
+        "filters run commands); a .git file points git at another directory",
+    ),
     ProtectedRule(".gitmodules", "git submodule URLs and settings, used by git submodule update"),
     ProtectedRule(".gitconfig", "git configuration: fsmonitor, pager, aliases and filters run commands"),
-    ProtectedRule(".gitattributes", "git attributes route file contents through filter, diff and merge drivers"),
+    ProtectedRule(".gitattributes", "git attributes send file contents through filter, diff, merge drivers"),
     ProtectedRule(".husky/**", f"husky's git hooks ({_GIT_HOOKS})"),
     ProtectedRule(".pre-commit-config.yaml", "pre-commit runs the hooks it lists on every git commit"),
     ProtectedRule(".bashrc", _SHELL),
@@ -87,7 +90,7 @@ PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
     ProtectedRule(".zlogin", _SHELL),
     ProtectedRule(".zlogout", "the shell runs it at exit"),
     ProtectedRule(".envrc", "direnv runs it when a shell enters the directory"),
-    ProtectedRule(".ripgreprc", "ripgrep reads options from it, including --pre, which runs a command per file"),
+    ProtectedRule(".ripgreprc", "ripgrep reads options from it, including --pre (a command run per file)"),
     ProtectedRule(".mcp.json", "MCP hosts start the servers it lists (commands run at host start)"),
     ProtectedRule(".vscode/**", _EDITOR),
     ProtectedRule(".idea/**", _EDITOR),
@@ -104,7 +107,7 @@ PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
 )
 """Every protected pattern, in the order ``docs/file-tools.md`` lists them."""
 
-PROTECTED_ENTRIES: Final[tuple[str, ...]] = tuple(rule.pattern.removesuffix("/**") for rule in PROTECTED_RULES)
+PROTECTED_ENTRIES: Final[tuple[str, ...]] = tuple(r.pattern.removesuffix("/**") for r in PROTECTED_RULES)
 """Each rule as one relative path (``.git``, ``.vscode``, ``.claude/commands``, ``.mcp.json``...): what a
 sandbox carves read-only out of a writable root where it exists."""
 
