@@ -31,6 +31,17 @@ class Session:
     def raw(self, path) -> bytes:
         return (self.root / path).read_bytes()
 
+    def names(self, sub=".") -> list[str]:
+        """The directory's entries as a user sees them: without steerable's own ``.steerable`` folder."""
+        return sorted(p.name for p in (self.root / sub).iterdir() if p.name != ".steerable")
+
+    def leftovers(self) -> list[str]:
+        """Temp files anywhere and write intents still in the journal (both should be gone)."""
+        temps = [p.relative_to(self.root).as_posix() for p in self.root.rglob(".steerable-*.tmp")]
+        txn = self.root / ".steerable" / "txn"
+        intents = [f".steerable/txn/{p.name}" for p in txn.iterdir()] if txn.exists() else []
+        return sorted(temps + intents)
+
 
 @pytest.fixture
 def session(tmp_path, monkeypatch):

@@ -13,6 +13,7 @@ scenarios deliberately differ, because our safety rules differ from Codex's:
 import json
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,8 @@ def snapshot(root: Path) -> dict[str, bytes | None]:
     tree: dict[str, bytes | None] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root).as_posix()
+        if rel == ".steerable" or rel.startswith(".steerable/"):
+            continue  # steerable's lock and journal
         tree[rel] = path.read_bytes() if path.is_file() else None
     return tree
 
@@ -149,34 +152,28 @@ async def test_crlf_file_keeps_its_line_endings_through_a_patch(session):
     assert result.success and session.raw("w.txt") == b"one\r\n2\r\n"
 
 
-async def test_commit_failure_restores_already_replaced_files(session, monkeypatch):
-    from steerable_agent_runtime.workspace import _apply
-
+async def test_commit_failure_restores_already_replaced_files(session):
+    # FILE-11, FILE-13: a rename that fails after an earlier one succeeded (here: b.txt is immutable, a
+    # real EPERM from the kernel) puts the earlier file back; nothing is left half-applied or behind.
     session.write_raw("a.txt", b"a\n")
     session.write_raw("b.txt", b"b\n")
     await session.read("a.txt")
     await session.read("b.txt")
-    real_write = _apply.atomic_write
-    calls = []
-
-    def flaky(path, data, **kwargs):
-        calls.append(path.name)
-        if path.name == "b.txt" and data == b"B\n":
-            raise OSError(28, "No space left on device")
-        real_write(path, data, **kwargs)
-
-    monkeypatch.setattr(_apply, "atomic_write", flaky)
-    patch = (
-        "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
-        "*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch"
-    )
-    result = await session("apply_patch", patch=patch)
+    chattr = subprocess.run(["chattr", "+i", str(session.root / "b.txt")], capture_output=True, text=True)
+    if chattr.returncode != 0:
+        pytest.skip(f"chattr +i is not available here: {chattr.stderr.strip()}")
+    try:
+        patch = (
+            "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n"
+            "*** Update File: b.txt\n@@\n-b\n+B\n*** End Patch"
+        )
+        result = await session("apply_patch", patch=patch)
+    finally:
+        subprocess.run(["chattr", "-i", str(session.root / "b.txt")], check=True)
     assert result.data["code"] == "write_failed"
-    assert (
-        result.error == "could not apply the patch: [Errno 28] No space left on device; nothing was changed"
-    )
+    assert result.error == "could not apply the patch: Operation not permitted (b.txt); nothing was changed"
     assert session.raw("a.txt") == b"a\n" and session.raw("b.txt") == b"b\n"
-    assert calls == ["a.txt", "b.txt", "a.txt"]
+    assert session.names() == ["a.txt", "b.txt"] and session.leftovers() == []
 
 
 async def test_invalid_patch_error_names_the_line(session):
@@ -253,5 +250,5 @@ async def test_patch_paths_naming_directories_are_refused(session, path):
         assert result.needs_followup is True
         assert result.data["code"] in {"invalid_path", "is_directory", "file_exists"}, result.error
     assert session.raw("a.txt") == b"a\n"
-    assert sorted(p.name for p in session.root.iterdir()) == ["a.txt", "dir"]
-    assert list((session.root / "dir").iterdir()) == []
+    assert session.names() == ["a.txt", "dir"] and session.names("dir") == []
+    assert session.leftovers() == []

@@ -96,7 +96,7 @@ async def test_writes_leave_no_temp_files_file_11(session):
     await session.read("a.txt")
     for n in range(3):
         await session("write_file", path="a.txt", content=f"{n}\n")
-    assert sorted(p.name for p in session.root.iterdir()) == ["a.txt"]
+    assert session.names() == ["a.txt"] and session.leftovers() == []
 
 
 async def test_failed_write_leaves_the_original_intact_file_11(session, monkeypatch):
@@ -116,7 +116,7 @@ async def test_failed_write_leaves_the_original_intact_file_11(session, monkeypa
     }
     monkeypatch.undo()
     assert session.raw("a.txt") == b"original\n"
-    assert sorted(p.name for p in session.root.iterdir()) == ["a.txt"]
+    assert session.names() == ["a.txt"] and session.leftovers() == []
 
 
 @pytest.mark.parametrize(
@@ -235,7 +235,7 @@ async def test_hostile_paths_are_followup_errors_not_crashes(session, path, frag
         result = await session(name, path=path, **args)
         assert result.success is False and result.needs_followup is True, result.error
         assert result.data["code"] == "invalid_path" and result.error == fragment
-    assert list(session.root.iterdir()) == []
+    assert session.names() == [] and session.leftovers() == []
 
 
 async def test_symlink_loop_is_a_clean_refusal(session):
@@ -292,14 +292,14 @@ async def test_long_non_ascii_names_can_be_written(session):
     name = "\u00e9" * 127  # 254 bytes: a valid name, longer than 200 characters' worth of bytes
     result = await session("write_file", path=name, content="x\n")
     assert result.success, result.error
-    assert sorted(p.name for p in session.root.iterdir()) == [name]
+    assert session.names() == [name] and session.leftovers() == []
 
 
 async def test_non_utf8_paths_cannot_be_created_through_a_patch(session):
     patch = "*** Begin Patch\n*** Add File: \udcfe\n+x\n*** End Patch"
     result = await session("apply_patch", patch=patch)
     assert result.data["code"] == "invalid_path" and result.needs_followup is True
-    assert list(session.root.iterdir()) == []
+    assert session.names() == [] and session.leftovers() == []
 
 
 async def test_a_return_value_without_a_json_form_is_a_failed_result_not_a_crash():

@@ -8,21 +8,42 @@ against the disk and the read-before-write gate before anything is written:
 * ``Delete File`` follows ``write_file``'s rules (read first; a partial view is not enough);
   ``Update File`` follows ``edit_file``'s (read first; CAS against the tracked version).
 * The whole patch is atomic: a patch whose second file fails leaves the first untouched (Codex
-  keeps earlier operations, peer scenario 015). If the commit itself fails part-way (disk full),
-  the files already replaced are restored from their original bytes.
+  keeps earlier operations, peer scenario 015).
+* Protected paths (FILE-15) are refused for every operation: add, update, delete, and both ends of a move.
+
+The commit is crash-atomic too (FILE-13): every new content is first written to an fsynced temp file
+beside its target; then a multi-file patch appends a commit record listing every rename to its intent
+file in ``.steerable/txn`` and fsyncs it; only then are the files renamed into place (and their
+directories fsynced). A process killed during the renames leaves a committed journal that the next
+steerable process to open the workspace rolls forward (:func:`~._txn.recover`). If a rename fails
+in-process, the files already replaced get their original bytes back through a second commit record,
+so a crash during that rollback is finished the same way.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import PatchError, WorkspaceError
-from ._disk import atomic_write, file_mode, remove_empty_dirs, remove_file
+from ._disk import (
+    Snapshot,
+    WriteGuard,
+    check_unchanged,
+    file_mode,
+    remove_empty_dirs,
+    remove_file,
+    replace_temp,
+    sync_directory,
+    write_temp,
+)
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks, parse_patch
 from ._text import decode_file, encode_text, version_of
+from ._txn import Intent, JournalEntry
 from ._workspace import Workspace, unified_diff
 
 __all__ = ["apply_patch"]
@@ -33,6 +54,7 @@ class _Plan:
     """The disk as it will be after the patch: real path -> new bytes (``None`` = deleted)."""
 
     original: dict[Path, bytes | None] = field(default_factory=dict)
+    snapshots: dict[Path, Snapshot] = field(default_factory=dict)
     original_modes: dict[Path, int | None] = field(default_factory=dict)
     final: dict[Path, bytes | None] = field(default_factory=dict)
     modes: dict[Path, int | None] = field(default_factory=dict)
@@ -47,7 +69,11 @@ class _Plan:
 async def _current(ws: Workspace, plan: _Plan, real: Path, display: str) -> bytes | None:
     if real in plan.final:
         return plan.final[real]
-    raw = await ws.load(real, display)
+    if real in plan.snapshots:
+        return plan.original[real]
+    snapshot = await ws.snapshot(real, display)
+    raw = snapshot.data
+    plan.snapshots[real] = snapshot
     plan.original[real] = raw
     if raw is not None:
         plan.original_modes[real] = await asyncio.to_thread(
@@ -69,6 +95,7 @@ def _refuse_symlink(ws: Workspace, path: str, operation: str) -> None:
 
 async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
     real, display = ws.resolve_file(op.path)
+    ws.check_protected(op.path, real, display, "create")
     if await _current(ws, plan, real, display) is not None:
         raise PatchError(
             "file_exists",
@@ -80,11 +107,13 @@ async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
     plan.modes[real] = None
     plan.origin[real] = None
     plan.changed.append(display)
+    plan.diffs.append(unified_diff("", op.content, display, created=True))
 
 
 async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
     _refuse_symlink(ws, op.path, "*** Delete File:")
     real, display = ws.resolve_file(op.path)
+    ws.check_protected(op.path, real, display, "delete")
     raw = await _current(ws, plan, real, display)
     if raw is None:
         raise PatchError(
@@ -106,6 +135,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     if op.move_to is not None:
         _refuse_symlink(ws, op.path, "*** Update File:")
     real, display = ws.resolve_file(op.path)
+    ws.check_protected(op.path, real, display, "edit" if op.move_to is None else "move")
     raw = await _current(ws, plan, real, display)
     if raw is None:
         raise PatchError(
@@ -122,6 +152,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     target, target_display = real, display
     if op.move_to is not None:
         target, target_display = ws.resolve_file(op.move_to)
+        ws.check_protected(op.move_to, target, target_display, "move a file onto")
         if target != real and await _current(ws, plan, target, target_display) is not None:
             raise PatchError(
                 "file_exists",
@@ -151,27 +182,125 @@ def _seen_partially(ws: Workspace, origin: Path | None) -> bool:
 
 
 def _commit(ws: Workspace, plan: _Plan) -> None:
-    root = ws.root.path
-    done: list[Path] = []
-    created: list[Path] = []
+    """Write every new content, commit the journal, rename, fsync (blocking: runs in a thread)."""
+    intent = ws.begin_intent("apply_patch")
     try:
-        for real, data in plan.final.items():
-            display = ws.root.display(real)
+        _commit_in(ws, plan, intent)
+    finally:
+        intent.finish()
+
+
+def _note(ws: Workspace, intent: Intent, real: Path) -> Callable[[str], None]:
+    return lambda name: intent.note_temp(ws.root.listing_name(real.parent / name))
+
+
+def _stage(
+    ws: Workspace,
+    intent: Intent,
+    contents: dict[Path, bytes | None],
+    modes: dict[Path, int | None],
+    created: list[Path],
+) -> dict[Path, str]:
+    """Phase 1: an fsynced temp file beside every target that gets content; return target -> temp name."""
+    root = ws.root.path
+    temps: dict[Path, str] = {}
+    for real, data in contents.items():
+        if data is None:
+            continue
+        before = len(created)
+        display = ws.root.display(real)
+        with _naming(display):
+            temps[real] = write_temp(
+                real,
+                data,
+                root=root,
+                display=display,
+                mode=modes.get(real),
+                created=created,
+                on_temp=_note(ws, intent, real),
+            )
+        for directory in created[before:]:
+            intent.note_dir(ws.root.listing_name(directory))
+    return temps
+
+
+def _entries(
+    ws: Workspace,
+    contents: dict[Path, bytes | None],
+    before: dict[Path, bytes | None],
+    temps: dict[Path, str],
+) -> list[JournalEntry]:
+    entries = []
+    for real, data in contents.items():
+        old = before.get(real)
+        temp = temps.get(real)
+        entries.append(
+            JournalEntry(
+                target=ws.root.listing_name(real),
+                temp=ws.root.listing_name(real.parent / temp) if temp is not None else None,
+                before=version_of(old) if old is not None else None,
+                after=version_of(data) if data is not None else None,
+            )
+        )
+    return entries
+
+
+def _rename_all(
+    ws: Workspace, contents: dict[Path, bytes | None], temps: dict[Path, str], done: list[Path]
+) -> None:
+    """Phase 2: every rename (or unlink) in plan order, then one fsync per directory."""
+    root = ws.root.path
+    for real, data in contents.items():
+        display = ws.root.display(real)
+        with _naming(display):
             if data is None:
                 remove_file(real, root=root, display=display)
             else:
-                atomic_write(
-                    real, data, root=root, display=display, mode=plan.modes.get(real), created=created
-                )
-            done.append(real)
+                replace_temp(real, temps.pop(real), root=root, display=display, sync=False)
+        done.append(real)
+    for directory in dict.fromkeys(real.parent for real in contents):
+        sync_directory(directory, root=root)
+
+
+@contextlib.contextmanager
+def _naming(display: str) -> Iterator[None]:
+    """Re-raise an ``OSError`` with the file's display path in place of a temp file's name."""
+    try:
+        yield
+    except OSError as exc:
+        raise OSError(exc.errno, f"{exc.strerror or exc} ({display})") from None
+
+
+def _discard(ws: Workspace, temps: dict[Path, str]) -> None:
+    root = ws.root.path
+    for real, temp in temps.items():
+        with contextlib.suppress(OSError, WorkspaceError):
+            remove_file(real.parent / temp, root=root, display=ws.root.listing_name(real.parent / temp))
+    temps.clear()
+
+
+def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
+    root = ws.root.path
+    created: list[Path] = []
+    temps: dict[Path, str] = {}
+    done: list[Path] = []
+    try:
+        temps = _stage(ws, intent, plan.final, plan.modes, created)
+        for real in plan.final:  # nothing changed under us (an editor, a command) since the plan
+            check_unchanged(real, root=root, guard=WriteGuard(plan.snapshots[real], ws.root.display(real)))
+        if len(plan.final) > 1:
+            for directory in dict.fromkeys(real.parent for real in temps):
+                sync_directory(directory, root=root)  # the temp files' names are durable too
+            intent.commit(_entries(ws, plan.final, plan.original, temps))
+        _rename_all(ws, plan.final, temps, done)
     except (OSError, WorkspaceError):
-        for real in reversed(done):  # put back what was already replaced, with its mode
-            display = ws.root.display(real)
-            original = plan.original.get(real)
-            if original is None:
-                remove_file(real, root=root, display=display)
-            else:
-                atomic_write(real, original, root=root, display=display, mode=plan.original_modes.get(real))
+        _discard(ws, temps)
+        if done:  # put back what was already replaced, as a committed transaction of its own
+            originals = {real: plan.original.get(real) for real in reversed(done)}
+            modes = {real: plan.original_modes.get(real) for real in originals}
+            back = _stage(ws, intent, originals, modes, [])
+            intent.commit(_entries(ws, originals, dict(plan.final), back))
+            _rename_all(ws, originals, back, [])
         remove_empty_dirs(created)
         raise
 
@@ -211,7 +340,7 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
             await asyncio.to_thread(_commit, ws, plan)
         except OSError as exc:
             raise WorkspaceError(
-                "write_failed", f"could not apply the patch: {exc}; nothing was changed"
+                "write_failed", f"could not apply the patch: {exc.strerror or exc}; nothing was changed"
             ) from None
         except WorkspaceError as exc:
             raise WorkspaceError(

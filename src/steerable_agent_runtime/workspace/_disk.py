@@ -12,16 +12,33 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
-from ..errors import WorkspaceError
+from ..errors import WorkspaceError, WriteConflictError
+from ._txn import new_temp_name
 
-__all__ = ["atomic_write", "file_mode", "open_directory", "read_bytes", "remove_empty_dirs", "remove_file"]
+__all__ = [
+    "Snapshot",
+    "WriteGuard",
+    "atomic_write",
+    "check_unchanged",
+    "file_mode",
+    "open_directory",
+    "read_bytes",
+    "read_snapshot",
+    "remove_empty_dirs",
+    "remove_file",
+    "replace_temp",
+    "sync_directory",
+    "write_temp",
+]
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _default_mode() -> int:
@@ -94,8 +111,33 @@ def open_directory(
         os.close(fd)
 
 
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A file as a load saw it: its bytes and the identity a later write re-checks.
+
+    Attributes:
+        data: The content, or ``None`` when the file did not exist.
+        identity: ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of what was read, or ``None``.
+        loaded_ns: ``time.time_ns()`` just before the open (a change in the same timestamp tick as the
+            load cannot be told from the load by the identity alone).
+    """
+
+    data: bytes | None
+    identity: tuple[int, int, int, int, int] | None
+    loaded_ns: int
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
 def read_bytes(real: Path, *, root: Path, display: str, max_bytes: int) -> bytes | None:
-    """Read a whole regular file.
+    """Read a whole regular file; ``None`` when it does not exist (see :func:`read_snapshot`)."""
+    return read_snapshot(real, root=root, display=display, max_bytes=max_bytes).data
+
+
+def read_snapshot(real: Path, *, root: Path, display: str, max_bytes: int) -> Snapshot:
+    """Read a whole regular file and the identity a later write re-checks.
 
     Args:
         real: The resolved path.
@@ -104,18 +146,19 @@ def read_bytes(real: Path, *, root: Path, display: str, max_bytes: int) -> bytes
         max_bytes: Refuse files larger than this many bytes.
 
     Returns:
-        The content, or ``None`` when the file does not exist.
+        The :class:`Snapshot` (``data`` ``None`` when the file does not exist).
 
     Raises:
         WorkspaceError: ``is_directory``, ``not_a_file`` (device, FIFO...), ``file_too_large``,
             ``permission_denied``, ``not_a_directory``, ``path_changed``.
     """
+    loaded_ns = time.time_ns()
     try:
         with _parent_dir(root, real, display) as dir_fd:
             # O_NONBLOCK: a FIFO cannot block the open; O_NOFOLLOW: a symlink swapped in is refused.
             fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
-        return None
+        return Snapshot(None, None, loaded_ns)
     except PermissionError:
         raise WorkspaceError(
             "permission_denied", f"{display}: permission denied", data={"path": display}
@@ -153,13 +196,76 @@ def read_bytes(real: Path, *, root: Path, display: str, max_bytes: int) -> bytes
         data = handle.read(info.st_size + 1)  # one exact-size buffer, not a max_bytes one
         if len(data) > info.st_size:  # the file grew since the stat
             data += handle.read(max_bytes + 1 - len(data))
+        after = os.fstat(handle.fileno())
     if len(data) > max_bytes:
         raise WorkspaceError(
             "file_too_large",
             f"{display} is over the file tools' limit of {max_bytes} bytes",
             data={"path": display, "limit": max_bytes},
         )
-    return data
+    # the identity after the read: a change during the read then shows as a different identity later
+    return Snapshot(data, _identity(after) if after.st_size == len(data) else None, loaded_ns)
+
+
+_RECENT_NS: Final = 50_000_000
+"""A file changed this close before a load (50 ms) may change again within the same timestamp tick."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteGuard:
+    """The re-check right before a rename: the target must still be what the write was based on.
+
+    Another steerable process cannot change it meanwhile (it waits for the lock); an editor or a
+    command can, so the target's identity is compared with the load's, and its bytes when the identity
+    changed or the file changed within 50 ms before the load (a same-tick change keeps the
+    timestamps). What remains is the time between this check and ``rename(2)``.
+
+    Attributes:
+        snapshot: What the write's load saw.
+        display: The path as the model knows it, for the refusal.
+    """
+
+    snapshot: Snapshot
+    display: str
+
+    def check(self, dir_fd: int, name: str) -> None:
+        """Raise ``conflict`` unless ``name`` in ``dir_fd`` is unchanged since the load.
+
+        Raises:
+            WriteConflictError: ``conflict`` naming what happened.
+        """
+        try:
+            info: os.stat_result | None = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            info = None
+        before = self.snapshot
+        if before.data is None:
+            if info is None:
+                return
+            raise self.conflict("was created by another program while this write was being prepared")
+        if info is None:
+            raise self.conflict("was deleted by another program while this write was being prepared")
+        if before.identity == _identity(info) and info.st_ctime_ns < before.loaded_ns - _RECENT_NS:
+            return
+        if not stat.S_ISREG(info.st_mode) or info.st_size != len(before.data):
+            raise self.conflict("was changed by another program while this write was being prepared")
+        try:
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        except OSError:
+            raise self.conflict("was replaced by another program while this write was prepared") from None
+        with os.fdopen(fd, "rb") as handle:
+            now = handle.read(len(before.data) + 1)
+        if now != before.data:
+            raise self.conflict("was changed by another program while this write was being prepared")
+
+    def conflict(self, what: str) -> WriteConflictError:
+        """The refusal, saying ``what`` happened to the file."""
+        return WriteConflictError(
+            "conflict",
+            f"{self.display} {what} (an editor or a command); nothing was written. "
+            "Read it again, then write with the new version",
+            data={"path": self.display},
+        )
 
 
 def file_mode(real: Path, *, root: Path, display: str) -> int | None:
@@ -180,8 +286,12 @@ def atomic_write(
     display: str,
     mode: int | None = None,
     created: list[Path] | None = None,
+    guard: WriteGuard | None = None,
+    on_temp: Callable[[str], None] | None = None,
 ) -> None:
-    """Replace ``real`` with ``data`` atomically: a temp file in the same directory, fsync, rename.
+    """Replace ``real`` with ``data`` atomically: temp file beside it, fsync, rename, directory fsync.
+
+    The directory's fsync makes the rename survive a power loss.
 
     Args:
         real: The resolved target.
@@ -191,8 +301,34 @@ def atomic_write(
         mode: Permission bits for the result; default: the existing file's, else ``0o666 & ~umask``.
             An existing file's owner and group are kept too when the writer may set them (root).
         created: Directories created on the way are appended here (for a rollback).
+        guard: Re-checked right before the rename (:class:`WriteGuard`).
+        on_temp: Called with the temp file's name before it is created (the write's intent record).
 
     On any failure the temp file is removed and the original is untouched.
+
+    Raises:
+        WriteConflictError: ``conflict`` when ``guard`` finds the target changed.
+        WorkspaceError: ``not_a_directory``, ``path_changed``.
+        OSError: When the directory is not writable or the disk is full.
+    """
+    temp = write_temp(real, data, root=root, display=display, mode=mode, created=created, on_temp=on_temp)
+    replace_temp(real, temp, root=root, display=display, guard=guard)
+
+
+def write_temp(
+    real: Path,
+    data: bytes,
+    *,
+    root: Path,
+    display: str,
+    mode: int | None = None,
+    created: list[Path] | None = None,
+    on_temp: Callable[[str], None] | None = None,
+) -> str:
+    """Write ``data`` to a new, fsynced temp file beside ``real`` and return its name.
+
+    The temp file gets ``real``'s final mode and owner (see :func:`atomic_write`); it is removed again
+    on any failure.
 
     Raises:
         WorkspaceError: ``not_a_directory``, ``path_changed``.
@@ -210,7 +346,9 @@ def atomic_write(
             pass
         if mode is None:
             mode = _NEW_FILE_MODE
-        tmp = f".steerable-{secrets.token_hex(8)}.tmp"  # short: any valid target name fits beside it
+        tmp = new_temp_name()
+        if on_temp is not None:
+            on_temp(tmp)
         fd = os.open(
             tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
         )
@@ -225,18 +363,90 @@ def atomic_write(
                 # never the set-user-ID / set-group-ID bits: a command may have set them (io_uring, an
                 # ACL...) hoping a root sidecar's write would make its program set-uid root
                 os.fchmod(handle.fileno(), mode & ~(stat.S_ISUID | stat.S_ISGID))
-            os.replace(tmp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(tmp, dir_fd=dir_fd)
             raise
+    return tmp
 
 
-def remove_file(real: Path, *, root: Path, display: str) -> None:
-    """Delete a file (the name itself, never a symlink's target); a missing file is not an error."""
+def replace_temp(
+    real: Path, temp: str, *, root: Path, display: str, guard: WriteGuard | None = None, sync: bool = True
+) -> None:
+    """Rename the temp file ``temp`` (beside ``real``) onto ``real``, after ``guard``'s re-check.
+
+    Args:
+        real: The target.
+        temp: The temp file's name, from :func:`write_temp`.
+        root: The workspace root.
+        display: The target's display path.
+        guard: Re-checked right before the rename.
+        sync: fsync the directory afterwards (a caller renaming several files does it once per directory).
+
+    On a failure the temp file is removed.
+
+    Raises:
+        WriteConflictError: ``conflict`` from the guard.
+        WorkspaceError: ``not_a_directory``, ``path_changed``.
+        OSError: When the rename fails.
+    """
+    with _parent_dir(root, real, display) as dir_fd:
+        try:
+            if guard is not None:
+                guard.check(dir_fd, real.name)
+            os.replace(temp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=dir_fd)
+            raise
+        if sync:
+            os.fsync(dir_fd)
+
+
+def check_unchanged(real: Path, *, root: Path, guard: WriteGuard) -> None:
+    """Run ``guard``'s re-check on ``real`` now (before a batch of renames).
+
+    Raises:
+        WriteConflictError: ``conflict`` when it changed since its load.
+    """
+    try:
+        with _parent_dir(root, real, guard.display) as dir_fd:
+            guard.check(dir_fd, real.name)
+    except FileNotFoundError:  # its directory is gone: it was deleted (or never existed)
+        if guard.snapshot.data is not None:
+            raise guard.conflict(
+                "was deleted by another program while this write was being prepared"
+            ) from None
+
+
+def sync_directory(directory: Path, *, root: Path) -> None:
+    """Flush a directory (after renames or unlinks in it); a missing directory is skipped."""
+    with contextlib.suppress(FileNotFoundError), open_directory(root, directory, str(directory)) as dir_fd:
+        os.fsync(dir_fd)
+
+
+def remove_file(
+    real: Path, *, root: Path, display: str, guard: WriteGuard | None = None, sync: bool = False
+) -> None:
+    """Delete a file (the name itself, never a symlink's target); a missing file is not an error.
+
+    Args:
+        real: The file.
+        root: The workspace root.
+        display: Its display path.
+        guard: Re-checked right before the unlink (:class:`WriteGuard`).
+        sync: fsync the directory afterwards.
+
+    Raises:
+        WriteConflictError: ``conflict`` from the guard.
+    """
     try:
         with _parent_dir(root, real, display) as dir_fd:
+            if guard is not None:
+                guard.check(dir_fd, real.name)
             os.unlink(real.name, dir_fd=dir_fd)
+            if sync:
+                os.fsync(dir_fd)
     except FileNotFoundError:
         return
 

@@ -10,21 +10,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import logging
+import os
 import re
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+from .._protected import PROTECTED_ENV, PROTECTED_FLAG, protected_rule
 from ..errors import WorkspaceError, WriteConflictError
-from ._disk import atomic_write, read_bytes
+from ._disk import (
+    Snapshot,
+    WriteGuard,
+    atomic_write,
+    read_snapshot,
+    remove_empty_dirs,
+    remove_file,
+    replace_temp,
+)
 from ._edit import Edit, apply_edits
 from ._paths import WorkspaceRoot
 from ._search import GREP_TIME_BUDGET_S
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
+from ._txn import LOCK_TIMEOUT_S, Intent, LockHeld, PathLocks, StateDir, locked_error, recover
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace"]
+
+log = logging.getLogger("steerable.workspace")
+_T = TypeVar("_T")
 
 DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
 """``read_file`` display clip, in characters (the spec's ``_MAX_OUTPUT``)."""
@@ -44,11 +59,15 @@ def _short(version: str) -> str:
     return version[:12]
 
 
-def unified_diff(before: str, after: str, path: str) -> str:
-    """Return a unified diff (3 lines of context) from ``before`` to ``after``, clipped to 20,000 chars."""
+def unified_diff(before: str, after: str, path: str, *, created: bool = False) -> str:
+    """Return a unified diff (3 lines of context) from ``before`` to ``after``, clipped to 20,000 chars.
+
+    ``created``: the file is new, so the diff is from ``/dev/null`` (every line added), as git shows it.
+    """
+    source = "/dev/null" if created else f"a/{path}"
     diff = "".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True), after.splitlines(keepends=True), f"a/{path}", f"b/{path}"
+            before.splitlines(keepends=True), after.splitlines(keepends=True), source, f"b/{path}"
         )
     )
     if len(diff) > _MAX_DIFF_CHARS:
@@ -69,15 +88,26 @@ class _View:
 class Workspace:
     """File tools confined to one directory, with session read-before-write state.
 
+    Opening a workspace finishes or drops the writes of steerable processes that died mid-write
+    (:func:`~._txn.recover`; what it did is in :attr:`recovered`).
+
     Args:
         root: The workspace directory.
         state: The session's read state (a fresh one by default; pass a seeded one on resume).
         require_read_before_write: The hard gate (spec default on): overwriting or editing an
             existing file the session never read is refused.
         allow_outside: Accept paths outside ``root`` (jailed runs only).
+        allow_protected_writes: Let the tools write protected paths (``.git``, shell start-up files,
+            editor and agent configuration: :mod:`steerable_agent_runtime._protected`), FILE-15.
+        cross_process_lock: Hold a lock every steerable process honours from the version check to
+            the rename (FILE-12); turn off only where the filesystem has no locks.
+        lock_timeout_s: How long a write waits for another process's lock, in seconds.
         max_output_chars: ``read_file`` display clip, in characters.
         max_file_bytes: Largest file loaded, in bytes.
         grep_time_budget_s: Regex matching time one ``grep`` call may spend, in seconds.
+
+    Raises:
+        WorkspaceError: ``invalid_workspace`` when ``root`` is not a directory.
     """
 
     def __init__(
@@ -87,6 +117,9 @@ class Workspace:
         state: ReadFileState | None = None,
         require_read_before_write: bool = True,
         allow_outside: bool = False,
+        allow_protected_writes: bool = False,
+        cross_process_lock: bool = True,
+        lock_timeout_s: float = LOCK_TIMEOUT_S,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         grep_time_budget_s: float = GREP_TIME_BUDGET_S,
@@ -94,35 +127,152 @@ class Workspace:
         self.root = WorkspaceRoot(root, allow_outside=allow_outside)
         self.state = state if state is not None else ReadFileState()
         self.require_read_before_write = require_read_before_write
+        self.allow_protected_writes = allow_protected_writes
         self.max_output_chars = max_output_chars
         self.max_file_bytes = max_file_bytes
         self.grep_time_budget_s = grep_time_budget_s
+        self.lock_timeout_s = lock_timeout_s
+        self.journal = StateDir(self.root.path)
+        self.cross_process = PathLocks(self.journal, timeout_s=lock_timeout_s) if cross_process_lock else None
         self._locks: dict[Path, asyncio.Lock] = {}
+        try:
+            self.recovered: list[str] = recover(self.journal, _Recovery(self), self.cross_process)
+        except (OSError, WorkspaceError) as exc:  # never fail the boot: the next start tries again
+            log.warning("steerable: could not check %s for interrupted writes: %s", self.journal.path, exc)
+            self.recovered = []
 
     # -- shared plumbing -------------------------------------------------------------------------
+    def lock_key(self, real: Path) -> str:
+        """The cross-process lock key of a path: its display form, case-folded.
+
+        Case folding gives one key per file on a case-insensitive filesystem too.
+        """
+        return self.root.listing_name(real).casefold()
+
     @contextlib.asynccontextmanager
     async def locked(self, paths: Iterable[Path]) -> AsyncIterator[None]:
-        """Hold the per-path write locks of ``paths`` (taken in sorted order, so no deadlock)."""
+        """Hold the write locks of ``paths``: this session's, then every steerable process's (FILE-12).
+
+        Both are taken in one fixed order (sorted paths, then ascending lock offsets), so two
+        multi-file patches cannot deadlock. A killed holder's cross-process locks go with its process.
+
+        Raises:
+            WorkspaceError: ``file_locked`` when another process holds one past ``lock_timeout_s``.
+        """
+        unique = sorted(set(paths))
         async with contextlib.AsyncExitStack() as stack:
-            for path in sorted(set(paths)):
+            for path in unique:
                 lock = self._locks.setdefault(path, asyncio.Lock())
                 await stack.enter_async_context(lock)
+            if self.cross_process is not None:
+                held = await self._acquire([self.lock_key(path) for path in unique])
+                stack.callback(held.release)
             yield
+
+    async def _acquire(self, keys: list[str]) -> LockHeld:
+        assert self.cross_process is not None
+        locks = self.cross_process
+        held = LockHeld()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lock_timeout_s
+        wait = 0.001
+        try:
+            while not await _uncancelled(asyncio.to_thread(locks.try_acquire, keys, held)):
+                if loop.time() >= deadline:
+                    raise locked_error(keys, self.lock_timeout_s)
+                await asyncio.sleep(wait)
+                wait = min(wait * 2, 0.05)
+        except BaseException:
+            held.release()
+            raise
+        return held
 
     async def load(self, real: Path, display: str) -> bytes | None:
         """Read a file off the event loop; ``None`` when it does not exist."""
+        return (await self.snapshot(real, display)).data
+
+    async def snapshot(self, real: Path, display: str) -> Snapshot:
+        """Read a file off the event loop, with the identity a later write re-checks."""
         return await asyncio.to_thread(
-            read_bytes, real, root=self.root.path, display=display, max_bytes=self.max_file_bytes
+            read_snapshot, real, root=self.root.path, display=display, max_bytes=self.max_file_bytes
         )
 
-    async def write(self, real: Path, data: bytes, display: str) -> None:
-        """Atomically replace ``real`` with ``data`` off the event loop."""
+    async def write(self, real: Path, data: bytes, display: str, *, guard: WriteGuard | None = None) -> None:
+        """Atomically replace ``real`` with ``data`` off the event loop, announced in the journal.
+
+        Raises:
+            WriteConflictError: ``conflict`` when ``guard`` finds the file changed by another program.
+            WorkspaceError: ``write_failed`` with the OS's words.
+        """
         try:
-            await asyncio.to_thread(atomic_write, real, data, root=self.root.path, display=display)
+            await asyncio.to_thread(self._write_blocking, real, data, display, guard)
         except OSError as exc:
             raise WorkspaceError(
                 "write_failed", f"could not write {display}: {exc.strerror or exc}", data={"path": display}
             ) from None
+
+    def _write_blocking(self, real: Path, data: bytes, display: str, guard: WriteGuard | None) -> None:
+        intent = self.begin_intent("write")
+        try:
+            created: list[Path] = []
+            atomic_write(
+                real,
+                data,
+                root=self.root.path,
+                display=display,
+                created=created,
+                guard=guard,
+                on_temp=lambda name: intent.note_temp(self.root.listing_name(real.parent / name)),
+            )
+        except BaseException:
+            remove_empty_dirs(created)
+            raise
+        finally:
+            intent.finish()
+
+    def begin_intent(self, op: str) -> Intent:
+        """Announce a write in ``.steerable/txn`` (blocking; see :class:`~._txn.Intent`).
+
+        Raises:
+            OSError: When the state folder cannot be created, with a message naming it.
+        """
+        try:
+            return Intent.begin(self.journal, op)
+        except OSError as exc:
+            raise OSError(
+                exc.errno, f"cannot write steerable's journal in {self.journal.path} ({exc.strerror or exc})"
+            ) from None
+
+    def check_protected(self, path: str, real: Path, display: str, action: str) -> None:
+        """Refuse to ``action`` a protected path (FILE-15), named by the model or reached through a symlink.
+
+        Args:
+            path: The path as the model gave it (its lexical form is checked too: ``.vscode`` may be a
+                symlink to an ordinary folder, and the editor still reads ``.vscode/tasks.json``).
+            real: The resolved path.
+            display: Its display path.
+            action: The verb for the message: ``write``, ``edit``, ``create``, ``delete``, ``move``...
+
+        Raises:
+            WorkspaceError: ``protected_path`` naming the rule and the opt-out.
+        """
+        if self.allow_protected_writes:
+            return
+        lexical = os.path.normpath(path)
+        if os.path.isabs(lexical) and Path(lexical).is_relative_to(self.root.path):
+            lexical = Path(lexical).relative_to(self.root.path).as_posix()
+        for candidate in (display, lexical):
+            rule = protected_rule(candidate)
+            if rule is not None:
+                via = "" if candidate == display else f" (it resolves to {display})"
+                raise WorkspaceError(
+                    "protected_path",
+                    f"{candidate} is a protected path{via}: {rule.pattern} ({rule.reason}). The file tools "
+                    f"do not {action} it, because a change there runs code outside the sandbox. If the user "
+                    f"wants this change, ask them to make it themselves or to restart steerable with "
+                    f"{PROTECTED_FLAG} (or {PROTECTED_ENV}=1)",
+                    data={"path": candidate, "rule": rule.pattern},
+                )
 
     def check_gate(
         self, display: str, current: str | None, expected: str | None, *, full_overwrite: bool
@@ -306,15 +456,19 @@ class Workspace:
             expected_version: Reject the write unless the file is at this version.
 
         Returns:
-            ``{path, version, created, bytes, diff}`` (``diff`` empty for a new file).
+            ``{path, version, created, bytes, diff}``; a new file's ``diff`` adds every line (from
+            ``/dev/null``).
 
         Raises:
             WriteConflictError: ``conflict``, ``not_read``, ``partial_read``.
-            WorkspaceError: ``is_directory``, ``write_failed`` and the load codes.
+            WorkspaceError: ``protected_path``, ``file_locked``, ``is_directory``, ``write_failed`` and
+                the load codes.
         """
         real, display = self.resolve_file(path)
+        self.check_protected(path, real, display, "write")
         async with self.locked([real]):
-            raw = await self.load(real, display)
+            snapshot = await self.snapshot(real, display)
+            raw = snapshot.data
             current = await asyncio.to_thread(version_of, raw) if raw is not None else None
             self.check_gate(display, current, expected_version, full_overwrite=True)
             newline, bom, before = "\n", False, ""
@@ -327,10 +481,10 @@ class Workspace:
             if raw is not None and newline == "\n" and "\r" not in before:
                 content = content.replace("\r\n", "\n")  # an LF file stays LF
             data = encode_text(content, newline=newline, bom=bom)
-            await self.write(real, data, display)
+            await self.write(real, data, display, guard=WriteGuard(snapshot, display))
             version = version_of(data)
             self.state.record(display, version)
-        diff = unified_diff(before, content.replace("\r\n", "\n"), display) if raw is not None else ""
+        diff = unified_diff(before, content.replace("\r\n", "\n"), display, created=raw is None)
         return {"path": display, "version": version, "created": raw is None, "bytes": len(data), "diff": diff}
 
     # -- edit_file -----------------------------------------------------------------------------
@@ -350,11 +504,14 @@ class Workspace:
         Raises:
             EditError: The edit codes (``old_text_not_found``, ``ambiguous_match``...).
             WriteConflictError: ``conflict``, ``not_read``.
-            WorkspaceError: ``file_not_found`` and the load/decode codes.
+            WorkspaceError: ``protected_path``, ``file_locked``, ``file_not_found``, ``write_failed`` and
+                the load/decode codes.
         """
         real, display = self.resolve_file(path)
+        self.check_protected(path, real, display, "edit")
         async with self.locked([real]):
-            raw = await self.load(real, display)
+            snapshot = await self.snapshot(real, display)
+            raw = snapshot.data
             if raw is None:
                 raise WorkspaceError(
                     "file_not_found",
@@ -373,7 +530,7 @@ class Workspace:
             partial = seen is not None and seen.partial
             text = await asyncio.to_thread(apply_edits, decoded.text, edits, partial_view=partial)
             data = encode_text(text, newline=decoded.newline, bom=decoded.bom)
-            await self.write(real, data, display)
+            await self.write(real, data, display, guard=WriteGuard(snapshot, display))
             version = version_of(data)
             # an edit shows the model only what it changed: a partial view stays partial
             self.state.record(display, version, partial=partial)
@@ -383,3 +540,45 @@ class Workspace:
             "diff": unified_diff(decoded.text, text, display),
             "editsApplied": len(edits),
         }
+
+
+async def _uncancelled(work: Awaitable[_T]) -> _T:
+    """Await ``work`` (a worker thread) to its end even when cancelled, then re-raise the cancel.
+
+    A thread cannot be stopped: returning early would let it take a lock after its holder was released.
+    """
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        with contextlib.suppress(BaseException):
+            await task
+        raise
+
+
+class _Recovery:
+    """The workspace's path checks and disk primitives, as crash recovery needs them (``RecoveryIO``)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = ws
+
+    def resolve_internal(self, display: str) -> Path | None:
+        try:
+            real = self.ws.root.resolve(display)
+        except WorkspaceError:
+            return None
+        return real if self.ws.root.listing_name(real) == display else None
+
+    def version(self, real: Path, display: str) -> str | None:
+        ws = self.ws
+        data = read_snapshot(real, root=ws.root.path, display=display, max_bytes=ws.max_file_bytes).data
+        return None if data is None else version_of(data)
+
+    def rename(self, temp: Path, target: Path, display: str) -> None:
+        replace_temp(target, temp.name, root=self.ws.root.path, display=display)
+
+    def remove(self, real: Path, display: str) -> None:
+        remove_file(real, root=self.ws.root.path, display=display, sync=True)
+
+    def remove_empty_dir(self, real: Path) -> None:
+        remove_empty_dirs([real])

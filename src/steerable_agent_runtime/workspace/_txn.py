@@ -1,0 +1,541 @@
+"""Cross-process write locks, the write journal and crash recovery for one workspace (FILE-12, FILE-13).
+
+Everything lives in the workspace's state folder, ``<root>/.steerable/`` (created on the first write,
+with a ``.gitignore`` of ``*`` so git never shows it; the file tools never list it and refuse to write
+it, and ``bash`` sees it read-only where the sandbox can express that):
+
+* ``lock``: one empty file. A write holds an open-file-description lock (Linux ``F_OFD_SETLK``) on one
+  byte per path it changes, at an offset derived from the path, from the version check to the rename.
+  The kernel drops the lock when the holder's descriptor closes, so a killed holder never leaves it
+  held. Several paths are taken in ascending offset order, so two patches cannot deadlock. Elsewhere
+  (no OFD locks) the same scheme uses ``flock`` on 256 striped files in ``locks/``.
+* ``txn/<token>.json``: one intent file per write in flight, locked by its writer for as long as it
+  runs. JSON lines: a header, then one ``{"temp": ...}`` line before each temp file is created, then,
+  for a multi-file ``apply_patch``, a ``{"commit": [entries]}`` line written and fsynced once every
+  new file is complete and before the first rename. At start-up (every surface builds a
+  :class:`~steerable_agent_runtime.workspace.Workspace`), :func:`recover` takes every intent file whose
+  owner is gone: a committed patch is rolled forward (each target still at its old version gets its
+  new content; one at its new version is done; one changed since by someone else is left alone), an
+  uncommitted one is dropped; either way its temp files and the directories it created are removed.
+
+Blocking functions: the workspace calls them through ``asyncio.to_thread``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import hashlib
+import json
+import logging
+import os
+import re
+import secrets
+import stat
+import struct
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol
+
+from ..errors import WorkspaceError
+
+__all__ = [
+    "STATE_DIR",
+    "TEMP_NAME",
+    "Intent",
+    "JournalEntry",
+    "PathLocks",
+    "StateDir",
+    "is_internal_name",
+    "new_temp_name",
+    "recover",
+]
+
+log = logging.getLogger("steerable.workspace")
+
+STATE_DIR: Final = ".steerable"
+"""The workspace's state folder, beside the files it protects."""
+
+TEMP_NAME: Final = re.compile(r"\.steerable-[0-9a-f]{16}\.tmp")
+"""A temp file a write creates beside its target (renamed onto it, or removed)."""
+
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+_OFD: Final = sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK")
+_FLOCK_STRIPES: Final = 256
+_OFFSET_MASK: Final = (1 << 62) - 1
+_FIRST_WAIT_S: Final = 0.001
+_MAX_WAIT_S: Final = 0.05
+LOCK_TIMEOUT_S: Final = 30.0
+"""How long a write waits for another process's lock on the same file, in seconds."""
+
+
+def new_temp_name() -> str:
+    """A fresh temp file name (short: any valid target name fits beside it)."""
+    return f".steerable-{secrets.token_hex(8)}.tmp"
+
+
+def is_internal_name(name: str) -> bool:
+    """Is ``name`` (one path component) steerable's own: the state folder or a write's temp file?"""
+    return name == STATE_DIR or TEMP_NAME.fullmatch(name) is not None
+
+
+def _flock_struct(kind: int, offset: int) -> bytes:
+    """A ``struct flock`` for one byte at ``offset`` (``l_pid`` 0, as OFD locks require)."""
+    return struct.pack("hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
+
+
+def lock_offset(key: str) -> int:
+    """The byte of ``lock`` that stands for ``key`` (a case-folded workspace path)."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
+    return int.from_bytes(digest[:8], "big") & _OFFSET_MASK
+
+
+class StateDir:
+    """``<root>/.steerable``: opened through ``O_NOFOLLOW`` handles, created on first use.
+
+    Args:
+        root: The workspace's real path.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.path = root / STATE_DIR
+
+    @contextlib.contextmanager
+    def directory(self, *sub: str, create: bool) -> Iterator[int]:
+        """Yield a handle on ``.steerable[/sub...]``; create it (and the ``.gitignore``) when asked.
+
+        Raises:
+            FileNotFoundError: It does not exist and ``create`` is false.
+            WorkspaceError: ``path_changed`` when a component is a symlink or not a directory.
+        """
+        fd = os.open(self.root, _DIR_FLAGS)
+        try:
+            for index, part in enumerate((STATE_DIR, *sub)):
+                try:
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except FileNotFoundError:
+                    if not create:
+                        raise
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, 0o777, dir_fd=fd)
+                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                    if index == 0:
+                        _write_gitignore(child)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise WorkspaceError(
+                            "path_changed",
+                            f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or "
+                            "a file); remove it so steerable can keep its write lock and journal there",
+                        ) from None
+                    raise
+                os.close(fd)
+                fd = child
+            yield fd
+        finally:
+            os.close(fd)
+
+
+def _write_gitignore(dir_fd: int) -> None:
+    with contextlib.suppress(FileExistsError):
+        fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
+        try:
+            os.write(fd, b"# steerable's write lock and journal (see docs/file-tools.md)\n*\n")
+        finally:
+            os.close(fd)
+
+
+class LockHeld:
+    """Cross-process locks held by one operation; :meth:`release` drops them all.
+
+    Attributes:
+        fds: The open descriptors (one for OFD locks, one per stripe for ``flock``).
+        taken: How many of the operation's sorted lock slots are held so far.
+    """
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+        self.taken = 0
+
+    def release(self) -> None:
+        """Close the descriptors, which releases their locks (idempotent)."""
+        fds, self.fds, self.taken = self.fds, [], 0
+        for fd in fds:
+            os.close(fd)
+
+
+class PathLocks:
+    """Per-path write locks shared by every steerable process on one workspace (FILE-12).
+
+    Args:
+        state: The workspace's state folder.
+        timeout_s: How long :meth:`acquire` waits for another holder, in seconds.
+    """
+
+    def __init__(self, state: StateDir, *, timeout_s: float = LOCK_TIMEOUT_S) -> None:
+        self.state = state
+        self.timeout_s = timeout_s
+
+    def try_acquire(self, keys: Sequence[str], held: LockHeld) -> bool:
+        """Take as many of ``keys``' locks as are free, in ascending order; ``True`` once all are held.
+
+        Call again with the same holder after a wait: the locks already taken are kept (every process
+        takes them in the same order, so that cannot deadlock).
+
+        Raises:
+            WorkspaceError: ``write_failed`` when the filesystem has no locks.
+        """
+        slots = sorted({lock_offset(key) for key in keys})
+        try:
+            if _OFD:
+                return self._try_ofd(slots, held)
+            return self._try_flock(sorted({slot % _FLOCK_STRIPES for slot in slots}), held)
+        except OSError as exc:
+            held.release()
+            if exc.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise _no_locks(exc) from None
+            raise
+
+    def _try_ofd(self, offsets: list[int], held: LockHeld) -> bool:
+        if not held.fds:
+            with self.state.directory(create=True) as dir_fd:
+                held.fds.append(os.open("lock", _FILE_FLAGS | os.O_CREAT, 0o666, dir_fd=dir_fd))
+        for offset in offsets[held.taken :]:
+            try:
+                fcntl.fcntl(held.fds[0], fcntl.F_OFD_SETLK, _flock_struct(fcntl.F_WRLCK, offset))
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    return False
+                raise
+            held.taken += 1
+        return True
+
+    def _try_flock(self, stripes: list[int], held: LockHeld) -> bool:
+        with self.state.directory("locks", create=True) as dir_fd:
+            for stripe in stripes[held.taken :]:
+                fd = os.open(f"{stripe:02x}", _FILE_FLAGS | os.O_CREAT, 0o666, dir_fd=dir_fd)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    os.close(fd)
+                    if exc.errno in (errno.EAGAIN, errno.EACCES):
+                        return False
+                    raise
+                held.fds.append(fd)
+                held.taken += 1
+        return True
+
+    def acquire(self, keys: Sequence[str], *, timeout_s: float | None = None) -> LockHeld:
+        """Take every key's lock, waiting (polling, 1 to 50 ms apart) up to ``timeout_s``; blocking.
+
+        Raises:
+            WorkspaceError: ``file_locked`` after the timeout, ``write_failed`` without locks.
+        """
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        wait = _FIRST_WAIT_S
+        held = LockHeld()
+        while not self.try_acquire(keys, held):
+            if time.monotonic() >= deadline:
+                held.release()
+                raise locked_error(keys, limit)
+            time.sleep(wait)
+            wait = min(wait * 2, _MAX_WAIT_S)
+        return held
+
+
+def locked_error(keys: Sequence[str], timeout_s: float) -> WorkspaceError:
+    """The refusal when another process kept a file locked past the timeout."""
+    shown = ", ".join(sorted(keys)[:5])
+    return WorkspaceError(
+        "file_locked",
+        f"another steerable process has been writing {shown} for over {timeout_s:g} s; "
+        "try again in a moment (then read the file again: it has probably changed)",
+        data={"paths": sorted(keys)[:20]},
+    )
+
+
+def _no_locks(exc: OSError) -> WorkspaceError:
+    return WorkspaceError(
+        "write_failed",
+        f"this filesystem does not support the file locks steerable uses to keep two processes from "
+        f"overwriting each other ({exc.strerror or exc}); set STEERABLE_CROSS_PROCESS_LOCK=0 to write "
+        "without them (only when a single steerable process uses this workspace)",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class JournalEntry:
+    """One file a committed patch changes.
+
+    Attributes:
+        target: Its display path (workspace-relative POSIX).
+        temp: The display path of the temp file holding its new content, or ``None`` for a delete.
+        before: Its version before the patch, or ``None`` when it did not exist.
+        after: Its version after the patch, or ``None`` when the patch deletes it.
+    """
+
+    target: str
+    temp: str | None
+    before: str | None
+    after: str | None
+
+    def to_json(self) -> dict[str, str | None]:
+        """The entry as a journal line's item."""
+        return {"target": self.target, "temp": self.temp, "before": self.before, "after": self.after}
+
+
+class Intent:
+    """One write in flight, announced in ``.steerable/txn/`` and locked by its writer until it ends.
+
+    Create it with :meth:`begin`; append with :meth:`note_temp` / :meth:`note_dir` before creating a
+    temp file or a directory; :meth:`commit` makes a multi-file patch durable before its first rename;
+    :meth:`finish` removes it.
+    """
+
+    def __init__(self, state: StateDir, name: str, fd: int) -> None:
+        self._state = state
+        self._name = name
+        self._fd = fd
+
+    @classmethod
+    def begin(cls, state: StateDir, op: str) -> Intent:
+        """Create, lock and publish a new intent file (atomically: recovery never sees it unlocked).
+
+        Raises:
+            OSError: When the state folder cannot be written.
+            WorkspaceError: ``path_changed`` for a planted symlink, ``write_failed`` without locks.
+        """
+        token = secrets.token_hex(8)
+        with state.directory("txn", create=True) as dir_fd:
+            hidden = f".{token}.new"
+            flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(hidden, flags, 0o666, dir_fd=dir_fd)
+            try:
+                _lock_whole(fd)
+                header = {"v": 1, "op": op, "pid": os.getpid(), "started": time.time()}
+                os.write(fd, (json.dumps(header) + "\n").encode())
+                os.rename(hidden, f"{token}.json", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            except BaseException:
+                os.close(fd)
+                with contextlib.suppress(OSError):
+                    os.unlink(hidden, dir_fd=dir_fd)
+                raise
+        return cls(state, f"{token}.json", fd)
+
+    def _append(self, record: dict[str, Any]) -> None:
+        os.write(self._fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+
+    def note_temp(self, display: str) -> None:
+        """Record a temp file (by display path) before it is created."""
+        self._append({"temp": display})
+
+    def note_dir(self, display: str) -> None:
+        """Record a directory the write created (removed again if the write never completes)."""
+        self._append({"dir": display})
+
+    def commit(self, entries: Sequence[JournalEntry]) -> None:
+        """Append the commit record and fsync it: from here a crash rolls the patch forward."""
+        self._append({"commit": [entry.to_json() for entry in entries]})
+        os.fsync(self._fd)
+
+    def finish(self) -> None:
+        """Remove the intent file and release its lock (idempotent)."""
+        if self._fd < 0:
+            return
+        try:
+            with self._state.directory("txn", create=False) as dir_fd:
+                os.unlink(self._name, dir_fd=dir_fd)
+        except OSError as exc:  # the lock still goes with the descriptor; recovery removes the file
+            log.warning("steerable: could not remove the write intent %s: %s", self._name, exc)
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _lock_whole(fd: int) -> None:
+    """Lock an intent file for its writer's lifetime (raises ``BlockingIOError`` when already held)."""
+    if _OFD:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
+    else:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+@dataclass(frozen=True, slots=True)
+class _Orphan:
+    """An intent file whose writer is gone, as read back."""
+
+    temps: list[str]
+    dirs: list[str]
+    commit: list[JournalEntry] | None
+    op: str
+
+
+def _parse(raw: bytes) -> _Orphan:
+    temps: list[str] = []
+    dirs: list[str] = []
+    commit: list[JournalEntry] | None = None
+    op = "write"
+    for line in raw.split(b"\n"):
+        try:
+            record = json.loads(line.decode("utf-8", "surrogateescape"))
+        except (ValueError, RecursionError):
+            continue  # a torn last line: it was never fsynced, so nothing depends on it
+        if not isinstance(record, dict):
+            continue
+        if isinstance(record.get("op"), str):
+            op = record["op"]
+        if isinstance(record.get("temp"), str):
+            temps.append(record["temp"])
+        if isinstance(record.get("dir"), str):
+            dirs.append(record["dir"])
+        items = record.get("commit")
+        if isinstance(items, list):
+            commit = [_entry(item) for item in items if _entry(item) is not None]  # type: ignore[misc]
+    return _Orphan(temps, dirs, commit, op)
+
+
+def _entry(item: Any) -> JournalEntry | None:
+    if not isinstance(item, dict) or not isinstance(item.get("target"), str):
+        return None
+    values = [item.get(key) for key in ("temp", "before", "after")]
+    if not all(value is None or isinstance(value, str) for value in values):
+        return None
+    return JournalEntry(item["target"], *values)
+
+
+class RecoveryIO(Protocol):
+    """What :func:`recover` needs from the workspace: path checks and the disk primitives."""
+
+    def resolve_internal(self, display: str) -> Path | None:
+        """The real path of a journal path, or ``None`` when recovery must not touch it."""
+
+    def version(self, real: Path, display: str) -> str | None:
+        """The file's version now, ``None`` when it does not exist."""
+
+    def rename(self, temp: Path, target: Path, display: str) -> None:
+        """Rename a temp file onto its target (same directory), then fsync the directory."""
+
+    def remove(self, real: Path, display: str) -> None:
+        """Unlink a file (never a symlink's target)."""
+
+    def remove_empty_dir(self, real: Path) -> None:
+        """Remove a directory if it is empty."""
+
+
+def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[str]:
+    """Finish or drop every write whose process died; return one line per intent handled.
+
+    Intent files still locked belong to live processes and are left alone. For each orphan, the
+    per-path locks of its targets are taken first (another live process may be writing them).
+
+    Returns:
+        Human-readable lines (also logged at WARNING), e.g. ``"rolled forward apply_patch: a.txt, b.txt"``.
+    """
+    try:
+        with state.directory("txn", create=False) as dir_fd:
+            names = [name for name in os.listdir(dir_fd) if name.endswith(".json")]
+            said: list[str] = []
+            for name in sorted(names):
+                line = _recover_one(dir_fd, name, io, locks)
+                if line:
+                    said.append(line)
+                    log.warning("steerable: %s", line)
+            return said
+    except FileNotFoundError:
+        return []
+
+
+def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None) -> str | None:
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        try:
+            _lock_whole(fd)
+        except OSError:
+            return None  # its writer is alive
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
+        orphan = _parse(raw)
+        targets = [entry.target for entry in orphan.commit or ()]
+        held = locks.acquire([t.casefold() for t in targets]) if locks is not None and targets else None
+        try:
+            line = _settle(orphan, io)
+        finally:
+            if held is not None:
+                held.release()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name, dir_fd=dir_fd)
+        return line
+    finally:
+        os.close(fd)
+
+
+def _settle(orphan: _Orphan, io: RecoveryIO) -> str | None:
+    applied: list[str] = []
+    done: list[str] = []
+    left: list[str] = []
+    if orphan.commit is not None:
+        for entry in orphan.commit:
+            outcome = _roll_forward(entry, io)
+            {"applied": applied, "done": done, "left": left}[outcome].append(entry.target)
+    removed = 0
+    for temp in orphan.temps:
+        real = io.resolve_internal(temp)
+        if real is not None and TEMP_NAME.fullmatch(real.name):
+            with contextlib.suppress(OSError, WorkspaceError):
+                if io.version(real, temp) is not None:
+                    io.remove(real, temp)
+                    removed += 1
+    if orphan.commit is None:
+        for directory in sorted(orphan.dirs, key=lambda d: d.count("/"), reverse=True):
+            real = io.resolve_internal(directory)
+            if real is not None:
+                io.remove_empty_dir(real)
+    if orphan.commit is None:
+        if not removed:
+            return None
+        return f"removed {removed} temp file(s) of an interrupted {orphan.op} (its process died)"
+    parts = [f"rolled forward an interrupted {orphan.op} (its process died)"]
+    if applied:
+        parts.append("completed " + ", ".join(applied))
+    if done:
+        parts.append("already done " + ", ".join(done))
+    if left:
+        parts.append("left alone (changed since) " + ", ".join(left))
+    return "; ".join(parts)
+
+
+def _roll_forward(entry: JournalEntry, io: RecoveryIO) -> str:
+    target = io.resolve_internal(entry.target)
+    if target is None:
+        return "left"
+    try:
+        current = io.version(target, entry.target)
+        if current == entry.after:
+            return "done"
+        if current != entry.before:
+            return "left"
+        if entry.after is None:
+            io.remove(target, entry.target)
+            return "applied"
+        temp = io.resolve_internal(entry.temp) if entry.temp is not None else None
+        if temp is None or not TEMP_NAME.fullmatch(temp.name) or temp.parent != target.parent:
+            return "left"
+        if io.version(temp, entry.temp or "") != entry.after:
+            return "left"
+        io.rename(temp, target, entry.target)
+        return "applied"
+    except (OSError, WorkspaceError) as exc:
+        log.warning("steerable: could not roll %s forward: %s", entry.target, exc)
+        return "left"
