@@ -84,6 +84,7 @@ def boot_tools(
     workspace: str | os.PathLike[str] | None,
     *,
     allow_outside: bool = False,
+    allow_protected_writes: bool | None = None,
     environ: Mapping[str, str] | None = None,
     harness: str = "full",
     plugins: bool = True,
@@ -96,6 +97,8 @@ def boot_tools(
     Args:
         workspace: The workspace root (default: the current directory).
         allow_outside: Accept file paths outside the workspace.
+        allow_protected_writes: Let the tools write protected paths (``--allow-protected-writes``);
+            ``None`` reads ``STEERABLE_ALLOW_PROTECTED_WRITES`` (default off).
         environ: The environment (default ``os.environ``).
         harness: ``full``, ``minimal`` or ``progressive``.
         plugins: Load the configured plugins (``False`` for tests and tooling).
@@ -133,7 +136,11 @@ def boot_tools(
         web.append(install_web_tools(router, config, environ=environ, host_search=host_search))
 
     router = workspace_tools_for_cwd(
-        root, allow_outside=allow_outside, environ=environ, web_tools=install_web if web_tools else False
+        root,
+        allow_outside=allow_outside,
+        allow_protected_writes=allow_protected_writes,
+        environ=environ,
+        web_tools=install_web if web_tools else False,
     )
     from .run_code import run_code_enabled, run_code_tool  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
 

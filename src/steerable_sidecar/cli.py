@@ -50,6 +50,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="accept paths outside the workspace (only for runs the host already jails)",
     )
     common.add_argument(
+        "--allow-protected-writes",
+        action="store_true",
+        default=None,
+        help="let the file tools (and bash) write .git, shell start-up files, editor, agent and MCP "
+        "configuration (default: refused; also STEERABLE_ALLOW_PROTECTED_WRITES=1)",
+    )
+    common.add_argument(
         "--harness",
         choices=HARNESS_CHOICES,
         default="full",
@@ -95,6 +102,7 @@ def _boot(args: argparse.Namespace) -> Booted:
     return boot_tools(
         args.workspace or os.getcwd(),
         allow_outside=args.allow_outside_workspace,
+        allow_protected_writes=args.allow_protected_writes,
         harness=args.harness,
         plugins=not args.no_plugins,
         web_tools=not args.no_web_tools,
@@ -204,6 +212,7 @@ def _main(argv: Sequence[str] | None) -> int:
             args.workspace,
             state_dir=args.state_dir,
             allow_outside=args.allow_outside_workspace,
+            allow_protected_writes=args.allow_protected_writes,
             harness=args.harness,
             plugins=not args.no_plugins,
             web_tools=not args.no_web_tools,

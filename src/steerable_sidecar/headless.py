@@ -105,6 +105,13 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="omit web_search and web_fetch entirely (offline task contract)",
     )
     parser.add_argument(
+        "--allow-protected-writes",
+        action="store_true",
+        default=None,
+        help="let the file tools (and bash) write .git, shell start-up files, editor, agent and MCP "
+        "configuration (default: refused; also STEERABLE_ALLOW_PROTECTED_WRITES=1)",
+    )
+    parser.add_argument(
         "--model-timeout-ms",
         type=_positive_int,
         default=600_000,
@@ -244,7 +251,11 @@ async def _run(
 
     # --no-web-tools omits the pair entirely (spec: Web tools); an invalid STEERABLE_WEB_* fails the load
     booted = boot_tools(
-        cwd, harness=args.harness, plugins=not args.no_plugins, web_tools=not args.no_web_tools
+        cwd,
+        allow_protected_writes=args.allow_protected_writes,
+        harness=args.harness,
+        plugins=not args.no_plugins,
+        web_tools=not args.no_web_tools,
     )
     try:
         router, harness = booted.router, booted.harness

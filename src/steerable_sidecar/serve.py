@@ -66,6 +66,7 @@ async def serve_stdio(
     booted = boot_tools(
         config.workspace,
         allow_outside=config.allow_outside,
+        allow_protected_writes=config.allow_protected_writes,
         environ=config.environ,
         harness=harness,
         plugins=plugins,
@@ -91,6 +92,7 @@ def run_sidecar(
     *,
     state_dir: str | None = None,
     allow_outside: bool = False,
+    allow_protected_writes: bool | None = None,
     harness: str = "full",
     plugins: bool = True,
     web_tools: bool = True,
@@ -101,6 +103,8 @@ def run_sidecar(
         workspace: The workspace root (default: the working directory).
         state_dir: Where session records go (default :func:`default_state_dir`).
         allow_outside: Accept file paths outside the workspace.
+        allow_protected_writes: Let the tools write protected paths; ``None`` reads
+            ``STEERABLE_ALLOW_PROTECTED_WRITES``.
         harness: The default chat harness.
         plugins: Load the configured plugins.
         web_tools: Serve ``web_search`` / ``web_fetch`` (``--no-web-tools``: omit them).
@@ -110,6 +114,7 @@ def run_sidecar(
         workspace=Path(workspace or os.getcwd()).resolve(),
         state_dir=Path(state_dir).expanduser() if state_dir else default_state_dir(),
         allow_outside=allow_outside,
+        allow_protected_writes=allow_protected_writes,
     )
     try:
         asyncio.run(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))

@@ -96,6 +96,8 @@ class SidecarConfig:
         workspace: The workspace root (the process's working directory unless ``--workspace``).
         state_dir: Durable records (``sessions/<id>.jsonl``) and spilled data live here.
         allow_outside: Accept file paths outside the workspace (host-jailed runs only).
+        allow_protected_writes: Let the tools write protected paths (FILE-15); ``None`` reads
+            ``STEERABLE_ALLOW_PROTECTED_WRITES`` from ``environ``.
         environ: The environment the configuration is resolved from.
         provider_factory: Builds the model provider on the first chat (default: the
             ``STEERABLE_*`` configuration through :func:`steerable_sidecar.providers.default_llm_provider`).
@@ -107,6 +109,7 @@ class SidecarConfig:
     workspace: Path
     state_dir: Path
     allow_outside: bool = False
+    allow_protected_writes: bool | None = None
     environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     provider_factory: Callable[[], LLMProvider] | None = None
     ask_user_timeout_ms: int = 600_000
@@ -217,7 +220,10 @@ class Sidecar:
 
     def _default_router(self) -> ToolRouter:
         return workspace_tools_for_cwd(
-            self.config.workspace, allow_outside=self.config.allow_outside, environ=self.config.environ
+            self.config.workspace,
+            allow_outside=self.config.allow_outside,
+            allow_protected_writes=self.config.allow_protected_writes,
+            environ=self.config.environ,
         )
 
     # -- lifecycle ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Read-only navigation: ``list_dir``, ``glob`` and ``grep``, confined like every file tool.
 
 Walks never follow a symlink out of the workspace and skip version-control metadata
-(``.git``, ``.hg``, ``.svn``). Results are capped and say so.
+(``.git``, ``.hg``, ``.svn``). steerable's own entries (the ``.steerable`` state folder and the
+``.steerable-*.tmp`` files of writes in flight) are never listed (FILE-13). Results are capped and say so.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..errors import WorkspaceError
 from ._disk import open_directory, read_bytes
 from ._paths import WorkspaceRoot
 from ._text import decode_file
+from ._txn import is_internal_name
 
 __all__ = ["GREP_TIME_BUDGET_S", "glob_files", "grep_files", "list_dir"]
 
@@ -61,6 +63,8 @@ def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
     entries: list[dict[str, Any]] = []
     with open_directory(root.path, real, display) as fd, os.scandir(fd) as it:
         for entry in it:
+            if is_internal_name(entry.name):
+                continue
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
                 kind = "symlink"
@@ -107,6 +111,8 @@ def _walk(root: WorkspaceRoot, base: Path) -> Iterator[tuple[Path, Path]]:
             continue
         subdirs = []
         for name, is_dir, is_file, is_link in entries:
+            if is_internal_name(name):
+                continue
             listed = directory / name
             if is_dir:
                 if name not in _SKIP_DIRS:

@@ -17,6 +17,7 @@ from pydantic import Field
 from typing_extensions import TypedDict
 
 from .._env import env_flag
+from .._protected import PROTECTED_ENV
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
 from ..tools import Tool, ToolRouter
@@ -26,10 +27,13 @@ from ._search import glob_files, grep_files, list_dir
 from ._state import ReadFileState
 from ._workspace import Workspace
 
-__all__ = ["REQUIRE_READ_ENV", "workspace_tools_for_cwd"]
+__all__ = ["CROSS_PROCESS_LOCK_ENV", "REQUIRE_READ_ENV", "workspace_tools_for_cwd"]
 
 REQUIRE_READ_ENV = "STEERABLE_REQUIRE_READ_BEFORE_WRITE"
 """Set to ``0`` to turn off the hard read-before-write gate (spec: File tools)."""
+
+CROSS_PROCESS_LOCK_ENV = "STEERABLE_CROSS_PROCESS_LOCK"
+"""Set to ``0`` only on a filesystem without file locks used by a single steerable process (FILE-12)."""
 
 
 class EditSpec(TypedDict):
@@ -62,6 +66,7 @@ def workspace_tools_for_cwd(
     state: ReadFileState | None = None,
     require_read_before_write: bool | None = None,
     allow_outside: bool = False,
+    allow_protected_writes: bool | None = None,
     environ: Mapping[str, str] | None = None,
     bash: bool = True,
     web_tools: Callable[[ToolRouter], object] | Literal[False] | None = None,
@@ -81,6 +86,9 @@ def workspace_tools_for_cwd(
         require_read_before_write: The hard gate; ``None`` reads
             ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` (default on).
         allow_outside: Accept paths outside ``cwd`` (only for runs the host already jails).
+        allow_protected_writes: Let the file tools write protected paths (``.git``, shell start-up
+            files, editor, agent and MCP configuration; FILE-15); ``None`` reads
+            ``STEERABLE_ALLOW_PROTECTED_WRITES`` (default off). CLI: ``--allow-protected-writes``.
         environ: Environment to resolve variables from (default ``os.environ``); ``bash`` passes
             its allowlist on to commands.
         bash: Register ``bash`` (:func:`~steerable_agent_runtime.sandbox.bash_tool`).
@@ -94,18 +102,23 @@ def workspace_tools_for_cwd(
         The router. The :class:`Workspace` behind it is ``router.workspace``.
 
     Raises:
-        ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE`` is not a boolean, or (with
+        ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE``, ``STEERABLE_ALLOW_PROTECTED_WRITES``
+            or ``STEERABLE_CROSS_PROCESS_LOCK`` is not a boolean, or (with
             ``bash``) a ``STEERABLE_SANDBOX*`` / ``STEERABLE_SIDECAR_CONFINED`` value is invalid.
         WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
         DuplicateToolError: When ``router`` already has one of these names.
     """
     if require_read_before_write is None:
         require_read_before_write = env_flag(REQUIRE_READ_ENV, True, environ=environ)
+    if allow_protected_writes is None:
+        allow_protected_writes = env_flag(PROTECTED_ENV, False, environ=environ)
     ws = Workspace(
         Path(cwd) if cwd is not None else Path.cwd(),
         state=state,
         require_read_before_write=require_read_before_write,
         allow_outside=allow_outside,
+        allow_protected_writes=allow_protected_writes,
+        cross_process_lock=env_flag(CROSS_PROCESS_LOCK_ENV, True, environ=environ),
     )
     specs = _tool_specs(ws)
     if bash:

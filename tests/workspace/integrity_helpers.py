@@ -1,0 +1,168 @@
+"""Real steerable processes for the integrity tests and benchmarks (FILE-12, FILE-13).
+
+Nothing here mocks a lock, a rename or a kill: each helper starts ``python -m steerable_sidecar`` (the
+``steerable`` command) as a child process and talks to it over its real stdio protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+_ids = itertools.count()
+
+
+def child_env(**overrides: str) -> dict[str, str]:
+    """The environment for a steerable child: this one, read-before-write on, plus ``overrides``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env.update(overrides)
+    return env
+
+
+class SessionProcess:
+    """One ``steerable session`` child on a workspace: send a ToolCall line, read its result line."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def start(cls, workspace: Path, **env: str) -> SessionProcess:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "session",
+            "--workspace",
+            str(workspace),
+            "--no-web-tools",
+            "--no-plugins",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=child_env(**env),
+            limit=64 * 1024 * 1024,
+        )
+        return cls(proc)
+
+    async def call(self, name: str, **arguments: Any) -> dict[str, Any]:
+        """Run one tool call; return the ``ToolResult`` wire dict."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        line = json.dumps({"id": f"c{next(_ids)}", "name": name, "arguments": arguments}) + "\n"
+        self.proc.stdin.write(line.encode())
+        await self.proc.stdin.drain()
+        answer = await self.proc.stdout.readline()
+        if not answer:
+            err = await self.proc.stderr.read() if self.proc.stderr else b""
+            raise RuntimeError(f"steerable session exited: {err.decode(errors='replace')[-2000:]}")
+        result: dict[str, Any] = json.loads(answer)["result"]
+        return result
+
+    async def close(self) -> None:
+        if self.proc.returncode is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                await asyncio.wait_for(self.proc.wait(), 10)
+            except TimeoutError:
+                self.proc.kill()
+                await self.proc.wait()
+
+
+def counter_file(size_bytes: int) -> str:
+    """A text file of about ``size_bytes`` with two counters, ``A: 0`` and ``B: 0``, in its middle."""
+    filler = "".join(f"line {n:06d} of filler text that no edit touches\n" for n in range(size_bytes // 46))
+    half = len(filler) // 2
+    cut = filler.index("\n", half) + 1
+    return filler[:cut] + "A: 0\nB: 0\n" + filler[cut:]
+
+
+def counter(text: str, name: str) -> int:
+    found = re.search(rf"^{name}: (\d+)$", text, re.MULTILINE)
+    assert found is not None, f"counter {name} is gone from the file"
+    return int(found.group(1))
+
+
+@dataclass
+class EditTally:
+    """What one editing process saw."""
+
+    name: str
+    successes: int = 0
+    conflicts: int = 0
+    other: dict[str, int] = field(default_factory=dict)
+
+
+def counter_line(text: str) -> int:
+    """The 1-based line of ``A: ...`` (``B`` is the next one)."""
+    return text[: text.index("\nA: ")].count("\n") + 2
+
+
+async def edit_counter_loop(
+    session: SessionProcess, path: str, name: str, line: int, seconds: float, start: asyncio.Event
+) -> EditTally:
+    """Read the counters' lines, then bump counter ``name`` with ``edit_file``, for ``seconds``."""
+    tally = EditTally(name)
+    await start.wait()
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        read = await session.call("read_file", path=path, offset=line - 1, limit=4)
+        assert read["success"], read
+        value = counter(read["data"]["content"], name)
+        result = await session.call(
+            "edit_file",
+            path=path,
+            edits=[{"oldText": f"\n{name}: {value}\n", "newText": f"\n{name}: {value + 1}\n"}],
+        )
+        if result["success"]:
+            tally.successes += 1
+        elif result["data"]["code"] == "conflict":
+            tally.conflicts += 1
+        else:
+            code = result["data"]["code"]
+            tally.other[code] = tally.other.get(code, 0) + 1
+    return tally
+
+
+async def two_process_edits(
+    workspace: Path, path: str, seconds: float, **env: str
+) -> tuple[EditTally, EditTally]:
+    """Two ``steerable session`` processes bump counters A and B in one file for ``seconds``."""
+    line = counter_line((workspace / path).read_text())
+    first = await SessionProcess.start(workspace, **env)
+    second = await SessionProcess.start(workspace, **env)
+    try:
+        await first.call("list_dir")  # both are up before the clock starts
+        await second.call("list_dir")
+        start = asyncio.Event()
+        tasks = [
+            asyncio.create_task(edit_counter_loop(first, path, "A", line, seconds, start)),
+            asyncio.create_task(edit_counter_loop(second, path, "B", line, seconds, start)),
+        ]
+        start.set()
+        a, b = await asyncio.gather(*tasks)
+        return a, b
+    finally:
+        await first.close()
+        await second.close()
+
+
+def lost_updates(text: str, a: EditTally, b: EditTally) -> int:
+    """How many successful edits are missing from the final text."""
+    return (a.successes - counter(text, "A")) + (b.successes - counter(text, "B"))
+
+
+def patch_over(files: dict[str, str], new: dict[str, str]) -> str:
+    """An ``apply_patch`` text that replaces each file's single line ``files[p]`` with ``new[p]``."""
+    parts = ["*** Begin Patch"]
+    for path, old_line in files.items():
+        parts += [f"*** Update File: {path}", "@@", f"-{old_line}", f"+{new[path]}"]
+    parts.append("*** End Patch")
+    return "\n".join(parts)
