@@ -51,8 +51,10 @@ def test_trailing_whitespace_tolerance_keeps_the_files_other_bytes():
 def test_indentation_tolerance():
     text = "if x:\n        call()\n"
     assert apply_edits(text, [Edit("call()", "other()")]) == "if x:\n        other()\n"  # exact substring
-    # more indentation than the file has: not a substring, found by the whitespace level, whole line replaced
-    assert apply_edits(text, [Edit("            call()\n", "        done()\n")]) == "if x:\n        done()\n"
+    # more indentation than the file has: not a substring, found by the whitespace level, whole line
+    # replaced; the replacement moves by the same 4 spaces the match did (FILE-14)
+    assert apply_edits(text, [Edit("            call()\n", "            done()\n")]) == "if x:\n        done()\n"
+    assert apply_edits(text, [Edit("            call()\n", "        done()\n")]) == "if x:\n    done()\n"
 
 
 def test_unicode_punctuation_folding():

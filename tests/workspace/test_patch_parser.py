@@ -300,8 +300,7 @@ def test_exact_replacement() -> None:
     ("file_line", "patch_line"),
     [
         ("keep = 1   ", "keep = 1"),  # trailing whitespace
-        ("    keep = 1", "keep = 1"),  # leading whitespace
-        ("\tkeep = 1 ", "  keep = 1"),  # both ends
+        ("\tkeep = 1 ", "  keep = 1"),  # both ends, same depth (a tab for 2 spaces)
         ("say(\u201chi\u201d)", 'say("hi")'),  # curly double quotes in the file
         ("it's", "it\u2019s"),  # curly apostrophe in the patch
         ("a \u2013 b", "a - b"),  # en dash
@@ -346,9 +345,10 @@ def test_hunk_header_context_narrows_the_search() -> None:
 
 
 def test_hunk_header_context_is_matched_loosely() -> None:
+    # FILE-14: the unindented '+' line is moved to the file's indentation, like the line it matched.
     original = "class A:\n  x = 1\nclass B:  \n  x = 1\n"
     chunk = _chunk(["x = 1"], ["x = 2"], context="  class B:")
-    assert apply_chunks(original, [chunk], path="f") == "class A:\n  x = 1\nclass B:  \nx = 2\n"
+    assert apply_chunks(original, [chunk], path="f") == "class A:\n  x = 1\nclass B:  \n  x = 2\n"
 
 
 def test_end_of_file_chunk_prefers_the_last_occurrence() -> None:
@@ -410,7 +410,7 @@ def _apply_error(original: str, chunks: list[Chunk], path: str = "src/m.py") -> 
     with pytest.raises(PatchError) as caught:
         apply_chunks(original, chunks, path=path)
     assert caught.value.code == "context_not_found"
-    assert caught.value.data == {"code": "context_not_found", "path": path}
+    assert caught.value.data == {"code": "context_not_found", "path": path, "hunk": len(chunks)}
     return caught.value
 
 
@@ -436,16 +436,43 @@ def test_missing_lines_message_after_a_previous_hunk_shows_three_lines() -> None
 
 
 def test_missing_context_line_message() -> None:
-    error = _apply_error("def f():\n    pass\n", [_chunk(["    pass"], [], context="def g():")])
+    error = _apply_error("class C:\n    pass\n", [_chunk(["    pass"], [], context="def g():")])
     assert error.error == (
         "could not find the line '@@ def g():' of hunk 1 in 'src/m.py'; "
         "re-read the file and regenerate the hunk"
     )
 
 
+def _nearest_error(original: str, chunks: list[Chunk]) -> PatchError:
+    with pytest.raises(PatchError) as caught:
+        apply_chunks(original, chunks, path="src/m.py")
+    assert caught.value.code == "context_not_found"
+    return caught.value
+
+
+def test_missing_context_line_names_the_nearest_line_file_14() -> None:
+    error = _nearest_error("def f():\n    pass\n", [_chunk(["    pass"], [], context="def g():")])
+    assert error.error == (
+        "could not find the line '@@ def g():' of hunk 1 in 'src/m.py'; the nearest text in the file is line 1:\n"
+        "  1 | def f():\n"
+        "regenerate the hunk from those lines"
+    )
+    assert error.data == {
+        "code": "context_not_found",
+        "path": "src/m.py",
+        "hunk": 1,
+        "nearest": {"startLine": 1, "endLine": 1, "lines": ["def f():"]},
+    }
+
+
 def test_old_lines_must_follow_the_context_line() -> None:
-    error = _apply_error("x = 1\ndef f():\n    pass\n", [_chunk(["x = 1"], ["x = 2"], context="def f():")])
-    assert error.error.startswith("could not find the lines of hunk 1 in 'src/m.py' after line 2; expected:")
+    error = _nearest_error("x = 1\ndef f():\n    pass\n", [_chunk(["x = 1"], ["x = 2"], context="def f():")])
+    assert error.error == (
+        "could not find the lines of hunk 1 in 'src/m.py' after line 2; expected:\n"
+        "    'x = 1'\n"
+        "those lines are at line 1, before line 3 where the search for this hunk starts: hunks must follow "
+        "the file's order, and an '@@' line must come before the lines it introduces"
+    )
 
 
 # --- properties (FILE-11) ---------------------------------------------------------------------------

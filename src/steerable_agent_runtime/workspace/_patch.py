@@ -15,22 +15,46 @@ The grammar, as the model writes it::
 Leniency follows Codex: the text is trimmed, the envelope markers and the file-operation headers may be
 padded with whitespace, a heredoc wrapper (``<<'EOF'`` ... ``EOF``) is stripped, blank lines between
 hunks are skipped and an empty line inside a hunk is an empty context line. :func:`apply_chunks`
-locates hunks with four passes of decreasing strictness (exact, trailing whitespace ignored, both ends
-ignored, typographic punctuation folded) and keeps the file's own text for the lines a hunk leaves alone.
+locates hunks at the match levels of :mod:`._levels` (exact, trailing whitespace ignored, both ends
+ignored, typographic punctuation folded), keeps the file's own text for the lines a hunk leaves alone,
+re-indents its '+' lines after a match that ignored indentation, and refuses a hunk that matches
+several places at a tolerant level (FILE-14).
 Reading, writing and atomicity across files belong to the file layer (FILE-11).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Final
 
 from steerable_agent_runtime.errors import PatchError
-from steerable_agent_runtime.workspace._fold import fold_punctuation
 
-__all__ = ["AddFile", "Chunk", "DeleteFile", "PatchOp", "UpdateFile", "apply_chunks", "parse_patch"]
+from ._indent import IndentationMismatch, Labels, reindent
+from ._levels import (
+    LEVEL_DESCRIPTIONS,
+    MATCH_LEVELS,
+    REINDENT_LEVELS,
+    MatchLevel,
+    TextLines,
+    loosest_level,
+    normaliser,
+)
+from ._nearest import NearestLines, find_nearest
+
+__all__ = [
+    "AddFile",
+    "Chunk",
+    "DeleteFile",
+    "HunkMatch",
+    "PatchOp",
+    "PatchOutcome",
+    "UpdateFile",
+    "apply_chunks",
+    "apply_chunks_detailed",
+    "parse_patch",
+]
 
 _BEGIN: Final = "*** Begin Patch"
 _END: Final = "*** End Patch"
@@ -45,6 +69,7 @@ _EXPECTED_BODY: Final = "a hunk line starting with ' ', '-' or '+'"
 _FIX: Final = "re-read the file and regenerate the hunk"
 _PREVIEW_LINES: Final = 3
 _SHOW_CHARS: Final = 120
+_MAX_LISTED: Final = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,67 +264,126 @@ def parse_patch(text: str) -> list[PatchOp]:
     return _Parser(lines, first_lineno).parse()
 
 
-def _fold_strip(line: str) -> str:
-    return fold_punctuation(line).strip()
+class _Ambiguous(Exception):
+    """A hunk's lines match several places at a tolerant level (0-based line indexes)."""
+
+    def __init__(self, level: MatchLevel, indexes: list[int]) -> None:
+        super().__init__(level)
+        self.level = level
+        self.indexes = indexes
 
 
-def _exact(line: str) -> str:
-    return line
+@dataclass(frozen=True, slots=True)
+class _Found:
+    """Where a run of pattern lines starts (0-based) and at which level it matched."""
 
-
-# The matching passes, strictest first; each maps a line to the form compared at that level.
-_LEVELS: Final[tuple[Callable[[str], str], ...]] = (_exact, str.rstrip, str.strip, _fold_strip)
+    index: int
+    level: MatchLevel
 
 
 class _Matcher:
-    """Finds a run of pattern lines in the file lines, caching the normalised file per level."""
+    """Finds a run of pattern lines in the file lines, strictest level first (FILE-11, FILE-14)."""
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, source: TextLines, lines: list[str]) -> None:
+        self.source = source
         self.lines = lines
-        self.normalised: dict[int, list[str]] = {}
 
-    def seek(self, pattern: Sequence[str], start: int, *, eof: bool) -> int | None:
-        """Return the index where ``pattern`` starts (at or after ``start``), or None."""
+    def at(self, pattern: Sequence[str], index: int, level: MatchLevel) -> bool:
+        normalise = normaliser(level)
+        found = self.lines[index : index + len(pattern)]
+        return len(found) == len(pattern) and all(
+            normalise(a) == normalise(b) for a, b in zip(found, pattern, strict=True)
+        )
+
+    def seek(self, pattern: Sequence[str], start: int, *, eof: bool, unique: bool = True) -> _Found | None:
+        """Return where ``pattern`` starts (at or after ``start``) and the level, or None.
+
+        At ``exact`` the first match wins (hunks are positional, as in Codex). At a tolerant level
+        a pattern matching several places raises :class:`_Ambiguous` when ``unique`` is set; an
+        ``eof`` pattern is tried at the end of the file first, where it cannot be ambiguous.
+        """
         size = len(pattern)
         if size == 0:
-            return start
+            return _Found(start, "exact")
         last = len(self.lines) - size
         if last < start:
             return None
-        passes = ([last], range(start, last + 1)) if eof else (range(start, last + 1),)
-        for positions in passes:
-            for level, normalise in enumerate(_LEVELS):
-                file_lines = self.normalised.setdefault(level, [normalise(line) for line in self.lines])
-                wanted = [normalise(line) for line in pattern]
-                for index in positions:
-                    if file_lines[index] == wanted[0] and file_lines[index : index + size] == wanted:
-                        return index
+        if eof:
+            for level in MATCH_LEVELS:
+                if self.at(pattern, last, level):
+                    return _Found(last, level)
+        for level in MATCH_LEVELS:
+            runs = self.source.runs(pattern, level, start=start)
+            if not runs:
+                continue
+            if len(runs) > 1 and unique and level != "exact":
+                raise _Ambiguous(level, [run.index for run in runs])
+            return _Found(runs[0].index, level)
         return None
 
 
-def _merge(found: list[str], old: list[str], new: list[str]) -> list[str]:
-    """Return ``new``, reusing the file's own text for the lines that ``old`` and ``new`` share."""
+def _merge(found: list[str], old: list[str], new: list[str], placed: list[str]) -> list[str]:
+    """Return ``placed`` (``new`` re-indented), keeping the file's lines where ``old`` equals ``new``."""
     if found == old:
-        return new
+        return placed
     merged: list[str] = []
     for tag, old_from, old_to, new_from, new_to in SequenceMatcher(
         None, old, new, autojunk=False
     ).get_opcodes():
-        merged.extend(found[old_from:old_to] if tag == "equal" else new[new_from:new_to])
+        merged.extend(found[old_from:old_to] if tag == "equal" else placed[new_from:new_to])
     return merged
 
 
 def _not_found(
-    path: str, number: int, what: str, cursor: int, *, eof: bool, expected: Sequence[str] = ()
+    path: str,
+    number: int,
+    what: str,
+    cursor: int,
+    *,
+    eof: bool,
+    expected: Sequence[str] = (),
+    nearest: NearestLines | None = None,
+    earlier: bool = False,
 ) -> PatchError:
     where = f" after line {cursor}" if cursor else ""
     if eof:
         where += " at the end of the file"
     shown = f"; expected:\n{_preview(expected)}\n" if expected else "; "
+    if nearest is None:
+        return PatchError(
+            "context_not_found",
+            f"could not find {what} of hunk {number} in '{path}'{where}{shown}{_FIX}",
+            data={"path": path, "hunk": number},
+        )
+    if earlier:
+        hint = (
+            f"those lines are at {nearest.describe()}, before line {cursor + 1} where the search for this "
+            "hunk starts: hunks must follow the file's order, and an '@@' line must come before the lines "
+            "it introduces"
+        )
+    else:
+        hint = (
+            f"the nearest text in the file is {nearest.describe()}:\n{nearest.render()}\n"
+            "regenerate the hunk from those lines"
+        )
     return PatchError(
         "context_not_found",
-        f"could not find {what} of hunk {number} in '{path}'{where}{shown}{_FIX}",
-        data={"path": path},
+        f"could not find {what} of hunk {number} in '{path}'{where}{shown.rstrip()}"
+        f"{chr(10) if expected else ' '}{hint}",
+        data={"path": path, "hunk": number, "nearest": nearest.as_data()},
+    )
+
+
+def _ambiguous(path: str, number: int, cursor: int, error: _Ambiguous) -> PatchError:
+    lines = [index + 1 for index in error.indexes]
+    listed = ", ".join(str(n) for n in lines[:_MAX_LISTED]) + (", ..." if len(lines) > _MAX_LISTED else "")
+    where = f" after line {cursor}" if cursor else ""
+    return PatchError(
+        "ambiguous_match",
+        f"the lines of hunk {number} match {len(lines)} places in '{path}'{where} (lines {listed}) "
+        f"{LEVEL_DESCRIPTIONS[error.level]}; copy the file's lines exactly (with their indentation), add "
+        "context lines to make the hunk unique, or put an '@@' line naming the enclosing block before it",
+        data={"path": path, "hunk": number, "lines": lines, "matchLevel": error.level},
     )
 
 
@@ -310,13 +394,159 @@ def _preview(lines: Sequence[str]) -> str:
     return "\n".join(shown)
 
 
+@dataclass(frozen=True, slots=True)
+class HunkMatch:
+    """Where one hunk of an Update File went, and how (FILE-14).
+
+    Attributes:
+        hunk: The hunk's 1-based number in the Update File.
+        line: The 1-based line of the original text where it matched (or where its lines were inserted).
+        level: The loosest match level its ``@@`` line and its lines needed (``"exact"`` or a tolerance).
+        reindented: Its '+' lines were re-indented to the file's indentation.
+    """
+
+    hunk: int
+    line: int
+    level: MatchLevel
+    reindented: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PatchOutcome:
+    """What :func:`apply_chunks_detailed` did: the new ``text`` and one match per hunk, in patch order."""
+
+    text: str
+    hunks: tuple[HunkMatch, ...]
+
+    @property
+    def level(self) -> MatchLevel:
+        """The loosest level any hunk needed (``"exact"`` when every hunk matched exactly)."""
+        return loosest_level(hunk.level for hunk in self.hunks)
+
+
 def apply_chunks(original: str, chunks: Sequence[Chunk], *, path: str) -> str:
     """Apply an Update File's hunks to a file's text and return the new text (FILE-11).
 
+    The same as ``apply_chunks_detailed(original, chunks, path=path).text``.
+    """
+    return apply_chunks_detailed(original, chunks, path=path).text
+
+
+class _Applier:
+    """Locates the hunks of one Update File in turn and collects the line edits."""
+
+    def __init__(self, original: str, path: str) -> None:
+        lines = original.split("\n")
+        if lines[-1] == "":
+            lines.pop()
+        self.lines = lines
+        self.path = path
+        self.source = TextLines(original, lines)
+        self.matcher = _Matcher(self.source, lines)
+        self.edits: list[tuple[int, int, list[str]]] = []
+        self.cursor = 0
+
+    def seek(self, number: int, pattern: Sequence[str], start: int, *, eof: bool) -> _Found | None:
+        try:
+            return self.matcher.seek(pattern, start, eof=eof)
+        except _Ambiguous as error:
+            raise _ambiguous(self.path, number, self.cursor, error) from None
+
+    def context(self, number: int, chunk: Chunk) -> MatchLevel:
+        """Move the cursor past the hunk's ``@@`` line; return the level it matched at."""
+        if chunk.context is None:
+            return "exact"
+        found = self.matcher.seek([chunk.context], self.cursor, eof=False, unique=False)
+        if found is None:
+            nearest = find_nearest(self.source, [chunk.context], near=self.cursor)
+            raise _not_found(
+                self.path,
+                number,
+                f"the line {_show('@@ ' + chunk.context)}",
+                self.cursor,
+                eof=False,
+                nearest=nearest,
+            )
+        self.cursor = found.index + 1
+        return found.level
+
+    def hunk(self, number: int, chunk: Chunk) -> HunkMatch:
+        context_level = self.context(number, chunk)
+        if not chunk.old_lines:
+            at = len(self.lines) if chunk.context is None or chunk.is_end_of_file else self.cursor
+            self.edits.append((at, 0, list(chunk.new_lines)))
+            return HunkMatch(number, at + 1, context_level, reindented=False)
+        old, new = list(chunk.old_lines), list(chunk.new_lines)
+        found = self.seek(number, old, self.cursor, eof=chunk.is_end_of_file)
+        if found is None and chunk.context is not None:
+            # Models often repeat the '@@ def f():' line as the hunk's first context line; Codex then
+            # fails, having moved past it. Retry from the @@ line itself.
+            found = self.seek(number, old, self.cursor - 1, eof=chunk.is_end_of_file)
+        if found is None and old[-1] == "":
+            # A blank line closing a hunk is often just the separator before the next one.
+            old = old[:-1]
+            new = new[:-1] if new and new[-1] == "" else new
+            found = self.seek(number, old, self.cursor, eof=chunk.is_end_of_file)
+        if found is None:
+            nearest = find_nearest(self.source, chunk.old_lines, near=self.cursor)
+            earlier = (
+                nearest is not None
+                and nearest.start_line <= self.cursor
+                and self.matcher.at(chunk.old_lines, nearest.start_line - 1, "unicode-punctuation")
+            )
+            raise _not_found(
+                self.path,
+                number,
+                "the lines",
+                self.cursor,
+                eof=chunk.is_end_of_file,
+                expected=chunk.old_lines,
+                nearest=nearest,
+                earlier=earlier,
+            )
+        file_lines = self.lines[found.index : found.index + len(old)]
+        placed, moved = new, False
+        if found.level in REINDENT_LEVELS:
+            placed, moved = self.reindent(number, found, old, new)
+        self.edits.append((found.index, len(old), _merge(file_lines, old, new, placed)))
+        self.cursor = found.index + len(old)
+        return HunkMatch(number, found.index + 1, loosest_level((context_level, found.level)), moved)
+
+    def reindent(self, number: int, found: _Found, old: list[str], new: list[str]) -> tuple[list[str], bool]:
+        file_lines = self.lines[found.index : found.index + len(old)]
+        labels = Labels(
+            f"line {{n}} of hunk {number}'s context and '-' lines",
+            f"line {{n}} of hunk {number}'s context and '+' lines",
+        )
+        around = self.lines[max(0, found.index - 40) : found.index + len(old) + 40]
+        try:
+            moved = reindent(old, file_lines, new, first_line=found.index + 1, labels=labels, around=around)
+        except IndentationMismatch as exc:
+            raise PatchError(
+                "indentation_mismatch",
+                f"hunk {number} matches '{self.path}' at line {found.index + 1} only "
+                f"{LEVEL_DESCRIPTIONS[found.level]}, and its indentation does not map onto the file's: {exc}",
+                data={"path": self.path, "hunk": number, "line": exc.file_line, "matchLevel": found.level},
+            ) from None
+        return list(moved.lines), moved.changed
+
+    def result(self) -> str:
+        lines = self.lines
+        self.edits.sort(key=lambda edit: edit[0])
+        for start, length, replacement in reversed(self.edits):
+            lines[start : start + length] = replacement
+        return "\n".join(lines) + "\n" if lines else ""
+
+
+def apply_chunks_detailed(original: str, chunks: Sequence[Chunk], *, path: str) -> PatchOutcome:
+    """Apply an Update File's hunks to a file's text; say where and at which level each matched.
+
     Each hunk is looked for after the previous one (and after its ``@@`` line when it has one), trying
-    exact, trailing-whitespace-insensitive, whitespace-insensitive, then punctuation-folded matching;
-    lines the hunk keeps keep the file's own text. A ``*** End of File`` hunk is tried at the end of the
-    file first. A hunk with only '+' lines goes after its ``@@`` line, or at the end of the file.
+    the levels of ``MATCH_LEVELS`` in order; lines the hunk keeps keep the file's own text. At
+    ``exact`` the first match after the cursor wins, as in Codex; at a tolerant level a hunk matching
+    several places is refused, and where leading whitespace was ignored the '+' lines are re-indented
+    the way the match was, or the hunk is refused (FILE-14). A ``*** End of File`` hunk is tried at
+    the end of the file first. A hunk with only '+' lines goes after its ``@@`` line, or at the end.
 
     Args:
         original: The file's text with LF newlines (the caller converts CRLF before and after).
@@ -324,45 +554,15 @@ def apply_chunks(original: str, chunks: Sequence[Chunk], *, path: str) -> str:
         path: The file's path, used in error messages.
 
     Returns:
-        The new text; it ends with a newline unless it is empty.
+        ``PatchOutcome(text, hunks)``: the new text (ending with a newline unless empty) and one
+        ``HunkMatch(hunk, line, level, reindented)`` per hunk.
 
     Raises:
-        PatchError: ``context_not_found`` when a hunk's lines are not in the file; ``data`` has ``path``.
+        PatchError: ``context_not_found`` when a hunk's lines are not in the file (``data``: ``path``,
+            ``hunk``, and ``nearest`` when the file has similar lines); ``ambiguous_match`` (``data``:
+            ``path``, ``hunk``, ``lines``, ``matchLevel``); ``indentation_mismatch`` (``data``: ``path``,
+            ``hunk``, ``line``, ``matchLevel``).
     """
-    lines = original.split("\n")
-    if lines[-1] == "":
-        lines.pop()
-    matcher = _Matcher(lines)
-    edits: list[tuple[int, int, list[str]]] = []
-    cursor = 0
-    for number, chunk in enumerate(chunks, 1):
-        if chunk.context is not None:
-            found = matcher.seek([chunk.context], cursor, eof=False)
-            if found is None:
-                raise _not_found(path, number, f"the line {_show('@@ ' + chunk.context)}", cursor, eof=False)
-            cursor = found + 1
-        if not chunk.old_lines:
-            at_end = chunk.context is None or chunk.is_end_of_file
-            edits.append((len(lines) if at_end else cursor, 0, list(chunk.new_lines)))
-            continue
-        old, new = list(chunk.old_lines), list(chunk.new_lines)
-        found = matcher.seek(old, cursor, eof=chunk.is_end_of_file)
-        if found is None and chunk.context is not None:
-            # Models often repeat the '@@ def f():' line as the hunk's first context line; Codex then
-            # fails, having moved past it. Retry from the @@ line itself.
-            found = matcher.seek(old, cursor - 1, eof=chunk.is_end_of_file)
-        if found is None and old[-1] == "":
-            # A blank line closing a hunk is often just the separator before the next one.
-            old = old[:-1]
-            new = new[:-1] if new and new[-1] == "" else new
-            found = matcher.seek(old, cursor, eof=chunk.is_end_of_file)
-        if found is None:
-            raise _not_found(
-                path, number, "the lines", cursor, eof=chunk.is_end_of_file, expected=chunk.old_lines
-            )
-        edits.append((found, len(old), _merge(lines[found : found + len(old)], old, new)))
-        cursor = found + len(old)
-    edits.sort(key=lambda edit: edit[0])
-    for start, length, replacement in reversed(edits):
-        lines[start : start + length] = replacement
-    return "\n".join(lines) + "\n" if lines else ""
+    applier = _Applier(original, path)
+    hunks = tuple(applier.hunk(number, chunk) for number, chunk in enumerate(chunks, 1))
+    return PatchOutcome(applier.result(), hunks)
