@@ -1,12 +1,14 @@
 """The ``bash`` tool: a shell command in the workspace, under the layer-2 sandbox.
 
 Arguments and result fields are contract (REQUIREMENTS CON-1): ``{command, timeout_ms?}`` in,
-``{stdout, stderr, stdoutBytes, stderrBytes, exitCode, timedOut, durationMs, _sandbox}`` out.
+``{stdout, stderr, stdoutBytes, stderrBytes, exitCode, timedOut, durationMs, _sandbox}`` out, plus
+``protectedReverted`` / ``protectedNotReverted`` when the command changed protected paths (FILE-15).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import shutil
 from collections.abc import Mapping
@@ -15,12 +17,16 @@ from typing import Annotated, Any, Final
 
 from pydantic import Field
 
+from .._env import env_flag
+from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
 from ._backend import SandboxBackend
+from ._bwrap import BubblewrapBackend
 from ._config import LIMIT_ENV, SandboxConfig
 from ._policy import SandboxPolicy, child_environment
+from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, SnapshotTooLarge
 from ._runner import RunResult, run_sandboxed
 from ._select import select_backend
 
@@ -38,6 +44,7 @@ def bash_tool(
     config: SandboxConfig | None = None,
     environ: Mapping[str, str] | None = None,
     backend: SandboxBackend | None = None,
+    allow_protected_writes: bool | None = None,
 ) -> Tool:
     """Build the ``bash`` tool for one workspace (``local`` mode: it needs consent).
 
@@ -48,21 +55,35 @@ def bash_tool(
     process tree and says so; cancelling the call kills it too. With no usable backend the call
     fails with ``error: "sandbox_unavailable"`` and nothing runs.
 
+    Protected paths (FILE-15: ``steerable_agent_runtime._protected``) are read-only to the command
+    where the backend can express it (bubblewrap binds them) and audited under every backend: a
+    change the command made there is reverted after it, and the result fails with
+    ``data.code: "protected_reverted"`` and ``data.protectedReverted: [paths]``.
+
     Args:
         workspace: The directory commands run in and may write to.
         config: Sandbox settings (default: resolved from ``environ``).
         environ: The environment to resolve settings from and to pass the allowlist of (default
             ``os.environ``, read at each call).
         backend: Use this backend instead of selecting one (tests, embedders with their own).
+        allow_protected_writes: Let commands change protected paths (no read-only binds, no
+            audit). ``None``: ``STEERABLE_ALLOW_PROTECTED_WRITES`` in ``environ`` (default off).
 
     Returns:
         The tool, not yet registered.
 
     Raises:
         ConfigError: When ``config`` is ``None`` and a ``STEERABLE_SANDBOX*`` or
-            ``STEERABLE_SIDECAR_CONFINED`` variable is invalid (the message names it).
+            ``STEERABLE_SIDECAR_CONFINED`` variable is invalid, or when
+            ``allow_protected_writes`` is ``None`` and ``STEERABLE_ALLOW_PROTECTED_WRITES`` is not
+            a boolean (the message names it).
     """
     cfg = SandboxConfig.from_env(environ) if config is None else config
+    allow = (
+        env_flag(PROTECTED_ENV, False, environ=environ)
+        if allow_protected_writes is None
+        else allow_protected_writes
+    )
     root = Path(workspace).resolve()
     cap = cfg.limits.max_output_bytes
 
@@ -82,11 +103,24 @@ def bash_tool(
         chosen = backend if backend is not None else await asyncio.to_thread(select_backend, cfg)
         env = child_environment(environ)
         shell = shutil.which("bash", path=env.get("PATH")) or "/bin/sh"
-        policy = SandboxPolicy(writable_roots=(root,), network=cfg.network, limits=cfg.limits)
-        run = await run_sandboxed(
-            [shell, "-c", command], policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000
-        )
-        return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
+        argv = [shell, "-c", command]
+        policy = SandboxPolicy(writable_roots=(root,), network=cfg.network, limits=cfg.limits, read_only=())
+        if allow:
+            run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
+            return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
+        carve = isinstance(chosen, BubblewrapBackend)
+        try:
+            audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve)
+        except SnapshotTooLarge:
+            return _too_large()
+        policy = dataclasses.replace(policy, read_only=tuple(Path(p) for p in audit.carved))
+        try:
+            run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
+        except BaseException:  # cancelled or refused: the tree is gone, put the paths back before leaving
+            audit.revert()
+            raise
+        outcome = await asyncio.to_thread(audit.revert)
+        return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes, protected=outcome)
 
     network = "on" if cfg.network else "off"
     description = (
@@ -96,12 +130,68 @@ def bash_tool(
         "the total byte counts) and exitCode; a non-zero exit is a failure. Background processes "
         "are killed when the command exits."
     )
+    if not allow:
+        description += (
+            " Protected paths (.git, .vscode, .mcp.json, shell start-up files and other editor and "
+            "agent configuration) are read-only: a change there is put back after the command."
+        )
     return Tool.from_function(
         bash, description=description, mode=ToolMode.LOCAL, timeout_ms=BASH_MAX_TIMEOUT_MS + 60_000
     )
 
 
-def _result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:
+def _too_large() -> ToolResult:
+    return ToolResult.retry(
+        (
+            f"The command was not run: the protected paths in the workspace (.git's config and "
+            f"hooks, .vscode, .idea and the like) hold more than {MAX_ENTRIES} entries, too many to "
+            "snapshot, so a change the command made there could not be reverted. Remove what is "
+            f"not needed there, or have the user set {PROTECTED_ENV}=1 (or start steerable with "
+            f"{PROTECTED_FLAG}) to let commands change protected paths."
+        ),
+        data={"code": "protected_snapshot_too_large", "limit": MAX_ENTRIES},
+    )
+
+
+def _protected_sentence(outcome: AuditOutcome) -> str:
+    """What the model is told about the protected paths its command changed (FILE-15)."""
+    rules: dict[ProtectedRule, list[str]] = {}
+    for path in (*outcome.reverted, *outcome.failed):
+        rules.setdefault(outcome.rules[path], []).append(path)
+    listed = "; ".join(f"{', '.join(paths)} (rule {r.pattern}: {r.reason})" for r, paths in rules.items())
+    said = []
+    if outcome.reverted:
+        said.append(f"The command changed protected paths, which were put back as they were: {listed}.")
+    if outcome.failed:
+        said.append(
+            f"These could not be put back and must be checked before git or an editor runs there: "
+            f"{', '.join(outcome.failed)}."
+        )
+    said.append(
+        "Programs outside the sandbox run code from these paths, so commands may not change them; "
+        f"to allow it, the user can set {PROTECTED_ENV}=1 or start steerable with {PROTECTED_FLAG}."
+    )
+    return " ".join(said)
+
+
+def _result(
+    run: RunResult, timeout_ms: int, *, memory_bytes: int, protected: AuditOutcome | None = None
+) -> ToolResult:
+    result = _run_result(run, timeout_ms, memory_bytes=memory_bytes)
+    if protected is None or not (protected.reverted or protected.failed):
+        return result
+    data = dict(result.data or {})
+    data["protectedReverted"] = protected.reverted
+    if protected.failed:
+        data["protectedNotReverted"] = protected.failed
+    sentence = _protected_sentence(protected)
+    if result.success:
+        data["code"] = "protected_reverted"
+        return ToolResult(success=False, needs_followup=True, error=sentence, data=data)
+    return ToolResult(success=False, needs_followup=True, error=f"{result.error} {sentence}", data=data)
+
+
+def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:
     data: dict[str, Any] = {
         "stdout": run.stdout.text,
         "stderr": run.stderr.text,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from typing import Final
 from ._backend import LaunchPlan, SandboxInfo
 from ._launch import SECCOMP_ARCH
 from ._policy import SandboxPolicy
+from ._protect import bindable, carve_outs
 
 __all__ = ["BubblewrapBackend"]
 
@@ -89,7 +89,8 @@ class BubblewrapBackend:
         ``policy.limits.memory_bytes`` (unsized when it is 0, or when this bubblewrap predates
         ``--size``). Readable roots under ``/tmp`` (the policy's, the Python interpreter's prefixes
         and steerable's package) are bound read-only into it, then the writable roots read-write,
-        then what must stay read-only inside them.
+        then what must stay read-only inside them: the runtime roots and ``policy.read_only`` (by
+        default the protected paths found under each writable root: ``_protect.carve_outs``).
         """
         features = _features(self.executable or "bwrap")
         args = _namespace_options(
@@ -103,9 +104,13 @@ class BubblewrapBackend:
             args += ["--bind", real, real]
         # Carved read-only out of the writable roots: what runs outside the sandbox later and must
         # not be planted from inside it (the interpreter's prefixes and steerable's own package, in
-        # a workspace .venv or an editable install; git's config and hooks, which the host's next
-        # git command would run).
-        for guarded in _guarded_inside(writable):
+        # a workspace .venv or an editable install; the protected paths: git's config and hooks,
+        # editor and agent configuration, which the host's next git command or editor start runs).
+        if policy.read_only is None:
+            protected = [path for root in writable for path in carve_outs(root)]
+        else:
+            protected = [str(path) for path in policy.read_only]
+        for guarded in _guarded_inside(writable, protected):
             args += ["--ro-bind", guarded, guarded]
         args += ["--chdir", os.path.realpath(policy.workdir)]
         if os.uname().machine in SECCOMP_ARCH:  # set-id modes always; sockets with the network off
@@ -132,26 +137,21 @@ def _runtime_roots() -> tuple[str, ...]:
     return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
 
 
-def _guarded_inside(writable: Sequence[str]) -> list[str]:
-    """Existing runtime roots and ``.git`` entries that lie inside a writable root.
+def _guarded_inside(writable: Sequence[str], protected: Sequence[str]) -> list[str]:
+    """Existing runtime roots and ``protected`` paths that lie inside a writable root, outermost first.
 
-    A ``.git`` is guarded only when it is a real directory or file (a worktree's ``gitdir:``
-    file), never through a symbolic link: bubblewrap resolves a bind's source on the host, so a
+    A protected path is guarded only when it is a real directory or file reached through no
+    symbolic link (``_protect.bindable``): bubblewrap resolves a bind's source on the host, so a
     ``.git -> /proc`` planted by one command would otherwise mount the host's ``/proc`` (or
     ``/tmp``) into every later run, and a link to a file would make every later run fail.
     """
-    candidates = [os.path.realpath(p) for p in _runtime_roots()]
-    repositories = [os.path.join(root, ".git") for root in writable]
+    runtime = {os.path.realpath(p) for p in _runtime_roots()}
     guarded: list[str] = []
-    for path in sorted({*candidates, *repositories}, key=len):
+    for path in sorted({*runtime, *protected}, key=len):
         if any(_within(path, g) for g in guarded) or not any(_within(path, w) for w in writable):
             continue
-        if path in repositories:
-            try:
-                mode = os.lstat(path).st_mode
-            except OSError:
-                continue
-            if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        if path in protected:
+            if not bindable(path):
                 continue  # a symbolic link (or anything else) a command may have planted
         elif not os.path.exists(path):
             continue

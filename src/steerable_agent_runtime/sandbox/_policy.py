@@ -135,6 +135,11 @@ class SandboxPolicy:
         cwd: Working directory (default: the first writable root).
         network: Allow network access (default off).
         limits: Resource limits.
+        read_only: Paths inside the writable roots to keep read-only where the backend can:
+            bubblewrap binds each one that is a real file or directory reached through no
+            symbolic link; Landlock and Seatbelt cannot. ``None`` (the default): the protected
+            paths (FILE-15, ``steerable_agent_runtime._protected``) the backend finds under each
+            writable root; ``()``: none (the opt-out).
     """
 
     writable_roots: tuple[Path, ...]
@@ -142,6 +147,7 @@ class SandboxPolicy:
     cwd: Path | None = None
     network: bool = False
     limits: ResourceLimits = field(default_factory=ResourceLimits)
+    read_only: tuple[Path, ...] | None = None
 
     def __post_init__(self) -> None:
         if not self.writable_roots and self.cwd is None:

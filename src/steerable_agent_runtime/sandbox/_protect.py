@@ -1,0 +1,700 @@
+"""Protected paths inside a writable root (FILE-15): bubblewrap's read-only binds, and the audit.
+
+The audit puts back what a command changed there.
+
+The rules are ``steerable_agent_runtime._protected``'s (``PROTECTED_ENTRIES``, matched like
+``protected_rule``: any case, ignorable code points dropped). :func:`find_protected` looks for them
+:data:`SCAN_DEPTH` levels deep (not inside ``node_modules`` nor inside a protected entry);
+:func:`carve_outs` is what bubblewrap binds read-only; :class:`ProtectedAudit` snapshots the rest
+before a command and, after it, reverts every change (``O_NOFOLLOW`` walks from the root, so a
+link a command left cannot send a write outside it). ``docs/sandbox.md`` (Protected paths) says
+what each backend covers and what stays open.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import stat
+import sys
+import time
+from collections import deque
+from collections.abc import Collection, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Final
+
+from .._protected import PROTECTED_RULES, ProtectedRule, protected_rule
+
+__all__ = [
+    "MAX_ENTRIES",
+    "MAX_FILE_BYTES",
+    "MAX_TOTAL_BYTES",
+    "SCAN_DEPTH",
+    "SCAN_MAX_DIRS",
+    "AuditOutcome",
+    "Found",
+    "ProtectedAudit",
+    "SnapshotTooLarge",
+    "bindable",
+    "carve_outs",
+    "find_protected",
+]
+
+SCAN_DEPTH: Final = 3
+"""Protected entries are looked for this many path components deep (``a/b/.git``), as sandbox-runtime does."""
+SCAN_MAX_DIRS: Final = 1024
+"""Directories one scan lists at most (breadth first: the root's own entries always come first)."""
+SKIPPED: Final = frozenset({"node_modules"})
+"""Directories the scan does not enter."""
+MAX_ENTRIES: Final = 10_000
+"""Entries one snapshot records at most; past it the command is refused (:class:`SnapshotTooLarge`)."""
+MAX_FILE_BYTES: Final = 1 << 20
+"""A file's content is kept when it is at most this large (1 MiB); a larger one only by identity."""
+MAX_TOTAL_BYTES: Final = 16 << 20
+"""Content kept per snapshot (16 MiB); files past it are kept by identity only."""
+
+_RECENT_NS: Final = 50_000_000  # a file changed this close before the snapshot may change in the same tick
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CLOCK_REALTIME_COARSE: Final = 5  # Linux: the clock file timestamps are taken from
+
+Spec = Mapping[str, "Spec"] | None
+"""What of a directory is tracked: ``None`` everything, else child names (``*``: any) to their specs."""
+
+_GIT_DIR: dict[str, Spec] = {
+    "config": None,
+    "config.worktree": None,
+    "hooks": None,
+    "info": {"attributes": None},
+}
+_GIT_DIR["modules"] = {"*": _GIT_DIR}
+GIT_SPEC: Final[Spec] = _GIT_DIR
+"""What of a ``.git`` directory runs code: config, hooks, attributes; its submodules' the same."""
+
+_NESTED: Final = tuple(
+    rule for rule in PROTECTED_RULES if len(rule.pattern.removesuffix("/**").split("/")) > 1
+)
+
+
+class SnapshotTooLarge(Exception):
+    """The protected paths hold more than :data:`MAX_ENTRIES` entries: their changes could not be reverted."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One protected entry under a root.
+
+    Attributes:
+        rel: Its path relative to the root, ``/``-separated; no symbolic link before its last component.
+        rule: The rule protecting it.
+        link: It is a symbolic link: never bound, audited as a link (and its target, when that is
+            inside the root, as an entry of its own).
+        parents: How many of its last components but one belong to the rule (1 for
+            ``.claude/commands``): the audit recreates those when they are gone.
+    """
+
+    rel: str
+    rule: ProtectedRule
+    link: bool = False
+    parents: int = 0
+
+
+def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) -> list[Found]:
+    """The protected entries that exist under ``root`` (a real path), at most ``depth`` components deep.
+
+    Breadth first, at most :data:`SCAN_MAX_DIRS` directories; symbolic links, ``node_modules`` and
+    protected entries themselves are not entered. A ``.claude`` directory is looked into for its
+    protected children at any scanned depth. With ``targets``, what a protected link points at
+    inside ``root`` is listed too (under the link's rule). A directory whose ``ctime`` has not
+    changed since it was last listed is not listed again (:class:`_Listing`).
+    """
+    found: dict[str, Found] = {}
+    queue: deque[tuple[str, int]] = deque([("", 0)])
+    listed = 0
+    while queue and listed < SCAN_MAX_DIRS:
+        rel, level = queue.popleft()
+        listed += 1
+        listing = _list(f"{root}/{rel}" if rel else root)
+        if listing is None:
+            continue
+        deeper = level + 1 < depth
+        prefix = f"{rel}/" if rel else ""
+        if deeper:
+            queue.extend((prefix + name, level + 1) for name in listing.subdirs)
+        for name, is_dir, is_link in listing.dotted:
+            path = prefix + name
+            protected = _classify(root, path, name, is_dir, is_link, found, targets)
+            if not protected and deeper and is_dir:
+                queue.append((path, level + 1))
+    return list(found.values())
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What the scan needs of one directory, kept while its ``(st_dev, st_ino, st_ctime_ns)`` holds.
+
+    Adding, removing or renaming an entry changes the directory's ``ctime``, and no process can
+    set a ``ctime`` back; a directory changed within 50 ms of its listing is not kept (a change
+    in the same clock tick would keep the ``ctime``).
+    """
+
+    key: tuple[int, int, int]
+    subdirs: tuple[str, ...]  # real directories with names no protected name folds from
+    dotted: tuple[tuple[str, bool, bool], ...]  # (name, is a real directory, is a link) of the others
+
+
+_LISTINGS: dict[str, _Listing] = {}
+_LISTINGS_MAX: Final = 65_536
+
+
+def _list(path: str) -> _Listing | None:
+    try:
+        info = os.stat(path, follow_symlinks=False)
+    except OSError:
+        return None
+    key = (info.st_dev, info.st_ino, info.st_ctime_ns)
+    kept = _LISTINGS.get(path)
+    if kept is not None and kept.key == key:
+        return kept
+    subdirs: list[str] = []
+    dotted: list[tuple[str, bool, bool]] = []
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.isascii() and not name.startswith("."):  # cannot fold to a protected name
+                    if name not in SKIPPED and _is_dir(entry):
+                        subdirs.append(name)
+                else:
+                    dotted.append((name, _is_dir(entry), entry.is_symlink()))
+    except OSError:
+        return None
+    listing = _Listing(key, tuple(subdirs), tuple(dotted))
+    if stat.S_ISDIR(info.st_mode) and info.st_ctime_ns < _coarse_now() - _RECENT_NS:
+        if len(_LISTINGS) >= _LISTINGS_MAX:
+            _LISTINGS.clear()
+        _LISTINGS[path] = listing
+    return listing
+
+
+def carve_outs(root: str, found: Collection[Found] | None = None) -> list[str]:
+    """The absolute paths bubblewrap binds read-only under ``root`` (a real path).
+
+    Each found entry that is a real file or directory reached through no symbolic link
+    (``realpath`` is itself). A bind's source is resolved on the host, so a link
+    (``.git -> /proc``) left by one command would otherwise mount its target into every later
+    run; links are audited instead.
+    """
+    items = find_protected(root) if found is None else found
+    return [path for item in items if not item.link and bindable(path := os.path.join(root, item.rel))]
+
+
+def bindable(path: str) -> bool:
+    """Is ``path`` (absolute) a real file or directory reached through no symbolic link?"""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return False
+    return (stat.S_ISDIR(mode) or stat.S_ISREG(mode)) and os.path.realpath(path) == path
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
+
+
+def _classify(
+    root: str, path: str, name: str, is_dir: bool, is_link: bool, found: dict[str, Found], targets: bool
+) -> bool:
+    """Record ``name`` when it is protected (or holds protected children); ``True`` when it was."""
+    rule = protected_rule(name)
+    if rule is not None:
+        _add(root, found, Found(path, rule, is_link), targets)
+        return True
+    nested = [r for r in _NESTED if protected_rule(f"{name}/{r.pattern.split('/')[1]}") is r]
+    if not nested:
+        return False
+    if is_link:  # a linked .claude: the link itself is what must not change
+        _add(root, found, Found(path, nested[0], True), targets)
+    elif is_dir:
+        with contextlib.suppress(OSError), os.scandir(os.path.join(root, path)) as listing:
+            for child in listing:
+                rule = protected_rule(f"{name}/{child.name}")
+                if rule is not None:
+                    _add(root, found, Found(f"{path}/{child.name}", rule, child.is_symlink(), 1), targets)
+    return True
+
+
+def _add(root: str, found: dict[str, Found], item: Found, targets: bool) -> None:
+    found.setdefault(item.rel, item)
+    if item.link and targets:  # what a protected link points at, when it is inside the root, is protected too
+        real = os.path.realpath(os.path.join(root, item.rel))
+        if real != root and real.startswith(root.rstrip("/") + "/") and os.path.lexists(real):
+            target = os.path.relpath(real, root)
+            found.setdefault(target, Found(target, item.rule))
+
+
+def _spec(item: Found) -> Spec:
+    return GIT_SPEC if item.rule.pattern == ".git/**" else None
+
+
+def _match(spec: Spec, name: str) -> tuple[bool, Spec]:
+    if spec is None:
+        return True, None
+    if name in spec:
+        return True, spec[name]
+    if "*" in spec:
+        return True, spec["*"]
+    return False, None
+
+
+def _coarse_now() -> int:
+    """Now, on the clock Linux stamps files with (a file changed later has a ``ctime`` at least this)."""
+    if sys.platform.startswith("linux"):
+        return time.clock_gettime_ns(_CLOCK_REALTIME_COARSE)
+    return time.time_ns()
+
+
+@dataclass(slots=True)
+class _Node:
+    """One snapshotted entry (``kind``: ``file``, ``dir``, ``link`` or ``other``)."""
+
+    kind: str
+    info: os.stat_result
+    data: bytes | None = None  # a file's content; None past a cap (identity only)
+    target: str = ""  # a link's
+    children: dict[str, _Node] | None = None  # a directory's tracked children; None: not listable
+
+
+def _kind(info: os.stat_result) -> str:
+    mode = info.st_mode
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "dir"
+    return "link" if stat.S_ISLNK(mode) else "other"
+
+
+def _lstat(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+@contextlib.contextmanager
+def _opened(dir_fd: int, name: str) -> Iterator[int]:
+    fd = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _read(dir_fd: int, name: str, limit: int) -> bytes | None:
+    """The content of regular file ``name``, or ``None`` when it is not one or is over ``limit``."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(limit + 1)
+    return data if len(data) <= limit else None
+
+
+@dataclass(slots=True)
+class _Budget:
+    entries: int = MAX_ENTRIES
+    content: int = MAX_TOTAL_BYTES
+
+    def take(self, dir_fd: int, name: str, spec: Spec) -> _Node | None:
+        info = _lstat(dir_fd, name)
+        if info is None:
+            return None
+        self.entries -= 1
+        if self.entries < 0:
+            raise SnapshotTooLarge(f"more than {MAX_ENTRIES} entries")
+        node = _Node(_kind(info), info)
+        if node.kind == "file" and info.st_size <= min(MAX_FILE_BYTES, self.content):
+            node.data = _read(dir_fd, name, MAX_FILE_BYTES)
+            self.content -= len(node.data or b"")
+        elif node.kind == "link":
+            node.target = os.readlink(name, dir_fd=dir_fd)
+        elif node.kind == "dir":
+            with contextlib.suppress(PermissionError), _opened(dir_fd, name) as fd:
+                node.children = {}
+                for child in sorted(os.listdir(fd)):
+                    tracked, sub = _match(spec, child)
+                    kept = self.take(fd, child, sub) if tracked else None
+                    if kept is not None:
+                        node.children[child] = kept
+        return node
+
+
+@dataclass(frozen=True, slots=True)
+class AuditOutcome:
+    """What :meth:`ProtectedAudit.revert` did.
+
+    Attributes:
+        reverted: Protected paths (relative, sorted) whose change was undone.
+        failed: Protected paths whose change could not be undone (an ``OSError``).
+        rules: The rule of each path in either list.
+    """
+
+    reverted: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    rules: dict[str, ProtectedRule] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class _Revert:
+    """One revert pass: ``rule`` is the rule of the entry being put back, ``start`` the run's start."""
+
+    start: int
+    rule: ProtectedRule
+    outcome: AuditOutcome = field(default_factory=AuditOutcome)
+
+    def done(self, rel: str) -> None:
+        if rel not in self.outcome.rules:
+            self.outcome.reverted.append(rel)
+            self.outcome.rules[rel] = self.rule
+
+    def failed(self, rel: str) -> None:
+        self.outcome.failed.append(rel)
+        self.outcome.rules[rel] = self.rule
+
+    # -- back to the snapshot --------------------------------------------------------------------
+    def put_back(self, dir_fd: int, name: str, before: _Node | None, spec: Spec, rel: str) -> None:
+        now = _lstat(dir_fd, name)
+        if before is None:
+            if now is not None:
+                self.remove(dir_fd, name, now, spec, rel)
+            return
+        if before.kind == "dir" and (now is None or now.st_ino != before.info.st_ino):
+            now = self.move_back(dir_fd, name, before, now, rel)
+        if now is None or _kind(now) != before.kind:
+            if now is not None:
+                self.remove(dir_fd, name, now, None, rel)
+            if self.create(dir_fd, name, before):
+                self.done(rel)
+            else:
+                self.failed(rel)
+        elif before.kind == "file":
+            self.file(dir_fd, name, before, now, rel)
+        elif before.kind == "link" and os.readlink(name, dir_fd=dir_fd) != before.target:
+            os.unlink(name, dir_fd=dir_fd)
+            os.symlink(before.target, name, dir_fd=dir_fd)
+            self.done(rel)
+        elif before.kind == "dir":
+            self.directory(dir_fd, name, before, now, spec, rel)
+
+    def move_back(
+        self, dir_fd: int, name: str, before: _Node, now: os.stat_result | None, rel: str
+    ) -> os.stat_result | None:
+        """A directory renamed away within its parent (``mv .git g``) is renamed back."""
+        with os.scandir(dir_fd) as listing:
+            moved = [
+                e.name
+                for e in listing
+                if e.inode() == before.info.st_ino and e.name != name and e.is_dir(follow_symlinks=False)
+            ]
+        if not moved or not _same_dir(dir_fd, moved[0], before):
+            return now
+        if now is not None:
+            self.remove(dir_fd, name, now, None, rel)
+        os.rename(moved[0], name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        self.done(rel)
+        return _lstat(dir_fd, name)
+
+    def file(self, dir_fd: int, name: str, before: _Node, now: os.stat_result, rel: str) -> None:
+        was = before.info
+        same_mode = stat.S_IMODE(now.st_mode) == stat.S_IMODE(was.st_mode) and now.st_nlink == was.st_nlink
+        if (
+            same_mode
+            and (now.st_ino, now.st_size, now.st_ctime_ns) == (was.st_ino, was.st_size, was.st_ctime_ns)
+            and was.st_ctime_ns < self.start - _RECENT_NS
+        ):
+            return
+        if before.data is not None and same_mode and _read(dir_fd, name, len(before.data)) == before.data:
+            return
+        if before.data is None:  # too large to have been kept: it cannot be put back, so it goes
+            os.unlink(name, dir_fd=dir_fd)
+        else:  # a new inode: a hard link made to the file keeps the changed one, not this
+            _write(dir_fd, name, before)
+        self.done(rel)
+
+    def directory(
+        self, dir_fd: int, name: str, before: _Node, now: os.stat_result, spec: Spec, rel: str
+    ) -> None:
+        if stat.S_IMODE(now.st_mode) != stat.S_IMODE(before.info.st_mode):
+            _chmod(dir_fd, name, stat.S_IMODE(before.info.st_mode))
+            self.done(rel)
+        if before.children is None:
+            return
+        with _opened(dir_fd, name) as fd:
+            names = set(before.children) | {n for n in os.listdir(fd) if _match(spec, n)[0]}
+            for child in sorted(names):
+                sub = _match(spec, child)[1]
+                self.put_back(fd, child, before.children.get(child), sub, f"{rel}/{child}")
+
+    def create(self, dir_fd: int, name: str, node: _Node) -> bool:
+        """Create ``name`` as the snapshot had it; ``False`` when (part of) it could not be (past a cap)."""
+        if node.kind == "file" and node.data is not None:
+            _write(dir_fd, name, node)
+        elif node.kind == "link":
+            os.symlink(node.target, name, dir_fd=dir_fd)
+        elif node.kind != "dir":
+            return False
+        else:
+            os.mkdir(name, 0o700, dir_fd=dir_fd)
+            with _opened(dir_fd, name) as fd:
+                complete = all([self.create(fd, child, sub) for child, sub in (node.children or {}).items()])
+                _own(fd, node.info)
+                os.fchmod(fd, stat.S_IMODE(node.info.st_mode))
+            return complete
+        return True
+
+    def remove(self, dir_fd: int, name: str, now: os.stat_result, spec: Spec, rel: str) -> None:
+        """Remove ``name``: all of it, or (``spec``: a ``.git`` directory) only what it tracks."""
+        if not stat.S_ISDIR(now.st_mode):
+            os.unlink(name, dir_fd=dir_fd)
+        elif spec is None:
+            shutil.rmtree(name, dir_fd=dir_fd)
+        else:
+            with _opened(dir_fd, name) as fd:
+                for child in sorted(os.listdir(fd)):
+                    tracked, sub = _match(spec, child)
+                    info = _lstat(fd, child) if tracked else None
+                    if info is not None:
+                        self.remove(fd, child, info, sub, f"{rel}/{child}")
+            return
+        self.done(rel)
+
+    # -- entries that appeared ---------------------------------------------------------------------
+    def changed_since_start(self, dir_fd: int, name: str, spec: Spec, rel: str) -> None:
+        """An entry with no snapshot: remove what changed during the run (``ctime`` from the start on).
+
+        A directory created or renamed into place goes whole (a ``.git`` one: what it tracks);
+        in an older one, each changed entry goes.
+        """
+        now = _lstat(dir_fd, name)
+        if now is None:
+            return
+        fresh = now.st_ctime_ns >= self.start
+        if not stat.S_ISDIR(now.st_mode):
+            if fresh:
+                os.unlink(name, dir_fd=dir_fd)
+                self.done(rel)
+            return
+        if fresh:
+            self.remove(dir_fd, name, now, spec, rel)
+            return
+        with _opened(dir_fd, name) as fd:
+            for child in sorted(os.listdir(fd)):
+                tracked, sub = _match(spec, child)
+                if tracked:
+                    self.changed_since_start(fd, child, sub, f"{rel}/{child}")
+
+
+def _write(dir_fd: int, name: str, node: _Node) -> None:
+    """Put ``node``'s content and mode at ``name`` (a new file renamed over it), without following links."""
+    tmp = f".steerable-restore-{secrets.token_hex(6)}"
+    fd = os.open(
+        tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600, dir_fd=dir_fd
+    )
+    try:
+        with os.fdopen(fd, "wb", closefd=False) as handle:
+            handle.write(node.data or b"")
+        _own(fd, node.info)
+        os.fchmod(fd, stat.S_IMODE(node.info.st_mode))
+        os.close(fd)
+        fd = -1
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        if fd >= 0:
+            os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=dir_fd)
+        raise
+
+
+def _same_dir(dir_fd: int, name: str, before: _Node) -> bool:
+    """Is ``name`` the snapshotted directory (an inode number can be reused): one child still the same?"""
+    with _opened(dir_fd, name) as fd:
+        if not before.children:
+            return not os.listdir(fd)
+        for child, node in before.children.items():
+            info = _lstat(fd, child)
+            if info is not None and info.st_ino == node.info.st_ino:
+                return True
+    return False
+
+
+def _own(fd: int, info: os.stat_result) -> None:
+    """Give a restored entry its old owner (root only: anyone else already is the owner)."""
+    if os.geteuid() == 0 and hasattr(os, "fchown"):
+        os.fchown(fd, info.st_uid, info.st_gid)
+
+
+def _chmod(dir_fd: int, name: str, mode: int) -> None:
+    """Change the mode of the directory ``name`` without following a link (and even when it is unreadable)."""
+    fd = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    try:
+        os.chmod(f"/proc/self/fd/{fd}", mode)
+    finally:
+        os.close(fd)
+
+
+def _open_dirs(root_fd: int, components: list[str]) -> int | None:
+    """Open ``components`` under ``root_fd`` one at a time with ``O_NOFOLLOW``.
+
+    ``None`` when one is missing or not a real directory.
+    """
+    fd = os.dup(root_fd)
+    for component in components:
+        try:
+            child = os.open(component, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            os.close(fd)
+            return None
+        os.close(fd)
+        fd = child
+    return fd
+
+
+def _subdir(dir_fd: int, name: str, revert: _Revert, rel: str) -> int:
+    """Open the directory ``name`` a protected entry lives in (``.claude``), putting it back when gone."""
+    info = _lstat(dir_fd, name)
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        os.unlink(name, dir_fd=dir_fd)
+        info = None
+    if info is None:
+        os.mkdir(name, 0o755, dir_fd=dir_fd)
+        revert.done(rel)
+    return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+class ProtectedAudit:
+    """The protected entries under one root before a command, and how to put them back after it.
+
+    :meth:`take` scans (:func:`find_protected`) and snapshots every entry but the ones
+    :attr:`carved` (bubblewrap keeps those read-only): type, mode, owner, a file's content (up to
+    :data:`MAX_FILE_BYTES`, :data:`MAX_TOTAL_BYTES` in all) or a link's target, a directory's
+    entries; of a ``.git`` directory only :data:`GIT_SPEC`. :meth:`revert`, once the command's
+    processes are gone, undoes every change to them, then scans again and removes what appeared
+    under a protected name during the run.
+    """
+
+    def __init__(
+        self, root: str, start: int, found: list[Found], carved: list[str], nodes: dict[str, _Node | None]
+    ) -> None:
+        self._root = root
+        self._start = start
+        self._found = {item.rel: item for item in found}
+        self._carved = carved
+        self._nodes = nodes
+
+    @property
+    def found(self) -> list[Found]:
+        """The protected entries the scan found before the command."""
+        return list(self._found.values())
+
+    @property
+    def carved(self) -> list[str]:
+        """The absolute paths to bind read-only (:func:`carve_outs`); not snapshotted."""
+        return list(self._carved)
+
+    @classmethod
+    def take(cls, root: str, *, carve: bool = False) -> ProtectedAudit:
+        """Scan ``root`` and snapshot its protected entries (but the :attr:`carved` ones).
+
+        Args:
+            root: The writable root (a real path).
+            carve: The backend binds :func:`carve_outs` read-only (bubblewrap): leave them out.
+
+        Raises:
+            SnapshotTooLarge: Over :data:`MAX_ENTRIES` entries.
+            OSError: ``root`` cannot be opened.
+        """
+        start = _coarse_now()
+        found = find_protected(root)
+        carved = carve_outs(root, found) if carve else []
+        budget = _Budget()
+        nodes: dict[str, _Node | None] = {}
+        skip = set(carved)
+        root_fd = os.open(root, _DIR_FLAGS)
+        try:
+            for item in found:
+                if os.path.join(root, item.rel) in skip:
+                    continue
+                *dirs, name = item.rel.split("/")
+                parent = _open_dirs(root_fd, dirs)
+                if parent is not None:
+                    try:
+                        nodes[item.rel] = budget.take(parent, name, _spec(item))
+                    finally:
+                        os.close(parent)
+        finally:
+            os.close(root_fd)
+        return cls(root, start, found, carved, nodes)
+
+    def revert(self) -> AuditOutcome:
+        """Undo every change to the snapshotted entries; remove protected entries that appeared.
+
+        Returns:
+            What was reverted, and what could not be (each path with its rule).
+        """
+        revert = _Revert(self._start, PROTECTED_RULES[0])
+        root_fd = os.open(self._root, _DIR_FLAGS)
+        try:
+            for rel, before in self._nodes.items():
+                item = self._found[rel]
+                revert.rule = item.rule
+                try:
+                    self._put_back(root_fd, item, before, revert)
+                except OSError:
+                    revert.failed(rel)
+            for item in find_protected(self._root, targets=False):
+                if item.rel not in self._found:
+                    revert.rule = item.rule
+                    try:
+                        self._remove_new(root_fd, item, revert)
+                    except OSError:
+                        revert.failed(item.rel)
+        finally:
+            os.close(root_fd)
+        revert.outcome.reverted.sort()
+        revert.outcome.failed.sort()
+        return revert.outcome
+
+    @staticmethod
+    def _put_back(root_fd: int, item: Found, before: _Node | None, revert: _Revert) -> None:
+        parts = item.rel.split("/")
+        held = len(parts) - 1 - item.parents  # the directory holding the rule's first component
+        fd = _open_dirs(root_fd, parts[:held])
+        if fd is None:  # that directory is gone: nothing reads the entry there any more
+            return
+        try:
+            for at in range(held, len(parts) - 1):
+                child = _subdir(fd, parts[at], revert, "/".join(parts[: at + 1]))
+                os.close(fd)
+                fd = child
+            revert.put_back(fd, parts[-1], before, _spec(item), item.rel)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _remove_new(root_fd: int, item: Found, revert: _Revert) -> None:
+        *dirs, name = item.rel.split("/")
+        fd = _open_dirs(root_fd, dirs)
+        if fd is not None:
+            try:
+                revert.changed_since_start(fd, name, _spec(item), item.rel)
+            finally:
+                os.close(fd)
