@@ -1,6 +1,7 @@
 """Workspace file tools with content-hash read-before-write state (spec: File tools)."""
 
-from ._edit import EDIT_ERROR_CODES, Edit, apply_edits
+from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, apply_edits_detailed
+from ._levels import MATCH_LEVELS, MatchLevel
 from ._state import FileView, ReadFileState, read_file_state_from_messages
 from ._text import version_of
 from ._tools import REQUIRE_READ_ENV, workspace_tools_for_cwd
@@ -10,12 +11,17 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_OUTPUT_CHARS",
     "EDIT_ERROR_CODES",
+    "MATCH_LEVELS",
     "REQUIRE_READ_ENV",
     "Edit",
+    "EditMatch",
+    "EditOutcome",
     "FileView",
+    "MatchLevel",
     "ReadFileState",
     "Workspace",
     "apply_edits",
+    "apply_edits_detailed",
     "read_file_state_from_messages",
     "version_of",
     "workspace_tools_for_cwd",

@@ -20,7 +20,7 @@ found at C speed with ``str.find``, are compared.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -36,6 +36,9 @@ __all__ = [
     "loosest_level",
     "normaliser",
 ]
+
+_MEMO_MAX_HITS: Final = 100_000
+"""Scans with more hits than this are not remembered (their list would be large)."""
 
 MatchLevel = Literal["exact", "trailing-whitespace", "whitespace", "unicode-punctuation"]
 """The name of a match level, as reported in results (``data.matchLevel``)."""
@@ -113,6 +116,7 @@ class TextLines:
         self.text = text
         self.lines = lines
         self._folded: str | None = None
+        self._memo: dict[tuple[str, bool], list[tuple[int, int]]] = {}
 
     def haystack(self, level: MatchLevel) -> str:
         """Return the text that a line normalised at ``level`` is a substring of."""
@@ -122,27 +126,40 @@ class TextLines:
             self._folded = fold_punctuation(self.text)  # length-preserving: offsets stay valid
         return self._folded
 
-    def containing(self, key: str, level: MatchLevel) -> Iterator[tuple[int, int]]:
-        """Yield ``(index, start offset)`` of every line containing ``key`` at ``level``, in order.
+    def containing(
+        self, key: str, level: MatchLevel, *, limit: int | None = None
+    ) -> list[tuple[int, int]] | None:
+        """Return ``(index, start offset)`` of every line containing ``key`` at ``level``, in order.
 
-        ``key`` must be non-empty and contain no newline.
+        Args:
+            key: A non-empty string without a newline.
+            level: Selects the :meth:`haystack`.
+            limit: Return None as soon as more than this many lines contain ``key``.
+
+        Each full scan is remembered, so the levels (and the nearest-lines search) that look for
+        the same key in the same haystack scan the text once.
         """
         hay = self.haystack(level)
+        memo = (key, hay is not self.text)
+        known = self._memo.get(memo)
+        if known is not None:
+            return None if limit is not None and len(known) > limit else known
+        found: list[tuple[int, int]] = []
         index, counted = 0, 0
-        found = hay.find(key)
-        while found != -1:
-            index += hay.count("\n", counted, found)
-            counted = found
-            yield index, hay.rfind("\n", 0, found) + 1
-            end = hay.find("\n", found)
+        at = hay.find(key)
+        while at != -1:
+            index += hay.count("\n", counted, at)
+            found.append((index, hay.rfind("\n", 0, at) + 1))
+            if limit is not None and len(found) > limit:
+                return None
+            end = hay.find("\n", at)
             if end == -1:
-                return
+                break
             index, counted = index + 1, end + 1
-            found = hay.find(key, end + 1)
-
-    def count(self, key: str, level: MatchLevel) -> int:
-        """Return how many times ``key`` occurs in the :meth:`haystack` of ``level``."""
-        return self.haystack(level).count(key)
+            at = hay.find(key, end + 1)
+        if len(found) <= _MEMO_MAX_HITS:
+            self._memo[memo] = found
+        return found
 
     def window(
         self, anchor: tuple[int, int], first: int, size: int, *, clamp: bool = False
@@ -216,7 +233,7 @@ class TextLines:
         keyed = [i for i, line in enumerate(target) if line == key]
         found: list[Run] = []
         tried: set[int] = set()
-        for anchor in self.containing(key, level):
+        for anchor in self.containing(key, level) or ():
             for i in keyed:
                 first = anchor[0] - i
                 if first < start or first in tried:

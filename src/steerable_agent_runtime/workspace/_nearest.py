@@ -123,12 +123,8 @@ def _vote(
     """Count, for each place a window could start, how many of ``keys`` line up there."""
     for key in keys:
         positions = [i for i, line in enumerate(target) if (line == key if whole else key in line)]
-        hits: list[tuple[int, int]] = []
-        for anchor in source.containing(key, _LEVEL):
-            hits.append(anchor)
-            if len(hits) > _MAX_HITS:
-                break
-        if len(hits) > _MAX_HITS:
+        hits = source.containing(key, _LEVEL, limit=_MAX_HITS)
+        if hits is None:
             continue  # too common to point anywhere
         for anchor in hits:
             for i in positions:
