@@ -53,7 +53,9 @@ def test_indentation_tolerance():
     assert apply_edits(text, [Edit("call()", "other()")]) == "if x:\n        other()\n"  # exact substring
     # more indentation than the file has: not a substring, found by the whitespace level, whole line
     # replaced; the replacement moves by the same 4 spaces the match did (FILE-14)
-    assert apply_edits(text, [Edit("            call()\n", "            done()\n")]) == "if x:\n        done()\n"
+    assert (
+        apply_edits(text, [Edit("            call()\n", "            done()\n")]) == "if x:\n        done()\n"
+    )
     assert apply_edits(text, [Edit("            call()\n", "        done()\n")]) == "if x:\n    done()\n"
 
 

@@ -8,9 +8,11 @@ indentation maps onto the file's and moves the replacement lines the same way:
 * a prefix shift: every file line is the model's line with one common prefix added at its front
   (or removed from it), which is then added to (or removed from) every replacement line;
 * a unit mapping, when the characters differ (tabs in the file, spaces from the model; 4 spaces
-  against 2): each side's indentation step (a tab, or the gcd of its space widths) turns a line's
-  indentation into a depth, the depths must differ by one constant offset, and every replacement
-  line is written at its depth plus that offset in the file's own step (tabs stay tabs).
+  against 2): one model step becomes one file step, and every old line must agree. The steps come
+  from the model's own nesting when its old lines have two depths (2 and 4 spaces against the
+  file's 4 and 8), else from each side's indentation (a tab, or the gcd of the space widths; the
+  file's nearby lines tell 8 spaces as two steps of 4). Replacement lines are written in the file's
+  characters (tabs stay tabs).
 
 Anything else raises :class:`IndentationMismatch` naming the lines that disagree. Blank lines
 take no part in the mapping and are written as the model wrote them.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from math import gcd
 from typing import Final, Literal
 
@@ -195,7 +198,11 @@ class _Context:
         return line[len(prefix) :]
 
     def map_units(self, new: Sequence[str], around: Sequence[str]) -> list[str]:
-        """Map depths in the model's indentation step onto the file's step, by one constant offset."""
+        """Map widths linearly, ``file = base + rate * (model - model base)``, in the file's characters.
+
+        The rate comes from the model's own nesting when its old lines have two different depths (two
+        model steps against the file's two), else from the two indentation steps (4 spaces for a tab).
+        """
         model_old = [self.styled(self.old_name(pair), pair.model) for pair in self.pairs]
         model_new = [
             (n, self.styled(self.labels.new.format(n=n), _lead(line)))
@@ -213,30 +220,41 @@ class _Context:
             step = _step(around)
             if step and file_unit % step == 0:
                 file_unit = step  # 8 matched spaces may be two steps of 4
+        low = min(range(len(model_old)), key=lambda i: model_old[i].width)
+        high = max(range(len(model_old)), key=lambda i: model_old[i].width)
+        if model_old[high].width > model_old[low].width:
+            rate = Fraction(
+                file_old[high].width - file_old[low].width, model_old[high].width - model_old[low].width
+            )
+        else:
+            rate = Fraction(file_unit, model_unit) if model_unit else Fraction(1)
 
-        def depth(style: _Styled, unit: int) -> int:
-            return style.width // unit if unit else 0
+        def place(width: int) -> Fraction:
+            return file_old[low].width + rate * (width - model_old[low].width)
 
-        offsets = [
-            depth(f, file_unit) - depth(m, model_unit) for m, f in zip(model_old, file_old, strict=True)
-        ]
-        for pair, offset in zip(self.pairs, offsets, strict=True):
-            if offset != offsets[0]:
+        for i, (model, file) in enumerate(zip(model_old, file_old, strict=True)):
+            if rate <= 0 or place(model.width) != file.width:
+                first, other = self.pairs[low], self.pairs[i if i != low else high]
                 raise self.error(
-                    f"{self.describe(self.pairs[0])}, but {self.describe(pair)}: the indentation differs "
+                    f"{self.describe(first)}, but {self.describe(other)}: the indentation differs "
                     "by different amounts",
-                    pair,
+                    other,
                 )
         lines = list(new)
         for n, style in model_new:
-            target = depth(style, model_unit) + offsets[0]
-            if target < 0:
-                raise self.error(
-                    f"{style.name} is {_indented(style.lead)}, which would put it left of the file's margin "
-                    f"({self.describe(self.pairs[0])})",
-                    self.pairs[0],
+            width = place(style.width)
+            if width < 0 or width.denominator != 1:
+                where = (
+                    "left of the file's margin"
+                    if width < 0
+                    else "between two of the file's indentation steps"
                 )
-            indent = "\t" * target if file_kind == "tab" else " " * (target * file_unit)
+                raise self.error(
+                    f"{style.name} is {_indented(style.lead)}, which would put it {where} "
+                    f"({self.describe(self.pairs[low])})",
+                    self.pairs[low],
+                )
+            indent = ("\t" if file_kind == "tab" else " ") * int(width)
             lines[n - 1] = indent + new[n - 1].lstrip()
         return lines
 
