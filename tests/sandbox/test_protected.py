@@ -1,0 +1,442 @@
+"""Protected paths are read-only to ``bash`` (FILE-15), under real bubblewrap and real Landlock.
+
+Each attack runs through the real ``bash`` tool in a real git repository; after every call the
+test compares, on the host, every protected entry (type, mode, bytes, link target) with what it
+was before, and checks exactly what the model was told. bubblewrap binds existing protected
+entries read-only (the command gets "Read-only file system"); what a mount cannot express (an
+entry that did not exist yet, and everything under Landlock) is reverted by the audit after the
+command and reported as ``data.protectedReverted``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sbx_helpers import LINUX_BACKENDS, real_backend
+
+from steerable_agent_runtime import ConfigError
+from steerable_agent_runtime._protected import PROTECTED_ENV, protected_rule
+from steerable_agent_runtime.sandbox import SandboxPolicy, _protect, bash_tool
+from steerable_agent_runtime.sandbox._bwrap import BubblewrapBackend
+from steerable_agent_runtime.sandbox._protect import (
+    MAX_ENTRIES,
+    MAX_FILE_BYTES,
+    carve_outs,
+    find_protected,
+)
+
+RULE_GIT = (
+    "rule .git/**: git's own directory: hooks (git runs them on commit, checkout, merge, push) and "
+    "config (core.fsmonitor, core.pager, aliases and filters run commands); a .git file points git "
+    "at another directory"
+)
+ROOT = os.geteuid() == 0
+OPT_OUT = (
+    "Programs outside the sandbox run code from these paths, so commands may not change them; to "
+    "allow it, the user can set STEERABLE_ALLOW_PROTECTED_WRITES=1 or start steerable with "
+    "--allow-protected-writes."
+)
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": os.environ["PATH"], "HOME": str(root.parent), "GIT_CONFIG_NOSYSTEM": "1"}
+    return subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def protected_state(root: Path) -> dict[str, tuple[Any, ...]]:
+    """Every protected entry under ``root`` as the host sees it: kind, mode, bytes or link target."""
+    state: dict[str, tuple[Any, ...]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = path.relative_to(root).as_posix()
+            if protected_rule(rel) is None:
+                continue
+            info = path.lstat()
+            if path.is_symlink():
+                state[rel] = ("link", os.readlink(path))
+            elif path.is_dir():
+                state[rel] = ("dir", oct(info.st_mode))
+            else:
+                state[rel] = ("file", oct(info.st_mode), path.read_bytes())
+    return state
+
+
+def tool_for(root: Path, backend: str, **kwargs: Any):
+    real_backend(backend)  # fails naming the fix when the backend cannot run here
+    environ = {"STEERABLE_SANDBOX": backend, "PATH": os.environ["PATH"], "HOME": str(root.parent)}
+    return bash_tool(root, environ={**environ, **kwargs.pop("environ", {})}, **kwargs)
+
+
+@pytest.fixture
+def repo(workspace: Path) -> Path:
+    assert git(workspace, "init", "-q", ".").returncode == 0
+    (workspace / "src").mkdir()
+    (workspace / "src" / "app.py").write_text("print('app')\n")
+    return workspace
+
+
+async def run(tool, command: str, **arguments: Any):
+    return await tool.handler(command=command, **arguments)
+
+
+# -- the attack table, under each backend ------------------------------------------------------------
+
+# (name, command, reverted under bwrap, reverted under landlock); every command ends with
+# `echo done`, so exit 0 unless the audit reports (a blocked write shows in stderr only)
+ATTACKS: list[tuple[str, str, list[str], list[str]]] = [
+    (
+        "hook",
+        "echo evil > .git/hooks/pre-push && chmod +x .git/hooks/pre-push; echo done",
+        [],
+        [".git/hooks/pre-push"],
+    ),
+    (
+        "fsmonitor",
+        "git config core.fsmonitor 'touch {pwned}'; "
+        "printf '[core]\\n\\tfsmonitor = touch {pwned}\\n' >> .git/config; echo done",
+        [],
+        [".git/config"],
+    ),
+    (
+        "new_vscode_tasks",
+        'mkdir .vscode && echo \'{{"tasks": [{{"command": "touch {pwned}"}}]}}\' > .vscode/tasks.json; '
+        "echo done",
+        [".vscode"],
+        [".vscode"],
+    ),
+    (
+        "mcp_and_envrc",
+        "echo '{{}}' > .mcp.json; echo 'touch {pwned}' > .envrc; echo done",
+        [".envrc", ".mcp.json"],
+        [".envrc", ".mcp.json"],
+    ),
+    ("case_variant", "mkdir .VSCODE && echo x > .VSCODE/tasks.json; echo done", [".VSCODE"], [".VSCODE"]),
+    (
+        "claude_commands",
+        "mkdir -p .claude/commands && echo evil > .claude/commands/x.md; echo done",
+        [".claude/commands"],
+        [".claude/commands"],
+    ),
+    (
+        "nested_repo_hook",
+        "echo 'touch {pwned}' > sub/.git/hooks/post-checkout; echo done",
+        [],
+        ["sub/.git/hooks/post-checkout"],
+    ),
+    (
+        "symlink_into_hooks",
+        "ln -s .git/hooks h && echo x > h/pre-commit; echo done",
+        [],
+        [".git/hooks/pre-commit"],
+    ),
+    (
+        "hard_link_to_config",
+        "ln .git/config cfg && echo '[alias] x = !touch {pwned}' >> cfg; echo done",
+        [],
+        [".git/config"],
+    ),
+    (
+        "overwrite_settings",
+        'echo \'{{"terminal.integrated.shell.linux": "/bin/evil"}}\' > .vscode/settings.json; echo done',
+        [],
+        [".vscode/settings.json"],
+    ),
+    # a root command cannot chmod at all under Landlock (seccomp); anyone else's chmod is reverted
+    (
+        "chmod_settings",
+        "chmod 600 .vscode/settings.json; echo done",
+        [],
+        [] if ROOT else [".vscode/settings.json"],
+    ),
+    (
+        "rename_vscode_away",
+        "mv .vscode v && echo evil > v/tasks.json && mkdir .vscode && echo evil > .vscode/settings.json; echo done",
+        [],
+        [".vscode", ".vscode/tasks.json"],
+    ),
+    ("rename_git_away", "mv .git g && mkdir .git && echo evil > .git/config; echo done", [], [".git"]),
+    ("delete_settings", "rm .vscode/settings.json; echo done", [], [".vscode/settings.json"]),
+    ("delete_hooks_dir", "rm -rf .git/hooks; echo done", [], [".git/hooks"]),
+]
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_every_route_to_a_protected_path_leaves_it_unchanged_file_15(repo: Path, backend: str):
+    pwned = repo.parent / f"pwned-{uuid.uuid4().hex[:8]}"
+    assert git(repo, "init", "-q", "sub").returncode == 0  # a nested repository
+    tool = tool_for(repo, backend)
+    for name, template, on_bwrap, on_landlock in ATTACKS:
+        if name == "overwrite_settings":  # from here on an existing .vscode, made on the host
+            (repo / ".vscode").mkdir()
+            (repo / ".vscode" / "settings.json").write_text('{"editor.tabSize": 4}\n')
+        before = protected_state(repo)
+        result = await run(tool, template.format(pwned=pwned))
+        expected = on_bwrap if backend == "bwrap" else on_landlock
+        assert protected_state(repo) == before, name
+        assert result.data["stdout"].endswith("done\n"), (name, result.data)
+        if expected:
+            assert result.success is False and result.needs_followup is True, name
+            assert result.data["protectedReverted"] == expected, (name, result.data)
+            assert result.data["code"] == "protected_reverted", name
+            assert result.error.startswith("The command changed protected paths, which were put back"), name
+            assert result.error.endswith(OPT_OUT), name
+            assert "protectedNotReverted" not in result.data
+        else:
+            assert "protectedReverted" not in result.data, (name, result.data)
+            if backend == "bwrap":  # the mount refused the write itself
+                assert (
+                    "Read-only file system" in result.data["stderr"]
+                    or "Device or resource busy" in result.data["stderr"]
+                    or "Invalid cross-device link" in result.data["stderr"]
+                ), (name, result.data)
+    # the host's own git and the planted commands: nothing ran
+    assert git(repo, "status", "--short").returncode == 0
+    assert git(repo / "sub", "status", "--short").returncode == 0
+    assert git(repo, "config", "--get", "core.fsmonitor").stdout == ""
+    assert not pwned.exists()
+    assert (repo / "src" / "app.py").read_text() == "print('app')\n"
+    assert not (repo / "g").exists() and not (repo / "v").exists()  # renamed back
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_the_model_is_told_which_rule_and_how_to_opt_out_file_15(repo: Path, backend: str):
+    tool = tool_for(repo, backend)
+    result = await run(tool, "echo evil > .git/hooks/pre-commit; echo '{}' > .mcp.json")
+    if backend == "bwrap":
+        assert result.data["protectedReverted"] == [".mcp.json"]
+        assert result.error == (
+            "The command changed protected paths, which were put back as they were: .mcp.json (rule "
+            ".mcp.json: MCP hosts start the servers it lists (commands run at host start)). " + OPT_OUT
+        )
+    else:
+        assert result.data["protectedReverted"] == [".git/hooks/pre-commit", ".mcp.json"]
+        assert result.error == (
+            "The command changed protected paths, which were put back as they were: "
+            f".git/hooks/pre-commit ({RULE_GIT}); .mcp.json (rule .mcp.json: MCP hosts start the "
+            "servers it lists (commands run at host start)). " + OPT_OUT
+        )
+    assert result.success is False and result.needs_followup is True
+    assert result.data["code"] == "protected_reverted" and result.data["exitCode"] == 0
+    assert set(result.data) == {
+        "stdout",
+        "stderr",
+        "stdoutBytes",
+        "stderrBytes",
+        "exitCode",
+        "timedOut",
+        "durationMs",
+        "_sandbox",
+        "code",
+        "protectedReverted",
+    }
+    # a failing command keeps its own code and error, with the sentence after it
+    failed = await run(tool, "echo x > .envrc; exit 3")
+    assert failed.data["code"] == "exit_status" and failed.data["protectedReverted"] == [".envrc"]
+    assert failed.error == (
+        "The command exited with status 3. The command changed protected paths, which were put back as "
+        "they were: .envrc (rule .envrc: direnv runs it when a shell enters the directory). " + OPT_OUT
+    )
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_ordinary_writes_work_and_are_not_reported_file_15(repo: Path, backend: str):
+    (repo / ".git" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    tool = tool_for(repo, backend)
+    result = await run(
+        tool,
+        "echo changed > src/app.py && mkdir -p src/pkg && echo new > src/pkg/mod.py && echo top > NOTES.md",
+    )
+    assert result.success is True, result.data
+    assert "protectedReverted" not in result.data and "code" not in result.data
+    assert (repo / "src" / "app.py").read_text() == "changed\n"
+    assert (repo / "src" / "pkg" / "mod.py").read_text() == "new\n"
+    assert (repo / "NOTES.md").read_text() == "top\n"
+    # names that only look like protected ones are ordinary
+    look = await run(
+        tool, "echo x > .gitignore && mkdir -p .github/workflows .claude && echo y > .claude/notes.md"
+    )
+    assert look.success is True and "protectedReverted" not in look.data
+    assert (repo / ".gitignore").exists() and (repo / ".claude" / "notes.md").exists()
+    # reading protected paths is fine
+    read = await run(tool, "cat .git/hooks/pre-commit .git/config >/dev/null && git status --short")
+    assert read.success is True, read.data
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_the_opt_out_lets_the_write_through_file_15(repo: Path, backend: str):
+    for tool in (
+        tool_for(repo, backend, allow_protected_writes=True),
+        tool_for(repo, backend, environ={PROTECTED_ENV: "1"}),
+    ):
+        result = await run(
+            tool,
+            "echo '#!/bin/sh' > .git/hooks/pre-push && mkdir -p .vscode && echo '{}' > .vscode/tasks.json",
+        )
+        assert result.success is True, result.data
+        assert "protectedReverted" not in result.data
+        assert (repo / ".git" / "hooks" / "pre-push").read_text() == "#!/bin/sh\n"
+        assert (repo / ".vscode" / "tasks.json").read_text() == "{}\n"
+        assert "read-only" not in tool.description
+        (repo / ".git" / "hooks" / "pre-push").unlink()
+    # explicitly off wins over the environment; a bad value fails when the tool is built
+    off = tool_for(repo, backend, allow_protected_writes=False, environ={PROTECTED_ENV: "1"})
+    assert "Protected paths (.git, .vscode" in off.description
+    blocked = await run(off, "echo x > .vscode/tasks.json; echo done")
+    if backend == "bwrap":  # .vscode exists now: bound read-only
+        assert "protectedReverted" not in blocked.data and "Read-only file system" in blocked.data["stderr"]
+    else:
+        assert blocked.data["protectedReverted"] == [".vscode/tasks.json"]
+    assert (repo / ".vscode" / "tasks.json").read_text() == "{}\n"
+    with pytest.raises(ConfigError, match=PROTECTED_ENV):
+        tool_for(repo, backend, environ={PROTECTED_ENV: "maybe"})
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_repository_the_command_creates_loses_its_config_and_hooks_file_15(
+    workspace: Path, tmp_path: Path, backend: str
+):
+    # git init itself chmods, which a root command cannot under Landlock: copy a repository instead
+    template = workspace / "template"  # (inside: bubblewrap's private /tmp hides tmp_path)
+    template.mkdir()
+    assert git(template, "init", "-q", ".").returncode == 0
+    pwned = tmp_path / "pwned"
+    tool = tool_for(workspace, backend)
+    result = await run(
+        tool,
+        f"cp -r {template}/.git .git && printf '[core]\\n\\tfsmonitor = touch {pwned}\\n' >> .git/config "
+        f"&& echo 'touch {pwned}' > .git/hooks/pre-commit && echo done",
+    )
+    assert result.data["stdout"] == "done\n"
+    assert result.data["protectedReverted"] == [".git/config", ".git/hooks"], result.data
+    assert not (workspace / ".git" / "config").exists() and not (workspace / ".git" / "hooks").exists()
+    (workspace / "a.txt").write_text("x\n")
+    assert git(workspace, "add", "a.txt").returncode == 0  # the repository itself stays usable
+    assert git(workspace, "status", "--short").stdout == "A  a.txt\n?? template/\n"
+    assert not pwned.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_the_revert_never_follows_a_link_the_command_planted_file_15(
+    repo: Path, outside: Path, backend: str
+):
+    (repo / ".vscode").mkdir()
+    (repo / ".vscode" / "settings.json").write_text("{}\n")
+    before = protected_state(repo)
+    tool = tool_for(repo, backend)
+    # an absent entry (never bound) made a link out; under Landlock an existing one swapped for one
+    result = await run(tool, f"ln -s {outside} .idea; rm -rf .vscode && ln -s {outside} .vscode; echo done")
+    assert protected_state(repo) == before
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.txt"]  # nothing written out there
+    expected = [".idea"] if backend == "bwrap" else [".idea", ".vscode"]
+    assert result.data["protectedReverted"] == expected, result.data
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_timeout_or_a_cancellation_still_reverts_file_15(repo: Path, backend: str):
+    tool = tool_for(repo, backend)
+    timed = await run(tool, "echo x > .mcp.json; sleep 30", timeout_ms=400)
+    assert timed.data["code"] == "timeout" and timed.data["protectedReverted"] == [".mcp.json"]
+    assert timed.error.startswith(
+        "The command timed out after 400 ms; it and every process it started were killed."
+    )
+    assert not (repo / ".mcp.json").exists()
+    task = asyncio.ensure_future(run(tool, "echo x > .mcp.json; sleep 30"))
+    deadline = time.monotonic() + 10
+    while not (repo / ".mcp.json").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    assert (repo / ".mcp.json").exists()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not (repo / ".mcp.json").exists()
+
+
+async def test_under_landlock_a_file_too_large_to_keep_is_removed_when_changed_file_15(repo: Path):
+    idea = repo / ".idea"
+    idea.mkdir()
+    (idea / "big.xml").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
+    (idea / "small.xml").write_text("<kept/>\n")
+    changed = await run(
+        tool_for(repo, "landlock"), "echo more >> .idea/big.xml; echo '<x/>' > .idea/small.xml"
+    )
+    assert changed.data["protectedReverted"] == [".idea/big.xml", ".idea/small.xml"]
+    assert not (idea / "big.xml").exists()  # too large to have been kept: removed, not left changed
+    assert (idea / "small.xml").read_text() == "<kept/>\n"
+
+
+@pytest.mark.slow  # ten thousand files: seconds on a busy disk
+async def test_under_landlock_too_many_protected_entries_refuse_the_command_file_15(repo: Path):
+    idea = repo / ".idea"
+    idea.mkdir()
+    for i in range(MAX_ENTRIES):
+        os.mknod(idea / f"f{i}")
+    refused = await run(tool_for(repo, "landlock"), "echo ran > ran.txt")
+    assert refused.success is False and refused.needs_followup is True
+    assert refused.data == {"code": "protected_snapshot_too_large", "limit": MAX_ENTRIES}
+    assert refused.error == (
+        "The command was not run: the protected paths in the workspace (.git's config and hooks, "
+        ".vscode, .idea and the like) hold more than 10000 entries, too many to snapshot, so a change "
+        "the command made there could not be reverted. Remove what is not needed there, or have the user "
+        "set STEERABLE_ALLOW_PROTECTED_WRITES=1 (or start steerable with --allow-protected-writes) to let "
+        "commands change protected paths."
+    )
+    assert not (repo / "ran.txt").exists()
+    # bubblewrap binds .idea read-only instead of snapshotting it, so it runs
+    ran = await run(tool_for(repo, "bwrap"), "echo x > .idea/f1; echo ran > ran.txt")
+    assert ran.success is True and "Read-only file system" in ran.data["stderr"]
+    assert (repo / "ran.txt").read_text() == "ran\n" and (idea / "f1").read_bytes() == b""
+
+
+# -- the scan and the read-only binds ----------------------------------------------------------------
+
+
+def test_the_scan_finds_protected_entries_three_levels_deep_never_through_links_file_15(tmp_path: Path):
+    root = tmp_path / "r"
+    for rel in ("a/b/.git", "a/.vscode", ".GIT", "a/b/c/.git", "node_modules/x/.git", "a/.claude/commands"):
+        (root / rel).mkdir(parents=True)
+    (root / ".mcp.json").write_text("{}")
+    (root / "shared").mkdir()
+    (root / ".idea").symlink_to("shared")
+    (root / "linked").symlink_to(root / "a")
+    real = os.path.realpath(root)
+    found = {f.rel: f for f in find_protected(real)}
+    assert sorted(found) == [
+        ".GIT",
+        ".idea",
+        ".mcp.json",
+        "a/.claude/commands",
+        "a/.vscode",
+        "a/b/.git",
+        "shared",
+    ]
+    assert found[".idea"].link and found["shared"].rule.pattern == ".idea/**"
+    assert found["a/.claude/commands"].parents == 1
+    # links are never bound, what they point at inside the root is
+    assert set(carve_outs(real)) == {os.path.join(real, rel) for rel in found if rel != ".idea"}
+    options = BubblewrapBackend().options(SandboxPolicy(writable_roots=(root,)))
+    binds = {options[i + 1] for i, arg in enumerate(options) if arg == "--ro-bind"}
+    assert {os.path.join(real, rel) for rel in found if rel != ".idea"} <= binds
+    assert os.path.join(real, ".idea") not in binds
+    off = BubblewrapBackend().options(SandboxPolicy(writable_roots=(root,), read_only=()))
+    assert not any(arg.startswith(real + "/") for arg in off if arg != real)
+
+
+def test_a_directory_listing_is_reused_only_while_its_ctime_holds_file_15(tmp_path: Path):
+    root = tmp_path / "r"
+    (root / "a").mkdir(parents=True)
+    real = os.path.realpath(root)
+    deadline = time.monotonic() + 5  # a directory changed in the last 50 ms is never kept
+    while time.time_ns() - os.stat(root / "a").st_ctime_ns < 60_000_000 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert find_protected(real) == []
+    assert _protect._LISTINGS[os.path.join(real, "a")].subdirs == ()  # kept
+    (root / "a" / ".vscode").mkdir()  # changes a's ctime: the kept listing no longer holds
+    assert [f.rel for f in find_protected(real)] == ["a/.vscode"]
