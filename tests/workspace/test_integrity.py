@@ -352,32 +352,30 @@ def _patch_workspace(root: Path) -> tuple[list[str], str]:
     return names, f"*** Begin Patch\n{body}*** Add File: added/new.txt\n+new\n*** End Patch"
 
 
-def kill_during_patch(root: Path, patch: str, delay_s: float) -> None:
-    """Run ``steerable call apply_patch`` and SIGKILL it ``delay_s`` after its intent file appears."""
+def kill_during_patch(
+    root: Path, patch: str, delay_s: float = 0.0, *, first_renamed: str | None = None
+) -> None:
+    """Run ``steerable call apply_patch`` and SIGKILL it.
+
+    ``delay_s`` after its write intent appears; or, with ``first_renamed``, as soon as that file has
+    its new content (the renames have begun: the issue's "killed once a.txt is replaced").
+    """
+    argv = [sys.executable, "-m", "steerable_sidecar", "call", "apply_patch", json.dumps({"patch": patch})]
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "call",
-            "apply_patch",
-            json.dumps({"patch": patch}),
-            "--workspace",
-            str(root),
-            "--no-web-tools",
-            "--no-plugins",
-        ],
+        [*argv, "--workspace", str(root), "--no-web-tools", "--no-plugins"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=child_env(STEERABLE_REQUIRE_READ_BEFORE_WRITE="0"),
     )
     txn = root / ".steerable" / "txn"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while proc.poll() is None and time.monotonic() < deadline:
-        if txn.exists() and any(p.suffix == ".json" for p in txn.iterdir()):
+        if first_renamed is not None:
+            if (root / first_renamed).read_bytes().endswith(b"new\n"):
+                break
+        elif txn.exists() and any(p.suffix == ".json" for p in txn.iterdir()):
+            time.sleep(delay_s)
             break
-        time.sleep(0.0005)
-    time.sleep(delay_s)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
 
@@ -393,6 +391,16 @@ def test_kill_9_at_a_random_moment_of_a_multi_file_patch_leaves_all_or_nothing_f
     seen = _state(tmp_path, names)
     assert seen in ({"old"}, {"new"}), f"half-applied: {sorted(seen)}"
     assert (tmp_path / "added/new.txt").exists() == (seen == {"new"})
+    assert leftovers(tmp_path) == []
+
+
+def test_kill_9_once_the_first_file_is_replaced_is_finished_at_the_next_start_file_13(tmp_path):
+    # The issue's reproduction 2 exactly: killed once the first file is replaced, the others not yet.
+    names, patch = _patch_workspace(tmp_path)
+    kill_during_patch(tmp_path, patch, first_renamed=names[0])
+    assert (tmp_path / names[0]).read_text().endswith("new\n")
+    Workspace(tmp_path)
+    assert _state(tmp_path, names) == {"new"} and (tmp_path / "added/new.txt").exists()
     assert leftovers(tmp_path) == []
 
 
