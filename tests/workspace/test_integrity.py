@@ -246,10 +246,11 @@ async def test_a_crash_after_the_first_rename_is_rolled_forward_at_the_next_star
         plan.original[real] = real.read_bytes()
         plan.final[real] = real.read_bytes().replace(b"old\n", b"new\n")
     intent = ws.begin_intent("apply_patch")
-    temps = _stage(ws, intent, plan.final, {}, [])
+    temps: dict[Path, str] = {}
+    _stage(ws, intent, plan.final, {}, [], temps)
     intent.commit(_entries(ws, plan.final, plan.original, temps))
     os.replace(tmp_path / temps[a], a)  # the first rename, then the "crash":
-    os.close(intent._fd)  # the kernel drops a dead process's lock exactly like this
+    intent.abandon()  # closes its descriptor: the kernel drops a dead process's lock exactly like this
     assert _state(tmp_path, ["a.txt", "b.txt"]) == {"new", "old"}
 
     reopened = Workspace(tmp_path)  # the next start of any surface
@@ -267,8 +268,8 @@ async def test_an_uncommitted_patch_is_dropped_and_its_temp_files_removed_file_1
     intent = ws.begin_intent("apply_patch")
     created: list[Path] = []
     plan_final = {tmp_path / "a.txt": b"new\n", tmp_path / "new/dir/c.txt": b"c\n"}
-    _stage(ws, intent, plan_final, {}, created)
-    os.close(intent._fd)  # killed before the commit record
+    _stage(ws, intent, plan_final, {}, created, {})
+    intent.abandon()  # killed before the commit record
     assert leftovers(tmp_path) != []
     reopened = Workspace(tmp_path)
     assert (tmp_path / "a.txt").read_text() == "old\n"
@@ -286,9 +287,10 @@ async def test_recovery_leaves_a_file_changed_since_the_crash_alone_file_13(tmp_
         plan.original[tmp_path / name] = b"old\n"
         plan.final[tmp_path / name] = b"new\n"
     intent = ws.begin_intent("apply_patch")
-    temps = _stage(ws, intent, plan.final, {}, [])
+    temps: dict[Path, str] = {}
+    _stage(ws, intent, plan.final, {}, [], temps)
     intent.commit(_entries(ws, plan.final, plan.original, temps))
-    os.close(intent._fd)
+    intent.abandon()
     (tmp_path / "b.txt").write_text("a human edited this after the crash\n")
     reopened = Workspace(tmp_path)
     assert (tmp_path / "a.txt").read_text() == "new\n"
@@ -456,3 +458,63 @@ def test_the_flock_fallback_excludes_like_ofd_locks_file_12(tmp_path, monkeypatc
     held.release()
     assert locks.try_acquire(["b.txt"], other) is True
     other.release()
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A real 1 MiB tmpfs (root only): a full disk, not a mocked ENOSPC."""
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+async def test_a_full_disk_fails_the_write_and_keeps_the_original_file_11(small_disk):
+    (small_disk / "a.txt").write_text("original\n")
+    router = workspace_tools_for_cwd(small_disk, bash=False)
+    await router.dispatch(ToolCall(id="r", name="read_file", arguments={"path": "a.txt"}))
+    result = await router.dispatch(
+        ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "x" * 2_000_000})
+    )
+    assert result.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "could not write a.txt: No space left on device",
+        "data": {"code": "write_failed", "path": "a.txt"},
+    }
+    assert (small_disk / "a.txt").read_text() == "original\n"
+    assert leftovers(small_disk) == []
+
+
+async def test_a_full_disk_fails_a_patch_before_any_file_changes_file_13(small_disk):
+    (small_disk / "a.txt").write_text("a\n")
+    (small_disk / "b.txt").write_text("b\n")
+    router = workspace_tools_for_cwd(small_disk, bash=False)
+    for name in ("a.txt", "b.txt"):
+        await router.dispatch(ToolCall(id=name, name="read_file", arguments={"path": name}))
+    big = "".join(f"+{'y' * 99}\n" for _ in range(12_000))  # 1.2 MB: more than the disk holds
+    patch = f"*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: c.txt\n{big}*** End Patch"
+    result = await router.dispatch(ToolCall(id="p", name="apply_patch", arguments={"patch": patch}))
+    assert result.data["code"] == "write_failed"
+    assert result.error == "could not apply the patch: No space left on device (c.txt); nothing was changed"
+    assert (small_disk / "a.txt").read_text() == "a\n" and not (small_disk / "c.txt").exists()
+    assert leftovers(small_disk) == []
+
+
+async def test_a_created_file_returns_a_diff_of_its_lines_file_11(tmp_path):
+    router = workspace_tools_for_cwd(tmp_path, bash=False)
+    result = await router.dispatch(
+        ToolCall(id="w", name="write_file", arguments={"path": "new.txt", "content": "one\ntwo\n"})
+    )
+    assert result.data["created"] is True
+    assert result.data["diff"] == "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    patch = "*** Begin Patch\n*** Add File: added.txt\n+hello\n*** End Patch"
+    added = await router.dispatch(ToolCall(id="p", name="apply_patch", arguments={"patch": patch}))
+    assert added.data["diff"] == "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+hello\n"

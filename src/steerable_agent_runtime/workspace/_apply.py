@@ -200,10 +200,14 @@ def _stage(
     contents: dict[Path, bytes | None],
     modes: dict[Path, int | None],
     created: list[Path],
-) -> dict[Path, str]:
-    """Phase 1: an fsynced temp file beside every target that gets content; return target -> temp name."""
+    temps: dict[Path, str],
+) -> None:
+    """Phase 1: an fsynced temp file beside every target that gets content, recorded in ``temps``.
+
+    ``temps`` (target -> temp name) is filled as they are written, so a failure part-way leaves the
+    caller the list of what to remove.
+    """
     root = ws.root.path
-    temps: dict[Path, str] = {}
     for real, data in contents.items():
         if data is None:
             continue
@@ -221,7 +225,6 @@ def _stage(
             )
         for directory in created[before:]:
             intent.note_dir(ws.root.listing_name(directory))
-    return temps
 
 
 def _entries(
@@ -285,7 +288,7 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
     temps: dict[Path, str] = {}
     done: list[Path] = []
     try:
-        temps = _stage(ws, intent, plan.final, plan.modes, created)
+        _stage(ws, intent, plan.final, plan.modes, created, temps)
         for real in plan.final:  # nothing changed under us (an editor, a command) since the plan
             check_unchanged(real, root=root, guard=WriteGuard(plan.snapshots[real], ws.root.display(real)))
         if len(plan.final) > 1:
@@ -294,15 +297,36 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
             intent.commit(_entries(ws, plan.final, plan.original, temps))
         _rename_all(ws, plan.final, temps, done)
     except (OSError, WorkspaceError):
-        _discard(ws, temps)
         if done:  # put back what was already replaced, as a committed transaction of its own
-            originals = {real: plan.original.get(real) for real in reversed(done)}
-            modes = {real: plan.original_modes.get(real) for real in originals}
-            back = _stage(ws, intent, originals, modes, [])
-            intent.commit(_entries(ws, originals, dict(plan.final), back))
-            _rename_all(ws, originals, back, [])
+            _roll_back(ws, plan, intent, done)
+        _discard(ws, temps)
         remove_empty_dirs(created)
         raise
+
+
+def _roll_back(ws: Workspace, plan: _Plan, intent: Intent, done: list[Path]) -> None:
+    """Give the files already replaced their original bytes back (after a rename failed part-way).
+
+    If that fails too, the intent is left in the journal: its last commit record (the patch, or this
+    rollback once recorded) is finished by the next start, so the files end all-new or all-old.
+
+    Raises:
+        WorkspaceError: ``write_failed`` when the rollback itself failed.
+    """
+    originals = {real: plan.original.get(real) for real in reversed(done)}
+    modes = {real: plan.original_modes.get(real) for real in originals}
+    back: dict[Path, str] = {}
+    try:
+        _stage(ws, intent, originals, modes, [], back)
+        intent.commit(_entries(ws, originals, dict(plan.final), back))
+        _rename_all(ws, originals, back, [])
+    except (OSError, WorkspaceError) as exc:
+        intent.abandon()
+        raise WorkspaceError(
+            "write_failed",
+            f"the patch failed part-way and could not be undone ({exc}); steerable finishes it the next "
+            "time the workspace is opened. Re-read the files before changing them again",
+        ) from None
 
 
 async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:

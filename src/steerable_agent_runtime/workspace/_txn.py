@@ -345,6 +345,12 @@ class Intent:
         self._append({"commit": [entry.to_json() for entry in entries]})
         os.fsync(self._fd)
 
+    def abandon(self) -> None:
+        """Release the intent but leave it in the journal, for the next start's recovery to settle."""
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     def finish(self) -> None:
         """Remove the intent file and release its lock (idempotent)."""
         if self._fd < 0:
