@@ -164,6 +164,13 @@ ATTACKS: list[tuple[str, str, list[str], list[str]]] = [
     ),
     ("rename_git_away", "mv .git g && mkdir .git && echo evil > .git/config; echo done", [], [".git"]),
     ("delete_settings", "rm .vscode/settings.json; echo done", [], [".vscode/settings.json"]),
+    (
+        "swap_claude_for_a_link",
+        "mkdir -p other/commands && echo evil > other/commands/deploy.md && rm -rf .claude && ln -s other .claude; "
+        "echo done",
+        [],
+        [".claude", ".claude/commands"],
+    ),
     ("delete_hooks_dir", "rm -rf .git/hooks; echo done", [], [".git/hooks"]),
 ]
 
@@ -177,6 +184,8 @@ async def test_every_route_to_a_protected_path_leaves_it_unchanged_file_15(repo:
         if name == "overwrite_settings":  # from here on an existing .vscode, made on the host
             (repo / ".vscode").mkdir()
             (repo / ".vscode" / "settings.json").write_text('{"editor.tabSize": 4}\n')
+            (repo / ".claude" / "commands").mkdir()
+            (repo / ".claude" / "commands" / "deploy.md").write_text("Deploy with make deploy.\n")
         before = protected_state(repo)
         result = await run(tool, template.format(pwned=pwned))
         expected = on_bwrap if backend == "bwrap" else on_landlock

@@ -8,6 +8,7 @@ Arguments and result fields are contract (REQUIREMENTS CON-1): ``{command, timeo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import shutil
@@ -117,7 +118,8 @@ def bash_tool(
         try:
             run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
         except BaseException:  # cancelled or refused: the tree is gone, put the paths back before leaving
-            audit.revert()
+            with contextlib.suppress(OSError):
+                audit.revert()
             raise
         outcome = await asyncio.to_thread(audit.revert)
         return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes, protected=outcome)

@@ -44,7 +44,7 @@ __all__ = [
 
 SCAN_DEPTH: Final = 3
 """Protected entries are looked for this many path components deep (``a/b/.git``), as sandbox-runtime does."""
-SCAN_MAX_DIRS: Final = 1024
+SCAN_MAX_DIRS: Final = 512
 """Directories one scan lists at most (breadth first: the root's own entries always come first)."""
 SKIPPED: Final = frozenset({"node_modules"})
 """Directories the scan does not enter."""
