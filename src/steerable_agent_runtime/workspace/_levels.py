@@ -20,7 +20,7 @@ found at C speed with ``str.find``, are compared.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -116,7 +116,7 @@ class TextLines:
         self.text = text
         self.lines = lines
         self._folded: str | None = None
-        self._memo: dict[tuple[str, bool], list[tuple[int, int]]] = {}
+        self._memo: dict[tuple[str, bool, int], list[tuple[int, int]]] = {}
 
     def haystack(self, level: MatchLevel) -> str:
         """Return the text that a line normalised at ``level`` is a substring of."""
@@ -127,7 +127,7 @@ class TextLines:
         return self._folded
 
     def containing(
-        self, key: str, level: MatchLevel, *, limit: int | None = None
+        self, key: str, level: MatchLevel, *, limit: int | None = None, begin: tuple[int, int] = (0, 0)
     ) -> list[tuple[int, int]] | None:
         """Return ``(index, start offset)`` of every line containing ``key`` at ``level``, in order.
 
@@ -135,31 +135,37 @@ class TextLines:
             key: A non-empty string without a newline.
             level: Selects the :meth:`haystack`.
             limit: Return None as soon as more than this many lines contain ``key``.
+            begin: ``(index, start offset)`` of the line to start at.
 
-        Each full scan is remembered, so the levels (and the nearest-lines search) that look for
-        the same key in the same haystack scan the text once.
+        Each complete scan is remembered, so the levels (and the nearest-lines search) that look
+        for the same key in the same haystack scan the text once.
         """
         hay = self.haystack(level)
-        memo = (key, hay is not self.text)
+        memo = (key, hay is not self.text, begin[1])
         known = self._memo.get(memo)
         if known is not None:
             return None if limit is not None and len(known) > limit else known
         found: list[tuple[int, int]] = []
-        index, counted = 0, 0
-        at = hay.find(key)
-        while at != -1:
-            index += hay.count("\n", counted, at)
-            found.append((index, hay.rfind("\n", 0, at) + 1))
+        for hit in self._hits(hay, key, begin):
+            found.append(hit)
             if limit is not None and len(found) > limit:
                 return None
-            end = hay.find("\n", at)
-            if end == -1:
-                break
-            index, counted = index + 1, end + 1
-            at = hay.find(key, end + 1)
         if len(found) <= _MEMO_MAX_HITS:
             self._memo[memo] = found
         return found
+
+    @staticmethod
+    def _hits(hay: str, key: str, begin: tuple[int, int]) -> Iterator[tuple[int, int]]:
+        index, counted = begin
+        at = hay.find(key, counted)
+        while at != -1:
+            index += hay.count("\n", counted, at)
+            yield index, hay.rfind("\n", 0, at) + 1
+            end = hay.find("\n", at)
+            if end == -1:
+                return
+            index, counted = index + 1, end + 1
+            at = hay.find(key, counted)
 
     def window(
         self, anchor: tuple[int, int], first: int, size: int, *, clamp: bool = False
@@ -219,29 +225,47 @@ class TextLines:
             lines = lines[:-1]
         return lines
 
-    def runs(self, pattern: Sequence[str], level: MatchLevel, *, start: int = 0) -> list[Run]:
-        """Return every run of lines equal to ``pattern`` at ``level``.
+    def runs(
+        self,
+        pattern: Sequence[str],
+        level: MatchLevel,
+        *,
+        start: int = 0,
+        begin: tuple[int, int] | None = None,
+        first: bool = False,
+    ) -> list[Run]:
+        """Return every run of lines equal to ``pattern`` at ``level`` (only the first when ``first``).
 
-        Runs may overlap; they are in file order and begin at line ``start`` or later. A pattern of
-        blank lines only is compared against every line (a full scan).
+        Runs may overlap; they are in file order and begin at line ``start`` or later. ``begin`` is
+        ``(index, start offset)`` of a line at or before ``start`` where the search may begin. A
+        pattern of blank lines only is compared against every line (a full scan).
         """
         normalise = normaliser(level)
         target = [normalise(line) for line in pattern]
         key = max(target, key=len)
         if not key:
-            return self._scan(target, normalise, start)
+            return self._scan(target, normalise, start)[: 1 if first else None]
         keyed = [i for i, line in enumerate(target) if line == key]
+        begin = begin or (0, 0)
+        # A run is first tried at the anchor of its first key line, so runs are found in order.
+        anchors = (
+            self._hits(self.haystack(level), key, begin)
+            if first
+            else self.containing(key, level, begin=begin)
+        )
         found: list[Run] = []
         tried: set[int] = set()
-        for anchor in self.containing(key, level) or ():
+        for anchor in anchors or ():
             for i in keyed:
-                first = anchor[0] - i
-                if first < start or first in tried:
+                index = anchor[0] - i
+                if index < start or index in tried:
                     continue
-                tried.add(first)
-                window = self.window(anchor, first, len(target))
+                tried.add(index)
+                window = self.window(anchor, index, len(target))
                 if window is not None and [normalise(line) for line in window[1]] == target:
-                    found.append(Run(first, window[0], tuple(window[1])))
+                    found.append(Run(index, window[0], tuple(window[1])))
+                    if first:
+                        return found
         found.sort(key=lambda run: run.index)
         return found
 

@@ -275,10 +275,12 @@ class _Ambiguous(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _Found:
-    """Where a run of pattern lines starts (0-based) and at which level it matched."""
+    """Where a run of pattern lines starts (0-based), at which level it matched, and the offset past it."""
 
     index: int
     level: MatchLevel
+    after: tuple[int, int] | None = None
+    """``(index, start offset)`` of the line after the run, where the next search may begin."""
 
 
 class _Matcher:
@@ -295,16 +297,25 @@ class _Matcher:
             normalise(a) == normalise(b) for a, b in zip(found, pattern, strict=True)
         )
 
-    def seek(self, pattern: Sequence[str], start: int, *, eof: bool, unique: bool = True) -> _Found | None:
+    def seek(
+        self,
+        pattern: Sequence[str],
+        start: int,
+        *,
+        eof: bool,
+        unique: bool = True,
+        begin: tuple[int, int] | None = None,
+    ) -> _Found | None:
         """Return where ``pattern`` starts (at or after ``start``) and the level, or None.
 
         At ``exact`` the first match wins (hunks are positional, as in Codex). At a tolerant level
         a pattern matching several places raises :class:`_Ambiguous` when ``unique`` is set; an
         ``eof`` pattern is tried at the end of the file first, where it cannot be ambiguous.
+        ``begin`` is ``(start, its offset)`` when known, so the search skips the text before it.
         """
         size = len(pattern)
         if size == 0:
-            return _Found(start, "exact")
+            return _Found(start, "exact", begin)
         last = len(self.lines) - size
         if last < start:
             return None
@@ -313,12 +324,14 @@ class _Matcher:
                 if self.at(pattern, last, level):
                     return _Found(last, level)
         for level in MATCH_LEVELS:
-            runs = self.source.runs(pattern, level, start=start)
+            positional = level == "exact" or not unique
+            runs = self.source.runs(pattern, level, start=start, begin=begin, first=positional)
             if not runs:
                 continue
-            if len(runs) > 1 and unique and level != "exact":
+            if len(runs) > 1:
                 raise _Ambiguous(level, [run.index for run in runs])
-            return _Found(runs[0].index, level)
+            run = runs[0]
+            return _Found(run.index, level, (run.index + size, run.end + 1))
         return None
 
 
@@ -445,10 +458,17 @@ class _Applier:
         self.matcher = _Matcher(self.source, lines)
         self.edits: list[tuple[int, int, list[str]]] = []
         self.cursor = 0
+        self.begin: tuple[int, int] | None = (0, 0)  # the cursor's line and its offset, when known
+
+    def move(self, found: _Found, size: int) -> None:
+        """Put the cursor after the ``size`` lines that ``found`` starts."""
+        self.cursor = found.index + size
+        self.begin = found.after if found.after is not None and found.after[0] == self.cursor else None
 
     def seek(self, number: int, pattern: Sequence[str], start: int, *, eof: bool) -> _Found | None:
+        begin = self.begin if start == self.cursor else None
         try:
-            return self.matcher.seek(pattern, start, eof=eof)
+            return self.matcher.seek(pattern, start, eof=eof, begin=begin)
         except _Ambiguous as error:
             raise _ambiguous(self.path, number, self.cursor, error) from None
 
@@ -456,7 +476,7 @@ class _Applier:
         """Move the cursor past the hunk's ``@@`` line; return the level it matched at."""
         if chunk.context is None:
             return "exact"
-        found = self.matcher.seek([chunk.context], self.cursor, eof=False, unique=False)
+        found = self.matcher.seek([chunk.context], self.cursor, eof=False, unique=False, begin=self.begin)
         if found is None:
             nearest = find_nearest(self.source, [chunk.context], near=self.cursor)
             raise _not_found(
@@ -467,7 +487,7 @@ class _Applier:
                 eof=False,
                 nearest=nearest,
             )
-        self.cursor = found.index + 1
+        self.move(found, 1)
         return found.level
 
     def hunk(self, number: int, chunk: Chunk) -> HunkMatch:
@@ -509,7 +529,7 @@ class _Applier:
         if found.level in REINDENT_LEVELS:
             placed, moved = self.reindent(number, found, old, new)
         self.edits.append((found.index, len(old), _merge(file_lines, old, new, placed)))
-        self.cursor = found.index + len(old)
+        self.move(found, len(old))
         return HunkMatch(number, found.index + 1, loosest_level((context_level, found.level)), moved)
 
     def reindent(self, number: int, found: _Found, old: list[str], new: list[str]) -> tuple[list[str], bool]:
