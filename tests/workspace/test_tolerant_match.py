@@ -515,3 +515,68 @@ def test_a_miss_in_a_large_file_finds_the_nearest_lines_far_from_the_start():
         "endLine": 40_002,
         "lines": lines[40_000:40_002],
     }
+
+
+# --- whole-line search without splitting the file (FILE-14 cost bound) -------------------------------
+
+
+@pytest.mark.parametrize("with_lines", [False, True])
+def test_runs_find_every_place_in_order_from_the_start_line(with_lines):
+    text = "x\nx\ny\nx\ny\nx\n  x\n"
+    source = TextLines(text, text.split("\n")[:-1] if with_lines else None)
+    runs = source.runs(["x", "y", "x"], "exact")
+    assert [(run.index, run.offset, run.lines) for run in runs] == [
+        (1, 2, ("x", "y", "x")),
+        (3, 6, ("x", "y", "x")),
+    ]
+    assert [run.index for run in source.runs(["x"], "whitespace", start=4)] == [5, 6]
+    assert [run.index for run in source.runs(["x"], "exact", start=2, begin=(2, 4), first=True)] == [3]
+    assert source.runs(["x", "y", "x"], "exact", start=4) == []
+    assert [run.index for run in source.runs(["", "  "], "trailing-whitespace")] == []
+
+
+def test_runs_at_the_punctuation_level_search_the_folded_text():
+    source = TextLines("a\nsay(\u201chi\u201d) \u2013 ok\n")
+    (run,) = source.runs(['say("hi") - ok'], "unicode-punctuation")
+    assert (run.index, run.offset, run.lines) == (1, 2, ("say(\u201chi\u201d) \u2013 ok",))
+    assert source.runs(['say("hi") - ok'], "whitespace") == []
+
+
+LINE = st.text(st.sampled_from(list("ab :\t ")), max_size=8)
+
+
+@given(
+    lines=st.lists(LINE, min_size=1, max_size=12),
+    data=st.data(),
+)
+def test_edits_and_hunks_either_apply_or_refuse_with_their_own_errors(lines, data):
+    # Any slice of the file, re-indented at random and replaced by random lines, either applies
+    # or is refused with an EditError / PatchError, never another exception.
+    text = "\n".join(lines) + "\n"
+    start = data.draw(st.integers(0, len(lines) - 1))
+    size = data.draw(st.integers(1, len(lines) - start))
+    shift = data.draw(st.sampled_from(["", " ", "  ", "\t"]))
+    old = [
+        shift + line.lstrip() if data.draw(st.booleans()) else line for line in lines[start : start + size]
+    ]
+    new = data.draw(st.lists(LINE, max_size=4))
+    try:
+        apply_edits(text, [Edit("\n".join(old), "\n".join(new))])
+    except EditError:
+        pass
+    try:
+        apply_chunks(text, [Chunk(None, tuple(old), tuple(new), False)], path="f")
+    except PatchError:
+        pass
+
+
+@given(
+    block=st.lists(INDENTED_LINE, min_size=1, max_size=5),
+    prefix=st.sampled_from(["    ", "\t", "        "]),
+)
+def test_a_block_copied_without_its_indentation_is_edited_in_place(block, prefix):
+    model = ["unique_anchor()"] + ["    " * depth + text for depth, text in block]
+    text = "def f():\n" + "".join(prefix + line + "\n" for line in model) + "tail\n"
+    new = model[:-1] + [model[-1] + " + 1"]
+    outcome = apply_edits_detailed(text, [Edit("\n".join(model), "\n".join(new))])
+    assert outcome.text == "def f():\n" + "".join(prefix + line + "\n" for line in new) + "tail\n"
