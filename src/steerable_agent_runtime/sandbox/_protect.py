@@ -46,6 +46,8 @@ SCAN_DEPTH: Final = 3
 """Protected entries are looked for this many path components deep (``a/b/.git``), as sandbox-runtime does."""
 SCAN_MAX_DIRS: Final = 512
 """Directories one scan lists at most (breadth first: the root's own entries always come first)."""
+LINK_WALK_MAX: Final = 2048
+"""Entries of the protected directories one scan looks through for links (see :func:`find_protected`)."""
 SKIPPED: Final = frozenset({"node_modules"})
 """Directories the scan does not enter."""
 MAX_ENTRIES: Final = 10_000
@@ -107,8 +109,10 @@ def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) 
     Breadth first, at most :data:`SCAN_MAX_DIRS` directories; symbolic links, ``node_modules`` and
     protected entries themselves are not entered. A ``.claude`` directory is looked into for its
     protected children at any scanned depth. With ``targets``, what a protected link points at
-    inside ``root`` is listed too (under the link's rule). A directory whose ``ctime`` has not
-    changed since it was last listed is not listed again (:class:`_Listing`).
+    inside ``root`` is listed too (under the link's rule), and so is what a link inside a protected
+    directory points at (``.git/hooks/pre-commit -> ../../hooks/pre-commit``: git runs
+    ``hooks/pre-commit``). A directory whose ``ctime`` has not changed since it was last listed is
+    not listed again (:class:`_Listing`).
     """
     found: dict[str, Found] = {}
     queue: deque[tuple[str, int]] = deque([("", 0)])
@@ -128,7 +132,45 @@ def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) 
             protected = _classify(root, path, name, is_dir, is_link, found, targets)
             if not protected and deeper and is_dir:
                 queue.append((path, level + 1))
+    if targets:
+        _link_targets(root, found)
     return list(found.values())
+
+
+def _link_targets(root: str, found: dict[str, Found]) -> None:
+    """Add what links inside the protected directories point at inside ``root``.
+
+    At most :data:`LINK_WALK_MAX` entries are looked at per scan (of a ``.git``, only
+    :data:`GIT_SPEC`).
+    """
+    budget = LINK_WALK_MAX
+    for item in [f for f in found.values() if not f.link]:
+        stack: list[tuple[str, Spec]] = [(item.rel, _spec(item))]
+        while stack and budget > 0:
+            rel, spec = stack.pop()
+            try:
+                with os.scandir(f"{root}/{rel}") as listing:
+                    entries = list(listing)
+            except OSError:  # a protected file, or gone
+                continue
+            budget -= len(entries)
+            for entry in entries:
+                tracked, sub = _match(spec, entry.name)
+                if not tracked:
+                    continue
+                if entry.is_symlink():
+                    real = os.path.realpath(entry.path)
+                    target = os.path.relpath(real, root)
+                    outside = target == "." or target.startswith("../") or os.path.isabs(target)
+                    if not (outside or _within(target, item.rel) or _within(item.rel, target)):
+                        if os.path.lexists(real):
+                            found.setdefault(target, Found(target, item.rule))
+                elif _is_dir(entry):
+                    stack.append((f"{rel}/{entry.name}", sub))
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + "/")
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,12 +370,13 @@ class _Budget:
             node.target = os.readlink(name, dir_fd=dir_fd)
         elif node.kind == "dir":
             with contextlib.suppress(PermissionError), _opened(dir_fd, name) as fd:
-                node.children = {}
+                children = {}
                 for child in sorted(os.listdir(fd)):
                     tracked, sub = _match(spec, child)
                     kept = self.take(fd, child, sub) if tracked else None
                     if kept is not None:
-                        node.children[child] = kept
+                        children[child] = kept
+                node.children = children  # only a complete listing: unlisted entries would be removed
         return node
 
 
@@ -415,11 +458,15 @@ class _Revert:
     def file(self, dir_fd: int, name: str, before: _Node, now: os.stat_result, rel: str) -> None:
         was = before.info
         same_mode = stat.S_IMODE(now.st_mode) == stat.S_IMODE(was.st_mode) and now.st_nlink == was.st_nlink
-        if (
-            same_mode
-            and (now.st_ino, now.st_size, now.st_ctime_ns) == (was.st_ino, was.st_size, was.st_ctime_ns)
-            and was.st_ctime_ns < self.start - _RECENT_NS
-        ):
+        same_identity = (now.st_ino, now.st_size, now.st_ctime_ns, now.st_mtime_ns) == (
+            was.st_ino,
+            was.st_size,
+            was.st_ctime_ns,
+            was.st_mtime_ns,
+        )
+        # unchanged unless written in the clock tick of the snapshot (then the bytes tell); a file
+        # kept by identity only has nothing else to tell
+        if same_mode and same_identity and (before.data is None or was.st_ctime_ns < self.start - _RECENT_NS):
             return
         if before.data is not None and same_mode and _read(dir_fd, name, len(before.data)) == before.data:
             return
