@@ -41,7 +41,8 @@ from ._disk import (
     sync_directory,
     write_temp,
 )
-from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks, parse_patch
+from ._levels import loosest_level
+from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
 from ._text import decode_file, encode_text, version_of
 from ._txn import Intent, JournalEntry
 from ._workspace import Workspace, unified_diff
@@ -64,6 +65,7 @@ class _Plan:
     changed: list[str] = field(default_factory=list)
     moved: dict[str, str] = field(default_factory=dict)
     diffs: list[str] = field(default_factory=list)
+    hunks: list[dict[str, Any]] = field(default_factory=list)
 
 
 async def _current(ws: Workspace, plan: _Plan, real: Path, display: str) -> bytes | None:
@@ -147,7 +149,12 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     if real not in plan.final:
         ws.check_gate(display, version, None, full_overwrite=False)
     decoded = decode_file(raw, path=display, version=version)
-    new_text = await asyncio.to_thread(apply_chunks, decoded.text, op.chunks, path=display)
+    outcome = await asyncio.to_thread(apply_chunks_detailed, decoded.text, op.chunks, path=display)
+    new_text = outcome.text
+    plan.hunks.extend(
+        {"path": display, "hunk": h.hunk, "line": h.line, "level": h.level, "reindented": h.reindented}
+        for h in outcome.hunks
+    )
     data = encode_text(new_text, newline=decoded.newline, bom=decoded.bom)
     target, target_display = real, display
     if op.move_to is not None:
@@ -171,7 +178,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     plan.modes[target] = mode  # a moved file keeps its permission bits
     plan.origin[target] = origin
     plan.changed.append(target_display)
-    plan.diffs.append(unified_diff(decoded.text, new_text, target_display))
+    plan.diffs.append(await asyncio.to_thread(unified_diff, decoded.text, new_text, target_display))
 
 
 def _seen_partially(ws: Workspace, origin: Path | None) -> bool:
@@ -338,10 +345,12 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
 
     Returns:
         ``{versions: {path: version}, filesChanged: [paths], deleted: [paths], moved: {from: to},
-        diff}``; ``versions`` has every written file's new version.
+        diff, matchLevel, hunks: [{path, hunk, line, level, reindented}]}``; ``versions`` has every
+        written file's new version; ``matchLevel`` is the loosest level any hunk needed (FILE-14).
 
     Raises:
-        PatchError: ``invalid_patch``, ``context_not_found``, ``file_exists``, ``file_not_found``.
+        PatchError: ``invalid_patch``, ``context_not_found``, ``ambiguous_match``,
+            ``indentation_mismatch``, ``file_exists``, ``file_not_found``.
         WriteConflictError: ``not_read``, ``conflict``, ``partial_read`` (deletes).
         WorkspaceError: Path, load and decode codes, and ``write_failed``.
     """
@@ -389,4 +398,6 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
         "deleted": deleted,
         "moved": plan.moved,
         "diff": "".join(plan.diffs),
+        "matchLevel": loosest_level(hunk["level"] for hunk in plan.hunks),
+        "hunks": plan.hunks,
     }

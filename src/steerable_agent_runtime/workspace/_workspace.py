@@ -29,7 +29,8 @@ from ._disk import (
     remove_file,
     replace_temp,
 )
-from ._edit import Edit, apply_edits
+from ._edit import Edit, apply_edits_detailed
+from ._levels import loosest_level
 from ._paths import WorkspaceRoot
 from ._search import GREP_TIME_BUDGET_S
 from ._state import ReadFileState
@@ -120,7 +121,9 @@ def unified_diff(before: str, after: str, path: str, *, created: bool = False) -
             break
         end = before.find("\n", end) + 1 or len(before)
     end_after = end - len(before) + len(after)
-    lines = difflib.unified_diff(_lines(before[start:end]), _lines(after[start:end_after]), source, f"b/{path}")
+    lines = difflib.unified_diff(
+        _lines(before[start:end]), _lines(after[start:end_after]), source, f"b/{path}"
+    )
     offset = before.count("\n", 0, start)
     diff = "".join(_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines)
     if len(diff) > _MAX_DIFF_CHARS:
@@ -548,11 +551,12 @@ class Workspace:
 
         Args:
             path: Workspace path.
-            edits: Replacements located against the current text (see :func:`apply_edits`).
+            edits: Replacements located against the current text (see :func:`apply_edits_detailed`).
             expected_version: Reject the edit unless the file is at this version.
 
         Returns:
-            ``{path, version, diff, editsApplied}``.
+            ``{path, version, diff, editsApplied, matchLevel, matches: [{edit, level, lines, reindented}]}``:
+            ``matchLevel`` is the loosest level any edit needed (``exact`` or a tolerance, FILE-14).
 
         Raises:
             EditError: The edit codes (``old_text_not_found``, ``ambiguous_match``...).
@@ -581,17 +585,24 @@ class Workspace:
                 ]
             seen = self.state.get(display)
             partial = seen is not None and seen.partial
-            text = await asyncio.to_thread(apply_edits, decoded.text, edits, partial_view=partial)
+            outcome = await asyncio.to_thread(apply_edits_detailed, decoded.text, edits, partial_view=partial)
+            text = outcome.text
             data = encode_text(text, newline=decoded.newline, bom=decoded.bom)
             await self.write(real, data, display, guard=WriteGuard(snapshot, display))
             version = version_of(data)
             # an edit shows the model only what it changed: a partial view stays partial
             self.state.record(display, version, partial=partial)
+        diff = await asyncio.to_thread(unified_diff, decoded.text, text, display)
         return {
             "path": display,
             "version": version,
-            "diff": unified_diff(decoded.text, text, display),
+            "diff": diff,
             "editsApplied": len(edits),
+            "matchLevel": loosest_level(match.level for match in outcome.matches),
+            "matches": [
+                {"edit": m.edit, "level": m.level, "lines": list(m.lines), "reindented": m.reindented}
+                for m in outcome.matches
+            ],
         }
 
 
