@@ -401,9 +401,33 @@ def test_kill_9_once_the_first_file_is_replaced_is_finished_at_the_next_start_fi
     names, patch = _patch_workspace(tmp_path)
     kill_during_patch(tmp_path, patch, first_renamed=names[0])
     assert (tmp_path / names[0]).read_text().endswith("new\n")
-    Workspace(tmp_path)
+    assert "old" in _state(tmp_path, names)  # half-applied on disk until the next start
+    # the next start is a real surface: a one-shot `steerable call` that only lists a directory
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "call",
+            "list_dir",
+            "{}",
+            "--workspace",
+            str(tmp_path),
+            "--no-web-tools",
+            "--no-plugins",
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert (
+        "steerable: rolled forward an interrupted apply_patch (its process died); completed " in listed.stderr
+    )
     assert _state(tmp_path, names) == {"new"} and (tmp_path / "added/new.txt").exists()
     assert leftovers(tmp_path) == []
+    assert ".steerable" not in listed.stdout
 
 
 async def test_listings_never_show_steerables_own_files_file_13(tmp_path):
