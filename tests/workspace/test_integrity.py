@@ -542,3 +542,28 @@ async def test_a_created_file_returns_a_diff_of_its_lines_file_11(tmp_path):
     patch = "*** Begin Patch\n*** Add File: added.txt\n+hello\n*** End Patch"
     added = await router.dispatch(ToolCall(id="p", name="apply_patch", arguments={"patch": patch}))
     assert added.data["diff"] == "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+hello\n"
+
+
+@pytest.mark.parametrize("planted", ["fifo", "symlink", "directory"])
+async def test_a_planted_lock_file_fails_writes_clearly_never_hangs_file_12(tmp_path, planted):
+    state = tmp_path / ".steerable"
+    state.mkdir()
+    (tmp_path / "elsewhere").write_text("")
+    {
+        "fifo": lambda: os.mkfifo(state / "lock"),
+        "symlink": lambda: os.symlink(tmp_path / "elsewhere", state / "lock"),
+        "directory": lambda: (state / "lock").mkdir(),
+    }[planted]()
+    router = workspace_tools_for_cwd(tmp_path, bash=False)
+    result = await asyncio.wait_for(
+        router.dispatch(ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "a\n"})),
+        10,
+    )
+    assert result.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "error": ".steerable/lock in the workspace is not a regular file; remove it so steerable can keep its "
+        "write lock there",
+        "data": {"code": "path_changed"},
+    }
+    assert not (tmp_path / "a.txt").exists()

@@ -64,7 +64,7 @@ TEMP_NAME: Final = re.compile(r"\.steerable-[0-9a-f]{16}\.tmp")
 """A temp file a write creates beside its target (renamed onto it, or removed)."""
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _OFD: Final = sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK")
 _FLOCK_STRIPES: Final = 256
 _OFFSET_MASK: Final = (1 << 62) - 1
@@ -170,6 +170,29 @@ class LockHeld:
             os.close(fd)
 
 
+def _open_regular(name: str, dir_fd: int) -> int:
+    """Open (creating) a lock file; anything but a regular file planted there is refused.
+
+    Raises:
+        WorkspaceError: ``path_changed`` for a FIFO, device, directory or symlink in its place.
+    """
+    try:
+        fd = os.open(name, _FILE_FLAGS | os.O_CREAT, 0o666, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
+            raise
+        fd = -1
+    if fd >= 0 and stat.S_ISREG(os.fstat(fd).st_mode):
+        return fd
+    if fd >= 0:
+        os.close(fd)
+    raise WorkspaceError(
+        "path_changed",
+        f"{STATE_DIR}/{name} in the workspace is not a regular file; remove it so steerable can keep its "
+        "write lock there",
+    )
+
+
 class PathLocks:
     """Per-path write locks shared by every steerable process on one workspace (FILE-12).
 
@@ -205,7 +228,7 @@ class PathLocks:
     def _try_ofd(self, offsets: list[int], held: LockHeld) -> bool:
         if not held.fds:
             with self.state.directory(create=True) as dir_fd:
-                held.fds.append(os.open("lock", _FILE_FLAGS | os.O_CREAT, 0o666, dir_fd=dir_fd))
+                held.fds.append(_open_regular("lock", dir_fd))
         for offset in offsets[held.taken :]:
             try:
                 fcntl.fcntl(held.fds[0], fcntl.F_OFD_SETLK, _flock_struct(fcntl.F_WRLCK, offset))
@@ -219,7 +242,7 @@ class PathLocks:
     def _try_flock(self, stripes: list[int], held: LockHeld) -> bool:
         with self.state.directory("locks", create=True) as dir_fd:
             for stripe in stripes[held.taken :]:
-                fd = os.open(f"{stripe:02x}", _FILE_FLAGS | os.O_CREAT, 0o666, dir_fd=dir_fd)
+                fd = _open_regular(f"{stripe:02x}", dir_fd)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError as exc:
