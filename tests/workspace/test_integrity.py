@@ -25,7 +25,6 @@ from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import WriteConflictError
 from steerable_agent_runtime.workspace import Edit, Workspace
 from steerable_agent_runtime.workspace._apply import _entries, _Plan, _stage
-from steerable_agent_runtime.workspace._txn import PathLocks, StateDir
 
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
 
@@ -95,16 +94,17 @@ _HOLDER = textwrap.dedent(
     import sys, time
     sys.path.insert(0, {src!r})
     from pathlib import Path
-    from steerable_agent_runtime.workspace._txn import PathLocks, StateDir
-    held = PathLocks(StateDir(Path({root!r}))).acquire({keys!r})
+    from steerable_agent_runtime.workspace._txn import PathLocks
+    held = PathLocks().acquire([Path(p) for p in {dirs!r}])
     print("held", flush=True)
     time.sleep(60)
     """
 )
 
 
-def _hold_lock(root: Path, keys: list[str]) -> subprocess.Popen[str]:
-    code = _HOLDER.format(src=str(REPO_SRC), root=str(root), keys=keys)
+def _hold_lock(root: Path, dirs: list[str]) -> subprocess.Popen[str]:
+    """Another process holding the write lock of ``dirs`` (relative to ``root``) until it is killed."""
+    code = _HOLDER.format(src=str(REPO_SRC), dirs=[str(root / d) for d in dirs])
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
     return proc
@@ -119,7 +119,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 async def test_a_held_lock_makes_a_writer_wait_then_fail_with_file_locked_file_12(tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
-    holder = _hold_lock(tmp_path, ["a.txt"])
+    holder = _hold_lock(tmp_path, ["."])
     try:
         router = workspace_tools_for_cwd(tmp_path, bash=False)
         router.workspace.lock_timeout_s = 0.3
@@ -144,7 +144,7 @@ async def test_a_held_lock_makes_a_writer_wait_then_fail_with_file_locked_file_1
 
 async def test_a_killed_lock_holder_releases_its_lock_file_12(tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
-    holder = _hold_lock(tmp_path, ["a.txt"])
+    holder = _hold_lock(tmp_path, ["."])
     router = workspace_tools_for_cwd(tmp_path, bash=False)
     await router.dispatch(ToolCall(id="r", name="read_file", arguments={"path": "a.txt"}))
     write = asyncio.create_task(
@@ -470,18 +470,36 @@ async def test_a_write_without_the_lock_still_works_when_turned_off_file_12(tmp_
     assert result.success and not (tmp_path / ".steerable" / "lock").exists()
 
 
-def test_the_flock_fallback_excludes_like_ofd_locks_file_12(tmp_path, monkeypatch):
-    # Platforms without OFD locks (macOS) use flock on striped files; same exclusion, same release.
-    from steerable_agent_runtime.workspace import _txn
+async def test_sessions_on_nested_workspace_roots_share_the_lock_file_12(tmp_path):
+    # A session on the repository and another on a sub-folder of it write the same file: the lock is on
+    # the file's directory, the same for both, whatever root each was given.
+    sub = tmp_path / "pkg"
+    sub.mkdir()
+    (sub / "big.txt").write_text(counter_file(240_000))
+    line = (sub / "big.txt").read_text().split("\n").index("A: 0") + 1
+    outer, inner = await SessionProcess.start(tmp_path), await SessionProcess.start(sub)
+    successes = {"A": 0, "B": 0}
 
-    monkeypatch.setattr(_txn, "_OFD", False)
-    locks = PathLocks(StateDir(tmp_path))
-    held = locks.acquire(["a.txt", "b.txt"])
-    other = _txn.LockHeld()
-    assert locks.try_acquire(["b.txt"], other) is False
-    held.release()
-    assert locks.try_acquire(["b.txt"], other) is True
-    other.release()
+    async def bump(session: SessionProcess, path: str, name: str) -> None:
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            read = await session.call("read_file", path=path, offset=line, limit=2)
+            value = int(next(x for x in read["data"]["content"].splitlines() if x.startswith(name))[3:])
+            edit = {"oldText": f"\n{name}: {value}\n", "newText": f"\n{name}: {value + 1}\n"}
+            result = await session.call("edit_file", path=path, edits=[edit])
+            if result["success"]:
+                successes[name] += 1
+            else:
+                assert result["data"]["code"] == "conflict", result
+
+    try:
+        await asyncio.gather(bump(outer, "pkg/big.txt", "A"), bump(inner, "big.txt", "B"))
+    finally:
+        await outer.close()
+        await inner.close()
+    text = (sub / "big.txt").read_text()
+    assert successes["A"] > 3 and successes["B"] > 3
+    assert f"\nA: {successes['A']}\n" in text and f"\nB: {successes['B']}\n" in text
 
 
 @pytest.fixture
@@ -544,15 +562,15 @@ async def test_a_created_file_returns_a_diff_of_its_lines_file_11(tmp_path):
     assert added.data["diff"] == "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+hello\n"
 
 
-@pytest.mark.parametrize("planted", ["fifo", "symlink", "directory"])
-async def test_a_planted_lock_file_fails_writes_clearly_never_hangs_file_12(tmp_path, planted):
+@pytest.mark.parametrize("planted", ["fifo", "symlink", "file"])
+async def test_a_planted_journal_folder_fails_writes_clearly_never_hangs_file_13(tmp_path, planted):
     state = tmp_path / ".steerable"
     state.mkdir()
-    (tmp_path / "elsewhere").write_text("")
+    (tmp_path / "elsewhere").mkdir()
     {
-        "fifo": lambda: os.mkfifo(state / "lock"),
-        "symlink": lambda: os.symlink(tmp_path / "elsewhere", state / "lock"),
-        "directory": lambda: (state / "lock").mkdir(),
+        "fifo": lambda: os.mkfifo(state / "txn"),
+        "symlink": lambda: os.symlink(tmp_path / "elsewhere", state / "txn"),
+        "file": lambda: (state / "txn").write_text(""),
     }[planted]()
     router = workspace_tools_for_cwd(tmp_path, bash=False)
     result = await asyncio.wait_for(
@@ -562,8 +580,8 @@ async def test_a_planted_lock_file_fails_writes_clearly_never_hangs_file_12(tmp_
     assert result.to_wire() == {
         "success": False,
         "needsFollowup": True,
-        "error": ".steerable/lock in the workspace is not a regular file; remove it so steerable can keep its "
-        "write lock there",
+        "error": ".steerable/txn in the workspace is not a directory (a symlink or a file); remove it so "
+        "steerable can keep its write journal there",
         "data": {"code": "path_changed"},
     }
-    assert not (tmp_path / "a.txt").exists()
+    assert not (tmp_path / "a.txt").exists() and list((tmp_path / "elsewhere").iterdir()) == []

@@ -1,15 +1,16 @@
-"""Cross-process write locks, the write journal and crash recovery for one workspace (FILE-12, FILE-13).
+"""Cross-process write locks, the write journal and crash recovery (FILE-12, FILE-13).
 
-Everything lives in the workspace's state folder, ``<root>/.steerable/`` (created on the first write,
-with a ``.gitignore`` of ``*`` so git never shows it; the file tools never list it and refuse to write
-it, and ``bash`` sees it read-only where the sandbox can express that):
+**The lock.** A write holds an exclusive ``flock`` on the directory of every file it changes (for a
+file whose directory does not exist yet, the nearest one that does), from the version check to the
+rename. A directory is the same inode for every process, whatever workspace root it was given (a
+session on the repository and another on a sub-folder), so they all exclude each other. The kernel
+drops the lock when the holder's descriptor closes, so a killed holder never leaves it held. Several
+directories are taken in ascending ``(st_dev, st_ino)`` order, so two patches cannot deadlock.
 
-* ``lock``: one empty file. A write holds an open-file-description lock (Linux ``F_OFD_SETLK``) on one
-  byte per path it changes, at an offset derived from the path, from the version check to the rename.
-  The kernel drops the lock when the holder's descriptor closes, so a killed holder never leaves it
-  held. Several paths are taken in ascending offset order, so two patches cannot deadlock. Elsewhere
-  (no OFD locks) the same scheme uses ``flock`` on 256 striped files in ``locks/``.
-* ``txn/<token>.json``: one intent file per write in flight, locked by its writer for as long as it
+**The journal** lives in the workspace's state folder, ``<root>/.steerable/`` (created on the first
+write, with a ``.gitignore`` of ``*`` so git never shows it; the file tools never list it and refuse
+to write it, and ``bash`` sees it read-only where the sandbox can express that): ``txn/<token>.json``
+holds one intent file per write in flight, locked by its writer for as long as it
   runs. JSON lines: a header, then one ``{"temp": ...}`` line before each temp file is created, then,
   for a multi-file ``apply_patch``, a ``{"commit": [entries]}`` line written and fsynced once every
   new file is complete and before the first rename. At start-up (every surface builds a
@@ -26,15 +27,12 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import hashlib
 import json
 import logging
 import os
 import re
 import secrets
 import stat
-import struct
-import sys
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -65,9 +63,6 @@ TEMP_NAME: Final = re.compile(r"\.steerable-[0-9a-f]{16}\.tmp")
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_OFD: Final = sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK")
-_FLOCK_STRIPES: Final = 256
-_OFFSET_MASK: Final = (1 << 62) - 1
 _FIRST_WAIT_S: Final = 0.001
 _MAX_WAIT_S: Final = 0.05
 LOCK_TIMEOUT_S: Final = 30.0
@@ -82,17 +77,6 @@ def new_temp_name() -> str:
 def is_internal_name(name: str) -> bool:
     """Is ``name`` (one path component) steerable's own: the state folder or a write's temp file?"""
     return name == STATE_DIR or TEMP_NAME.fullmatch(name) is not None
-
-
-def _flock_struct(kind: int, offset: int) -> bytes:
-    """A ``struct flock`` for one byte at ``offset`` (``l_pid`` 0, as OFD locks require)."""
-    return struct.pack("hhqqi4x", kind, os.SEEK_SET, offset, 1, 0)
-
-
-def lock_offset(key: str) -> int:
-    """The byte of ``lock`` that stands for ``key`` (a case-folded workspace path)."""
-    digest = hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
-    return int.from_bytes(digest[:8], "big") & _OFFSET_MASK
 
 
 class StateDir:
@@ -132,7 +116,7 @@ class StateDir:
                         raise WorkspaceError(
                             "path_changed",
                             f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or "
-                            "a file); remove it so steerable can keep its write lock and journal there",
+                            "a file); remove it so steerable can keep its write journal there",
                         ) from None
                     raise
                 os.close(fd)
@@ -155,8 +139,8 @@ class LockHeld:
     """Cross-process locks held by one operation; :meth:`release` drops them all.
 
     Attributes:
-        fds: The open descriptors (one for OFD locks, one per stripe for ``flock``).
-        taken: How many of the operation's sorted lock slots are held so far.
+        fds: Directory handles, in lock order (ascending ``(st_dev, st_ino)``).
+        taken: How many of them are locked so far.
     """
 
     def __init__(self) -> None:
@@ -164,49 +148,35 @@ class LockHeld:
         self.taken = 0
 
     def release(self) -> None:
-        """Close the descriptors, which releases their locks (idempotent)."""
+        """Close the handles, which releases their locks (idempotent)."""
         fds, self.fds, self.taken = self.fds, [], 0
         for fd in fds:
             os.close(fd)
 
 
-def _open_regular(name: str, dir_fd: int) -> int:
-    """Open (creating) a lock file; anything but a regular file planted there is refused.
-
-    Raises:
-        WorkspaceError: ``path_changed`` for a FIFO, device, directory or symlink in its place.
-    """
-    try:
-        fd = os.open(name, _FILE_FLAGS | os.O_CREAT, 0o666, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno not in (errno.ELOOP, errno.EISDIR, errno.ENXIO):
-            raise
-        fd = -1
-    if fd >= 0 and stat.S_ISREG(os.fstat(fd).st_mode):
-        return fd
-    if fd >= 0:
-        os.close(fd)
-    raise WorkspaceError(
-        "path_changed",
-        f"{STATE_DIR}/{name} in the workspace is not a regular file; remove it so steerable can keep its "
-        "write lock there",
-    )
+def _open_nearest_directory(path: Path) -> int:
+    """A handle on ``path``, or on its nearest ancestor that exists (a write may create the rest)."""
+    while True:
+        try:
+            return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        except (FileNotFoundError, NotADirectoryError):
+            if path.parent == path:
+                raise
+            path = path.parent
 
 
 class PathLocks:
-    """Per-path write locks shared by every steerable process on one workspace (FILE-12).
+    """Per-directory write locks shared by every steerable process (FILE-12).
 
     Args:
-        state: The workspace's state folder.
         timeout_s: How long :meth:`acquire` waits for another holder, in seconds.
     """
 
-    def __init__(self, state: StateDir, *, timeout_s: float = LOCK_TIMEOUT_S) -> None:
-        self.state = state
+    def __init__(self, *, timeout_s: float = LOCK_TIMEOUT_S) -> None:
         self.timeout_s = timeout_s
 
-    def try_acquire(self, keys: Sequence[str], held: LockHeld) -> bool:
-        """Take as many of ``keys``' locks as are free, in ascending order; ``True`` once all are held.
+    def try_acquire(self, directories: Sequence[Path], held: LockHeld) -> bool:
+        """Lock as many of ``directories`` as are free, in ascending inode order; ``True`` once all are.
 
         Call again with the same holder after a wait: the locks already taken are kept (every process
         takes them in the same order, so that cannot deadlock).
@@ -214,48 +184,32 @@ class PathLocks:
         Raises:
             WorkspaceError: ``write_failed`` when the filesystem has no locks.
         """
-        slots = sorted({lock_offset(key) for key in keys})
         try:
-            if _OFD:
-                return self._try_ofd(slots, held)
-            return self._try_flock(sorted({slot % _FLOCK_STRIPES for slot in slots}), held)
+            if not held.fds:
+                opened: dict[tuple[int, int], int] = {}
+                for directory in directories:
+                    fd = _open_nearest_directory(directory)
+                    info = os.fstat(fd)
+                    if (info.st_dev, info.st_ino) in opened:
+                        os.close(fd)
+                    else:
+                        opened[(info.st_dev, info.st_ino)] = fd
+                held.fds = [opened[key] for key in sorted(opened)]
+            for fd in held.fds[held.taken :]:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    return False
+                held.taken += 1
+            return True
         except OSError as exc:
             held.release()
-            if exc.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS):
+            if exc.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, errno.EBADF):
                 raise _no_locks(exc) from None
             raise
 
-    def _try_ofd(self, offsets: list[int], held: LockHeld) -> bool:
-        if not held.fds:
-            with self.state.directory(create=True) as dir_fd:
-                held.fds.append(_open_regular("lock", dir_fd))
-        for offset in offsets[held.taken :]:
-            try:
-                fcntl.fcntl(held.fds[0], fcntl.F_OFD_SETLK, _flock_struct(fcntl.F_WRLCK, offset))
-            except OSError as exc:
-                if exc.errno in (errno.EAGAIN, errno.EACCES):
-                    return False
-                raise
-            held.taken += 1
-        return True
-
-    def _try_flock(self, stripes: list[int], held: LockHeld) -> bool:
-        with self.state.directory("locks", create=True) as dir_fd:
-            for stripe in stripes[held.taken :]:
-                fd = _open_regular(f"{stripe:02x}", dir_fd)
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                except OSError as exc:
-                    os.close(fd)
-                    if exc.errno in (errno.EAGAIN, errno.EACCES):
-                        return False
-                    raise
-                held.fds.append(fd)
-                held.taken += 1
-        return True
-
-    def acquire(self, keys: Sequence[str], *, timeout_s: float | None = None) -> LockHeld:
-        """Take every key's lock, waiting (polling, 1 to 50 ms apart) up to ``timeout_s``; blocking.
+    def acquire(self, directories: Sequence[Path], *, timeout_s: float | None = None) -> LockHeld:
+        """Lock every directory, waiting (polling, 1 to 50 ms apart) up to ``timeout_s``; blocking.
 
         Raises:
             WorkspaceError: ``file_locked`` after the timeout, ``write_failed`` without locks.
@@ -264,17 +218,18 @@ class PathLocks:
         deadline = time.monotonic() + limit
         wait = _FIRST_WAIT_S
         held = LockHeld()
-        while not self.try_acquire(keys, held):
+        while not self.try_acquire(directories, held):
             if time.monotonic() >= deadline:
                 held.release()
-                raise locked_error(keys, limit)
+                raise locked_error([str(d) for d in directories], limit)
             time.sleep(wait)
             wait = min(wait * 2, _MAX_WAIT_S)
         return held
 
 
-def locked_error(keys: Sequence[str], timeout_s: float) -> WorkspaceError:
-    """The refusal when another process kept a file locked past the timeout."""
+def locked_error(paths: Sequence[str], timeout_s: float) -> WorkspaceError:
+    """The refusal when another process kept a file's directory locked past the timeout."""
+    keys = list(dict.fromkeys(paths))
     shown = ", ".join(sorted(keys)[:5])
     return WorkspaceError(
         "file_locked",
@@ -390,10 +345,7 @@ class Intent:
 
 def _lock_whole(fd: int) -> None:
     """Lock an intent file for its writer's lifetime (raises ``BlockingIOError`` when already held)."""
-    if _OFD:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0))
-    else:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -496,8 +448,9 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
             return None
         raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
         orphan = _parse(raw)
-        targets = [entry.target for entry in orphan.commit or ()]
-        held = locks.acquire([t.casefold() for t in targets]) if locks is not None and targets else None
+        targets = [io.resolve_internal(entry.target) for entry in orphan.commit or ()]
+        folders = [target.parent for target in targets if target is not None]
+        held = locks.acquire(folders) if locks is not None and folders else None
         try:
             line = _settle(orphan, io)
         finally:

@@ -189,7 +189,7 @@ class Workspace:
         self.grep_time_budget_s = grep_time_budget_s
         self.lock_timeout_s = lock_timeout_s
         self.journal = StateDir(self.root.path)
-        self.cross_process = PathLocks(self.journal, timeout_s=lock_timeout_s) if cross_process_lock else None
+        self.cross_process = PathLocks(timeout_s=lock_timeout_s) if cross_process_lock else None
         self._locks: dict[Path, asyncio.Lock] = {}
         try:
             self.recovered: list[str] = recover(self.journal, _Recovery(self), self.cross_process)
@@ -198,19 +198,13 @@ class Workspace:
             self.recovered = []
 
     # -- shared plumbing -------------------------------------------------------------------------
-    def lock_key(self, real: Path) -> str:
-        """The cross-process lock key of a path: its display form, case-folded.
-
-        Case folding gives one key per file on a case-insensitive filesystem too.
-        """
-        return self.root.listing_name(real).casefold()
-
     @contextlib.asynccontextmanager
     async def locked(self, paths: Iterable[Path]) -> AsyncIterator[None]:
         """Hold the write locks of ``paths``: this session's, then every steerable process's (FILE-12).
 
-        Both are taken in one fixed order (sorted paths, then ascending lock offsets), so two
-        multi-file patches cannot deadlock. A killed holder's cross-process locks go with its process.
+        The cross-process lock is on each path's directory (:class:`~._txn.PathLocks`). Both are taken
+        in one fixed order (sorted paths, then ascending directory inodes), so two multi-file patches
+        cannot deadlock. A killed holder's cross-process locks go with its process.
 
         Raises:
             WorkspaceError: ``file_locked`` when another process holds one past ``lock_timeout_s``.
@@ -221,21 +215,22 @@ class Workspace:
                 lock = self._locks.setdefault(path, asyncio.Lock())
                 await stack.enter_async_context(lock)
             if self.cross_process is not None:
-                held = await self._acquire([self.lock_key(path) for path in unique])
+                held = await self._acquire(unique)
                 stack.callback(held.release)
             yield
 
-    async def _acquire(self, keys: list[str]) -> LockHeld:
+    async def _acquire(self, paths: list[Path]) -> LockHeld:
         assert self.cross_process is not None
         locks = self.cross_process
+        folders = [path.parent for path in paths]
         held = LockHeld()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.lock_timeout_s
         wait = 0.001
         try:
-            while not await _uncancelled(asyncio.to_thread(locks.try_acquire, keys, held)):
+            while not await _uncancelled(asyncio.to_thread(locks.try_acquire, folders, held)):
                 if loop.time() >= deadline:
-                    raise locked_error(keys, self.lock_timeout_s)
+                    raise locked_error([self.root.listing_name(path) for path in paths], self.lock_timeout_s)
                 await asyncio.sleep(wait)
                 wait = min(wait * 2, 0.05)
         except BaseException:
