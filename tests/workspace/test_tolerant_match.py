@@ -461,12 +461,22 @@ def test_nearest_lines_name_the_regenerable_text():
     text = "import os\n\ndef area(w, h):\n    '''Area.'''\n    return w * h\n"
     nearest = find_nearest(TextLines(text), ["def area(w, h):", "    return w + h"])
     assert nearest is not None
+    # the docstring line the model left out does not hide the line it changed
     assert nearest.as_data() == {
         "startLine": 3,
-        "endLine": 4,
-        "lines": ["def area(w, h):", "    '''Area.'''"],
+        "endLine": 5,
+        "lines": ["def area(w, h):", "    '''Area.'''", "    return w * h"],
     }
-    assert nearest.render() == "  3 | def area(w, h):\n  4 |     '''Area.'''"
+    assert nearest.render() == "  3 | def area(w, h):\n  4 |     '''Area.'''\n  5 |     return w * h"
+
+
+def test_a_large_hunk_of_similar_lines_is_scored_quickly():
+    # Few distinct characters made a character-level diff quadratic (80 s); tokens keep it bounded.
+    words = ["alpha", "beta", "gamma", "delta"]
+    lines = [" ".join(words[(i * 7 + k) % 4] for k in range(35)) for i in range(20_000)]
+    lines[::400] = ["common_anchor = 1"] * len(lines[::400])
+    wanted = ["common_anchor = 1"] + [" ".join(words[k % 3] for k in range(35))] * 60
+    find_nearest(TextLines("\n".join(lines)), wanted)  # returns at all: scoring is bounded
 
 
 def test_nearest_lines_found_by_a_word_when_no_line_is_equal():

@@ -183,7 +183,7 @@ class TextLines:
             return None
         if self.lines is None:
             return self._walk(index, offset, first, size, clamp=clamp)
-        if first + size > len(self.lines) and not clamp or first > len(self.lines):
+        if first > len(self.lines) or (first + size > len(self.lines) and not clamp):
             return None
         lines = list(self.lines[first : first + size])
         if first <= index:

@@ -4,7 +4,8 @@ When an ``oldText`` or a hunk is not found, the error names the file's real line
 with their line numbers, so the model can regenerate the edit without re-reading the file
 (FILE-14, issue 11). The cost stays bounded on a 64 MiB file: candidate places come from
 ``str.find`` over the text (the model's lines, then its longest words, each abandoned after a few
-hundred hits), scored with :class:`difflib.SequenceMatcher` over at most a few dozen windows;
+hundred hits), each window scored by comparing its first lines' words and punctuation with
+:class:`difflib.SequenceMatcher` (tokens, not characters, so the cost stays linear in practice);
 only when nothing is found that way are a capped number of lines compared one by one.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from difflib import SequenceMatcher
 from typing import Any, Final
@@ -25,13 +26,16 @@ _LEVEL: Final = "unicode-punctuation"
 _MIN_RATIO: Final = 0.6
 _MAX_KEYS: Final = 4
 _MAX_HITS: Final = 300
-_MAX_CANDIDATES: Final = 20
-_MAX_SCORED_LINES: Final = 40
-_MAX_SCORED_CHARS: Final = 200
+_MAX_CANDIDATES: Final = 10
+_MAX_SCORED_LINES: Final = 12
+_MAX_SCORED_CHARS: Final = 400
+_MAX_TOKENS: Final = 60
+_SLACK: Final = 2
 _FALLBACK_LINES: Final = 2000
 _SHOWN_LINES: Final = 12
 _SHOWN_CHARS: Final = 240
 _WORD: Final = re.compile(r"\w{4,}")
+_TOKEN: Final = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,32 +87,69 @@ def find_nearest(source: TextLines, wanted: Sequence[str], *, near: int = 0) -> 
         return None
     votes: Counter[int] = Counter()
     anchors: dict[int, tuple[int, int]] = {}
-    keys = sorted({line for line in target if len(line) >= 3}, key=len, reverse=True)[:_MAX_KEYS]
+    keys = sorted({line for line in target if len(line) >= 3}, key=_longest_first)[:_MAX_KEYS]
     _vote(source, target, keys, votes, anchors, whole=True)
     if not votes:
-        words = sorted({w for line in target for w in _WORD.findall(line)}, key=len, reverse=True)
+        words = sorted({w for line in target for w in _WORD.findall(line)}, key=_longest_first)
         _vote(source, target, words[:_MAX_KEYS], votes, anchors, whole=False)
     if not votes:
         _fallback(source, target, near, votes, anchors)
+    wanted_tokens = [_tokens(line) for line in target[:_MAX_SCORED_LINES]]
     best: tuple[float, int, list[str]] | None = None
-    wanted_text = _joined(target)
     for first, _ in votes.most_common(_MAX_CANDIDATES):
-        window = source.window(anchors[first], max(first, 0), len(target), clamp=True)
+        start = max(first, 0)
+        window = source.window(anchors[first], start, len(target) + _SLACK, clamp=True)
         if window is None or not window[1]:
             continue
-        score = SequenceMatcher(None, wanted_text, _joined(map(normalise, window[1])), autojunk=False).ratio()
+        found = [_tokens(normalise(line)) for line in window[1][: _MAX_SCORED_LINES + _SLACK]]
+        score, last = _score(wanted_tokens, found)
         if best is None or score > best[0]:
-            best = (score, max(first, 0), window[1])
+            shown = min(max(last + 1, len(target)), len(window[1]))
+            best = (score, start, window[1][:shown])
     if best is None or best[0] < _MIN_RATIO:
         return None
     _, first, lines = best
     return NearestLines(first + 1, tuple(_clip(line) for line in lines[:_SHOWN_LINES]))
 
 
-def _joined(lines: Iterable[str]) -> str:
-    return "\n".join(
-        line[:_MAX_SCORED_CHARS] for _, line in zip(range(_MAX_SCORED_LINES), lines, strict=False)
-    )
+def _tokens(line: str) -> list[str]:
+    """Split a normalised line into words and punctuation marks (at most 60)."""
+    return _TOKEN.findall(line, 0, _MAX_SCORED_CHARS)[:_MAX_TOKENS]
+
+
+def _score(wanted: list[list[str]], found: list[list[str]]) -> tuple[float, int]:
+    """Return the mean similarity of each wanted line to its best line nearby, and the last line used.
+
+    A wanted line is compared with the found lines up to ``_SLACK`` places either side of its own
+    place, so a line the model left out or added does not ruin the alignment. Only the nearby line
+    with the best quick (multiset) ratio gets the full ratio.
+    """
+    total, last = 0.0, 0
+    matcher = SequenceMatcher(None, autojunk=False)
+    for i, tokens in enumerate(wanted):
+        nearby = sorted(range(max(0, i - _SLACK), min(len(found), i + _SLACK + 1)), key=lambda j: abs(j - i))
+        exact = next((j for j in nearby if found[j] == tokens), None)
+        if exact is not None:
+            score, j = 1.0, exact
+        elif not tokens or not nearby:
+            continue
+        else:
+            matcher.set_seq2(tokens)
+            quick = []
+            for j in nearby:
+                matcher.set_seq1(found[j])
+                quick.append((matcher.quick_ratio(), -abs(j - i), j))
+            _, _, j = max(quick)
+            matcher.set_seq1(found[j])
+            score = matcher.ratio()
+        total += score
+        if score > 0:
+            last = max(last, j)
+    return total / len(wanted), last
+
+
+def _longest_first(key: str) -> tuple[int, str]:
+    return -len(key), key
 
 
 def _vote(
@@ -141,11 +182,11 @@ def _fallback(
         return
     offset, lines = start
     key = max(range(len(target)), key=lambda i: len(target[i]))
-    normalise = normaliser(_LEVEL)
     matcher = SequenceMatcher(None, autojunk=False)
-    matcher.set_seq2(target[key][:_MAX_SCORED_CHARS])
+    matcher.set_seq2(_tokens(target[key]))
+    normalise = normaliser(_LEVEL)
     for j, line in enumerate(lines):
-        matcher.set_seq1(normalise(line)[:_MAX_SCORED_CHARS])
+        matcher.set_seq1(_tokens(normalise(line)))
         if matcher.real_quick_ratio() >= _MIN_RATIO and matcher.quick_ratio() >= _MIN_RATIO:
             score = matcher.ratio()
             if score >= _MIN_RATIO:
