@@ -540,7 +540,7 @@ def test_runs_find_every_place_in_order_from_the_start_line(with_lines):
         (3, 6, ("x", "y", "x")),
     ]
     assert [run.index for run in source.runs(["x"], "whitespace", start=4)] == [5, 6]
-    assert [run.index for run in source.runs(["x"], "exact", start=2, begin=(2, 4), first=True)] == [3]
+    assert [run.index for run in source.runs(["x"], "exact", start=2, begin=(2, 4), limit=1)] == [3]
     assert source.runs(["x", "y", "x"], "exact", start=4) == []
     assert [run.index for run in source.runs(["", "  "], "trailing-whitespace")] == []
 
@@ -590,3 +590,15 @@ def test_a_block_copied_without_its_indentation_is_edited_in_place(block, prefix
     new = model[:-1] + [model[-1] + " + 1"]
     outcome = apply_edits_detailed(text, [Edit("\n".join(model), "\n".join(new))])
     assert outcome.text == "def f():\n" + "".join(prefix + line + "\n" for line in new) + "tail\n"
+
+
+def test_a_very_common_key_line_falls_back_to_the_next_key_or_a_full_scan():
+    # 30,000 candidate lines exceed the anchors tried per key: the rarer line decides, and a
+    # pattern of common lines only is compared against every line.
+    text = "x = 1\n" * 30_000 + "x = 2\n"
+    source = TextLines(text)
+    assert [run.index for run in source.runs(["x = 1", "x = 2"], "whitespace")] == [29_999]
+    assert [run.index for run in source.runs(["x = 1", "x = 1"], "exact", start=10, limit=3)] == [10, 11, 12]
+    with pytest.raises(EditError) as caught:
+        apply_edits(text, [Edit("  x = 1\n  x = 1", "y")])
+    assert str(caught.value).startswith("edits[0].oldText matches 500 or more places (lines 1, 3, 5,")

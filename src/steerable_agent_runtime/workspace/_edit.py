@@ -44,6 +44,7 @@ EDIT_ERROR_CODES: Final = (
 """Every ``data.code`` an edit can fail with (besides the file-level codes)."""
 
 _MAX_LISTED: Final = 10
+_MAX_CANDIDATES: Final = 1000  # runs looked for at a tolerant level when only one may match
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,17 +122,25 @@ def _old_lines(old_text: str) -> tuple[list[str], bool]:
     return (wanted[:-1] if with_newline else wanted), with_newline
 
 
-def _tolerant_runs(source: TextLines, wanted: list[str], level: MatchLevel) -> list[Run]:
-    """Return the non-overlapping runs of ``wanted`` at ``level``, first come first served."""
+def _tolerant_runs(
+    source: TextLines, wanted: list[str], level: MatchLevel, *, every: bool
+) -> tuple[list[Run], bool]:
+    """Return the non-overlapping runs of ``wanted`` at ``level``, first come first served.
+
+    Unless ``every`` (``replace_all``), at most ``_MAX_CANDIDATES`` are looked for, since more than
+    one is refused anyway; the flag says the search stopped there.
+    """
     if not any(line.strip() for line in wanted):
-        return []
+        return [], False
+    limit = None if every else _MAX_CANDIDATES
+    runs = source.runs(wanted, level, limit=limit)
     kept: list[Run] = []
     free = 0
-    for run in source.runs(wanted, level):
+    for run in runs:
         if run.index >= free:
             kept.append(run)
             free = run.index + len(wanted)
-    return kept
+    return kept, len(runs) == limit
 
 
 @dataclass(slots=True)
@@ -142,6 +151,7 @@ class _Located:
     places: list[_Place]
     lines: list[int]
     reindented: bool = False
+    more: bool = False  # the search stopped before the end: there may be more places
 
 
 def _locate(source: TextLines, edit: Edit, index: int) -> _Located:
@@ -154,9 +164,9 @@ def _locate(source: TextLines, edit: Edit, index: int) -> _Located:
         return located
     wanted, with_newline = _old_lines(edit.old_text)
     for level in MATCH_LEVELS[1:]:
-        runs = _tolerant_runs(source, wanted, level)
+        runs, more = _tolerant_runs(source, wanted, level, every=edit.replace_all)
         if runs:
-            located = _Located(level, [], [run.index + 1 for run in runs])
+            located = _Located(level, [], [run.index + 1 for run in runs], more=more)
             _check_unique(located, edit, index)
             for run in runs:
                 end = run.end + 1 if with_newline and run.end < len(text) else run.end
@@ -200,9 +210,10 @@ def _check_unique(located: _Located, edit: Edit, index: int) -> None:
     found = located.lines
     listed = ", ".join(str(n) for n in found[:_MAX_LISTED]) + (", ..." if len(found) > _MAX_LISTED else "")
     how = "" if located.level == "exact" else f" {LEVEL_DESCRIPTIONS[located.level]}"
+    count = f"{len(found)} or more" if located.more else str(len(found))
     raise EditError(
         "ambiguous_match",
-        f"edits[{index}].oldText matches {len(found)} places (lines {listed}){how}; add surrounding lines "
+        f"edits[{index}].oldText matches {count} places (lines {listed}){how}; add surrounding lines "
         "to make it unique, or set replaceAll: true on that edit (replace_all: true with "
         "old_string/new_string) to change every occurrence.",
         data={"edit": index, "lines": found, "matchLevel": located.level},

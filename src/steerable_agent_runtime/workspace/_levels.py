@@ -39,6 +39,10 @@ __all__ = [
 
 _MEMO_MAX_HITS: Final = 100_000
 """Scans with more hits than this are not remembered (their list would be large)."""
+_MAX_ANCHORS: Final = 20_000
+"""Lines holding a key tried before the key counts as too common and the next one is used."""
+_MAX_KEYS: Final = 3
+"""How many of a pattern's longest distinct lines are tried as keys before a full scan."""
 
 MatchLevel = Literal["exact", "trailing-whitespace", "whitespace", "unicode-punctuation"]
 """The name of a match level, as reported in results (``data.matchLevel``)."""
@@ -136,36 +140,41 @@ class TextLines:
             level: Selects the :meth:`haystack`.
             limit: Return None as soon as more than this many lines contain ``key``.
             begin: ``(index, start offset)`` of the line to start at.
+        """
+        found: list[tuple[int, int]] = []
+        for hit in self._anchors(key, level, begin):
+            found.append(hit)
+            if limit is not None and len(found) > limit:
+                return None
+        return found
 
-        Each complete scan is remembered, so the levels (and the nearest-lines search) that look
-        for the same key in the same haystack scan the text once.
+    def _anchors(self, key: str, level: MatchLevel, begin: tuple[int, int]) -> Iterator[tuple[int, int]]:
+        """Yield the lines containing ``key``, remembering a scan that runs to the end.
+
+        The levels (and the nearest-lines search) looking for the same key then scan the text once.
         """
         hay = self.haystack(level)
         memo = (key, hay is not self.text, begin[1])
         known = self._memo.get(memo)
         if known is not None:
-            return None if limit is not None and len(known) > limit else known
-        found: list[tuple[int, int]] = []
-        for hit in self._hits(hay, key, begin):
-            found.append(hit)
-            if limit is not None and len(found) > limit:
-                return None
-        if len(found) <= _MEMO_MAX_HITS:
-            self._memo[memo] = found
-        return found
-
-    @staticmethod
-    def _hits(hay: str, key: str, begin: tuple[int, int]) -> Iterator[tuple[int, int]]:
+            yield from known
+            return
+        seen: list[tuple[int, int]] = []
         index, counted = begin
         at = hay.find(key, counted)
         while at != -1:
             index += hay.count("\n", counted, at)
-            yield index, hay.rfind("\n", 0, at) + 1
+            hit = (index, hay.rfind("\n", 0, at) + 1)
+            if len(seen) <= _MEMO_MAX_HITS:
+                seen.append(hit)
+            yield hit
             end = hay.find("\n", at)
             if end == -1:
-                return
+                break
             index, counted = index + 1, end + 1
             at = hay.find(key, counted)
+        if len(seen) <= _MEMO_MAX_HITS:
+            self._memo[memo] = seen
 
     def window(
         self, anchor: tuple[int, int], first: int, size: int, *, clamp: bool = False
@@ -232,30 +241,41 @@ class TextLines:
         *,
         start: int = 0,
         begin: tuple[int, int] | None = None,
-        first: bool = False,
+        limit: int | None = None,
     ) -> list[Run]:
-        """Return every run of lines equal to ``pattern`` at ``level`` (only the first when ``first``).
+        """Return the runs of lines equal to ``pattern`` at ``level``, in file order, at most ``limit``.
 
-        Runs may overlap; they are in file order and begin at line ``start`` or later. ``begin`` is
-        ``(index, start offset)`` of a line at or before ``start`` where the search may begin. A
-        pattern of blank lines only is compared against every line (a full scan).
+        Runs may overlap and begin at line ``start`` or later. ``begin`` is ``(index, start offset)``
+        of a line at or before ``start`` where the search may begin. Candidates are the lines holding
+        one of the pattern's longest lines (the first that is not too common); a pattern made only of
+        blank or very common lines is compared against every line instead.
         """
         normalise = normaliser(level)
         target = [normalise(line) for line in pattern]
-        key = max(target, key=len)
-        if not key:
-            return self._scan(target, normalise, start)[: 1 if first else None]
+        for key in sorted({line for line in target if line}, key=_longest_first)[:_MAX_KEYS]:
+            found = self._keyed_runs(target, key, level, start, begin or (0, 0), limit)
+            if found is not None:
+                return found
+        return self._scan(target, normalise, start, limit)
+
+    def _keyed_runs(
+        self,
+        target: list[str],
+        key: str,
+        level: MatchLevel,
+        start: int,
+        begin: tuple[int, int],
+        limit: int | None,
+    ) -> list[Run] | None:
+        """Return the runs found from the lines holding ``key``, or None when ``key`` is too common."""
+        normalise = normaliser(level)
         keyed = [i for i, line in enumerate(target) if line == key]
-        begin = begin or (0, 0)
-        # A run is first tried at the anchor of its first key line, so runs are found in order.
-        anchors = (
-            self._hits(self.haystack(level), key, begin)
-            if first
-            else self.containing(key, level, begin=begin)
-        )
         found: list[Run] = []
         tried: set[int] = set()
-        for anchor in anchors or ():
+        # A run is first tried at the anchor of its first key line, so runs are found in order.
+        for count, anchor in enumerate(self._anchors(key, level, begin), 1):
+            if count > _MAX_ANCHORS:
+                return None
             for i in keyed:
                 index = anchor[0] - i
                 if index < start or index in tried:
@@ -264,20 +284,33 @@ class TextLines:
                 window = self.window(anchor, index, len(target))
                 if window is not None and [normalise(line) for line in window[1]] == target:
                     found.append(Run(index, window[0], tuple(window[1])))
-                    if first:
+                    if limit is not None and len(found) >= limit:
                         return found
-        found.sort(key=lambda run: run.index)
         return found
 
-    def _scan(self, target: list[str], normalise: Callable[[str], str], start: int) -> list[Run]:
-        lines = self.lines if self.lines is not None else self.text.split("\n")
+    def _scan(
+        self, target: list[str], normalise: Callable[[str], str], start: int, limit: int | None
+    ) -> list[Run]:
+        """Compare ``target`` against every line (for blank or very common patterns)."""
+        if self.lines is None:
+            self.lines = self.text.split("\n")
+        lines = self.lines
         normalised = [normalise(line) for line in lines]
-        offsets = [0]
-        for line in lines:
-            offsets.append(offsets[-1] + len(line) + 1)
-        size = len(target)
-        return [
-            Run(i, offsets[i], tuple(lines[i : i + size]))
-            for i in range(start, len(lines) - size + 1)
-            if normalised[i : i + size] == target
-        ]
+        size, head = len(target), target[0]
+        indexes: list[int] = []
+        for i in range(start, len(lines) - size + 1):
+            if normalised[i] == head and normalised[i : i + size] == target:
+                indexes.append(i)
+                if limit is not None and len(indexes) >= limit:
+                    break
+        found: list[Run] = []
+        offset, at = 0, 0
+        for i in indexes:
+            offset += sum(len(line) + 1 for line in lines[at:i])
+            at = i
+            found.append(Run(i, offset, tuple(lines[i : i + size])))
+        return found
+
+
+def _longest_first(key: str) -> tuple[int, str]:
+    return -len(key), key

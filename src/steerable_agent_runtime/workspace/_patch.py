@@ -70,6 +70,7 @@ _FIX: Final = "re-read the file and regenerate the hunk"
 _PREVIEW_LINES: Final = 3
 _SHOW_CHARS: Final = 120
 _MAX_LISTED: Final = 10
+_MAX_CANDIDATES: Final = 1000  # places of an ambiguous hunk that are looked for and listed
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +326,8 @@ class _Matcher:
                     return _Found(last, level)
         for level in MATCH_LEVELS:
             positional = level == "exact" or not unique
-            runs = self.source.runs(pattern, level, start=start, begin=begin, first=positional)
+            limit = 1 if positional else _MAX_CANDIDATES
+            runs = self.source.runs(pattern, level, start=start, begin=begin, limit=limit)
             if not runs:
                 continue
             if len(runs) > 1:
@@ -391,9 +393,10 @@ def _ambiguous(path: str, number: int, cursor: int, error: _Ambiguous) -> PatchE
     lines = [index + 1 for index in error.indexes]
     listed = ", ".join(str(n) for n in lines[:_MAX_LISTED]) + (", ..." if len(lines) > _MAX_LISTED else "")
     where = f" after line {cursor}" if cursor else ""
+    count = f"{len(lines)} or more" if len(lines) >= _MAX_CANDIDATES else str(len(lines))
     return PatchError(
         "ambiguous_match",
-        f"the lines of hunk {number} match {len(lines)} places in '{path}'{where} (lines {listed}) "
+        f"the lines of hunk {number} match {count} places in '{path}'{where} (lines {listed}) "
         f"{LEVEL_DESCRIPTIONS[error.level]}; copy the file's lines exactly (with their indentation), add "
         "context lines to make the hunk unique, or put an '@@' line naming the enclosing block before it",
         data={"path": path, "hunk": number, "lines": lines, "matchLevel": error.level},
