@@ -12,7 +12,8 @@ What it measures
       the scans: the snapshot of what is not bound read-only; under Landlock ``.git``'s config
       and hooks);
     * a ``bash`` call of ``true`` under bubblewrap and under Landlock, guarded against
-      ``allow_protected_writes=True`` (no binds, no audit): the whole overhead per call.
+      ``allow_protected_writes=True`` (no binds, no audit), interleaved, 0.2 s apart (as calls
+      come): the whole overhead per call.
 
     Medians of ``--rounds`` rounds after one warm-up.
 
@@ -105,6 +106,7 @@ def _bash_ms(root: Path, backend: str, rounds: int) -> tuple[float, float]:
         times: list[list[float]] = [[], []]
         for i in range(rounds + 1):
             for tool, kept in zip(tools, times, strict=True):
+                await asyncio.sleep(0.2)  # calls come seconds apart: let the last run's cleanup finish
                 started = time.perf_counter()
                 await tool.handler(command="true")
                 if i:

@@ -164,9 +164,9 @@ def _link_targets(root: str, found: dict[str, Found]) -> None:
                     real = os.path.realpath(entry.path)
                     target = os.path.relpath(real, root)
                     outside = target == "." or target.startswith("../") or os.path.isabs(target)
-                    if not (outside or _within(target, item.rel) or _within(item.rel, target)):
-                        if os.path.lexists(real):
-                            found.setdefault(target, Found(target, item.rule, spec=sub))
+                    covered = any(_within(target, f) or _within(f, target) for f in found)
+                    if not (outside or covered) and os.path.lexists(real):
+                        found[target] = Found(target, item.rule, spec=sub)
                 elif _is_dir(entry):
                     stack.append((f"{rel}/{entry.name}", sub))
 
@@ -198,6 +198,8 @@ def _list(path: str) -> _Listing | None:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
         return None
+    if not stat.S_ISDIR(info.st_mode):  # swapped for a link since its parent was listed: not entered
+        return None
     key = (info.st_dev, info.st_ino, info.st_ctime_ns)
     kept = _LISTINGS.get(path)
     if kept is not None and kept.key == key:
@@ -216,7 +218,7 @@ def _list(path: str) -> _Listing | None:
     except OSError:
         return None
     listing = _Listing(key, tuple(subdirs), tuple(dotted))
-    if stat.S_ISDIR(info.st_mode) and info.st_ctime_ns < _coarse_now() - _RECENT_NS:
+    if info.st_ctime_ns < _coarse_now() - _RECENT_NS:
         if len(_LISTINGS) >= _LISTINGS_MAX:
             _LISTINGS.clear()
         _LISTINGS[path] = listing
