@@ -360,6 +360,24 @@ async def test_what_a_link_in_a_protected_directory_points_at_is_protected_too_f
 
 
 @pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_an_entry_moved_up_into_the_scan_keeps_what_did_not_change_during_the_run_file_15(
+    repo: Path, backend: str
+):
+    deep = repo / "a" / "b" / "c" / ".vscode"  # four levels down: not scanned
+    deep.mkdir(parents=True)
+    (deep / "settings.json").write_text("{}\n")
+    deadline = time.monotonic() + 5  # older than the clock tick the run starts in
+    while _protect._coarse_now() <= deep.stat().st_ctime_ns and time.monotonic() < deadline:
+        time.sleep(0.001)
+    tool = tool_for(repo, backend)
+    moved = await run(tool, "mv a/b/c x; echo done")
+    assert moved.success is True and "protectedReverted" not in moved.data
+    assert (repo / "x" / ".vscode" / "settings.json").read_text() == "{}\n"
+    planted = await run(tool, "mkdir -p d/e/f/.vscode && echo evil > d/e/f/.vscode/tasks.json && mv d/e/f y")
+    assert planted.data["protectedReverted"] == ["y/.vscode"] and not (repo / "y" / ".vscode").exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
 async def test_the_revert_never_follows_a_link_the_command_planted_file_15(
     repo: Path, outside: Path, backend: str
 ):
@@ -406,6 +424,16 @@ async def test_under_landlock_a_file_too_large_to_keep_is_removed_when_changed_f
     assert changed.data["protectedReverted"] == [".idea/big.xml", ".idea/small.xml"]
     assert not (idea / "big.xml").exists()  # too large to have been kept: removed, not left changed
     assert (idea / "small.xml").read_text() == "<kept/>\n"
+    (idea / "big.xml").write_bytes(b"x" * (MAX_FILE_BYTES + 1))
+    deleted = await run(tool_for(repo, "landlock"), "rm .idea/big.xml")
+    assert (
+        deleted.data["protectedNotReverted"] == [".idea/big.xml"] and deleted.data["protectedReverted"] == []
+    )
+    assert deleted.error == (
+        "The command changed protected paths that could not be put back (check them before git or an "
+        "editor runs there): .idea/big.xml (rule .idea/**: the editor runs tasks, launch configurations "
+        "and language servers from it). " + OPT_OUT
+    )
 
 
 @pytest.mark.slow  # ten thousand files: seconds on a busy disk

@@ -157,23 +157,29 @@ def _too_large() -> ToolResult:
 
 def _protected_sentence(outcome: AuditOutcome) -> str:
     """What the model is told about the protected paths its command changed (FILE-15)."""
-    rules: dict[ProtectedRule, list[str]] = {}
-    for path in (*outcome.reverted, *outcome.failed):
-        rules.setdefault(outcome.rules[path], []).append(path)
-    listed = "; ".join(f"{', '.join(paths)} (rule {r.pattern}: {r.reason})" for r, paths in rules.items())
     said = []
     if outcome.reverted:
+        listed = _by_rule(outcome.reverted, outcome)
         said.append(f"The command changed protected paths, which were put back as they were: {listed}.")
     if outcome.failed:
+        listed = _by_rule(outcome.failed, outcome)
         said.append(
-            f"These could not be put back and must be checked before git or an editor runs there: "
-            f"{', '.join(outcome.failed)}."
+            f"The command changed protected paths that could not be put back (check them before git "
+            f"or an editor runs there): {listed}."
         )
     said.append(
         "Programs outside the sandbox run code from these paths, so commands may not change them; "
         f"to allow it, the user can set {PROTECTED_ENV}=1 or start steerable with {PROTECTED_FLAG}."
     )
     return " ".join(said)
+
+
+def _by_rule(paths: list[str], outcome: AuditOutcome) -> str:
+    """``a, b (rule P: reason); c (rule Q: reason)``."""
+    rules: dict[ProtectedRule, list[str]] = {}
+    for path in paths:
+        rules.setdefault(outcome.rules[path], []).append(path)
+    return "; ".join(f"{', '.join(kept)} (rule {r.pattern}: {r.reason})" for r, kept in rules.items())
 
 
 def _result(
