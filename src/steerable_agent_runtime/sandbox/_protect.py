@@ -28,15 +28,19 @@ from typing import Final
 from .._protected import PROTECTED_RULES, ProtectedRule, protected_rule
 
 __all__ = [
+    "GIT_SPEC",
+    "LINK_WALK_MAX",
     "MAX_ENTRIES",
     "MAX_FILE_BYTES",
     "MAX_TOTAL_BYTES",
     "SCAN_DEPTH",
     "SCAN_MAX_DIRS",
+    "SKIPPED",
     "AuditOutcome",
     "Found",
     "ProtectedAudit",
     "SnapshotTooLarge",
+    "Spec",
     "bindable",
     "carve_outs",
     "find_protected",
