@@ -11,6 +11,7 @@ command and reported as ``data.protectedReverted``.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import os
 import subprocess
 import time
@@ -375,6 +376,32 @@ async def test_an_entry_moved_up_into_the_scan_keeps_what_did_not_change_during_
     assert (repo / "x" / ".vscode" / "settings.json").read_text() == "{}\n"
     planted = await run(tool, "mkdir -p d/e/f/.vscode && echo evil > d/e/f/.vscode/tasks.json && mv d/e/f y")
     assert planted.data["protectedReverted"] == ["y/.vscode"] and not (repo / "y" / ".vscode").exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_steerables_own_journal_written_during_the_run_is_left_alone_file_15(repo: Path, backend: str):
+    tool = tool_for(repo, backend)
+    command = (
+        "touch started; while [ ! -e .steerable/txn/abc.json ]; do sleep 0.01; done; "
+        "echo '{\"commit\": []}' > .steerable/txn/planted.json; echo done"
+    )
+    task = asyncio.ensure_future(run(tool, command, timeout_ms=10_000))
+    deadline = time.monotonic() + 10
+    while not (repo / "started").exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.01)
+    # meanwhile a write of the file tools creates the state folder and its intent, locked while it runs
+    (repo / ".steerable" / "txn").mkdir(parents=True)
+    (repo / ".steerable" / ".gitignore").write_text("*\n")
+    intent = os.open(repo / ".steerable" / "txn" / "abc.json", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(intent, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(intent, b'{"v": 1, "op": "write_file"}\n')
+        result = await task
+        assert result.data["protectedReverted"] == [".steerable/txn/planted.json"], result.data
+        assert sorted(p.name for p in (repo / ".steerable" / "txn").iterdir()) == ["abc.json"]
+        assert (repo / ".steerable" / ".gitignore").read_text() == "*\n"
+    finally:
+        os.close(intent)
 
 
 @pytest.mark.parametrize("backend", LINUX_BACKENDS)

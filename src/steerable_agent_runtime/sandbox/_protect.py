@@ -14,6 +14,7 @@ what each backend covers and what stays open.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
 import shutil
@@ -359,8 +360,11 @@ def _read(dir_fd: int, name: str, limit: int) -> bytes | None:
 class _Budget:
     entries: int = MAX_ENTRIES
     content: int = MAX_TOTAL_BYTES
+    state: bool = False  # snapshotting steerable's own state folder (see _volatile)
 
-    def take(self, dir_fd: int, name: str, spec: Spec) -> _Node | None:
+    def take(self, dir_fd: int, name: str, spec: Spec, inner: str = "") -> _Node | None:
+        if self.state and _volatile(dir_fd, name, inner):
+            return None
         info = _lstat(dir_fd, name)
         if info is None:
             return None
@@ -378,7 +382,9 @@ class _Budget:
                 children = {}
                 for child in sorted(os.listdir(fd)):
                     tracked, sub = _match(spec, child)
-                    kept = self.take(fd, child, sub) if tracked else None
+                    kept = (
+                        self.take(fd, child, sub, f"{inner}/{child}" if inner else child) if tracked else None
+                    )
                     if kept is not None:
                         children[child] = kept
                 node.children = children  # only a complete listing: unlisted entries would be removed
@@ -406,7 +412,19 @@ class _Revert:
 
     start: int
     rule: ProtectedRule
+    anchor: str = ""  # the protected entry being put back
     outcome: AuditOutcome = field(default_factory=AuditOutcome)
+
+    def at(self, item: Found) -> None:
+        """Put back ``item`` from now on."""
+        self.rule = item.rule
+        self.anchor = item.rel
+
+    def volatile(self, dir_fd: int, name: str, rel: str) -> bool:
+        """Is ``rel`` steerable's own, written by it during the run (:func:`_volatile`)?"""
+        if self.rule is not _STATE_RULE or rel == self.anchor:
+            return False
+        return _volatile(dir_fd, name, rel[len(self.anchor) + 1 :])
 
     def done(self, rel: str) -> None:
         if rel not in self.outcome.rules:
@@ -421,7 +439,7 @@ class _Revert:
     def put_back(self, dir_fd: int, name: str, before: _Node | None, spec: Spec, rel: str) -> None:
         now = _lstat(dir_fd, name)
         if before is None:
-            if now is not None:
+            if now is not None and not self.volatile(dir_fd, name, rel):
                 self.remove(dir_fd, name, now, spec, rel)
             return
         if before.kind == "dir" and (now is None or now.st_ino != before.info.st_ino):
@@ -513,19 +531,29 @@ class _Revert:
         return True
 
     def remove(self, dir_fd: int, name: str, now: os.stat_result, spec: Spec, rel: str) -> None:
-        """Remove ``name``: all of it, or (``spec``: a ``.git`` directory) only what it tracks."""
+        """Remove ``name``: all of it, or (``spec``: a ``.git`` directory) only what it tracks.
+
+        In steerable's state folder what steerable itself holds (:func:`_volatile`) stays, and so do
+        the directories holding it.
+        """
+        state = self.rule is _STATE_RULE
         if not stat.S_ISDIR(now.st_mode):
             os.unlink(name, dir_fd=dir_fd)
-        elif spec is None:
+        elif spec is None and not state:
             shutil.rmtree(name, dir_fd=dir_fd)
         else:
             with _opened(dir_fd, name) as fd:
                 for child in sorted(os.listdir(fd)):
                     tracked, sub = _match(spec, child)
                     info = _lstat(fd, child) if tracked else None
-                    if info is not None:
+                    if info is not None and not self.volatile(fd, child, f"{rel}/{child}"):
                         self.remove(fd, child, info, sub, f"{rel}/{child}")
-            return
+            if spec is not None:
+                return
+            try:
+                os.rmdir(name, dir_fd=dir_fd)
+            except OSError:  # it holds steerable's own entries
+                return
         self.done(rel)
 
     # -- entries that appeared ---------------------------------------------------------------------
@@ -536,7 +564,7 @@ class _Revert:
         in an older one, each changed entry goes.
         """
         now = _lstat(dir_fd, name)
-        if now is None:
+        if now is None or self.volatile(dir_fd, name, rel):
             return
         fresh = now.st_ctime_ns >= self.start
         if not stat.S_ISDIR(now.st_mode):
@@ -552,6 +580,38 @@ class _Revert:
                 tracked, sub = _match(spec, child)
                 if tracked:
                     self.changed_since_start(fd, child, sub, f"{rel}/{child}")
+
+
+_STATE_RULE: Final = protected_rule(".steerable")
+
+
+def _volatile(dir_fd: int, name: str, inner: str) -> bool:
+    """Does steerable itself write ``inner`` (a path inside its state folder) while a command runs?
+
+    Its ``.gitignore`` (which runs nothing), a write's intent file in ``txn/`` while its writer
+    holds it locked (``flock``; the command's processes are gone, so a lock is steerable's), and a
+    hidden intent file being published. The file tools' writes run concurrently with ``bash``.
+    """
+    if inner == ".gitignore":
+        return True
+    head, _, rest = inner.partition("/")
+    if head != "txn" or not rest or "/" in rest:
+        return False
+    return rest.startswith(".") or _locked(dir_fd, name)
+
+
+def _locked(dir_fd: int, name: str) -> bool:
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)  # released with the descriptor
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _write(dir_fd: int, name: str, node: _Node) -> None:
@@ -689,6 +749,7 @@ class ProtectedAudit:
                 parent = _open_dirs(root_fd, dirs)
                 if parent is not None:
                     try:
+                        budget.state = item.rule is _STATE_RULE
                         nodes[item.rel] = budget.take(parent, name, item.spec)
                     finally:
                         os.close(parent)
@@ -707,14 +768,14 @@ class ProtectedAudit:
         try:
             for rel, before in self._nodes.items():
                 item = self._found[rel]
-                revert.rule = item.rule
+                revert.at(item)
                 try:
                     self._put_back(root_fd, item, before, revert)
                 except OSError:
                     revert.failed(rel)
             for item in find_protected(self._root, targets=False):
                 if item.rel not in self._found:
-                    revert.rule = item.rule
+                    revert.at(item)
                     try:
                         self._remove_new(root_fd, item, revert)
                     except OSError:
