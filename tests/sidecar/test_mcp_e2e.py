@@ -422,7 +422,7 @@ async def test_write_to_unread_file_is_gated_new_files_are_not(
         # A brand-new file is never gated.
         created = ok(await call(client, "write_file", {"path": "notes/new.txt", "content": "hello\n"}))
         assert created["created"] is True
-        assert created["diff"] == ""
+        assert created["diff"] == "--- /dev/null\n+++ b/notes/new.txt\n@@ -0,0 +1 @@\n+hello\n"
         assert (repo_copy / "notes/new.txt").read_bytes() == b"hello\n"
 
         # A file that vanished since the read is a plain create.

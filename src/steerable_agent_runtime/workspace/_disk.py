@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import stat
 import time
@@ -28,6 +29,7 @@ __all__ = [
     "atomic_write",
     "check_unchanged",
     "file_mode",
+    "file_version",
     "open_directory",
     "read_bytes",
     "read_snapshot",
@@ -268,6 +270,32 @@ class WriteGuard:
         )
 
 
+def file_version(real: Path, *, root: Path, display: str) -> str | None:
+    """The SHA-256 version of a regular file of any size, hashed in 1 MiB reads; ``None`` when absent.
+
+    Raises:
+        WorkspaceError: ``not_a_file`` for anything but a regular file, and the walk's codes.
+    """
+    try:
+        with _parent_dir(root, real, display) as dir_fd:
+            fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WorkspaceError(
+                "not_a_file", f"{display} is not a regular file", data={"path": display}
+            ) from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+        digest = hashlib.sha256()
+        while chunk := handle.read(1024 * 1024):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def file_mode(real: Path, *, root: Path, display: str) -> int | None:
     """Return the permission bits of an existing regular file, or ``None`` when it does not exist."""
     try:
@@ -427,7 +455,7 @@ def sync_directory(directory: Path, *, root: Path) -> None:
 
 def remove_file(
     real: Path, *, root: Path, display: str, guard: WriteGuard | None = None, sync: bool = False
-) -> None:
+) -> bool:
     """Delete a file (the name itself, never a symlink's target); a missing file is not an error.
 
     Args:
@@ -436,6 +464,9 @@ def remove_file(
         display: Its display path.
         guard: Re-checked right before the unlink (:class:`WriteGuard`).
         sync: fsync the directory afterwards.
+
+    Returns:
+        Whether there was a file to delete.
 
     Raises:
         WriteConflictError: ``conflict`` from the guard.
@@ -448,7 +479,8 @@ def remove_file(
             if sync:
                 os.fsync(dir_fd)
     except FileNotFoundError:
-        return
+        return False
+    return True
 
 
 def remove_empty_dirs(dirs: list[Path]) -> None:

@@ -124,7 +124,8 @@ def workspace_tools_for_cwd(
     if bash:
         from ..sandbox import bash_tool  # the sandbox machinery loads only for routers that offer bash
 
-        specs.append(bash_tool(ws.root.path, environ=environ))  # config errors raise before any registration
+        # config errors raise before any registration; protected paths are read-only to commands too
+        specs.append(bash_tool(ws.root.path, environ=environ, allow_protected_writes=allow_protected_writes))
     router = router if router is not None else ToolRouter()
     for spec in specs:
         router.register(spec)

@@ -63,6 +63,7 @@ TEMP_NAME: Final = re.compile(r"\.steerable-[0-9a-f]{16}\.tmp")
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_RECOVERY_LOCK_S: Final = 5.0
 _FIRST_WAIT_S: Final = 0.001
 _MAX_WAIT_S: Final = 0.05
 LOCK_TIMEOUT_S: Final = 30.0
@@ -298,7 +299,7 @@ class Intent:
             try:
                 _lock_whole(fd)
                 header = {"v": 1, "op": op, "pid": os.getpid(), "started": time.time()}
-                os.write(fd, (json.dumps(header) + "\n").encode())
+                _write_all(fd, (json.dumps(header) + "\n").encode())
                 os.rename(hidden, f"{token}.json", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException:
                 os.close(fd)
@@ -308,7 +309,7 @@ class Intent:
         return cls(state, f"{token}.json", fd)
 
     def _append(self, record: dict[str, Any]) -> None:
-        os.write(self._fd, (json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8", "surrogateescape"))
+        _write_all(self._fd, (json.dumps(record) + "\n").encode())
 
     def note_temp(self, display: str) -> None:
         """Record a temp file (by display path) before it is created."""
@@ -341,6 +342,16 @@ class Intent:
         finally:
             os.close(self._fd)
             self._fd = -1
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``: a short write is retried, a full disk raises ``ENOSPC``.
+
+    So a commit record is never half on disk while its fsync reports success.
+    """
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _lock_whole(fd: int) -> None:
@@ -398,13 +409,13 @@ class RecoveryIO(Protocol):
         """The real path of a journal path, or ``None`` when recovery must not touch it."""
 
     def version(self, real: Path, display: str) -> str | None:
-        """The file's version now, ``None`` when it does not exist."""
+        """The file's version now (any size), ``None`` when it does not exist."""
 
     def rename(self, temp: Path, target: Path, display: str) -> None:
         """Rename a temp file onto its target (same directory), then fsync the directory."""
 
-    def remove(self, real: Path, display: str) -> None:
-        """Unlink a file (never a symlink's target)."""
+    def remove(self, real: Path, display: str) -> bool:
+        """Unlink a file (never a symlink's target); ``False`` when there was none."""
 
     def remove_empty_dir(self, real: Path) -> None:
         """Remove a directory if it is empty."""
@@ -450,7 +461,12 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         orphan = _parse(raw)
         targets = [io.resolve_internal(entry.target) for entry in orphan.commit or ()]
         folders = [target.parent for target in targets if target is not None]
-        held = locks.acquire(folders) if locks is not None and folders else None
+        try:
+            held = (
+                locks.acquire(folders, timeout_s=_RECOVERY_LOCK_S) if locks is not None and folders else None
+            )
+        except WorkspaceError:
+            return None  # a live writer holds them: the next start settles this one
         try:
             line = _settle(orphan, io)
         finally:
@@ -476,9 +492,7 @@ def _settle(orphan: _Orphan, io: RecoveryIO) -> str | None:
         real = io.resolve_internal(temp)
         if real is not None and TEMP_NAME.fullmatch(real.name):
             with contextlib.suppress(OSError, WorkspaceError):
-                if io.version(real, temp) is not None:
-                    io.remove(real, temp)
-                    removed += 1
+                removed += io.remove(real, temp)
     if orphan.commit is None:
         for directory in sorted(orphan.dirs, key=lambda d: d.count("/"), reverse=True):
             real = io.resolve_internal(directory)
@@ -514,7 +528,7 @@ def _roll_forward(entry: JournalEntry, io: RecoveryIO) -> str:
         temp = io.resolve_internal(entry.temp) if entry.temp is not None else None
         if temp is None or not TEMP_NAME.fullmatch(temp.name) or temp.parent != target.parent:
             return "left"
-        if io.version(temp, entry.temp or "") != entry.after:
+        if io.version(temp, entry.temp or "") != entry.after:  # a temp of another version: not ours
             return "left"
         io.rename(temp, target, entry.target)
         return "applied"

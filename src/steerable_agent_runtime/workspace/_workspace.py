@@ -24,6 +24,7 @@ from ._disk import (
     Snapshot,
     WriteGuard,
     atomic_write,
+    file_version,
     read_snapshot,
     remove_empty_dirs,
     remove_file,
@@ -629,15 +630,13 @@ class _Recovery:
         return real if self.ws.root.listing_name(real) == display else None
 
     def version(self, real: Path, display: str) -> str | None:
-        ws = self.ws
-        data = read_snapshot(real, root=ws.root.path, display=display, max_bytes=ws.max_file_bytes).data
-        return None if data is None else version_of(data)
+        return file_version(real, root=self.ws.root.path, display=display)
 
     def rename(self, temp: Path, target: Path, display: str) -> None:
         replace_temp(target, temp.name, root=self.ws.root.path, display=display)
 
-    def remove(self, real: Path, display: str) -> None:
-        remove_file(real, root=self.ws.root.path, display=display, sync=True)
+    def remove(self, real: Path, display: str) -> bool:
+        return remove_file(real, root=self.ws.root.path, display=display, sync=True)
 
     def remove_empty_dir(self, real: Path) -> None:
         remove_empty_dirs([real])
