@@ -251,3 +251,22 @@ def test_every_rule_matches_its_own_entry_and_not_its_neighbours_file_15():
         if rule.pattern.endswith("/**"):
             assert protected_rule(f"{entry}/x/y") == rule
     assert protected_rule(".claude") is None and protected_rule(".claude/notes.md") is None
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+async def test_the_routers_bash_follows_the_same_opt_out_file_15(tmp_path, allowed):
+    # workspace_tools_for_cwd hands its allow_protected_writes (or the variable) on to bash
+    from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
+
+    environ = {"STEERABLE_ALLOW_PROTECTED_WRITES": "1"} if allowed else {}
+    router = workspace_tools_for_cwd(tmp_path, environ={**os.environ, **environ})
+    result = await router.dispatch(
+        ToolCall(id="b", name="bash", arguments={"command": "echo '{}' > .mcp.json && echo done"})
+    )
+    if allowed:
+        assert result.success, result.error
+        assert (tmp_path / ".mcp.json").read_text() == "{}\n"
+    else:
+        assert result.success is False and result.data["code"] == "protected_reverted", result.error
+        assert result.data["protectedReverted"] == [".mcp.json"]
+        assert not (tmp_path / ".mcp.json").exists()
