@@ -36,8 +36,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from steerable_agent_runtime.sandbox import _protect, bash_tool
-from steerable_agent_runtime.sandbox._protect import ProtectedAudit, find_protected
+from steerable_agent_runtime.sandbox import bash_tool
+from steerable_agent_runtime.sandbox._protect import ProtectedAudit, ScanCache, find_protected
 
 
 def _git_init(path: Path) -> None:
@@ -90,10 +90,9 @@ def _median_ms(fn: Callable[[], object], rounds: int) -> float:
     return statistics.median(times) * 1000
 
 
-def _cold_ms(root: str, depth: int) -> float:
-    _protect._LISTINGS.clear()
+def _cold_ms(root: str, depth: int, cache: ScanCache) -> float:
     started = time.perf_counter()
-    find_protected(root, depth=depth)
+    find_protected(root, depth=depth, cache=cache)
     return (time.perf_counter() - started) * 1000
 
 
@@ -132,12 +131,18 @@ def main() -> int:
             found = [f.rel for f in find_protected(root)]
             print(f"\n{name}: {dirs} directories within 2 levels, found {found}")
             for depth in (2, 3):
-                cold = _cold_ms(root, depth)
-                warm = _median_ms(functools.partial(find_protected, root, depth=depth), args.rounds)
+                cache = ScanCache()
+                cold = _cold_ms(root, depth, cache)
+                warm = _median_ms(
+                    functools.partial(find_protected, root, depth=depth, cache=cache), args.rounds
+                )
                 print(f"  find_protected depth {depth}: first {cold:7.2f} ms, then {warm:6.2f} ms")
             for carve in (True, False):
-                audit = ProtectedAudit.take(root, carve=carve)
-                take = _median_ms(functools.partial(ProtectedAudit.take, root, carve=carve), args.rounds)
+                cache = ScanCache()
+                audit = ProtectedAudit.take(root, carve=carve, cache=cache)
+                take = _median_ms(
+                    functools.partial(ProtectedAudit.take, root, carve=carve, cache=cache), args.rounds
+                )
                 revert = _median_ms(audit.revert, args.rounds)
                 label = "bwrap (bound entries skipped)" if carve else "landlock (all snapshotted)"
                 print(f"  take + revert, {label}: {take:6.2f} + {revert:6.2f} ms")

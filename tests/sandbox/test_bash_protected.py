@@ -29,6 +29,7 @@ from steerable_agent_runtime.sandbox._bwrap import BubblewrapBackend
 from steerable_agent_runtime.sandbox._protect import (
     MAX_ENTRIES,
     MAX_FILE_BYTES,
+    ScanCache,
     carve_outs,
     find_protected,
 )
@@ -527,7 +528,10 @@ def test_a_directory_listing_is_reused_only_while_its_ctime_holds_file_15(tmp_pa
     deadline = time.monotonic() + 5  # a directory changed in the last 50 ms is never kept
     while time.time_ns() - os.stat(root / "a").st_ctime_ns < 60_000_000 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert find_protected(real) == []
-    assert _protect._LISTINGS[os.path.join(real, "a")].subdirs == ()  # kept
+    cache = ScanCache()
+    assert find_protected(real, cache=cache) == []
+    info = os.stat(root / "a")
+    kept = cache.get(os.path.join(real, "a"), (info.st_dev, info.st_ino, info.st_ctime_ns))
+    assert kept is not None and kept.subdirs == ()  # kept
     (root / "a" / ".vscode").mkdir()  # changes a's ctime: the kept listing no longer holds
-    assert [f.rel for f in find_protected(real)] == ["a/.vscode"]
+    assert [f.rel for f in find_protected(real, cache=cache)] == ["a/.vscode"]

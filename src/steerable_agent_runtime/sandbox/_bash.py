@@ -27,7 +27,7 @@ from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
 from ._config import LIMIT_ENV, SandboxConfig
 from ._policy import SandboxPolicy, child_environment
-from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, SnapshotTooLarge
+from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, ScanCache, SnapshotTooLarge
 from ._runner import RunResult, run_sandboxed
 from ._select import select_backend
 
@@ -87,6 +87,7 @@ def bash_tool(
     )
     root = Path(workspace).resolve()
     cap = cfg.limits.max_output_bytes
+    scans = ScanCache()  # this workspace's directory listings, reused while unchanged
 
     async def bash(
         command: str,
@@ -111,7 +112,7 @@ def bash_tool(
             return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
         carve = isinstance(chosen, BubblewrapBackend)
         try:
-            audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve)
+            audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=scans)
         except SnapshotTooLarge:
             return _too_large()
         policy = dataclasses.replace(policy, read_only=tuple(Path(p) for p in audit.carved))

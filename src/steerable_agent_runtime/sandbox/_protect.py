@@ -29,6 +29,7 @@ from typing import Final
 from .._protected import PROTECTED_RULES, ProtectedRule, protected_rule
 
 __all__ = [
+    "ScanCache",
     "GIT_SPEC",
     "LINK_WALK_MAX",
     "MAX_ENTRIES",
@@ -110,7 +111,9 @@ class Found:
     spec: Spec = None
 
 
-def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) -> list[Found]:
+def find_protected(
+    root: str, *, depth: int = SCAN_DEPTH, targets: bool = True, cache: ScanCache | None = None
+) -> list[Found]:
     """The protected entries that exist under ``root`` (a real path), at most ``depth`` components deep.
 
     Breadth first, at most :data:`SCAN_MAX_DIRS` directories; symbolic links, ``node_modules`` and
@@ -118,8 +121,8 @@ def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) 
     protected children at any scanned depth. With ``targets``, what a protected link points at
     inside ``root`` is listed too (under the link's rule), and so is what a link inside a protected
     directory points at (``.git/hooks/pre-commit -> ../../hooks/pre-commit``: git runs
-    ``hooks/pre-commit``). A directory whose ``ctime`` has not changed since it was last listed is
-    not listed again (:class:`_Listing`).
+    ``hooks/pre-commit``). With a ``cache``, a directory whose ``ctime`` has not changed since it
+    was last listed is not listed again (:class:`ScanCache`).
     """
     found: dict[str, Found] = {}
     queue: deque[tuple[str, int]] = deque([("", 0)])
@@ -127,7 +130,7 @@ def find_protected(root: str, *, depth: int = SCAN_DEPTH, targets: bool = True) 
     while queue and listed < SCAN_MAX_DIRS:
         rel, level = queue.popleft()
         listed += 1
-        listing = _list(f"{root}/{rel}" if rel else root)
+        listing = _list(f"{root}/{rel}" if rel else root, cache)
         if listing is None:
             continue
         deeper = level + 1 < depth
@@ -194,11 +197,32 @@ class _Listing:
     dotted: tuple[tuple[str, bool, bool], ...]  # (name, is a real directory, is a link) of the others
 
 
-_LISTINGS: dict[str, _Listing] = {}
 _LISTINGS_MAX: Final = 65_536
 
 
-def _list(path: str) -> _Listing | None:
+class ScanCache:
+    """Directory listings kept between scans of one workspace (one per ``bash`` tool).
+
+    A listing is reused while its directory's ``(st_dev, st_ino, st_ctime_ns)`` holds (see
+    :class:`_Listing`); at most 65,536 are kept.
+    """
+
+    def __init__(self) -> None:
+        self._listings: dict[str, _Listing] = {}
+
+    def get(self, path: str, key: tuple[int, int, int]) -> _Listing | None:
+        """The kept listing of ``path`` if its directory is unchanged, else ``None``."""
+        kept = self._listings.get(path)
+        return kept if kept is not None and kept.key == key else None
+
+    def put(self, path: str, listing: _Listing) -> None:
+        """Keep ``listing`` (the whole cache is dropped when full)."""
+        if len(self._listings) >= _LISTINGS_MAX:
+            self._listings.clear()
+        self._listings[path] = listing
+
+
+def _list(path: str, cache: ScanCache | None) -> _Listing | None:
     try:
         info = os.stat(path, follow_symlinks=False)
     except OSError:
@@ -206,8 +230,8 @@ def _list(path: str) -> _Listing | None:
     if not stat.S_ISDIR(info.st_mode):  # swapped for a link since its parent was listed: not entered
         return None
     key = (info.st_dev, info.st_ino, info.st_ctime_ns)
-    kept = _LISTINGS.get(path)
-    if kept is not None and kept.key == key:
+    kept = cache.get(path, key) if cache is not None else None
+    if kept is not None:
         return kept
     subdirs: list[str] = []
     dotted: list[tuple[str, bool, bool]] = []
@@ -223,10 +247,8 @@ def _list(path: str) -> _Listing | None:
     except OSError:
         return None
     listing = _Listing(key, tuple(subdirs), tuple(dotted))
-    if info.st_ctime_ns < _coarse_now() - _RECENT_NS:
-        if len(_LISTINGS) >= _LISTINGS_MAX:
-            _LISTINGS.clear()
-        _LISTINGS[path] = listing
+    if cache is not None and info.st_ctime_ns < _coarse_now() - _RECENT_NS:
+        cache.put(path, listing)
     return listing
 
 
@@ -704,9 +726,16 @@ class ProtectedAudit:
     """
 
     def __init__(
-        self, root: str, start: int, found: list[Found], carved: list[str], nodes: dict[str, _Node | None]
+        self,
+        root: str,
+        start: int,
+        found: list[Found],
+        carved: list[str],
+        nodes: dict[str, _Node | None],
+        cache: ScanCache | None = None,
     ) -> None:
         self._root = root
+        self._cache = cache
         self._start = start
         self._found = {item.rel: item for item in found}
         self._carved = carved
@@ -723,19 +752,20 @@ class ProtectedAudit:
         return list(self._carved)
 
     @classmethod
-    def take(cls, root: str, *, carve: bool = False) -> ProtectedAudit:
+    def take(cls, root: str, *, carve: bool = False, cache: ScanCache | None = None) -> ProtectedAudit:
         """Scan ``root`` and snapshot its protected entries (but the :attr:`carved` ones).
 
         Args:
             root: The writable root (a real path).
             carve: The backend binds :func:`carve_outs` read-only (bubblewrap): leave them out.
+            cache: Listings kept from earlier scans of this root (the ``bash`` tool keeps one).
 
         Raises:
             SnapshotTooLarge: Over :data:`MAX_ENTRIES` entries.
             OSError: ``root`` cannot be opened.
         """
         start = _coarse_now()
-        found = find_protected(root)
+        found = find_protected(root, cache=cache)
         carved = carve_outs(root, found) if carve else []
         budget = _Budget()
         nodes: dict[str, _Node | None] = {}
@@ -755,7 +785,7 @@ class ProtectedAudit:
                         os.close(parent)
         finally:
             os.close(root_fd)
-        return cls(root, start, found, carved, nodes)
+        return cls(root, start, found, carved, nodes, cache)
 
     def revert(self) -> AuditOutcome:
         """Undo every change to the snapshotted entries; remove protected entries that appeared.
@@ -773,7 +803,7 @@ class ProtectedAudit:
                     self._put_back(root_fd, item, before, revert)
                 except OSError:
                     revert.failed(rel)
-            for item in find_protected(self._root, targets=False):
+            for item in find_protected(self._root, targets=False, cache=self._cache):
                 if item.rel not in self._found:
                     revert.at(item)
                     try:
