@@ -145,7 +145,10 @@ def boot_tools(
     from .run_code import run_code_enabled, run_code_tool  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
 
     if run_code_enabled(environ):
-        router.register(run_code_tool(root, router=router, environ=environ))
+        run_code = run_code_tool(
+            root, router=router, environ=environ, allow_protected_writes=allow_protected_writes
+        )
+        router.register(run_code)
     else:
         router.mark_unavailable("run_code", _RUN_CODE_OFF)
     if not web_tools:

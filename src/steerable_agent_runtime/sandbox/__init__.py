@@ -18,6 +18,7 @@ Building on it (``run_code`` does)::
 Spec: ``run_code`` (layer-2 backend, Child environment, Inheriting layer-1).
 """
 
+from .._protected import PROTECTED_ENV
 from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
 from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
 from ._bwrap import BubblewrapBackend
@@ -30,9 +31,11 @@ from ._config import (
     BackendChoice,
     SandboxConfig,
 )
+from ._guard import GuardedRun, guard_protected_paths, protected_result, snapshot_too_large
 from ._inherited import InheritedBackend
 from ._landlock import LandlockBackend, detect_landlock_abi
 from ._policy import CHILD_ENV_ALLOWLIST, ResourceLimits, SandboxPolicy, child_environment
+from ._protect import AuditOutcome, ScanCache, SnapshotTooLarge
 from ._runner import CapturedOutput, RunResult, SandboxedProcess, run_sandboxed, spawn_sandboxed
 from ._seatbelt import SeatbeltBackend, seatbelt_profile
 from ._select import LADDERS, default_backends, select_backend
@@ -47,11 +50,14 @@ __all__ = [
     "LADDERS",
     "LIMIT_ENV",
     "NETWORK_ENV",
+    "PROTECTED_ENV",
     "SANDBOX_ENV",
+    "AuditOutcome",
     "BackendChoice",
     "BubblewrapBackend",
     "CapturedOutput",
     "Enforcement",
+    "GuardedRun",
     "InheritedBackend",
     "LandlockBackend",
     "LaunchPlan",
@@ -62,13 +68,18 @@ __all__ = [
     "SandboxInfo",
     "SandboxPolicy",
     "SandboxedProcess",
+    "ScanCache",
     "SeatbeltBackend",
+    "SnapshotTooLarge",
     "bash_tool",
     "child_environment",
     "default_backends",
     "detect_landlock_abi",
+    "guard_protected_paths",
+    "protected_result",
     "run_sandboxed",
     "seatbelt_profile",
     "select_backend",
+    "snapshot_too_large",
     "spawn_sandboxed",
 ]

@@ -8,7 +8,6 @@ Arguments and result fields are contract (REQUIREMENTS CON-1): ``{command, timeo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import os
 import shutil
@@ -19,15 +18,15 @@ from typing import Annotated, Any, Final
 from pydantic import Field
 
 from .._env import env_flag
-from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
+from .._protected import PROTECTED_ENV
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
 from ._backend import SandboxBackend
-from ._bwrap import BubblewrapBackend
 from ._config import LIMIT_ENV, SandboxConfig
+from ._guard import guard_protected_paths, protected_result, snapshot_too_large
 from ._policy import SandboxPolicy, child_environment
-from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, ScanCache, SnapshotTooLarge
+from ._protect import ScanCache, SnapshotTooLarge
 from ._runner import RunResult, run_sandboxed
 from ._select import select_backend
 
@@ -107,23 +106,14 @@ def bash_tool(
         shell = shutil.which("bash", path=env.get("PATH")) or "/bin/sh"
         argv = [shell, "-c", command]
         policy = SandboxPolicy(writable_roots=(root,), network=cfg.network, limits=cfg.limits, read_only=())
-        if allow:
-            run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
-            return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
-        carve = isinstance(chosen, BubblewrapBackend)
         try:
-            audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=scans)
+            async with guard_protected_paths(root, chosen, allow=allow, cache=scans) as guarded:
+                policy = dataclasses.replace(policy, read_only=guarded.read_only)
+                run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
         except SnapshotTooLarge:
-            return _too_large()
-        policy = dataclasses.replace(policy, read_only=tuple(Path(p) for p in audit.carved))
-        try:
-            run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
-        except BaseException:  # cancelled or refused: the tree is gone, put the paths back before leaving
-            with contextlib.suppress(OSError):
-                audit.revert()
-            raise
-        outcome = await asyncio.to_thread(audit.revert)
-        return _result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes, protected=outcome)
+            return snapshot_too_large("command")
+        result = _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
+        return protected_result(result, guarded.outcome, "command")
 
     network = "on" if cfg.network else "off"
     description = (
@@ -141,63 +131,6 @@ def bash_tool(
     return Tool.from_function(
         bash, description=description, mode=ToolMode.LOCAL, timeout_ms=BASH_MAX_TIMEOUT_MS + 60_000
     )
-
-
-def _too_large() -> ToolResult:
-    return ToolResult.retry(
-        (
-            f"The command was not run: the protected paths in the workspace (.git's config and "
-            f"hooks, .vscode, .idea and the like) hold more than {MAX_ENTRIES} entries, too many to "
-            "snapshot, so a change the command made there could not be reverted. Remove what is "
-            f"not needed there, or have the user set {PROTECTED_ENV}=1 (or start steerable with "
-            f"{PROTECTED_FLAG}) to let commands change protected paths."
-        ),
-        data={"code": "protected_snapshot_too_large", "limit": MAX_ENTRIES},
-    )
-
-
-def _protected_sentence(outcome: AuditOutcome) -> str:
-    """What the model is told about the protected paths its command changed (FILE-15)."""
-    said = []
-    if outcome.reverted:
-        listed = _by_rule(outcome.reverted, outcome)
-        said.append(f"The command changed protected paths, which were put back as they were: {listed}.")
-    if outcome.failed:
-        listed = _by_rule(outcome.failed, outcome)
-        said.append(
-            f"The command changed protected paths that could not be put back (check them before git "
-            f"or an editor runs there): {listed}."
-        )
-    said.append(
-        "Programs outside the sandbox run code from these paths, so commands may not change them; "
-        f"to allow it, the user can set {PROTECTED_ENV}=1 or start steerable with {PROTECTED_FLAG}."
-    )
-    return " ".join(said)
-
-
-def _by_rule(paths: list[str], outcome: AuditOutcome) -> str:
-    """``a, b (rule P: reason); c (rule Q: reason)``."""
-    rules: dict[ProtectedRule, list[str]] = {}
-    for path in paths:
-        rules.setdefault(outcome.rules[path], []).append(path)
-    return "; ".join(f"{', '.join(kept)} (rule {r.pattern}: {r.reason})" for r, kept in rules.items())
-
-
-def _result(
-    run: RunResult, timeout_ms: int, *, memory_bytes: int, protected: AuditOutcome | None = None
-) -> ToolResult:
-    result = _run_result(run, timeout_ms, memory_bytes=memory_bytes)
-    if protected is None or not (protected.reverted or protected.failed):
-        return result
-    data = dict(result.data or {})
-    data["protectedReverted"] = protected.reverted
-    if protected.failed:
-        data["protectedNotReverted"] = protected.failed
-    sentence = _protected_sentence(protected)
-    if result.success:
-        data["code"] = "protected_reverted"
-        return ToolResult(success=False, needs_followup=True, error=sentence, data=data)
-    return ToolResult(success=False, needs_followup=True, error=f"{result.error} {sentence}", data=data)
 
 
 def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:

@@ -1,0 +1,136 @@
+"""Protected paths around one sandboxed run: read-only binds where possible, an audit everywhere (FILE-15).
+
+``bash`` and ``run_code`` both run model-written programs with the workspace writable; both wrap the
+run in :func:`guard_protected_paths`, and turn what it reverted into the same sentence for the model
+(:func:`protected_result`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
+from ..types import ToolResult
+from ._backend import SandboxBackend
+from ._bwrap import BubblewrapBackend
+from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, ScanCache
+
+__all__ = ["GuardedRun", "guard_protected_paths", "protected_result", "snapshot_too_large"]
+
+
+@dataclass(slots=True)
+class GuardedRun:
+    """What the run may see, and (after it) what the audit put back.
+
+    Attributes:
+        read_only: Paths to bind read-only (``SandboxPolicy.read_only``): the protected entries the
+            backend can carve out (bubblewrap); empty otherwise, or with the opt-out.
+        outcome: Set when the guarded block ends normally: the audit's :class:`AuditOutcome`
+            (``None`` with the opt-out).
+    """
+
+    read_only: tuple[Path, ...]
+    outcome: AuditOutcome | None = None
+
+
+@contextlib.asynccontextmanager
+async def guard_protected_paths(
+    root: Path, backend: SandboxBackend, *, allow: bool, cache: ScanCache | None = None
+) -> AsyncIterator[GuardedRun]:
+    """Snapshot the protected entries under ``root``; after the block, put back what changed.
+
+    Run the sandboxed program inside the block (its processes must be gone when it ends). With
+    ``allow`` (the opt-out) nothing is snapshotted or reverted. Blocking scans run in a thread. A
+    cancelled or failed block still has its changes put back before the exception goes on.
+
+    Args:
+        root: The writable workspace root (resolved).
+        backend: The backend the run uses; bubblewrap gets the existing entries bound read-only.
+        allow: ``STEERABLE_ALLOW_PROTECTED_WRITES`` / ``--allow-protected-writes``.
+        cache: Directory listings kept between calls (one per tool).
+
+    Raises:
+        SnapshotTooLarge: More protected entries than :data:`MAX_ENTRIES` (nothing was run).
+    """
+    if allow:
+        yield GuardedRun(())
+        return
+    carve = isinstance(backend, BubblewrapBackend)
+    audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=cache)
+    guarded = GuardedRun(tuple(Path(p) for p in audit.carved))
+    try:
+        yield guarded
+    except BaseException:
+        with contextlib.suppress(OSError):
+            audit.revert()
+        raise
+    guarded.outcome = await asyncio.to_thread(audit.revert)
+
+
+def snapshot_too_large(what: str) -> ToolResult:
+    """The refusal when the protected entries are too many to snapshot (``what``: "command", "program")."""
+    return ToolResult.retry(
+        (
+            f"The {what} was not run: the protected paths in the workspace (.git's config and "
+            f"hooks, .vscode, .idea and the like) hold more than {MAX_ENTRIES} entries, too many to "
+            f"snapshot, so a change the {what} made there could not be reverted. Remove what is "
+            f"not needed there, or have the user set {PROTECTED_ENV}=1 (or start steerable with "
+            f"{PROTECTED_FLAG}) to let {what}s change protected paths."
+        ),
+        data={"code": "protected_snapshot_too_large", "limit": MAX_ENTRIES},
+    )
+
+
+def _sentence(outcome: AuditOutcome, what: str) -> str:
+    said = []
+    if outcome.reverted:
+        listed = _by_rule(outcome.reverted, outcome)
+        said.append(f"The {what} changed protected paths, which were put back as they were: {listed}.")
+    if outcome.failed:
+        listed = _by_rule(outcome.failed, outcome)
+        said.append(
+            f"The {what} changed protected paths that could not be put back (check them before git "
+            f"or an editor runs there): {listed}."
+        )
+    said.append(
+        f"Programs outside the sandbox run code from these paths, so {what}s may not change them; "
+        f"to allow it, the user can set {PROTECTED_ENV}=1 or start steerable with {PROTECTED_FLAG}."
+    )
+    return " ".join(said)
+
+
+def _by_rule(paths: list[str], outcome: AuditOutcome) -> str:
+    """``a, b (rule P: reason); c (rule Q: reason)``."""
+    rules: dict[ProtectedRule, list[str]] = {}
+    for path in paths:
+        rules.setdefault(outcome.rules[path], []).append(path)
+    return "; ".join(f"{', '.join(kept)} (rule {r.pattern}: {r.reason})" for r, kept in rules.items())
+
+
+def protected_result(result: ToolResult, outcome: AuditOutcome | None, what: str) -> ToolResult:
+    """``result`` as the model sees it once protected paths were put back (FILE-15).
+
+    Unchanged when nothing was. Otherwise ``data.protectedReverted`` (and ``protectedNotReverted``)
+    are added and the call fails with ``needsFollowup``: a success becomes ``data.code:
+    "protected_reverted"``; a failure keeps its code and gets the sentence after its error.
+
+    Args:
+        result: The run's own result.
+        outcome: The audit's outcome (``None``: no audit ran).
+        what: ``"command"`` (bash) or ``"program"`` (run_code), for the sentence.
+    """
+    if outcome is None or not (outcome.reverted or outcome.failed):
+        return result
+    data = dict(result.data or {})
+    data["protectedReverted"] = outcome.reverted
+    if outcome.failed:
+        data["protectedNotReverted"] = outcome.failed
+    sentence = _sentence(outcome, what)
+    if result.success:
+        data["code"] = "protected_reverted"
+        return ToolResult(success=False, needs_followup=True, error=sentence, data=data)
+    return ToolResult(success=False, needs_followup=True, error=f"{result.error} {sentence}", data=data)
