@@ -585,3 +585,32 @@ async def test_a_planted_journal_folder_fails_writes_clearly_never_hangs_file_13
         "data": {"code": "path_changed"},
     }
     assert not (tmp_path / "a.txt").exists() and list((tmp_path / "elsewhere").iterdir()) == []
+
+
+async def test_a_forged_journal_cannot_plant_a_protected_file_at_the_next_start_file_13(tmp_path):
+    # Under Landlock a command can write .steerable/txn and a temp-named file inside .git (the audit
+    # tracks .git's config and hooks only). Recovery runs outside the sandbox, so it must refuse to
+    # roll such an entry forward onto a protected path, versions matching or not.
+    from steerable_agent_runtime.workspace import version_of
+
+    (tmp_path / ".git").mkdir()
+    config = b"[core]\n\tbare = false\n"
+    evil = b"[core]\n\tfsmonitor = touch /tmp/pwned\n"
+    (tmp_path / ".git" / "config").write_bytes(config)
+    (tmp_path / ".git" / ".steerable-bbbbbbbbbbbbbbbb.tmp").write_bytes(evil)
+    (tmp_path / ".steerable" / "txn").mkdir(parents=True)
+    entry = {
+        "target": ".git/config",
+        "temp": ".git/.steerable-bbbbbbbbbbbbbbbb.tmp",
+        "before": version_of(config),
+        "after": version_of(evil),
+    }
+    lines = [{"v": 1, "op": "apply_patch"}, {"commit": [entry]}]
+    (tmp_path / ".steerable" / "txn" / "1111111111111111.json").write_text(
+        "".join(json.dumps(x) + "\n" for x in lines)
+    )
+    reopened = Workspace(tmp_path)
+    assert (tmp_path / ".git" / "config").read_bytes() == config
+    assert reopened.recovered == [
+        "rolled forward an interrupted apply_patch (its process died); not written (protected paths) .git/config"
+    ]

@@ -270,3 +270,32 @@ async def test_the_routers_bash_follows_the_same_opt_out_file_15(tmp_path, allow
         assert result.success is False and result.data["code"] == "protected_reverted", result.error
         assert result.data["protectedReverted"] == [".mcp.json"]
         assert not (tmp_path / ".mcp.json").exists()
+
+
+async def test_a_first_write_during_a_bash_call_is_not_blamed_on_the_command_file_15(tmp_path):
+    # The first write of a workspace creates .steerable/ (and txn/): when that happens while a bash
+    # command runs (tool calls of a turn run concurrently), the audit must not report or remove it.
+    import asyncio
+
+    from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
+
+    router = workspace_tools_for_cwd(tmp_path)
+
+    async def write_later():
+        while not (tmp_path / "started").exists():
+            await asyncio.sleep(0.01)
+        return await router.dispatch(
+            ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "a\n"})
+        )
+
+    command = "touch started; while [ ! -e a.txt ]; do sleep 0.01; done; echo hi"
+    bash, write = await asyncio.wait_for(
+        asyncio.gather(
+            router.dispatch(ToolCall(id="b", name="bash", arguments={"command": command})), write_later()
+        ),
+        30,
+    )
+    assert write.success, write.error
+    assert bash.success, bash.error
+    assert "protectedReverted" not in bash.data
+    assert (tmp_path / ".steerable" / "txn").is_dir() and (tmp_path / ".steerable" / ".gitignore").exists()

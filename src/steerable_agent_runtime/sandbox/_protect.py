@@ -572,6 +572,8 @@ class _Revert:
                         self.remove(fd, child, info, sub, f"{rel}/{child}")
             if spec is not None:
                 return
+            if state and (rel == self.anchor or rel == f"{self.anchor}/txn"):
+                return  # the state folder and its txn/ run nothing; the first write may make them mid-run
             try:
                 os.rmdir(name, dir_fd=dir_fd)
             except OSError:  # it holds steerable's own entries

@@ -408,6 +408,9 @@ class RecoveryIO(Protocol):
     def resolve_internal(self, display: str) -> Path | None:
         """The real path of a journal path, or ``None`` when recovery must not touch it."""
 
+    def replaceable(self, display: str) -> bool:
+        """May recovery write this target (it is not a protected path, or those are allowed)?"""
+
     def version(self, real: Path, display: str) -> str | None:
         """The file's version now (any size), ``None`` when it does not exist."""
 
@@ -483,10 +486,13 @@ def _settle(orphan: _Orphan, io: RecoveryIO) -> str | None:
     applied: list[str] = []
     done: list[str] = []
     left: list[str] = []
+    protected: list[str] = []
     if orphan.commit is not None:
         for entry in orphan.commit:
             outcome = _roll_forward(entry, io)
-            {"applied": applied, "done": done, "left": left}[outcome].append(entry.target)
+            {"applied": applied, "done": done, "left": left, "protected": protected}[outcome].append(
+                entry.target
+            )
     removed = 0
     for temp in orphan.temps:
         real = io.resolve_internal(temp)
@@ -509,6 +515,8 @@ def _settle(orphan: _Orphan, io: RecoveryIO) -> str | None:
         parts.append("already done " + ", ".join(done))
     if left:
         parts.append("left alone (changed since) " + ", ".join(left))
+    if protected:
+        parts.append("not written (protected paths) " + ", ".join(protected))
     return "; ".join(parts)
 
 
@@ -516,6 +524,8 @@ def _roll_forward(entry: JournalEntry, io: RecoveryIO) -> str:
     target = io.resolve_internal(entry.target)
     if target is None:
         return "left"
+    if not io.replaceable(entry.target):  # a forged journal cannot plant a git hook
+        return "protected"
     try:
         current = io.version(target, entry.target)
         if current == entry.after:

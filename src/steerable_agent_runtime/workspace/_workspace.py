@@ -629,6 +629,9 @@ class _Recovery:
             return None
         return real if self.ws.root.listing_name(real) == display else None
 
+    def replaceable(self, display: str) -> bool:
+        return self.ws.allow_protected_writes or protected_rule(display) is None
+
     def version(self, real: Path, display: str) -> str | None:
         return file_version(real, root=self.ws.root.path, display=display)
 
