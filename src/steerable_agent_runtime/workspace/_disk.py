@@ -13,6 +13,8 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
+import secrets
 import stat
 import time
 from collections.abc import Callable, Iterator
@@ -21,15 +23,16 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import WorkspaceError, WriteConflictError
-from ._txn import new_temp_name
 
 __all__ = [
+    "TEMP_NAME",
     "Snapshot",
     "WriteGuard",
     "atomic_write",
     "check_unchanged",
     "file_mode",
     "file_version",
+    "new_temp_name",
     "open_directory",
     "read_bytes",
     "read_snapshot",
@@ -39,6 +42,15 @@ __all__ = [
     "sync_directory",
     "write_temp",
 ]
+
+TEMP_NAME: Final = re.compile(r"\.steerable-[0-9a-f]{16}\.tmp")
+"""A temp file a write creates beside its target (renamed onto it, or removed)."""
+
+
+def new_temp_name() -> str:
+    """A fresh temp file name (short: any valid target name fits beside it)."""
+    return f".steerable-{secrets.token_hex(8)}.tmp"
+
 
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -97,9 +109,12 @@ def open_directory(
             except FileNotFoundError:
                 if not create:
                     raise
-                os.mkdir(part, 0o777, dir_fd=fd)
-                if created is not None:
-                    created.append(current)
+                try:
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                    if created is not None:
+                        created.append(current)
+                except FileExistsError:  # another process made it meanwhile
+                    pass
                 child = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):

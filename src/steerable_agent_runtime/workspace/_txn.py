@@ -30,7 +30,6 @@ import fcntl
 import json
 import logging
 import os
-import re
 import secrets
 import stat
 import time
@@ -40,16 +39,15 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from ..errors import WorkspaceError
+from ._disk import TEMP_NAME, open_directory
 
 __all__ = [
     "STATE_DIR",
-    "TEMP_NAME",
     "Intent",
     "JournalEntry",
     "PathLocks",
     "StateDir",
     "is_internal_name",
-    "new_temp_name",
     "recover",
 ]
 
@@ -58,21 +56,13 @@ log = logging.getLogger("steerable.workspace")
 STATE_DIR: Final = ".steerable"
 """The workspace's state folder, beside the files it protects."""
 
-TEMP_NAME: Final = re.compile(r"\.steerable-[0-9a-f]{16}\.tmp")
-"""A temp file a write creates beside its target (renamed onto it, or removed)."""
 
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _RECOVERY_LOCK_S: Final = 5.0
 _FIRST_WAIT_S: Final = 0.001
 _MAX_WAIT_S: Final = 0.05
 LOCK_TIMEOUT_S: Final = 30.0
 """How long a write waits for another process's lock on the same file, in seconds."""
-
-
-def new_temp_name() -> str:
-    """A fresh temp file name (short: any valid target name fits beside it)."""
-    return f".steerable-{secrets.token_hex(8)}.tmp"
 
 
 def is_internal_name(name: str) -> bool:
@@ -99,32 +89,22 @@ class StateDir:
             FileNotFoundError: It does not exist and ``create`` is false.
             WorkspaceError: ``path_changed`` when a component is a symlink or not a directory.
         """
-        fd = os.open(self.root, _DIR_FLAGS)
+        created: list[Path] = []
+        target = self.path.joinpath(*sub)
         try:
-            for index, part in enumerate((STATE_DIR, *sub)):
-                try:
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o777, dir_fd=fd)
-                    child = os.open(part, _DIR_FLAGS, dir_fd=fd)
-                    if index == 0:
-                        _write_gitignore(child)
-                except OSError as exc:
-                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                        raise WorkspaceError(
-                            "path_changed",
-                            f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or "
-                            "a file); remove it so steerable can keep its write journal there",
-                        ) from None
-                    raise
-                os.close(fd)
-                fd = child
-            yield fd
-        finally:
-            os.close(fd)
+            with open_directory(self.root, target, STATE_DIR, create=create, created=created) as fd:
+                if self.path in created:
+                    with open_directory(self.root, self.path, STATE_DIR) as state_fd:
+                        _write_gitignore(state_fd)
+                yield fd
+        except WorkspaceError as exc:
+            if exc.code not in ("path_changed", "not_a_directory"):
+                raise
+            raise WorkspaceError(
+                "path_changed",
+                f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or a file); "
+                "remove it so steerable can keep its write journal there",
+            ) from None
 
 
 def _write_gitignore(dir_fd: int) -> None:
