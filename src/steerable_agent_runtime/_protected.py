@@ -21,11 +21,14 @@ macOS's HFS+ ignores in names (``.g\u200cit`` is ``.git`` there, CVE-2014-9390),
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import Final
 
 __all__ = [
@@ -33,8 +36,10 @@ __all__ = [
     "PROTECTED_ENV",
     "PROTECTED_FLAG",
     "PROTECTED_RULES",
+    "RUNTIME_RULE",
     "ProtectedRule",
     "protected_rule",
+    "runtime_roots",
 ]
 
 PROTECTED_ENV: Final = "STEERABLE_ALLOW_PROTECTED_WRITES"
@@ -131,6 +136,24 @@ def _matches(parts: Sequence[str], pattern: Sequence[str]) -> bool:
         head = pattern[:-1]
         return len(parts) >= len(head) and all(fnmatchcase(p, q) for p, q in zip(parts, head, strict=False))
     return len(parts) == len(pattern) and all(fnmatchcase(p, q) for p, q in zip(parts, pattern, strict=True))
+
+
+RUNTIME_RULE: Final = ProtectedRule(
+    "<steerable's interpreter and package>",
+    "the Python environment running steerable: its next start runs this code outside the sandbox",
+)
+"""The rule for steerable's own interpreter prefixes and package when they lie inside a workspace."""
+
+
+def runtime_roots() -> tuple[str, ...]:
+    """What steerable's Python runs from: the interpreter's prefixes and the directory holding its package.
+
+    A workspace ``.venv`` or an editable install puts these inside a writable root; the sandbox binds
+    them read-only and the file tools refuse to write them (FILE-15).
+    """
+    package_root = Path(__file__).resolve().parents[1]  # the directory holding steerable_agent_runtime
+    executable = os.path.dirname(os.path.realpath(sys.executable)) if sys.executable else sys.prefix
+    return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
 
 
 def protected_rule(path: str) -> ProtectedRule | None:

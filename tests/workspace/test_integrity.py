@@ -274,7 +274,10 @@ async def test_an_uncommitted_patch_is_dropped_and_its_temp_files_removed_file_1
     reopened = Workspace(tmp_path)
     assert (tmp_path / "a.txt").read_text() == "old\n"
     assert not (tmp_path / "new").exists()  # the directories it created are gone too
-    assert reopened.recovered == ["removed 2 temp file(s) of an interrupted apply_patch (its process died)"]
+    assert reopened.recovered == [
+        "removed 2 temp file(s) of an interrupted apply_patch (its process died before changing any file: "
+        "nothing was applied)"
+    ]
     assert leftovers(tmp_path) == []
 
 
@@ -614,3 +617,90 @@ async def test_a_forged_journal_cannot_plant_a_protected_file_at_the_next_start_
     assert reopened.recovered == [
         "rolled forward an interrupted apply_patch (its process died); not written (protected paths) .git/config"
     ]
+
+
+def test_a_forged_journal_over_a_huge_sparse_file_does_not_stall_the_next_start_file_13(tmp_path):
+    # A command can leave a sparse 100 GB file and a journal naming it a thousand times; every later
+    # start must still open the workspace at once (recovery hashes at most twice the tools' limit).
+    with open(tmp_path / "big.bin", "wb") as handle:
+        handle.truncate(100 * 2**30)
+    txn = tmp_path / ".steerable" / "txn"
+    txn.mkdir(parents=True)
+    entries = [{"target": "big.bin", "temp": None, "before": "0" * 64, "after": None}] * 1000
+    for name in ("2222222222222222.json", ".forged.json", ".3333333333333333.new"):
+        (txn / name).write_text(
+            json.dumps({"v": 1, "op": "apply_patch"}) + "\n" + json.dumps({"commit": entries}) + "\n"
+        )
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "call",
+            "list_dir",
+            "{}",
+            "--workspace",
+            str(tmp_path),
+            "--no-web-tools",
+            "--no-plugins",
+        ],
+        capture_output=True,
+        text=True,
+        env=child_env(),
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 20
+    assert (tmp_path / "big.bin").stat().st_size == 100 * 2**30  # left alone
+    assert not (txn / "2222222222222222.json").exists()  # settled
+    assert (txn / ".forged.json").exists()  # not an intent name: never read
+
+
+def test_cleaning_up_never_removes_a_directory_outside_through_a_swapped_parent_file_13(tmp_path):
+    from steerable_agent_runtime.workspace._disk import remove_empty_dirs
+
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (outside / "d2").mkdir(parents=True)
+    root.mkdir()
+    os.symlink(outside, root / "d1")  # d1 was a directory the write made; a command swapped it for a link
+    remove_empty_dirs([root / "d1" / "d2", root / "d1"], root=root)
+    assert (outside / "d2").is_dir()
+    assert (root / "d1").is_symlink()
+
+
+async def test_a_process_locking_a_folder_the_write_just_created_makes_it_a_conflict_file_12(tmp_path):
+    # The write locks the nearest folder that exists (the root); another process that arrives once
+    # `new/` exists locks `new/`. The write then claims `new/` before its rename and must lose cleanly.
+    code = textwrap.dedent(
+        f"""
+        import sys, time
+        sys.path.insert(0, {str(REPO_SRC)!r})
+        from pathlib import Path
+        from steerable_agent_runtime.workspace._txn import PathLocks
+        target = Path({str(tmp_path / "new")!r})
+        print("ready", flush=True)
+        while not target.is_dir():
+            pass
+        held = PathLocks().acquire([target])
+        print("held", flush=True)
+        time.sleep(30)
+        """
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        router = workspace_tools_for_cwd(tmp_path, bash=False)
+        result = await router.dispatch(
+            ToolCall(id="w", name="write_file", arguments={"path": "new/a.txt", "content": "x" * 60_000_000})
+        )
+        if holder.stdout.readline().strip() != "held":
+            pytest.fail("the holder never locked new/")
+    finally:
+        _stop(holder)
+    assert result.data["code"] == "conflict", result.error
+    assert result.error == (
+        "another steerable process is writing in new at the same time as this write of new/a.txt; read "
+        "the file again, then retry"
+    )
+    assert not (tmp_path / "new" / "a.txt").exists() and leftovers(tmp_path) == []

@@ -299,3 +299,26 @@ async def test_a_first_write_during_a_bash_call_is_not_blamed_on_the_command_fil
     assert bash.success, bash.error
     assert "protectedReverted" not in bash.data
     assert (tmp_path / ".steerable" / "txn").is_dir() and (tmp_path / ".steerable" / ".gitignore").exists()
+
+
+async def test_steerables_own_environment_inside_the_workspace_is_protected_file_15():
+    # A workspace holding the Python environment that runs steerable (a .venv): a .pth file written
+    # there would run at the next start, outside every sandbox. Here the workspace is the folder
+    # holding this very interpreter's prefix, and the probe file is harmless if it were written.
+    import sys
+    from pathlib import Path
+
+    from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
+
+    prefix = Path(sys.prefix).resolve()
+    probe = prefix / "steerable-protected-probe.txt"
+    router = workspace_tools_for_cwd(prefix.parent, bash=False)
+    try:
+        result = await router.dispatch(
+            ToolCall(id="w", name="write_file", arguments={"path": str(probe), "content": "x\n"})
+        )
+    finally:
+        probe.unlink(missing_ok=True)
+    assert result.data["code"] == "protected_path", result.error
+    assert result.data["rule"] == "<steerable's interpreter and package>"
+    assert "the Python environment running steerable" in result.error

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
+from .._protected import runtime_roots
 from ._backend import LaunchPlan, SandboxInfo
 from ._launch import SECCOMP_ARCH
 from ._policy import SandboxPolicy
@@ -132,9 +133,7 @@ class BubblewrapBackend:
 
 def _runtime_roots() -> tuple[str, ...]:
     """What a child Python needs to start: the interpreter's prefixes and steerable's package root."""
-    package_root = Path(__file__).resolve().parents[2]  # the directory holding steerable_agent_runtime
-    executable = os.path.dirname(os.path.realpath(sys.executable)) if sys.executable else sys.prefix
-    return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
+    return runtime_roots()
 
 
 def _guarded_inside(writable: Sequence[str], protected: Sequence[str]) -> list[str]:

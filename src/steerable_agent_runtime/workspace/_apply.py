@@ -44,7 +44,7 @@ from ._disk import (
 from ._levels import loosest_level
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
 from ._text import decode_file, encode_text, version_of
-from ._txn import Intent, JournalEntry
+from ._txn import Intent, JournalEntry, LockHeld
 from ._workspace import Workspace, unified_diff
 
 __all__ = ["apply_patch"]
@@ -294,8 +294,10 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
     created: list[Path] = []
     temps: dict[Path, str] = {}
     done: list[Path] = []
+    held = LockHeld()
     try:
         _stage(ws, intent, plan.final, plan.modes, created, temps)
+        held = ws.claim_created(created, ws.root.display(next(iter(plan.final))))
         for real in plan.final:  # nothing changed under us (an editor, a command) since the plan
             check_unchanged(real, root=root, guard=WriteGuard(plan.snapshots[real], ws.root.display(real)))
         if len(plan.final) > 1:
@@ -307,8 +309,10 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
         if done:  # put back what was already replaced, as a committed transaction of its own
             _roll_back(ws, plan, intent, done)
         _discard(ws, temps)
-        remove_empty_dirs(created)
+        remove_empty_dirs(created, root=root)
         raise
+    finally:
+        held.release()
 
 
 def _roll_back(ws: Workspace, plan: _Plan, intent: Intent, done: list[Path]) -> None:

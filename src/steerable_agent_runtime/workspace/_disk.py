@@ -285,11 +285,12 @@ class WriteGuard:
         )
 
 
-def file_version(real: Path, *, root: Path, display: str) -> str | None:
-    """The SHA-256 version of a regular file of any size, hashed in 1 MiB reads; ``None`` when absent.
+def file_version(real: Path, *, root: Path, display: str, max_bytes: int) -> str | None:
+    """The SHA-256 version of a regular file, hashed in 1 MiB reads; ``None`` when absent.
 
     Raises:
-        WorkspaceError: ``not_a_file`` for anything but a regular file, and the walk's codes.
+        WorkspaceError: ``not_a_file`` for anything but a regular file, ``file_too_large`` over
+            ``max_bytes`` (a sparse 4 TB file must not stall recovery), and the walk's codes.
     """
     try:
         with _parent_dir(root, real, display) as dir_fd:
@@ -303,8 +304,13 @@ def file_version(real: Path, *, root: Path, display: str) -> str | None:
             ) from None
         raise
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
             raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+        if info.st_size > max_bytes:
+            raise WorkspaceError(
+                "file_too_large", f"{display} is over {max_bytes} bytes", data={"path": display}
+            )
         digest = hashlib.sha256()
         while chunk := handle.read(1024 * 1024):
             digest.update(chunk)
@@ -498,8 +504,12 @@ def remove_file(
     return True
 
 
-def remove_empty_dirs(dirs: list[Path]) -> None:
-    """Remove directories a failed operation created, deepest first, if they are still empty."""
+def remove_empty_dirs(dirs: list[Path], *, root: Path) -> None:
+    """Remove directories a failed operation created, deepest first, if they are still empty.
+
+    Each is removed by name through an ``O_NOFOLLOW`` walk of its parent from ``root``, so a parent
+    swapped for a symlink meanwhile never makes this remove a directory somewhere else.
+    """
     for path in sorted(dirs, key=lambda p: len(p.parts), reverse=True):
-        with contextlib.suppress(OSError):
-            path.rmdir()
+        with contextlib.suppress(OSError, WorkspaceError), open_directory(root, path.parent, str(path)) as fd:
+            os.rmdir(path.name, dir_fd=fd)

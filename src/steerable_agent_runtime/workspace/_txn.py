@@ -30,6 +30,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import secrets
 import stat
 import time
@@ -59,6 +60,9 @@ STATE_DIR: Final = ".steerable"
 
 _FILE_FLAGS: Final = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _RECOVERY_LOCK_S: Final = 5.0
+_INTENT: Final = re.compile(r"[0-9a-f]{16}\.json")
+_UNPUBLISHED: Final = re.compile(r"\.[0-9a-f]{16}\.new")
+_LISTED: Final = 10
 _FIRST_WAIT_S: Final = 0.001
 _MAX_WAIT_S: Final = 0.05
 LOCK_TIMEOUT_S: Final = 30.0
@@ -415,9 +419,12 @@ def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[st
     """
     try:
         with state.directory("txn", create=False) as dir_fd:
-            names = [name for name in os.listdir(dir_fd) if name.endswith(".json")]
+            listed = os.listdir(dir_fd)
+            for name in listed:  # a publisher killed between creating and publishing its intent
+                if _UNPUBLISHED.fullmatch(name):
+                    _sweep_unpublished(dir_fd, name)
             said: list[str] = []
-            for name in sorted(names):
+            for name in sorted(name for name in listed if _INTENT.fullmatch(name)):
                 line = _recover_one(dir_fd, name, io, locks)
                 if line:
                     said.append(line)
@@ -425,6 +432,27 @@ def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[st
             return said
     except FileNotFoundError:
         return []
+
+
+def _sweep_unpublished(dir_fd: int, name: str) -> None:
+    """Remove an unpublished intent whose writer is gone (it names no temp file yet).
+
+    A live writer publishes within microseconds of creating it, so only one over a minute old goes.
+    """
+    try:
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return
+    try:
+        if time.time() - os.fstat(fd).st_mtime < 60:
+            return
+        _lock_whole(fd)
+    except OSError:
+        return  # being published right now
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=dir_fd)
 
 
 def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None) -> str | None:
@@ -487,17 +515,26 @@ def _settle(orphan: _Orphan, io: RecoveryIO) -> str | None:
     if orphan.commit is None:
         if not removed:
             return None
-        return f"removed {removed} temp file(s) of an interrupted {orphan.op} (its process died)"
+        return (
+            f"removed {removed} temp file(s) of an interrupted {orphan.op} (its process died before "
+            "changing any file: nothing was applied)"
+        )
     parts = [f"rolled forward an interrupted {orphan.op} (its process died)"]
-    if applied:
-        parts.append("completed " + ", ".join(applied))
-    if done:
-        parts.append("already done " + ", ".join(done))
-    if left:
-        parts.append("left alone (changed since) " + ", ".join(left))
-    if protected:
-        parts.append("not written (protected paths) " + ", ".join(protected))
+    for label, paths in (
+        ("completed", applied),
+        ("already done", done),
+        ("left alone (changed since)", left),
+        ("not written (protected paths)", protected),
+    ):
+        if paths:
+            parts.append(f"{label} {_listed(paths)}")
     return "; ".join(parts)
+
+
+def _listed(paths: list[str]) -> str:
+    """At most 10 paths, then how many more (a patch can touch thousands)."""
+    shown = ", ".join(paths[:_LISTED])
+    return shown if len(paths) <= _LISTED else f"{shown} and {len(paths) - _LISTED} more"
 
 
 def _roll_forward(entry: JournalEntry, io: RecoveryIO) -> str:

@@ -18,17 +18,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from .._protected import PROTECTED_ENV, PROTECTED_FLAG, protected_rule
+from .._protected import PROTECTED_ENV, PROTECTED_FLAG, RUNTIME_RULE, protected_rule, runtime_roots
 from ..errors import WorkspaceError, WriteConflictError
 from ._disk import (
     Snapshot,
     WriteGuard,
-    atomic_write,
     file_version,
     read_snapshot,
     remove_empty_dirs,
     remove_file,
     replace_temp,
+    write_temp,
 )
 from ._edit import Edit, apply_edits_detailed
 from ._levels import loosest_level
@@ -192,6 +192,12 @@ class Workspace:
         self.journal = StateDir(self.root.path)
         self.cross_process = PathLocks(timeout_s=lock_timeout_s) if cross_process_lock else None
         self._locks: dict[Path, asyncio.Lock] = {}
+        # steerable's own interpreter and package, where they lie inside the workspace (a .venv)
+        self._runtime = [
+            Path(r)
+            for r in {os.path.realpath(root) for root in runtime_roots()}
+            if Path(r).is_relative_to(self.root.path)
+        ]
         try:
             self.recovered: list[str] = recover(self.journal, _Recovery(self), self.cross_process)
         except (OSError, WorkspaceError) as exc:  # never fail the boot: the next start tries again
@@ -265,22 +271,55 @@ class Workspace:
 
     def _write_blocking(self, real: Path, data: bytes, display: str, guard: WriteGuard | None) -> None:
         intent = self.begin_intent("write")
+        root = self.root.path
+        created: list[Path] = []
         try:
-            created: list[Path] = []
-            atomic_write(
+            temp = write_temp(
                 real,
                 data,
-                root=self.root.path,
+                root=root,
                 display=display,
                 created=created,
-                guard=guard,
                 on_temp=lambda name: intent.note_temp(self.root.listing_name(real.parent / name)),
             )
+            try:
+                held = self.claim_created(created, display)
+            except BaseException:
+                remove_file(real.parent / temp, root=root, display=display)
+                raise
+            try:
+                replace_temp(real, temp, root=root, display=display, guard=guard)
+            finally:
+                held.release()
         except BaseException:
-            remove_empty_dirs(created)
+            remove_empty_dirs(created, root=root)
             raise
         finally:
             intent.finish()
+
+    def claim_created(self, created: list[Path], display: str) -> LockHeld:
+        """Lock the directories a write just created, before its rename (blocking; FILE-12).
+
+        A write whose directory did not exist held the lock of the nearest one that did; another
+        process arriving once the new directory exists locks that one instead. Taking it here (never
+        waiting: it is brand new) means that process either waits for this write or made this one
+        lose: then the guard, or this refusal, reports ``conflict`` instead of a silent overwrite.
+
+        Raises:
+            WriteConflictError: ``conflict`` when another process already holds one of them.
+        """
+        held = LockHeld()
+        if self.cross_process is None or not created:
+            return held
+        if not self.cross_process.try_acquire(created, held):
+            held.release()
+            raise WriteConflictError(
+                "conflict",
+                f"another steerable process is writing in {self.root.listing_name(created[0])} at the same "
+                f"time as this write of {display}; read the file again, then retry",
+                data={"path": display},
+            )
+        return held
 
     def begin_intent(self, op: str) -> Intent:
         """Announce a write in ``.steerable/txn`` (blocking; see :class:`~._txn.Intent`).
@@ -310,6 +349,15 @@ class Workspace:
         """
         if self.allow_protected_writes:
             return
+        if any(real.is_relative_to(runtime) for runtime in self._runtime):
+            raise WorkspaceError(
+                "protected_path",
+                f"{display} is a protected path: it is part of {RUNTIME_RULE.pattern[1:-1]} "
+                f"({RUNTIME_RULE.reason}). The file tools do not {action} it. If the user wants this change, "
+                f"ask them to make it themselves or to restart steerable with {PROTECTED_FLAG} (or "
+                f"{PROTECTED_ENV}=1)",
+                data={"path": display, "rule": RUNTIME_RULE.pattern},
+            )
         lexical = os.path.normpath(path)
         if os.path.isabs(lexical) and Path(lexical).is_relative_to(self.root.path):
             lexical = Path(lexical).relative_to(self.root.path).as_posix()
@@ -633,7 +681,9 @@ class _Recovery:
         return self.ws.allow_protected_writes or protected_rule(display) is None
 
     def version(self, real: Path, display: str) -> str | None:
-        return file_version(real, root=self.ws.root.path, display=display)
+        # a patch's files are loaded whole, so none is over the tools' limit (plus what a patch adds)
+        limit = 2 * self.ws.max_file_bytes
+        return file_version(real, root=self.ws.root.path, display=display, max_bytes=limit)
 
     def rename(self, temp: Path, target: Path, display: str) -> None:
         replace_temp(target, temp.name, root=self.ws.root.path, display=display)
@@ -642,4 +692,4 @@ class _Recovery:
         return remove_file(real, root=self.ws.root.path, display=display, sync=True)
 
     def remove_empty_dir(self, real: Path) -> None:
-        remove_empty_dirs([real])
+        remove_empty_dirs([real], root=self.ws.root.path)
