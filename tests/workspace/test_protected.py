@@ -322,3 +322,25 @@ async def test_steerables_own_environment_inside_the_workspace_is_protected_file
     assert result.data["code"] == "protected_path", result.error
     assert result.data["rule"] == "<steerable's interpreter and package>"
     assert "the Python environment running steerable" in result.error
+
+
+async def test_a_write_bubblewrap_refused_is_explained_to_the_model_file_15(repo):
+    # under bubblewrap an existing .git is a read-only mount: the OS's "Read-only file system" alone
+    # would not tell the model why, nor that the user can allow it
+    from steerable_agent_runtime import ToolCall
+
+    router = repo.router
+    result = await router.dispatch(
+        ToolCall(id="b", name="bash", arguments={"command": "echo evil > .git/hooks/pre-push"})
+    )
+    assert result.success is False
+    if result.data["_sandbox"]["backend"] != "bwrap":
+        pytest.skip("bubblewrap is not the backend here")
+    assert result.error.startswith(
+        "The command exited with status 1. Protected paths are read-only to commands ("
+    )
+    assert ".git" in result.error and result.error.endswith(
+        "to allow changes, the user can set STEERABLE_ALLOW_PROTECTED_WRITES=1 or start steerable with "
+        "--allow-protected-writes."
+    )
+    assert not (repo.root / ".git/hooks/pre-push").exists()

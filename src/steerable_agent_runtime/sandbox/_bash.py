@@ -18,7 +18,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field
 
 from .._env import env_flag
-from .._protected import PROTECTED_ENV
+from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
@@ -113,7 +113,7 @@ def bash_tool(
         except SnapshotTooLarge:
             return snapshot_too_large("command")
         result = _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
-        return protected_result(result, guarded.outcome, "command")
+        return protected_result(_read_only_hint(result, guarded.read_only, root), guarded.outcome, "command")
 
     network = "on" if cfg.network else "off"
     description = (
@@ -131,6 +131,27 @@ def bash_tool(
     return Tool.from_function(
         bash, description=description, mode=ToolMode.LOCAL, timeout_ms=BASH_MAX_TIMEOUT_MS + 60_000
     )
+
+
+def _read_only_hint(result: ToolResult, read_only: tuple[Path, ...], root: Path) -> ToolResult:
+    """Say why a write failed with "Read-only file system" when protected paths were bound read-only.
+
+    Under bubblewrap the existing protected entries are read-only mounts, so the command only sees
+    the OS's words; a failed command gets the reason and the opt-out after its error (FILE-15).
+    """
+    if (
+        result.success
+        or not read_only
+        or "Read-only file system" not in str((result.data or {}).get("stderr"))
+    ):
+        return result
+    names = ", ".join(sorted(os.path.relpath(path, root) for path in read_only)[:8])
+    hint = (
+        f" Protected paths are read-only to commands ({names}): git, editors and agent hosts run code "
+        f"from them outside the sandbox; to allow changes, the user can set {PROTECTED_ENV}=1 or start "
+        f"steerable with {PROTECTED_FLAG}."
+    )
+    return ToolResult(success=False, needs_followup=True, error=f"{result.error}{hint}", data=result.data)
 
 
 def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:

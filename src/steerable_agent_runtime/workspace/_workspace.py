@@ -282,6 +282,8 @@ class Workspace:
                 created=created,
                 on_temp=lambda name: intent.note_temp(self.root.listing_name(real.parent / name)),
             )
+            for directory in created:  # removed again by recovery if this process dies before the rename
+                intent.note_dir(self.root.listing_name(directory))
             try:
                 held = self.claim_created(created, display)
             except BaseException:
