@@ -29,8 +29,11 @@ from typing import Final
 from .._protected import PROTECTED_RULES, ProtectedRule, protected_rule
 
 __all__ = [
-    "ScanCache",
+    "GIT_DATA",
     "GIT_SPEC",
+    "AllBut",
+    "Coverage",
+    "ScanCache",
     "LINK_WALK_MAX",
     "MAX_ENTRIES",
     "MAX_FILE_BYTES",
@@ -68,18 +71,59 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ_FLAGS: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CLOCK_REALTIME_COARSE: Final = 5  # Linux: the clock file timestamps are taken from
 
-Spec = Mapping[str, "Spec"] | None
-"""What of a directory is tracked: ``None`` everything, else child names (``*``: any) to their specs."""
+GIT_DATA: Final = frozenset(
+    {
+        "objects",
+        "refs",
+        "logs",
+        "index",
+        "HEAD",
+        "packed-refs",
+        "ORIG_HEAD",
+        "FETCH_HEAD",
+        "MERGE_HEAD",
+        "CHERRY_PICK_HEAD",
+        "REVERT_HEAD",
+        "COMMIT_EDITMSG",
+        "description",
+        "shallow",
+        "lfs",
+    }
+)
+"""What of a git directory is its data (objects, refs, the index, big caches): all it holds runs no code."""
 
-_GIT_DIR: dict[str, Spec] = {
-    "config": None,
-    "config.worktree": None,
-    "hooks": None,
-    "info": {"attributes": None},
-}
-_GIT_DIR["modules"] = {"*": _GIT_DIR}
+
+@dataclass(frozen=True, eq=False, slots=True)
+class AllBut:
+    """A directory's spec: every child but the ``skip`` names, each with ``named``'s spec or this one."""
+
+    skip: frozenset[str]
+    named: dict[str, Spec] = field(default_factory=dict)
+
+
+Spec = Mapping[str, "Spec"] | AllBut | None
+"""What of a directory is tracked: ``None`` all, child names (``*``: any) to specs, or :class:`AllBut`."""
+
+_GIT_DIR: Final = AllBut(GIT_DATA)
+_GIT_DIR.named["modules"] = {"*": _GIT_DIR}  # a submodule may be named "objects": none skipped there
+_GIT_DIR.named["worktrees"] = {"*": _GIT_DIR}  # and a worktree "index"
 GIT_SPEC: Final[Spec] = _GIT_DIR
-"""What of a ``.git`` directory runs code: config, hooks, attributes; its submodules' the same."""
+"""What of a ``.git`` directory is tracked: every entry but :data:`GIT_DATA`, at every level.
+
+git follows ``config``, ``hooks``, ``commondir``, ``gitdir``, ``worktrees/*``, ``info/*`` and
+``modules/<name>/`` (a name may hold ``/``) to code it runs; the data names are skipped at every
+level (inside ``modules`` and ``worktrees`` too), but for the children of ``modules`` and
+``worktrees`` themselves (a submodule or worktree may be named ``objects``).
+"""
+
+
+@dataclass(slots=True)
+class Coverage:
+    """What one scan listed: each directory's ``(st_dev, st_ino)``; ``complete``: it hit no cap."""
+
+    dirs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    complete: bool = True
+
 
 _NESTED: Final = tuple(
     rule for rule in PROTECTED_RULES if len(rule.pattern.removesuffix("/**").split("/")) > 1
@@ -112,7 +156,12 @@ class Found:
 
 
 def find_protected(
-    root: str, *, depth: int = SCAN_DEPTH, targets: bool = True, cache: ScanCache | None = None
+    root: str,
+    *,
+    depth: int = SCAN_DEPTH,
+    targets: bool = True,
+    cache: ScanCache | None = None,
+    coverage: Coverage | None = None,
 ) -> list[Found]:
     """The protected entries that exist under ``root`` (a real path), at most ``depth`` components deep.
 
@@ -122,7 +171,8 @@ def find_protected(
     inside ``root`` is listed too (under the link's rule), and so is what a link inside a protected
     directory points at (``.git/hooks/pre-commit -> ../../hooks/pre-commit``: git runs
     ``hooks/pre-commit``). With a ``cache``, a directory whose ``ctime`` has not changed since it
-    was last listed is not listed again (:class:`ScanCache`).
+    was last listed is not listed again (:class:`ScanCache`). A ``coverage`` is filled with what
+    the scan listed.
     """
     found: dict[str, Found] = {}
     queue: deque[tuple[str, int]] = deque([("", 0)])
@@ -133,6 +183,8 @@ def find_protected(
         listing = _list(f"{root}/{rel}" if rel else root, cache)
         if listing is None:
             continue
+        if coverage is not None:
+            coverage.dirs[rel] = listing.key[:2]
         deeper = level + 1 < depth
         prefix = f"{rel}/" if rel else ""
         if deeper:
@@ -142,6 +194,8 @@ def find_protected(
             protected = _classify(root, path, name, is_dir, is_link, found, targets)
             if not protected and deeper and is_dir:
                 queue.append((path, level + 1))
+    if coverage is not None:
+        coverage.complete = not queue
     if targets:
         _link_targets(root, found)
     return list(found.values())
@@ -315,6 +369,8 @@ def _add(root: str, found: dict[str, Found], item: Found, targets: bool) -> None
 def _match(spec: Spec, name: str) -> tuple[bool, Spec]:
     if spec is None:
         return True, None
+    if isinstance(spec, AllBut):
+        return (False, None) if name in spec.skip else (True, spec.named.get(name, spec))
     if name in spec:
         return True, spec[name]
     if "*" in spec:
@@ -553,15 +609,16 @@ class _Revert:
         return True
 
     def remove(self, dir_fd: int, name: str, now: os.stat_result, spec: Spec, rel: str) -> None:
-        """Remove ``name``: all of it, or (``spec``: a ``.git`` directory) only what it tracks.
+        """Remove ``name``: all of it, or (``spec``: in a ``.git``) all but git's data (:data:`GIT_DATA`).
 
-        In steerable's state folder what steerable itself holds (:func:`_volatile`) stays, and so do
-        the directories holding it.
+        A directory holding no data goes whole (and is reported as one path). In steerable's state
+        folder what steerable itself holds (:func:`_volatile`) stays, and so do the directories
+        holding it.
         """
         state = self.rule is _STATE_RULE
         if not stat.S_ISDIR(now.st_mode):
             os.unlink(name, dir_fd=dir_fd)
-        elif spec is None and not state:
+        elif not state and (spec is None or not _holds_data(dir_fd, name, spec)):
             shutil.rmtree(name, dir_fd=dir_fd)
         else:
             with _opened(dir_fd, name) as fd:
@@ -581,10 +638,18 @@ class _Revert:
         self.done(rel)
 
     # -- entries that appeared ---------------------------------------------------------------------
-    def changed_since_start(self, dir_fd: int, name: str, spec: Spec, rel: str) -> None:
-        """An entry with no snapshot: remove what changed during the run (``ctime`` from the start on).
+    def appeared(self, dir_fd: int, name: str, spec: Spec, rel: str) -> None:
+        """An entry with no snapshot: removed (a ``.git`` one: all but its data), whatever its ``ctime``."""
+        now = _lstat(dir_fd, name)
+        if now is not None and not self.volatile(dir_fd, name, rel):
+            self.remove(dir_fd, name, now, spec, rel)
 
-        A directory created or renamed into place goes whole (a ``.git`` one: what it tracks);
+    def changed_since_start(self, dir_fd: int, name: str, spec: Spec, rel: str) -> None:
+        """An entry a capped scan had not reached (:meth:`ProtectedAudit._unreached`): what changed goes.
+
+        What changed: its ``ctime`` is from the run's start on.
+
+        A directory created or renamed into place goes whole (a ``.git`` one: all but its data);
         in an older one, each changed entry goes.
         """
         now = _lstat(dir_fd, name)
@@ -604,6 +669,19 @@ class _Revert:
                 tracked, sub = _match(spec, child)
                 if tracked:
                     self.changed_since_start(fd, child, sub, f"{rel}/{child}")
+
+
+def _holds_data(dir_fd: int, name: str, spec: Spec) -> bool:
+    """Does the directory ``name`` hold, at any depth, an entry ``spec`` does not track (git's data)?"""
+    with _opened(dir_fd, name) as fd:
+        for child in os.listdir(fd):
+            tracked, sub = _match(spec, child)
+            if not tracked:
+                return True
+            info = _lstat(fd, child) if sub is not None else None
+            if info is not None and stat.S_ISDIR(info.st_mode) and _holds_data(fd, child, sub):
+                return True
+    return False
 
 
 _STATE_RULE: Final = protected_rule(".steerable")
@@ -735,8 +813,10 @@ class ProtectedAudit:
         carved: list[str],
         nodes: dict[str, _Node | None],
         cache: ScanCache | None = None,
+        coverage: Coverage | None = None,
     ) -> None:
         self._root = root
+        self._coverage = coverage if coverage is not None else Coverage()
         self._cache = cache
         self._start = start
         self._found = {item.rel: item for item in found}
@@ -767,7 +847,8 @@ class ProtectedAudit:
             OSError: ``root`` cannot be opened.
         """
         start = _coarse_now()
-        found = find_protected(root, cache=cache)
+        coverage = Coverage()
+        found = find_protected(root, cache=cache, coverage=coverage)
         carved = carve_outs(root, found) if carve else []
         budget = _Budget()
         nodes: dict[str, _Node | None] = {}
@@ -787,7 +868,7 @@ class ProtectedAudit:
                         os.close(parent)
         finally:
             os.close(root_fd)
-        return cls(root, start, found, carved, nodes, cache)
+        return cls(root, start, found, carved, nodes, cache, coverage)
 
     def revert(self) -> AuditOutcome:
         """Undo every change to the snapshotted entries; remove protected entries that appeared.
@@ -809,7 +890,7 @@ class ProtectedAudit:
                 if item.rel not in self._found:
                     revert.at(item)
                     try:
-                        self._remove_new(root_fd, item, revert)
+                        self._remove_new(root_fd, item, revert, self._unreached(root_fd, item))
                     except OSError:
                         revert.failed(item.rel)
         finally:
@@ -834,12 +915,46 @@ class ProtectedAudit:
         finally:
             os.close(fd)
 
+    def _unreached(self, root_fd: int, item: Found) -> bool:
+        """Was ``item`` there all along, where the first scan (past its cap) never looked?
+
+        So when that scan stopped short, never listed the directory holding ``item``, and every
+        directory on the way there is one it listed (the same inode) or one not changed during the
+        run (``ctime``): nothing was created, renamed or moved in on the way. A scan reaches further
+        after a command removed directories; such a user's repository is not stripped.
+        """
+        if self._coverage.complete:
+            return False
+        parts = item.rel.split("/")
+        holder = parts[: len(parts) - 1 - item.parents]
+        dirs = self._coverage.dirs
+        fd = os.dup(root_fd)
+        try:
+            for at in range(len(holder) + 1):
+                info = os.fstat(fd)
+                was = dirs.get("/".join(holder[:at]))
+                swapped = was is not None and was != (info.st_dev, info.st_ino)
+                if swapped or (was is None and info.st_ctime_ns >= self._start):
+                    return False
+                if at < len(holder):
+                    child = os.open(holder[at], _DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = child
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        return "/".join(holder) not in dirs
+
     @staticmethod
-    def _remove_new(root_fd: int, item: Found, revert: _Revert) -> None:
+    def _remove_new(root_fd: int, item: Found, revert: _Revert, unreached: bool) -> None:
         *dirs, name = item.rel.split("/")
         fd = _open_dirs(root_fd, dirs)
         if fd is not None:
             try:
-                revert.changed_since_start(fd, name, item.spec, item.rel)
+                if unreached:
+                    revert.changed_since_start(fd, name, item.spec, item.rel)
+                else:
+                    revert.appeared(fd, name, item.spec, item.rel)
             finally:
                 os.close(fd)
