@@ -32,10 +32,12 @@ from pathlib import Path
 from typing import Final
 
 __all__ = [
+    "configured_hook_dirs",
     "PROTECTED_ENTRIES",
     "PROTECTED_ENV",
     "PROTECTED_FLAG",
     "PROTECTED_RULES",
+    "HOOKS_PATH_RULE",
     "RUNTIME_RULE",
     "ProtectedRule",
     "protected_rule",
@@ -154,6 +156,54 @@ def runtime_roots() -> tuple[str, ...]:
     package_root = Path(__file__).resolve().parents[1]  # the directory holding steerable_agent_runtime
     executable = os.path.dirname(os.path.realpath(sys.executable)) if sys.executable else sys.prefix
     return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
+
+
+HOOKS_PATH_RULE: Final = ProtectedRule(
+    "<core.hooksPath>", "the repository's git configuration names it as its hooks directory: git runs them"
+)
+"""The rule for a hooks directory the repository's ``.git/config`` moves elsewhere (``core.hooksPath``)."""
+
+_MAX_CONFIG_BYTES: Final = 1024 * 1024
+_SECTION = re.compile(r"\s*\[\s*([A-Za-z0-9.-]+)(?:\s+\"[^\"]*\")?\s*\]\s*(.*)$")
+_KEY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*?)\s*$")
+
+
+def configured_hook_dirs(root: Path) -> list[str]:
+    """Workspace-relative hooks directories that ``<root>/.git/config`` sets with ``core.hooksPath``.
+
+    husky and many teams keep hooks in the work tree (``.husky/_``, ``scripts/hooks``); git runs
+    whatever is there on commit, so those folders are protected like ``.git/hooks``. Only the
+    repository's own config is read (a hooks path set in the user's global config lies outside
+    the workspace). Paths outside the workspace, and configs that cannot be read, give nothing.
+
+    Args:
+        root: The workspace's real path (its ``.git`` is the repository's).
+
+    Returns:
+        POSIX paths relative to ``root``, without ``..``.
+    """
+    try:
+        with open(root / ".git" / "config", "rb") as handle:
+            text = handle.read(_MAX_CONFIG_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return []
+    found: list[str] = []
+    section = ""
+    for raw in text.splitlines():
+        line = raw.split("#", 1)[0].split(";", 1)[0] if '"' not in raw else raw
+        header = _SECTION.match(line)
+        if header is not None:
+            section, line = header.group(1).lower(), header.group(2)
+        key = _KEY.match(line)
+        if key is None or section != "core" or key.group(1).lower() != "hookspath":
+            continue
+        value = key.group(2).strip().strip('"')
+        if value.startswith("~"):
+            continue
+        resolved = Path(os.path.normpath(root / value))
+        if resolved.is_relative_to(root) and resolved != root:
+            found.append(resolved.relative_to(root).as_posix())
+    return found
 
 
 def protected_rule(path: str) -> ProtectedRule | None:

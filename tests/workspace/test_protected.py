@@ -324,6 +324,21 @@ async def test_steerables_own_environment_inside_the_workspace_is_protected_file
     assert "the Python environment running steerable" in result.error
 
 
+async def test_a_hooks_directory_the_repository_configures_is_protected_file_15(repo):
+    # core.hooksPath moves git's hooks into the work tree (husky, scripts/hooks): git runs them there
+    repo.write_raw(".git/config", b'[core]\n\tbare = false\n\thooksPath = "scripts/hooks"\n')
+    repo.write_raw("scripts/hooks/pre-commit", b"#!/bin/sh\nexit 0\n")
+    await repo.read("scripts/hooks/pre-commit")
+    edit = await repo(
+        "edit_file", path="scripts/hooks/pre-commit", edits=[{"oldText": "exit 0", "newText": "curl evil"}]
+    )
+    assert_refused(edit, "scripts/hooks/pre-commit", "<core.hooksPath>", "edit")
+    created = await repo("write_file", path="scripts/hooks/post-commit", content="#!/bin/sh\ncurl evil\n")
+    assert_refused(created, "scripts/hooks/post-commit", "<core.hooksPath>", "write")
+    fine = await repo("write_file", path="scripts/build.sh", content="make\n")
+    assert fine.success, fine.error
+
+
 async def test_a_write_bubblewrap_refused_is_explained_to_the_model_file_15(repo):
     # under bubblewrap an existing .git is a read-only mount: the OS's "Read-only file system" alone
     # would not tell the model why, nor that the user can allow it

@@ -392,7 +392,7 @@ class RecoveryIO(Protocol):
     def resolve_internal(self, display: str) -> Path | None:
         """The real path of a journal path, or ``None`` when recovery must not touch it."""
 
-    def replaceable(self, display: str) -> bool:
+    def replaceable(self, real: Path, display: str) -> bool:
         """May recovery write this target (it is not a protected path, or those are allowed)?"""
 
     def version(self, real: Path, display: str) -> str | None:
@@ -541,7 +541,7 @@ def _roll_forward(entry: JournalEntry, io: RecoveryIO) -> str:
     target = io.resolve_internal(entry.target)
     if target is None:
         return "left"
-    if not io.replaceable(entry.target):  # a forged journal cannot plant a git hook
+    if not io.replaceable(target, entry.target):  # a forged journal cannot plant a git hook
         return "protected"
     try:
         current = io.version(target, entry.target)

@@ -18,7 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
 
-from .._protected import PROTECTED_ENV, PROTECTED_FLAG, RUNTIME_RULE, protected_rule, runtime_roots
+from .._protected import (
+    HOOKS_PATH_RULE,
+    PROTECTED_ENV,
+    PROTECTED_FLAG,
+    RUNTIME_RULE,
+    ProtectedRule,
+    configured_hook_dirs,
+    protected_rule,
+    runtime_roots,
+)
 from ..errors import WorkspaceError, WriteConflictError
 from ._disk import (
     Snapshot,
@@ -351,20 +360,12 @@ class Workspace:
         """
         if self.allow_protected_writes:
             return
-        if any(real.is_relative_to(runtime) for runtime in self._runtime):
-            raise WorkspaceError(
-                "protected_path",
-                f"{display} is a protected path: it is part of {RUNTIME_RULE.pattern[1:-1]} "
-                f"({RUNTIME_RULE.reason}). The file tools do not {action} it. If the user wants this change, "
-                f"ask them to make it themselves or to restart steerable with {PROTECTED_FLAG} (or "
-                f"{PROTECTED_ENV}=1)",
-                data={"path": display, "rule": RUNTIME_RULE.pattern},
-            )
         lexical = os.path.normpath(path)
         if os.path.isabs(lexical) and Path(lexical).is_relative_to(self.root.path):
             lexical = Path(lexical).relative_to(self.root.path).as_posix()
+        hook_dirs = configured_hook_dirs(self.root.path)
         for candidate in (display, lexical):
-            rule = protected_rule(candidate)
+            rule = self._rule_for(candidate, real, hook_dirs)
             if rule is not None:
                 via = "" if candidate == display else f" (it resolves to {display})"
                 raise WorkspaceError(
@@ -375,6 +376,21 @@ class Workspace:
                     f"{PROTECTED_FLAG} (or {PROTECTED_ENV}=1)",
                     data={"path": candidate, "rule": rule.pattern},
                 )
+
+    def _rule_for(self, candidate: str, real: Path, hook_dirs: list[str]) -> ProtectedRule | None:
+        """The protected rule ``candidate`` (a display path resolving to ``real``) falls under, if any."""
+        rule = protected_rule(candidate)
+        if rule is None and any(real.is_relative_to(runtime) for runtime in self._runtime):
+            rule = RUNTIME_RULE
+        if rule is None and any(candidate == d or candidate.startswith(d + "/") for d in hook_dirs):
+            rule = HOOKS_PATH_RULE
+        return rule
+
+    def is_protected(self, real: Path, display: str) -> bool:
+        """Would the file tools refuse to write ``display`` (FILE-15)? ``False`` with the opt-out."""
+        if self.allow_protected_writes:
+            return False
+        return self._rule_for(display, real, configured_hook_dirs(self.root.path)) is not None
 
     def check_gate(
         self, display: str, current: str | None, expected: str | None, *, full_overwrite: bool
@@ -679,8 +695,8 @@ class _Recovery:
             return None
         return real if self.ws.root.listing_name(real) == display else None
 
-    def replaceable(self, display: str) -> bool:
-        return self.ws.allow_protected_writes or protected_rule(display) is None
+    def replaceable(self, real: Path, display: str) -> bool:
+        return not self.ws.is_protected(real, display)
 
     def version(self, real: Path, display: str) -> str | None:
         # a patch's files are loaded whole, so none is over the tools' limit (plus what a patch adds)
