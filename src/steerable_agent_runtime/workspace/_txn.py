@@ -66,7 +66,7 @@ _LISTED: Final = 10
 _FIRST_WAIT_S: Final = 0.001
 _MAX_WAIT_S: Final = 0.05
 LOCK_TIMEOUT_S: Final = 30.0
-"""How long a write waits for another process's lock on the same file, in seconds."""
+"""How long a write waits for another process's lock on the same directory, in seconds."""
 
 
 def is_internal_name(name: str) -> bool:
@@ -95,27 +95,30 @@ class StateDir:
         """
         created: list[Path] = []
         target = self.path.joinpath(*sub)
-        try:
-            with open_directory(self.root, target, STATE_DIR, create=create, created=created) as fd:
+        with contextlib.ExitStack() as stack:
+            try:
+                fd = stack.enter_context(
+                    open_directory(self.root, target, STATE_DIR, create=create, created=created)
+                )
                 if self.path in created:
                     with open_directory(self.root, self.path, STATE_DIR) as state_fd:
                         _write_gitignore(state_fd)
-                yield fd
-        except WorkspaceError as exc:
-            if exc.code not in ("path_changed", "not_a_directory"):
-                raise
-            raise WorkspaceError(
-                "path_changed",
-                f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or a file); "
-                "remove it so steerable can keep its write journal there",
-            ) from None
+            except WorkspaceError as exc:  # only the walk's own refusals: the caller's pass through
+                if exc.code not in ("path_changed", "not_a_directory"):
+                    raise
+                raise WorkspaceError(
+                    "path_changed",
+                    f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or a "
+                    "file); remove it so steerable can keep its write journal there",
+                ) from None
+            yield fd
 
 
 def _write_gitignore(dir_fd: int) -> None:
     with contextlib.suppress(FileExistsError):
         fd = os.open(".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666, dir_fd=dir_fd)
         try:
-            os.write(fd, b"# steerable's write lock and journal (see docs/file-tools.md)\n*\n")
+            os.write(fd, b"# steerable's write journal (see docs/file-tools.md)\n*\n")
         finally:
             os.close(fd)
 
