@@ -375,8 +375,9 @@ def _parse(raw: bytes) -> _Orphan:
         if isinstance(record.get("dir"), str):
             dirs.append(record["dir"])
         items = record.get("commit")
-        if isinstance(items, list):
-            commit = [_entry(item) for item in items if _entry(item) is not None]  # type: ignore[misc]
+        if isinstance(items, list):  # one entry per target (a real patch has no repeats; a forged one may)
+            entries = (_entry(item) for item in items)
+            commit = list({entry.target: entry for entry in entries if entry is not None}.values())
     return _Orphan(temps, dirs, commit, op)
 
 
