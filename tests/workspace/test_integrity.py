@@ -704,3 +704,18 @@ async def test_a_process_locking_a_folder_the_write_just_created_makes_it_a_conf
         "the file again, then retry"
     )
     assert not (tmp_path / "new" / "a.txt").exists() and leftovers(tmp_path) == []
+
+
+async def test_a_cancelled_write_keeps_its_locks_until_its_thread_is_done_file_12(tmp_path):
+    # A deadline cancels the tool's task, but the worker thread renaming the file cannot be stopped:
+    # the cancel returns only once it is done, so its locks never go while the rename is still to come.
+    router = workspace_tools_for_cwd(tmp_path, bash=False)
+    call = ToolCall(id="w", name="write_file", arguments={"path": "big.txt", "content": "x" * 80_000_000})
+    task = asyncio.ensure_future(router.dispatch(call))
+    while not any(p.name.startswith(".steerable-") for p in tmp_path.iterdir()):
+        await asyncio.sleep(0.001)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert leftovers(tmp_path) == []  # the thread had finished (its intent is gone) when the cancel returned
+    assert (tmp_path / "big.txt").stat().st_size == 80_000_000

@@ -45,7 +45,7 @@ from ._levels import loosest_level
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
 from ._text import decode_file, encode_text, version_of
 from ._txn import Intent, JournalEntry, LockHeld
-from ._workspace import Workspace, unified_diff
+from ._workspace import Workspace, uncancelled, unified_diff
 
 __all__ = ["apply_patch"]
 
@@ -374,7 +374,7 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
             else:
                 await _plan_update(ws, plan, op)
         try:
-            await asyncio.to_thread(_commit, ws, plan)
+            await uncancelled(asyncio.to_thread(_commit, ws, plan))  # the locks outlast the renames
         except OSError as exc:
             raise WorkspaceError(
                 "write_failed", f"could not apply the patch: {exc.strerror or exc}; nothing was changed"

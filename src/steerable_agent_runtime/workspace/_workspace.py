@@ -47,7 +47,7 @@ from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
 from ._txn import LOCK_TIMEOUT_S, Intent, LockHeld, PathLocks, StateDir, locked_error, recover
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled", "unified_diff"]
 
 log = logging.getLogger("steerable.workspace")
 _T = TypeVar("_T")
@@ -244,7 +244,7 @@ class Workspace:
         deadline = loop.time() + self.lock_timeout_s
         wait = 0.001
         try:
-            while not await _uncancelled(asyncio.to_thread(locks.try_acquire, folders, held)):
+            while not await uncancelled(asyncio.to_thread(locks.try_acquire, folders, held)):
                 if loop.time() >= deadline:
                     raise locked_error([self.root.listing_name(path) for path in paths], self.lock_timeout_s)
                 await asyncio.sleep(wait)
@@ -271,8 +271,8 @@ class Workspace:
             WriteConflictError: ``conflict`` when ``guard`` finds the file changed by another program.
             WorkspaceError: ``write_failed`` with the OS's words.
         """
-        try:
-            await asyncio.to_thread(self._write_blocking, real, data, display, guard)
+        try:  # a cancel (a deadline) waits for the thread: its locks must outlast its rename
+            await uncancelled(asyncio.to_thread(self._write_blocking, real, data, display, guard))
         except OSError as exc:
             raise WorkspaceError(
                 "write_failed", f"could not write {display}: {exc.strerror or exc}", data={"path": display}
@@ -668,7 +668,7 @@ class Workspace:
         }
 
 
-async def _uncancelled(work: Awaitable[_T]) -> _T:
+async def uncancelled(work: Awaitable[_T]) -> _T:
     """Await ``work`` (a worker thread) to its end even when cancelled, then re-raise the cancel.
 
     A thread cannot be stopped: returning early would let it take a lock after its holder was released.
