@@ -512,7 +512,9 @@ def run_code_tool(
                 message=exc.message,
             )
         try:
-            async with guard_protected_paths(root, chosen, allow=allow, cache=scans) as guarded:
+            async with guard_protected_paths(
+                root, chosen, allow=allow, cache=scans, tool="run_code"
+            ) as guarded:
                 policy = SandboxPolicy(
                     writable_roots=(root,),
                     network=sandbox_cfg.network,

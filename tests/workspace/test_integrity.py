@@ -719,3 +719,17 @@ async def test_a_cancelled_write_keeps_its_locks_until_its_thread_is_done_file_1
         await task
     assert leftovers(tmp_path) == []  # the thread had finished (its intent is gone) when the cancel returned
     assert (tmp_path / "big.txt").stat().st_size == 80_000_000
+
+
+def test_a_forged_sandbox_record_cannot_make_the_next_start_remove_older_files_file_15(tmp_path):
+    # A command could write a record claiming nothing protected existed before it; the next start only
+    # removes what changed after the record was written, so the user's older .vscode stays.
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "settings.json").write_text("{}\n")
+    time.sleep(0.05)
+    txn = tmp_path / ".steerable" / "txn"
+    txn.mkdir(parents=True)
+    (txn / "4444444444444444.json").write_text('{"v": 1, "op": "bash"}\n{"protected": []}\n')
+    reopened = Workspace(tmp_path)
+    assert (tmp_path / ".vscode" / "settings.json").read_text() == "{}\n"
+    assert reopened.recovered == [] and list(txn.iterdir()) == []

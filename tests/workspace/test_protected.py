@@ -359,3 +359,71 @@ async def test_a_write_bubblewrap_refused_is_explained_to_the_model_file_15(repo
         "--allow-protected-writes."
     )
     assert not (repo.root / ".git/hooks/pre-push").exists()
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "landlock"])
+def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, backend):
+    # The audit runs in the steerable process; killed mid-command, it never runs. The run's record in
+    # .steerable/txn lets the next start remove what the command planted.
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    (tmp_path / ".vscode").mkdir()
+    (tmp_path / ".vscode" / "settings.json").write_text("{}\n")  # there before: never touched
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env["STEERABLE_SANDBOX"] = backend
+    session = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "session",
+            "--workspace",
+            str(tmp_path),
+            "--no-web-tools",
+            "--no-plugins",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    command = "echo '{}' > .mcp.json; echo x > .envrc; touch planted; sleep 30"
+    assert session.stdin is not None
+    session.stdin.write(json.dumps({"id": "1", "name": "bash", "arguments": {"command": command}}) + "\n")
+    session.stdin.flush()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "planted").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    session.send_signal(signal.SIGKILL)
+    session.communicate()
+    assert (tmp_path / ".mcp.json").exists() and (tmp_path / ".envrc").exists()  # planted, never reverted
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "call",
+            "list_dir",
+            "{}",
+            "--workspace",
+            str(tmp_path),
+            "--no-web-tools",
+            "--no-plugins",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert not (tmp_path / ".mcp.json").exists() and not (tmp_path / ".envrc").exists()
+    assert (tmp_path / ".vscode" / "settings.json").read_text() == "{}\n"
+    assert (tmp_path / "planted").exists()  # ordinary files stay
+    assert (
+        "steerable: removed protected paths an interrupted bash call changed (its process died before putting "
+        "them back): .envrc, .mcp.json" in listed.stderr
+    )

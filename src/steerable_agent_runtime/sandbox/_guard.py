@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
+from ..errors import WorkspaceError
 from ..types import ToolResult
+from ..workspace._txn import Intent, StateDir
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
 from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, ScanCache
 
 __all__ = ["GuardedRun", "guard_protected_paths", "protected_result", "snapshot_too_large"]
+
+log = logging.getLogger("steerable.sandbox")
 
 
 @dataclass(slots=True)
@@ -39,7 +44,7 @@ class GuardedRun:
 
 @contextlib.asynccontextmanager
 async def guard_protected_paths(
-    root: Path, backend: SandboxBackend, *, allow: bool, cache: ScanCache | None = None
+    root: Path, backend: SandboxBackend, *, allow: bool, cache: ScanCache | None = None, tool: str = "bash"
 ) -> AsyncIterator[GuardedRun]:
     """Snapshot the protected entries under ``root``; after the block, put back what changed.
 
@@ -52,6 +57,7 @@ async def guard_protected_paths(
         backend: The backend the run uses; bubblewrap gets the existing entries bound read-only.
         allow: ``STEERABLE_ALLOW_PROTECTED_WRITES`` / ``--allow-protected-writes``.
         cache: Directory listings kept between calls (one per tool).
+        tool: The tool's name, for the crash record (``bash``, ``run_code``).
 
     Raises:
         SnapshotTooLarge: More protected entries than :data:`MAX_ENTRIES` (nothing was run).
@@ -60,15 +66,33 @@ async def guard_protected_paths(
         yield GuardedRun(())
         return
     carve = isinstance(backend, BubblewrapBackend)
-    audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=cache)
-    guarded = GuardedRun(tuple(Path(p) for p in audit.carved))
+    record = await asyncio.to_thread(_begin_record, root, tool)
     try:
-        yield guarded
-    except BaseException:
-        with contextlib.suppress(OSError):
-            audit.revert()
-        raise
-    guarded.outcome = await asyncio.to_thread(audit.revert)
+        audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=cache)
+        if record is not None:  # if this process dies during the run, the next start cleans up
+            await asyncio.to_thread(record.note_protected, [item.rel for item in audit.found])
+        guarded = GuardedRun(tuple(Path(p) for p in audit.carved))
+        try:
+            yield guarded
+        except BaseException:
+            with contextlib.suppress(OSError):
+                audit.revert()
+            raise
+        guarded.outcome = await asyncio.to_thread(audit.revert)
+    finally:
+        if record is not None:
+            record.finish()
+
+
+def _begin_record(root: Path, tool: str) -> Intent | None:
+    """The run's record in the workspace journal (``None`` where the journal cannot be written)."""
+    try:
+        return Intent.begin(StateDir(root), tool)
+    except (OSError, WorkspaceError) as exc:
+        log.warning(
+            "steerable: no crash record for this sandboxed run (%s): a kill -9 would skip its audit", exc
+        )
+        return None
 
 
 def snapshot_too_large(what: str) -> ToolResult:

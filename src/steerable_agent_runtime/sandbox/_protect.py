@@ -30,6 +30,7 @@ from typing import Final
 from .._protected import HOOKS_PATH_RULE, PROTECTED_RULES, ProtectedRule, configured_hook_dirs, protected_rule
 
 __all__ = [
+    "remove_appeared_since",
     "GIT_DATA",
     "GIT_SPEC",
     "AllBut",
@@ -975,3 +976,33 @@ class ProtectedAudit:
                     revert.appeared(fd, name, item.spec, item.rel)
             finally:
                 os.close(fd)
+
+
+def remove_appeared_since(root: str, existing: Collection[str], since_ns: int) -> list[str]:
+    """After a crash: remove protected entries not in ``existing`` that changed at or after ``since_ns``.
+
+    What the audit of a command would have done had its process lived (``ProtectedAudit.revert``'s
+    second half), judged by ``ctime`` from the record written before the command: an entry older than
+    that is left alone, so a forged record cannot make this remove what was there before.
+
+    Args:
+        root: The workspace root (a real path).
+        existing: The protected entries (relative paths) that existed before the command.
+        since_ns: When the record was written (its ``ctime``, in ns).
+
+    Returns:
+        The paths removed, sorted.
+    """
+    revert = _Revert(since_ns, PROTECTED_RULES[0])
+    root_fd = os.open(root, _DIR_FLAGS)
+    try:
+        for item in find_protected(root, targets=False):
+            if item.rel not in existing:
+                revert.at(item)
+                try:
+                    ProtectedAudit._remove_new(root_fd, item, revert, True)
+                except OSError:
+                    revert.failed(item.rel)
+    finally:
+        os.close(root_fd)
+    return sorted(revert.outcome.reverted)

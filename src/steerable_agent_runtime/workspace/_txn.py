@@ -306,6 +306,14 @@ class Intent:
         """Record a directory the write created (removed again if the write never completes)."""
         self._append({"dir": display})
 
+    def note_protected(self, existing: Sequence[str]) -> None:
+        """Record the protected entries that exist before a sandboxed command (FILE-15).
+
+        If this process dies during the command (its in-memory audit then never runs), the next start
+        removes protected entries that are not listed here and changed after this record was written.
+        """
+        self._append({"protected": list(existing)})
+
     def commit(self, entries: Sequence[JournalEntry]) -> None:
         """Append the commit record and fsync it: from here a crash rolls the patch forward."""
         self._append({"commit": [entry.to_json() for entry in entries]})
@@ -354,12 +362,14 @@ class _Orphan:
     dirs: list[str]
     commit: list[JournalEntry] | None
     op: str
+    protected: list[str] | None = None  # a sandboxed run's: the protected entries before it
 
 
 def _parse(raw: bytes) -> _Orphan:
     temps: list[str] = []
     dirs: list[str] = []
     commit: list[JournalEntry] | None = None
+    protected: list[str] | None = None
     op = "write"
     for line in raw.split(b"\n"):
         try:
@@ -378,7 +388,10 @@ def _parse(raw: bytes) -> _Orphan:
         if isinstance(items, list):  # one entry per target (a real patch has no repeats; a forged one may)
             entries = (_entry(item) for item in items)
             commit = list({entry.target: entry for entry in entries if entry is not None}.values())
-    return _Orphan(temps, dirs, commit, op)
+        existing = record.get("protected")
+        if isinstance(existing, list):
+            protected = [item for item in existing if isinstance(item, str)]
+    return _Orphan(temps, dirs, commit, op, protected)
 
 
 def _entry(item: Any) -> JournalEntry | None:
@@ -410,6 +423,9 @@ class RecoveryIO(Protocol):
 
     def remove_empty_dir(self, real: Path) -> None:
         """Remove a directory if it is empty."""
+
+    def remove_appeared(self, existing: Sequence[str], since_ns: int) -> list[str]:
+        """Remove protected entries not in ``existing`` that changed at or after ``since_ns``; say which."""
 
 
 def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[str]:
@@ -474,6 +490,11 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
             return None
         raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
         orphan = _parse(raw)
+        if orphan.protected is not None:  # the kernel's ctime of the record: no writer can set it back
+            line = _after_sandboxed_run(orphan, io, info.st_ctime_ns)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(name, dir_fd=dir_fd)
+            return line
         targets = [io.resolve_internal(entry.target) for entry in orphan.commit or ()]
         folders = [target.parent for target in targets if target is not None]
         try:
@@ -492,6 +513,21 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         return line
     finally:
         os.close(fd)
+
+
+def _after_sandboxed_run(orphan: _Orphan, io: RecoveryIO, since_ns: int) -> str | None:
+    """The audit a killed process could not run: remove protected entries its command planted."""
+    try:
+        removed = io.remove_appeared(orphan.protected or [], since_ns)
+    except OSError as exc:
+        log.warning("steerable: could not check the protected paths of an interrupted %s: %s", orphan.op, exc)
+        return None
+    if not removed:
+        return None
+    return (
+        f"removed protected paths an interrupted {orphan.op} call changed (its process died before "
+        f"putting them back): {_listed(removed)}"
+    )
 
 
 def _settle(orphan: _Orphan, io: RecoveryIO) -> str | None:

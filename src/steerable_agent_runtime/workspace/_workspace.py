@@ -13,7 +13,7 @@ import difflib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -711,3 +711,10 @@ class _Recovery:
 
     def remove_empty_dir(self, real: Path) -> None:
         remove_empty_dirs([real], root=self.ws.root.path)
+
+    def remove_appeared(self, existing: Sequence[str], since_ns: int) -> list[str]:
+        if self.ws.allow_protected_writes:
+            return []
+        from ..sandbox._protect import remove_appeared_since  # the audit's own walk (no import cycle)
+
+        return remove_appeared_since(str(self.ws.root.path), set(existing), since_ns)
