@@ -65,8 +65,8 @@ async def test_success_carries_output_exit_code_and_the_backend(router, workspac
     assert (workspace / "new.txt").read_text() == "made\n"
 
 
-async def test_a_non_zero_exit_is_a_failure_the_model_can_follow_up():
-    router = workspace_tools_for_cwd(Path.cwd(), bash=True, environ={"STEERABLE_SANDBOX": "landlock"})
+async def test_a_non_zero_exit_is_a_failure_the_model_can_follow_up(workspace: Path):
+    router = workspace_tools_for_cwd(workspace, bash=True, environ={"STEERABLE_SANDBOX": "landlock"})
     result = await bash(router, "echo partial; exit 3")
     assert result.success is False and result.needs_followup is True and not is_terminal_result(result)
     assert result.error == "The command exited with status 3."
