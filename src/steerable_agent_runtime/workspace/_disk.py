@@ -28,7 +28,6 @@ __all__ = [
     "TEMP_NAME",
     "Snapshot",
     "WriteGuard",
-    "atomic_write",
     "check_unchanged",
     "file_mode",
     "file_version",
@@ -327,43 +326,6 @@ def file_mode(real: Path, *, root: Path, display: str) -> int | None:
     return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
 
 
-def atomic_write(
-    real: Path,
-    data: bytes,
-    *,
-    root: Path,
-    display: str,
-    mode: int | None = None,
-    created: list[Path] | None = None,
-    guard: WriteGuard | None = None,
-    on_temp: Callable[[str], None] | None = None,
-) -> None:
-    """Replace ``real`` with ``data`` atomically: temp file beside it, fsync, rename, directory fsync.
-
-    The directory's fsync makes the rename survive a power loss.
-
-    Args:
-        real: The resolved target.
-        data: The new content.
-        root: The workspace root (the walk starts there).
-        display: The path as the model knows it, for error messages.
-        mode: Permission bits for the result; default: the existing file's, else ``0o666 & ~umask``.
-            An existing file's owner and group are kept too when the writer may set them (root).
-        created: Directories created on the way are appended here (for a rollback).
-        guard: Re-checked right before the rename (:class:`WriteGuard`).
-        on_temp: Called with the temp file's name before it is created (the write's intent record).
-
-    On any failure the temp file is removed and the original is untouched.
-
-    Raises:
-        WriteConflictError: ``conflict`` when ``guard`` finds the target changed.
-        WorkspaceError: ``not_a_directory``, ``path_changed``.
-        OSError: When the directory is not writable or the disk is full.
-    """
-    temp = write_temp(real, data, root=root, display=display, mode=mode, created=created, on_temp=on_temp)
-    replace_temp(real, temp, root=root, display=display, guard=guard)
-
-
 def write_temp(
     real: Path,
     data: bytes,
@@ -376,8 +338,11 @@ def write_temp(
 ) -> str:
     """Write ``data`` to a new, fsynced temp file beside ``real`` and return its name.
 
-    The temp file gets ``real``'s final mode and owner (see :func:`atomic_write`); it is removed again
-    on any failure.
+    The temp file gets ``real``'s final mode: ``mode``, default the existing file's, else
+    ``0o666 & ~umask``, never with the set-id bits; and an existing file's owner and group when the
+    writer may set them (root). ``created`` collects the directories made on the way; ``on_temp`` is
+    called with the temp file's name before it is created (the write's intent record). The temp file
+    is removed again on any failure. :func:`replace_temp` renames it into place.
 
     Raises:
         WorkspaceError: ``not_a_directory``, ``path_changed``.
@@ -474,28 +439,20 @@ def sync_directory(directory: Path, *, root: Path) -> None:
         os.fsync(dir_fd)
 
 
-def remove_file(
-    real: Path, *, root: Path, display: str, guard: WriteGuard | None = None, sync: bool = False
-) -> bool:
+def remove_file(real: Path, *, root: Path, display: str, sync: bool = False) -> bool:
     """Delete a file (the name itself, never a symlink's target); a missing file is not an error.
 
     Args:
         real: The file.
         root: The workspace root.
         display: Its display path.
-        guard: Re-checked right before the unlink (:class:`WriteGuard`).
         sync: fsync the directory afterwards.
 
     Returns:
         Whether there was a file to delete.
-
-    Raises:
-        WriteConflictError: ``conflict`` from the guard.
     """
     try:
         with _parent_dir(root, real, display) as dir_fd:
-            if guard is not None:
-                guard.check(dir_fd, real.name)
             os.unlink(real.name, dir_fd=dir_fd)
             if sync:
                 os.fsync(dir_fd)
