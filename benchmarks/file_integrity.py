@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "workspace"))
 
-from integrity_helpers import child_env, counter_file, lost_updates, two_process_edits
+from integrity_helpers import child_env, counter_file, lost_updates, steerable_argv, two_process_edits
 from test_integrity import _patch_workspace, _state, kill_during_patch, leftovers
 
 from read_file_10mb import source_like_text
@@ -110,16 +110,8 @@ def _calibrate() -> float:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         _, patch = _patch_workspace(root)
-        argv = [
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "call",
-            "apply_patch",
-            json.dumps({"patch": patch}),
-        ]
         proc = subprocess.Popen(
-            [*argv, "--workspace", str(root), "--no-web-tools", "--no-plugins"],
+            steerable_argv("call", root, "apply_patch", json.dumps({"patch": patch})),
             stdout=subprocess.DEVNULL,
             env=child_env(STEERABLE_REQUIRE_READ_BEFORE_WRITE="0"),
         )

@@ -11,6 +11,7 @@ import itertools
 import json
 import os
 import re
+import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
@@ -27,6 +28,34 @@ def child_env(**overrides: str) -> dict[str, str]:
     return env
 
 
+def steerable_argv(command: str, workspace: Path, *args: str) -> list[str]:
+    """``python -m steerable_sidecar COMMAND`` on ``workspace`` (no web tools, no plugins), then ``args``."""
+    return [
+        sys.executable,
+        "-m",
+        "steerable_sidecar",
+        command,
+        "--workspace",
+        str(workspace),
+        "--no-web-tools",
+        "--no-plugins",
+        *args,
+    ]
+
+
+def steerable_call(
+    workspace: Path, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run ``steerable call ARGS`` (a tool name and its JSON, maybe flags first) to its end."""
+    return subprocess.run(
+        steerable_argv("call", workspace, *args),
+        capture_output=True,
+        text=True,
+        env=child_env() if env is None else env,
+        timeout=timeout,
+    )
+
+
 class SessionProcess:
     """One ``steerable session`` child on a workspace: send a ToolCall line, read its result line."""
 
@@ -36,14 +65,7 @@ class SessionProcess:
     @classmethod
     async def start(cls, workspace: Path, **env: str) -> SessionProcess:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "session",
-            "--workspace",
-            str(workspace),
-            "--no-web-tools",
-            "--no-plugins",
+            *steerable_argv("session", workspace),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

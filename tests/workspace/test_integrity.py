@@ -19,7 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
-from integrity_helpers import SessionProcess, child_env, counter_file, lost_updates, two_process_edits
+from integrity_helpers import (
+    SessionProcess,
+    child_env,
+    counter_file,
+    lost_updates,
+    steerable_argv,
+    steerable_call,
+    two_process_edits,
+)
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import WriteConflictError
@@ -365,9 +373,8 @@ def kill_during_patch(
     ``delay_s`` after its write intent appears; or, with ``first_renamed``, as soon as that file has
     its new content (the renames have begun: the issue's "killed once a.txt is replaced").
     """
-    argv = [sys.executable, "-m", "steerable_sidecar", "call", "apply_patch", json.dumps({"patch": patch})]
     proc = subprocess.Popen(
-        [*argv, "--workspace", str(root), "--no-web-tools", "--no-plugins"],
+        steerable_argv("call", root, "apply_patch", json.dumps({"patch": patch})),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=child_env(STEERABLE_REQUIRE_READ_BEFORE_WRITE="0"),
@@ -406,24 +413,7 @@ def test_kill_9_once_the_first_file_is_replaced_is_finished_at_the_next_start_fi
     assert (tmp_path / names[0]).read_text().endswith("new\n")
     assert "old" in _state(tmp_path, names)  # half-applied on disk until the next start
     # the next start is a real surface: a one-shot `steerable call` that only lists a directory
-    listed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "call",
-            "list_dir",
-            "{}",
-            "--workspace",
-            str(tmp_path),
-            "--no-web-tools",
-            "--no-plugins",
-        ],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=120,
-    )
+    listed = steerable_call(tmp_path, "list_dir", "{}", timeout=120)
     assert listed.returncode == 0, listed.stderr
     assert (
         "steerable: rolled forward an interrupted apply_patch (its process died); completed " in listed.stderr
@@ -632,24 +622,7 @@ def test_a_forged_journal_over_a_huge_sparse_file_does_not_stall_the_next_start_
             json.dumps({"v": 1, "op": "apply_patch"}) + "\n" + json.dumps({"commit": entries}) + "\n"
         )
     started = time.monotonic()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "call",
-            "list_dir",
-            "{}",
-            "--workspace",
-            str(tmp_path),
-            "--no-web-tools",
-            "--no-plugins",
-        ],
-        capture_output=True,
-        text=True,
-        env=child_env(),
-        timeout=60,
-    )
+    done = steerable_call(tmp_path, "list_dir", "{}", timeout=60)
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started < 20
     assert (tmp_path / "big.bin").stat().st_size == 100 * 2**30  # left alone

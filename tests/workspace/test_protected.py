@@ -14,6 +14,7 @@ import subprocess
 import sys
 
 import pytest
+from integrity_helpers import steerable_argv, steerable_call
 
 from steerable_agent_runtime._protected import PROTECTED_RULES, protected_rule
 
@@ -216,28 +217,10 @@ async def test_the_opt_out_lets_protected_writes_through_file_15(make_session, t
 
 
 def test_the_cli_flag_lets_a_protected_write_through_file_15(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    command = [
-        sys.executable,
-        "-m",
-        "steerable_sidecar",
-        "call",
-        "--workspace",
-        str(tmp_path),
-        "--no-web-tools",
-        "--no-plugins",
-        "write_file",
-        json.dumps({"path": ".mcp.json", "content": "{}\n"}),
-    ]
-    refused = subprocess.run(command, capture_output=True, text=True, env=env, timeout=60)
+    write = ("write_file", json.dumps({"path": ".mcp.json", "content": "{}\n"}))
+    refused = steerable_call(tmp_path, *write, timeout=60)
     assert refused.returncode == 1 and json.loads(refused.stdout)["data"]["code"] == "protected_path"
-    allowed = subprocess.run(
-        [*command[:4], "--allow-protected-writes", *command[4:]],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    allowed = steerable_call(tmp_path, "--allow-protected-writes", *write, timeout=60)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert (tmp_path / ".mcp.json").read_text() == "{}\n"
 
@@ -305,7 +288,6 @@ async def test_steerables_own_environment_inside_the_workspace_is_protected_file
     # A workspace holding the Python environment that runs steerable (a .venv): a .pth file written
     # there would run at the next start, outside every sandbox. Here the workspace is the folder
     # holding this very interpreter's prefix, and the probe file is harmless if it were written.
-    import sys
     from pathlib import Path
 
     from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
@@ -366,8 +348,6 @@ def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, 
     # The audit runs in the steerable process; killed mid-command, it never runs. The run's record in
     # .steerable/txn lets the next start remove what the command planted.
     import signal
-    import subprocess
-    import sys
     import time
 
     (tmp_path / ".vscode").mkdir()
@@ -375,16 +355,7 @@ def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, 
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
     env["STEERABLE_SANDBOX"] = backend
     session = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "session",
-            "--workspace",
-            str(tmp_path),
-            "--no-web-tools",
-            "--no-plugins",
-        ],
+        steerable_argv("session", tmp_path),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -401,24 +372,7 @@ def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, 
     session.send_signal(signal.SIGKILL)
     session.communicate()
     assert (tmp_path / ".mcp.json").exists() and (tmp_path / ".envrc").exists()  # planted, never reverted
-    listed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "call",
-            "list_dir",
-            "{}",
-            "--workspace",
-            str(tmp_path),
-            "--no-web-tools",
-            "--no-plugins",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    listed = steerable_call(tmp_path, "list_dir", "{}", env=env, timeout=60)
     assert listed.returncode == 0, listed.stderr
     assert not (tmp_path / ".mcp.json").exists() and not (tmp_path / ".envrc").exists()
     assert (tmp_path / ".vscode" / "settings.json").read_text() == "{}\n"
