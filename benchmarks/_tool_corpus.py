@@ -1,7 +1,7 @@
 """Shared helpers for the tool_search benchmarks: the peer data sets and synthetic inventories.
 
-The data is ``shared/peer/tool-retrieval/`` (Seal-Tools, MetaTool), found by
-``tests/peer_data.py``: ``STEERABLE_SHARED_DIR``, else ``shared/`` beside the checkout.
+The data is ``tests/data/peer/tool-retrieval/`` (Seal-Tools, MetaTool), committed with the
+tests and found through ``tests/peer_data.py``.
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure
 
 _CHECKOUT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(_CHECKOUT / "tests"))  # peer_data: the one place that finds shared/
+sys.path.insert(0, str(_CHECKOUT / "tests"))  # peer_data: the one place that finds the peer data
 
 from peer_data import peer_dir  # noqa: E402
 
 
 def retrieval_dir() -> Path:
-    """Return ``shared/peer/tool-retrieval``."""
+    """Return ``tests/data/peer/tool-retrieval``."""
     return peer_dir("tool-retrieval")
 
 

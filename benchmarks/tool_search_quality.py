@@ -1,7 +1,7 @@
 """Retrieval quality of ``tool_search``'s ranking on MetaTool and Seal-Tools (measured, not asserted).
 
 What it measures
-    Both labelled data sets in ``shared/peer/tool-retrieval/`` (found like ``tests/peer_data.py``):
+    Both labelled data sets in ``tests/data/peer/tool-retrieval/`` (found by ``tests/peer_data.py``):
     Seal-Tools (4,076 tools, 1,354 test queries) and MetaTool (199 tools, 1,000 queries). Every
     catalogue tool is registered as a deferred tool; each query runs through
     ``ToolSearchIndex.scores(query, 20)``, the ranking the ``tool_search`` tool returns (contract

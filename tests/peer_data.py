@@ -1,26 +1,19 @@
-"""Where the shared peer data lives: ``shared/`` beside the checkout (developers and CI alike).
+"""Where the public peer data lives: ``tests/data/peer/`` in the checkout.
 
-``STEERABLE_SHARED_DIR`` overrides it. A missing folder fails loudly: the conformance suites are
-part of the test run, never silently skipped.
+The data sets (Codex ``apply_patch`` scenarios, labelled tool-retrieval sets, real MCP inventories)
+are committed with the tests, each with a ``SOURCE.md`` naming its upstream repository, commit and
+licence, so a plain clone runs the conformance suites. A missing folder fails loudly: they are part
+of the test run, never silently skipped.
 """
 
-import os
 from pathlib import Path
 
-_CHECKOUT = Path(__file__).resolve().parent.parent
-
-
-def shared_dir() -> Path:
-    """Return the ``shared/`` folder, or raise naming where it was looked for."""
-    candidates = [Path(os.environ["STEERABLE_SHARED_DIR"])] if os.environ.get("STEERABLE_SHARED_DIR") else []
-    candidates.append(_CHECKOUT.parent / "shared")
-    for candidate in candidates:
-        if (candidate / "peer").is_dir():
-            return candidate
-    tried = ", ".join(str(c) for c in candidates)
-    raise FileNotFoundError(f"shared/peer not found (tried {tried}); set STEERABLE_SHARED_DIR")
+PEER = Path(__file__).resolve().parent / "data" / "peer"
 
 
 def peer_dir(name: str) -> Path:
-    """Return ``shared/peer/<name>``."""
-    return shared_dir() / "peer" / name
+    """Return ``tests/data/peer/<name>``, or raise naming the folder that is missing."""
+    path = PEER / name
+    if not path.is_dir():
+        raise FileNotFoundError(f"peer data {name!r} not found at {path}")
+    return path

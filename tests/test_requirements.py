@@ -1,4 +1,4 @@
-"""The rule-to-test map of ``shared/REQUIREMENTS.md``, checked both ways.
+"""The rule-to-test map of ``docs/requirements.md``, checked both ways.
 
 Tests name the requirement IDs they prove, in their names (``..._file_4``) or in comments
 (``# FILE-4``). Every ID of an implemented area must be named by some test, and every ID a test
@@ -8,9 +8,8 @@ names must exist.
 import re
 from pathlib import Path
 
-from peer_data import shared_dir
-
 TESTS = Path(__file__).resolve().parent
+REQUIREMENTS = TESTS.parent / "docs" / "requirements.md"
 ID = re.compile(r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB)[-_](\d+)(?!\d)", re.IGNORECASE)
 
 # Every area of the spec is implemented.
@@ -30,8 +29,10 @@ IMPLEMENTED = (
 
 
 def _requirement_ids() -> set[str]:
-    text = (shared_dir() / "REQUIREMENTS.md").read_text(encoding="utf-8")
-    return {f"{m.group(1)}-{m.group(2)}" for m in re.finditer(r"^- ([A-Z]+)-(\d+) ", text, re.MULTILINE)}
+    text = REQUIREMENTS.read_text(encoding="utf-8")
+    listed = [f"{m.group(1)}-{m.group(2)}" for m in re.finditer(r"^- ([A-Z]+)-(\d+) ", text, re.MULTILINE)]
+    assert len(listed) == len(set(listed)), "an ID is listed twice"
+    return set(listed)
 
 
 def _named_in_tests() -> set[str]:

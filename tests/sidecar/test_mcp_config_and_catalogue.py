@@ -1,6 +1,6 @@
 """MCP tool sources without a server: config files, the result mapping, and the 277 real definitions.
 
-The catalogue tests load ``shared/peer/mcp-inventories`` (11 real servers' ``tools/list``) as
+The catalogue tests load ``tests/data/peer/mcp-inventories`` (11 real servers' ``tools/list``) as
 schema-only deferred tools and check modes (MODE-4), tiers (TIER-1) and ``tool_search`` (TS-1).
 """
 

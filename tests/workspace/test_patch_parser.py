@@ -1,6 +1,6 @@
 """Tests for the pure apply_patch layer: grammar parser and text applier (FILE-11).
 
-The Codex end-to-end scenarios under ``shared/peer/codex-apply-patch`` are replayed in memory: the
+The Codex end-to-end scenarios under ``tests/data/peer/codex-apply-patch`` are replayed in memory: the
 parser and :func:`apply_chunks` must turn ``input/`` into ``expected/``. Scenarios whose outcome depends
 on what is on disk belong to the file layer (``test_apply_patch.py``); here only their grammar is checked.
 """
