@@ -1,8 +1,8 @@
 """steerable_agent_runtime: the framework half of steerable (no network, no process of its own).
 
 A model asks for a :class:`ToolCall`; a :class:`ToolRouter` validates and runs it and answers with a
-:class:`ToolResult`; :func:`is_terminal_result` tells the agent loop whether to stop. Spec:
-``shared/spec/tools-spec.md``.
+:class:`ToolResult`; :func:`is_terminal_result` tells the agent loop whether to stop. Spec: the
+tools spec, whose rules are numbered in ``docs/requirements.md``.
 """
 
 from .ask_user import AskUserHandler, AskUserQuestionsPayload, make_ask_user_tool

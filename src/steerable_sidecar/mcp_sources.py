@@ -361,7 +361,7 @@ def load_mcp_catalogue(
 ) -> list[Tool]:
     """Load MCP tool definitions from an inventory file as schema-only tools (nothing is started).
 
-    For search and mode tests over real definitions: the ``shared/peer/mcp-inventories`` files,
+    For search and mode tests over real definitions: the ``tests/data/peer/mcp-inventories`` files,
     either one ``*.json`` inventory (``{"servers": [{"server", "tools": [...]}]}``) or the flat
     ``catalogue.jsonl`` (one ``{"server", "tool"}`` per line). Names, modes and schemas are built
     exactly as for a connected server; every handler returns a failed result (``needsFollowup``,
