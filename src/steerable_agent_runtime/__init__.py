@@ -5,6 +5,7 @@ A model asks for a :class:`ToolCall`; a :class:`ToolRouter` validates and runs i
 tools spec, whose rules are numbered in ``docs/requirements.md``.
 """
 
+from ._version import __version__
 from .ask_user import AskUserHandler, AskUserQuestionsPayload, make_ask_user_tool
 from .errors import (
     ConfigError,
@@ -65,8 +66,6 @@ from .workspace import (
     version_of,
     workspace_tools_for_cwd,
 )
-
-__version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_TOOL_MODE",
@@ -133,6 +132,7 @@ __all__ = [
     "Workspace",
     "WorkspaceError",
     "WriteConflictError",
+    "__version__",
     "approve_all",
     "assemble_harness",
     "decide_tool_mode",

@@ -4,7 +4,9 @@ The MCP server lives in :mod:`steerable_sidecar.mcp_server` and is not imported 
 ``import steerable_sidecar`` stays free of the ``mcp`` SDK's start-up cost.
 """
 
+from steerable_agent_runtime._version import __version__
+
 from .cli import build_parser, main
 from .session import handle_line, run_session
 
-__all__ = ["build_parser", "handle_line", "main", "run_session"]
+__all__ = ["__version__", "build_parser", "handle_line", "main", "run_session"]
