@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from steerable_agent_runtime import ToolFailed, ToolResult, ToolRetry, ToolRouter, workspace_tools_for_cwd
-from steerable_agent_runtime.errors import ProviderError
+from steerable_agent_runtime.errors import ProviderError, UserError
 from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, Usage
 from steerable_agent_runtime.loop import AgentLoop, RunOutcome
@@ -632,9 +632,10 @@ async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) ->
     }
 
 
-async def test_invalid_scripted_usage_is_a_provider_error(router: ToolRouter) -> None:
-    summary = await AgentLoop(ScriptedProvider([{"text": "x", "usage": "lots"}]), router).run([], "go")
-    assert summary.outcome is RunOutcome.ERROR and "invalid usage" in (summary.error or "")
+def test_invalid_scripted_usage_is_refused_when_the_provider_is_built() -> None:
+    with pytest.raises(UserError) as caught:
+        ScriptedProvider(["fine", {"text": "x", "usage": "lots"}])
+    assert str(caught.value) == 'scripted turn 2, usage: "lots" is not an object'
 
 
 async def test_spills_of_colliding_ids_never_overwrite_each_other(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from steerable_agent_runtime.record import DurableRecord
 from steerable_agent_runtime.spill import SpillHooks
 
 from .boot import HARNESS_CHOICES
-from .sidecar import default_state_dir
+from .sidecar import checked_state_dir
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
 
@@ -245,7 +245,12 @@ def _finish_router(args: argparse.Namespace, router: ToolRouter) -> None:
 
 
 async def _run(
-    args: argparse.Namespace, provider: LLMProvider, instruction: str, cwd: Path, stage: dict[str, bool]
+    args: argparse.Namespace,
+    provider: LLMProvider,
+    instruction: str,
+    cwd: Path,
+    state_dir: Path,
+    stage: dict[str, bool],
 ) -> dict[str, Any]:
     from .boot import boot_tools, mcp_sources_for
 
@@ -262,7 +267,7 @@ async def _run(
         _finish_router(args, router)
         sources = mcp_sources_for(router, args.mcp)
         async with sources if sources is not None else contextlib.nullcontext():
-            return await _run_loop(args, provider, instruction, cwd, stage, router, harness)
+            return await _run_loop(args, provider, instruction, cwd, state_dir, stage, router, harness)
     finally:
         await booted.aclose()
 
@@ -272,12 +277,12 @@ async def _run_loop(
     provider: LLMProvider,
     instruction: str,
     cwd: Path,
+    state_dir: Path,
     stage: dict[str, bool],
     router: ToolRouter,
     harness: AssembledHarness,
 ) -> dict[str, Any]:
     session_id = args.session_id or new_call_id()
-    state_dir = Path(args.state_dir).expanduser() if args.state_dir else default_state_dir()
     record = DurableRecord.for_session(state_dir / "sessions", session_id)
     spill = SpillHooks(state_dir / "sessions" / f"{session_id}.spill")
     spill.register(router)
@@ -342,12 +347,13 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         cwd = Path(args.cwd or os.getcwd()).resolve()
         if not cwd.is_dir():
             raise ValueError(f"--cwd {cwd} is not a directory")
+        state_dir = checked_state_dir(args.state_dir)  # a ConfigError naming --state-dir or the variable
         if provider is None:
             from .providers import default_llm_provider
 
             provider = default_llm_provider()
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the summary line alone
-            out = asyncio.run(_run(args, provider, instruction, cwd, stage))
+            out = asyncio.run(_run(args, provider, instruction, cwd, state_dir, stage))
     except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
         _usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
         return EXIT_CODES[RunOutcome.CANCELLED]

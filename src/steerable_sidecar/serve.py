@@ -18,7 +18,7 @@ from steerable_agent_runtime import SteerableError
 
 from .boot import boot_tools, mcp_sources_for
 from .rpc import JsonRpcPeer, open_stdio_streams
-from .sidecar import Sidecar, SidecarConfig, default_state_dir
+from .sidecar import Sidecar, SidecarConfig, checked_state_dir
 
 __all__ = ["LOG_LEVEL_ENV", "run_sidecar", "serve_stdio"]
 
@@ -101,7 +101,8 @@ def run_sidecar(
 
     Args:
         workspace: The workspace root (default: the working directory).
-        state_dir: Where session records go (default :func:`default_state_dir`).
+        state_dir: Where session records go (default :func:`~steerable_sidecar.sidecar.default_state_dir`);
+            one that is not a usable directory ends the command with exit 2.
         allow_outside: Accept file paths outside the workspace.
         allow_protected_writes: Let the tools write protected paths; ``None`` reads
             ``STEERABLE_ALLOW_PROTECTED_WRITES``.
@@ -110,13 +111,13 @@ def run_sidecar(
         web_tools: Serve ``web_search`` / ``web_fetch`` (``--no-web-tools``: omit them).
     """
     _configure_logging()
-    config = SidecarConfig(
-        workspace=Path(workspace or os.getcwd()).resolve(),
-        state_dir=Path(state_dir).expanduser() if state_dir else default_state_dir(),
-        allow_outside=allow_outside,
-        allow_protected_writes=allow_protected_writes,
-    )
     try:
+        config = SidecarConfig(
+            workspace=Path(workspace or os.getcwd()).resolve(),
+            state_dir=checked_state_dir(state_dir),  # a ConfigError naming --state-dir or the variable
+            allow_outside=allow_outside,
+            allow_protected_writes=allow_protected_writes,
+        )
         asyncio.run(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
     except SteerableError as exc:
         print(f"steerable sidecar: {exc}", file=sys.stderr)

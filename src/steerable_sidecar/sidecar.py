@@ -15,9 +15,11 @@ notifications: ``lifecycle.ready`` (once, at boot) and ``agent.chat.event`` (pro
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,7 @@ from steerable_agent_runtime import (
     workspace_tools_for_cwd,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
+from steerable_agent_runtime.errors import ConfigError
 from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all, mode_lookup
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
@@ -55,7 +58,7 @@ from steerable_agent_runtime.trace import TraceSpan
 from .host_tools import host_executor, register_host_tools
 from .rpc import InvalidParams, JsonRpcPeer
 
-__all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "default_state_dir"]
+__all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "checked_state_dir", "default_state_dir"]
 
 PROTOCOL_VERSION: Final = 1
 """The sidecar protocol version sent in ``lifecycle.ready``."""
@@ -86,6 +89,70 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
         return Path(env[STATE_DIR_ENV]).expanduser()
     base = env.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
     return Path(base) / "steerable"
+
+
+def checked_state_dir(
+    path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None
+) -> Path:
+    """Return a usable state directory: ``path`` (``--state-dir``), else :func:`default_state_dir`.
+
+    A missing directory is created (mode ``0o700``: session records hold the conversation); an
+    existing one must take a new file (probed by creating and removing one).
+
+    Args:
+        path: The ``--state-dir`` value; ``None`` or ``""`` uses the default.
+        environ: The environment the default is read from (default ``os.environ``).
+
+    Raises:
+        ConfigError: When the path is a file, cannot be created or is not writable; the message
+            names where the path came from, e.g. ``--state-dir /tmp/x is not a usable directory:
+            it is a file`` or ``STEERABLE_STATE_DIR=/tmp/x is not a usable directory: ...``.
+    """
+    env = os.environ if environ is None else environ
+    if path:
+        directory = Path(path).expanduser()
+        source = f"--state-dir {directory}"
+    else:
+        directory = default_state_dir(env)
+        source = (
+            f"{STATE_DIR_ENV}={directory}" if env.get(STATE_DIR_ENV) else f"the state directory {directory}"
+        )
+    problem = _state_dir_problem(directory)
+    if problem is not None:
+        raise ConfigError(f"{source} is not a usable directory: {problem}")
+    return directory
+
+
+def _state_dir_problem(directory: Path) -> str | None:
+    """Why ``directory`` cannot hold the state (after creating it if missing), or ``None``."""
+    if not directory.is_dir():
+        if directory.exists():
+            return "it is a file" if directory.is_file() else "it is not a directory"
+        if directory.is_symlink():
+            return "it is a symbolic link to nothing"
+        try:
+            directory.mkdir(mode=0o700, parents=True)
+        except FileExistsError:  # created meanwhile: judged below
+            pass
+        except OSError as exc:
+            blocker = next((p for p in directory.parents if p.exists() or p.is_symlink()), None)
+            if blocker is not None and not blocker.is_dir():
+                kind = "a file" if blocker.is_file() else "not a directory"
+                return f"it cannot be created: {blocker} is {kind}"
+            return f"it cannot be created ({exc.strerror or exc})"
+        if not directory.is_dir():
+            return "it is not a directory"
+    sessions = directory / "sessions"
+    if (sessions.exists() or sessions.is_symlink()) and not sessions.is_dir():
+        return f"{sessions} is not a directory"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".steerable-probe-", dir=directory)
+    except OSError as exc:
+        return f"it is not writable ({exc.strerror or exc})"
+    os.close(fd)
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
+    return None
 
 
 @dataclass(slots=True)

@@ -269,11 +269,12 @@ def test_model_output_cannot_drive_the_terminal(run: Run) -> None:
 
 
 def test_an_unexpected_failure_mid_run_still_prints_the_line(run: Run, tmp_path: Path) -> None:
-    # the durable record cannot be written once the run has started
+    # the durable record cannot be written once the run has started (a directory where the file
+    # goes: the state directory itself is usable, so the up-front check lets the run start)
     turns = [{"tool_calls": [{"id": "a", "name": "list_dir", "arguments": "{}"}]}, "ok"]
-    blocker = tmp_path / "blocked"
-    blocker.write_text("a file where the sessions directory should be")
-    proc = run(turns, "--instruction", "x", "--quiet", "--state-dir", str(blocker))
+    state = tmp_path / "blocked-state"
+    (state / "sessions" / "s1.jsonl").mkdir(parents=True)
+    proc = run(turns, "--instruction", "x", "--quiet", "--state-dir", str(state), "--session-id", "s1")
     summary = summary_of(proc)
     assert proc.returncode == 70 and summary["outcome"] == "internal_error" and summary["exitCode"] == 70
-    assert "NotADirectoryError" in summary["error"] and "Traceback" in proc.stderr
+    assert "IsADirectoryError" in summary["error"] and "Traceback" in proc.stderr
