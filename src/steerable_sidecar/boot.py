@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime._env import env_flag
 from steerable_agent_runtime.errors import ConfigError, PluginLoadError
 from steerable_agent_runtime.harness import AssembledHarness, HarnessStrategy, assemble_harness
 from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
+from steerable_agent_runtime.tools import Tool, ToolExposure
 
 if TYPE_CHECKING:
     from .mcp_sources import McpToolSources
@@ -46,10 +47,12 @@ __all__ = [
     "Booted",
     "boot_tools",
     "mcp_sources_for",
+    "offered_tools",
 ]
 
 ALLOW_PLUGINS_IN_WORKSPACE_ENV: Final = "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE"
 """``1`` accepts a ``STEERABLE_PLUGIN_DIR`` inside the workspace (refused by default)."""
+
 
 MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
 """Path of a JSON file listing the MCP servers every entry point connects."""
@@ -203,3 +206,23 @@ def mcp_sources_for(
     from .mcp_sources import McpToolSources, load_mcp_config  # the mcp SDK: only when servers are configured
 
     return McpToolSources(router, load_mcp_config(path))
+
+
+def offered_tools(
+    router: ToolRouter, offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+) -> list[Tool]:
+    """The tools a model (or an MCP host) is offered, in order: what ``tools/list`` serves.
+
+    Args:
+        router: The registered tools.
+        offered: A harness's ``offered`` (OpenAI function descriptors); ``None`` means the
+            direct tier.
+
+    Returns:
+        The offered tools that are registered on ``router``.
+    """
+    if offered is None:
+        return [tool for tool in router if tool.exposure is ToolExposure.DIRECT]
+    names = [descriptor.get("function", descriptor).get("name") for descriptor in offered()]
+    found = (router.get(name) for name in names if isinstance(name, str))
+    return [tool for tool in found if tool is not None]

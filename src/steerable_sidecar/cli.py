@@ -26,60 +26,136 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any, Final
 
-from steerable_agent_runtime import SteerableError, ToolCall, ToolRouter, new_call_id
+from steerable_agent_runtime import SteerableError, ToolCall, ToolRouter, __version__, new_call_id
+from steerable_agent_runtime.tools import Tool
 
-from .boot import HARNESS_CHOICES, Booted, boot_tools, mcp_sources_for
+from ._logging import configure_logging, log_level
+from .boot import HARNESS_CHOICES, Booted, boot_tools, mcp_sources_for, offered_tools
 
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the ``steerable`` argument parser."""
-    parser = argparse.ArgumentParser(
-        prog="steerable",
-        description="Agent tool runtime: validated tool calls and safe workspace file tools.",
+_EPILOG: Final = (
+    "Shared options work before or after the command. Configuration comes from STEERABLE_* "
+    "variables: `steerable doctor` shows what they resolve to here, docs/configuration.md lists them all."
+)
+_RUN_EPILOG: Final = (
+    "The model comes from STEERABLE_PROVIDER (openai, openrouter, deepseek, glm, ollama, scripted), "
+    "STEERABLE_MODEL, STEERABLE_BASE_URL and STEERABLE_API_KEY (STEERABLE_SCRIPT for scripted); "
+    "`steerable doctor` checks them. Exit codes: 0 success, 1 failed terminal result, 2 usage or "
+    "configuration error, 3 round limit, 4 provider failure, 70 internal error, 130 interrupted."
+)
+
+
+def _shared_options(parser: argparse.ArgumentParser, *, top: bool, outside: bool = True) -> None:
+    """Add the options every command takes, so they work before or after the command name.
+
+    On the top parser they carry the defaults; on a command's parser their default is
+    ``SUPPRESS``, so a value given before the command is not reset by the command's parser.
+    """
+
+    def default(value: object) -> object:
+        return value if top else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--workspace",
+        "-w",
+        default=default(None),
+        metavar="DIR",
+        help="workspace root (default: current directory)",
     )
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--workspace", "-w", default=None, metavar="DIR", help="workspace root (default: current directory)"
-    )
-    common.add_argument(
-        "--allow-outside-workspace",
-        action="store_true",
-        help="accept paths outside the workspace (only for runs the host already jails)",
-    )
-    common.add_argument(
+    if outside:
+        parser.add_argument(
+            "--allow-outside-workspace",
+            action="store_true",
+            default=default(False),
+            help="accept paths outside the workspace (only for runs the host already jails)",
+        )
+    parser.add_argument(
         "--allow-protected-writes",
         action="store_true",
-        default=None,
+        default=default(None),
         help="let the file tools (and bash) write .git, shell start-up files, editor, agent and MCP "
         "configuration (default: refused; also STEERABLE_ALLOW_PROTECTED_WRITES=1)",
     )
-    common.add_argument(
+    parser.add_argument(
         "--harness",
         choices=HARNESS_CHOICES,
-        default="full",
+        default=default("full"),
         help="offered tools: full, minimal, or progressive (direct tier + tool_search)",
     )
-    common.add_argument(
-        "--no-plugins", action="store_true", help="skip plugins (entry points and STEERABLE_PLUGIN_DIR)"
+    parser.add_argument(
+        "--no-plugins",
+        action="store_true",
+        default=default(False),
+        help="skip plugins (entry points and STEERABLE_PLUGIN_DIR)",
     )
-    common.add_argument(
-        "--no-web-tools", action="store_true", help="omit web_search and web_fetch (offline task contract)"
+    parser.add_argument(
+        "--no-web-tools",
+        action="store_true",
+        default=default(False),
+        help="omit web_search and web_fetch (offline task contract)",
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    tools = sub.add_parser("tools", parents=[common], help="list the tools (name, mode, tier, description)")
-    tools.add_argument("--json", action="store_true", help="print the full inventory as JSON")
+    parser.add_argument(
+        "--verbose",
+        "-v",
+        action="count",
+        default=default(0),
+        help="log to stderr: -v INFO, -vv DEBUG (default: STEERABLE_LOG_LEVEL, else WARNING)",
+    )
+
+
+class _Parser(argparse.ArgumentParser):
+    """A command's parser: no abbreviated options (``--all`` is not ``--allow-...``, ever)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the ``steerable`` argument parser."""
+    parser = _Parser(
+        prog="steerable",
+        description="Agent tool runtime: validated tool calls and safe workspace file tools.",
+        epilog=_EPILOG,
+    )
+    parser.add_argument("--version", action="version", version=f"steerable {__version__}")
+    _shared_options(parser, top=True)
+    common = _Parser(add_help=False)
+    _shared_options(common, top=False)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    tools = sub.add_parser(
+        "tools", parents=[common], help="list the offered tools (name, mode, tier, description)"
+    )
+    tools.add_argument("--json", action="store_true", help="print the tools' full descriptors as JSON")
+    tools.add_argument(
+        "--all", action="store_true", help="every registered tool, deferred and hidden ones included"
+    )
     call = sub.add_parser("call", parents=[common], help="run one tool call and print its ToolResult JSON")
     call.add_argument("name", help="tool name, e.g. read_file")
-    call.add_argument("arguments", nargs="?", default="{}", help="JSON object of arguments (default {})")
+    call.add_argument("arguments", nargs="?", default=None, help="JSON object of arguments (default {})")
     sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
     sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
     plugins = sub.add_parser("plugins", parents=[common], help="list the plugins, their origins and tools")
     plugins.add_argument("--json", action="store_true", help="print the plugins as JSON")
+    doctor = sub.add_parser(
+        "doctor",
+        parents=[common],
+        help="show the resolved configuration and what each part will do here; exit 2 on a problem",
+    )
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.add_argument("--state-dir", default=None, metavar="DIR", help="the state directory to check")
+    run_common = _Parser(add_help=False)
+    _shared_options(run_common, top=False, outside=False)
     run = sub.add_parser(
-        "run", help="one headless agent run in a jailed workspace; prints a JSON summary line on stdout"
+        "run",
+        parents=[run_common],
+        help="one headless agent run in a jailed workspace; prints a JSON summary line on stdout",
+        epilog=_RUN_EPILOG,
     )
     from .headless import add_run_arguments
 
@@ -141,8 +217,8 @@ async def _closing(booted: Booted, work: Awaitable[int]) -> int:
         await booted.aclose()
 
 
-def _print_table(router: ToolRouter) -> None:
-    rows = [(t.name, t.mode.value, t.exposure.value, " ".join(t.description.split())) for t in router]
+def _print_table(tools: Sequence[Tool]) -> None:
+    rows = [(t.name, t.mode.value, t.exposure.value, " ".join(t.description.split())) for t in tools]
     widths = [max(len(r[i]) for r in rows + [("NAME", "MODE", "TIER", "")]) for i in range(3)]
     width = max(shutil.get_terminal_size((120, 24)).columns - sum(widths) - 6, 30)
     header = ("NAME", "MODE", "TIER", "DESCRIPTION")
@@ -192,14 +268,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    args, extra = parser.parse_known_args(argv)
+    if args.command == "call" and args.arguments is None and extra and not extra[0].startswith("-"):
+        # `call NAME --harness X '{...}'`: argparse gives the optional `arguments` up before the
+        # option, so the JSON lands in the extras; it is the command's second positional
+        args.arguments = extra.pop(0)
+    if extra:  # reported by the sub-command's parser, so `steerable run` still prints its JSON line
+        report = args.usage_error if args.command == "run" else parser.error
+        report(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command == "run" and args.allow_outside_workspace:
+        args.usage_error("steerable run jails the workspace: --allow-outside-workspace is not accepted")
+    return args
+
+
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
-    if extra:  # reported by the sub-command's parser, so `steerable run` still prints its JSON line
-        report = getattr(args, "usage_error", None) or parser.error
-        report(f"unrecognized arguments: {' '.join(extra)}")
+    args = _parse(parser, argv)
     if args.command is None:
         parser.print_help()
+        return 2
+    try:
+        configure_logging(log_level(args.verbose))
+    except SteerableError as exc:
+        if args.command == "run":
+            args.usage_error(str(exc))
+        print(f"steerable: {exc}", file=sys.stderr)
         return 2
     if args.command == "run":
         from .headless import run_headless
@@ -217,10 +311,14 @@ def _main(argv: Sequence[str] | None) -> int:
             plugins=not args.no_plugins,
             web_tools=not args.no_web_tools,
         )
+    if args.command == "doctor":
+        from .doctor import run_doctor
+
+        return run_doctor(args)
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
-        if args.command == "plugins":  # listing plugins needs no MCP server started
+        if args.command in ("plugins", "tools"):  # listing needs no MCP server started
             return asyncio.run(_closing(booted, _command(args, booted)))
         return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
     except SteerableError as exc:
@@ -231,16 +329,17 @@ def _main(argv: Sequence[str] | None) -> int:
 async def _command(args: argparse.Namespace, booted: Booted) -> int:
     router = booted.router
     if args.command == "tools":
+        listed = list(router) if args.all else offered_tools(router, booted.harness.offered)
         if args.json:
-            print(json.dumps(router.describe(), indent=2))
+            print(json.dumps([tool.describe() for tool in listed], indent=2))
         else:
-            _print_table(router)
+            _print_table(listed)
         return 0
     if args.command == "plugins":
         _print_plugins(booted, args.json)
         return 0
     if args.command == "call":
-        return await _call(router, args.name, args.arguments)
+        return await _call(router, args.name, args.arguments or "{}")
     if args.command == "session":
         from .session import run_session
 
@@ -250,8 +349,37 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
         return 0
     from .mcp_server import serve_mcp_stdio  # imports the mcp SDK: only here
 
-    await serve_mcp_stdio(router, offered=booted.harness.offered)
+    announce = asyncio.create_task(_announce_mcp(args, booted))
+    try:
+        await serve_mcp_stdio(router, offered=booted.harness.offered)
+    finally:
+        announce.cancel()
     return 0
+
+
+async def _announce_mcp(args: argparse.Namespace, booted: Booted) -> None:
+    """Say on stderr, once, what this MCP server serves: a terminal otherwise shows nothing.
+
+    The sandbox probe (a bubblewrap test run, tens of ms) runs in a thread, so the MCP handshake
+    never waits for it.
+    """
+    from steerable_agent_runtime.errors import SandboxUnavailableError
+    from steerable_agent_runtime.sandbox import select_backend
+
+    offered = len(offered_tools(booted.router, booted.harness.offered))
+    try:
+        backend = (await asyncio.to_thread(select_backend)).info.backend
+    except SandboxUnavailableError:
+        backend = "none (bash refuses every command; see steerable doctor)"
+    except SteerableError as exc:
+        backend = f"misconfigured ({exc})"
+    workspace = Path(args.workspace or os.getcwd()).resolve()
+    print(
+        f"steerable mcp {__version__}: serving {offered} tools ({args.harness} harness) for {workspace}; "
+        f"sandbox: {backend}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

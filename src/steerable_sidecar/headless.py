@@ -1,9 +1,9 @@
 """``steerable run``: one headless agent run in a jailed workspace.
 
 For eval harnesses and CI: the model comes from the ``STEERABLE_*`` provider configuration
-(``docs/providers.md``), the file tools are confined to ``--cwd``, every consent prompt is
-answered yes (the workspace is the jail), progress streams to stderr, and stdout carries exactly
-one line: the JSON summary::
+(``docs/providers.md``), the file tools are confined to ``--workspace`` (alias ``--cwd``), every
+consent prompt is answered yes (the workspace is the jail), progress streams to stderr, and stdout
+carries exactly one line: the JSON summary::
 
     {"outcome": "completed", "rounds": 3, "toolCalls": 4, "usage": {...}, "text": "...",
      "sessionId": "...", "durationMs": 5123.4}
@@ -38,7 +38,6 @@ from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEven
 from steerable_agent_runtime.record import DurableRecord
 from steerable_agent_runtime.spill import SpillHooks
 
-from .boot import HARNESS_CHOICES
 from .sidecar import checked_state_dir
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
@@ -69,6 +68,9 @@ def _usage_line(error: str, code: int = 2, outcome: str = "usage_error") -> None
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the ``steerable run`` options to ``parser``.
 
+    The shared options (``--workspace/-w``, ``--harness``, ``--no-web-tools``, ``--no-plugins``,
+    ``--allow-protected-writes``, ``--verbose``) come from the ``steerable`` parser
+    (``steerable_sidecar.cli``); ``--cwd`` stays as an alias of ``--workspace``.
     The parser's usage errors also print the one-line JSON summary on stdout
     (``{"outcome": "usage_error", ...}``), so a harness reading stdout always gets a line.
     """
@@ -84,7 +86,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--instruction", metavar="TEXT", help="the task for the agent")
     source.add_argument("--instruction-file", metavar="FILE", help="read the task from FILE ('-' for stdin)")
     parser.add_argument(
-        "--cwd", metavar="DIR", default=None, help="the jailed workspace (default: current directory)"
+        "--cwd", dest="workspace", metavar="DIR", default=argparse.SUPPRESS, help="alias of --workspace"
     )
     parser.add_argument(
         "--max-rounds",
@@ -92,24 +94,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         default=DEFAULT_MAX_ROUNDS,
         metavar="N",
         help="model calls at most",
-    )
-    parser.add_argument(
-        "--harness",
-        choices=HARNESS_CHOICES,
-        default="full",
-        help="which tools are offered: full, minimal, or progressive (direct tier + tool_search)",
-    )
-    parser.add_argument(
-        "--no-web-tools",
-        action="store_true",
-        help="omit web_search and web_fetch entirely (offline task contract)",
-    )
-    parser.add_argument(
-        "--allow-protected-writes",
-        action="store_true",
-        default=None,
-        help="let the file tools (and bash) write .git, shell start-up files, editor, agent and MCP "
-        "configuration (default: refused; also STEERABLE_ALLOW_PROTECTED_WRITES=1)",
     )
     parser.add_argument(
         "--model-timeout-ms",
@@ -123,9 +107,6 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         default=None,
         help="MCP servers to connect (JSON; default $STEERABLE_MCP_CONFIG); their tools are deferred",
-    )
-    parser.add_argument(
-        "--no-plugins", action="store_true", help="skip plugins (entry points and STEERABLE_PLUGIN_DIR)"
     )
     parser.add_argument("--system", metavar="TEXT", default=None, help="replace the default system prompt")
     parser.add_argument("--session-id", metavar="ID", default=None, help="resume (or name) a durable session")
@@ -344,9 +325,9 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
     stage = {"running": False}
     try:
         instruction = _instruction(args)
-        cwd = Path(args.cwd or os.getcwd()).resolve()
+        cwd = Path(args.workspace or os.getcwd()).resolve()
         if not cwd.is_dir():
-            raise ValueError(f"--cwd {cwd} is not a directory")
+            raise ValueError(f"--workspace {cwd} is not a directory")
         state_dir = checked_state_dir(args.state_dir)  # a ConfigError naming --state-dir or the variable
         if provider is None:
             from .providers import default_llm_provider

@@ -23,9 +23,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from steerable_agent_runtime import ToolCall, ToolExposure, ToolMode, ToolResult, ToolRouter, new_call_id
+from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id
 from steerable_agent_runtime.modes import OPEN_WORLD_READS
 from steerable_agent_runtime.tools import Tool
+
+from .boot import offered_tools
 
 __all__ = ["build_mcp_server", "mode_annotations", "serve_mcp_stdio", "to_call_tool_result"]
 
@@ -105,12 +107,7 @@ def build_mcp_server(
     async def list_tools(
         ctx: ServerRequestContext[Any], params: mcp_t.PaginatedRequestParams | None
     ) -> mcp_t.ListToolsResult:
-        if offered is None:
-            tools = [t for t in router if t.exposure is ToolExposure.DIRECT]
-        else:
-            names = [d.get("function", d).get("name") for d in offered()]
-            tools = [t for t in (router.get(n) for n in names if isinstance(n, str)) if t is not None]
-        return mcp_t.ListToolsResult(tools=[_mcp_tool(t) for t in tools])
+        return mcp_t.ListToolsResult(tools=[_mcp_tool(t) for t in offered_tools(router, offered)])
 
     async def call_tool(
         ctx: ServerRequestContext[Any], params: mcp_t.CallToolRequestParams

@@ -42,6 +42,8 @@ from steerable_agent_runtime.modes import mode_from_annotations
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
+from .boot import MCP_CONFIG_ENV
+
 if TYPE_CHECKING:
     from mcp import Client
     from mcp_types import CallToolResult
@@ -60,8 +62,6 @@ __all__ = [
 
 logger = logging.getLogger("steerable_sidecar.mcp_sources")
 
-MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
-"""Environment variable naming a JSON config file of MCP servers (:func:`load_mcp_config_from_env`)."""
 MCP_TOOL_PREFIX: Final = "mcp__"
 """Every MCP tool's registered name starts with this, then ``<server>__<tool>``."""
 DEFAULT_CALL_TIMEOUT_MS: Final = 120_000

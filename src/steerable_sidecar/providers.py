@@ -49,8 +49,16 @@ from ._endpoints import checked_base_url, header_safe
 from ._secrets import redact
 
 __all__ = [
+    "API_KEY_ENV",
+    "BASE_URL_ENV",
     "DEFAULT_BASE_URLS",
+    "DEFAULT_REQUEST_TIMEOUT_MS",
+    "MAX_REQUEST_TIMEOUT_MS",
+    "MODEL_ENV",
+    "PROVIDER_ENV",
     "PROVIDER_NAMES",
+    "REQUEST_TIMEOUT_ENV",
+    "SCRIPT_ENV",
     "LLMConfig",
     "OpenAICompatibleProvider",
     "ProviderName",
@@ -76,9 +84,18 @@ DEFAULT_BASE_URLS: Final[Mapping[str, str]] = MappingProxyType(
 )
 """The base URL each HTTP provider uses when ``STEERABLE_BASE_URL`` is unset."""
 
+PROVIDER_ENV: Final = "STEERABLE_PROVIDER"
+MODEL_ENV: Final = "STEERABLE_MODEL"
+BASE_URL_ENV: Final = "STEERABLE_BASE_URL"
+API_KEY_ENV: Final = "STEERABLE_API_KEY"
+SCRIPT_ENV: Final = "STEERABLE_SCRIPT"
+REQUEST_TIMEOUT_ENV: Final = "STEERABLE_REQUEST_TIMEOUT_MS"
+"""The variables :meth:`LLMConfig.from_env` reads (``docs/configuration.md``)."""
+DEFAULT_REQUEST_TIMEOUT_MS: Final = 600_000
+MAX_REQUEST_TIMEOUT_MS: Final = 3_600_000
+"""``STEERABLE_REQUEST_TIMEOUT_MS``: the default and the ceiling (the floor is 1), in milliseconds."""
+
 _KEYLESS: Final = frozenset({"ollama", "scripted"})
-_DEFAULT_TIMEOUT_MS: Final = 600_000
-_MAX_TIMEOUT_MS: Final = 3_600_000
 _DEFAULT_MAX_RETRIES: Final = 2
 _DEFAULT_RETRY_BASE_DELAY_MS: Final = 500
 _DEFAULT_RETRY_MAX_DELAY_MS: Final = 20_000
@@ -124,7 +141,7 @@ class LLMConfig:
     base_url: str | None = None
     api_key: SecretStr | None = None
     script: Path | None = None
-    request_timeout_ms: int = _DEFAULT_TIMEOUT_MS
+    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDER_NAMES:
@@ -142,8 +159,8 @@ class LLMConfig:
             if base_url is None
             else checked_base_url(
                 base_url.strip(),
-                variable="STEERABLE_BASE_URL",
-                key_variable="STEERABLE_API_KEY",
+                variable=BASE_URL_ENV,
+                key_variable=API_KEY_ENV,
                 appends="/chat/completions",
             ),
         )
@@ -161,10 +178,11 @@ class LLMConfig:
             )
         self._check_script()
         timeout = self.request_timeout_ms
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or not 1 <= timeout <= _MAX_TIMEOUT_MS:
+        in_range = isinstance(timeout, int) and 1 <= timeout <= MAX_REQUEST_TIMEOUT_MS
+        if isinstance(timeout, bool) or not in_range:
             raise ConfigError(
                 f"STEERABLE_REQUEST_TIMEOUT_MS={timeout!r} is out of range; "
-                f"use a whole number of milliseconds from 1 to {_MAX_TIMEOUT_MS}"
+                f"use a whole number of milliseconds from 1 to {MAX_REQUEST_TIMEOUT_MS}"
             )
 
     def _check_script(self) -> None:
@@ -198,18 +216,18 @@ class LLMConfig:
         def get(name: str) -> str | None:
             return env.get(name, "").strip() or None
 
-        provider = (get("STEERABLE_PROVIDER") or "openai").lower()
+        provider = (get(PROVIDER_ENV) or "openai").lower()
         if provider not in PROVIDER_NAMES:
             raise ConfigError(_unknown_provider(provider))
-        key = get("STEERABLE_API_KEY")
-        script = get("STEERABLE_SCRIPT")
+        key = get(API_KEY_ENV)
+        script = get(SCRIPT_ENV)
         return cls(
             provider=provider,
-            model=get("STEERABLE_MODEL"),
-            base_url=get("STEERABLE_BASE_URL"),
+            model=get(MODEL_ENV),
+            base_url=get(BASE_URL_ENV),
             api_key=SecretStr(key) if key else None,
             script=Path(script) if script else None,
-            request_timeout_ms=_int_var("STEERABLE_REQUEST_TIMEOUT_MS", get, _DEFAULT_TIMEOUT_MS),
+            request_timeout_ms=_int_var(REQUEST_TIMEOUT_ENV, get, DEFAULT_REQUEST_TIMEOUT_MS),
         )
 
 

@@ -64,6 +64,7 @@ from steerable_agent_runtime.tools import Tool
 
 __all__ = [
     "CHILD_PROGRAM",
+    "RUN_CODE_BOUNDS",
     "RUN_CODE_ENV",
     "RUN_CODE_LIMIT_ENV",
     "RUN_CODE_TOOL_NAME",
@@ -91,7 +92,7 @@ RUN_CODE_LIMIT_ENV: Final[Mapping[str, str]] = {
 CHILD_PROGRAM: Final = Path(__file__).with_name("_run_code_child.py")
 """The program the child interpreter runs (compiled here, passed with ``-c``)."""
 
-_BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
+RUN_CODE_BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
     "timeout_ms": (1, 3_600_000),
     "max_calls": (0, 100_000),
     "max_source_bytes": (1, 10_000_000),
@@ -136,7 +137,7 @@ class RunCodeConfig:
     max_value_bytes: int = 1_000_000
 
     def __post_init__(self) -> None:
-        for name, (floor, ceiling) in _BOUNDS.items():
+        for name, (floor, ceiling) in RUN_CODE_BOUNDS.items():
             value = getattr(self, name)
             if type(value) is not int or not floor <= value <= ceiling:
                 raise ConfigError(
@@ -155,8 +156,8 @@ class RunCodeConfig:
             name: env_int(
                 var,
                 getattr(defaults, name),
-                floor=_BOUNDS[name][0],
-                ceiling=_BOUNDS[name][1],
+                floor=RUN_CODE_BOUNDS[name][0],
+                ceiling=RUN_CODE_BOUNDS[name][1],
                 environ=environ,
             )
             for name, var in RUN_CODE_LIMIT_ENV.items()

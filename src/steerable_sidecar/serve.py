@@ -1,43 +1,27 @@
 """``steerable sidecar``: boot the sidecar on this process's stdin/stdout.
 
-Logs go to stderr only (level from ``STEERABLE_LOG_LEVEL``, default ``WARNING``); stdout carries
-nothing but protocol frames (a stray ``print`` is redirected to stderr). Exit codes: 0 after stdin
-EOF or ``system.shutdown``, 2 when the configuration is invalid (the message names the variable).
+Logs go to stderr only (level from ``--verbose`` or ``STEERABLE_LOG_LEVEL``, default ``WARNING``);
+stdout carries nothing but protocol frames (a stray ``print`` is redirected to stderr). Exit codes:
+0 after stdin EOF or ``system.shutdown``, 2 when the configuration is invalid (the message names
+the variable).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import logging
 import os
 import sys
 from pathlib import Path
 
 from steerable_agent_runtime import SteerableError
 
+from ._logging import LOG_LEVEL_ENV
 from .boot import boot_tools, mcp_sources_for
 from .rpc import JsonRpcPeer, open_stdio_streams
 from .sidecar import Sidecar, SidecarConfig, checked_state_dir
 
 __all__ = ["LOG_LEVEL_ENV", "run_sidecar", "serve_stdio"]
-
-LOG_LEVEL_ENV = "STEERABLE_LOG_LEVEL"
-"""``DEBUG``, ``INFO``, ``WARNING`` (default) or ``ERROR``: the sidecar's stderr log level."""
-
-
-def _configure_logging() -> None:
-    level_name = os.environ.get(LOG_LEVEL_ENV, "WARNING").upper()
-    level = logging.getLevelName(level_name)
-    if not isinstance(level, int):
-        print(
-            f"steerable sidecar: {LOG_LEVEL_ENV}={level_name!r} is not a log level; using WARNING",
-            file=sys.stderr,
-        )
-        level = logging.WARNING
-    logging.basicConfig(
-        stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
 
 
 async def serve_stdio(
@@ -110,7 +94,6 @@ def run_sidecar(
         plugins: Load the configured plugins.
         web_tools: Serve ``web_search`` / ``web_fetch`` (``--no-web-tools``: omit them).
     """
-    _configure_logging()
     try:
         config = SidecarConfig(
             workspace=Path(workspace or os.getcwd()).resolve(),

@@ -1,0 +1,170 @@
+"""The table of the runtime's ``STEERABLE_*`` environment variables.
+
+Each :class:`EnvVar` names one variable, what it does, its default, its bounds and the CLI flag
+with the same effect. The entries take their names, defaults and bounds from the constants the
+code reads (``SandboxConfig``, ``ResourceLimits``, the workspace tools), so the table cannot drift
+from the code; ``steerable_sidecar.settings`` adds the process-level variables, ``steerable
+doctor`` prints them resolved, and ``scripts/generate_config_docs.py`` writes
+``docs/configuration.md`` from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final, Literal
+
+from ._protected import PROTECTED_ENV, PROTECTED_FLAG
+from .plugins import PLUGIN_DIR_ENV
+from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, LIMIT_ENV, NETWORK_ENV, SANDBOX_ENV
+from .sandbox._policy import LIMIT_BOUNDS, ResourceLimits
+from .workspace._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
+
+__all__ = ["RUNTIME_VARIABLES", "EnvKind", "EnvVar"]
+
+EnvKind = Literal["flag", "int", "choice", "text", "path", "secret", "url", "list"]
+"""How a variable's value is read: ``flag`` is 1/true/yes/on or 0/false/no/off; ``int`` a whole
+number within ``floor..ceiling`` (``_`` separators allowed); ``choice`` one of ``choices``
+(case-insensitive); ``list`` comma-separated; ``secret`` is never shown, only set or unset."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvVar:
+    """One environment variable the code reads.
+
+    Attributes:
+        name: The variable, e.g. ``STEERABLE_SANDBOX``.
+        area: The section it belongs to (``Workspace``, ``Sandbox``...), for the reference.
+        summary: What it does, one or two sentences.
+        kind: How the value is read (:data:`EnvKind`).
+        default: The value when unset, as text (``""`` when there is none).
+        floor: The smallest accepted value of an ``int``.
+        ceiling: The largest accepted value of an ``int``.
+        unit: The unit of an ``int`` (``ms``, ``bytes``, ``seconds``...), ``""`` when none.
+        choices: The accepted values of a ``choice``.
+        flag: The CLI flag with the same effect (``""`` when there is none).
+    """
+
+    name: str
+    area: str
+    summary: str
+    kind: EnvKind
+    default: str = ""
+    floor: int | None = None
+    ceiling: int | None = None
+    unit: str = ""
+    choices: tuple[str, ...] = ()
+    flag: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.kind == "int") != (self.floor is not None and self.ceiling is not None):
+            raise ValueError(f"{self.name}: an int variable needs floor and ceiling, and only it")
+        if (self.kind == "choice") != bool(self.choices):
+            raise ValueError(f"{self.name}: a choice variable needs choices, and only it")
+
+    @property
+    def bounds(self) -> str:
+        """The accepted values as text: ``1..600000 ms``, ``auto | bwrap``, ``0 or 1``..."""
+        if self.kind == "int":
+            unit = f" {self.unit}" if self.unit else ""
+            return f"{self.floor:_}..{self.ceiling:_}{unit}".replace("_", " ")
+        if self.kind == "choice":
+            return " | ".join(self.choices)
+        if self.kind == "flag":
+            return "0 or 1"
+        return {"path": "a path", "secret": "a secret", "url": "an http(s) URL", "list": "a, b, ..."}.get(
+            self.kind, "text"
+        )
+
+
+_LIMIT_DOCS: Final = {
+    "cpu_seconds": ("CPU time per process of a sandboxed command (`RLIMIT_CPU`); 0 = no limit.", "s"),
+    "memory_bytes": (
+        "Memory of a whole sandboxed command (a memory cgroup where one is writable), address space per "
+        "process (`RLIMIT_AS`), and the size of bubblewrap's `/tmp` and `/dev/shm`; 0 = no limit.",
+        "bytes",
+    ),
+    "max_processes": ("Processes (threads) a sandboxed command may add; 0 = no limit.", "processes"),
+    "max_output_bytes": ("Bytes kept per captured stream of a command (head and tail).", "bytes"),
+}
+
+
+def _limits() -> tuple[EnvVar, ...]:
+    defaults = ResourceLimits()
+    bounds = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}
+    return tuple(
+        EnvVar(
+            name=LIMIT_ENV[field],
+            area="Sandbox",
+            summary=_LIMIT_DOCS[field][0],
+            kind="int",
+            default=str(getattr(defaults, field)),
+            floor=bounds[field][0],
+            ceiling=bounds[field][1],
+            unit=_LIMIT_DOCS[field][1],
+        )
+        for field in LIMIT_ENV
+    )
+
+
+RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
+    EnvVar(
+        name=REQUIRE_READ_ENV,
+        area="Workspace",
+        summary="Refuse to overwrite or edit an existing file the session has not read in full "
+        "(content-hash read-before-write). 0 lets a write through with an `expectedVersion` only.",
+        kind="flag",
+        default="1",
+    ),
+    EnvVar(
+        name=PROTECTED_ENV,
+        area="Workspace",
+        summary="Let the file tools and `bash` write protected paths: `.git`, shell start-up files, "
+        "editor, agent and MCP configuration.",
+        kind="flag",
+        default="0",
+        flag=PROTECTED_FLAG,
+    ),
+    EnvVar(
+        name=CROSS_PROCESS_LOCK_ENV,
+        area="Workspace",
+        summary="Hold an `flock` on each changed file's directory from the version check to the rename, "
+        "so two processes never lose a write. 0 for filesystems without locks.",
+        kind="flag",
+        default="1",
+    ),
+    EnvVar(
+        name=PLUGIN_DIR_ENV,
+        area="Plugins",
+        summary="A directory of plugin modules (`*.py`) loaded at boot, after the entry-point plugins. "
+        "Refused inside the workspace unless `STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE=1`.",
+        kind="path",
+        flag="--no-plugins (skips all plugins)",
+    ),
+    EnvVar(
+        name=SANDBOX_ENV,
+        area="Sandbox",
+        summary="The layer-2 sandbox of `bash` and `run_code`: `auto` walks the platform's ladder "
+        "(Linux: bwrap, then Landlock; macOS: Seatbelt); a name forces that backend; `none` refuses "
+        "every command.",
+        kind="choice",
+        default="auto",
+        choices=BACKEND_CHOICES,
+    ),
+    EnvVar(
+        name=CONFINED_ENV,
+        area="Sandbox",
+        summary="Set by a host that already runs steerable inside an OS sandbox: the layer-2 wrap is "
+        "skipped and results report `backend: inherited`.",
+        kind="flag",
+        default="0",
+    ),
+    EnvVar(
+        name=NETWORK_ENV,
+        area="Sandbox",
+        summary="Let sandboxed commands use the network.",
+        kind="flag",
+        default="0",
+    ),
+    *_limits(),
+)
+"""The variables ``steerable_agent_runtime`` reads, in reference order."""

@@ -1,0 +1,496 @@
+"""``steerable doctor``: what the installed tool will do on this machine, and what is wrong.
+
+It resolves the configuration the way the commands do (the same boot, the same validation, so a
+problem shows the message a command would print) and reports, for the workspace, the tools, the
+sandbox (the probe result of every backend), ``run_code``, the web tools and their egress, the
+model provider, plugins, MCP servers, the state directory and logging. Then every ``STEERABLE_*``
+variable with its value and where it came from. Secrets are shown only as set or unset.
+
+Exit codes: 0 when nothing is wrong, 2 when a check failed (a misconfiguration: the same code the
+commands exit with). ``warn`` rows (no sandbox backend, a provider not configured) do not fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from steerable_agent_runtime import SteerableError, __version__
+from steerable_agent_runtime._env import env_flag
+from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
+from steerable_agent_runtime.sandbox import LADDERS, SandboxConfig, default_backends, select_backend
+
+from .boot import Booted, boot_tools, offered_tools
+from .settings import VARIABLES
+
+__all__ = ["Check", "DoctorReport", "Status", "diagnose", "run_doctor"]
+
+Status = Literal["ok", "off", "warn", "error"]
+"""``ok`` works; ``off`` turned off on purpose; ``warn`` works partly or needs setting up for some
+commands; ``error`` a misconfiguration the commands would refuse to start with."""
+
+_STYLE: Final = {"ok": "green", "off": "dim", "warn": "yellow", "error": "bold red"}
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One row of the report.
+
+    Attributes:
+        section: ``Workspace``, ``Tools``, ``Sandbox``, ``run_code``, ``Web tools``, ``Model
+            provider``, ``Plugins``, ``MCP servers``, ``State and logs``.
+        item: What is checked.
+        value: What it resolved to.
+        status: See :data:`Status`.
+        detail: Why, or the message a command would print.
+    """
+
+    section: str
+    item: str
+    value: str
+    status: Status = "ok"
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DoctorReport:
+    """The whole report: checks, then every variable.
+
+    Attributes:
+        checks: The rows, in section order.
+        variables: ``{"name", "value", "source"}`` per ``STEERABLE_*`` variable; ``source`` is
+            ``env`` or ``default``; a secret's value is ``set`` or ``unset``.
+    """
+
+    checks: tuple[Check, ...]
+    variables: tuple[dict[str, str], ...] = field(default_factory=tuple)
+
+    @property
+    def errors(self) -> tuple[Check, ...]:
+        """The checks with status ``error``."""
+        return tuple(check for check in self.checks if check.status == "error")
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``--json`` form: ``{"version", "ok", "checks": [...], "variables": [...]}``."""
+        return {
+            "version": __version__,
+            "ok": not self.errors,
+            "checks": [
+                {
+                    "section": c.section,
+                    "item": c.item,
+                    "value": c.value,
+                    "status": c.status,
+                    "detail": c.detail,
+                }
+                for c in self.checks
+            ],
+            "variables": list(self.variables),
+        }
+
+
+@dataclass(slots=True)
+class _Rows:
+    rows: list[Check] = field(default_factory=list)
+
+    def add(self, section: str, item: str, value: object, status: Status = "ok", detail: str = "") -> None:
+        self.rows.append(Check(section, item, str(value), status, detail))
+
+
+def diagnose(
+    workspace: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    harness: str = "full",
+    plugins: bool = True,
+    web_tools: bool = True,
+    allow_outside: bool = False,
+    allow_protected_writes: bool | None = None,
+    state_dir: str | os.PathLike[str] | None = None,
+) -> DoctorReport:
+    """Resolve the configuration as the commands do and check each part.
+
+    Args:
+        workspace: The workspace root (default: the current directory).
+        environ: The environment (default ``os.environ``).
+        harness: ``--harness``.
+        plugins: Load the plugins (``--no-plugins`` passes ``False``). Loading runs their code,
+            as every command does.
+        web_tools: ``--no-web-tools`` passes ``False``.
+        allow_outside: ``--allow-outside-workspace``.
+        allow_protected_writes: ``--allow-protected-writes``; ``None`` reads the variable.
+        state_dir: ``--state-dir``; default ``STEERABLE_STATE_DIR``, else the XDG state home.
+
+    Returns:
+        The report; nothing raises for a misconfiguration, it becomes an ``error`` row.
+    """
+    env = dict(os.environ if environ is None else environ)
+    rows = _Rows()
+    rows.add(
+        "steerable", "version", __version__, detail=f"Python {platform.python_version()} ({sys.executable})"
+    )
+    rows.add("steerable", "platform", f"{platform.system()} {platform.release()} {platform.machine()}")
+    root = Path(workspace if workspace is not None else os.getcwd()).expanduser()
+    booted = _boot(rows, root, env, harness, plugins, web_tools, allow_outside, allow_protected_writes)
+    try:
+        _workspace(rows, root, env, allow_protected_writes)
+        _sandbox(rows, env)
+        _run_code(rows, env, booted)
+        _web(rows, env, booted, web_tools)
+        _provider(rows, env)
+        _plugins(rows, booted, plugins)
+        _mcp(rows, env)
+        _state(rows, env, state_dir)
+    finally:
+        if booted is not None:
+            import asyncio
+
+            asyncio.run(booted.aclose())
+    return DoctorReport(tuple(rows.rows), _variables(env))
+
+
+def _boot(
+    rows: _Rows,
+    root: Path,
+    env: dict[str, str],
+    harness: str,
+    plugins: bool,
+    web_tools: bool,
+    allow_outside: bool,
+    allow_protected_writes: bool | None,
+) -> Booted | None:
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import
+            booted = boot_tools(
+                root,
+                allow_outside=allow_outside,
+                allow_protected_writes=allow_protected_writes,
+                environ=env,
+                harness=harness,
+                plugins=plugins,
+                web_tools=web_tools,
+            )
+    except SteerableError as exc:
+        rows.add("Tools", "boot", "failed", "error", str(exc))
+        return None
+    offered = [tool.name for tool in offered_tools(booted.router, booted.harness.offered)]
+    registered = len(list(booted.router))
+    rows.add(
+        "Tools",
+        f"offered ({harness} harness)",
+        f"{len(offered)} of {registered} registered",
+        detail=", ".join(offered),
+    )
+    return booted
+
+
+def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bool | None) -> None:
+    section = "Workspace"
+    resolved = root.resolve()
+    if not resolved.is_dir():
+        rows.add(section, "root", resolved, "error", "not a directory")
+        return
+    writable = os.access(resolved, os.W_OK)
+    rows.add(section, "root", resolved, "ok" if writable else "warn", "" if writable else "not writable")
+    for item, name, default, on, off in (
+        ("read before write", "STEERABLE_REQUIRE_READ_BEFORE_WRITE", True, "required", "not required"),
+        ("cross-process lock", "STEERABLE_CROSS_PROCESS_LOCK", True, "on", "off"),
+    ):
+        try:
+            value = env_flag(name, default, environ=env)
+        except ConfigError as exc:
+            rows.add(section, item, "invalid", "error", str(exc))
+            continue
+        rows.add(section, item, on if value else off, "ok" if value else "warn", name if not value else "")
+    try:
+        protected = (
+            allow_protected
+            if allow_protected is not None
+            else env_flag("STEERABLE_ALLOW_PROTECTED_WRITES", False, environ=env)
+        )
+    except ConfigError as exc:
+        rows.add(section, "protected paths", "invalid", "error", str(exc))
+        return
+    rows.add(
+        section,
+        "protected paths",
+        "writable" if protected else "refused",
+        "warn" if protected else "ok",
+        ".git, shell start-up files, editor, agent and MCP configuration",
+    )
+
+
+def _sandbox(rows: _Rows, env: dict[str, str]) -> None:
+    section = "Sandbox"
+    try:
+        config = SandboxConfig.from_env(env)
+    except ConfigError as exc:
+        rows.add(section, "configuration", "invalid", "error", str(exc))
+        return
+    key = "linux" if sys.platform.startswith("linux") else sys.platform
+    backends = default_backends()
+    for name in LADDERS.get(key, ()):
+        reason = backends[name].unavailable_reason()
+        rows.add(section, f"probe: {name}", "works" if reason is None else "unavailable", "ok", reason or "")
+    try:
+        backend = select_backend(config)
+    except SandboxUnavailableError as exc:
+        forced = config.backend not in ("auto", "none")
+        rows.add(section, "backend", "none", "error" if forced else "warn", str(exc))
+        return
+    why = (
+        "STEERABLE_SIDECAR_CONFINED=1: the host's sandbox"
+        if config.confined
+        else f"STEERABLE_SANDBOX={config.backend}"
+        if config.backend != "auto"
+        else "the first working backend of the platform's ladder"
+    )
+    info = backend.info
+    rows.add(section, "backend", f"{info.backend} ({info.enforcement} enforcement)", detail=why)
+    rows.add(
+        section, "network", "allowed" if config.network else "blocked", "warn" if config.network else "ok"
+    )
+
+
+def _run_code(rows: _Rows, env: dict[str, str], booted: Booted | None) -> None:
+    from .run_code import RUN_CODE_ENV
+
+    try:
+        on = env_flag(RUN_CODE_ENV, False, environ=env)
+    except ConfigError as exc:
+        rows.add("run_code", "run_code", "invalid", "error", str(exc))
+        return
+    if not on:
+        rows.add("run_code", "run_code", "off", "off", f"{RUN_CODE_ENV}=1 turns it on")
+        return
+    registered = booted is not None and booted.router.get("run_code") is not None
+    rows.add(
+        "run_code", "run_code", "on" if registered else "not registered", "ok" if registered else "error"
+    )
+
+
+def _web(rows: _Rows, env: dict[str, str], booted: Booted | None, web_tools: bool) -> None:
+    from .web_tools import WebToolsConfig
+
+    section = "Web tools"
+    if not web_tools:
+        rows.add(section, "web tools", "off", "off", "--no-web-tools")
+        return
+    try:
+        config = WebToolsConfig.from_env(env)
+    except ConfigError as exc:
+        rows.add(section, "configuration", "invalid", "error", str(exc))
+        return
+    names = {tool.name for tool in booted.router} if booted is not None else set()
+    rows.add(section, "web_fetch", "on" if "web_fetch" in names else "not registered")
+    key = "set" if config.search_api_key else "unset"
+    if "web_search" in names:
+        rows.add(section, "web_search", f"on ({config.search_provider})", detail=config.search_base_url)
+    else:
+        rows.add(
+            section,
+            "web_search",
+            f"off ({config.search_provider}, key {key})",
+            "off",
+            "tavily needs STEERABLE_WEB_SEARCH_API_KEY; STEERABLE_WEB_SEARCH_PROVIDER=ddg needs none",
+        )
+    if config.egress_confined:
+        rows.add(section, "egress", f"confined to the proxy {config.egress_proxy}")
+    else:
+        rows.add(
+            section, "egress", "direct", detail="public hosts only: private, loopback and metadata refused"
+        )
+    allowed = ", ".join(config.allowed_domains) or "every public host"
+    rows.add(section, "allowed domains", allowed)
+    if config.blocked_domains:
+        rows.add(section, "blocked domains", ", ".join(config.blocked_domains))
+
+
+_PROVIDER_VARS: Final = (
+    "STEERABLE_PROVIDER",
+    "STEERABLE_MODEL",
+    "STEERABLE_BASE_URL",
+    "STEERABLE_API_KEY",
+    "STEERABLE_SCRIPT",
+    "STEERABLE_REQUEST_TIMEOUT_MS",
+)
+
+
+def _provider(rows: _Rows, env: dict[str, str]) -> None:
+    from .providers import LLMConfig, default_llm_provider
+
+    section = "Model provider"
+    try:
+        config = LLMConfig.from_env(env)
+        if config.provider == "scripted":
+            default_llm_provider(config)  # loads and checks the script
+    except ConfigError as exc:
+        if any(env.get(name, "").strip() for name in _PROVIDER_VARS):
+            rows.add(section, "provider", "invalid", "error", str(exc))
+        else:
+            rows.add(
+                section,
+                "provider",
+                "not configured",
+                "warn",
+                "steerable run and the sidecar's chat need STEERABLE_MODEL (and STEERABLE_API_KEY)",
+            )
+        return
+    rows.add(section, "provider", config.provider)
+    if config.provider == "scripted":
+        rows.add(section, "script", config.script)
+        return
+    rows.add(section, "model", config.model)
+    rows.add(section, "base URL", config.base_url)
+    rows.add(section, "API key", "set" if config.api_key is not None else "unset")
+    rows.add(section, "request timeout", f"{config.request_timeout_ms} ms")
+
+
+def _plugins(rows: _Rows, booted: Booted | None, plugins: bool) -> None:
+    if not plugins:
+        rows.add("Plugins", "plugins", "off", "off", "--no-plugins")
+        return
+    if booted is None:
+        return  # the boot row already says why
+    infos = booted.plugins.plugins()
+    if not infos:
+        rows.add(
+            "Plugins", "plugins", "none", "ok", "entry points (steerable.tools) and STEERABLE_PLUGIN_DIR"
+        )
+    for info in infos:
+        rows.add(
+            "Plugins",
+            info.name,
+            f"{info.state} ({info.origin})",
+            detail=f"{info.source}: {', '.join(info.tools)}",
+        )
+
+
+def _mcp(rows: _Rows, env: dict[str, str]) -> None:
+    from .mcp_sources import load_mcp_config_from_env
+
+    try:
+        servers = load_mcp_config_from_env(env)
+    except ConfigError as exc:
+        rows.add("MCP servers", "configuration", "invalid", "error", str(exc))
+        return
+    if not servers:
+        rows.add("MCP servers", "servers", "none", "ok", "STEERABLE_MCP_CONFIG names a JSON file of servers")
+    for server in servers:
+        found = shutil.which(server.command, path=(server.env or {}).get("PATH") or env.get("PATH"))
+        rows.add(
+            "MCP servers",
+            server.name,
+            " ".join([server.command, *server.args]),
+            "ok" if found else "error",
+            f"command found: {found}" if found else f"command {server.command!r} not found on PATH",
+        )
+
+
+def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] | None) -> None:
+    from ._logging import log_level
+    from .sidecar import STATE_DIR_ENV, default_state_dir
+
+    section = "State and logs"
+    path = Path(state_dir).expanduser() if state_dir is not None else default_state_dir(env)
+    source = (
+        "--state-dir" if state_dir is not None else STATE_DIR_ENV if env.get(STATE_DIR_ENV) else "default"
+    )
+    problem = _unusable_dir(path)
+    rows.add(section, "state directory", path, "error" if problem else "ok", problem or f"from {source}")
+    try:
+        import logging
+
+        rows.add(section, "log level", logging.getLevelName(log_level(0, env)), detail="-v INFO, -vv DEBUG")
+    except ConfigError as exc:
+        rows.add(section, "log level", "invalid", "error", str(exc))
+
+
+def _unusable_dir(path: Path) -> str:
+    """Why ``path`` cannot hold the state (``""`` when it can), without creating anything."""
+    probe = path
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe == path and not path.is_dir():
+        return f"{path} is not a directory"
+    if probe != path and not probe.is_dir():
+        return f"cannot be created: {probe} is not a directory"
+    if not os.access(probe, os.W_OK | os.X_OK):
+        return f"{probe} is not writable"
+    return ""
+
+
+def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
+    out = []
+    for var in VARIABLES:
+        raw = env.get(var.name, "").strip()
+        if var.kind == "secret":
+            value = "set" if raw else "unset"
+        else:
+            value = raw or var.default or "(unset)"
+        out.append({"name": var.name, "value": value, "source": "env" if raw else "default"})
+    return tuple(out)
+
+
+def _print(report: DoctorReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(highlight=False)
+    table = Table(title=f"steerable {__version__} doctor", title_justify="left", expand=False)
+    for column in ("section", "item", "value", "status", "detail"):
+        table.add_column(column, overflow="fold")
+    previous = ""
+    for check in report.checks:
+        section = check.section if check.section != previous else ""
+        previous = check.section
+        table.add_row(
+            section,
+            check.item,
+            Text(check.value),
+            Text(check.status, style=_STYLE[check.status]),
+            Text(check.detail, style="dim"),
+        )
+    console.print(table)
+    variables = Table(title="variables (docs/configuration.md)", title_justify="left")
+    for column in ("variable", "value", "source"):
+        variables.add_column(column, overflow="fold")
+    for row in report.variables:
+        variables.add_row(
+            row["name"],
+            Text(row["value"]),
+            Text(row["source"], style="dim" if row["source"] == "default" else "bold"),
+        )
+    console.print(variables)
+
+
+def run_doctor(args: argparse.Namespace) -> int:
+    """Run ``steerable doctor`` with the parsed shared options; returns the exit code (0 or 2)."""
+    report = diagnose(
+        args.workspace,
+        harness=args.harness,
+        plugins=not args.no_plugins,
+        web_tools=not args.no_web_tools,
+        allow_outside=args.allow_outside_workspace,
+        allow_protected_writes=args.allow_protected_writes,
+        state_dir=args.state_dir,
+    )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        _print(report)
+    for check in report.errors:
+        print(f"steerable: {check.detail or check.item}", file=sys.stderr)
+    return 2 if report.errors else 0

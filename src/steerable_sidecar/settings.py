@@ -1,0 +1,253 @@
+"""Every ``STEERABLE_*`` variable the ``steerable`` command reads, in one table.
+
+:data:`VARIABLES` is the runtime's table (``steerable_agent_runtime.settings``) followed by the
+process-level variables: provider, web tools, ``run_code``, MCP servers, state and logging. Names,
+defaults and bounds come from the constants the code reads. ``steerable doctor`` resolves them;
+``scripts/generate_config_docs.py`` writes ``docs/configuration.md`` from them, and a test fails
+when the file, or a variable the code reads, is missing from it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from steerable_agent_runtime.settings import RUNTIME_VARIABLES, EnvVar
+
+from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
+from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
+from .mcp_sources import MCP_CONFIG_ENV
+from .providers import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    MAX_REQUEST_TIMEOUT_MS,
+    MODEL_ENV,
+    PROVIDER_ENV,
+    PROVIDER_NAMES,
+    REQUEST_TIMEOUT_ENV,
+    SCRIPT_ENV,
+)
+from .run_code import RUN_CODE_BOUNDS, RUN_CODE_ENV, RUN_CODE_LIMIT_ENV, RunCodeConfig
+from .sidecar import STATE_DIR_ENV
+from .web_tools._config import (
+    ALLOWED_DOMAINS_ENV,
+    BLOCKED_DOMAINS_ENV,
+    EGRESS_CONFINED_ENV,
+    SEARCH_API_KEY_ENV,
+    SEARCH_BASE_URL_ENV,
+    SEARCH_PROVIDER_ENV,
+    SEARCH_PROVIDERS,
+    WEB_LIMIT_ENV,
+    WebToolsConfig,
+)
+
+__all__ = ["VARIABLES", "EnvVar", "variable"]
+
+_RUN_CODE_DOCS: Final = {
+    "timeout_ms": ("Wall-clock time of one `run_code` program, nested calls included.", "ms"),
+    "max_calls": ("Nested tool calls one program may make.", "calls"),
+    "max_source_bytes": ("Size of the `code` argument in UTF-8 bytes; a bigger one never runs.", "bytes"),
+    "max_output_bytes": ("Bytes a program may print, stdout and stderr together.", "bytes"),
+    "max_value_bytes": ("Size of the program's return value as JSON.", "bytes"),
+}
+
+_WEB_DOCS: Final = {
+    "fetch_timeout_ms": ("The whole of one `web_fetch`, redirects included.", "ms"),
+    "fetch_max_bytes": ("The most body bytes a fetched page may push into the process.", "bytes"),
+    "fetch_max_redirects": ("Same-origin redirects `web_fetch` follows; 0 follows none.", "redirects"),
+    "search_timeout_ms": ("One `web_search` request.", "ms"),
+    "search_max_results": ("Hits per `web_search`.", "results"),
+    "session_search_cap": ("Searches per process; 0 = no cap.", "searches"),
+    "session_fetch_cap": ("Fetches per process; 0 = no cap.", "fetches"),
+}
+
+
+def _run_code_limits() -> tuple[EnvVar, ...]:
+    defaults = RunCodeConfig()
+    return tuple(
+        EnvVar(
+            name=var,
+            area="run_code",
+            summary=_RUN_CODE_DOCS[field][0],
+            kind="int",
+            default=str(getattr(defaults, field)),
+            floor=RUN_CODE_BOUNDS[field][0],
+            ceiling=RUN_CODE_BOUNDS[field][1],
+            unit=_RUN_CODE_DOCS[field][1],
+        )
+        for field, var in RUN_CODE_LIMIT_ENV.items()
+    )
+
+
+def _web_limits() -> tuple[EnvVar, ...]:
+    defaults = WebToolsConfig()
+    return tuple(
+        EnvVar(
+            name=var,
+            area="Web tools",
+            summary=_WEB_DOCS[field][0],
+            kind="int",
+            default=str(getattr(defaults, field)),
+            floor=floor,
+            ceiling=ceiling,
+            unit=_WEB_DOCS[field][1],
+        )
+        for field, (var, floor, ceiling) in WEB_LIMIT_ENV.items()
+    )
+
+
+_PROVIDER: Final = (
+    EnvVar(
+        name=PROVIDER_ENV,
+        area="Model provider",
+        summary="The OpenAI-compatible endpoint family `steerable run` and the sidecar's chat use; "
+        "`scripted` replays `STEERABLE_SCRIPT` offline.",
+        kind="choice",
+        default="openai",
+        choices=PROVIDER_NAMES,
+    ),
+    EnvVar(
+        name=MODEL_ENV,
+        area="Model provider",
+        summary="The model name sent with each request. Required, except for `scripted`.",
+        kind="text",
+    ),
+    EnvVar(
+        name=BASE_URL_ENV,
+        area="Model provider",
+        summary="The endpoint's base URL (requests go to `{base}/chat/completions`); default: the "
+        "provider's own URL. No credentials, query or fragment.",
+        kind="url",
+    ),
+    EnvVar(
+        name=API_KEY_ENV,
+        area="Model provider",
+        summary="Sent as `Authorization: Bearer <key>`. Required, except for `ollama` and `scripted`. "
+        "Never shown: `steerable doctor` says only whether it is set.",
+        kind="secret",
+    ),
+    EnvVar(
+        name=SCRIPT_ENV,
+        area="Model provider",
+        summary="A JSON file of scripted turns, for `STEERABLE_PROVIDER=scripted` (checked at load).",
+        kind="path",
+    ),
+    EnvVar(
+        name=REQUEST_TIMEOUT_ENV,
+        area="Model provider",
+        summary="The longest wait for any single network step of a model call (connect, send, each "
+        "read of the stream).",
+        kind="int",
+        default=str(DEFAULT_REQUEST_TIMEOUT_MS),
+        floor=1,
+        ceiling=MAX_REQUEST_TIMEOUT_MS,
+        unit="ms",
+    ),
+)
+
+_WEB: Final = (
+    EnvVar(
+        name=SEARCH_PROVIDER_ENV,
+        area="Web tools",
+        summary="The `web_search` backend: `tavily` (needs a key), `ddg` (DuckDuckGo lite, no key) or "
+        "`host` (the sidecar's host runs each search).",
+        kind="choice",
+        default=WebToolsConfig().search_provider,
+        choices=SEARCH_PROVIDERS,
+        flag="--no-web-tools (omits web_search and web_fetch)",
+    ),
+    EnvVar(
+        name=SEARCH_API_KEY_ENV,
+        area="Web tools",
+        summary="The search backend's key (else `TAVILY_API_KEY`); never the model's key. Without one, "
+        "`tavily` registers no `web_search`.",
+        kind="secret",
+    ),
+    EnvVar(
+        name=SEARCH_BASE_URL_ENV,
+        area="Web tools",
+        summary="The search backend's base URL.",
+        kind="url",
+        default=WebToolsConfig().search_base_url,
+    ),
+    EnvVar(
+        name=ALLOWED_DOMAINS_ENV,
+        area="Web tools",
+        summary="When set, the only hosts (and their subdomains) the web tools may reach.",
+        kind="list",
+    ),
+    EnvVar(
+        name=BLOCKED_DOMAINS_ENV,
+        area="Web tools",
+        summary="Hosts (and subdomains) or addresses the web tools never reach; wins over the allow-list.",
+        kind="list",
+    ),
+    EnvVar(
+        name=EGRESS_CONFINED_ENV,
+        area="Web tools",
+        summary="The host confines outbound traffic to its egress proxy (`HTTPS_PROXY`...), which must "
+        "be set; the web tools then go through it.",
+        kind="flag",
+        default="0",
+    ),
+    *_web_limits(),
+)
+
+_PROCESS: Final = (
+    EnvVar(
+        name=RUN_CODE_ENV,
+        area="run_code",
+        summary="Register `run_code`: a Python program in a sandboxed child that calls the tools.",
+        kind="flag",
+        default="0",
+    ),
+    *_run_code_limits(),
+    EnvVar(
+        name=ALLOW_PLUGINS_IN_WORKSPACE_ENV,
+        area="Plugins",
+        summary="Accept a `STEERABLE_PLUGIN_DIR` inside the workspace (refused by default: the model can "
+        "write files there).",
+        kind="flag",
+        default="0",
+    ),
+    EnvVar(
+        name=MCP_CONFIG_ENV,
+        area="MCP servers",
+        summary="A JSON file (`mcpServers` shape) of MCP servers to connect at start; their tools land "
+        "in the deferred tier.",
+        kind="path",
+        flag="--mcp FILE (steerable run)",
+    ),
+    EnvVar(
+        name=STATE_DIR_ENV,
+        area="State and logs",
+        summary="Where durable session records and spilled data go. Default "
+        "`$XDG_STATE_HOME/steerable`, else `~/.local/state/steerable`.",
+        kind="path",
+        flag="--state-dir DIR (run, sidecar)",
+    ),
+    EnvVar(
+        name=LOG_LEVEL_ENV,
+        area="State and logs",
+        summary="The stderr log level of every command.",
+        kind="choice",
+        default="WARNING",
+        choices=LOG_LEVELS,
+        flag="--verbose/-v (INFO), -vv (DEBUG)",
+    ),
+)
+
+VARIABLES: Final[tuple[EnvVar, ...]] = (*RUNTIME_VARIABLES, *_PROVIDER, *_WEB, *_PROCESS)
+"""Every ``STEERABLE_*`` variable, grouped by :attr:`EnvVar.area`."""
+
+
+def variable(name: str) -> EnvVar:
+    """Return the entry of ``name``.
+
+    Raises:
+        KeyError: When no variable has that name.
+    """
+    for entry in VARIABLES:
+        if entry.name == name:
+            return entry
+    raise KeyError(name)
