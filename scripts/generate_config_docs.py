@@ -55,6 +55,9 @@ _DOC_PAGES = {
 }
 
 
+_HEADER = "\n| Variable | Default | Accepts | Flag | What it does |\n| --- | --- | --- | --- | --- |\n"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
