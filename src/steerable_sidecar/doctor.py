@@ -397,38 +397,25 @@ def _mcp(rows: _Rows, env: dict[str, str]) -> None:
 
 
 def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] | None) -> None:
+    import logging
+
     from ._logging import log_level
-    from .sidecar import STATE_DIR_ENV, default_state_dir
+    from .sidecar import STATE_DIR_ENV, checked_state_dir
 
     section = "State and logs"
-    path = Path(state_dir).expanduser() if state_dir is not None else default_state_dir(env)
     source = (
-        "--state-dir" if state_dir is not None else STATE_DIR_ENV if env.get(STATE_DIR_ENV) else "default"
+        "--state-dir" if state_dir is not None else STATE_DIR_ENV if env.get(STATE_DIR_ENV) else "the default"
     )
-    problem = _unusable_dir(path)
-    rows.add(section, "state directory", path, "error" if problem else "ok", problem or f"from {source}")
+    try:  # the check run and sidecar make at start (it creates a missing directory, as they do)
+        path = checked_state_dir(state_dir, environ=env)
+    except ConfigError as exc:
+        rows.add(section, "state directory", state_dir or "", "error", str(exc))
+    else:
+        rows.add(section, "state directory", path, detail=f"({source})")
     try:
-        import logging
-
         rows.add(section, "log level", logging.getLevelName(log_level(0, env)), detail="-v INFO, -vv DEBUG")
     except ConfigError as exc:
         rows.add(section, "log level", "invalid", "error", str(exc))
-
-
-def _unusable_dir(path: Path) -> str:
-    """Why ``path`` cannot hold the state (``""`` when it can), without creating anything."""
-    probe = path
-    while not probe.exists():
-        if probe.parent == probe:
-            break
-        probe = probe.parent
-    if probe == path and not path.is_dir():
-        return f"{path} is not a directory"
-    if probe != path and not probe.is_dir():
-        return f"cannot be created: {probe} is not a directory"
-    if not os.access(probe, os.W_OK | os.X_OK):
-        return f"{probe} is not writable"
-    return ""
 
 
 def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:

@@ -227,4 +227,7 @@ def test_doctor_flags_a_state_dir_that_is_a_file(ws, tmp_path):
     assert proc.returncode == 2
     rows = {(c["section"], c["item"]): c for c in json.loads(proc.stdout)["checks"]}
     assert rows[("State and logs", "state directory")]["status"] == "error"
-    assert rows[("State and logs", "state directory")]["detail"] == f"{blocker} is not a directory"
+    message = f"--state-dir {blocker} is not a usable directory: it is a file"
+    assert rows[("State and logs", "state directory")]["detail"] == message
+    run = steerable("run", "--instruction", "x", "--state-dir", str(blocker), cwd=ws)
+    assert run.returncode == 2 and json.loads(run.stdout)["error"] == message
