@@ -478,6 +478,6 @@ def run_doctor(args: argparse.Namespace) -> int:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
         _print(report)
-    for check in report.errors:
-        print(f"steerable: {check.detail or check.item}", file=sys.stderr)
+    for message in dict.fromkeys(check.detail or check.item for check in report.errors):
+        print(f"steerable: {message}", file=sys.stderr)  # once each, as the commands print it
     return 2 if report.errors else 0
