@@ -4,7 +4,7 @@ The MCP server lives in :mod:`steerable_sidecar.mcp_server` and is not imported 
 ``import steerable_sidecar`` stays free of the ``mcp`` SDK's start-up cost.
 """
 
-from steerable_agent_runtime._version import __version__
+from steerable_agent_runtime import __version__
 
 from .cli import build_parser, main
 from .session import handle_line, run_session
