@@ -257,16 +257,24 @@ def test_a_state_dir_whose_sessions_entry_is_a_file_is_refused(tmp_path: Path) -
 
 
 def test_a_read_only_state_dir_is_refused(tmp_path: Path) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root writes into a mode-0500 directory regardless: the probe cannot fail")
     state = tmp_path / "state"
-    state.mkdir(mode=0o500)
+    state.mkdir(mode=0o700)
+    if os.geteuid() == 0:  # root writes through mode bits: a read-only filesystem stops it
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(state)], capture_output=True, text=True
+        )
+        assert mounted.returncode == 0, f"cannot mount a read-only tmpfs: {mounted.stderr}"
+        undo = ["umount", "-l", str(state)]
+        reason = "Read-only file system"
+    else:
+        state.chmod(0o500)
+        undo = ["chmod", "700", str(state)]
+        reason = "Permission denied"
     try:
         with pytest.raises(ConfigError) as caught:
             checked_state_dir(state)
     finally:
-        state.chmod(0o700)
+        subprocess.run(undo, check=False)
     assert (
-        str(caught.value)
-        == f"--state-dir {state} is not a usable directory: it is not writable (Permission denied)"
+        str(caught.value) == f"--state-dir {state} is not a usable directory: it is not writable ({reason})"
     )
