@@ -94,7 +94,8 @@ class ApprovalGate:
 
     Attributes:
         decisions: ``call id -> True/False`` for every call that was put to ``approve``; the
-            agent loop copies it into the call's ``TraceSpan.attrs["approved"]``.
+            agent loop moves each entry out into the call's ``TraceSpan.attrs["approved"]``
+            (``run_code`` into its ``calls`` list), so it holds only decisions not yet recorded.
     """
 
     def __init__(

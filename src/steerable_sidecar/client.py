@@ -16,7 +16,10 @@ Reverse-call handlers (all optional, all async):
   (``None`` = the user cancelled). Unset: every question is cancelled.
 * ``on_tool_invoke(params) -> ToolResult | dict`` runs a tool for a ``toolsViaHost`` chat.
   Unset: ``-32602`` (the model then gets a ``host_error`` result).
-* ``on_approval(call, mode) -> bool`` answers ``approval.request``. Unset: denied.
+* ``on_approval(call, mode) -> bool`` answers ``approval.request``: ``call`` is ``{id, name,
+  arguments}`` as the model sent it (validated only after consent), ``mode`` the tool's mode
+  (``"local"``). The answer goes through ``bool()``; a handler that raises denies the call.
+  Unset: denied.
 * ``on_read_state_seed(params)`` receives ``read_state.seed``; every seed is also kept in
   :attr:`SidecarClient.seeds`.
 * ``on_web_search(params) -> {results: [{title, url, snippet}]}`` runs a search for a sidecar
