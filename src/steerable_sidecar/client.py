@@ -18,7 +18,8 @@ Reverse-call handlers (all optional, all async):
   Unset: ``-32602`` (the model then gets a ``host_error`` result).
 * ``on_approval(call, mode) -> bool`` answers ``approval.request``: ``call`` is ``{id, name,
   arguments}`` as the model sent it (validated only after consent), ``mode`` the tool's mode
-  (``"local"``). The answer goes through ``bool()``; a handler that raises denies the call.
+  (``"local"``). Only ``True`` approves (as on the sidecar's side: a truthy ``"no"`` does not);
+  a handler that raises denies the call.
   Unset: denied.
 * ``on_read_state_seed(params)`` receives ``read_state.seed``; every seed is also kept in
   :attr:`SidecarClient.seeds`.
@@ -353,7 +354,8 @@ class SidecarClient:
     async def _approval(self, params: Any) -> dict[str, Any]:
         if self.on_approval is None:
             return {"approved": False}
-        return {"approved": bool(await self.on_approval(dict(params["call"]), str(params["mode"])))}
+        answer = await self.on_approval(dict(params["call"]), str(params["mode"]))
+        return {"approved": answer is True}  # consent is never inferred from a truthy value
 
     async def _read_state_seed(self, params: Any) -> dict[str, Any]:
         self.seeds.append(dict(params))
