@@ -10,6 +10,7 @@ doctor`` prints them resolved, and ``scripts/generate_config_docs.py`` writes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
@@ -19,7 +20,7 @@ from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, LIMIT_ENV, NETWORK_E
 from .sandbox._policy import LIMIT_BOUNDS, ResourceLimits
 from .workspace._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
 
-__all__ = ["RUNTIME_VARIABLES", "EnvKind", "EnvVar"]
+__all__ = ["RUNTIME_VARIABLES", "EnvKind", "EnvVar", "int_variables"]
 
 EnvKind = Literal["flag", "int", "choice", "text", "path", "secret", "url", "list"]
 """How a variable's value is read: ``flag`` is 1/true/yes/on or 0/false/no/off; ``int`` a whole
@@ -88,30 +89,47 @@ _LIMIT_DOCS: Final = {
 }
 
 
-def _limits() -> tuple[EnvVar, ...]:
-    defaults = ResourceLimits()
-    bounds = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}
+def int_variables(
+    area: str,
+    defaults: object,
+    fields: Mapping[str, tuple[str, int, int]],
+    docs: Mapping[str, tuple[str, str]],
+) -> tuple[EnvVar, ...]:
+    """Entries for a config object's integer fields, from the code's own tables.
+
+    Args:
+        area: The section of every entry.
+        defaults: The config object built with no arguments (its field values are the defaults).
+        fields: ``{field: (variable, floor, ceiling)}``, as the config validates them.
+        docs: ``{field: (summary, unit)}``.
+
+    Returns:
+        One ``int`` :class:`EnvVar` per field, in ``fields`` order.
+    """
     return tuple(
         EnvVar(
-            name=LIMIT_ENV[field],
-            area="Sandbox",
-            summary=_LIMIT_DOCS[field][0],
+            name=var,
+            area=area,
+            summary=docs[field][0],
             kind="int",
             default=str(getattr(defaults, field)),
-            floor=bounds[field][0],
-            ceiling=bounds[field][1],
-            unit=_LIMIT_DOCS[field][1],
+            floor=floor,
+            ceiling=ceiling,
+            unit=docs[field][1],
         )
-        for field in LIMIT_ENV
+        for field, (var, floor, ceiling) in fields.items()
     )
 
+
+_BOUNDS: Final = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}
 
 RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
     EnvVar(
         name=REQUIRE_READ_ENV,
         area="Workspace",
-        summary="Refuse to overwrite or edit an existing file the session has not read in full "
-        "(content-hash read-before-write). 0 lets a write through with an `expectedVersion` only.",
+        summary="Refuse to overwrite or edit an existing file the session never read (`not_read`). 0 "
+        "turns that gate off; a given `expectedVersion` and the session's last-seen version are still "
+        "checked (CAS).",
         kind="flag",
         default="1",
     ),
@@ -165,6 +183,11 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
         kind="flag",
         default="0",
     ),
-    *_limits(),
+    *int_variables(
+        "Sandbox",
+        ResourceLimits(),
+        {field: (var, *_BOUNDS[field]) for field, var in LIMIT_ENV.items()},
+        _LIMIT_DOCS,
+    ),
 )
 """The variables ``steerable_agent_runtime`` reads, in reference order."""

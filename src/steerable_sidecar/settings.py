@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from steerable_agent_runtime.settings import RUNTIME_VARIABLES, EnvVar
+from steerable_agent_runtime.settings import RUNTIME_VARIABLES, EnvVar, int_variables
 
 from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
 from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
@@ -60,40 +60,6 @@ _WEB_DOCS: Final = {
     "session_search_cap": ("Searches per process; 0 = no cap.", "searches"),
     "session_fetch_cap": ("Fetches per process; 0 = no cap.", "fetches"),
 }
-
-
-def _run_code_limits() -> tuple[EnvVar, ...]:
-    defaults = RunCodeConfig()
-    return tuple(
-        EnvVar(
-            name=var,
-            area="run_code",
-            summary=_RUN_CODE_DOCS[field][0],
-            kind="int",
-            default=str(getattr(defaults, field)),
-            floor=RUN_CODE_BOUNDS[field][0],
-            ceiling=RUN_CODE_BOUNDS[field][1],
-            unit=_RUN_CODE_DOCS[field][1],
-        )
-        for field, var in RUN_CODE_LIMIT_ENV.items()
-    )
-
-
-def _web_limits() -> tuple[EnvVar, ...]:
-    defaults = WebToolsConfig()
-    return tuple(
-        EnvVar(
-            name=var,
-            area="Web tools",
-            summary=_WEB_DOCS[field][0],
-            kind="int",
-            default=str(getattr(defaults, field)),
-            floor=floor,
-            ceiling=ceiling,
-            unit=_WEB_DOCS[field][1],
-        )
-        for field, (var, floor, ceiling) in WEB_LIMIT_ENV.items()
-    )
 
 
 _PROVIDER: Final = (
@@ -190,7 +156,7 @@ _WEB: Final = (
         kind="flag",
         default="0",
     ),
-    *_web_limits(),
+    *int_variables("Web tools", WebToolsConfig(), WEB_LIMIT_ENV, _WEB_DOCS),
 )
 
 _PROCESS: Final = (
@@ -201,7 +167,12 @@ _PROCESS: Final = (
         kind="flag",
         default="0",
     ),
-    *_run_code_limits(),
+    *int_variables(
+        "run_code",
+        RunCodeConfig(),
+        {field: (var, *RUN_CODE_BOUNDS[field]) for field, var in RUN_CODE_LIMIT_ENV.items()},
+        _RUN_CODE_DOCS,
+    ),
     EnvVar(
         name=ALLOW_PLUGINS_IN_WORKSPACE_ENV,
         area="Plugins",
