@@ -10,6 +10,7 @@ resolution fail with a message naming that variable, and just inside its bounds 
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 from pathlib import Path
 
@@ -140,3 +141,40 @@ def test_a_secret_is_reported_only_as_set(tmp_path):
     assert "sk-abc123" not in text
     values = {row["name"]: row["value"] for row in report.variables}
     assert values["STEERABLE_API_KEY"] == "set" and values["STEERABLE_WEB_SEARCH_API_KEY"] == "unset"
+
+
+def test_nothing_in_a_report_carries_a_credential(tmp_path):
+    config = tmp_path / "mcp.json"
+    args = [
+        "-y",
+        "server",
+        "--token",
+        "ghp_SECRET123456",
+        "--api-key=sk-SECRET99999",
+        "https://u:pw-SECRET1@h/x?k=SECRETQ",
+    ]
+    config.write_text(json.dumps({"mcpServers": {"gh": {"command": "npx", "args": args}}}))
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "STEERABLE_MCP_CONFIG": str(config),
+        "STEERABLE_PROVIDER": "openai",
+        "STEERABLE_MODEL": "m",
+        "STEERABLE_API_KEY": "sk-SECRETKEY42",
+        "STEERABLE_BASE_URL": "https://bob:sk-SECRETURL1@api.example.com/v1?key=SECRETQ2",
+        "STEERABLE_WEB_SEARCH_BASE_URL": "https://x:SECRETWEB123@s.example/",
+    }
+    report = diagnose(tmp_path, environ=env, plugins=False)
+    text = json.dumps(report.to_json())
+    assert "SECRET" not in text
+    rows = {(c.section, c.item): c for c in report.checks}
+    assert rows[("MCP servers", "gh")].value == (
+        "npx -y server --token [redacted] --api-key=[redacted] https://[redacted]@h/x?[redacted]"
+    )
+    values = {row["name"]: row["value"] for row in report.variables}
+    assert values["STEERABLE_BASE_URL"] == "https://[redacted]@api.example.com/v1?[redacted]"
+    # both URLs are refused, as the commands refuse them, naming the variable and not the secret
+    assert rows[("Model provider", "provider")].status == "error"
+    assert (
+        "STEERABLE_BASE_URL='https://...@api.example.com' must not contain credentials"
+        in rows[("Model provider", "provider")].detail
+    )

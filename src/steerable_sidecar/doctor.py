@@ -4,7 +4,9 @@ It resolves the configuration the way the commands do (the same boot, the same v
 problem shows the message a command would print) and reports, for the workspace, the tools, the
 sandbox (the probe result of every backend), ``run_code``, the web tools and their egress, the
 model provider, plugins, MCP servers, the state directory and logging. Then every ``STEERABLE_*``
-variable with its value and where it came from. Secrets are shown only as set or unset.
+variable with its value and where it came from. Secrets are shown only as set or unset; URLs lose
+their userinfo, query and fragment, and MCP server arguments the value of any key/token/secret
+option (``--api-key X``, ``--token=X``): nothing a report shows can carry a credential.
 
 Exit codes: 0 when nothing is wrong, 2 when a check failed (a misconfiguration: the same code the
 commands exit with). ``warn`` rows (no sandbox backend, a provider not configured) do not fail.
@@ -17,18 +19,21 @@ import contextlib
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 from steerable_agent_runtime import SteerableError, __version__
 from steerable_agent_runtime._env import env_flag
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.sandbox import LADDERS, SandboxConfig, default_backends, select_backend
 
+from ._secrets import REDACTED
 from .boot import Booted, boot_tools, offered_tools
 from .settings import VARIABLES
 
@@ -390,7 +395,7 @@ def _mcp(rows: _Rows, env: dict[str, str]) -> None:
         rows.add(
             "MCP servers",
             server.name,
-            " ".join([server.command, *server.args]),
+            " ".join([server.command, *_args_shown(server.args)]),
             "ok" if found else "error",
             f"command found: {found}" if found else f"command {server.command!r} not found on PATH",
         )
@@ -424,10 +429,41 @@ def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
         raw = env.get(var.name, "").strip()
         if var.kind == "secret":
             value = "set" if raw else "unset"
+        elif var.kind == "url" and raw:
+            value = _url_shown(raw)
         else:
             value = raw or var.default or "(unset)"
         out.append({"name": var.name, "value": value, "source": "env" if raw else "default"})
     return tuple(out)
+
+
+def _url_shown(url: str) -> str:
+    """``url`` without what may carry a credential: userinfo, query and fragment become ``[redacted]``."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
+    shown = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return shown + (f"?{REDACTED}" if parts.query else "") + (f"#{REDACTED}" if parts.fragment else "")
+
+
+_SECRET_FLAG: Final = re.compile(r"(key|token|secret|password|passwd|auth|credential)", re.I)
+
+
+def _args_shown(args: tuple[str, ...]) -> list[str]:
+    """A server's arguments with the value of any key/token/secret option replaced by ``[redacted]``."""
+    shown: list[str] = []
+    hide_next = False
+    for arg in args:
+        if hide_next:
+            shown.append(REDACTED)
+            hide_next = False
+        elif arg.startswith("-") and "=" in arg and _SECRET_FLAG.search(arg.split("=", 1)[0]):
+            shown.append(f"{arg.split('=', 1)[0]}={REDACTED}")
+        else:
+            shown.append(_url_shown(arg) if "://" in arg else arg)
+            hide_next = arg.startswith("-") and bool(_SECRET_FLAG.search(arg))
+    return shown
 
 
 def _print(report: DoctorReport) -> None:
