@@ -31,6 +31,9 @@ How values are read:
   (`1_000_000`).
 - Choices are case-insensitive.
 - A flag on the command line wins over its variable.
+- A feature that is off does not read its variables: `run_code`'s limits are checked only with
+  `STEERABLE_RUN_CODE=1`, the web tools' only without `--no-web-tools`, the provider's only by
+  the commands that call a model (`run`, the sidecar's chat, `doctor`).
 - An invalid value stops the command at start with exit 2 and a message naming the variable.
   The sidecar is the one exception: a bad `STEERABLE_WEB_*` value is logged there, and it serves
   without the web tools.

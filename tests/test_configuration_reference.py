@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 from pathlib import Path
 
@@ -67,6 +68,18 @@ def test_every_variable_the_code_names_is_in_the_table_and_every_entry_is_read()
     assert not missing, f"named in src/ but not in steerable_sidecar.settings: {missing}"
     unread = sorted(name for name in names if not in_source.get(name, set()) - TABLES)
     assert not unread, f"listed in the table but named nowhere else in src/: {unread}"
+
+
+def test_no_variable_name_is_built_at_run_time():
+    # the table check above reads literal names: a name glued together at run time would escape it
+    built = re.compile(r"""["']STEERABLE_[A-Z0-9_]*["']\s*\+|f["']STEERABLE_[A-Z0-9_]*\{""")
+    offenders = [
+        f"{path.relative_to(ROOT)}:{number}"
+        for path in SRC.rglob("*.py")
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if built.search(line)
+    ]
+    assert offenders == []
 
 
 def test_every_entry_is_documented_and_has_a_section():
@@ -144,37 +157,88 @@ def test_a_secret_is_reported_only_as_set(tmp_path):
 
 
 def test_nothing_in_a_report_carries_a_credential(tmp_path):
+    key = "sk-SECRETKEY42"
     config = tmp_path / "mcp.json"
     args = [
-        "-y",
-        "server",
-        "--token",
-        "ghp_SECRET123456",
-        "--api-key=sk-SECRET99999",
-        "https://u:pw-SECRET1@h/x?k=SECRETQ",
+        "-e",
+        "GITHUB_TOKEN=SECRETARG1",
+        "--header",
+        "Authorization: Bearer SECRETARG2",
+        "https://h/SECRETARG3",
     ]
-    config.write_text(json.dumps({"mcpServers": {"gh": {"command": "npx", "args": args}}}))
+    server = {"command": "npx", "args": args, "env": {"API_TOKEN": "SECRETENV12"}}
+    config.write_text(json.dumps({"mcpServers": {"gh": server}}))
     env = {
         "PATH": "/usr/bin:/bin",
         "STEERABLE_MCP_CONFIG": str(config),
         "STEERABLE_PROVIDER": "openai",
-        "STEERABLE_MODEL": "m",
-        "STEERABLE_API_KEY": "sk-SECRETKEY42",
-        "STEERABLE_BASE_URL": "https://bob:sk-SECRETURL1@api.example.com/v1?key=SECRETQ2",
-        "STEERABLE_WEB_SEARCH_BASE_URL": "https://x:SECRETWEB123@s.example/",
+        "STEERABLE_MODEL": key,  # a key pasted into the wrong variable
+        "STEERABLE_API_KEY": key,
+        "STEERABLE_BASE_URL": f"https://gw.example.com/{key}/v1",  # a gateway with the key in its path
+        "STEERABLE_WEB_SEARCH_BASE_URL": "https://x:SECRETWEB123@s.example/?k=SECRETQ",
     }
     report = diagnose(tmp_path, environ=env, plugins=False)
     text = json.dumps(report.to_json())
     assert "SECRET" not in text
     rows = {(c.section, c.item): c for c in report.checks}
-    assert rows[("MCP servers", "gh")].value == (
-        "npx -y server --token [redacted] --api-key=[redacted] https://[redacted]@h/x?[redacted]"
+    assert rows[("MCP servers", "gh")].value == "npx"
+    assert rows[("MCP servers", "gh")].detail.endswith(
+        "; 5 argument(s) not shown (they may hold credentials)"
     )
     values = {row["name"]: row["value"] for row in report.variables}
-    assert values["STEERABLE_BASE_URL"] == "https://[redacted]@api.example.com/v1?[redacted]"
-    # both URLs are refused, as the commands refuse them, naming the variable and not the secret
-    assert rows[("Model provider", "provider")].status == "error"
-    assert (
-        "STEERABLE_BASE_URL='https://...@api.example.com' must not contain credentials"
-        in rows[("Model provider", "provider")].detail
+    assert values["STEERABLE_BASE_URL"] == "https://gw.example.com/[redacted]/v1"
+    assert values["STEERABLE_MODEL"] == "[redacted]"
+    assert values["STEERABLE_WEB_SEARCH_BASE_URL"] == "https://[redacted]@s.example/?[redacted]"
+    # the search URL is refused as the commands refuse it: the variable named, the secret not shown
+    assert rows[("Web tools", "configuration")].detail == (
+        "STEERABLE_WEB_SEARCH_BASE_URL='https://...@s.example' must not contain credentials; put the "
+        "key in STEERABLE_WEB_SEARCH_API_KEY"
     )
+
+
+@pytest.mark.parametrize(
+    ("env", "workspace_kind"),
+    [
+        (
+            {"STEERABLE_BASE_URL": "https://u:x@[bad/v1", "STEERABLE_MODEL": "m", "STEERABLE_API_KEY": "k"},
+            "dir",
+        ),
+        ({"STEERABLE_BASE_URL": "https://xn--/v1", "STEERABLE_MODEL": "m", "STEERABLE_API_KEY": "k"}, "dir"),
+        ({"STEERABLE_MCP_CONFIG": "deep"}, "dir"),
+        ({"STEERABLE_MCP_CONFIG": "fifo"}, "dir"),
+        ({"STEERABLE_MCP_CONFIG": "/dev/zero"}, "dir"),
+        ({"STEERABLE_PLUGIN_DIR": "loop"}, "dir"),
+        ({"ALL_PROXY": "socks5://127.0.0.1:1080"}, "dir"),
+        ({"HTTPS_PROXY": "ftp://u:SECRETPROXY@p:21"}, "dir"),
+        ({"STEERABLE_STATE_DIR": "loop/x"}, "dir"),
+        ({}, "loop"),
+        ({}, "file"),
+    ],
+)
+def test_doctor_reports_what_used_to_crash_or_hang_as_an_error_row(
+    tmp_path, monkeypatch, env, workspace_kind
+):
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    (tmp_path / "deep").write_text("[" * 100_000 + "]" * 100_000)
+    os.mkfifo(tmp_path / "fifo")
+    workspace = tmp_path / "ws"
+    if workspace_kind == "dir":
+        workspace.mkdir()
+    elif workspace_kind == "file":
+        workspace.write_text("")
+    else:
+        workspace = tmp_path / "loop"
+    resolved = {
+        k: str(tmp_path / v) if v in ("deep", "fifo", "loop", "loop/x") else v for k, v in env.items()
+    }
+    for name in ("ALL_PROXY", "HTTPS_PROXY"):  # httpx reads the real environment
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.lower(), raising=False)
+        if name in resolved:
+            monkeypatch.setenv(name, resolved[name])
+    report = diagnose(
+        workspace, environ={"PATH": "/usr/bin:/bin", **resolved}, plugins="STEERABLE_PLUGIN_DIR" in env
+    )
+    assert report.errors, report.checks
+    assert not any(check.item == "check" for check in report.errors), report.errors  # no internal failure
+    assert "SECRET" not in json.dumps(report.to_json())

@@ -13,6 +13,7 @@ This module has no network code: the OpenAI-compatible HTTP provider lives in
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -438,14 +439,14 @@ def _scripted_turns_problem(turns: list[Any]) -> str | None:
         "" if isinstance(turn, ChatResponse) or (callable(turn) and not isinstance(turn, Mapping)) else turn
         for turn in turns
     ]
-    errors = list(validator.iter_errors(checkable))
+    # the validator walks the turns in order: stop past the few that are shown (a 500,000-turn
+    # file of bad turns would otherwise take most of a minute to report)
+    errors = list(itertools.islice(validator.iter_errors(checkable), _MAX_REPORTED + 1))
     if not errors:
         return None
-    # the earliest turn first; within a turn, the order the validator found them
     errors.sort(key=lambda e: e.absolute_path[0] if e.absolute_path else -1)
     shown = "; ".join(_describe_turn_error(e) for e in errors[:_MAX_REPORTED])
-    more = len(errors) - _MAX_REPORTED
-    return f"{shown}; and {more} more problem{'s' if more > 1 else ''}" if more > 0 else shown
+    return f"{shown}; and more problems" if len(errors) > _MAX_REPORTED else shown
 
 
 def _describe_turn_error(error: Any) -> str:
@@ -461,7 +462,8 @@ def _describe_turn_error(error: Any) -> str:
     if error.validator == "additionalProperties":
         allowed = list(error.schema.get("properties", {}))
         unknown = [key for key in instance if key not in allowed]
-        keys = ", ".join(repr(str(key)) for key in unknown)
+        clipped = [repr(k if len(k) <= 40 else k[:37] + "...") for k in map(str, unknown[:5])]
+        keys = ", ".join(clipped) + (", ..." if len(unknown) > 5 else "")
         what = f"unknown key{'s' if len(unknown) > 1 else ''} {keys} (allowed: {', '.join(allowed)})"
     elif error.validator == "required":
         missing = [key for key in expected if key not in instance]

@@ -129,14 +129,13 @@ def boot_tools(
 
         try:
             config = WebToolsConfig.from_env(environ)
-        except ConfigError as exc:
+            web.append(install_web_tools(router, config, environ=environ, host_search=host_search))
+        except ConfigError as exc:  # a bad STEERABLE_WEB_* value, or a proxy httpx cannot use
             if web_config_errors == "raise":
                 raise
             logger.error("web_search and web_fetch are not served: %s", exc)
             for name in WEB_TOOL_NAMES:
                 router.mark_unavailable(name, "the web tools are misconfigured here (see the sidecar's log).")
-            return
-        web.append(install_web_tools(router, config, environ=environ, host_search=host_search))
 
     router = workspace_tools_for_cwd(
         root,
@@ -178,7 +177,10 @@ def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, s
     folder = env.get(PLUGIN_DIR_ENV)
     if not folder or env_flag(ALLOW_PLUGINS_IN_WORKSPACE_ENV, False, environ=env):
         return
-    plugin_dir, root = Path(folder).expanduser().resolve(), workspace.resolve()
+    try:
+        plugin_dir, root = Path(folder).expanduser().resolve(), workspace.resolve()
+    except (RuntimeError, OSError) as exc:  # a symlink loop, an unknown ~user
+        raise PluginLoadError(f"{PLUGIN_DIR_ENV}={folder} cannot be resolved: {exc}") from None
     if plugin_dir == root or root in plugin_dir.parents:
         raise PluginLoadError(
             f"{PLUGIN_DIR_ENV}={folder} is inside the workspace {root}: the model can write files there, "
@@ -203,9 +205,11 @@ def mcp_sources_for(
     path = config if config is not None else env.get(MCP_CONFIG_ENV) or None
     if path is None:
         return None
-    from .mcp_sources import McpToolSources, load_mcp_config  # the mcp SDK: only when servers are configured
+    # the mcp SDK: only when servers are configured
+    from .mcp_sources import McpToolSources, load_mcp_config, load_mcp_config_from_env
 
-    return McpToolSources(router, load_mcp_config(path))
+    servers = load_mcp_config(path) if config is not None else load_mcp_config_from_env(env)
+    return McpToolSources(router, servers)
 
 
 def offered_tools(

@@ -27,11 +27,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import io
 import json
 import os
 import shutil
 import sys
 import textwrap
+import threading
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -74,13 +76,14 @@ def _shared_options(parser: argparse.ArgumentParser, *, top: bool, outside: bool
         metavar="DIR",
         help="workspace root (default: current directory)",
     )
-    if outside:
-        parser.add_argument(
-            "--allow-outside-workspace",
-            action="store_true",
-            default=default(False),
-            help="accept paths outside the workspace (only for runs the host already jails)",
-        )
+    parser.add_argument(  # run takes it only to refuse it by name (its help hides it)
+        "--allow-outside-workspace",
+        action="store_true",
+        default=default(False),
+        help="accept paths outside the workspace (only for runs the host already jails)"
+        if outside
+        else argparse.SUPPRESS,
+    )
     parser.add_argument(
         "--allow-protected-writes",
         action="store_true",
@@ -266,6 +269,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     Returns:
         The process exit code (141, 128 + SIGPIPE, when the reader went away).
     """
+    for stream in (sys.stdout, sys.stderr):
+        # a lone surrogate (from a model's text, a file name, the environment) is written as \udXXX,
+        # a valid JSON escape, instead of crashing the command after its work is done
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -298,6 +306,11 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         configure_logging(log_level(args.verbose))
     except SteerableError as exc:
+        if args.command == "doctor":  # doctor reports it in its table, with everything else
+            configure_logging(log_level(args.verbose, {}))
+            from .doctor import run_doctor
+
+            return run_doctor(args)
         if args.command == "run":
             args.usage_error(str(exc))
         print(f"steerable: {exc}", file=sys.stderr)
@@ -325,7 +338,7 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
-        if args.command in ("plugins", "tools"):  # listing needs no MCP server started
+        if args.command == "plugins":  # listing plugins needs no MCP server started
             return asyncio.run(_closing(booted, _command(args, booted)))
         return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
     except SteerableError as exc:
@@ -356,30 +369,46 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
         return 0
     from .mcp_server import serve_mcp_stdio  # imports the mcp SDK: only here
 
-    announce = asyncio.create_task(_announce_mcp(args, booted))
+    loop = asyncio.get_running_loop()
+    probed: asyncio.Future[str] = loop.create_future()
+    # a daemon thread: a slow probe (a hung bwrap) never delays the handshake, nor the exit at EOF
+    threading.Thread(target=_probe_sandbox, args=(loop, probed), daemon=True).start()
+    announce = asyncio.create_task(_announce_mcp(args, booted, probed))
     try:
         await serve_mcp_stdio(router, offered=booted.harness.offered)
     finally:
-        announce.cancel()
+        if not announce.done():  # the host left before the probe ended: say it anyway
+            announce.cancel()
+            _print_announcement(args, booted, "not probed yet")
     return 0
 
 
-async def _announce_mcp(args: argparse.Namespace, booted: Booted) -> None:
-    """Say on stderr, once, what this MCP server serves: a terminal otherwise shows nothing.
-
-    The sandbox probe (a bubblewrap test run, tens of ms) runs in a thread, so the MCP handshake
-    never waits for it.
-    """
+def _probe_sandbox(loop: asyncio.AbstractEventLoop, probed: asyncio.Future[str]) -> None:
     from steerable_agent_runtime.errors import SandboxUnavailableError
     from steerable_agent_runtime.sandbox import select_backend
 
-    offered = len(offered_tools(booted.router, booted.harness.offered))
     try:
-        backend = (await asyncio.to_thread(select_backend)).info.backend
+        backend = select_backend().info.backend
     except SandboxUnavailableError:
         backend = "none (bash refuses every command; see steerable doctor)"
     except SteerableError as exc:
         backend = f"misconfigured ({exc})"
+
+    def deliver() -> None:
+        if not probed.done():
+            probed.set_result(backend)
+
+    with contextlib.suppress(RuntimeError):  # the loop already closed: nobody is waiting
+        loop.call_soon_threadsafe(deliver)
+
+
+async def _announce_mcp(args: argparse.Namespace, booted: Booted, probed: asyncio.Future[str]) -> None:
+    """Say on stderr, once, what this MCP server serves: a terminal otherwise shows nothing."""
+    _print_announcement(args, booted, await probed)
+
+
+def _print_announcement(args: argparse.Namespace, booted: Booted, backend: str) -> None:
+    offered = len(offered_tools(booted.router, booted.harness.offered))
     workspace = Path(args.workspace or os.getcwd()).resolve()
     print(
         f"steerable mcp {__version__}: serving {offered} tools ({args.harness} harness) for {workspace}; "

@@ -19,13 +19,12 @@ import contextlib
 import json
 import os
 import platform
-import re
 import shutil
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from steerable_agent_runtime import SteerableError, __version__
@@ -33,7 +32,7 @@ from steerable_agent_runtime._env import env_flag
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.sandbox import LADDERS, SandboxConfig, default_backends, select_backend
 
-from ._secrets import REDACTED
+from ._secrets import MIN_SECRET_CHARS, REDACTED, redact
 from .boot import Booted, boot_tools, offered_tools
 from .settings import VARIABLES
 
@@ -42,6 +41,8 @@ __all__ = ["Check", "DoctorReport", "Status", "diagnose", "run_doctor"]
 Status = Literal["ok", "off", "warn", "error"]
 """``ok`` works; ``off`` turned off on purpose; ``warn`` works partly or needs setting up for some
 commands; ``error`` a misconfiguration the commands would refuse to start with."""
+
+_T = TypeVar("_T")
 
 _STYLE: Final = {"ok": "green", "off": "dim", "warn": "yellow", "error": "bold red"}
 
@@ -144,23 +145,71 @@ def diagnose(
         "steerable", "version", __version__, detail=f"Python {platform.python_version()} ({sys.executable})"
     )
     rows.add("steerable", "platform", f"{platform.system()} {platform.release()} {platform.machine()}")
-    root = Path(workspace if workspace is not None else os.getcwd()).expanduser()
-    booted = _boot(rows, root, env, harness, plugins, web_tools, allow_outside, allow_protected_writes)
+    root = Path(workspace if workspace is not None else os.getcwd())  # as the commands take it
+    booted = _guarded(
+        rows,
+        "Tools",
+        _boot,
+        rows,
+        root,
+        env,
+        harness,
+        plugins,
+        web_tools,
+        allow_outside,
+        allow_protected_writes,
+    )
     try:
-        _workspace(rows, root, env, allow_protected_writes)
-        _sandbox(rows, env)
-        _run_code(rows, env, booted)
-        _web(rows, env, booted, web_tools)
-        _provider(rows, env)
-        _plugins(rows, booted, plugins)
-        _mcp(rows, env)
-        _state(rows, env, state_dir)
+        _guarded(rows, "Workspace", _workspace, rows, root, env, allow_protected_writes)
+        _guarded(rows, "Sandbox", _sandbox, rows, env)
+        _guarded(rows, "run_code", _run_code, rows, env, booted)
+        _guarded(rows, "Web tools", _web, rows, env, booted, web_tools)
+        _guarded(rows, "Model provider", _provider, rows, env)
+        _guarded(rows, "Plugins", _plugins, rows, booted, plugins)
+        _guarded(rows, "MCP servers", _mcp, rows, env)
+        _guarded(rows, "State and logs", _state, rows, env, state_dir)
     finally:
         if booted is not None:
             import asyncio
 
             asyncio.run(booted.aclose())
-    return DoctorReport(tuple(rows.rows), _variables(env))
+    secrets = _secrets_of(env)
+    checks = tuple(
+        Check(c.section, c.item, _scrub(c.value, secrets), c.status, _scrub(c.detail, secrets))
+        for c in rows.rows
+    )
+    variables = tuple({**v, "value": _scrub(v["value"], secrets)} for v in _variables(env))
+    return DoctorReport(checks, variables)
+
+
+def _guarded(rows: _Rows, section: str, check: Callable[..., _T], *args: Any) -> _T | None:
+    """Run one section's checks; an unexpected exception becomes an ``error`` row, never a crash."""
+    try:
+        return check(*args)
+    except Exception as exc:
+        rows.add(section, "check", "failed", "error", f"{type(exc).__name__}: {exc}")
+        return None
+
+
+def _secrets_of(env: Mapping[str, str]) -> list[str]:
+    """Every credential the report could echo: the keys, and the values of MCP servers' ``env``."""
+    from .mcp_sources import load_mcp_config_from_env
+
+    secrets = [
+        env.get(name, "").strip()
+        for name in ("STEERABLE_API_KEY", "STEERABLE_WEB_SEARCH_API_KEY", "TAVILY_API_KEY")
+    ]
+    with contextlib.suppress(Exception):  # an unreadable config has its own row
+        secrets += [
+            value for server in load_mcp_config_from_env(env) for value in (server.env or {}).values()
+        ]
+    return sorted({secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+
+
+def _scrub(text: str, secrets: list[str]) -> str:
+    for secret in secrets:
+        text = redact(text, secret, encoded=True)
+    return text
 
 
 def _boot(
@@ -200,9 +249,14 @@ def _boot(
 
 def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bool | None) -> None:
     section = "Workspace"
-    resolved = root.resolve()
-    if not resolved.is_dir():
-        rows.add(section, "root", resolved, "error", "not a directory")
+    try:
+        resolved = root.resolve()
+        is_dir = resolved.is_dir()
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        rows.add(section, "root", root, "error", f"the workspace {root} cannot be resolved: {exc}")
+        return
+    if not is_dir:
+        rows.add(section, "root", resolved, "error", f"the workspace {resolved} is not a directory")
         return
     writable = os.access(resolved, os.W_OK)
     rows.add(section, "root", resolved, "ok" if writable else "warn", "" if writable else "not writable")
@@ -275,7 +329,12 @@ def _run_code(rows: _Rows, env: dict[str, str], booted: Booted | None) -> None:
         rows.add("run_code", "run_code", "invalid", "error", str(exc))
         return
     if not on:
-        rows.add("run_code", "run_code", "off", "off", f"{RUN_CODE_ENV}=1 turns it on")
+        rows.add(
+            "run_code", "run_code", "off", "off", f"{RUN_CODE_ENV}=1 turns it on (its limits are read then)"
+        )
+        return
+    if booted is None:
+        rows.add("run_code", "run_code", "unknown", "warn", "the tools did not boot (see Tools)")
         return
     registered = booted is not None and booted.router.get("run_code") is not None
     rows.add(
@@ -295,7 +354,10 @@ def _web(rows: _Rows, env: dict[str, str], booted: Booted | None, web_tools: boo
     except ConfigError as exc:
         rows.add(section, "configuration", "invalid", "error", str(exc))
         return
-    names = {tool.name for tool in booted.router} if booted is not None else set()
+    if booted is None:
+        rows.add(section, "web tools", "unknown", "warn", "the tools did not boot (see Tools)")
+        return
+    names = {tool.name for tool in booted.router}
     rows.add(section, "web_fetch", "on" if "web_fetch" in names else "not registered")
     key = "set" if config.search_api_key else "unset"
     if "web_search" in names:
@@ -309,7 +371,7 @@ def _web(rows: _Rows, env: dict[str, str], booted: Booted | None, web_tools: boo
             "tavily needs STEERABLE_WEB_SEARCH_API_KEY; STEERABLE_WEB_SEARCH_PROVIDER=ddg needs none",
         )
     if config.egress_confined:
-        rows.add(section, "egress", f"confined to the proxy {config.egress_proxy}")
+        rows.add(section, "egress", f"confined to the proxy {_url_shown(config.egress_proxy or '')}")
     else:
         rows.add(
             section, "egress", "direct", detail="public hosts only: private, loopback and metadata refused"
@@ -392,13 +454,10 @@ def _mcp(rows: _Rows, env: dict[str, str]) -> None:
         rows.add("MCP servers", "servers", "none", "ok", "STEERABLE_MCP_CONFIG names a JSON file of servers")
     for server in servers:
         found = shutil.which(server.command, path=(server.env or {}).get("PATH") or env.get("PATH"))
-        rows.add(
-            "MCP servers",
-            server.name,
-            " ".join([server.command, *_args_shown(server.args)]),
-            "ok" if found else "error",
-            f"command found: {found}" if found else f"command {server.command!r} not found on PATH",
-        )
+        where = f"found: {found}" if found else f"command {server.command!r} not found on PATH"
+        if server.args:
+            where += f"; {len(server.args)} argument(s) not shown (they may hold credentials)"
+        rows.add("MCP servers", server.name, server.command, "ok" if found else "error", where)
 
 
 def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] | None) -> None:
@@ -411,8 +470,8 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
     source = (
         "--state-dir" if state_dir is not None else STATE_DIR_ENV if env.get(STATE_DIR_ENV) else "the default"
     )
-    try:  # the check run and sidecar make at start (it creates a missing directory, as they do)
-        path = checked_state_dir(state_dir, environ=env)
+    try:  # the check run and sidecar make at start, without creating anything
+        path = checked_state_dir(state_dir, environ=env, create=False)
     except ConfigError as exc:
         rows.add(section, "state directory", state_dir or "", "error", str(exc))
     else:
@@ -439,7 +498,10 @@ def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
 
 def _url_shown(url: str) -> str:
     """``url`` without what may carry a credential: userinfo, query and fragment become ``[redacted]``."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(not a URL; not shown)"
     netloc = parts.netloc
     if "@" in netloc:
         netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
@@ -447,31 +509,16 @@ def _url_shown(url: str) -> str:
     return shown + (f"?{REDACTED}" if parts.query else "") + (f"#{REDACTED}" if parts.fragment else "")
 
 
-_SECRET_FLAG: Final = re.compile(r"(key|token|secret|password|passwd|auth|credential)", re.I)
-
-
-def _args_shown(args: tuple[str, ...]) -> list[str]:
-    """A server's arguments with the value of any key/token/secret option replaced by ``[redacted]``."""
-    shown: list[str] = []
-    hide_next = False
-    for arg in args:
-        if hide_next:
-            shown.append(REDACTED)
-            hide_next = False
-        elif arg.startswith("-") and "=" in arg and _SECRET_FLAG.search(arg.split("=", 1)[0]):
-            shown.append(f"{arg.split('=', 1)[0]}={REDACTED}")
-        else:
-            shown.append(_url_shown(arg) if "://" in arg else arg)
-            hide_next = arg.startswith("-") and bool(_SECRET_FLAG.search(arg))
-    return shown
-
-
 def _print(report: DoctorReport) -> None:
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(highlight=False)
+    class _Console(Console):
+        def on_broken_pipe(self) -> None:  # rich exits 1; a Unix filter's reader left: 141 (cli.main)
+            raise BrokenPipeError
+
+    console = _Console(highlight=False)
     table = Table(title=f"steerable {__version__} doctor", title_justify="left", expand=False)
     for column in ("section", "item", "value", "status", "detail"):
         table.add_column(column, overflow="fold")

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
 __all__ = [
+    "MAX_MCP_CONFIG_BYTES",
     "MCP_CONFIG_ENV",
     "MCP_TOOL_PREFIX",
     "McpServerConfig",
@@ -64,6 +65,8 @@ logger = logging.getLogger("steerable_sidecar.mcp_sources")
 
 MCP_TOOL_PREFIX: Final = "mcp__"
 """Every MCP tool's registered name starts with this, then ``<server>__<tool>``."""
+MAX_MCP_CONFIG_BYTES: Final = 1_000_000
+"""The largest MCP config file read, in bytes (a host's whole settings file fits many times)."""
 DEFAULT_CALL_TIMEOUT_MS: Final = 120_000
 """Default bound on one tool call, in milliseconds (2 minutes)."""
 DEFAULT_CONNECT_TIMEOUT_MS: Final = 30_000
@@ -146,7 +149,13 @@ def load_mcp_config(source: str | os.PathLike[str]) -> list[McpServerConfig]:
     """
     path = Path(source)
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.exists() and not path.is_file():  # a FIFO would block the start, /dev/zero fill memory
+            raise ConfigError(f"MCP config {path}: not a regular file")
+        with path.open("rb") as handle:
+            data = handle.read(MAX_MCP_CONFIG_BYTES + 1)
+        if len(data) > MAX_MCP_CONFIG_BYTES:
+            raise ConfigError(f"MCP config {path}: larger than {MAX_MCP_CONFIG_BYTES} bytes")
+        text = data.decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"MCP config {path}: cannot read it ({exc})") from exc
     try:
@@ -155,6 +164,8 @@ def load_mcp_config(source: str | os.PathLike[str]) -> list[McpServerConfig]:
         raise ConfigError(
             f"MCP config {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})"
         ) from exc
+    except (ValueError, RecursionError) as exc:  # a 5000-digit integer, nesting too deep
+        raise ConfigError(f"MCP config {path}: not usable JSON ({exc or 'nested too deeply'})") from exc
 
     if isinstance(document, list):
         entries = [(f"entry {i}", entry, None) for i, entry in enumerate(document)]

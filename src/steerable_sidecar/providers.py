@@ -45,7 +45,7 @@ from steerable_agent_runtime.llm import (
     parse_tool_call,
 )
 
-from ._endpoints import checked_base_url, header_safe
+from ._endpoints import checked_base_url, env_proxy_client, header_safe
 from ._secrets import redact
 
 __all__ = [
@@ -544,7 +544,9 @@ class OpenAICompatibleProvider:
         if self._secret:
             self._headers["Authorization"] = f"Bearer {self._secret}"
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+        self._client = (
+            client if client is not None else env_proxy_client("the model provider", timeout=self._timeout)
+        )
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider({self.config!r})"

@@ -92,7 +92,10 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 
 def checked_state_dir(
-    path: str | os.PathLike[str] | None = None, *, environ: Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | None = None,
+    *,
+    environ: Mapping[str, str] | None = None,
+    create: bool = True,
 ) -> Path:
     """Return a usable state directory: ``path`` (``--state-dir``), else :func:`default_state_dir`.
 
@@ -102,6 +105,8 @@ def checked_state_dir(
     Args:
         path: The ``--state-dir`` value; ``None`` or ``""`` uses the default.
         environ: The environment the default is read from (default ``os.environ``).
+        create: Create a missing directory (``steerable doctor`` passes ``False``: it checks that
+            the nearest existing parent could hold it, and changes nothing on disk).
 
     Raises:
         ConfigError: When the path is a file, cannot be created or is not writable; the message
@@ -117,19 +122,33 @@ def checked_state_dir(
         source = (
             f"{STATE_DIR_ENV}={directory}" if env.get(STATE_DIR_ENV) else f"the state directory {directory}"
         )
-    problem = _state_dir_problem(directory)
+    try:
+        problem = _state_dir_problem(directory, create=create)
+    except OSError as exc:  # a parent we may not enter, a name too long, a symlink loop
+        problem = f"it cannot be checked ({exc.strerror or exc})"
     if problem is not None:
         raise ConfigError(f"{source} is not a usable directory: {problem}")
     return directory
 
 
-def _state_dir_problem(directory: Path) -> str | None:
-    """Why ``directory`` cannot hold the state (after creating it if missing), or ``None``."""
+def _state_dir_problem(directory: Path, *, create: bool) -> str | None:
+    """Why ``directory`` cannot hold the state (after creating it if missing), or ``None``.
+
+    Raises:
+        OSError: When a parent cannot be entered or the path is unusable (``os.stat`` fails).
+    """
     if not directory.is_dir():
         if directory.exists():
             return "it is a file" if directory.is_file() else "it is not a directory"
         if directory.is_symlink():
-            return "it is a symbolic link to nothing"
+            return "it is a symbolic link to nothing (or a loop)"
+        if not create:
+            parent = next((p for p in directory.parents if p.exists() or p.is_symlink()), None)
+            if parent is None or not parent.is_dir():
+                return f"it cannot be created: {parent} is not a directory"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"it cannot be created: {parent} is not writable"
+            return None
         try:
             directory.mkdir(mode=0o700, parents=True)
         except FileExistsError:  # created meanwhile: judged below
@@ -145,6 +164,8 @@ def _state_dir_problem(directory: Path) -> str | None:
     sessions = directory / "sessions"
     if (sessions.exists() or sessions.is_symlink()) and not sessions.is_dir():
         return f"{sessions} is not a directory"
+    if not create:  # no probe file: os.access also sees a read-only mount
+        return None if os.access(directory, os.W_OK | os.X_OK) else "it is not writable"
     try:
         fd, probe = tempfile.mkstemp(prefix=".steerable-probe-", dir=directory)
     except OSError as exc:

@@ -145,7 +145,7 @@ def test_a_valid_script_still_completes(run_cli: Cli, ws: Path, tmp_path: Path) 
         (
             [1, 2, 3, 4, 5],
             "scripted turn 1: 1 is not a string or an object; scripted turn 2: 2 is not a string or an "
-            "object; scripted turn 3: 3 is not a string or an object; and 2 more problems",
+            "object; scripted turn 3: 3 is not a string or an object; and more problems",
         ),
     ],
 )

@@ -7,6 +7,7 @@ schema-only deferred tools and check modes (MODE-4), tiers (TIER-1) and ``tool_s
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -377,3 +378,30 @@ def test_long_tool_names_are_shortened_to_64_with_a_stable_hash():
     assert len(long) == 64 and long.startswith("mcp__srv__xxx") and long == mcp_tool_name("srv", "x" * 200)
     assert mcp_tool_name("srv", "x" * 200) != mcp_tool_name("srv", "x" * 201)
     assert mcp_tool_name("srv", "send.file") == "mcp__srv__send_file"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "directory"])
+def test_a_config_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_path, kind):
+    if kind == "fifo":
+        path = tmp_path / "fifo"
+        os.mkfifo(path)  # reading it would block the start for ever
+    elif kind == "device":
+        path = Path("/dev/zero")  # reading it would fill the memory
+    else:
+        path = tmp_path
+    with pytest.raises(ConfigError) as caught:
+        load_mcp_config(path)
+    assert str(caught.value) == f"MCP config {path}: not a regular file"
+
+
+def test_a_config_too_large_or_nested_too_deeply_is_a_config_error(tmp_path):
+    from steerable_sidecar.mcp_sources import MAX_MCP_CONFIG_BYTES
+
+    big = tmp_path / "big.json"
+    big.write_text(" " * (MAX_MCP_CONFIG_BYTES + 1))
+    with pytest.raises(ConfigError, match=f"larger than {MAX_MCP_CONFIG_BYTES} bytes"):
+        load_mcp_config(big)
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match="not usable JSON"):
+        load_mcp_config(deep)

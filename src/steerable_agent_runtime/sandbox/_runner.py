@@ -40,6 +40,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import errno
 import functools
 import importlib.util
 import json
@@ -676,7 +677,11 @@ def _prepare_sandbox(
         if cgroup is not None:
             try:
                 cgroup.join(pid, cgroup.missing(pid))
+            except ProcessLookupError:
+                raise  # gone meanwhile (ESRCH): bubblewrap failed on its own, handled below
             except OSError as exc:
+                if exc.errno == errno.ESRCH or not _alive(pid):
+                    raise ProcessLookupError(pid) from None
                 raise SetupError(f"cannot join the run's cgroups {cgroup.paths}: {exc.strerror}") from None
             marks["cgroups"] = time.monotonic()
         return _Prepared(init, marks)
@@ -690,6 +695,15 @@ def _prepare_sandbox(
         return _Prepared(init, marks, error=setup_failure(exc))
     finally:
         os.close(info_fd)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` still exists (a zombie counts as gone: it will never run the command)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _first_for_the_oom_killer(pid: int) -> None:

@@ -86,7 +86,8 @@ def select_backend(
     if config.backend != "auto":
         message = (
             f"{SANDBOX_ENV}={config.backend} forces that backend, which cannot run here ({listed}), so "
-            f"the command was not run. Fix it, or unset {SANDBOX_ENV} to let steerable choose. {_FIX}"
+            f"the command was not run. Unset {SANDBOX_ENV} to let steerable choose a backend that "
+            f"works here, or make that one work. {_FIX}"
         )
     elif not names:
         tried[key] = "no layer-2 sandbox backend exists for this platform"

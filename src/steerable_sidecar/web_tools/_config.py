@@ -21,6 +21,7 @@ import idna
 from steerable_agent_runtime._env import env_flag, env_int
 from steerable_agent_runtime.errors import ConfigError
 
+from .._endpoints import PROXY_ENV_VARS as _PROXY_ENV_VARS
 from .._endpoints import checked_base_url, header_safe
 
 __all__ = [
@@ -59,14 +60,7 @@ SEARCH_BASE_URL_ENV: Final = "STEERABLE_WEB_SEARCH_BASE_URL"
 """The search backend's base URL (default ``https://api.tavily.com``)."""
 EGRESS_CONFINED_ENV: Final = "STEERABLE_EGRESS_CONFINED"
 """Set to ``1`` by the desktop when the sidecar's outbound traffic is confined to its egress proxy."""
-PROXY_ENV_VARS: Final[tuple[str, ...]] = (
-    "https_proxy",
-    "HTTPS_PROXY",
-    "http_proxy",
-    "HTTP_PROXY",
-    "all_proxy",
-    "ALL_PROXY",
-)
+PROXY_ENV_VARS: Final[tuple[str, ...]] = _PROXY_ENV_VARS
 """The proxy variables httpx honours with ``trust_env``, in the order :attr:`WebToolsConfig.egress_proxy`
 reports them (lowercase first: ``urllib.request.getproxies``, which httpx uses, lets it win)."""
 

@@ -49,7 +49,7 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
-from .._endpoints import header_safe
+from .._endpoints import env_proxy_client, header_safe
 from .._secrets import redact
 from ._config import (
     SEARCH_API_KEY_ENV,
@@ -360,7 +360,7 @@ class _HttpBackend:
         self.timeout_ms = timeout_ms
         self._timeout = httpx.Timeout(timeout_ms / 1000)
         self._owns_client = client is None
-        self._client = client if client is not None else httpx.AsyncClient(timeout=self._timeout)
+        self._client = client if client is not None else env_proxy_client("web_search", timeout=self._timeout)
 
     async def __aenter__(self) -> Self:
         return self

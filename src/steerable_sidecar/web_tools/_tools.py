@@ -22,6 +22,7 @@ from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
+from .._endpoints import env_proxy_client
 from ._config import WEB_LIMIT_ENV, WebToolsConfig
 from ._fetch import Resolver, WebFetcher
 from ._policy import DomainPolicy
@@ -279,7 +280,7 @@ def install_web_tools(
     cfg = WebToolsConfig.from_env(environ) if config is None else config
     owned: tuple[Any, ...] = ()
     if provider is _DEFAULT:
-        client = httpx.AsyncClient(timeout=cfg.search_timeout_ms / 1000, follow_redirects=False)
+        client = env_proxy_client("web_search", timeout=cfg.search_timeout_ms / 1000, follow_redirects=False)
         provider = default_web_search_provider(cfg, client=client, host_invoke=host_search)
         owned = (client,)
     tools = WebTools(
