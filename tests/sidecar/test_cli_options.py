@@ -231,3 +231,105 @@ def test_doctor_flags_a_state_dir_that_is_a_file(ws, tmp_path):
     assert rows[("State and logs", "state directory")]["detail"] == message
     run = steerable("run", "--instruction", "x", "--state-dir", str(blocker), cwd=ws)
     assert run.returncode == 2 and json.loads(run.stdout)["error"] == message
+
+
+SERVER_SCRIPT = str(Path(__file__).resolve().parent.parent / "fixtures" / "mcp_tool_server.py")
+
+
+@pytest.mark.parametrize("harness", ["full", "progressive"])
+async def test_tools_lists_the_mcp_servers_tools_as_mcp_offers_them(ws, tmp_path, harness):
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps([{"name": "wx", "command": sys.executable, "args": [SERVER_SCRIPT]}]))
+    env = env_without_steerable(STEERABLE_MCP_CONFIG=str(config))
+    shown = names_listed(
+        await asyncio.to_thread(steerable, "tools", "--harness", harness, "--json", cwd=ws, env=env)
+    )
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "steerable_sidecar", "mcp", "--harness", harness, "-w", str(ws)],
+        env=env,
+    )
+    async with asyncio.timeout(60), Client(params) as client:
+        served = [tool.name for tool in (await client.list_tools()).tools]
+    assert shown == served
+    every = names_listed(await asyncio.to_thread(steerable, "tools", "--all", "--json", cwd=ws, env=env))
+    assert "mcp__wx__get_weather" in every
+    assert ("mcp__wx__get_weather" in shown) is (harness == "full")  # deferred: progressive finds it
+
+
+def test_mcp_says_what_it_serves_even_when_the_host_leaves_at_once(ws):
+    proc = subprocess.run(
+        [sys.executable, "-m", "steerable_sidecar", "mcp", "-w", str(ws), "--no-web-tools"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=env_without_steerable(),
+        timeout=60,
+    )
+    assert proc.returncode == 0 and proc.stdout == ""
+    assert proc.stderr.startswith(f"steerable mcp {VERSION}: serving "), proc.stderr
+
+
+def test_doctor_under_head_exits_quietly_like_every_command(ws):
+    piped = subprocess.run(
+        f"{sys.executable} -m steerable_sidecar doctor --no-plugins | head -1; echo rc=${{PIPESTATUS[0]}}",
+        shell=True,
+        executable="/bin/bash",
+        cwd=ws,
+        capture_output=True,
+        text=True,
+        env=env_without_steerable(),
+        timeout=60,
+    )
+    assert piped.stdout.splitlines()[-1] == "rc=141" and "Traceback" not in piped.stderr
+
+
+def test_doctor_reports_a_bad_log_level_in_its_report(ws):
+    proc = steerable(
+        "doctor", "--json", "--no-plugins", cwd=ws, env=env_without_steerable(STEERABLE_LOG_LEVEL="trace")
+    )
+    assert proc.returncode == 2
+    report = json.loads(proc.stdout)
+    rows = {(c["section"], c["item"]): c for c in report["checks"]}
+    assert rows[("State and logs", "log level")]["detail"] == (
+        "STEERABLE_LOG_LEVEL='TRACE' is not a log level; use one of DEBUG, INFO, WARNING, ERROR"
+    )
+
+
+def test_run_refuses_allow_outside_workspace_after_the_command_too(ws):
+    proc = steerable("run", "--instruction", "x", "--allow-outside-workspace", cwd=ws)
+    assert proc.returncode == 2
+    assert (
+        json.loads(proc.stdout)["error"]
+        == "steerable run jails the workspace: --allow-outside-workspace is not accepted"
+    )
+
+
+def test_a_proxy_httpx_cannot_use_is_a_configuration_error(ws):
+    env = env_without_steerable(ALL_PROXY="socks5://127.0.0.1:1080", HTTPS_PROXY="ftp://user:SECRET@proxy:21")
+    proc = steerable("tools", cwd=ws, env=env)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and "SECRET" not in proc.stderr
+    assert proc.stderr.startswith(
+        "steerable: web_search cannot use the proxy set in HTTPS_PROXY, ALL_PROXY: "
+    )
+    assert proc.stderr.rstrip().endswith("Fix or unset it (or start with --no-web-tools)")
+    assert steerable("tools", "--no-web-tools", cwd=ws, env=env).returncode == 0
+
+
+def test_a_lone_surrogate_in_the_model_text_still_prints_the_summary(ws, tmp_path):
+    script = tmp_path / "turns.json"
+    script.write_text('["\\ud800 done"]')
+    env = env_without_steerable(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script))
+    proc = steerable(
+        "run",
+        "--instruction",
+        "x",
+        "--quiet",
+        "--no-web-tools",
+        "--state-dir",
+        str(tmp_path / "s"),
+        cwd=ws,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["text"] == "\ud800 done"
