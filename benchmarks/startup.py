@@ -8,7 +8,9 @@ What it measures
     * ``python -c "import steerable_agent_runtime"``;
     * ``python -m steerable_sidecar call read_file '{"path": "README.md"}' --no-plugins`` (what
       the ``steerable call`` console script runs; ``-m`` so it works without the script on PATH;
-      ``--no-plugins`` because an installed plugin may import anything it likes).
+      ``--no-plugins`` because an installed plugin may import anything it likes);
+    * ``steerable --version`` and ``steerable doctor --json --no-plugins`` (informational: doctor
+      boots the tools and probes every sandbox backend, so it costs a few ``call``\ s).
 
     One warm-up run each, then rounds interleaved across the three; medians reported. The framework
     import cost is (import - ``python -c pass``). A second check runs one subprocess that imports
@@ -49,6 +51,15 @@ COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "import steerable_agent_runtime": [sys.executable, "-c", "import steerable_agent_runtime"],
     "steerable call read_file README.md": [sys.executable, "-m", "steerable_sidecar", *CALL_ARGS],
+    "steerable --version": [sys.executable, "-m", "steerable_sidecar", "--version"],
+    "steerable doctor --json --no-plugins": [
+        sys.executable,
+        "-m",
+        "steerable_sidecar",
+        "doctor",
+        "--json",
+        "--no-plugins",
+    ],
 }
 
 PROBE_IMPORT = f"""

@@ -93,7 +93,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         type=_positive_int,
         default=DEFAULT_MAX_ROUNDS,
         metavar="N",
-        help="model calls at most",
+        help=f"model calls at most (default {DEFAULT_MAX_ROUNDS})",
     )
     parser.add_argument(
         "--model-timeout-ms",
@@ -110,7 +110,12 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--system", metavar="TEXT", default=None, help="replace the default system prompt")
     parser.add_argument("--session-id", metavar="ID", default=None, help="resume (or name) a durable session")
-    parser.add_argument("--state-dir", metavar="DIR", default=None, help="where session records go")
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        default=None,
+        help="where session records go (default: $STEERABLE_STATE_DIR or $XDG_STATE_HOME/steerable)",
+    )
     parser.add_argument(
         "--ask-user",
         choices=["auto", "on", "off"],
