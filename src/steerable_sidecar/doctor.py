@@ -149,25 +149,17 @@ def diagnose(
     booted = _guarded(
         rows,
         "Tools",
-        _boot,
-        rows,
-        root,
-        env,
-        harness,
-        plugins,
-        web_tools,
-        allow_outside,
-        allow_protected_writes,
+        lambda: _boot(rows, root, env, harness, plugins, web_tools, allow_outside, allow_protected_writes),
     )
     try:
-        _guarded(rows, "Workspace", _workspace, rows, root, env, allow_protected_writes)
-        _guarded(rows, "Sandbox", _sandbox, rows, env)
-        _guarded(rows, "run_code", _run_code, rows, env, booted)
-        _guarded(rows, "Web tools", _web, rows, env, booted, web_tools)
-        _guarded(rows, "Model provider", _provider, rows, env)
-        _guarded(rows, "Plugins", _plugins, rows, booted, plugins)
-        _guarded(rows, "MCP servers", _mcp, rows, env)
-        _guarded(rows, "State and logs", _state, rows, env, state_dir)
+        _guarded(rows, "Workspace", lambda: _workspace(rows, root, env, allow_protected_writes))
+        _guarded(rows, "Sandbox", lambda: _sandbox(rows, env))
+        _guarded(rows, "run_code", lambda: _run_code(rows, env, booted))
+        _guarded(rows, "Web tools", lambda: _web(rows, env, booted, web_tools))
+        _guarded(rows, "Model provider", lambda: _provider(rows, env))
+        _guarded(rows, "Plugins", lambda: _plugins(rows, booted, plugins))
+        _guarded(rows, "MCP servers", lambda: _mcp(rows, env))
+        _guarded(rows, "State and logs", lambda: _state(rows, env, state_dir))
     finally:
         if booted is not None:
             import asyncio
@@ -182,11 +174,11 @@ def diagnose(
     return DoctorReport(checks, variables)
 
 
-def _guarded(rows: _Rows, section: str, check: Callable[..., _T], *args: Any) -> _T | None:
+def _guarded(rows: _Rows, section: str, check: Callable[[], _T]) -> _T | None:
     """Run one section's checks; an unexpected exception becomes an ``error`` row, never a crash."""
     try:
-        return check(*args)
-    except Exception as exc:
+        return check()
+    except Exception as exc:  # any bug or odd input: a report row, never a traceback
         rows.add(section, "check", "failed", "error", f"{type(exc).__name__}: {exc}")
         return None
 
