@@ -242,3 +242,16 @@ def test_doctor_reports_what_used_to_crash_or_hang_as_an_error_row(
     assert report.errors, report.checks
     assert not any(check.item == "check" for check in report.errors), report.errors  # no internal failure
     assert "SECRET" not in json.dumps(report.to_json())
+
+
+def test_doctor_changes_nothing_on_disk(tmp_path):
+    state = tmp_path / "not" / "yet" / "state"
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    report = diagnose(workspace, environ={"PATH": "/usr/bin:/bin"}, plugins=False, state_dir=state)
+    rows = {(c.section, c.item): c for c in report.checks}
+    assert rows[("State and logs", "state directory")].status == "ok"
+    assert rows[("State and logs", "state directory")].detail.endswith(
+        "created at the first run or sidecar start"
+    )
+    assert not (tmp_path / "not").exists() and list(workspace.iterdir()) == []

@@ -467,7 +467,8 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
     except ConfigError as exc:
         rows.add(section, "state directory", state_dir or "", "error", str(exc))
     else:
-        rows.add(section, "state directory", path, detail=f"({source})")
+        made = "" if path.is_dir() else "; created at the first run or sidecar start"
+        rows.add(section, "state directory", path, detail=f"({source}){made}")
     try:
         rows.add(section, "log level", logging.getLevelName(log_level(0, env)), detail="-v INFO, -vv DEBUG")
     except ConfigError as exc:
