@@ -233,7 +233,10 @@ def parse_domain_list(raw: str, *, variable: str) -> tuple[str, ...]:
     checked by ``validate_url``. A ``*.`` prefix is accepted and dropped: an entry already covers
     every subdomain, so ``*.example.com`` means the same as ``example.com`` (spec: Domain policy).
     An IP address entry is accepted in its canonical form and matches only that address. Empty
-    entries are dropped, and so are repeats (the first one stays in place).
+    entries are dropped, and so are repeats (the first one stays in place). An empty value (or
+    only whitespace) is the empty list, as if unset; a value whose entries are all empty (``" , "``)
+    is refused: it looks like a list but names nothing, and an empty allow-list means every
+    public host (WEB-18).
 
     Args:
         raw: The variable's text.
@@ -243,13 +246,21 @@ def parse_domain_list(raw: str, *, variable: str) -> tuple[str, ...]:
         The normalized entries, in order.
 
     Raises:
-        ConfigError: Naming the variable and the entry, for an entry that is not a host name: a
+        ConfigError: Naming the variable, for a value whose entries are all empty (``" , "``).
+            Naming the variable and the entry, for an entry that is not a host name: a
             scheme, path, port, userinfo, space, a ``*`` other than a leading ``*.``, an empty or
             invalid label (IDNA 2008 via UTS-46: ``_``, a leading or trailing hyphen, a label over
             63 bytes), a name over 253 bytes, or an all-numeric top-level label that is not an
             IPv4 address (RFC 3696 section 2: no top-level domain is all-numeric).
     """
-    return _domain_entries((part for part in raw.split(",") if part.strip()), variable)
+    entries = [part for part in raw.split(",") if part.strip()]
+    if not entries and raw.strip():
+        meaning = "every public host is allowed" if variable == ALLOWED_DOMAINS_ENV else "nothing is blocked"
+        raise ConfigError(
+            f"{variable}={raw!r} lists no domain (every entry is empty); write names like "
+            f"docs.example.com, or unset it (then {meaning})"
+        )
+    return _domain_entries(entries, variable)
 
 
 def _domain_entries(entries: Iterable[str], label: str) -> tuple[str, ...]:

@@ -1,8 +1,13 @@
-"""WebToolsConfig and parse_domain_list: bounds (WEB-7), domain lists (WEB-11), the egress marker (WEB-14)."""
+"""WebToolsConfig and parse_domain_list: bounds (WEB-7), domain lists (WEB-11, WEB-18), the egress marker (WEB-14)."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -268,7 +273,8 @@ def test_search_base_url_refusals_name_the_variable(raw: str, message: str) -> N
     ("raw", "entries"),
     [
         ("", ()),
-        (" , ,, ", ()),
+        ("   ", ()),  # only whitespace: as if unset
+        (" , example.com,, ", ("example.com",)),  # empty entries beside a real one are dropped
         ("example.com", ("example.com",)),
         ("Example.COM, docs.python.org", ("example.com", "docs.python.org")),
         (".example.com.", ("example.com",)),
@@ -322,6 +328,60 @@ def test_parse_domain_list_refuses_non_host_names_naming_variable_and_entry_web_
     assert str(caught.value) == (
         f"STEERABLE_WEB_BLOCKED_DOMAINS: {entry!r} is not a host name ({why}); write names like docs.example.com"
     )
+
+
+ALL_EMPTY = [",", " , ", " , ,, ", "\t,\n"]
+
+
+@pytest.mark.parametrize("raw", ALL_EMPTY)
+@pytest.mark.parametrize(
+    ("variable", "meaning"),
+    [
+        ("STEERABLE_WEB_ALLOWED_DOMAINS", "every public host is allowed"),
+        ("STEERABLE_WEB_BLOCKED_DOMAINS", "nothing is blocked"),
+    ],
+)
+def test_a_list_of_only_empty_entries_is_a_configuration_error_web_18(
+    raw: str, variable: str, meaning: str
+) -> None:
+    expected = (
+        f"{variable}={raw!r} lists no domain (every entry is empty); write names like "
+        f"docs.example.com, or unset it (then {meaning})"
+    )
+    with pytest.raises(ConfigError) as caught:
+        parse_domain_list(raw, variable=variable)
+    assert str(caught.value) == expected
+    with pytest.raises(ConfigError) as resolved:  # raised when the configuration is resolved
+        WebToolsConfig.from_env({variable: raw})
+    assert str(resolved.value) == expected
+
+
+def _steerable(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    return subprocess.run(
+        [sys.executable, "-m", "steerable_sidecar", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**environ, **env},
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("variable", ["STEERABLE_WEB_ALLOWED_DOMAINS", "STEERABLE_WEB_BLOCKED_DOMAINS"])
+def test_doctor_and_tools_refuse_a_list_of_only_empty_entries_web_18(tmp_path: Path, variable: str) -> None:
+    message = f"{variable}=' , ' lists no domain (every entry is empty)"
+    doctor = _steerable("doctor", "--json", "--no-plugins", cwd=tmp_path, **{variable: " , "})
+    assert doctor.returncode == 2, doctor.stdout + doctor.stderr
+    rows = {(c["section"], c["item"]): c for c in json.loads(doctor.stdout)["checks"]}
+    row = rows[("Web tools", "configuration")]
+    assert row["status"] == "error" and row["detail"].startswith(message)
+    tools = _steerable("tools", "--no-plugins", cwd=tmp_path, **{variable: " , "})
+    assert tools.returncode == 2 and message in tools.stderr, tools.stderr
+    assert "Traceback" not in tools.stderr
+    fine = _steerable("tools", "--json", "--no-plugins", cwd=tmp_path, **{variable: "   "})
+    assert fine.returncode == 0, fine.stderr
 
 
 def test_domain_lists_come_from_the_environment_web_11() -> None:
