@@ -24,7 +24,7 @@ IMPLEMENTED = (
     | {f"HAR-{n}" for n in range(1, 4)}
     | {f"PLG-{n}" for n in range(1, 10)}
     | {f"RUN-{n}" for n in range(1, 10)}
-    | {f"WEB-{n}" for n in range(1, 16)}
+    | {f"WEB-{n}" for n in range(1, 19)}
 )
 
 

@@ -79,14 +79,17 @@ from steerable_agent_runtime.sandbox import (
 __all__ = [
     "CONVERTER_MEMORY_FLOOR",
     "CONVERTER_MEMORY_PER_BYTE",
+    "BINARY_SNIFF_BYTES",
     "ContentKind",
     "HtmlConverter",
+    "binary_type",
     "Rendered",
     "choose_charset",
     "decode_body",
     "decode_text",
     "markdown_from_html",
     "parse_content_type",
+    "refuse_binary",
     "render_body",
     "require_text",
     "sandbox_memory_bytes",
@@ -106,6 +109,9 @@ CHARSET_PRESCAN_BYTES = 4096
 
 # Bytes of an untyped body looked at by the sniffer (WHATWG MIME Sniffing reads up to 1445).
 SNIFF_BYTES = 1024
+
+BINARY_SNIFF_BYTES: Final = 4096
+"""Bytes of a body served as text looked at by :func:`binary_type` (WEB-17)."""
 
 CONVERTER_MEMORY_FLOOR: Final = 64 << 20
 """Bytes of address space the converter child may add for any page (on Linux)."""
@@ -347,6 +353,77 @@ def sniff(prefix: bytes | bytearray) -> str:
     if _XML_START.match(body):
         return "text/xml"
     return "text/plain"
+
+
+# Signatures too short or too textual to overrule a declared text type ("BM..." and "ID3..." start
+# ordinary sentences); every other one of _SIGNATURES does.
+_WEAK_SIGNATURES: Final = frozenset({b"BM", b"ID3"})
+# A prefix is binary when more than 1 byte in 100 is NUL, or more than 1 in 20 a binary data byte
+# (text has none; compressed or random bytes about 1 in 10, a UTF-16 body about 1 in 2 NULs).
+_NUL_PER_HUNDRED: Final = 1
+_CONTROL_PER_TWENTY: Final = 1
+
+
+def binary_type(prefix: bytes | bytearray, *, declared_charset: str | None, kind: ContentKind) -> str | None:
+    """The media type of a binary body served under a text ``Content-Type``, or ``None`` for text.
+
+    WEB-17: a PDF served as ``text/html`` or a PNG as ``application/json`` is refused as its real
+    type would be, instead of decoding to thousands of U+FFFD and NUL characters. Checked, in the
+    first :data:`BINARY_SNIFF_BYTES`: the magic numbers of :func:`sniff` (``%PDF-``, PNG, GIF, JPEG,
+    ZIP and so docx/xlsx/jar, gzip (a body still gzipped after any declared ``Content-Encoding``),
+    ELF, WebAssembly, RAR, 7z, Ogg; not the two-byte ``BM`` or ``ID3``, which start ordinary text);
+    then, unless the body is UTF-16 (a byte order mark, or a UTF-16 charset: NULs are its text),
+    the share of NUL bytes (over 1 %) and of other binary data bytes (over 5 %; tab, newline, form
+    feed, carriage return and escape are text).
+
+    Args:
+        prefix: The first bytes of the content-decoded body (only :data:`BINARY_SNIFF_BYTES` are read).
+        declared_charset: The ``charset`` parameter of the ``Content-Type``, if any.
+        kind: The :data:`ContentKind` of the declared type.
+
+    Returns:
+        The binary format's media type (``"application/octet-stream"`` when only the byte counts
+        say so), or ``None``.
+    """
+    head = bytes(prefix[:BINARY_SNIFF_BYTES])
+    for signature, media_type in _SIGNATURES:
+        if signature not in _WEAK_SIGNATURES and head.startswith(signature):
+            return media_type
+    if not head or choose_charset(declared_charset, head, kind).startswith("utf-16"):
+        return None
+    if head.count(0) * 100 > len(head) * _NUL_PER_HUNDRED:
+        return "application/octet-stream"
+    if len(_BINARY_BYTE.findall(head)) * 20 > len(head) * _CONTROL_PER_TWENTY:
+        return "application/octet-stream"
+    return None
+
+
+def refuse_binary(
+    prefix: bytes | bytearray, *, declared: str, declared_charset: str | None, kind: ContentKind, url: str
+) -> None:
+    """Refuse a binary body served as text, as :func:`require_text` refuses a binary type (WEB-17).
+
+    Args:
+        prefix: The first bytes of the content-decoded body.
+        declared: The declared (text) media type, e.g. ``"text/html"``.
+        declared_charset: Its ``charset`` parameter, if any.
+        kind: Its :data:`ContentKind`.
+        url: The URL the body came from, named in the refusal.
+
+    Raises:
+        WebError: ``"unsupported_content_type"`` when :func:`binary_type` finds a binary format,
+            e.g. ``"<url> is application/pdf (served as text/html), not text; web_fetch reads text
+            only. To download binary content use the bash tool with curl (curl -L -o FILE
+            '<url>')."``; ``data`` has ``contentType`` (the sniffed type) and ``declaredType``.
+    """
+    found = binary_type(prefix, declared_charset=declared_charset, kind=kind)
+    if found is not None:
+        raise WebError(
+            "unsupported_content_type",
+            f"{url} is {found} (served as {declared}), not text; web_fetch reads text only. To download "
+            f"binary content use the bash tool with curl (curl -L -o FILE '{url}').",
+            data={"contentType": found, "declaredType": declared},
+        )
 
 
 def _codec_for(label: str) -> str | None:

@@ -51,13 +51,17 @@ import httpx
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
 
+from .._http import REDIRECT_STATUSES, RedirectRefused, redirect_target, send_unfollowed
 from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
 from ._content import (
+    BINARY_SNIFF_BYTES,
     SNIFF_BYTES,
     ContentKind,
     HtmlConverter,
     Rendered,
+    binary_type,
     parse_content_type,
+    refuse_binary,
     render_body,
     require_text,
     sniff,
@@ -74,7 +78,6 @@ USER_AGENT: Final = f"steerable/{__version__} (+web_fetch)"
 _ACCEPT: Final = (
     "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5"
 )
-_REDIRECTS: Final = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 _TIMEOUT_ENV: Final = WEB_LIMIT_ENV["fetch_timeout_ms"][0]
 _REDIRECTS_ENV: Final = WEB_LIMIT_ENV["fetch_max_redirects"][0]
@@ -562,13 +565,14 @@ class WebFetcher:
             response = await self._send(url)
             try:
                 location = response.headers.get("location", "").strip()
-                if response.status_code in _REDIRECTS and location:
+                if response.status_code in REDIRECT_STATUSES and location:
                     try:
-                        target = url.join(location).copy_with(fragment=None)
-                    except (httpx.InvalidURL, ValueError, UnicodeError):
+                        target = redirect_target(url, location).copy_with(fragment=None)
+                    except RedirectRefused as exc:
                         raise WebError(
                             "invalid_redirect",
-                            f"{url} answered HTTP {response.status_code} with an unusable Location header",
+                            f"{url} answered HTTP {response.status_code} with an unusable Location header: "
+                            f"{exc}; web_fetch follows http(s) redirects only",
                             data={"status": response.status_code},
                         ) from None
                     if not _same_origin(url, target):
@@ -624,7 +628,9 @@ class WebFetcher:
         self._policy.check_answers(host, addresses, url=str(url))
         if self._proxied:
             try:
-                return await self._client.send(self._client.build_request("GET", url), stream=True)
+                return await send_unfollowed(self._client, self._client.build_request("GET", url))
+            except RedirectRefused as exc:
+                raise self._refused_redirect(url, exc) from None
             except httpx.HTTPError as exc:
                 raise self._network_error(exc, url) from None
         failure: httpx.HTTPError | None = None
@@ -636,7 +642,9 @@ class WebFetcher:
                 extensions={} if _is_ip(host) else {"sni_hostname": host},
             )
             try:
-                return await self._client.send(request, stream=True)
+                return await send_unfollowed(self._client, request)
+            except RedirectRefused as exc:
+                raise self._refused_redirect(url, exc) from None
             except httpx.ConnectError as exc:
                 if _ssl_reason(exc) is not None:
                     raise self._network_error(exc, url) from None
@@ -645,6 +653,14 @@ class WebFetcher:
                 raise self._network_error(exc, url) from None
         assert failure is not None
         raise self._network_error(failure, url) from None
+
+    def _refused_redirect(self, url: httpx.URL, exc: RedirectRefused) -> WebError:
+        """``invalid_redirect`` for a ``Location`` httpx refused while reading the answer (``mailto:``...)."""
+        return WebError(
+            "invalid_redirect",
+            f"{url} answered with an unusable Location header: {exc}; "
+            "web_fetch follows http(s) redirects only",
+        )
 
     def _network_error(self, exc: httpx.HTTPError, url: httpx.URL) -> WebError:
         host = url_host(url)
@@ -720,7 +736,8 @@ class WebFetcher:
                     max_chars=_EXCERPT_BYTES,
                     deadline=deadline,
                 )
-                excerpt = " ".join(rendered.text.split())[:_EXCERPT_CHARS].rstrip()
+                binary = binary_type(body, declared_charset=params.get("charset"), kind=kind)
+                excerpt = "" if binary else " ".join(rendered.text.split())[:_EXCERPT_CHARS].rstrip()
             except (WebError, httpx.HTTPError):
                 excerpt = ""
         message = f"HTTP {status} {reason} from {url}".replace("  ", " ")
@@ -738,23 +755,40 @@ class WebFetcher:
         """Check the type from the headers, then read the body within the cap."""
         media_type, params = parse_content_type(response.headers.get("content-type"))
         kind = require_text(media_type, str(url)) if media_type else None
+        charset = params.get("charset")
+        check_bytes = SNIFF_BYTES if kind is None else BINARY_SNIFF_BYTES
+
+        def check(head: bytes) -> None:
+            if media_type is None or kind is None:  # untyped: refused when the sniffer says binary
+                require_text(sniff(head), str(url))
+            else:  # WEB-17: a binary body under a text type
+                refuse_binary(head, declared=media_type, declared_charset=charset, kind=kind, url=str(url))
+
         body, truncated = await self._read(
-            url, response, self._config.fetch_max_bytes, sniff_first=kind is None
+            url, response, self._config.fetch_max_bytes, check=check, check_bytes=check_bytes
         )
+        check(bytes(body[:check_bytes]))  # a body shorter than check_bytes is checked whole here
         if media_type is None or kind is None:
             media_type = sniff(body)
             kind = require_text(media_type, str(url))
-        return _Page(url, response.status_code, media_type, kind, params.get("charset"), body, truncated)
+        return _Page(url, response.status_code, media_type, kind, charset, body, truncated)
 
     async def _read(
-        self, url: httpx.URL, response: httpx.Response, cap: int, *, sniff_first: bool = False
+        self,
+        url: httpx.URL,
+        response: httpx.Response,
+        cap: int,
+        *,
+        check: Callable[[bytes], None] | None = None,
+        check_bytes: int = SNIFF_BYTES,
     ) -> tuple[bytearray, bool]:
         """Read at most ``cap`` content-decoded bytes; ``(body, truncated)``.
 
         ``truncated`` is true when the body went on past the cap, broke off (the connection
         closed or reset before the declared end), or went on past ``10 * cap + 64 KB`` raw
-        (still compressed) bytes. With ``sniff_first`` an untyped body is refused as soon as
-        :data:`SNIFF_BYTES` show it is binary.
+        (still compressed) bytes. ``check`` is called once on the first ``check_bytes`` as soon
+        as they arrived (whatever it raises propagates), so a binary body is refused without
+        reading the rest; a shorter body is not checked here.
         """
         sent = response.headers.get("content-encoding", "")
         coding = _content_coding(sent)
@@ -770,14 +804,13 @@ class WebFetcher:
         body = bytearray()
         limit = cap + 1  # one byte past the cap tells "more" from "exactly the cap"
         raw_left = _RAW_PER_BYTE * cap + _RAW_SLACK
-        sniffed = not sniff_first
         try:
             async for raw in response.aiter_raw():
                 raw_left -= len(raw)
                 body += inflater.decode(raw, limit - len(body))
-                if not sniffed and len(body) >= SNIFF_BYTES:
-                    require_text(sniff(bytes(body[:SNIFF_BYTES])), str(url))
-                    sniffed = True
+                if check is not None and len(body) >= check_bytes:
+                    check(bytes(body[:check_bytes]))
+                    check = None
                 if len(body) >= limit:
                     break
                 if raw_left < 0:

@@ -18,8 +18,11 @@ every provider, a custom one included.
 
 Every failure is a :class:`~steerable_agent_runtime.errors.WebError` (a ``needsFollowup`` result):
 ``search_auth`` (HTTP 401/403: the key), ``search_rate_limited`` (HTTP 429) or ``search_failed``
-(anything else: 5xx, a timeout, a connection error, a malformed, oversized, too deeply nested or
+(anything else: 5xx, a timeout, a connection error, a redirect (never followed; one whose
+``Location`` is not an http(s) URL included, WEB-16), a malformed, oversized, too deeply nested or
 undecodable answer), each naming the provider. No answer a backend can send raises anything else.
+Error bodies and ``Retry-After`` are read by :mod:`steerable_sidecar._http`, shared with the model
+provider.
 The Tavily key goes only in the ``Authorization`` header and is scrubbed from every hit, error
 message and log line, even when a server echoes it back.
 
@@ -32,11 +35,10 @@ httpx, so a compression bomb costs at most the cap); a single ``Content-Encoding
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import json
 import logging
+import math
 import re
-import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -50,6 +52,7 @@ import httpx
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
 from .._endpoints import env_proxy_client, header_safe
+from .._http import RedirectRefused, clip, error_message, retry_after_s, send_unfollowed
 from .._secrets import redact
 from ._config import (
     SEARCH_API_KEY_ENV,
@@ -97,7 +100,6 @@ _KEY_VARS: Final = f"{SEARCH_API_KEY_ENV} or {TAVILY_API_KEY_ENV}"
 _TIMEOUT_VAR: Final = WEB_LIMIT_ENV["search_timeout_ms"][0]
 _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
-_MAX_DETAIL_CHARS: Final = 200
 _ACCEPT_ENCODING: Final = "gzip"
 _WHITESPACE = re.compile(r"\s+")
 
@@ -215,55 +217,6 @@ def _clean(text: str, limit: int) -> str:
     """``text`` with whitespace runs collapsed to one space, cut at ``limit`` characters."""
     text = _WHITESPACE.sub(" ", text).strip()
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
-def _clip(text: str) -> str:
-    text = _WHITESPACE.sub(" ", text).strip()
-    return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 3] + "..."
-
-
-def _retry_after_s(headers: httpx.Headers) -> int | None:
-    """Whole seconds from ``Retry-After`` (RFC 9110, 10.2.3), or ``None`` when absent or unusable.
-
-    Delta-seconds are ASCII digits only (``"²"`` is a Unicode digit, not a delay) and at most nine of
-    them (about 31 years; a longer run is not a delay anyone means); else an HTTP-date with a zone,
-    counted from now (a past date is 0).
-    """
-    raw = headers.get("retry-after", "").strip()
-    if not raw:
-        return None
-    if raw.isascii() and raw.isdigit():
-        return int(raw) if len(raw) <= 9 else None
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-        delay = when.timestamp() - time.time()
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    if when.tzinfo is None:
-        return None
-    return max(0, round(delay))
-
-
-def _error_detail(body: bytes) -> str:
-    """The backend's own error text: Tavily's ``{"detail": {"error": ...}}`` and common variants."""
-    text = body.decode("utf-8", "replace")
-    try:
-        payload = json.loads(text)
-    except (ValueError, RecursionError):  # RecursionError: nested deeper than the interpreter allows
-        return _clip(text)
-    candidates: list[Any] = []
-    if isinstance(payload, dict):
-        detail = payload.get("detail")
-        if isinstance(detail, dict):
-            candidates.append(detail.get("error"))
-        error = payload.get("error")
-        if isinstance(error, dict):
-            candidates.append(error.get("message"))
-        candidates += [detail, error, payload.get("message")]
-    for candidate in candidates:
-        if isinstance(candidate, str) and candidate.strip():
-            return _clip(candidate)
-    return _clip(text)
 
 
 class _Malformed(ValueError):
@@ -385,11 +338,12 @@ class _HttpBackend:
         redirect is never followed.
 
         Raises:
-            WebError: ``search_failed`` for a timeout, a network error or an oversized answer.
+            WebError: ``search_failed`` for a timeout, a network error, an oversized answer, or a
+                redirect whose ``Location`` httpx cannot make a URL of (``mailto:``...).
         """
         try:
             async with asyncio.timeout(self.timeout_ms / 1000):
-                response = await self._client.send(request, stream=True, follow_redirects=False)
+                response = await send_unfollowed(self._client, request)
                 try:
                     body = await self._read_capped(response)
                 finally:
@@ -398,6 +352,9 @@ class _HttpBackend:
             raise self._error(
                 f"{self._label} did not answer within {self.timeout_ms} ms ({_TIMEOUT_VAR})"
             ) from None
+        except RedirectRefused as exc:
+            where = _origin(request.url)
+            raise self._error(f"{self._label} at {where} answered with a redirect: {exc}") from None
         except httpx.ConnectError as exc:
             raise self._error(
                 f"could not reach {self._label} at {_origin(request.url)}: {exc or 'connection refused'}"
@@ -432,7 +389,7 @@ class _HttpBackend:
         sent_coding = response.headers.get("content-encoding", "")
         coding = _content_coding(sent_coding)
         if coding is None:
-            shown = _clip(sent_coding)
+            shown = clip(sent_coding)
             raise self._error(
                 f"{self._label} sent its answer with Content-Encoding {shown!r}; web_search decodes one "
                 f"coding only, gzip or deflate (it asks for {_ACCEPT_ENCODING})",
@@ -458,7 +415,8 @@ class _HttpBackend:
 
     def _rate_limited(self, answer: _Answer, detail: str = "") -> WebError:
         """``search_rate_limited`` for an HTTP 429, with the ``Retry-After`` delay when it is usable."""
-        retry_after = _retry_after_s(answer.headers)
+        delay = retry_after_s(answer.headers)
+        retry_after = None if delay is None else math.ceil(delay)
         when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
         extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
         said = f": {detail}" if detail else ""
@@ -598,7 +556,7 @@ class TavilySearchProvider(_HttpBackend):
 
     def _status_error(self, response: _Answer) -> WebError:
         status = response.status
-        detail = _error_detail(response.body) or "(empty body)"
+        detail = error_message(response.body)
         if status in (401, 403):
             return self._error(
                 f"Tavily refused the search API key (HTTP {status}: {detail}); "
@@ -928,10 +886,10 @@ class HostSearchProvider:
             raise
         except RemoteError as exc:
             raise self._error(
-                f"the host could not run the search: {_clip(exc.message)}", rpcCode=exc.code
+                f"the host could not run the search: {clip(exc.message)}", rpcCode=exc.code
             ) from None
         except Exception as exc:  # any failure of the reverse call is a failed search
-            reason = _clip(str(exc)) or "no detail"
+            reason = clip(str(exc)) or "no detail"
             raise self._error(f"the host could not run the search ({type(exc).__name__}: {reason})") from None
         try:
             hits = _hits(answer, "snippet")

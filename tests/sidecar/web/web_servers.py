@@ -332,10 +332,13 @@ def deflate_body(data: bytes, *, raw: bool = False) -> bytes:
     return compressor.compress(data) + compressor.flush()
 
 
-def gzip_bomb(decoded_bytes: int) -> bytes:
-    """A gzip stream of ``decoded_bytes`` zero bytes (about 1000x smaller than what it inflates to)."""
+def gzip_bomb(decoded_bytes: int, fill: bytes = b"a") -> bytes:
+    """A gzip stream of ``decoded_bytes`` bytes ``fill`` (about 1000x smaller than what it inflates to).
+
+    The default fill is text: a body of NULs is refused as binary before it is read (WEB-17).
+    """
     compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
-    block = bytes(1 << 20)
+    block = fill * (1 << 20)
     out = []
     left = decoded_bytes
     while left > 0:
