@@ -32,6 +32,15 @@ Turns, consumed one per ``POST /v1/chat/completions``:
   (no chunked terminator), or ``"hang": true`` to stop sending without closing.
 * ``{"hang": true}``: accept the request and never answer (until the server stops).
 
+Thinking models: ``"reasoning": str`` on a model answer streams it before the text as
+``reasoning_content`` deltas, word by word (DeepSeek's shape; ``"reasoning_key": "reasoning"`` for
+OpenRouter's and Ollama's), and puts it in a non-streamed ``message``. ``"require_reasoning":
+"reasoning_content"`` on any turn makes the server check the request first, as DeepSeek's thinking
+mode does: an assistant message with tool calls that lacks that key answers HTTP 400 with
+DeepSeek's error body (:data:`DEEPSEEK_REASONING_400`). ``"reject_null_content": true`` answers
+an assistant message with ``content: null`` and no tool calls as Ollama does
+(:data:`OLLAMA_NIL_CONTENT_400`).
+
 With no turn left the server answers HTTP 500 with an error naming the problem.
 """
 
@@ -62,6 +71,23 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 DEFAULT_USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
+DEEPSEEK_REASONING_400 = {
+    "error": {
+        "message": "The reasoning_content in the thinking mode must be passed back to the API.",
+        "type": "invalid_request_error",
+        "param": None,
+        "code": "invalid_request_error",
+    }
+}
+"""DeepSeek's answer to a thinking-mode request whose tool-calling assistant message lost its reasoning."""
+OLLAMA_NIL_CONTENT_400 = {
+    "error": {
+        "message": "invalid message content type: <nil>",
+        "type": "invalid_request_error",
+        "param": None,
+    }
+}
+"""Ollama's OpenAI layer's answer to an assistant message with ``content: null`` and no tool calls."""
 ARGUMENT_FRAGMENT_CHARS = 5
 _WORDS = re.compile(r"\s*\S+\s*|\s+")
 
@@ -239,6 +265,11 @@ class FakeOpenAI:
                 {"error": {"message": "fake_openai: no scripted turn left", "type": "server_error"}},
                 status_code=500,
             )
+        required = turn.get("require_reasoning")
+        if required and not _reasoning_passed_back(body, str(required)):
+            return JSONResponse(DEEPSEEK_REASONING_400, status_code=400)
+        if turn.get("reject_null_content") and _has_nil_content(body):
+            return JSONResponse(OLLAMA_NIL_CONTENT_400, status_code=400)
         if "status" in turn:
             payload = turn.get("body", {"error": {"message": f"HTTP {turn['status']}"}})
             headers = dict(turn.get("headers", {}))
@@ -274,6 +305,8 @@ class FakeOpenAI:
     def _completion(self, turn: Mapping[str, Any], model: str) -> dict[str, Any]:
         calls = list(turn.get("tool_calls", ()))
         message: dict[str, Any] = {"role": "assistant", "content": turn.get("text") or None}
+        if turn.get("reasoning"):
+            message[str(turn.get("reasoning_key") or "reasoning_content")] = turn["reasoning"]
         if calls:
             message["tool_calls"] = [
                 {
@@ -314,6 +347,9 @@ class FakeOpenAI:
             return chunk([{"index": 0, "delta": fields, "logprobs": None, "finish_reason": finish}])
 
         yield delta({"role": "assistant", "content": ""})
+        reasoning_key = str(turn.get("reasoning_key") or "reasoning_content")
+        for piece in _WORDS.findall(turn.get("reasoning") or ""):
+            yield delta({"content": None, reasoning_key: piece})
         for piece in _WORDS.findall(turn.get("text") or ""):
             yield delta({"content": piece})
         for index, call in enumerate(turn.get("tool_calls", ())):
@@ -330,6 +366,24 @@ class FakeOpenAI:
         if include_usage:
             yield chunk([], _usage(turn))
         yield "data: [DONE]\n\n"
+
+
+def _reasoning_passed_back(body: Any, key: str) -> bool:
+    """Whether every assistant message with tool calls in ``body`` carries a non-empty ``key``."""
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for message in messages if isinstance(messages, list) else ():
+        if isinstance(message, dict) and message.get("role") == "assistant" and message.get("tool_calls"):
+            if not message.get(key):
+                return False
+    return True
+
+
+def _has_nil_content(body: Any) -> bool:
+    messages = body.get("messages") if isinstance(body, dict) else None
+    return any(
+        isinstance(m, dict) and m.get("content") is None and not m.get("tool_calls")
+        for m in (messages if isinstance(messages, list) else ())
+    )
 
 
 def _finish(turn: Mapping[str, Any]) -> str:

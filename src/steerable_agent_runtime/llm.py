@@ -29,6 +29,8 @@ __all__ = [
     "InvalidToolCall",
     "LLMProvider",
     "Message",
+    "REASONING_KEYS",
+    "ReasoningDelta",
     "ResponseComplete",
     "SCRIPTED_TURNS_SCHEMA",
     "ScriptedProvider",
@@ -41,6 +43,12 @@ __all__ = [
 
 Message: TypeAlias = dict[str, Any]
 """One OpenAI chat-completions message, e.g. ``{"role": "user", "content": "hi"}``."""
+
+REASONING_KEYS: Final = ("reasoning_content", "reasoning_details")
+"""The keys an assistant message carries its reasoning under, in the conversation and the durable
+record: ``reasoning_content`` (the text, as DeepSeek, vLLM and GLM name it) and
+``reasoning_details`` (OpenRouter's structured blocks, verbatim). Each provider maps them to what
+its endpoint accepts before sending (``docs/providers.md``, "Reasoning")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,6 +193,9 @@ class ChatResponse:
         usage: Token counts.
         finish_reason: The provider's ``finish_reason`` (``stop``, ``tool_calls``, ``length``...).
         model: The model that answered, when the provider says.
+        reasoning: The model's reasoning text (``reasoning_content`` / ``reasoning`` deltas of a
+            thinking model); empty when it sent none.
+        reasoning_details: OpenRouter's ``reasoning_details`` blocks, verbatim, in order.
     """
 
     text: str = ""
@@ -192,14 +203,32 @@ class ChatResponse:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     model: str | None = None
+    reasoning: str = ""
+    reasoning_details: tuple[Any, ...] = ()
+
+    @property
+    def is_empty(self) -> bool:
+        """``True`` when the answer has no text (blank counts as none) and no tool calls.
+
+        Reasoning alone does not make an answer: a thinking model that only thought said nothing.
+        """
+        return not self.tool_calls and not self.text.strip()
 
     def assistant_message(self) -> Message:
         """Return the assistant message to append to the conversation (OpenAI shape).
 
         Invalid calls keep their raw argument text so each later ``tool`` message answers an id
-        the provider has seen.
+        the provider has seen. ``content`` is ``None`` only beside tool calls (an assistant message
+        with neither is refused by some endpoints: Ollama answers 400 "invalid message content
+        type: <nil>"). Reasoning is kept under :data:`REASONING_KEYS`, so a thinking model gets it
+        back on the next request where its endpoint wants it.
         """
-        message: Message = {"role": "assistant", "content": self.text or None}
+        content = self.text if self.text or not self.tool_calls else None
+        message: Message = {"role": "assistant", "content": content}
+        if self.reasoning:
+            message["reasoning_content"] = self.reasoning
+        if self.reasoning_details:
+            message["reasoning_details"] = list(self.reasoning_details)
         if self.tool_calls:
             message["tool_calls"] = [
                 {
@@ -220,6 +249,13 @@ class ChatResponse:
 @dataclass(frozen=True, slots=True)
 class TextDelta:
     """A piece of assistant text, as it streams."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (a thinking model's ``reasoning_content``), as it streams."""
 
     text: str
 
@@ -248,7 +284,7 @@ class ResponseComplete:
     response: ChatResponse
 
 
-StreamEvent: TypeAlias = TextDelta | ToolCallDelta | ResponseComplete
+StreamEvent: TypeAlias = TextDelta | ReasoningDelta | ToolCallDelta | ResponseComplete
 """What :meth:`LLMProvider.stream` yields; the stream always ends with one :class:`ResponseComplete`."""
 
 
@@ -392,8 +428,10 @@ class ScriptedProvider:
         return _scripted_response(turn, request)
 
     async def stream(self, request: ChatRequest) -> AsyncIterator[StreamEvent]:
-        """Yield the next turn's text in chunks, one delta per tool call, then the response."""
+        """Yield the next turn's reasoning and text in chunks, one delta per tool call, then the response."""
         response = await self.complete(request)
+        for start in range(0, len(response.reasoning), self.chunk_chars):
+            yield ReasoningDelta(response.reasoning[start : start + self.chunk_chars])
         for start in range(0, len(response.text), self.chunk_chars):
             yield TextDelta(response.text[start : start + self.chunk_chars])
         for index, call in enumerate(response.tool_calls):

@@ -45,6 +45,7 @@ from .llm import (
     InvalidToolCall,
     LLMProvider,
     Message,
+    ReasoningDelta,
     ResponseComplete,
     TextDelta,
     Usage,
@@ -60,8 +61,8 @@ __all__ = ["AgentLoop", "EventSink", "LoopEvent", "RunOutcome", "RunSummary", "t
 logger = logging.getLogger(__name__)
 
 LoopEvent = dict[str, Any]
-"""A progress event, JSON-ready: ``{"type": "round" | "text" | "assistant" | "tool_call" |
-"tool_result" | "done", ...}`` (see :class:`AgentLoop`)."""
+"""A progress event, JSON-ready: ``{"type": "round" | "reasoning" | "text" | "assistant" |
+"tool_call" | "tool_result" | "done", ...}`` (see :class:`AgentLoop`)."""
 
 EventSink = Callable[[LoopEvent], Awaitable[None] | None]
 """Receives every :data:`LoopEvent`; may be sync or async. Its exceptions are logged, never raised."""
@@ -83,6 +84,8 @@ class RunOutcome(StrEnum):
     """:meth:`AgentLoop.cancel` was called."""
     ERROR = "error"
     """The provider failed (:class:`~steerable_agent_runtime.errors.ProviderError`)."""
+    EMPTY_ANSWER = "empty_answer"
+    """The model answered with no text and no tool call, twice in a row (LOOP-1)."""
 
 
 @dataclass(slots=True)
@@ -244,7 +247,7 @@ class AgentLoop:
             The :class:`RunSummary`. Provider failures end the run with ``error``; tool failures
             never raise.
         """
-        self.messages, interrupted = _answer_dangling_calls([dict(m) for m in history])
+        self.messages, interrupted = _answer_dangling_calls(_without_empty_answers(history))
         self._seen_ids = _ids_in(self.messages)
         new = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
         new = interrupted + new
@@ -281,11 +284,22 @@ class AgentLoop:
             request = ChatRequest(messages=list(self.messages), tools=list(self.offered()), model=self.model)
             try:
                 response = await self._call_model(request)
+                if response.is_empty:  # LOOP-1: nothing said and nothing called: ask once more
+                    logger.warning("the model returned an empty answer; asking once more")
+                    summary.usage = summary.usage + response.usage
+                    response = await self._call_model(request)
             except ProviderError as exc:
                 summary.outcome = RunOutcome.ERROR
                 summary.error = str(exc)
                 return
             summary.usage = summary.usage + response.usage
+            if response.is_empty:  # never recorded: an empty assistant message breaks a resume (REC-1)
+                summary.outcome = RunOutcome.EMPTY_ANSWER
+                summary.error = (
+                    "the model returned an empty answer (no text and no tool call) twice"
+                    f" (finish_reason: {response.finish_reason or 'none'})"
+                )
+                return
             response = self._unique_ids(response)
             summary.text = response.text
             message = response.assistant_message()
@@ -319,6 +333,8 @@ class AgentLoop:
         async for event in self.provider.stream(request):
             if isinstance(event, TextDelta):
                 await self._emit({"type": "text", "text": event.text})
+            elif isinstance(event, ReasoningDelta):
+                await self._emit({"type": "reasoning", "text": event.text})
             elif isinstance(event, ResponseComplete):
                 response = event.response
         if response is None:
@@ -537,6 +553,25 @@ def _answer_dangling_calls(
         else:
             repaired.extend(answers)
     return repaired, tail
+
+
+def _without_empty_answers(history: Sequence[Message]) -> list[Message]:
+    """Copies of ``history``'s messages, minus assistant messages that say nothing (REC-1).
+
+    Older records hold an empty answer as ``{"role": "assistant", "content": null}``; sent back,
+    it makes Ollama answer 400 "invalid message content type: <nil>" on every later resume. It is
+    dropped (not given ``content: ""``): it carries nothing for the model, and the history then
+    reads as it would have been recorded now, since an empty answer is no longer recorded.
+    """
+    kept: list[Message] = []
+    for message in history:
+        content = message.get("content")
+        empty = content is None or (isinstance(content, str) and not content.strip())
+        if message.get("role") == "assistant" and empty and not message.get("tool_calls"):
+            logger.warning("dropping an empty assistant message from the history")
+            continue
+        kept.append(dict(message))
+    return kept
 
 
 def _ids_in(messages: Sequence[Message]) -> set[str]:

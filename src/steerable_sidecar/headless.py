@@ -10,8 +10,9 @@ carries exactly one line: the JSON summary::
 
 Exit codes (:data:`EXIT_CODES`): 0 the run succeeded (completed, or ended on a successful terminal
 result); 1 it ended on a failed terminal result; 2 usage or configuration error; 3 the round limit
-was reached; 4 the provider failed; 70 an internal error (a bug, or the durable record could not be
-written: the traceback is on stderr); 130 interrupted (Ctrl-C). Every exit prints the summary line,
+was reached; 4 the provider failed; 6 the model answered nothing twice (``empty_answer``); 70 an
+internal error (a bug, or the durable record could not be written: the traceback is on stderr);
+130 interrupted (Ctrl-C). Every exit prints the summary line,
 usage errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``).
 """
 
@@ -48,6 +49,7 @@ EXIT_CODES: Final = {
     "usage": 2,
     RunOutcome.MAX_ROUNDS: 3,
     RunOutcome.ERROR: 4,
+    RunOutcome.EMPTY_ANSWER: 6,
     RunOutcome.CANCELLED: 130,
     "internal_error": 70,
 }
@@ -158,17 +160,20 @@ class _Progress:
         from rich.console import Console
 
         self.console = Console(file=stream, highlight=False, soft_wrap=True)
-        self._in_text = False
+        self._in_text: str | None = None  # "text" or "reasoning" while a stream of either is open
 
     def __call__(self, event: LoopEvent) -> None:
         kind = event["type"]
-        if kind == "text":  # model output: never a terminal escape sequence
-            self.console.out(_printable(event["text"]), end="", style="white", highlight=False)
-            self._in_text = True
+        if kind in ("text", "reasoning"):  # model output: never a terminal escape sequence
+            if self._in_text not in (None, kind):
+                self.console.out("")
+            style = "white" if kind == "text" else "dim"
+            self.console.out(_printable(event["text"]), end="", style=style, highlight=False)
+            self._in_text = kind
             return
         if self._in_text:
             self.console.out("")
-            self._in_text = False
+            self._in_text = None
         if kind == "round":
             self.console.rule(f"round {event['round']}", style="dim")
         elif kind == "tool_call":

@@ -36,6 +36,8 @@ from steerable_agent_runtime.llm import (
     ChatRequest,
     ChatResponse,
     LLMProvider,
+    Message,
+    ReasoningDelta,
     ResponseComplete,
     ScriptedProvider,
     StreamEvent,
@@ -270,7 +272,9 @@ class _Assembler:
       without an ``id``, starts the next call; other fragments continue the latest call;
     * ``arguments`` as a JSON object rather than a string (some gateways): serialised once and
       parsed with the rest;
-    * ``reasoning_content`` (DeepSeek) and ``reasoning`` (OpenRouter) deltas: ignored;
+    * ``reasoning_content`` (DeepSeek, vLLM, GLM) and ``reasoning`` (OpenRouter, Ollama) deltas:
+      :class:`ReasoningDelta` events, joined into ``ChatResponse.reasoning``; OpenRouter's
+      ``reasoning_details`` blocks are kept (fragments of one block, by ``index``, are joined);
     * ``usage`` in a final chunk whose ``choices`` is empty (``stream_options.include_usage``);
     * ``{"error": {...}}`` in a data event or an ``event: error`` (OpenRouter reports failures
       after the 200 this way): a :class:`ProviderError`;
@@ -280,6 +284,8 @@ class _Assembler:
 
     def __init__(self) -> None:
         self.text: list[str] = []
+        self.reasoning: list[str] = []
+        self.reasoning_details: list[dict[str, Any]] = []
         self.calls: list[_PartialCall] = []
         self.by_wire_index: dict[int, int] = {}
         self.finish_reason: str | None = None
@@ -315,11 +321,39 @@ class _Assembler:
         if isinstance(content, str) and content:
             self.text.append(content)
             events.append(TextDelta(content))
+        events.extend(self._reasoning(delta))
         tool_calls = delta.get("tool_calls")
         for call in tool_calls if isinstance(tool_calls, list) else ():
             if isinstance(call, dict):
                 events.append(self._tool_delta(call))
         return events
+
+    def _reasoning(self, delta: Mapping[str, Any]) -> list[StreamEvent]:
+        """``reasoning_content`` (or, failing that, ``reasoning``) text, and ``reasoning_details``."""
+        details = delta.get("reasoning_details")
+        for block in details if isinstance(details, list) else ():
+            if isinstance(block, dict):
+                self._reasoning_block(block)
+        for key in ("reasoning_content", "reasoning"):  # a gateway sending both means one text
+            piece = delta.get(key)
+            if isinstance(piece, str) and piece:
+                self.reasoning.append(piece)
+                return [ReasoningDelta(piece)]
+        return []
+
+    def _reasoning_block(self, block: dict[str, Any]) -> None:
+        """Keep one ``reasoning_details`` entry; a streamed fragment of an earlier block joins it."""
+        index = block.get("index")
+        for kept in self.reasoning_details if isinstance(index, int) else ():
+            if kept.get("index") == index and kept.get("type") == block.get("type"):
+                for key, value in block.items():
+                    joined = isinstance(value, str) and isinstance(kept.get(key), str)
+                    if key in _JOINED_DETAIL_KEYS and joined:
+                        kept[key] += value
+                    elif value is not None:
+                        kept[key] = value
+                return
+        self.reasoning_details.append(dict(block))
 
     def _tool_delta(self, wire: Mapping[str, Any]) -> ToolCallDelta:
         raw_function = wire.get("function")
@@ -376,7 +410,64 @@ class _Assembler:
             usage=self.usage,
             finish_reason=self.finish_reason,
             model=self.model,
+            reasoning=_whole_text("".join(self.reasoning)),
+            reasoning_details=tuple(self.reasoning_details),
         )
+
+
+_JOINED_DETAIL_KEYS: Final = frozenset({"text", "summary", "data"})
+"""The string fields of a ``reasoning_details`` block that stream in fragments (OpenRouter)."""
+
+
+# -- reasoning on the way back ----------------------------------------------------------------------
+
+_REASONING_BACK: Final[Mapping[str, tuple[str | None, bool]]] = MappingProxyType(
+    {
+        "openai": (None, False),
+        "deepseek": ("reasoning_content", False),
+        "glm": ("reasoning_content", False),
+        "openrouter": ("reasoning", True),
+        "ollama": ("reasoning", False),
+    }
+)
+"""Per provider: the assistant-message key the reasoning text goes back under (``None``: not sent),
+and whether OpenRouter's ``reasoning_details`` blocks go back. See docs/providers.md, "Reasoning"."""
+
+_REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "reasoning_details")
+
+
+def _outgoing_messages(provider: str, messages: Any) -> list[Message]:
+    """The conversation as ``provider``'s endpoint should receive it.
+
+    * Reasoning (``reasoning_content``, or ``reasoning`` from a host that sent that, and
+      ``reasoning_details``) goes back on assistant messages under the key the vendor reads, and
+      is stripped where the vendor does not take it (OpenAI rejects unknown message fields).
+    * An assistant message with ``content: null`` and no tool calls is sent with ``content: ""``
+      (Ollama answers 400 "invalid message content type: <nil>" otherwise).
+
+    Other messages pass unchanged (the same objects).
+    """
+    key, details = _REASONING_BACK.get(provider, (None, False))
+    out: list[Message] = []
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            out.append(message)
+            continue
+        needs_content = message.get("content") is None and not message.get("tool_calls")
+        if not needs_content and not any(field in message for field in _REASONING_FIELDS):
+            out.append(message)
+            continue
+        sent = {k: v for k, v in message.items() if k not in _REASONING_FIELDS}
+        if needs_content:
+            sent["content"] = ""
+        text = message.get("reasoning_content") or message.get("reasoning")
+        blocks = message.get("reasoning_details")
+        if details and isinstance(blocks, list) and blocks:
+            sent["reasoning_details"] = blocks
+        elif key is not None and isinstance(text, str) and text:
+            sent[key] = text
+        out.append(sent)
+    return out
 
 
 def _whole_text(text: str) -> str:
@@ -614,7 +705,7 @@ class OpenAICompatibleProvider:
     def _encode(self, request: ChatRequest) -> bytes:
         body: dict[str, Any] = {
             "model": request.model or self._model,
-            "messages": list(request.messages),
+            "messages": _outgoing_messages(self.config.provider, request.messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }

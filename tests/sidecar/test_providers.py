@@ -25,6 +25,7 @@ from steerable_agent_runtime.llm import (
     ChatRequest,
     InvalidToolCall,
     LLMProvider,
+    ReasoningDelta,
     ResponseComplete,
     ScriptedProvider,
     TextDelta,
@@ -470,19 +471,20 @@ async def test_arguments_sent_as_an_object(fake_openai, provider):
     )
 
 
-async def test_reasoning_deltas_are_ignored(fake_openai, provider):
-    # DeepSeek streams reasoning_content before content; OpenRouter uses "reasoning".
+async def test_reasoning_deltas_are_kept_apart_from_the_text(fake_openai, provider):  # LOOP-2
+    # DeepSeek streams reasoning_content before content; OpenRouter and Ollama use "reasoning".
     lines = [
         chunk({"role": "assistant", "content": None, "reasoning_content": "Let me think"}),
-        chunk({"content": None, "reasoning": "more thought"}),
+        chunk({"content": None, "reasoning": " more."}),
         chunk({"content": "Answer."}),
         chunk(finish="stop"),
         *DONE,
     ]
     fake_openai.script([{"raw_sse": lines}])
     events = await collect(provider)
-    assert events[:-1] == [TextDelta("Answer.")]
+    assert events[:-1] == [ReasoningDelta("Let me think"), ReasoningDelta(" more."), TextDelta("Answer.")]
     assert events[-1].response.text == "Answer."
+    assert events[-1].response.reasoning == "Let me think more."
 
 
 async def test_usage_arrives_in_a_final_chunk_with_empty_choices(fake_openai, provider):
