@@ -354,3 +354,37 @@ async def test_a_null_content_message_from_a_host_is_sent_with_empty_content(fak
             await llm.complete(ChatRequest(messages=[*history, {"role": "user", "content": "b"}]))
         ).text == "ok"
     assert assistant_messages(fake_openai.requests[0].body) == [{"role": "assistant", "content": ""}]
+
+
+async def test_the_sidecar_streams_reasoning_events_and_sends_it_back(  # LOOP-2
+    fake_openai: FakeOpenAI, ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    from steerable_sidecar.client import SidecarClient
+
+    fake_openai.script(
+        [
+            {"raw_sse": deepseek_thinking_tool_call()},
+            {"text": "Milk.", "reasoning": "Done reading.", "require_reasoning": "reasoning_content"},
+        ]
+    )
+    env = child_env(
+        STEERABLE_PROVIDER="deepseek",
+        STEERABLE_MODEL="deepseek-reasoner",
+        STEERABLE_BASE_URL=fake_openai.base_url,
+        STEERABLE_API_KEY="sk-test-reasoning",
+    )
+    async with await SidecarClient.start(workspace=ws, state_dir=tmp_path / "state", env=env) as sidecar:
+        handle = sidecar.start_chat("what is on my list?", session_id="side")
+        events = [event async for event in handle.events()]
+        summary = await handle.result()
+    assert summary["outcome"] == "completed" and summary["toolCalls"] == 1
+    kinds = [e["type"] for e in events]
+    assert kinds.index("reasoning") < kinds.index("tool_call")  # thinking streams before the call
+    assert "".join(e["text"] for e in events if e["type"] == "reasoning") == REASONING + "Done reading."
+    assert assistant_messages(fake_openai.requests[1].body)[0]["reasoning_content"] == REASONING
+
+
+async def test_reasoning_without_an_answer_is_an_empty_answer() -> None:  # LOOP-1
+    provider = ScriptedProvider([ChatResponse(reasoning="Hmm."), ChatResponse(reasoning="Hmm...")])
+    summary = await AgentLoop(provider, ToolRouter()).run([], "go")
+    assert summary.outcome == "empty_answer" and summary.rounds == 1 and len(provider.requests) == 2
