@@ -388,3 +388,27 @@ async def test_reasoning_without_an_answer_is_an_empty_answer() -> None:  # LOOP
     provider = ScriptedProvider([ChatResponse(reasoning="Hmm."), ChatResponse(reasoning="Hmm...")])
     summary = await AgentLoop(provider, ToolRouter()).run([], "go")
     assert summary.outcome == "empty_answer" and summary.rounds == 1 and len(provider.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("provider", "streamed_as", "sent_back_as"),
+    [
+        ("glm", "reasoning_content", "reasoning_content"),
+        ("ollama", "reasoning", "reasoning"),
+        ("openrouter", "reasoning", "reasoning"),
+    ],
+)
+def test_reasoning_round_trips_for_each_vendor_in_a_real_run(  # LOOP-2
+    run: Run, fake_openai: FakeOpenAI, provider: str, streamed_as: str, sent_back_as: str
+) -> None:
+    call = {"id": "call_1", "name": "read_file", "arguments": '{"path": "todo.txt"}'}
+    fake_openai.script(
+        [
+            {"reasoning": REASONING, "reasoning_key": streamed_as, "tool_calls": [call]},
+            {"text": "Milk.", "require_reasoning": sent_back_as},
+        ]
+    )
+    proc = run(provider, "--instruction", "what is on my list?", "--quiet")
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    (back,) = assistant_messages(fake_openai.requests[1].body)
+    assert {k: v for k, v in back.items() if k.startswith("reasoning")} == {sent_back_as: REASONING}
