@@ -29,7 +29,10 @@ Turns, consumed one per ``POST /v1/chat/completions``:
 * ``{"raw_sse": [...]}``: a hand-written event stream; a string item is written as-is plus
   ``"\\n"`` (so ``"data: [DONE]"`` needs a following ``""``), a mapping item becomes
   ``data: <json>`` plus a blank line. Add ``"abort": true`` to drop the connection afterwards
-  (no chunked terminator), or ``"hang": true`` to stop sending without closing.
+  (no chunked terminator), or ``"hang": true`` to stop sending without closing. A ``bytes`` item
+  is written as-is (in-process only). ``"split_bytes": n`` sends the whole stream in pieces of
+  ``n`` bytes instead of one piece per item (so a UTF-8 character can straddle two pieces), and
+  ``"drip_ms": ms`` waits that long after each piece (a slow drip).
 * ``{"hang": true}``: accept the request and never answer (until the server stops).
 
 Thinking models: ``"reasoning": str`` on a model answer streams it before the text as
@@ -292,9 +295,15 @@ class FakeOpenAI:
             self._chunks(turn, model, include_usage=include_usage), media_type="text/event-stream"
         )
 
-    async def _raw_stream(self, turn: Mapping[str, Any], release: asyncio.Event) -> AsyncIterator[str]:
-        for item in turn["raw_sse"]:
-            yield item + "\n" if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"
+    async def _raw_stream(self, turn: Mapping[str, Any], release: asyncio.Event) -> AsyncIterator[bytes]:
+        pieces = [_raw_item(item) for item in turn["raw_sse"]]
+        if turn.get("split_bytes"):  # the whole stream in fixed-size pieces, across item boundaries
+            body, size = b"".join(pieces), int(turn["split_bytes"])
+            pieces = [body[start : start + size] for start in range(0, len(body), size)]
+        for piece in pieces:
+            yield piece
+            if turn.get("drip_ms"):
+                await asyncio.sleep(float(turn["drip_ms"]) / 1000)
         if turn.get("abort"):
             raise _Abort("fake_openai: dropping the connection as scripted")
         if turn.get("hang"):
@@ -384,6 +393,15 @@ def _has_nil_content(body: Any) -> bool:
         isinstance(m, dict) and m.get("content") is None and not m.get("tool_calls")
         for m in (messages if isinstance(messages, list) else ())
     )
+
+
+def _raw_item(item: Any) -> bytes:
+    """One ``raw_sse`` item on the wire: bytes as-is, a string plus ``\\n``, a mapping as a data event."""
+    if isinstance(item, bytes):
+        return item
+    if isinstance(item, str):
+        return (item + "\n").encode("utf-8")
+    return f"data: {json.dumps(item)}\n\n".encode()
 
 
 def _finish(turn: Mapping[str, Any]) -> str:

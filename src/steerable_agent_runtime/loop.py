@@ -39,6 +39,7 @@ from typing import Any, Final
 
 from .errors import ProviderError
 from .executor import ToolExecutor, current_executor
+from .finish import finish_kind, finish_problem
 from .llm import (
     ChatRequest,
     ChatResponse,
@@ -84,6 +85,10 @@ class RunOutcome(StrEnum):
     """:meth:`AgentLoop.cancel` was called."""
     ERROR = "error"
     """The provider failed (:class:`~steerable_agent_runtime.errors.ProviderError`)."""
+    INCOMPLETE = "incomplete"
+    """The model's answer was cut off (``finish_reason: length``) or withheld by a content filter
+    (``content_filter``, GLM's ``sensitive``): not a finished task (see
+    :mod:`steerable_agent_runtime.finish`)."""
     EMPTY_ANSWER = "empty_answer"
     """The model answered with no text and no tool call, twice in a row (LOOP-1)."""
 
@@ -99,7 +104,9 @@ class RunSummary:
         usage: Tokens summed over every model call.
         text: The last assistant text.
         terminal_result: The first terminal result, when the outcome is ``terminal``.
-        error: The provider's error, when the outcome is ``error``.
+        error: The provider's error, when the outcome is ``error``; why the answer is not whole,
+            when it is ``incomplete``.
+        finish_reason: The last model answer's ``finish_reason``, as the provider sent it.
     """
 
     outcome: RunOutcome
@@ -109,6 +116,7 @@ class RunSummary:
     text: str = ""
     terminal_result: ToolResult | None = None
     error: str | None = None
+    finish_reason: str | None = None
 
     @property
     def succeeded(self) -> bool:
@@ -123,7 +131,7 @@ class RunSummary:
         """Return the camelCase wire form.
 
         Keys: ``outcome``, ``rounds``, ``toolCalls``, ``usage``, ``text`` and, when set,
-        ``terminalResult`` and ``error``.
+        ``terminalResult``, ``error`` and ``finishReason``.
         """
         out: dict[str, Any] = {
             "outcome": self.outcome.value,
@@ -136,6 +144,8 @@ class RunSummary:
             out["terminalResult"] = self.terminal_result.to_wire()
         if self.error is not None:
             out["error"] = self.error
+        if self.finish_reason is not None:
+            out["finishReason"] = self.finish_reason
         return out
 
 
@@ -284,7 +294,8 @@ class AgentLoop:
             request = ChatRequest(messages=list(self.messages), tools=list(self.offered()), model=self.model)
             try:
                 response = await self._call_model(request)
-                if response.is_empty:  # LOOP-1: nothing said and nothing called: ask once more
+                retry = response.is_empty and finish_kind(response.finish_reason) == "stop"
+                if retry:  # LOOP-1: nothing said and nothing called: ask once more
                     logger.warning("the model returned an empty answer; asking once more")
                     summary.usage = summary.usage + response.usage
                     response = await self._call_model(request)
@@ -293,6 +304,15 @@ class AgentLoop:
                 summary.error = str(exc)
                 return
             summary.usage = summary.usage + response.usage
+            summary.finish_reason = response.finish_reason
+            problem = finish_problem(response.finish_reason)
+            if problem is not None and finish_kind(response.finish_reason) == "error":
+                summary.outcome = RunOutcome.ERROR  # a vendor failure reported as a finish reason
+                summary.error = problem
+                return
+            if problem is not None:  # cut off or filtered: never a finished task
+                await self._incomplete(summary, response, problem)
+                return
             if response.is_empty:  # never recorded: an empty assistant message breaks a resume (REC-1)
                 summary.outcome = RunOutcome.EMPTY_ANSWER
                 summary.error = (
@@ -303,8 +323,8 @@ class AgentLoop:
             response = self._unique_ids(response)
             summary.text = response.text
             message = response.assistant_message()
-            await self._append([message])
-            await self._emit({"type": "assistant", "message": message, "usage": response.usage.to_dict()})
+            await self._append([message], entries=[_response_entry(summary.rounds, response)])
+            await self._emit(_assistant_event(message, response))
             if not response.tool_calls:
                 summary.outcome = RunOutcome.COMPLETED
                 return
@@ -314,6 +334,28 @@ class AgentLoop:
                 summary.outcome = RunOutcome.TERMINAL
                 summary.terminal_result = terminal
                 return
+
+    async def _incomplete(self, summary: RunSummary, response: ChatResponse, problem: str) -> None:
+        """End the run ``incomplete``: record what the model said; its calls get a not-run answer.
+
+        A cut-off answer's calls may be cut off too, so none of them runs; each gets a failed
+        result (``data.code == "incomplete_answer"``) so the record stays valid for a resume.
+        """
+        summary.outcome = RunOutcome.INCOMPLETE
+        summary.error = problem
+        if response.is_empty:
+            return  # never recorded (an empty assistant message breaks a resume)
+        response = self._unique_ids(response)
+        summary.text = response.text
+        message = response.assistant_message()
+        await self._append([message], entries=[_response_entry(summary.rounds, response)])
+        await self._emit(_assistant_event(message, response))
+        not_run = ToolResult.retry(
+            f"not run: {problem}, so this call may be incomplete",
+            data={"code": "incomplete_answer", "finishReason": response.finish_reason},
+        )
+        self._answered += len(response.tool_calls)
+        await self._append([tool_message(call.id, not_run) for call in response.tool_calls])
 
     async def _call_model(self, request: ChatRequest) -> ChatResponse:
         if self.model_timeout_ms is None:
@@ -469,15 +511,22 @@ class AgentLoop:
             logger.exception("trace sink failed")
 
     # -- plumbing -------------------------------------------------------------------------------
-    async def _append(self, messages: list[Message], spans: Sequence[Mapping[str, Any]] = ()) -> None:
+    async def _append(
+        self,
+        messages: list[Message],
+        spans: Sequence[Mapping[str, Any]] = (),
+        *,
+        entries: Sequence[tuple[str, Mapping[str, Any]]] = (),
+    ) -> None:
         if not messages:
             return
         self.messages.extend(messages)
         if self.record is not None:
-            # one write, one fsync: the batch's tool messages and their trace entries. Shielded: a
-            # cancel arriving mid-write must not leave the record short of a message.
-            entries = [("trace", span) for span in spans]
-            await asyncio.shield(self.record.append(messages, entries))
+            # one write, one fsync: the batch's tool messages and their trace entries (or an
+            # answer's response entry). Shielded: a cancel arriving mid-write must not leave the
+            # record short of a message.
+            lines = [*entries, *(("trace", span) for span in spans)]
+            await asyncio.shield(self.record.append(messages, lines))
 
     async def _finish(self, summary: RunSummary) -> None:
         if self.record is not None:
@@ -572,6 +621,23 @@ def _without_empty_answers(history: Sequence[Message]) -> list[Message]:
             continue
         kept.append(dict(message))
     return kept
+
+
+def _response_entry(round_number: int, response: ChatResponse) -> tuple[str, dict[str, Any]]:
+    """The record entry written with an assistant message: how that answer ended."""
+    return (
+        "response",
+        {"round": round_number, "finishReason": response.finish_reason, "model": response.model},
+    )
+
+
+def _assistant_event(message: Message, response: ChatResponse) -> LoopEvent:
+    return {
+        "type": "assistant",
+        "message": message,
+        "usage": response.usage.to_dict(),
+        "finishReason": response.finish_reason,
+    }
 
 
 def _ids_in(messages: Sequence[Message]) -> set[str]:

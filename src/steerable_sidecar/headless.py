@@ -10,10 +10,12 @@ carries exactly one line: the JSON summary::
 
 Exit codes (:data:`EXIT_CODES`): 0 the run succeeded (completed, or ended on a successful terminal
 result); 1 it ended on a failed terminal result; 2 usage or configuration error; 3 the round limit
-was reached; 4 the provider failed; 6 the model answered nothing twice (``empty_answer``); 70 an
-internal error (a bug, or the durable record could not be written: the traceback is on stderr);
-130 interrupted (Ctrl-C). Every exit prints the summary line,
-usage errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``).
+was reached; 4 the provider failed; 5 the model's answer was cut off or filtered (``incomplete``:
+``finish_reason`` ``length``, ``content_filter``, ``sensitive``); 6 the model answered nothing
+twice (``empty_answer``); 70 an internal error (a bug, or the durable record could not be written:
+the traceback is on stderr); 130 interrupted (Ctrl-C). Every exit prints the summary line, usage
+errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``). A run that does not
+succeed says why on stderr, after its counts (the provider's error names the provider and base URL).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ EXIT_CODES: Final = {
     "usage": 2,
     RunOutcome.MAX_ROUNDS: 3,
     RunOutcome.ERROR: 4,
+    RunOutcome.INCOMPLETE: 5,
     RunOutcome.EMPTY_ANSWER: 6,
     RunOutcome.CANCELLED: 130,
     "internal_error": 70,
@@ -196,9 +199,10 @@ class _Progress:
         elif kind == "done":
             summary = event["summary"]
             usage = summary["usage"]
+            why = f": {_safe(summary['error'], 1000)}" if summary.get("error") else ""
             self.console.print(
                 f"[bold]{summary['outcome']}[/] after {summary['rounds']} round(s), "
-                f"{summary['toolCalls']} tool call(s), {usage['totalTokens']} tokens",
+                f"{summary['toolCalls']} tool call(s), {usage['totalTokens']} tokens{why}",
                 markup=True,
             )
 

@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import logging
 import os
-import re
-import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +25,10 @@ from types import MappingProxyType, TracebackType
 from typing import Any, Final, Literal, Self, get_args
 
 import httpx
-from httpx_sse import EventSource
 from pydantic import SecretStr
 
 from steerable_agent_runtime.errors import ConfigError, ProviderError, UserError
+from steerable_agent_runtime.finish import finish_kind, finish_problem
 from steerable_agent_runtime.llm import (
     ChatRequest,
     ChatResponse,
@@ -46,9 +43,12 @@ from steerable_agent_runtime.llm import (
     Usage,
     parse_tool_call,
 )
+from steerable_agent_runtime.types import new_call_id
 
 from ._endpoints import checked_base_url, env_proxy_client, header_safe
+from ._http import clip, error_message, refused_redirect, retry_after_s
 from ._secrets import redact
+from ._sse import aiter_sse
 
 __all__ = [
     "API_KEY_ENV",
@@ -277,7 +277,11 @@ class _Assembler:
       ``reasoning_details`` blocks are kept (fragments of one block, by ``index``, are joined);
     * ``usage`` in a final chunk whose ``choices`` is empty (``stream_options.include_usage``);
     * ``{"error": {...}}`` in a data event or an ``event: error`` (OpenRouter reports failures
-      after the 200 this way): a :class:`ProviderError`;
+      after the 200 this way), an error object without ``choices`` (``{"object": "error", ...}``
+      from vLLM, ``{"code": 500, "message": ...}``) or llama.cpp's ``error:`` line: a
+      :class:`ProviderError` carrying the vendor's message;
+    * the legacy ``function_call`` delta (``{"name", "arguments"}`` in pieces, no id): one tool
+      call, given a fresh id;
     * a whole ``chat.completion`` body (``choices[0].message``) from a server that ignored
       ``stream: true``.
     """
@@ -292,12 +296,14 @@ class _Assembler:
         self.usage = Usage()
         self.model: str | None = None
         self.done = False  # saw data: [DONE], or a whole non-streamed completion
+        self.legacy_id: str | None = None  # the id given to a legacy function_call
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         if not isinstance(chunk, dict):
             raise ProviderError(f"the provider sent a stream chunk that is not an object: {_clip(chunk)}")
-        if chunk.get("error"):
-            raise _payload_error(chunk["error"])
+        error = _chunk_error(chunk)
+        if error is not None:
+            raise error
         if isinstance(chunk.get("model"), str) and chunk["model"]:
             self.model = chunk["model"]
         if isinstance(chunk.get("usage"), dict):
@@ -326,6 +332,10 @@ class _Assembler:
         for call in tool_calls if isinstance(tool_calls, list) else ():
             if isinstance(call, dict):
                 events.append(self._tool_delta(call))
+        legacy = delta.get("function_call")  # the pre-"tools" shape: one call, no id, no index
+        if isinstance(legacy, dict):
+            self.legacy_id = self.legacy_id or new_call_id()
+            events.append(self._tool_delta({"id": self.legacy_id, "function": legacy}))
         return events
 
     def _reasoning(self, delta: Mapping[str, Any]) -> list[StreamEvent]:
@@ -507,15 +517,47 @@ def _usage(raw: Mapping[str, Any]) -> Usage:
     return Usage(count("prompt_tokens"), count("completion_tokens"))
 
 
+def _chunk_error(chunk: Mapping[str, Any]) -> ProviderError | None:
+    """The error a stream chunk reports, or ``None`` for an ordinary chunk.
+
+    ``{"error": {...}}`` or ``{"error": "text"}`` (OpenRouter, Ollama), and an error object at the
+    top level, which has no ``choices``: ``{"object": "error", "message", "type", "code"}`` (vLLM),
+    ``{"code": 500, "message": ...}`` (llama.cpp and others).
+    """
+    if chunk.get("error"):
+        return _payload_error(chunk["error"])
+    message = chunk.get("message")
+    if chunk.get("object") == "error" or ("choices" not in chunk and isinstance(message, str) and message):
+        return _payload_error(chunk)
+    return None
+
+
 def _payload_error(error: Any) -> ProviderError:
-    """A ProviderError for an ``error`` member sent inside a 200 response."""
-    message = error.get("message") if isinstance(error, dict) else error
-    code = error.get("code") if isinstance(error, dict) else None
+    """A ProviderError for an error reported inside a 200 response (the caller adds where from)."""
+    if isinstance(error, dict):
+        message = error.get("message") or error
+        kind = error.get("type")
+        if isinstance(kind, str) and kind and isinstance(message, str) and kind not in message:
+            message = f"{message} ({kind})"
+        code = error.get("code")
+    else:
+        message, code = error, None
     status = code if isinstance(code, int) and not isinstance(code, bool) else None
     retryable = status is not None and _retryable_status(status)
     return ProviderError(
         f"the provider reported an error mid-stream: {_clip(message)}", status=status, retryable=retryable
     )
+
+
+def _event_error(data: str) -> ProviderError:
+    """The error an ``event: error`` (or llama.cpp ``error:``) event carries, JSON or plain text."""
+    try:
+        payload = json.loads(data)
+    except (ValueError, RecursionError):
+        return _payload_error(data)
+    if isinstance(payload, dict):
+        return _payload_error(payload.get("error") or payload)
+    return _payload_error(payload)
 
 
 def _retryable_status(status: int) -> bool:
@@ -524,47 +566,7 @@ def _retryable_status(status: int) -> bool:
 
 def _clip(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= _MAX_DETAIL_CHARS else text[: _MAX_DETAIL_CHARS - 3] + "..."
-
-
-def _error_detail(body: bytes) -> str:
-    """The provider's error text: ``error.message``, ``error`` (a string), ``message``, or the body."""
-    text = body.decode("utf-8", "replace")
-    try:
-        payload = json.loads(text)
-    except ValueError:
-        return _clip(text) or "(empty body)"
-    if isinstance(payload, dict):
-        error = payload.get("error")
-        if isinstance(error, dict) and error.get("message"):
-            return _clip(error["message"])
-        for candidate in (error, payload.get("message"), payload.get("detail")):
-            if isinstance(candidate, str) and candidate:
-                return _clip(candidate)
-    return _clip(text)
-
-
-def _retry_after_s(headers: httpx.Headers) -> float | None:
-    """Seconds from ``retry-after-ms`` (OpenAI) or ``Retry-After`` (seconds or an HTTP date)."""
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(0.0, float(raw_ms) / 1000)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        return max(0.0, float(raw))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(raw)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
+    return clip(text, _MAX_DETAIL_CHARS)
 
 
 # -- the provider -----------------------------------------------------------------------------------
@@ -733,7 +735,7 @@ class OpenAICompatibleProvider:
             ) as response:
                 if not response.is_success:
                     await response.aread()
-                    attempt.retry_after_s = _retry_after_s(response.headers)
+                    attempt.retry_after_s = retry_after_s(response.headers)
                     raise self._status_error(response)
                 if "text/event-stream" not in response.headers.get("content-type", ""):
                     for event in assembler.feed(_completion(await response.aread())):
@@ -743,7 +745,10 @@ class OpenAICompatibleProvider:
                     async for event in self._events(response, assembler):
                         yield event
         except ProviderError as exc:
-            raise self._scrubbed(exc) from None
+            raise self._scrubbed(self._located(exc)) from None
+        except httpx.InvalidURL as exc:  # a redirect to mailto:, javascript:, data:... (not followed)
+            refused = refused_redirect(exc)
+            raise ProviderError(self._scrub(f"{self._where}: {refused or exc}")) from None
         except httpx.TimeoutException as exc:
             raise ProviderError(
                 self._scrub(
@@ -761,26 +766,29 @@ class OpenAICompatibleProvider:
             raise ProviderError(
                 f"{self._where}: the stream ended early (no finish_reason and no [DONE])", retryable=True
             )
+        if finish_kind(assembler.finish_reason) == "error":  # GLM network_error, DeepSeek's resources
+            raise ProviderError(f"{self._where}: {finish_problem(assembler.finish_reason)}", retryable=True)
         yield ResponseComplete(assembler.response())
 
     async def _events(self, response: httpx.Response, assembler: _Assembler) -> AsyncIterator[StreamEvent]:
         """The events of one SSE body, up to ``data: [DONE]`` (which sets ``assembler.done``).
 
-        SSE comments (``: OPENROUTER PROCESSING``) are dropped by ``httpx_sse``. After ``[DONE]``
-        the rest of the body is read and discarded, as the OpenAI SDK does, so the connection goes
-        back to the pool instead of being closed half-read.
+        SSE comments (``: OPENROUTER PROCESSING``) are dropped by :func:`aiter_sse`, which also
+        reads llama.cpp's ``error:`` lines as ``error`` events. After ``[DONE]`` the rest of the
+        body is read and discarded, as the OpenAI SDK does, so the connection goes back to the pool
+        instead of being closed half-read.
         """
-        async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+        async with contextlib.aclosing(aiter_sse(response)) as events:
             async for sse in events:
                 data = sse.data.strip()
                 if data == "[DONE]":
                     assembler.done = True
                     break
+                if sse.event == "error":
+                    raise _event_error(data or "(an error event without a message)")
                 if not data:
                     continue
                 chunk = _json(data.encode("utf-8"))
-                if sse.event == "error":
-                    raise _payload_error(chunk.get("error", chunk) if isinstance(chunk, dict) else chunk)
                 for event in assembler.feed(chunk):
                     yield event
             if assembler.done:
@@ -791,8 +799,9 @@ class OpenAICompatibleProvider:
     def _status_error(self, response: httpx.Response) -> ProviderError:
         status = response.status_code
         hint = " (check STEERABLE_API_KEY)" if status in (401, 403) else ""
+        detail = error_message(response.content, limit=_MAX_DETAIL_CHARS)
         return ProviderError(
-            f"{self._where} answered HTTP {status}{hint}: {_error_detail(response.content)}",
+            f"{self._where} answered HTTP {status}{hint}: {detail}",
             status=status,
             retryable=_retryable_status(status),
         )
@@ -805,6 +814,12 @@ class OpenAICompatibleProvider:
         text stays readable.
         """
         return redact(text, self._secret or "")
+
+    def _located(self, exc: ProviderError) -> ProviderError:
+        """``exc`` with the provider and base URL in front of its message, when not there yet."""
+        if str(exc).startswith(self._where):
+            return exc
+        return ProviderError(f"{self._where}: {exc}", status=exc.status, retryable=exc.retryable)
 
     def _scrubbed(self, exc: ProviderError) -> ProviderError:
         text = str(exc)
@@ -820,12 +835,16 @@ def _json(raw: bytes) -> Any:
         raise ProviderError(
             f"the provider sent a body that is not JSON: {_clip(raw.decode('utf-8', 'replace'))}"
         ) from None
+    except RecursionError:
+        raise ProviderError(
+            f"the provider sent JSON nested too deeply to read: {_clip(raw.decode('utf-8', 'replace'))}"
+        ) from None
 
 
 def _completion(raw: bytes) -> Any:
     """A whole ``chat.completion`` body, from a server that answered JSON to ``stream: true``."""
     body = _json(raw)
-    if isinstance(body, dict) and not body.get("error") and not isinstance(body.get("choices"), list):
+    if isinstance(body, dict) and _chunk_error(body) is None and not isinstance(body.get("choices"), list):
         raise ProviderError(f"the provider answered JSON without choices: {_clip(body)}")
     return body
 
