@@ -172,7 +172,11 @@ async def test_invalid_arguments_name_each_bad_field():
     assert result.data["code"] == "invalid_arguments"
     assert result.data["errors"] == [
         {"field": "city", "message": "Field required"},
-        {"field": "days", "message": "Input should be a valid integer, unable to parse string as an integer"},
+        {  # ENV-9: a string is taken for an integer only as an exact literal, and the message says so
+            "field": "days",
+            "message": "expected an integer, got the string 'soon' "
+            '(a string is accepted only as an exact JSON literal such as "1")',
+        },
         {"field": "colour", "message": "unexpected field"},
     ]
     assert result.error.startswith("Invalid arguments for get_forecast: city: Field required; days: ")

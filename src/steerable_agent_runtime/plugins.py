@@ -51,9 +51,9 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Final, Protocol, TypeAlias
 
-from .errors import DuplicateToolError, PluginLoadError, PluginStateError
+from .errors import DuplicateToolError, PluginLoadError, PluginStateError, UserError
 from .modes import ToolMode
-from .tools import Tool, ToolExposure, ToolRegistrar, ToolRouter, tool
+from .tools import Tool, ToolExposure, ToolRegistrar, ToolRouter, check_tool_name, tool
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -476,6 +476,7 @@ class _RecordingRegistrar:
         self._plugin = plugin
         self.registered: list[Tool] = []
         self.conflict: str | None = None
+        self.invalid: UserError | None = None  # the first bad tool name's error, kept if swallowed
         self.closed = False
 
     def register(self, tool: Tool) -> Tool:
@@ -498,6 +499,12 @@ class _RecordingRegistrar:
                 f"register() takes a Tool, not {type(tool).__name__}; "
                 "decorate a function with @tool(router=router) instead"
             )
+        try:
+            check_tool_name(tool.name)
+        except UserError as exc:
+            if self.invalid is None:
+                self.invalid = exc
+            raise
         router = self._registry.router
         if tool.name in router:
             if self.conflict is None:
@@ -789,10 +796,12 @@ class PluginRegistry:
         return recorder.registered
 
     def _conflict_error(self, spec: PluginSpec, recorder: _RecordingRegistrar) -> PluginLoadError | None:
+        label = _label(spec.name, spec.source)
+        if recorder.invalid is not None:
+            return PluginLoadError(f"{label}: {recorder.invalid}", plugin=spec.name)
         name = recorder.conflict
         if name is None:
             return None
-        label = _label(spec.name, spec.source)
         if any(t.name == name for t in recorder.registered):
             return PluginLoadError(f"{label}: registers the tool {name!r} twice", plugin=spec.name, tool=name)
         owner = self._owners.get(name)

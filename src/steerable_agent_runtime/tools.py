@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import difflib
 import inspect
+import re
 import time
+import unicodedata
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -18,6 +20,7 @@ from typing import Any, Final, Protocol, TypeVar, overload
 
 from pydantic import ValidationError
 
+from ._coerce import exact_scalars
 from ._deadlines import Deadlines, resume
 from ._results import (
     failed_result,
@@ -119,8 +122,9 @@ class Tool:
             async def handler(**kwargs: Any) -> Any:
                 return await asyncio.to_thread(fn, **kwargs)
 
-        # the pydantic-core validator itself: TypeAdapter.validate_python adds a Python-level wrapper
-        validate: Callable[[dict[str, Any]], dict[str, Any]] = adapter.validator.validate_python
+        # the pydantic-core validator itself: TypeAdapter.validate_python adds a Python-level wrapper;
+        # exact_scalars turns "1" into 1 first and refuses what pydantic's lax mode would take ("yes")
+        validate = exact_scalars(tool_name, schema.parameters, adapter.validator.validate_python)
 
         return cls(
             name=tool_name,
@@ -179,7 +183,7 @@ class Tool:
             raise UserError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc
         validator = validator_cls(schema)
 
-        def validate(arguments: dict[str, Any]) -> dict[str, Any]:
+        def check(arguments: dict[str, Any]) -> dict[str, Any]:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
             if errors:
                 problems = [
@@ -201,7 +205,7 @@ class Tool:
             else mode_from_annotations(name, annotations),
             exposure=_coerce_exposure(exposure),
             timeout_ms=timeout_ms,
-            validate=validate,
+            validate=exact_scalars(name, schema, check),
         )
 
     def describe_model(self) -> dict[str, Any]:
@@ -234,6 +238,36 @@ class ToolRegistrar(Protocol):
     def register(self, tool: Tool) -> Tool:
         """Register ``tool``; raise :class:`DuplicateToolError` when the name is taken."""
         ...
+
+
+TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
+"""A registrable tool name, what model APIs accept: 1-64 ASCII letters, digits, ``_`` and ``-``."""
+
+
+def check_tool_name(name: object) -> None:
+    """Raise :class:`UserError` unless ``name`` matches :data:`TOOL_NAME` (``^[a-zA-Z0-9_-]{1,64}$``).
+
+    A trailing space, a look-alike letter (Cyrillic ``р``), a zero-width space or a newline would
+    make a second ``read_file`` row that no model can tell apart or call.
+    """
+    if isinstance(name, str) and TOOL_NAME.fullmatch(name):
+        return
+    if not isinstance(name, str):
+        raise UserError(f"a tool name must be a string, not {type(name).__name__} ({name!r})")
+    bad = dict.fromkeys(c for c in name if not TOOL_NAME.fullmatch(c))
+    if bad:
+        why = "contains " + ", ".join(_codepoint(c) for c in bad)
+    else:
+        why = "is empty" if not name else f"has {len(name)} characters"
+    raise UserError(
+        f"invalid tool name {name!r}: it {why}; a tool name is 1 to 64 of the ASCII letters, digits, "
+        "'_' and '-' (^[a-zA-Z0-9_-]{1,64}$, what model APIs accept)"
+    )
+
+
+def _codepoint(char: str) -> str:
+    name = unicodedata.name(char, "")
+    return f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
 
 
 def _coerce_mode(mode: ToolMode | str | None, name: str) -> ToolMode:
@@ -283,8 +317,10 @@ class ToolRouter:
             The same tool.
 
         Raises:
+            UserError: When the name is not 1-64 of ``[A-Za-z0-9_-]`` (what model APIs accept).
             DuplicateToolError: When a tool with that name is already registered.
         """
+        check_tool_name(tool.name)
         if tool.name in self._tools:
             raise DuplicateToolError(tool.name)
         self._tools[tool.name] = tool

@@ -1,0 +1,269 @@
+"""Scalars sent as strings: ``"limit": "1"`` becomes ``1`` before a tool's arguments are validated.
+
+Weak models and MCP clients (the MCP Inspector's ``--tool-arg limit=1``) send numbers and booleans
+as strings. Where a tool's JSON Schema admits no string at a position (every branch of it is typed
+and none is ``string``) but admits an integer, a number or a boolean, a string is taken only when it
+is exactly a JSON literal of that type: ``"1"``, ``"-2"``, ``"1.5"``, ``"1e3"`` (a number; an
+integer only when integral in form: no fraction, no exponent), ``"true"``, ``"false"``. Nothing
+looser: ``" 1"``, ``"01"``, ``"+1"``, ``"1,000"``, ``"NaN"``, ``"yes"`` are refused there as the wrong
+type, whatever the validator behind the schema would have made of them. Positions that admit a
+string are never touched, so a call that was valid stays exactly as it was. Top-level properties,
+nested object properties and array items are walked (local ``$ref`` s followed). The runtime's own
+validators (``Tool.from_function``, ``Tool.from_schema``) are wrapped by :func:`exact_scalars`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Final
+
+from pydantic import ValidationError
+
+from ._results import invalid_text, validation_problems
+from .errors import ToolRetry
+
+__all__ = ["coerce_arguments", "exact_scalars"]
+
+Validate = Callable[[dict[str, Any]], dict[str, Any]]
+
+_INTEGER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)", re.ASCII)
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_MAX_DEPTH: Final = 64
+_MAX_DIGITS: Final = 4000  # below int()'s default str-conversion limit (4300 digits)
+_SCALAR_TYPES: Final = frozenset({"integer", "number", "boolean"})
+
+
+def coerce_arguments(
+    schema: Mapping[str, Any], arguments: dict[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """Return ``arguments`` with exact-literal strings turned into the type the schema asks for.
+
+    Args:
+        schema: The tool's ``parameters`` (an object JSON Schema).
+        arguments: The call's arguments, as the model sent them (never modified).
+
+    Returns:
+        The arguments (the same object when nothing was coerced) and the problems found: one
+        ``{field, message}`` per string at a non-string position that is not an exact literal.
+    """
+    problems: list[dict[str, str]] = []
+    coerced = _walk(schema, schema, arguments, (), problems, 0)
+    return coerced, problems
+
+
+def exact_scalars(name: str, schema: Mapping[str, Any], validate: Validate) -> Validate:
+    """Wrap a tool's validator: coerce exact literals first, refuse looser strings at typed positions.
+
+    ``Tool.from_function`` and ``Tool.from_schema`` use it; a :class:`Tool` built with its own
+    ``validate`` gets the arguments as sent (``tool_search`` clamps ``max_results`` its own way).
+    A refused string is listed with the validator's other problems, replacing its entry for that
+    field, in the validator's order, as one ``invalid_arguments`` :class:`ToolRetry`.
+
+    Args:
+        name: The tool's name, for the error text.
+        schema: The tool's ``parameters``.
+        validate: The validator (raises ``ValidationError`` or :class:`ToolRetry`).
+
+    Returns:
+        The wrapped validator.
+    """
+
+    def checked(arguments: dict[str, Any]) -> dict[str, Any]:
+        coerced, problems = coerce_arguments(schema, arguments)
+        if not problems:
+            return validate(coerced)
+        others: list[dict[str, str]] = []
+        try:
+            validate(coerced)
+        except ValidationError as exc:
+            others = validation_problems(exc)
+        except ToolRetry as retry:
+            others = _retry_problems(retry)
+        listed = _merged(problems, others)
+        raise ToolRetry(invalid_text(name, listed), data={"code": "invalid_arguments", "errors": listed})
+
+    return checked
+
+
+def _merged(problems: list[dict[str, str]], others: list[dict[str, str]]) -> list[dict[str, str]]:
+    ours = {p["field"]: p for p in problems}
+    listed: list[dict[str, str]] = []
+    placed: set[str] = set()
+    for problem in others:
+        field_name = problem["field"]
+        if field_name not in ours:
+            listed.append(problem)
+        elif field_name not in placed:
+            listed.append(ours[field_name])
+            placed.add(field_name)
+    listed.extend(p for f, p in ours.items() if f not in placed)
+    return listed
+
+
+def _retry_problems(retry: ToolRetry) -> list[dict[str, str]]:
+    data = retry.data
+    if not isinstance(data, Mapping) or data.get("code") != "invalid_arguments":
+        return []
+    errors = data.get("errors")
+    if not isinstance(errors, list):
+        return []
+    return [e for e in errors if isinstance(e, dict) and isinstance(e.get("field"), str)]
+
+
+def _leaves(root: Mapping[str, Any], schema: Any, depth: int = 0) -> Iterator[Any]:
+    """The schema's alternatives: itself, or its ``anyOf`` / ``oneOf`` branches, refs followed."""
+    if depth > _MAX_DEPTH or not isinstance(schema, Mapping):
+        yield schema
+        return
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        # siblings of a $ref only narrow what it admits (2020-12 applies both), so following the
+        # ref alone can never make a string-admitting position look string-free
+        target = _resolve(root, ref)
+        if target is None:  # a remote or unknown ref: it may admit anything
+            yield None
+            return
+        yield from _leaves(root, target, depth + 1)
+        return
+    branches = schema.get("anyOf", schema.get("oneOf")) if "type" not in schema else None
+    if isinstance(branches, list) and branches:
+        for branch in branches:
+            yield from _leaves(root, branch, depth + 1)
+        return
+    yield schema
+
+
+def _resolve(root: Mapping[str, Any], ref: str) -> Mapping[str, Any] | None:
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node if isinstance(node, Mapping) else None
+
+
+def _types(leaf: Any) -> frozenset[str] | None:
+    """The JSON types a leaf admits; ``None`` when it does not say (so it may admit a string)."""
+    if leaf is True or leaf == {}:
+        return None
+    if not isinstance(leaf, Mapping):
+        return frozenset() if leaf is False else None
+    kind = leaf.get("type")
+    if isinstance(kind, str):
+        return frozenset({kind})
+    if isinstance(kind, list) and all(isinstance(k, str) for k in kind):
+        return frozenset(kind)
+    return None
+
+
+def _walk(
+    root: Mapping[str, Any],
+    schema: Any,
+    value: Any,
+    path: tuple[str, ...],
+    problems: list[dict[str, str]],
+    depth: int,
+) -> Any:
+    if depth > _MAX_DEPTH:
+        return value
+    if isinstance(value, str):
+        return _scalar(root, schema, value, path, problems)
+    if isinstance(value, dict):
+        for leaf in _leaves(root, schema):
+            properties = leaf.get("properties") if isinstance(leaf, Mapping) else None
+            if isinstance(properties, Mapping):
+                return _object(root, properties, value, path, problems, depth)
+        return value
+    if isinstance(value, list):
+        for leaf in _leaves(root, schema):
+            items = leaf.get("items") if isinstance(leaf, Mapping) else None
+            if isinstance(items, Mapping):
+                return _array(root, items, value, path, problems, depth)
+        return value
+    return value
+
+
+def _object(
+    root: Mapping[str, Any],
+    properties: Mapping[str, Any],
+    value: dict[str, Any],
+    path: tuple[str, ...],
+    problems: list[dict[str, str]],
+    depth: int,
+) -> dict[str, Any]:
+    out = value
+    for key, item in value.items():
+        if key not in properties or not isinstance(item, (str, dict, list)):
+            continue
+        new = _walk(root, properties[key], item, (*path, key), problems, depth + 1)
+        if new is not item:
+            if out is value:
+                out = dict(value)
+            out[key] = new
+    return out
+
+
+def _array(
+    root: Mapping[str, Any],
+    items: Mapping[str, Any],
+    value: list[Any],
+    path: tuple[str, ...],
+    problems: list[dict[str, str]],
+    depth: int,
+) -> list[Any]:
+    out = value
+    for index, item in enumerate(value):
+        if not isinstance(item, (str, dict, list)):
+            continue
+        new = _walk(root, items, item, (*path, str(index)), problems, depth + 1)
+        if new is not item:
+            if out is value:
+                out = list(value)
+            out[index] = new
+    return out
+
+
+def _scalar(
+    root: Mapping[str, Any], schema: Any, value: str, path: tuple[str, ...], problems: list[dict[str, str]]
+) -> Any:
+    admitted: set[str] = set()
+    for leaf in _leaves(root, schema):
+        kinds = _types(leaf)
+        if kinds is None or "string" in kinds:
+            return value  # a string may be valid here: never touched
+        admitted |= kinds
+    wanted = admitted & _SCALAR_TYPES
+    if not wanted:
+        return value  # an object or array position: the validator says what is wrong
+    if len(value) <= _MAX_DIGITS:
+        if "integer" in wanted and _INTEGER.fullmatch(value):
+            return int(value)
+        if "number" in wanted and _NUMBER.fullmatch(value):
+            number = int(value) if _INTEGER.fullmatch(value) else float(value)
+            if isinstance(number, int) or math.isfinite(number):
+                return number
+        if "boolean" in wanted and value in ("true", "false"):
+            return value == "true"
+    names = " or ".join(
+        {"integer": "an integer", "number": "a number", "boolean": "a boolean"}[k]
+        for k in ("integer", "number", "boolean")
+        if k in wanted
+    )
+    literal = " or ".join(
+        {"integer": '"1"', "number": '"1.5"', "boolean": '"true"/"false"'}[k]
+        for k in ("integer", "number", "boolean")
+        if k in wanted and not (k == "integer" and "number" in wanted)
+    )
+    problems.append(
+        {
+            "field": ".".join(path) or "(arguments)",
+            "message": f"expected {names}, got the string {value!r} "
+            f"(a string is accepted only as an exact JSON literal such as {literal})",
+        }
+    )
+    return value
