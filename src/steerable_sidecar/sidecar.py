@@ -259,6 +259,8 @@ class _Chat:
     loop: AgentLoop | None = None
     cancelled: bool = False
     cleanup: list[Callable[[], None]] = field(default_factory=list)
+    asking: int = 0  # ask_user.request calls waiting for the host
+    stop_after_batch: bool = False  # the host left mid-question: stop once the batch is recorded
 
 
 class Sidecar:
@@ -326,7 +328,7 @@ class Sidecar:
                 "workspace": str(self.config.workspace),
             },
         )
-        self.peer.on_eof = self._cancel_chats  # the host is gone: stop acting on its behalf now
+        self.peer.on_eof = self._host_gone  # the host is gone: stop acting on its behalf now
         serving = asyncio.create_task(self.peer.serve())
         stopping = asyncio.create_task(self._stopping.wait())
         try:
@@ -351,6 +353,20 @@ class Sidecar:
         for chat in list(self._chats.values()):
             chat.cancelled = True
             if chat.loop is not None:
+                chat.loop.cancel()
+
+    def _host_gone(self) -> None:
+        """End of input: cancel every chat, except one waiting in ``ask_user`` for the host.
+
+        Its question fails next (the peer fails pending requests right after this callback), so
+        ``ask_user`` records empty answers as the spec says an unreachable host does, and the chat
+        stops as soon as that batch of results is in the record (see ``emit`` in ``_run_chat``).
+        """
+        for chat in list(self._chats.values()):
+            chat.cancelled = True
+            if chat.asking and chat.loop is not None:
+                chat.stop_after_batch = True
+            elif chat.loop is not None:
                 chat.loop.cancel()
 
     async def ping(self, params: Any) -> dict[str, Any]:
@@ -530,6 +546,11 @@ class Sidecar:
             prompt.append({"role": "user", "content": p.message})
 
         async def emit(event: LoopEvent) -> None:
+            if chat.stop_after_batch and event.get("type") == "tool_result" and chat.loop is not None:
+                # the batch is in the record and nobody is left to act for: stop before another
+                # round; the sleep lets the cancellation land here, not in the next model call
+                chat.loop.cancel()
+                await asyncio.sleep(0)
             try:
                 await self.peer.notify("agent.chat.event", {"chatId": chat_id, "event": event})
             except PeerClosedError:  # the host is gone; the run finishes into the record
@@ -649,7 +670,15 @@ class Sidecar:
 
     def _host_ask_user(self, chat_id: str) -> Callable[[AskUserQuestionsPayload], Any]:
         async def ask(payload: AskUserQuestionsPayload) -> Mapping[str, Any] | None:
-            answer = await self.peer.request("ask_user.request", {"chatId": chat_id, **payload})
+            chat = self._chats.get(chat_id)
+            if chat is not None:
+                chat.asking += 1
+            try:
+                # the host closing stdin now raises PeerClosedError: ask_user records empty answers
+                answer = await self.peer.request("ask_user.request", {"chatId": chat_id, **payload})
+            finally:
+                if chat is not None:
+                    chat.asking -= 1
             if not isinstance(answer, Mapping) or answer.get("cancelled") is True:
                 return None
             answers = answer.get("answers")

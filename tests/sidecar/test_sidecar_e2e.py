@@ -206,14 +206,23 @@ async def test_ask_user_with_the_host_gone_never_hangs(start: Any, tmp_path: Pat
         sidecar.on_ask_user = vanish
         sidecar.start_chat("go", ask_user=True, session_id="gone")
         await asyncio.wait_for(asked.wait(), 20)
-        # the host disappears mid-question: the sidecar stops the chat at once (nobody is there to
-        # act for), answers the question in the record, and exits; nothing hangs
+        # the host closes the sidecar's stdin mid-question: the question fails as unreachable, so
+        # the record holds the empty answers the spec asks for (not "cancelled by the user"); then
+        # the chat stops (nobody is there to act for) before another model round, and the
+        # sidecar exits; nothing hangs
         code = await asyncio.wait_for(sidecar.aclose(timeout=20), 30)
         assert code == 0
     record = tmp_path / "state" / "sessions" / "gone.jsonl"
     lines = [json.loads(line) for line in record.read_text().splitlines()]
-    tool = next(e["message"] for e in lines if e["type"] == "message" and e["message"]["role"] == "tool")
-    assert tool["tool_call_id"] == "q1" and json.loads(tool["content"])["data"] == {"code": "cancelled"}
+    tools = [e["message"] for e in lines if e["type"] == "message" and e["message"]["role"] == "tool"]
+    assert [t["tool_call_id"] for t in tools] == ["q1"]
+    answered = json.loads(tools[0]["content"])
+    assert answered == {
+        "success": True,
+        "message": "The user could not be reached and gave no answer; continue without the answers.",
+        "data": {"answers": {}, "cancelled": True, "reason": "error"},
+    }
+    assert [e["message"]["role"] for e in lines if e["type"] == "message"][-1] == "tool"  # no round 2
     assert lines[-1]["run"]["outcome"] == "cancelled"
 
 
