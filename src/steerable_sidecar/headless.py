@@ -14,8 +14,8 @@ was reached; 4 the provider failed; 5 the model's answer was cut off or filtered
 ``finish_reason`` ``length``, ``content_filter``, ``sensitive``); 6 the model answered nothing
 twice (``empty_answer``); 70 an internal error (a bug, or the durable record could not be written:
 the traceback is on stderr); 130 interrupted (Ctrl-C). Every exit prints the summary line, usage
-errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``). A run that does not
-succeed says why on stderr, after its counts (the provider's error names the provider and base URL).
+errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``). A summary's ``error``
+(a provider error names the provider and base URL) is repeated on stderr, after the run's counts.
 """
 
 from __future__ import annotations

@@ -218,6 +218,7 @@ def test_exit_code_per_outcome() -> None:
     assert _exit_code(RunSummary(RunOutcome.TERMINAL, terminal_result=failed)) == 1
     assert _exit_code(RunSummary(RunOutcome.MAX_ROUNDS)) == 3
     assert _exit_code(RunSummary(RunOutcome.ERROR)) == 4
+    assert _exit_code(RunSummary(RunOutcome.INCOMPLETE)) == 5
     assert _exit_code(RunSummary(RunOutcome.CANCELLED)) == 130
 
 
