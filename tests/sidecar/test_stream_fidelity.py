@@ -389,3 +389,42 @@ def test_run_a_legacy_function_call_is_run_as_a_tool_call(run_against, fake_open
     call_id = sent[-2]["tool_calls"][0]["id"]
     assert sent[-1]["tool_call_id"] == call_id
     assert json.loads(sent[-1]["content"])["data"]["content"].startswith("hello")
+
+
+# -- the sidecar: agent.chat.event and the agent.chat.stream answer -------------------------------
+
+
+async def test_sidecar_chat_events_carry_the_finish_reason(
+    fake_openai: FakeOpenAI, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    from steerable_sidecar.client import SidecarClient
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.script(
+        [{"text": "Sorry, I can", "finish_reason": "content_filter"}, {"raw_sse": [LLAMA_CPP_CONTEXT]}]
+    )
+    env = child_env(STEERABLE_PROVIDER="ollama", STEERABLE_MODEL="m", STEERABLE_BASE_URL=fake_openai.base_url)
+    async with await SidecarClient.start(workspace=ws, state_dir=tmp_path / "state", env=env) as sidecar:
+        handle = sidecar.start_chat("go", session_id="filtered")
+        events = [event async for event in handle.events()]
+        summary = await handle.result()
+        failed = sidecar.start_chat("again", session_id="filtered")
+        failed_events = [event async for event in failed.events()]
+        failure = await failed.result()
+    assistant = next(e for e in events if e["type"] == "assistant")
+    assert assistant["finishReason"] == "content_filter"
+    done = events[-1]
+    assert done["type"] == "done"
+    assert (done["summary"]["outcome"], done["summary"]["finishReason"]) == ("incomplete", "content_filter")
+    assert (summary["outcome"], summary["finishReason"], summary["text"]) == (
+        "incomplete",
+        "content_filter",
+        "Sorry, I can",
+    )
+    assert (
+        summary["error"]
+        == "the model's answer was withheld by a content filter (finish_reason content_filter)"
+    )
+    assert (failure["outcome"], failure["error"]) == ("error", f"{where(fake_openai)}: {LLAMA_CPP_MESSAGE}")
+    assert failed_events[-1]["summary"]["error"] == failure["error"]
