@@ -10,11 +10,11 @@ from pathlib import Path
 
 TESTS = Path(__file__).resolve().parent
 REQUIREMENTS = TESTS.parent / "docs" / "requirements.md"
-ID = re.compile(r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB)[-_](\d+)(?!\d)", re.IGNORECASE)
+ID = re.compile(r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB|LOOP|REC)[-_](\d+)(?!\d)", re.IGNORECASE)
 
 # Every area of the spec is implemented.
 IMPLEMENTED = (
-    {f"ENV-{n}" for n in range(1, 9)}
+    {f"ENV-{n}" for n in range(1, 11)}
     | {"CON-1"}
     | {f"MODE-{n}" for n in (1, 2, 3, 4, 5)}
     | {f"TIER-{n}" for n in (1, 2, 3)}
@@ -25,6 +25,8 @@ IMPLEMENTED = (
     | {f"PLG-{n}" for n in range(1, 10)}
     | {f"RUN-{n}" for n in range(1, 10)}
     | {f"WEB-{n}" for n in range(1, 19)}
+    | {f"FILE-{n}" for n in range(12, 16)}
+    | {"LOOP-1", "LOOP-2", "REC-1", "REC-2"}
 )
 
 

@@ -3,7 +3,7 @@
 Spec: Provider seam (``LLMProvider`` is a protocol, a default factory and explicit injection).
 One HTTP implementation serves every OpenAI-compatible endpoint (OpenAI, OpenRouter, DeepSeek,
 GLM, Ollama): POST ``{base_url}/chat/completions`` with ``stream: true``, parsed as server-sent
-events with ``httpx_sse``. Each endpoint's deviations from the OpenAI wire format are handled in
+events with ``steerable_sidecar._sse``. Each endpoint's deviations from the OpenAI wire format are handled in
 one place, :class:`_Assembler`, and listed in ``docs/providers.md``.
 
 Secrets: the API key lives in a :class:`pydantic.SecretStr` (its repr is masked), is sent only in
@@ -757,7 +757,7 @@ class OpenAICompatibleProvider:
                 ),
                 retryable=True,
             ) from None
-        except httpx.RequestError as exc:  # network and protocol errors, httpx_sse.SSEError, decoding
+        except httpx.RequestError as exc:  # network and protocol errors, decoding
             raise ProviderError(
                 self._scrub(f"{self._where}: {type(exc).__name__}: {exc or 'connection failed'}"),
                 retryable=isinstance(exc, httpx.TransportError),
