@@ -41,6 +41,7 @@ FINISH_KINDS: Final[Mapping[str, FinishKind]] = MappingProxyType(
         "length": "cut_off",
         "max_tokens": "cut_off",
         "model_length": "cut_off",
+        "model_context_window_exceeded": "cut_off",  # GLM (z.ai): the context ran out
         "content_filter": "filtered",
         "sensitive": "filtered",
         "network_error": "error",

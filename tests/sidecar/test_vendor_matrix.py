@@ -774,11 +774,6 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
         assert (response.finish_reason, finish_kind(response.finish_reason)) == (reason, kind)
 
 
-@pytest.mark.xfail(
-    reason="GLM (z.ai) ends an answer that ran out of context with finish_reason "
-    "model_context_window_exceeded; steerable_agent_runtime.finish does not know it, so it counts as stop",
-    strict=True,
-)
 async def test_glm_context_window_exceeded_is_a_cut_off_answer(fake_openai: FakeOpenAI) -> None:
     async with await provider_for("glm", fake_openai) as provider:
         stream = [
