@@ -220,3 +220,30 @@ async def test_a_refused_string_is_listed_with_the_other_problems() -> None:  # 
         },
     ]
     assert seen == []
+
+
+def test_two_object_alternatives_coerce_only_what_no_alternative_takes_as_a_string():  # ENV-9
+    from steerable_agent_runtime.tools import Tool
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "target": {
+                "anyOf": [
+                    {"type": "object", "properties": {"pid": {"type": "integer"}, "n": {"type": "integer"}}},
+                    {"type": "object", "properties": {"pid": {"type": "string"}, "n": {"type": "integer"}}},
+                ]
+            }
+        },
+        "required": ["target"],
+    }
+
+    async def handler(**kwargs):
+        return kwargs
+
+    tool = Tool.from_schema("kill", schema, handler)
+    # a valid call stays exactly as it was: the string branch takes "0123" and "123" as sent
+    assert tool.validate({"target": {"pid": "0123"}}) == {"target": {"pid": "0123"}}
+    assert tool.validate({"target": {"pid": "123"}}) == {"target": {"pid": "123"}}
+    # a key both alternatives want as an integer is still coerced
+    assert tool.validate({"target": {"pid": 7, "n": "2"}}) == {"target": {"pid": 7, "n": 2}}

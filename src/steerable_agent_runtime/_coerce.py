@@ -174,11 +174,8 @@ def _walk(
     if isinstance(value, str):
         return _scalar(root, schema, value, path, problems)
     if isinstance(value, dict):
-        for leaf in _leaves(root, schema):
-            properties = leaf.get("properties") if isinstance(leaf, Mapping) else None
-            if isinstance(properties, Mapping):
-                return _object(root, properties, value, path, problems, depth)
-        return value
+        properties = _properties(list(_leaves(root, schema)), value)
+        return value if properties is None else _object(root, properties, value, path, problems, depth)
     if isinstance(value, list):
         for leaf in _leaves(root, schema):
             items = leaf.get("items") if isinstance(leaf, Mapping) else None
@@ -186,6 +183,34 @@ def _walk(
                 return _array(root, items, value, path, problems, depth)
         return value
     return value
+
+
+def _properties(leaves: list[Any], value: dict[str, Any]) -> Mapping[str, Any] | None:
+    """What each key of an object ``value`` must be, across every alternative that can hold it.
+
+    One object alternative: its ``properties``. Several (``anyOf`` of two object shapes): a key
+    gets every alternative's schema for it as an ``anyOf``, so it is coerced only when no
+    alternative admits the string as sent; a key that some object alternative leaves open is
+    not touched. ``None`` when nothing constrains the keys.
+    """
+    shapes: list[Mapping[str, Any]] = []
+    for leaf in leaves:
+        properties = leaf.get("properties") if isinstance(leaf, Mapping) else None
+        if isinstance(properties, Mapping):
+            shapes.append(properties)
+            continue
+        kinds = _types(leaf)
+        if kinds is None or "object" in kinds:
+            return None  # an object alternative without properties: any key may hold anything
+    if not shapes:
+        return None
+    if len(shapes) == 1:
+        return shapes[0]
+    merged: dict[str, Any] = {}
+    for key in value:
+        if all(key in shape for shape in shapes):
+            merged[key] = {"anyOf": [shape[key] for shape in shapes]}
+    return merged
 
 
 def _object(

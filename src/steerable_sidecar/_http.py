@@ -282,3 +282,27 @@ async def send_unfollowed(
         if refused is None:
             raise
         raise refused from None
+
+
+MAX_ERROR_BODY_BYTES = 65_536
+"""How much of an error answer is read (after decompression): enough for any message, and a
+gzip bomb or an endless 500 body costs no more than this."""
+
+MAX_COMPLETION_BYTES = 32_000_000
+"""The largest non-streamed completion read (after decompression), in bytes."""
+
+
+async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
+    """Read at most ``limit`` decoded bytes of ``response``'s body; the rest is never read.
+
+    Returns:
+        ``(body, cut)``: the bytes read, and whether the body went on past ``limit``.
+    """
+    parts: list[bytes] = []
+    size = 0
+    async for piece in response.aiter_bytes():
+        parts.append(piece)
+        size += len(piece)
+        if size > limit:
+            return b"".join(parts)[:limit], True
+    return b"".join(parts), False

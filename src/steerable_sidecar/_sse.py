@@ -70,10 +70,17 @@ async def aiter_sse(response: httpx.Response) -> AsyncGenerator[SSEvent, None]:
     """The events of ``response``'s body, as they arrive."""
     decoder = _Decoder()
     buffer = ""
+    first = True
     async for text in response.aiter_text():
+        if first and text:
+            text = text.removeprefix("\ufeff")  # one leading BOM is ignored (HTML: event streams)
+            first = False
+        # only the new text is searched for line ends (a 40 MB line must not be rescanned per read);
+        # one character back, for a "\r" that ended the previous read
+        scan_from = max(len(buffer) - 1, 0)
         buffer += text
         start = 0
-        for match in _LINE_END.finditer(buffer):
+        for match in _LINE_END.finditer(buffer, scan_from):
             if match.group() == "\r" and match.end() == len(buffer):
                 break  # maybe the first half of "\r\n": wait for the next read
             event = decoder.line(buffer[start : match.start()])

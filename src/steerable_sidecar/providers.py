@@ -46,7 +46,15 @@ from steerable_agent_runtime.llm import (
 from steerable_agent_runtime.types import new_call_id
 
 from ._endpoints import checked_base_url, env_proxy_client, header_safe
-from ._http import clip, error_message, refused_redirect, retry_after_s
+from ._http import (
+    MAX_COMPLETION_BYTES,
+    MAX_ERROR_BODY_BYTES,
+    clip,
+    error_message,
+    read_capped,
+    refused_redirect,
+    retry_after_s,
+)
 from ._secrets import redact
 from ._sse import aiter_sse
 
@@ -98,6 +106,8 @@ MAX_REQUEST_TIMEOUT_MS: Final = 3_600_000
 """``STEERABLE_REQUEST_TIMEOUT_MS``: the default and the ceiling (the floor is 1), in milliseconds."""
 
 _KEYLESS: Final = frozenset({"ollama", "scripted"})
+_AFTER_DONE_S: Final = 0.25  # how long the body's end may take to follow data: [DONE]
+_MAX_FINISH_REASON_CHARS: Final = 64  # the longest known is 29 (model_context_window_exceeded)
 _DEFAULT_MAX_RETRIES: Final = 2
 _DEFAULT_RETRY_BASE_DELAY_MS: Final = 500
 _DEFAULT_RETRY_MAX_DELAY_MS: Final = 20_000
@@ -318,7 +328,7 @@ class _Assembler:
                 events.extend(self._delta(delta))
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
-                self.finish_reason = reason
+                self.finish_reason = reason[:_MAX_FINISH_REASON_CHARS]  # it reaches summaries and records
         return events
 
     def _delta(self, delta: Mapping[str, Any]) -> list[StreamEvent]:
@@ -733,12 +743,17 @@ class OpenAICompatibleProvider:
             async with self._client.stream(
                 "POST", self._url, content=content, headers=self._headers, timeout=self._timeout
             ) as response:
-                if not response.is_success:
-                    await response.aread()
+                if not response.is_success:  # a bounded read: a gzip bomb or endless body costs 64 KB
+                    body, _cut = await read_capped(response, MAX_ERROR_BODY_BYTES)
                     attempt.retry_after_s = retry_after_s(response.headers)
-                    raise self._status_error(response)
+                    raise self._status_error(response, body)
                 if "text/event-stream" not in response.headers.get("content-type", ""):
-                    for event in assembler.feed(_completion(await response.aread())):
+                    body, cut = await read_capped(response, MAX_COMPLETION_BYTES)
+                    if cut:
+                        raise ProviderError(
+                            f"{self._where}: the completion is larger than {MAX_COMPLETION_BYTES} bytes"
+                        )
+                    for event in assembler.feed(_completion(body)):
                         yield event
                     assembler.done = True
                 else:
@@ -775,8 +790,9 @@ class OpenAICompatibleProvider:
 
         SSE comments (``: OPENROUTER PROCESSING``) are dropped by :func:`aiter_sse`, which also
         reads llama.cpp's ``error:`` lines as ``error`` events. After ``[DONE]`` the rest of the
-        body is read and discarded, as the OpenAI SDK does, so the connection goes back to the pool
-        instead of being closed half-read.
+        body is read for at most ``_AFTER_DONE_S`` (its end normally follows at once, and the
+        connection is then reused); a server that keeps the stream open (pings, silence) is cut
+        off there, so it cannot turn a finished answer into a timeout.
         """
         async with contextlib.aclosing(aiter_sse(response)) as events:
             async for sse in events:
@@ -791,15 +807,17 @@ class OpenAICompatibleProvider:
                 chunk = _json(data.encode("utf-8"))
                 for event in assembler.feed(chunk):
                     yield event
-            if assembler.done:
-                with contextlib.suppress(httpx.TransportError):  # the answer is already complete
-                    async for _ in events:
-                        pass
+            if assembler.done:  # the body's end usually follows at once: read it, so the connection
+                # is reused; a server that keeps the stream open gets a moment, then it is closed
+                with contextlib.suppress(httpx.TransportError, TimeoutError):
+                    async with asyncio.timeout(_AFTER_DONE_S):
+                        async for _ in events:
+                            pass
 
-    def _status_error(self, response: httpx.Response) -> ProviderError:
+    def _status_error(self, response: httpx.Response, body: bytes) -> ProviderError:
         status = response.status_code
         hint = " (check STEERABLE_API_KEY)" if status in (401, 403) else ""
-        detail = error_message(response.content, limit=_MAX_DETAIL_CHARS)
+        detail = error_message(body, limit=_MAX_DETAIL_CHARS)
         return ProviderError(
             f"{self._where} answered HTTP {status}{hint}: {detail}",
             status=status,
