@@ -30,11 +30,19 @@ from urllib.parse import urlsplit, urlunsplit
 from steerable_agent_runtime import SteerableError, __version__
 from steerable_agent_runtime._env import env_flag
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
-from steerable_agent_runtime.sandbox import LADDERS, SandboxConfig, default_backends, select_backend
+from steerable_agent_runtime.sandbox import (
+    LADDERS,
+    PROTECTED_ENV,
+    SandboxConfig,
+    default_backends,
+    select_backend,
+)
+from steerable_agent_runtime.workspace import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
 
 from ._secrets import MIN_SECRET_CHARS, REDACTED, redact
 from .boot import Booted, boot_tools, offered_tools
-from .settings import VARIABLES
+from .settings import VARIABLES, variable
+from .web_tools._config import TAVILY_API_KEY_ENV
 
 __all__ = ["Check", "DoctorReport", "Status", "diagnose", "run_doctor"]
 
@@ -187,10 +195,8 @@ def _secrets_of(env: Mapping[str, str]) -> list[str]:
     """Every credential the report could echo: the keys, and the values of MCP servers' ``env``."""
     from .mcp_sources import load_mcp_config_from_env
 
-    secrets = [
-        env.get(name, "").strip()
-        for name in ("STEERABLE_API_KEY", "STEERABLE_WEB_SEARCH_API_KEY", "TAVILY_API_KEY")
-    ]
+    names = [var.name for var in VARIABLES if var.kind == "secret"] + [TAVILY_API_KEY_ENV]
+    secrets = [env.get(name, "").strip() for name in names]
     with contextlib.suppress(Exception):  # an unreadable config has its own row
         secrets += [
             value for server in load_mcp_config_from_env(env) for value in (server.env or {}).values()
@@ -252,12 +258,12 @@ def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bo
         return
     writable = os.access(resolved, os.W_OK)
     rows.add(section, "root", resolved, "ok" if writable else "warn", "" if writable else "not writable")
-    for item, name, default, on, off in (
-        ("read before write", "STEERABLE_REQUIRE_READ_BEFORE_WRITE", True, "required", "not required"),
-        ("cross-process lock", "STEERABLE_CROSS_PROCESS_LOCK", True, "on", "off"),
+    for item, name, on, off in (
+        ("read before write", REQUIRE_READ_ENV, "required", "not required"),
+        ("cross-process lock", CROSS_PROCESS_LOCK_ENV, "on", "off"),
     ):
         try:
-            value = env_flag(name, default, environ=env)
+            value = env_flag(name, variable(name).default == "1", environ=env)
         except ConfigError as exc:
             rows.add(section, item, "invalid", "error", str(exc))
             continue
@@ -266,7 +272,7 @@ def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bo
         protected = (
             allow_protected
             if allow_protected is not None
-            else env_flag("STEERABLE_ALLOW_PROTECTED_WRITES", False, environ=env)
+            else env_flag(PROTECTED_ENV, variable(PROTECTED_ENV).default == "1", environ=env)
         )
     except ConfigError as exc:
         rows.add(section, "protected paths", "invalid", "error", str(exc))
@@ -374,14 +380,7 @@ def _web(rows: _Rows, env: dict[str, str], booted: Booted | None, web_tools: boo
         rows.add(section, "blocked domains", ", ".join(config.blocked_domains))
 
 
-_PROVIDER_VARS: Final = (
-    "STEERABLE_PROVIDER",
-    "STEERABLE_MODEL",
-    "STEERABLE_BASE_URL",
-    "STEERABLE_API_KEY",
-    "STEERABLE_SCRIPT",
-    "STEERABLE_REQUEST_TIMEOUT_MS",
-)
+_PROVIDER_VARS: Final = tuple(var.name for var in VARIABLES if var.area == "Model provider")
 
 
 def _provider(rows: _Rows, env: dict[str, str]) -> None:

@@ -4,10 +4,11 @@ from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, 
 from ._levels import MATCH_LEVELS, MatchLevel
 from ._state import FileView, ReadFileState, read_file_state_from_messages
 from ._text import version_of
-from ._tools import REQUIRE_READ_ENV, workspace_tools_for_cwd
+from ._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV, workspace_tools_for_cwd
 from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
 
 __all__ = [
+    "CROSS_PROCESS_LOCK_ENV",
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_OUTPUT_CHARS",
     "EDIT_ERROR_CODES",
