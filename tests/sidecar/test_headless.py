@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
 
@@ -47,12 +48,6 @@ def run(tmp_path: Path, ws: Path, child_env: Callable[..., dict[str, str]]) -> R
         )
 
     return _run
-
-
-def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1, proc.stdout  # stdout is exactly one line: the summary
-    return dict(json.loads(lines[0]))
 
 
 def test_completed_run_prints_one_json_summary_and_exits_0(run: Run, ws: Path, tmp_path: Path) -> None:

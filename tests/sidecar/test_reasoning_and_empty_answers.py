@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
+from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime import AgentLoop, ScriptedProvider, ToolRouter
@@ -112,12 +113,6 @@ def run(tmp_path: Path, ws: Path, fake_openai: FakeOpenAI, child_env: Callable[.
         )
 
     return _run
-
-
-def summary_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1, (proc.stdout, proc.stderr)
-    return dict(json.loads(lines[0]))
 
 
 def recorded(tmp_path: Path, session: str) -> list[dict[str, Any]]:

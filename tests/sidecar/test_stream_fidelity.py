@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from pydantic import SecretStr
+from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime import ToolCall
@@ -296,19 +297,13 @@ def run_against(
     return run
 
 
-def outcome_of(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
-    lines = proc.stdout.splitlines()
-    assert len(lines) == 1, (proc.stdout, proc.stderr)
-    return dict(json.loads(lines[0]))
-
-
 def last_stderr_line(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stderr.strip().splitlines()[-1]
 
 
 def test_run_a_llama_cpp_stream_error_exits_4_and_says_why(run_against, fake_openai):
     proc = run_against([{"raw_sse": [LLAMA_CPP_CONTEXT], "split_bytes": 5}])
-    summary = outcome_of(proc)
+    summary = summary_of(proc)
     assert (proc.returncode, summary["outcome"]) == (4, "error")
     assert summary["error"] == f"{where(fake_openai)}: {LLAMA_CPP_MESSAGE}"
     assert last_stderr_line(proc) == (
@@ -318,13 +313,13 @@ def test_run_a_llama_cpp_stream_error_exits_4_and_says_why(run_against, fake_ope
 
 def test_run_a_model_endpoint_redirecting_to_mailto_exits_4_not_70(run_against, fake_openai):
     proc = run_against([{"status": 307, "body": "", "headers": {"Location": "mailto:x@y"}}])
-    assert (proc.returncode, outcome_of(proc)["outcome"]) == (4, "error"), proc.stderr
+    assert (proc.returncode, summary_of(proc)["outcome"]) == (4, "error"), proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_run_an_error_body_nested_too_deeply_exits_4_not_70(run_against, fake_openai):
     proc = run_against([{"status": 400, "body": "[" * 100_000}])
-    assert (proc.returncode, outcome_of(proc)["outcome"]) == (4, "error"), proc.stderr
+    assert (proc.returncode, summary_of(proc)["outcome"]) == (4, "error"), proc.stderr
     assert "RecursionError" not in proc.stderr
     assert last_stderr_line(proc).startswith(
         f"error after 1 round(s), 0 tool call(s), 0 tokens: {where(fake_openai)} answered HTTP 400: [[["
@@ -342,7 +337,7 @@ def test_run_an_error_body_nested_too_deeply_exits_4_not_70(run_against, fake_op
 )
 def test_run_a_cut_off_or_filtered_answer_exits_5_incomplete(run_against, provider, reason, problem):
     proc = run_against([{"text": "Half an ans", "finish_reason": reason}], provider)
-    summary = outcome_of(proc)
+    summary = summary_of(proc)
     assert (proc.returncode, summary["outcome"], summary["exitCode"]) == (5, "incomplete", 5)
     assert (summary["finishReason"], summary["text"]) == (reason, "Half an ans")
     assert summary["error"] == f"{problem} (finish_reason {reason})"
@@ -355,7 +350,7 @@ def test_run_a_cut_off_or_filtered_answer_exits_5_incomplete(run_against, provid
 def test_run_tool_calls_of_a_cut_off_answer_do_not_run(run_against, fake_openai, tmp_path):
     call = {"id": "w", "name": "write_file", "arguments": '{"path": "new.txt", "content": "x"}'}
     proc = run_against([{"tool_calls": [call], "finish_reason": "length"}])
-    summary = outcome_of(proc)
+    summary = summary_of(proc)
     assert (proc.returncode, summary["outcome"], summary["toolCalls"]) == (5, "incomplete", 1)
     assert not (tmp_path / "ws" / "new.txt").exists()
     record = (tmp_path / "state" / "sessions" / f"{summary['sessionId']}.jsonl").read_text()
@@ -374,7 +369,7 @@ def test_run_tool_calls_of_a_cut_off_answer_do_not_run(run_against, fake_openai,
 )
 def test_run_a_vendor_failure_finish_reason_exits_4(run_against, fake_openai, provider, reason):
     proc = run_against([{"text": "", "finish_reason": reason}] * 3, provider)  # retried twice first
-    summary = outcome_of(proc)
+    summary = summary_of(proc)
     message = f"{provider} at {fake_openai.base_url}: the model stopped on a failure at the provider (finish_reason {reason})"
     assert (proc.returncode, summary["outcome"], summary["error"]) == (4, "error", message)
     assert last_stderr_line(proc) == f"error after 1 round(s), 0 tool call(s), 0 tokens: {message}"
@@ -382,7 +377,7 @@ def test_run_a_vendor_failure_finish_reason_exits_4(run_against, fake_openai, pr
 
 def test_run_a_legacy_function_call_is_run_as_a_tool_call(run_against, fake_openai):
     proc = run_against([{"raw_sse": [LEGACY_CALL], "split_bytes": 3}, {"text": "Read it."}])
-    summary = outcome_of(proc)
+    summary = summary_of(proc)
     assert (proc.returncode, summary["outcome"], summary["toolCalls"]) == (0, "completed", 1), proc.stderr
     assert summary["finishReason"] == "stop"
     sent = fake_openai.requests[1].body["messages"]
