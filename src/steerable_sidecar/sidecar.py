@@ -131,6 +131,11 @@ def checked_state_dir(
     return directory
 
 
+def _nearest_existing(directory: Path) -> Path | None:
+    """The closest parent of ``directory`` that exists (a dangling symlink counts: it blocks)."""
+    return next((p for p in directory.parents if p.exists() or p.is_symlink()), None)
+
+
 def _state_dir_problem(directory: Path, *, create: bool) -> str | None:
     """Why ``directory`` cannot hold the state (after creating it if missing), or ``None``.
 
@@ -143,7 +148,7 @@ def _state_dir_problem(directory: Path, *, create: bool) -> str | None:
         if directory.is_symlink():
             return "it is a symbolic link to nothing (or a loop)"
         if not create:
-            parent = next((p for p in directory.parents if p.exists() or p.is_symlink()), None)
+            parent = _nearest_existing(directory)
             if parent is None or not parent.is_dir():
                 return f"it cannot be created: {parent} is not a directory"
             if not os.access(parent, os.W_OK | os.X_OK):
@@ -154,7 +159,7 @@ def _state_dir_problem(directory: Path, *, create: bool) -> str | None:
         except FileExistsError:  # created meanwhile: judged below
             pass
         except OSError as exc:
-            blocker = next((p for p in directory.parents if p.exists() or p.is_symlink()), None)
+            blocker = _nearest_existing(directory)
             if blocker is not None and not blocker.is_dir():
                 kind = "a file" if blocker.is_file() else "not a directory"
                 return f"it cannot be created: {blocker} is {kind}"
