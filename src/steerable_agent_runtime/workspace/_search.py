@@ -1,40 +1,73 @@
 """Read-only navigation: ``list_dir``, ``glob`` and ``grep``, confined like every file tool.
 
-Walks never follow a symlink out of the workspace and skip version-control metadata
-(``.git``, ``.hg``, ``.svn``). steerable's own entries (the ``.steerable`` state folder and the
-``.steerable-*.tmp`` files of writes in flight) are never listed (FILE-13). Results are capped and say so.
+``grep`` and ``glob`` run on ripgrep (:mod:`._rg`) when a usable binary exists, else on the
+Python engine below, with one pattern language (:mod:`._regex`, Rust regex syntax) and one glob
+matcher (:mod:`._globs`) for both. What a walk skips:
+
+- files named by ``.gitignore`` (inside a git repository), ``.ignore``, ``.git/info/exclude`` and
+  git's global excludes file, unless ``includeIgnored`` (ripgrep's rules; the Python engine reads
+  no ignore files);
+- names starting with ``.`` only when ``includeHidden`` is false (default true);
+- always: ``.git``, ``.hg``, ``.svn``, steerable's ``.steerable`` folder and its in-flight
+  ``.steerable-*.tmp`` files (FILE-13), symlinks (never followed, in or out of the workspace),
+  FIFOs, sockets and devices; binary files (a NUL byte).
+
+ripgrep opens files by path, so what it reports is checked before the model sees it: each
+matched line is read again through ``O_NOFOLLOW`` handles walked down from the root (a file
+swapped for a symlink out, or a directory swapped under the walk, is dropped), and each listed
+file is ``lstat``-ed the same way. Results are sorted by path and line, and capped.
 """
 
 from __future__ import annotations
 
-import fnmatch
+import asyncio
+import errno
 import os
-import re
 import stat
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from ..errors import WorkspaceError
 from ._disk import open_directory, read_bytes
+from ._globs import GlobPattern, compile_glob
 from ._paths import WorkspaceRoot
+from ._regex import check_pattern, compile_python
+from ._rg import (
+    Ripgrep,
+    SearchEngine,
+    base_args,
+    os_error,
+    pattern_error,
+    run_ripgrep,
+    skipped_from_stderr,
+    type_filter,
+)
 from ._text import decode_file
 from ._txn import is_internal_name
 
-__all__ = ["GREP_TIME_BUDGET_S", "glob_files", "grep_files", "list_dir"]
+__all__ = ["GREP_TIME_BUDGET_S", "MAX_ENTRIES", "glob_files", "grep_files", "list_dir"]
 
 MAX_ENTRIES: Final = 1000
 """Most entries ``list_dir`` and ``glob`` return."""
 
-_SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
-_MAX_GREP_FILE_BYTES: Final = 4 * 1024 * 1024
-_MAX_LINE_CHARS: Final = 500
-
-_MAX_SKIPPED_LISTED: Final = 20
-
 GREP_TIME_BUDGET_S: Final = 20.0
-"""Total regex matching time one grep call may spend, in seconds."""
+"""Wall-clock time one ``grep`` or ``glob`` call may take, in seconds; then the search is stopped."""
+
+MAX_LISTED_PATHS: Final = 1_000_000
+"""Most paths one ``glob`` walk reads before it stops (and says ``truncated``)."""
+
+_MAX_LINE_CHARS: Final = 500
+_MAX_COLUMNS: Final = 2000  # ripgrep's per-line output cap; well past what is shown
+_MAX_SKIPPED_LISTED: Final = 20
+_MAX_PYTHON_FILE_BYTES: Final = 4 * 1024 * 1024
+_SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
+_UTF8_BOM: Final = b"\xef\xbb\xbf"
+_UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 
 
 def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
@@ -85,160 +118,344 @@ def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
     return {"path": display, "entries": entries[:MAX_ENTRIES], "truncated": len(entries) > MAX_ENTRIES}
 
 
-def _walk(root: WorkspaceRoot, base: Path) -> Iterator[tuple[Path, Path]]:
-    """Yield ``(path as listed, real path)`` for every regular file under ``base``, sorted.
+# -- where a search starts ----------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """What one search walks: ``cwd`` (paths are reported relative to it) and the ``target`` in it."""
 
-    Iterative (any depth) and race-safe: each directory is opened by walking ``O_NOFOLLOW``
-    handles down from the root and listed through its handle, so a directory swapped for a symlink
-    is never entered. A symlinked file is yielded only when its target is a regular file inside the
-    workspace; FIFOs, sockets and devices never are. VCS metadata directories are skipped.
+    cwd: Path
+    target: str  # "." or a relative folder or file name below cwd, as ripgrep is given it
+    single_file: bool
+
+    @property
+    def argument(self) -> str:
+        """The target as ripgrep is given it: ``./`` or ``./name`` (never read as a flag)."""
+        return "./" if self.target == "." else "./" + self.target
+
+
+def _narrowed(root: WorkspaceRoot, base: Path, glob: GlobPattern | None) -> str:
+    """The pattern's leading literal folders, when they are real folders (no symlink) inside ``base``."""
+    if glob is None or not glob.base or glob.negated:
+        return "."
+    lexical = base.joinpath(*glob.base)
+    if os.path.realpath(lexical) != str(lexical) or not lexical.is_dir():
+        return "."  # missing, a file, or reached through a symlink: walk from base and filter
+    return "/".join(glob.base)
+
+
+def _scope(root: WorkspaceRoot, path: str, glob: GlobPattern | None) -> _Scope:
+    real = root.resolve(path)
+    if real.is_dir() or not real.exists():
+        base, _ = _directory(root, path)
+        return _Scope(base, _narrowed(root, base, glob), single_file=False)
+    return _Scope(real.parent, real.name, single_file=True)
+
+
+def _rel(printed: bytes) -> str:
+    """A path as ripgrep printed it (``./a/b``) -> ``a/b``, with undecodable bytes kept as surrogates."""
+    text = os.fsdecode(printed)
+    return text[2:] if text.startswith("./") else text
+
+
+# -- ripgrep -----------------------------------------------------------------------------------
+def _parse_matches(output: bytes) -> tuple[list[tuple[str, int, bytes]], list[str]]:
+    r"""Split ``--null --line-number`` output into ``(path, line, text)`` records and binary paths.
+
+    A record is ``PATH \0 LINE : TEXT \n``; a line without a NUL is ripgrep's note on a binary file
+    (``PATH: binary file matches (found "\0" byte ...)``) or part of a path holding a newline.
+    """
+    matches: list[tuple[str, int, bytes]] = []
+    binary: list[str] = []
+    pos, end = 0, len(output)
+    while pos < end:
+        newline = output.find(b"\n", pos)
+        if newline == -1:
+            newline = end
+        nul = output.find(b"\0", pos)
+        if nul == -1 or nul > newline:
+            line = output[pos:newline]
+            for note in (
+                b": binary file matches (",
+                b": WARNING: stopped searching binary file after match (",
+            ):
+                cut = line.find(note)
+                if cut != -1:
+                    binary.append(_rel(line[:cut]))
+                    break
+            else:
+                if nul != -1:  # a path with a newline in it: the record ends at the next newline
+                    newline = output.find(b"\n", nul)
+                    newline = end if newline == -1 else newline
+                    _record(output[pos:nul], output[nul + 1 : newline], matches)
+            pos = newline + 1
+            continue
+        _record(output[pos:nul], output[nul + 1 : newline], matches)
+        pos = newline + 1
+    return matches, binary
+
+
+def _record(path: bytes, rest: bytes, matches: list[tuple[str, int, bytes]]) -> None:
+    number, colon, text = rest.partition(b":")
+    if colon and number.isdigit():
+        matches.append((_rel(path), int(number), text))
+
+
+async def _rg_grep(
+    rg: Ripgrep,
+    engine: SearchEngine,
+    scope: _Scope,
+    pattern: str,
+    glob: GlobPattern | None,
+    *,
+    ignore_case: bool,
+    include_hidden: bool,
+    include_ignored: bool,
+    collect: int,
+    deadline: float,
+) -> tuple[list[tuple[str, int, bytes]], list[tuple[str, str]], bool, bool]:
+    args = base_args(include_hidden=include_hidden, include_ignored=include_ignored)
+    args += [
+        "--line-number",
+        "--with-filename",
+        "--no-heading",
+        f"--max-columns={_MAX_COLUMNS}",
+        "--max-columns-preview",
+        "--crlf",
+    ]
+    if ignore_case:
+        args.append("--ignore-case")
+    if glob is not None and not scope.single_file and (glob.by_name or not glob.negated):
+        # a name filter is exact for a name glob; for a path glob it only narrows (kept: a superset)
+        args += type_filter(glob.names, negated=glob.negated)
+    args += ["--regexp=" + pattern, "--", scope.argument]
+    async with engine.slots.get():
+        run = await run_ripgrep(
+            rg, args, cwd=scope.cwd, env=engine.child_env, deadline=deadline, stop_after_nuls=collect
+        )
+    if run.returncode == 2 and not run.output and not run.timed_out:
+        refused = pattern_error(pattern, run.stderr)
+        if refused is not None:
+            raise refused
+        if not skipped_from_stderr(run.stderr):
+            raise os_error(run)
+    matches, binary = _parse_matches(run.output)
+    skipped = [(path, "binary_file") for path in binary]
+    skipped += [(_rel(path), why) for path, why in skipped_from_stderr(run.stderr)]
+    return matches, skipped, run.stopped, run.timed_out
+
+
+async def _rg_files(
+    rg: Ripgrep,
+    engine: SearchEngine,
+    scope: _Scope,
+    glob: GlobPattern,
+    *,
+    include_hidden: bool,
+    include_ignored: bool,
+    deadline: float,
+) -> tuple[list[str], bool, bool]:
+    args = base_args(include_hidden=include_hidden, include_ignored=include_ignored)
+    args += ["--files", *type_filter(glob.names, negated=False), "--", scope.argument]
+    async with engine.slots.get():
+        run = await run_ripgrep(
+            rg, args, cwd=scope.cwd, env=engine.child_env, deadline=deadline, stop_after_nuls=MAX_LISTED_PATHS
+        )
+    if run.returncode == 2 and not run.output and not run.timed_out and not skipped_from_stderr(run.stderr):
+        raise os_error(run)
+    names = [_rel(item) for item in run.output.split(b"\0")[:-1]]
+    return names, run.stopped, run.timed_out
+
+
+# -- checking what ripgrep reported ---------------------------------------------------------------
+def _lines_of(raw: bytes) -> list[bytes]:
+    """The file's lines as ripgrep reads them: a BOM dropped, UTF-16 transcoded, split at newlines."""
+    if raw.startswith(_UTF16_BOMS):
+        raw = raw.decode("utf-16", "replace").encode("utf-8")
+    elif raw.startswith(_UTF8_BOM):
+        raw = raw[len(_UTF8_BOM) :]
+    return raw.split(b"\n")
+
+
+def _shown(line: bytes) -> str:
+    return line.rstrip(b"\r").decode("utf-8", "replace")[:_MAX_LINE_CHARS]
+
+
+def _verified_matches(
+    root: WorkspaceRoot, cwd: Path, found: list[tuple[str, int, bytes]]
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
+    """Keep the matches whose line reads the same through a race-safe open of the file.
+
+    Each file is opened through ``O_NOFOLLOW`` handles from the workspace root and read up to its
+    last matched line; a file that is no longer a regular file inside the workspace, or whose line
+    changed since ripgrep read it, loses its matches and is listed with the reason.
+    """
+    by_file: dict[str, list[tuple[int, bytes]]] = defaultdict(list)
+    for rel, number, text in found:
+        by_file[rel].append((number, text))
+    kept: list[dict[str, Any]] = []
+    dropped: list[tuple[str, str]] = []
+    for rel, wanted in by_file.items():
+        real = cwd / rel
+        display = root.listing_name(real)
+        try:
+            lines = _read_lines(root, real, display, max(number for number, _ in wanted))
+        except WorkspaceError as exc:
+            dropped.append((rel, exc.code))
+            continue
+        except OSError:
+            dropped.append((rel, "os_error"))
+            continue
+        if lines is None:
+            continue  # deleted since the search
+        changed = False
+        for number, text in wanted:
+            shown = _shown(lines[number - 1]) if number <= len(lines) else None
+            if shown is None or shown != _shown(text):  # both clipped to what the model is shown
+                changed = True
+                continue
+            kept.append({"path": display, "line": number, "text": shown})
+        if changed:
+            dropped.append((rel, "path_changed"))
+    return kept, dropped
+
+
+def _read_lines(root: WorkspaceRoot, real: Path, display: str, upto: int) -> list[bytes] | None:
+    """Read a regular file's first ``upto`` lines through race-safe handles (``None``: it is gone)."""
+    try:
+        with open_directory(root.path, real.parent, display) as dir_fd:
+            fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WorkspaceError("not_a_file", f"{display} is not a regular file") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise WorkspaceError("permission_denied", f"{display}: permission denied") from None
+        raise
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            raise WorkspaceError("not_a_file", f"{display} is not a regular file")
+        head = handle.read(1024 * 1024)
+        if head.startswith(_UTF16_BOMS):  # transcoded as a whole, as ripgrep does
+            return _lines_of(head + handle.read())
+        data = bytearray(head)
+        while data.count(b"\n") < upto:
+            more = handle.read(1024 * 1024)
+            if not more:
+                break
+            data += more
+    return _lines_of(bytes(data))
+
+
+def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str]) -> list[str]:
+    """Keep the listed names that are regular files, looked up through race-safe folder handles."""
+    by_folder: dict[str, list[str]] = defaultdict(list)
+    for name in names:
+        folder, _, leaf = name.rpartition("/")
+        by_folder[folder].append(leaf)
+    kept = set()
+    for folder, leaves in by_folder.items():
+        parent = cwd / folder if folder else cwd
+        try:
+            with open_directory(root.path, parent, root.listing_name(parent)) as fd:
+                for leaf in leaves:
+                    try:
+                        info = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
+                    except OSError:
+                        continue
+                    if stat.S_ISREG(info.st_mode):
+                        kept.add(f"{folder}/{leaf}" if folder else leaf)
+        except (OSError, WorkspaceError):
+            continue
+    return [name for name in names if name in kept]
+
+
+# -- the Python engine ----------------------------------------------------------------------------
+def _walk(root: WorkspaceRoot, base: Path, *, hidden: bool, stop: threading.Event) -> Iterator[Path]:
+    """Yield every regular file under ``base`` (sorted, any depth), through race-safe handles.
+
+    Each directory is opened by walking ``O_NOFOLLOW`` handles down from the root and listed
+    through its handle, so a directory swapped for a symlink is never entered; symlinks, FIFOs,
+    sockets and devices are never yielded. VCS metadata and steerable's own entries are skipped,
+    and names starting with ``.`` unless ``hidden``.
     """
     stack = [base]
-    while stack:
+    while stack and not stop.is_set():
         directory = stack.pop()
         try:  # classify while the handle is open: a DT_UNKNOWN entry is stat-ed through it
             with open_directory(root.path, directory, str(directory)) as fd, os.scandir(fd) as it:
                 entries = sorted(
-                    (
-                        e.name,
-                        e.is_dir(follow_symlinks=False),
-                        e.is_file(follow_symlinks=False),
-                        e.is_symlink(),
-                    )
-                    for e in it
+                    (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False)) for e in it
                 )
         except (OSError, WorkspaceError):
             continue
         subdirs = []
-        for name, is_dir, is_file, is_link in entries:
-            if is_internal_name(name):
+        for name, is_dir, is_file in entries:
+            if is_internal_name(name) or (not hidden and name.startswith(".")):
                 continue
-            listed = directory / name
             if is_dir:
                 if name not in _SKIP_DIRS:
-                    subdirs.append(listed)
+                    subdirs.append(directory / name)
             elif is_file:
-                yield listed, listed
-            elif is_link:
-                target = Path(os.path.realpath(listed))
-                if (root.allow_outside or target.is_relative_to(root.path)) and target.is_file():
-                    yield listed, target
+                yield directory / name
         stack.extend(reversed(subdirs))
 
 
-def glob_files(root: WorkspaceRoot, pattern: str, path: str = ".") -> dict[str, Any]:
-    """Find files whose path (relative to ``path``) matches a glob; ``**`` spans directories.
-
-    Returns:
-        ``{pattern, files: [display paths], truncated}``, sorted, at most 1000.
-
-    Raises:
-        WorkspaceError: ``invalid_pattern`` for an absolute pattern or one with ``..``.
-    """
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise WorkspaceError("invalid_pattern", f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
-    if pattern.startswith("/") or ".." in Path(pattern).parts:
-        raise WorkspaceError(
-            "invalid_pattern", f"glob pattern {pattern!r} must be relative and must not contain '..'"
-        )
-    base, _ = _directory(root, path)
-    segments = tuple(part for part in pattern.split("/") if part not in ("", "."))
-    files: list[str] = []
-    truncated = False
-    for listed, _real in _walk(root, base):
-        if _glob_match(segments, listed.relative_to(base).parts):
-            if len(files) >= MAX_ENTRIES:
-                truncated = True
-                break
-            files.append(root.listing_name(listed))
-    return {"pattern": pattern, "files": sorted(files), "truncated": truncated}
-
-
-def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
-    """Match path segments against glob segments; ``**`` spans zero or more directories.
-
-    Each segment is matched by ``fnmatch.fnmatchcase``, whose translation uses atomic groups, so
-    ``*a*a*a*b`` cannot backtrack catastrophically; ``**`` is handled here by dynamic programming
-    over (pattern index, path index), so the whole match is O(pattern x path) segment checks.
-    """
-    memo: dict[tuple[int, int], bool] = {}
-
-    def match(i: int, j: int) -> bool:
-        key = (i, j)
-        if key in memo:
-            return memo[key]
-        if i == len(pattern):
-            result = j == len(parts)
-        elif pattern[i] == "**":
-            result = match(i + 1, j) or (j < len(parts) and match(i, j + 1))
-        else:
-            result = j < len(parts) and fnmatch.fnmatchcase(parts[j], pattern[i]) and match(i + 1, j + 1)
-        memo[key] = result
-        return result
-
-    return match(0, 0)
-
-
-def grep_files(
+def _python_files(
     root: WorkspaceRoot,
+    scope: _Scope,
+    glob: GlobPattern,
+    *,
+    hidden: bool,
+    deadline: float,
+    stop: threading.Event,
+) -> tuple[list[str], bool, bool]:
+    names: list[str] = []
+    start = scope.cwd if scope.target == "." else scope.cwd / scope.target
+    for listed in _walk(root, start, hidden=hidden, stop=stop):
+        if time.monotonic() > deadline:
+            return names, False, True
+        rel = listed.relative_to(scope.cwd).as_posix()
+        if glob.matches(rel):
+            names.append(rel)
+            if len(names) > MAX_LISTED_PATHS:
+                return names, True, False
+    return names, False, False
+
+
+def _python_grep(
+    root: WorkspaceRoot,
+    scope: _Scope,
     pattern: str,
-    path: str = ".",
-    glob: str | None = None,
-    ignore_case: bool = False,
-    max_results: int = 200,
-    time_budget_s: float = GREP_TIME_BUDGET_S,
-) -> dict[str, Any]:
-    """Search text files for a regular expression, line by line (lines counted as read_file counts them).
-
-    The pattern is Python ``re`` syntax, run by the ``regex`` engine with a time budget: a
-    catastrophically backtracking pattern (``(a|aa)+$``) cannot hang the call. Binary files,
-    non-UTF-8 files, non-regular files (FIFOs, devices) and files over 4 MiB are skipped.
-
-    Args:
-        root: The workspace.
-        pattern: The regular expression.
-        path: A file or directory to search.
-        glob: Only files whose relative path or name matches this glob.
-        ignore_case: Case-insensitive matching.
-        max_results: Stop after this many matches.
-        time_budget_s: Total matching time allowed, in seconds.
-
-    Returns:
-        ``{pattern, matches: [{path, line, text}], truncated, skipped}``; ``line`` is 1-based and
-        ``text`` is clipped at 500 characters; ``skipped`` lists (up to 20) files not searched, with
-        the reason (``binary_file``, ``not_utf8``, ``file_too_large``...). When the budget runs out,
-        ``timedOut: true`` and ``truncated: true`` come with the matches found so far.
-
-    Raises:
-        WorkspaceError: ``invalid_regex`` naming the regex error.
-    """
-    compiled = _compile(pattern, ignore_case)
-    if glob is not None and len(glob) > MAX_PATTERN_CHARS:
-        raise WorkspaceError("invalid_pattern", f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
-    real = root.resolve(path)
-    candidates: Iterable[tuple[Path, Path]]
-    if real.is_file():
-        candidates, base = [(real, real)], real.parent
+    glob: GlobPattern | None,
+    *,
+    ignore_case: bool,
+    hidden: bool,
+    collect: int,
+    deadline: float,
+    stop: threading.Event,
+) -> tuple[list[dict[str, Any]], list[tuple[str, str]], bool, bool]:
+    compiled = compile_python(pattern, ignore_case)
+    if scope.single_file:
+        candidates: Iterator[Path] = iter([scope.cwd / scope.target])
     else:
-        base, _ = _directory(root, path)
-        candidates = _walk(root, base)
-    deadline = time.monotonic() + time_budget_s
+        start = scope.cwd if scope.target == "." else scope.cwd / scope.target
+        candidates = _walk(root, start, hidden=hidden, stop=stop)
     matches: list[dict[str, Any]] = []
-    skipped: list[dict[str, str]] = []
-    for listed, target in candidates:
-        if time.monotonic() > deadline:  # the budget covers walking and reading too
-            return _timed_out(pattern, matches, skipped, time_budget_s)
-        rel = listed.relative_to(base).as_posix()
-        if glob and not (fnmatch.fnmatch(rel, glob) or fnmatch.fnmatch(listed.name, glob)):
+    skipped: list[tuple[str, str]] = []
+    for listed in candidates:
+        if time.monotonic() > deadline or stop.is_set():
+            return matches, skipped, False, True
+        rel = listed.relative_to(scope.cwd).as_posix()
+        if glob is not None and not glob.matches(rel):
             continue
         display = root.listing_name(listed)
         try:
             # read through O_NOFOLLOW handles from the root: a swap after the walk cannot redirect it
-            raw = read_bytes(target, root=root.path, display=display, max_bytes=_MAX_GREP_FILE_BYTES)
+            raw = read_bytes(listed, root=root.path, display=display, max_bytes=_MAX_PYTHON_FILE_BYTES)
             text = decode_file(raw, path=display, version="-").text if raw is not None else None
         except WorkspaceError as exc:  # binary, not UTF-8, too large, unreadable: said, not searched
-            if len(skipped) < _MAX_SKIPPED_LISTED:
-                skipped.append({"path": display, "reason": exc.code})
+            skipped.append((rel, exc.code))
             continue
         if text is None:
             continue
@@ -246,97 +463,204 @@ def grep_files(
         if lines[-1] == "":  # the newline that ends the last line starts no line of its own
             lines.pop()
         for number, line in enumerate(lines, start=1):
+            if stop.is_set():
+                return matches, skipped, False, True
             try:
                 # concurrent=True releases the GIL while matching, so the event loop keeps serving
                 found = compiled.search(
                     line, timeout=max(deadline - time.monotonic(), 0.001), concurrent=True
                 )
             except TimeoutError:
-                return _timed_out(pattern, matches, skipped, time_budget_s)
+                return matches, skipped, False, True
             if found:
-                if len(matches) >= max_results:
-                    return {"pattern": pattern, "matches": matches, "truncated": True, "skipped": skipped}
                 matches.append({"path": display, "line": number, "text": line[:_MAX_LINE_CHARS]})
-    return {"pattern": pattern, "matches": matches, "truncated": False, "skipped": skipped}
+                if len(matches) > collect:
+                    return matches, skipped, True, False
+    return matches, skipped, False, False
 
 
-def _timed_out(
-    pattern: str, matches: list[dict[str, Any]], skipped: list[dict[str, str]], budget_s: float
+async def _in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Run a Python-engine walk in a thread; a cancelled call tells it to stop at its next file or line."""
+    stop = threading.Event()
+    try:
+        return await asyncio.to_thread(fn, *args, stop=stop, **kwargs)
+    finally:
+        stop.set()
+
+
+# -- the tools ------------------------------------------------------------------------------------
+def _skipped(root: WorkspaceRoot, cwd: Path, items: list[tuple[str, str]]) -> list[dict[str, str]]:
+    seen: dict[str, str] = {}
+    for rel, why in items:
+        seen.setdefault(rel, why)
+    listed = sorted(seen.items())[:_MAX_SKIPPED_LISTED]
+    return [{"path": root.listing_name(cwd / rel), "reason": why} for rel, why in listed]
+
+
+async def glob_files(
+    root: WorkspaceRoot,
+    engine: SearchEngine,
+    pattern: str,
+    path: str = ".",
+    *,
+    include_hidden: bool = True,
+    include_ignored: bool = False,
+    time_budget_s: float = GREP_TIME_BUDGET_S,
 ) -> dict[str, Any]:
-    return {
+    """Find files whose path below ``path`` matches a glob (:mod:`._globs`); ``**`` spans folders.
+
+    Args:
+        root: The workspace.
+        engine: The workspace's :class:`SearchEngine`.
+        pattern: The glob, relative to ``path`` (``src/**/*.py``, ``*.{ts,tsx}``).
+        path: The folder to search from.
+        include_hidden: Also list names starting with ``.``.
+        include_ignored: Also list files ignore files exclude.
+        time_budget_s: Wall-clock bound, in seconds.
+
+    Returns:
+        ``{pattern, files: [display paths], truncated}``, sorted, at most 1000; ``timedOut: true``
+        and a ``message`` when the bound stopped the walk.
+
+    Raises:
+        WorkspaceError: ``invalid_pattern`` (absolute, ``..``, over 1000 characters, NUL, too many
+            ``{a,b}`` alternatives); ``file_not_found`` / ``not_a_directory`` for ``path``.
+    """
+    glob = compile_glob(pattern, by_name_allowed=False, negation_allowed=False)
+    base, _ = _directory(root, path)
+    scope = _Scope(base, _narrowed(root, base, glob), single_file=False)
+    deadline = time.monotonic() + time_budget_s
+    rg = await engine.ripgrep()
+    if rg is not None:
+        listed, stopped, timed_out = await _rg_files(
+            rg,
+            engine,
+            scope,
+            glob,
+            include_hidden=include_hidden,
+            include_ignored=include_ignored,
+            deadline=deadline,
+        )
+        names = sorted(name for name in listed if glob.matches(name))
+    else:
+        names, stopped, timed_out = await _in_thread(
+            _python_files, root, scope, glob, hidden=include_hidden, deadline=deadline
+        )
+        names.sort()
+    shown = names[:MAX_ENTRIES]
+    if rg is not None:
+        shown = await asyncio.to_thread(_verified_files, root, base, shown)
+    result: dict[str, Any] = {
+        "pattern": pattern,
+        "files": [root.listing_name(base / name) for name in shown],
+        "truncated": stopped or timed_out or len(names) > MAX_ENTRIES,
+    }
+    if timed_out:
+        result["timedOut"] = True
+        result["message"] = f"glob stopped after {time_budget_s:g} s; narrow path or the pattern"
+    return result
+
+
+async def grep_files(
+    root: WorkspaceRoot,
+    engine: SearchEngine,
+    pattern: str,
+    path: str = ".",
+    glob: str | None = None,
+    ignore_case: bool = False,
+    max_results: int = 200,
+    *,
+    include_hidden: bool = True,
+    include_ignored: bool = False,
+    time_budget_s: float = GREP_TIME_BUDGET_S,
+) -> dict[str, Any]:
+    """Search text files for a regular expression, line by line (lines counted as read_file counts them).
+
+    Args:
+        root: The workspace.
+        engine: The workspace's :class:`SearchEngine`.
+        pattern: Rust regex syntax (:mod:`._regex`).
+        path: A file or folder to search (a file is searched even when ignored or hidden).
+        glob: Only files whose name (a glob without ``/``: ``*.py``) or path below ``path``
+            (``src/**/*.py``) matches; a leading ``!`` excludes instead (``!*.min.js``).
+        ignore_case: Case-insensitive matching.
+        max_results: Most matches returned.
+        include_hidden: Also search names starting with ``.``.
+        include_ignored: Also search files ignore files exclude.
+        time_budget_s: Wall-clock bound, in seconds: the search is killed then.
+
+    Returns:
+        ``{pattern, matches: [{path, line, text}], truncated, skipped}``, sorted by path and line;
+        ``line`` is 1-based, ``text`` is clipped at 500 characters, with a CR line ending dropped;
+        ``skipped`` lists (up to 20) files not searched or not shown, with the reason
+        (``binary_file``: a binary file the pattern matched in; ``permission_denied``,
+        ``path_changed``, ``not_a_file``...). ``timedOut: true``, ``truncated: true`` and a
+        ``message`` when the bound stopped it, with the matches found so far. When more than
+        ``5 x maxResults`` (at least 1,000, at most 10,000) lines match, the search stops there
+        and which ones are returned depends on the walk's order.
+
+    Raises:
+        WorkspaceError: ``invalid_regex`` (syntax; over 1000 characters; huge counted repeats);
+            ``invalid_pattern`` naming a construct Rust regex lacks, or a bad ``glob``.
+    """
+    check_pattern(pattern)
+    filter_glob = compile_glob(glob, by_name_allowed=True, negation_allowed=True) if glob else None
+    scope = _scope(root, path, filter_glob)
+    target = scope.cwd / scope.target
+    if scope.single_file and not stat.S_ISREG(os.stat(target).st_mode):
+        display = root.listing_name(target)
+        return {
+            "pattern": pattern,
+            "matches": [],
+            "truncated": False,
+            "skipped": [{"path": display, "reason": "not_a_file"}],
+        }
+    collect = min(max(5 * max_results, 1000), 10_000)
+    deadline = time.monotonic() + time_budget_s
+    rg = await engine.ripgrep()
+    if rg is not None:
+        found, skipped, stopped, timed_out = await _rg_grep(
+            rg,
+            engine,
+            scope,
+            pattern,
+            filter_glob,
+            ignore_case=ignore_case,
+            include_hidden=include_hidden,
+            include_ignored=include_ignored,
+            collect=collect,
+            deadline=deadline,
+        )
+        if filter_glob is not None:
+            found = [item for item in found if filter_glob.matches(item[0])]
+        found.sort(key=lambda item: (item[0], item[1]))
+        total = len(found)
+        matches, dropped = await asyncio.to_thread(_verified_matches, root, scope.cwd, found[:max_results])
+        skipped += dropped
+    else:
+        matches, skipped, stopped, timed_out = await _in_thread(
+            _python_grep,
+            root,
+            scope,
+            pattern,
+            filter_glob,
+            ignore_case=ignore_case,
+            hidden=include_hidden,
+            collect=collect,
+            deadline=deadline,
+        )
+        matches.sort(key=lambda match: (match["path"], match["line"]))
+        total = len(matches)
+        matches = matches[:max_results]
+    result: dict[str, Any] = {
         "pattern": pattern,
         "matches": matches,
-        "truncated": True,
-        "skipped": skipped,
-        "timedOut": True,
-        "message": f"grep stopped after {budget_s:g} s (a pattern that backtracks heavily, or a very "
-        "large tree); narrow path/glob or simplify the pattern",
+        "truncated": stopped or timed_out or total > max_results,
+        "skipped": _skipped(root, scope.cwd, skipped),
     }
-
-
-_QUANTIFIER = re.compile(r"\{(\d+)(?:,(\d*))?\}")
-_RECURSION = re.compile(r"\(\?(?:R|[+-]?\d+|&|P>)")
-MAX_PATTERN_CHARS: Final = 1000
-MAX_REPEAT_EXPANSION: Final = 10_000
-
-
-def _repeat_expansion(pattern: str) -> int:
-    """Estimate how many atoms the pattern expands to: ``(?:a{100}){100}`` gives 10,000.
-
-    The ``regex`` engine expands counted repeats when it compiles, so nested repeats multiply and
-    side-by-side ones add up; a total in the millions exhausts memory before any time budget
-    applies. Each atom counts 1; a group counts the sum of its contents; ``{n,m}`` multiplies the
-    atom or group before it by its larger bound.
-    """
-    stack = [0]
-    last = 0  # the size of the atom or group just closed, for a quantifier that follows it
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        quantified = _QUANTIFIER.match(pattern, i)
-        if char == "{" and quantified:
-            bound = max(int(quantified.group(1)), int(quantified.group(2) or 0), 1)
-            stack[-1] += last * (bound - 1)
-            last *= bound
-            i = quantified.end()
-            continue
-        if char == "(":
-            stack.append(0)
-            i += 1
-            continue
-        if char == ")" and len(stack) > 1:
-            last = stack.pop()
-            stack[-1] += last
-            i += 1
-            continue
-        if char == "\\":
-            i += 2
-        elif char == "[":  # a character class is one atom
-            i = pattern.find("]", i + 2) + 1 or len(pattern)
-        else:
-            i += 1
-        last = 1
-        stack[-1] += 1
-    while len(stack) > 1:  # unbalanced: the compiler will say so
-        inner = stack.pop()
-        stack[-1] += inner
-    return stack[0]
-
-
-def _compile(pattern: str, ignore_case: bool) -> Any:
-    import regex  # only grep needs it (~12 ms to import)
-
-    def refuse(why: str) -> WorkspaceError:
-        return WorkspaceError("invalid_regex", f"invalid regular expression {pattern[:100]!r}: {why}")
-
-    if len(pattern) > MAX_PATTERN_CHARS:
-        raise refuse(f"longer than {MAX_PATTERN_CHARS} characters")
-    if _RECURSION.search(pattern):
-        raise refuse("recursive patterns ((?R), (?1), (?&name)) are not allowed")
-    if _repeat_expansion(pattern) > MAX_REPEAT_EXPANSION:
-        raise refuse(f"counted repeats expand past {MAX_REPEAT_EXPANSION} atoms; use + or * instead")
-    try:
-        # cache_pattern=False: a model's patterns must not pile up in the engine's module cache
-        return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0, cache_pattern=False)
-    except (regex.error, ValueError, OverflowError, RecursionError, MemoryError) as exc:
-        raise refuse(str(exc)) from None
+    if timed_out:
+        result["timedOut"] = True
+        result["message"] = (
+            f"grep stopped after {time_budget_s:g} s (a very large tree or file); narrow path or glob"
+        )
+    return result

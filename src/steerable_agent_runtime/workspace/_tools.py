@@ -23,6 +23,7 @@ from ..modes import ToolMode
 from ..tools import Tool, ToolRouter
 from ._apply import apply_patch
 from ._edit import Edit
+from ._rg import SearchEngine, ripgrep_setting
 from ._search import glob_files, grep_files, list_dir
 from ._state import ReadFileState
 from ._workspace import Workspace
@@ -103,7 +104,8 @@ def workspace_tools_for_cwd(
 
     Raises:
         ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE``, ``STEERABLE_ALLOW_PROTECTED_WRITES``
-            or ``STEERABLE_CROSS_PROCESS_LOCK`` is not a boolean, or (with
+            or ``STEERABLE_CROSS_PROCESS_LOCK`` is not a boolean, ``STEERABLE_RIPGREP`` names no
+            executable, or (with
             ``bash``) a ``STEERABLE_SANDBOX*`` / ``STEERABLE_SIDECAR_CONFINED`` value is invalid.
         WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
         DuplicateToolError: When ``router`` already has one of these names.
@@ -119,6 +121,7 @@ def workspace_tools_for_cwd(
         allow_outside=allow_outside,
         allow_protected_writes=allow_protected_writes,
         cross_process_lock=env_flag(CROSS_PROCESS_LOCK_ENV, True, environ=environ),
+        search=SearchEngine(ripgrep_setting(environ), environ=environ),
     )
     specs = _tool_specs(ws)
     if bash:
@@ -209,14 +212,29 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         """
         return await asyncio.to_thread(list_dir, ws.root, path)
 
-    async def glob(pattern: str, path: str = ".") -> dict[str, Any]:
-        """Find files by glob pattern ('**' matches across directories), e.g. 'src/**/*.py'.
+    async def glob(
+        pattern: str, path: str = ".", includeHidden: bool = True, includeIgnored: bool = False
+    ) -> dict[str, Any]:
+        """Find files by glob, sorted by path (at most 1000), e.g. 'src/**/*.py' or '*.{ts,tsx}'.
+
+        '*' and '?' stay within one folder, '**' spans folders. Skipped: files .gitignore (in a git
+        repository), .ignore or .git/info/exclude exclude, and .git itself. Symlinks are not followed.
 
         Args:
-            pattern: Glob relative to path.
+            pattern: Glob matched against the whole path below path ('*.py': path's own files only).
             path: Directory to search from.
+            includeHidden: List names starting with '.' (default true).
+            includeIgnored: Also list files the ignore files exclude.
         """
-        return await asyncio.to_thread(glob_files, ws.root, pattern, path)
+        return await glob_files(
+            ws.root,
+            ws.search,
+            pattern,
+            path,
+            include_hidden=includeHidden,
+            include_ignored=includeIgnored,
+            time_budget_s=ws.grep_time_budget_s,
+        )
 
     async def grep(
         pattern: str,
@@ -224,18 +242,36 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         glob: str | None = None,
         ignoreCase: bool = False,
         maxResults: Annotated[int, Field(ge=1, le=2000)] = 200,
+        includeHidden: bool = True,
+        includeIgnored: bool = False,
     ) -> dict[str, Any]:
-        """Search file contents with a regular expression; returns path, line number and text.
+        """Search file contents with a regular expression; returns path, line number and text, sorted.
+
+        The pattern is Rust regex syntax (as ripgrep's): no look-around and no backreferences.
+        Skipped: binary files, files .gitignore (in a git repository), .ignore or .git/info/exclude
+        exclude, and .git itself. Symlinks are not followed.
 
         Args:
-            pattern: Python regular expression.
+            pattern: Regular expression, e.g. 'fn main' or 'TODO|FIXME'.
             path: File or directory to search.
-            glob: Only files matching this glob (e.g. '*.py').
+            glob: Only files whose name matches ('*.py', '*.{ts,tsx}') or, with a '/', whose path
+                below path matches ('src/**/*.py'); a leading '!' excludes instead ('!*.min.js').
             ignoreCase: Case-insensitive search.
             maxResults: Most matches to return.
+            includeHidden: Search names starting with '.' (default true).
+            includeIgnored: Also search files the ignore files exclude.
         """
-        return await asyncio.to_thread(
-            grep_files, ws.root, pattern, path, glob, ignoreCase, maxResults, ws.grep_time_budget_s
+        return await grep_files(
+            ws.root,
+            ws.search,
+            pattern,
+            path,
+            glob,
+            ignoreCase,
+            maxResults,
+            include_hidden=includeHidden,
+            include_ignored=includeIgnored,
+            time_budget_s=ws.grep_time_budget_s,
         )
 
     safe = ToolMode.SAFE_WRITE

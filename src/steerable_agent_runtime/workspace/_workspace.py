@@ -42,6 +42,7 @@ from ._disk import (
 from ._edit import Edit, apply_edits_detailed
 from ._levels import loosest_level
 from ._paths import WorkspaceRoot
+from ._rg import SearchEngine
 from ._search import GREP_TIME_BUDGET_S
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
@@ -170,7 +171,9 @@ class Workspace:
         lock_timeout_s: How long a write waits for another process's lock, in seconds.
         max_output_chars: ``read_file`` display clip, in characters.
         max_file_bytes: Largest file loaded, in bytes.
-        grep_time_budget_s: Regex matching time one ``grep`` call may spend, in seconds.
+        grep_time_budget_s: Wall-clock time one ``grep`` or ``glob`` call may take, in seconds.
+        search: The ``grep`` / ``glob`` engine (default: ripgrep where usable, found on first use;
+            see :class:`~._rg.SearchEngine`).
 
     Raises:
         WorkspaceError: ``invalid_workspace`` when ``root`` is not a directory.
@@ -189,6 +192,7 @@ class Workspace:
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         grep_time_budget_s: float = GREP_TIME_BUDGET_S,
+        search: SearchEngine | None = None,
     ) -> None:
         self.root = WorkspaceRoot(root, allow_outside=allow_outside)
         self.state = state if state is not None else ReadFileState()
@@ -197,6 +201,7 @@ class Workspace:
         self.max_output_chars = max_output_chars
         self.max_file_bytes = max_file_bytes
         self.grep_time_budget_s = grep_time_budget_s
+        self.search = search if search is not None else SearchEngine()
         self.lock_timeout_s = lock_timeout_s
         self.journal = StateDir(self.root.path)
         self.cross_process = PathLocks(timeout_s=lock_timeout_s) if cross_process_lock else None

