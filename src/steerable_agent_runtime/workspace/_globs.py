@@ -8,8 +8,8 @@ Matching is done here, in Python, on the paths an engine lists, so it means the 
 ripgrep and without it, and an explicit glob never overrides ignore files (ripgrep's own
 ``--glob`` would). Each ``*`` followed by more text becomes an atomic lazy group, as
 :func:`fnmatch.translate` does, so ``*a*a*a*b`` cannot backtrack catastrophically. What ripgrep
-can do to narrow the walk (search only the pattern's leading directories; list only files whose
-name could match, through ``--type-add``) is worked out here too.
+can do to narrow the walk (list only files whose name could match, through ``--type-add``, which
+unlike ``--glob`` leaves ignore files in force) is worked out here too.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ __all__ = ["GlobPattern", "compile_glob"]
 MAX_ALTERNATIVES: Final = 256
 """Most patterns one glob's ``{a,b}`` groups may expand to."""
 
-_WILD: Final = frozenset("*?[{\\")
 _NOT_IN_NAME_GLOBS: Final = frozenset("\\[]{},:")
 
 
@@ -40,7 +39,6 @@ class GlobPattern:
         by_name: The pattern has no ``/``: it matches a file's name at any depth (``grep`` only;
             ``glob`` patterns always match the whole path below ``path``).
         regex: Full-match regex over ``"/" + relative path`` (or ``"/" + name`` when ``by_name``).
-        base: Leading literal directories every match lies under (``src/**/*.py`` -> ``("src",)``).
         names: ripgrep ``--type-add`` globs a matching file's name must match, or ``()`` when no
             safe name filter exists (a last segment of ``**``, escapes, ``[^...]``).
     """
@@ -49,7 +47,6 @@ class GlobPattern:
     negated: bool
     by_name: bool
     regex: re.Pattern[str]
-    base: tuple[str, ...]
     names: tuple[str, ...]
 
     def matches(self, rel: str) -> bool:
@@ -91,7 +88,7 @@ def _expand_braces(pattern: str, whole: str) -> list[str]:
                         out.append(pattern[:start] + rest)
                         if len(out) > MAX_ALTERNATIVES:
                             raise _invalid(
-                                whole, f"its {{a,b}} groups expand to more than {MAX_ALTERNATIVES} patterns"
+                                whole, f"its {{a,b}} groups expand past {MAX_ALTERNATIVES} patterns"
                             )
                 return out
         elif char == "," and depth == 1:
@@ -195,15 +192,6 @@ def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool)
     by_name = by_name_allowed and all("/" not in alt for alt in alternatives)
     split = [_segments(alt) for alt in alternatives]
     regex = "|".join(_path_regex(segments) for segments in split)
-    base: tuple[str, ...] = ()
-    if not by_name and split and all(split):
-        first = split[0]
-        for k, segment in enumerate(first[:-1]):
-            if _WILD & set(segment):
-                break
-            if not all(len(other) > k + 1 and other[k] == segment for other in split):
-                break
-            base = (*base, segment)
     names: tuple[str, ...] = ()
     if split and all(split):
         globs = [_name_glob(segments[-1]) for segments in split]
@@ -214,6 +202,5 @@ def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool)
         negated=negated,
         by_name=by_name,
         regex=re.compile(rf"(?:{regex})" if regex else r"(?!)"),
-        base=base,
         names=names,
     )

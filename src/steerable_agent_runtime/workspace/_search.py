@@ -133,21 +133,11 @@ class _Scope:
         return "./" if self.target == "." else "./" + self.target
 
 
-def _narrowed(root: WorkspaceRoot, base: Path, glob: GlobPattern | None) -> str:
-    """The pattern's leading literal folders, when they are real folders (no symlink) inside ``base``."""
-    if glob is None or not glob.base or glob.negated:
-        return "."
-    lexical = base.joinpath(*glob.base)
-    if os.path.realpath(lexical) != str(lexical) or not lexical.is_dir():
-        return "."  # missing, a file, or reached through a symlink: walk from base and filter
-    return "/".join(glob.base)
-
-
-def _scope(root: WorkspaceRoot, path: str, glob: GlobPattern | None) -> _Scope:
+def _scope(root: WorkspaceRoot, path: str) -> _Scope:
     real = root.resolve(path)
     if real.is_dir() or not real.exists():
         base, _ = _directory(root, path)
-        return _Scope(base, _narrowed(root, base, glob), single_file=False)
+        return _Scope(base, ".", single_file=False)
     return _Scope(real.parent, real.name, single_file=True)
 
 
@@ -528,7 +518,7 @@ async def glob_files(
     """
     glob = compile_glob(pattern, by_name_allowed=False, negation_allowed=False)
     base, _ = _directory(root, path)
-    scope = _Scope(base, _narrowed(root, base, glob), single_file=False)
+    scope = _Scope(base, ".", single_file=False)
     deadline = time.monotonic() + time_budget_s
     rg = await engine.ripgrep()
     if rg is not None:
@@ -605,7 +595,7 @@ async def grep_files(
     """
     check_pattern(pattern)
     filter_glob = compile_glob(glob, by_name_allowed=True, negation_allowed=True) if glob else None
-    scope = _scope(root, path, filter_glob)
+    scope = _scope(root, path)
     target = scope.cwd / scope.target
     if scope.single_file and not stat.S_ISREG(os.stat(target).st_mode):
         display = root.listing_name(target)
