@@ -27,7 +27,7 @@ IMPLEMENTED = (
     | {f"PLG-{n}" for n in range(1, 10)}
     | {f"RUN-{n}" for n in range(1, 10)}
     | {f"WEB-{n}" for n in range(1, 19)}
-    | {f"FILE-{n}" for n in range(12, 16)}
+    | {f"FILE-{n}" for n in range(12, 17)}
     | {"LOOP-1", "LOOP-2", "REC-1", "REC-2"}
 )
 

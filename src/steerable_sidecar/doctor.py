@@ -37,7 +37,12 @@ from steerable_agent_runtime.sandbox import (
     default_backends,
     select_backend,
 )
-from steerable_agent_runtime.workspace import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
+from steerable_agent_runtime.workspace import (
+    CROSS_PROCESS_LOCK_ENV,
+    REQUIRE_READ_ENV,
+    SearchEngine,
+    ripgrep_setting,
+)
 
 from ._secrets import MIN_SECRET_CHARS, REDACTED, redact
 from .boot import Booted, boot_tools, offered_tools
@@ -268,6 +273,7 @@ def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bo
             rows.add(section, item, "invalid", "error", str(exc))
             continue
         rows.add(section, item, on if value else off, "ok" if value else "warn", name if not value else "")
+    _search_engine(rows, env)
     try:
         protected = (
             allow_protected
@@ -284,6 +290,26 @@ def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bo
         "warn" if protected else "ok",
         ".git, shell start-up files, editor, agent and MCP configuration",
     )
+
+
+def _search_engine(rows: _Rows, env: dict[str, str]) -> None:
+    """Which engine ``grep`` and ``glob`` run on here: ripgrep (probed with ``--version``) or Python."""
+    import asyncio
+
+    try:
+        engine = SearchEngine(ripgrep_setting(env), environ=env)
+    except ConfigError as exc:
+        rows.add("Workspace", "search engine", "invalid", "error", str(exc))
+        return
+    found = asyncio.run(engine.ripgrep())
+    if found is not None:
+        rows.add(
+            "Workspace", "search engine", f"ripgrep {'.'.join(map(str, found.version))}", detail=found.path
+        )
+    else:
+        rows.add(
+            "Workspace", "search engine", "Python (no ignore files)", "warn", engine.fallback_reason or ""
+        )
 
 
 def _sandbox(rows: _Rows, env: dict[str, str]) -> None:
