@@ -21,6 +21,7 @@ import logging
 import os
 import re
 import shutil
+import subprocess
 import sys
 import sysconfig
 import time
@@ -268,60 +269,125 @@ async def run_ripgrep(
     if deadline <= time.monotonic():  # the time went waiting for a slot: start nothing
         return RipgrepRun(b"", b"", -9, stopped=False, timed_out=True)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            rg.path,
-            *args,
+        # spawned directly, read with add_reader and reaped through a pidfd: asyncio's own
+        # subprocess support starts a watcher thread per child (ThreadedChildWatcher), which
+        # costs milliseconds per call under load (benchmarks/grep_scale.py)
+        proc = subprocess.Popen(
+            [rg.path, *args],
             cwd=cwd,
             env=env,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
         )
     except OSError as exc:
         raise WorkspaceError("os_error", f"could not start ripgrep: {exc.strerror or exc}") from None
-    assert proc.stdout is not None and proc.stderr is not None
-    chunks: list[bytes] = []
-    nuls = 0
-    stopped = timed_out = False
-    errors = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR_BYTES))
+    child = _Child(proc, stop_after_nuls)
     try:
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                timed_out = True
-                break
-            try:
-                chunk = await asyncio.wait_for(proc.stdout.read(256 * 1024), remaining)
-            except TimeoutError:
-                timed_out = True
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-            nuls += chunk.count(b"\0")
-            if nuls > stop_after_nuls:
-                stopped = True
-                break
-        if stopped or timed_out:
+        try:
+            await asyncio.wait_for(asyncio.shield(child.finished), max(deadline - time.monotonic(), 0))
+        except TimeoutError:
+            child.timed_out = True
+        if child.stopped or child.timed_out:
             _kill(proc)
-        returncode = await proc.wait()
-        stderr = await errors
+        returncode = await child.reaped()
     finally:
-        if proc.returncode is None:  # cancelled: the child goes now, not when it is done
-            _kill(proc)
-            errors.cancel()
-    return RipgrepRun(b"".join(chunks), stderr, returncode, stopped, timed_out)
+        child.close()  # cancelled or not: the readers go, and a child still running is killed
+    return RipgrepRun(b"".join(child.chunks), bytes(child.errors), returncode, child.stopped, child.timed_out)
 
 
-async def _read_capped(stream: asyncio.StreamReader, cap: int) -> bytes:
-    """Read ``stream`` to its end, keeping the first ``cap`` bytes (the rest is drained, not kept)."""
-    kept = bytearray()
-    while chunk := await stream.read(64 * 1024):
-        kept += chunk[: max(cap - len(kept), 0)]
-    return bytes(kept)
+class _Child:
+    """A spawned ripgrep's two pipes, read in the event loop until both end or it is stopped."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], stop_after_nuls: int) -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        self.proc = proc
+        self.loop = asyncio.get_running_loop()
+        self.finished: asyncio.Future[None] = self.loop.create_future()
+        self.chunks: list[bytes] = []
+        self.errors = bytearray()
+        self.nuls = 0
+        self.stop_after_nuls = stop_after_nuls
+        self.stopped = self.timed_out = False
+        self.open = {proc.stdout.fileno(), proc.stderr.fileno()}
+        self.out_fd, self.err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+        for fd in self.open:
+            os.set_blocking(fd, False)
+            self.loop.add_reader(fd, self._readable, fd)
+
+    def _readable(self, fd: int) -> None:
+        try:
+            data = os.read(fd, 256 * 1024)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._done_with(fd)
+        elif fd == self.out_fd:
+            self.chunks.append(data)
+            self.nuls += data.count(b"\0")
+            if self.nuls > self.stop_after_nuls:
+                self.stopped = True
+                self._done_with(self.out_fd)
+                self._done_with(self.err_fd)
+        else:
+            self.errors += data[: max(MAX_STDERR_BYTES - len(self.errors), 0)]
+
+    def _done_with(self, fd: int) -> None:
+        if fd in self.open:
+            self.open.discard(fd)
+            self.loop.remove_reader(fd)
+        if not self.open and not self.finished.done():
+            self.finished.set_result(None)
+
+    async def reaped(self) -> int:
+        """Wait for the child's exit status without blocking the loop (a pidfd, else polling)."""
+        if self.proc.poll() is not None:
+            return self.proc.returncode
+        pidfd = -1
+        with contextlib.suppress(AttributeError, OSError):  # pidfd_open: Linux 5.3+
+            pidfd = os.pidfd_open(self.proc.pid)
+        if pidfd >= 0:
+            exited: asyncio.Future[None] = self.loop.create_future()
+
+            def on_exit() -> None:
+                if not exited.done():
+                    exited.set_result(None)
+
+            self.loop.add_reader(pidfd, on_exit)
+            try:
+                await exited
+            finally:
+                self.loop.remove_reader(pidfd)
+                os.close(pidfd)
+        delay = 0.001
+        while self.proc.poll() is None:
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return self.proc.returncode
+
+    def close(self) -> None:
+        for fd in list(self.open):
+            self._done_with(fd)
+        if self.proc.poll() is None:
+            _kill(self.proc)
+            try:  # a SIGKILLed child exits within microseconds; reaping it now leaves no zombie
+                self.proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:  # stuck in the kernel (a dead NFS mount): later
+                self.loop.call_later(0.05, _reap_later, self.proc, 200)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
-def _kill(proc: asyncio.subprocess.Process) -> None:
+def _reap_later(proc: subprocess.Popen[bytes], tries: int) -> None:
+    """Collect a killed child's exit status soon, without waiting for it (no zombie is left)."""
+    if proc.poll() is None and tries > 0:
+        asyncio.get_running_loop().call_later(0.05, _reap_later, proc, tries - 1)
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError):
         proc.kill()
 
