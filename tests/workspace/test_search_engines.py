@@ -442,6 +442,17 @@ def slow_rg(tmp_path):
     return script, pids
 
 
+@pytest.fixture
+def slow_tools(tmp_path, slow_rg):
+    """A workspace whose searches run the hanging ``rg``; and the file its pids land in."""
+    script, pids = slow_rg
+    root = tmp_path / "ws"
+    root.mkdir()
+    tools = Tools(root, {"STEERABLE_RIPGREP": str(script)})
+    tools.write("a.txt")
+    return tools, pids
+
+
 def _pids(path: Path) -> list[int]:
     return [int(line) for line in path.read_text().split()] if path.exists() else []
 
@@ -454,12 +465,8 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-async def test_the_deadline_kills_the_search_and_says_so_file_16(tmp_path, slow_rg):
-    script, pids = slow_rg
-    root = tmp_path / "ws"
-    root.mkdir()
-    tools = Tools(root, {"STEERABLE_RIPGREP": str(script)})
-    tools.write("a.txt")
+async def test_the_deadline_kills_the_search_and_says_so_file_16(slow_tools):
+    tools, pids = slow_tools
     tools.workspace.grep_time_budget_s = 0.5
     started = time.monotonic()
     result = await tools("grep", pattern="needle")
@@ -474,12 +481,8 @@ async def test_the_deadline_kills_the_search_and_says_so_file_16(tmp_path, slow_
     assert [pid for pid in _pids(pids) if _alive(pid)] == []
 
 
-async def test_cancelling_a_search_kills_its_child_at_once_file_16(tmp_path, slow_rg):
-    script, pids = slow_rg
-    root = tmp_path / "ws"
-    root.mkdir()
-    tools = Tools(root, {"STEERABLE_RIPGREP": str(script)})
-    tools.write("a.txt")
+async def test_cancelling_a_search_kills_its_child_at_once_file_16(slow_tools):
+    tools, pids = slow_tools
     task = asyncio.create_task(tools("grep", pattern="needle"))
     for _ in range(200):
         if _pids(pids):
@@ -496,12 +499,8 @@ async def test_cancelling_a_search_kills_its_child_at_once_file_16(tmp_path, slo
     assert time.monotonic() - started < 0.5
 
 
-async def test_at_most_four_searches_run_at_once(tmp_path, slow_rg):
-    script, pids = slow_rg
-    root = tmp_path / "ws"
-    root.mkdir()
-    tools = Tools(root, {"STEERABLE_RIPGREP": str(script)})
-    tools.write("a.txt")
+async def test_at_most_four_searches_run_at_once(slow_tools):
+    tools, pids = slow_tools
     tools.workspace.grep_time_budget_s = 1.5
     most = 0
 
