@@ -535,6 +535,21 @@ async def sidecar_load(
 # -- main -------------------------------------------------------------------------------------------
 
 
+def measured_commit() -> str:
+    """The checkout measured: its commit, and whether ``src`` differs from it (others edit it too)."""
+    src = Path(__file__).resolve().parents[1]
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=src, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "src"], cwd=src, capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "not a git checkout"
+    return f"{head}{' + uncommitted changes in src/' if dirty else ''}"
+
+
 async def run(args: argparse.Namespace, tree: Path) -> list[tuple[str, bool]]:
     engine = await SearchEngine().ripgrep()
     if engine is None:
@@ -542,7 +557,10 @@ async def run(args: argparse.Namespace, tree: Path) -> list[tuple[str, bool]]:
     version = ".".join(map(str, engine.version))
     started = time.perf_counter()
     files, disk, content = build_tree(tree)
-    print(f"ripgrep {version} ({engine.path}); Python {sys.version.split()[0]}; {os.cpu_count()} CPUs")
+    print(
+        f"ripgrep {version} ({engine.path}); Python {sys.version.split()[0]}; {os.cpu_count()} CPUs; "
+        f"code: {measured_commit()}"
+    )
     print(
         f"tree: {tree}: {files:,} files, {disk / 2**20:,.0f} MiB on disk "
         f"({content / 1e6:,.0f} MB of content) "
