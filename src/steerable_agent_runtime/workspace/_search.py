@@ -68,6 +68,10 @@ _MAX_PYTHON_FILE_BYTES: Final = 4 * 1024 * 1024
 _SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
+_BINARY_NOTES: Final = (  # how ripgrep marks a binary file in its output
+    b": binary file matches (",
+    b": WARNING: stopped searching binary file after match (",
+)
 
 
 def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
@@ -164,10 +168,7 @@ def _parse_matches(output: bytes) -> tuple[list[tuple[str, int, bytes]], list[st
         nul = output.find(b"\0", pos)
         if nul == -1 or nul > newline:
             line = output[pos:newline]
-            for note in (
-                b": binary file matches (",
-                b": WARNING: stopped searching binary file after match (",
-            ):
+            for note in _BINARY_NOTES:
                 cut = line.find(note)
                 if cut != -1:
                     binary.append(_rel(line[:cut]))
@@ -228,7 +229,10 @@ async def _rg_grep(
             raise refused
         if not skipped_from_stderr(run.stderr):
             raise os_error(run)
-    matches, binary = _parse_matches(run.output)
+    output = run.output
+    if run.stopped or run.timed_out:  # the child was killed: its last record may be cut short
+        output = output[: output.rfind(b"\n") + 1]
+    matches, binary = _parse_matches(output)
     skipped = [(path, "binary_file") for path in binary]
     skipped += [(_rel(path), why) for path, why in skipped_from_stderr(run.stderr)]
     return matches, skipped, run.stopped, run.timed_out
