@@ -32,11 +32,15 @@ async def test_grep(session):
     assert result.data["matches"] == [{"path": "a.py", "line": 1, "text": "def f():"}]
     assert result.data["skipped"] == []  # a binary file in a walk is passed over, as ripgrep does
     named = await session("grep", pattern="def", path="bin.dat")
-    assert named.data["matches"] == [] and named.data["skipped"] == [{"path": "bin.dat", "reason": "binary_file"}]
+    assert named.data["matches"] == [] and named.data["skipped"] == [
+        {"path": "bin.dat", "reason": "binary_file"}
+    ]
     insensitive = await session("grep", pattern="def", ignoreCase=True, glob="*.txt")
     assert [m["path"] for m in insensitive.data["matches"]] == ["b.txt"]
     capped = await session("grep", pattern=".", maxResults=1)
-    assert capped.data["truncated"] is True and capped.data["matches"] == [{"path": "a.py", "line": 1, "text": "def f():"}]
+    assert capped.data["truncated"] is True and capped.data["matches"] == [
+        {"path": "a.py", "line": 1, "text": "def f():"}
+    ]
     bad = await session("grep", pattern="(")
     assert bad.data["code"] == "invalid_regex" and bad.needs_followup
     assert bad.error == "invalid regular expression '(': unclosed group (at position 0)"

@@ -233,6 +233,16 @@ async def test_ripgrep_syntax_errors_say_what_and_where(rg_tools, pattern, why):
     assert result.error == f"invalid regular expression {pattern!r}: {why}"
 
 
+async def test_a_pattern_for_a_nul_byte_is_told_binary_files_are_skipped(rg_tools):
+    rg_tools.write("a.bin", b"a\x00b")
+    result = await rg_tools("grep", pattern=r"\x00")
+    assert result.data["code"] == "invalid_pattern" and result.needs_followup is True
+    assert (
+        result.error
+        == "'\\\\x00' can only match a NUL byte, and grep skips binary files; use bash to search them"
+    )
+
+
 async def test_a_nul_or_a_lone_surrogate_in_the_pattern_is_refused(tools):
     tools.write("a.txt", b"a\n")
     nul = await tools("grep", pattern="a\x00b")
@@ -424,7 +434,8 @@ async def test_a_directory_swapped_under_the_walk_never_leaks(rg_tools, tmp_path
     finally:
         stop.set()
         thread.join()
-    assert not any("TOPSECRET" in answer or "only-outside" in answer for answer in answers)
+    leaks = [answer for answer in answers if "TOPSECRET" in answer or "only-outside" in answer]
+    assert leaks == []
     assert any('"text": "needle"' in answer for answer in answers)
 
 

@@ -413,6 +413,12 @@ def pattern_error(pattern: str, stderr: bytes) -> WorkspaceError | None:
         if "backreference" in why:
             return unsupported(pattern, at, "backreferences", "repeat the text itself in the pattern")
         return invalid_regex(pattern, f"{why} (at position {at})")
+    if 'pattern contains "\\0"' in text:
+        return WorkspaceError(
+            "invalid_pattern",
+            f"{pattern[:100]!r} can only match a NUL byte, and grep skips binary files; "
+            "use bash to search them",
+        )
     if text.startswith("rg: the literal"):
         return invalid_regex(pattern, "it contains a newline; grep matches one line at a time")
     if "regex" in text and ("size limit" in text or "compiled" in text):
@@ -420,15 +426,26 @@ def pattern_error(pattern: str, stderr: bytes) -> WorkspaceError | None:
     return None
 
 
-def skipped_from_stderr(stderr: bytes) -> list[tuple[bytes, str]]:
-    """Files ripgrep could not read, as ``(path as printed, reason)``; a vanished file is not listed."""
-    out = []
-    for found in _OS_ERROR.finditer(stderr):
-        code = int(found.group("errno"))
-        if code == 2:
+def file_errors(stderr: bytes) -> tuple[list[tuple[bytes, str]], list[str]]:
+    """Split ripgrep's complaints into per-file ones and the rest.
+
+    Returns:
+        ``([(path as printed, reason)], other lines)``: ``permission_denied`` or ``os_error`` per
+        file (a file that vanished during the walk is left out), and every line that is not about
+        one file (a real failure).
+    """
+    files: list[tuple[bytes, str]] = []
+    other: list[str] = []
+    for line in stderr.splitlines():
+        found = _OS_ERROR.fullmatch(line)
+        if found is None:
+            if line.strip():
+                other.append(line.decode("utf-8", "replace"))
             continue
-        out.append((found.group("path"), "permission_denied" if code == 13 else "os_error"))
-    return out
+        code = int(found.group("errno"))
+        if code != 2:
+            files.append((found.group("path"), "permission_denied" if code == 13 else "os_error"))
+    return files, other
 
 
 def base_args(*, include_hidden: bool, include_ignored: bool) -> list[str]:
@@ -452,8 +469,7 @@ def type_filter(names: tuple[str, ...], *, negated: bool) -> list[str]:
     return args
 
 
-def os_error(run: RipgrepRun) -> WorkspaceError:
-    """The refusal for a ripgrep run that failed for a reason other than the pattern."""
-    text = run.stderr.decode("utf-8", "replace").strip().splitlines()
-    why = text[0].removeprefix("rg: ") if text else f"exit status {run.returncode}"
+def os_error(run: RipgrepRun, other: list[str]) -> WorkspaceError:
+    """The refusal for a ripgrep run that failed for a reason other than the pattern or a file."""
+    why = other[0].removeprefix("rg: ") if other else f"exit status {run.returncode}"
     return WorkspaceError("os_error", f"the search failed: {why[:300]}")

@@ -41,10 +41,10 @@ from ._rg import (
     Ripgrep,
     SearchEngine,
     base_args,
+    file_errors,
     os_error,
     pattern_error,
     run_ripgrep,
-    skipped_from_stderr,
     type_filter,
 )
 from ._text import decode_file
@@ -223,18 +223,19 @@ async def _rg_grep(
         run = await run_ripgrep(
             rg, args, cwd=scope.cwd, env=engine.child_env, deadline=deadline, stop_after_nuls=collect
         )
+    unreadable, other = file_errors(run.stderr)
     if run.returncode == 2 and not run.output and not run.timed_out:
         refused = pattern_error(pattern, run.stderr)
         if refused is not None:
             raise refused
-        if not skipped_from_stderr(run.stderr):
-            raise os_error(run)
+        if other:
+            raise os_error(run, other)
     output = run.output
     if run.stopped or run.timed_out:  # the child was killed: its last record may be cut short
         output = output[: output.rfind(b"\n") + 1]
     matches, binary = _parse_matches(output)
     skipped = [(path, "binary_file") for path in binary]
-    skipped += [(_rel(path), why) for path, why in skipped_from_stderr(run.stderr)]
+    skipped += [(_rel(path), why) for path, why in unreadable]
     return matches, skipped, run.stopped, run.timed_out
 
 
@@ -254,8 +255,9 @@ async def _rg_files(
         run = await run_ripgrep(
             rg, args, cwd=scope.cwd, env=engine.child_env, deadline=deadline, stop_after_nuls=MAX_LISTED_PATHS
         )
-    if run.returncode == 2 and not run.output and not run.timed_out and not skipped_from_stderr(run.stderr):
-        raise os_error(run)
+    _, other = file_errors(run.stderr)
+    if run.returncode == 2 and not run.output and not run.timed_out and other:
+        raise os_error(run, other)
     names = [_rel(item) for item in run.output.split(b"\0")[:-1]]
     return names, run.stopped, run.timed_out
 
@@ -341,8 +343,12 @@ def _read_lines(root: WorkspaceRoot, real: Path, display: str, upto: int) -> lis
     return _lines_of(bytes(data))
 
 
-def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str]) -> list[str]:
-    """Keep the listed names that are regular files, looked up through race-safe folder handles."""
+def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str], *, regular: bool = True) -> list[str]:
+    """Keep the names that exist inside the workspace (as regular files, when ``regular``).
+
+    Each folder is opened through race-safe handles from the root and the names ``lstat``-ed in
+    it, so a name ripgrep saw through a folder swapped for a symlink out is never passed on.
+    """
     by_folder: dict[str, list[str]] = defaultdict(list)
     for name in names:
         folder, _, leaf = name.rpartition("/")
@@ -357,7 +363,7 @@ def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str]) -> list[st
                         info = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
                     except OSError:
                         continue
-                    if stat.S_ISREG(info.st_mode):
+                    if stat.S_ISREG(info.st_mode) or not regular:
                         kept.add(f"{folder}/{leaf}" if folder else leaf)
         except (OSError, WorkspaceError):
             continue
@@ -630,6 +636,13 @@ async def grep_files(
         found.sort(key=lambda item: (item[0], item[1]))
         total = len(found)
         matches, dropped = await asyncio.to_thread(_verified_matches, root, scope.cwd, found[:max_results])
+        if skipped:  # names ripgrep printed: only those that are inside the workspace are passed on
+            inside = set(
+                await asyncio.to_thread(
+                    _verified_files, root, scope.cwd, [r for r, _ in skipped], regular=False
+                )
+            )
+            skipped = [(rel, why) for rel, why in skipped if rel in inside]
         skipped += dropped
     else:
         matches, skipped, stopped, timed_out = await _in_thread(
