@@ -152,13 +152,17 @@ def _rel(printed: bytes) -> str:
 
 
 # -- ripgrep -----------------------------------------------------------------------------------
-def _parse_matches(output: bytes) -> tuple[list[tuple[str, int, bytes]], list[str]]:
-    r"""Split ``--null --line-number`` output into ``(path, line, text)`` records and binary paths.
+_Match = tuple[str, int, int, bytes]
+"""One match as ripgrep printed it: (path relative to the search folder, line, byte offset, text)."""
 
-    A record is ``PATH \0 LINE : TEXT \n``; a line without a NUL is ripgrep's note on a binary file
+
+def _parse_matches(output: bytes) -> tuple[list[_Match], list[str]]:
+    r"""Split ``--null --line-number --byte-offset`` output into matches and binary paths.
+
+    A record is ``PATH \0 LINE : OFFSET : TEXT \n``; a line without a NUL is ripgrep's note on a binary file
     (``PATH: binary file matches (found "\0" byte ...)``) or part of a path holding a newline.
     """
-    matches: list[tuple[str, int, bytes]] = []
+    matches: list[_Match] = []
     binary: list[str] = []
     pos, end = 0, len(output)
     while pos < end:
@@ -185,10 +189,11 @@ def _parse_matches(output: bytes) -> tuple[list[tuple[str, int, bytes]], list[st
     return matches, binary
 
 
-def _record(path: bytes, rest: bytes, matches: list[tuple[str, int, bytes]]) -> None:
-    number, colon, text = rest.partition(b":")
-    if colon and number.isdigit():
-        matches.append((_rel(path), int(number), text))
+def _record(path: bytes, rest: bytes, matches: list[_Match]) -> None:
+    number, colon, rest = rest.partition(b":")
+    offset, colon2, text = rest.partition(b":")
+    if colon and colon2 and number.isdigit() and offset.isdigit():
+        matches.append((_rel(path), int(number), int(offset), text))
 
 
 async def _rg_grep(
@@ -203,10 +208,11 @@ async def _rg_grep(
     include_ignored: bool,
     collect: int,
     deadline: float,
-) -> tuple[list[tuple[str, int, bytes]], list[tuple[str, str]], bool, bool]:
+) -> tuple[list[_Match], list[tuple[str, str]], bool, bool]:
     args = base_args(include_hidden=include_hidden, include_ignored=include_ignored)
     args += [
         "--line-number",
+        "--byte-offset",
         "--with-filename",
         "--no-heading",
         f"--max-columns={_MAX_COLUMNS}",
@@ -276,50 +282,64 @@ def _shown(line: bytes) -> str:
     return line.rstrip(b"\r").decode("utf-8", "replace")[:_MAX_LINE_CHARS]
 
 
+_LINE_BYTES: Final = 4 * _MAX_LINE_CHARS + 8
+"""Bytes read at a match's offset to check it: more than the 500 characters a model is shown."""
+
+
 def _verified_matches(
-    root: WorkspaceRoot, cwd: Path, found: list[tuple[str, int, bytes]]
+    root: WorkspaceRoot, cwd: Path, found: list[_Match]
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Keep the matches whose line reads the same through a race-safe open of the file.
 
-    Each file is opened through ``O_NOFOLLOW`` handles from the workspace root and read up to its
-    last matched line; a file that is no longer a regular file inside the workspace, or whose line
-    changed since ripgrep read it, loses its matches and is listed with the reason.
+    Each folder is opened through ``O_NOFOLLOW`` handles walked down from the workspace root, each
+    file in it with ``O_NOFOLLOW``, and each match's line read at the byte offset ripgrep gave
+    (a line start: the byte before it is a newline); a file that starts with a byte-order mark
+    (whose offsets count the decoded text) is read from the start instead. A file that is no
+    longer a regular file inside the workspace, or whose line changed since ripgrep read it,
+    loses its matches and is listed with the reason.
     """
-    by_file: dict[str, list[tuple[int, bytes]]] = defaultdict(list)
-    for rel, number, text in found:
-        by_file[rel].append((number, text))
+    by_folder: dict[str, dict[str, list[_Match]]] = defaultdict(lambda: defaultdict(list))
+    for match in found:
+        folder, _, leaf = match[0].rpartition("/")
+        by_folder[folder][leaf].append(match)
     kept: list[dict[str, Any]] = []
     dropped: list[tuple[str, str]] = []
-    for rel, wanted in by_file.items():
-        real = cwd / rel
-        display = root.listing_name(real)
+    for folder, files in by_folder.items():
+        parent = cwd / folder if folder else cwd
         try:
-            lines = _read_lines(root, real, display, max(number for number, _ in wanted))
+            with open_directory(root.path, parent, root.listing_name(parent)) as dir_fd:
+                for leaf, matches in files.items():
+                    display = root.listing_name(parent / leaf)
+                    try:
+                        good = _check_file(dir_fd, leaf, matches, display)
+                    except WorkspaceError as exc:
+                        dropped.append((matches[0][0], exc.code))
+                        continue
+                    except OSError:
+                        dropped.append((matches[0][0], "os_error"))
+                        continue
+                    if good is None:
+                        continue
+                    kept += good
+                    if len(good) < len(matches):
+                        dropped.append((matches[0][0], "path_changed"))
+        except FileNotFoundError:
+            continue  # the folder is gone since the search
         except WorkspaceError as exc:
-            dropped.append((rel, exc.code))
-            continue
+            dropped += [(matches[0][0], exc.code) for matches in files.values()]
         except OSError:
-            dropped.append((rel, "os_error"))
-            continue
-        if lines is None:
-            continue  # deleted since the search
-        changed = False
-        for number, text in wanted:
-            shown = _shown(lines[number - 1]) if number <= len(lines) else None
-            if shown is None or shown != _shown(text):  # both clipped to what the model is shown
-                changed = True
-                continue
-            kept.append({"path": display, "line": number, "text": shown})
-        if changed:
-            dropped.append((rel, "path_changed"))
+            dropped += [(matches[0][0], "os_error") for matches in files.values()]
+    kept.sort(key=lambda match: (match["path"], match["line"]))  # checked folder by folder
     return kept, dropped
 
 
-def _read_lines(root: WorkspaceRoot, real: Path, display: str, upto: int) -> list[bytes] | None:
-    """Read a regular file's first ``upto`` lines through race-safe handles (``None``: it is gone)."""
+def _check_file(dir_fd: int, leaf: str, matches: list[_Match], display: str) -> list[dict[str, Any]] | None:
+    """The matches of one file (opened in ``dir_fd``) whose line is as ripgrep printed it.
+
+    ``None`` when the file is gone (deleted since the search: nothing to show, nothing to say).
+    """
     try:
-        with open_directory(root.path, real.parent, display) as dir_fd:
-            fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+        fd = os.open(leaf, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -328,19 +348,35 @@ def _read_lines(root: WorkspaceRoot, real: Path, display: str, upto: int) -> lis
         if exc.errno in (errno.EACCES, errno.EPERM):
             raise WorkspaceError("permission_denied", f"{display}: permission denied") from None
         raise
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise WorkspaceError("not_a_file", f"{display} is not a regular file")
-        head = handle.read(1024 * 1024)
-        if head.startswith(_UTF16_BOMS):  # transcoded as a whole, as ripgrep does
-            return _lines_of(head + handle.read())
-        data = bytearray(head)
-        while data.count(b"\n") < upto:
-            more = handle.read(1024 * 1024)
-            if not more:
-                break
-            data += more
-    return _lines_of(bytes(data))
+        lines: list[bytes] | None = None
+        if os.pread(fd, 3, 0).startswith((_UTF8_BOM, *_UTF16_BOMS)):
+            lines = _lines_of(_read_all(fd))
+        good = []
+        for _, number, offset, text in matches:
+            if lines is not None:
+                line = lines[number - 1] if number <= len(lines) else None
+            else:
+                start = max(offset - 1, 0)
+                chunk = os.pread(fd, _LINE_BYTES + 1, start)
+                if offset and chunk[:1] != b"\n":
+                    line = None  # not a line start any more
+                else:
+                    line = chunk[offset - start :].split(b"\n", 1)[0]
+            if line is not None and _shown(line) == _shown(text):  # both as the model is shown them
+                good.append({"path": display, "line": number, "text": _shown(line)})
+        return good
+    finally:
+        os.close(fd)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1024 * 1024):
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str], *, regular: bool = True) -> list[str]:
