@@ -41,6 +41,9 @@ class GlobPattern:
         regex: Full-match regex over ``"/" + relative path`` (or ``"/" + name`` when ``by_name``).
         names: ripgrep ``--type-add`` globs a matching file's name must match, or ``()`` when no
             safe name filter exists (a last segment of ``**``, escapes, ``[^...]``).
+        needles: Text every matching ``"/" + path`` contains, one per alternative (the longest
+            literal run, ``"/email/"`` for ``**/email/**``), or ``()`` when some alternative has
+            none: a substring test that skips the regex for most paths of a big listing.
     """
 
     text: str
@@ -48,6 +51,7 @@ class GlobPattern:
     by_name: bool
     regex: re.Pattern[str]
     names: tuple[str, ...]
+    needles: tuple[str, ...] = ()
 
     def matches(self, rel: str) -> bool:
         """Does the ``/``-separated path ``rel`` (relative to the search root) pass this glob?"""
@@ -162,6 +166,20 @@ def _name_glob(segment: str) -> str | None:
     return segment
 
 
+def _needle(segments: list[str]) -> str:
+    """The longest literal text a path matching these segments must contain ('' when none)."""
+    best = ""
+    for k, segment in enumerate(segments):
+        if "[" in segment or "\\" in segment or segment == "**":
+            continue
+        if not set(segment) & set("*?"):  # a whole literal segment, with the slashes around it
+            found = "/" + segment + ("/" if k < len(segments) - 1 else "")
+        else:
+            found = max(re.split(r"[*?]+", segment), key=len)
+        best = max(best, found, key=len)
+    return best
+
+
 def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool) -> GlobPattern:
     """Compile a glob for ``glob`` (whole paths) or for ``grep``'s filter (names or paths).
 
@@ -197,7 +215,9 @@ def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool)
         globs = [_name_glob(segments[-1]) for segments in split]
         if all(glob is not None for glob in globs):
             names = tuple(sorted({glob for glob in globs if glob is not None}))
+    needles = tuple(_needle(segments) for segments in split)
     return GlobPattern(
+        needles=needles if all(needles) else (),
         text=body,
         negated=negated,
         by_name=by_name,

@@ -155,6 +155,7 @@ class _Slots:
         self._size = size
         self._loop: asyncio.AbstractEventLoop | None = None
         self._semaphore: asyncio.Semaphore | None = None
+        self.running = 0
 
     def get(self) -> asyncio.Semaphore:
         loop = asyncio.get_running_loop()
@@ -199,6 +200,29 @@ class SearchEngine:
         if self._looking is None or self._looking[0] is not loop:
             self._looking = (loop, loop.create_task(self._look()))
         return await asyncio.shield(self._looking[1])  # a cancelled caller leaves the probe running
+
+    async def run(
+        self, rg: Ripgrep, args: list[str], *, cwd: Path, deadline: float, stop_after_nuls: int
+    ) -> RipgrepRun:
+        """Run ripgrep in one of the workspace's slots (:func:`run_ripgrep`).
+
+        A search that starts while another runs gets one thread (``--threads=1``): with children
+        sharing the cores, ripgrep's per-thread start-up is pure cost (``benchmarks/grep_scale.py``).
+        """
+        async with self.slots.get():
+            extra = ["--threads=1"] if self.slots.running else []
+            self.slots.running += 1
+            try:
+                return await run_ripgrep(
+                    rg,
+                    [*extra, *args],
+                    cwd=cwd,
+                    env=self.child_env,
+                    deadline=deadline,
+                    stop_after_nuls=stop_after_nuls,
+                )
+            finally:
+                self.slots.running -= 1
 
     async def _look(self) -> Ripgrep | None:
         paths = [self.setting] if isinstance(self.setting, str) else _candidates()

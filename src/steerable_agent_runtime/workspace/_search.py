@@ -44,7 +44,6 @@ from ._rg import (
     file_errors,
     os_error,
     pattern_error,
-    run_ripgrep,
     type_filter,
 )
 from ._text import decode_file
@@ -225,10 +224,7 @@ async def _rg_grep(
         # a name filter is exact for a name glob; for a path glob it only narrows (kept: a superset)
         args += type_filter(glob.names, negated=glob.negated)
     args += ["--regexp=" + pattern, "--", scope.argument]
-    async with engine.slots.get():
-        run = await run_ripgrep(
-            rg, args, cwd=scope.cwd, env=engine.child_env, deadline=deadline, stop_after_nuls=collect
-        )
+    run = await engine.run(rg, args, cwd=scope.cwd, deadline=deadline, stop_after_nuls=collect)
     unreadable, other = file_errors(run.stderr)
     if run.returncode == 2 and not run.output and not run.timed_out:
         refused = pattern_error(pattern, run.stderr)
@@ -257,14 +253,15 @@ async def _rg_files(
 ) -> tuple[list[str], bool, bool]:
     args = base_args(include_hidden=include_hidden, include_ignored=include_ignored)
     args += ["--files", *type_filter(glob.names, negated=False), "--", scope.argument]
-    async with engine.slots.get():
-        run = await run_ripgrep(
-            rg, args, cwd=scope.cwd, env=engine.child_env, deadline=deadline, stop_after_nuls=MAX_LISTED_PATHS
-        )
+    run = await engine.run(rg, args, cwd=scope.cwd, deadline=deadline, stop_after_nuls=MAX_LISTED_PATHS)
     _, other = file_errors(run.stderr)
     if run.returncode == 2 and not run.output and not run.timed_out and other:
         raise os_error(run, other)
-    names = [_rel(item) for item in run.output.split(b"\0")[:-1]]
+    listed = run.output.split(b"\0")[:-1]
+    if glob.needles:  # a substring test on the bytes first: most of a big listing goes here
+        needles = [os.fsencode(needle) for needle in glob.needles]
+        listed = [item for item in listed if any(needle in item for needle in needles)]
+    names = [_rel(item) for item in listed]
     return names, run.stopped, run.timed_out
 
 
