@@ -144,6 +144,23 @@ def _scope(root: WorkspaceRoot, path: str) -> _Scope:
     return _Scope(real.parent, real.name, single_file=True)
 
 
+class _Shown:
+    """Display paths for names below one folder, without building a ``Path`` per name."""
+
+    def __init__(self, root: WorkspaceRoot, cwd: Path) -> None:
+        prefix = root.listing_name(cwd)
+        self.prefix = "" if prefix == "." else prefix.rstrip("/") + "/"
+
+    def __call__(self, rel: str) -> str:
+        """``rel`` (relative to the folder, surrogate-escaped bytes allowed) as a listing shows it."""
+        shown = self.prefix + rel
+        try:
+            shown.encode("utf-8")
+        except UnicodeEncodeError:  # as WorkspaceRoot.listing_name: U+FFFD for the bad bytes
+            return shown.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return shown
+
+
 def _rel(printed: bytes) -> str:
     """A path as ripgrep printed it (``./a/b``) -> ``a/b``, with undecodable bytes kept as surrogates."""
     text = os.fsdecode(printed)
@@ -241,6 +258,21 @@ async def _rg_grep(
     return matches, skipped, run.stopped, run.timed_out
 
 
+def _records_containing(output: bytes, needles: list[bytes]) -> list[bytes]:
+    """The NUL-terminated records of ``output`` that contain one of ``needles`` (found by C scans)."""
+    spans = set()
+    for needle in needles:
+        pos = output.find(needle)
+        while pos != -1:
+            start = output.rfind(b"\0", 0, pos) + 1
+            end = output.find(b"\0", pos)
+            if end == -1:
+                break
+            spans.add((start, end))
+            pos = output.find(needle, end + 1)
+    return [output[start:end] for start, end in sorted(spans)]
+
+
 async def _rg_files(
     rg: Ripgrep,
     engine: SearchEngine,
@@ -257,10 +289,11 @@ async def _rg_files(
     _, other = file_errors(run.stderr)
     if run.returncode == 2 and not run.output and not run.timed_out and other:
         raise os_error(run, other)
-    listed = run.output.split(b"\0")[:-1]
-    if glob.needles:  # a substring test on the bytes first: most of a big listing goes here
-        needles = [os.fsencode(needle) for needle in glob.needles]
-        listed = [item for item in listed if any(needle in item for needle in needles)]
+    output = run.output[: run.output.rfind(b"\0") + 1]  # whole records only
+    if glob.needles:  # most of a big listing cannot match: find the records holding a needle
+        listed = _records_containing(output, [os.fsencode(needle) for needle in glob.needles])
+    else:
+        listed = output.split(b"\0")[:-1]
     names = [_rel(item) for item in listed]
     return names, run.stopped, run.timed_out
 
@@ -301,12 +334,13 @@ def _verified_matches(
         by_folder[folder][leaf].append(match)
     kept: list[dict[str, Any]] = []
     dropped: list[tuple[str, str]] = []
+    shown = _Shown(root, cwd)
     for folder, files in by_folder.items():
         parent = cwd / folder if folder else cwd
         try:
-            with open_directory(root.path, parent, root.listing_name(parent)) as dir_fd:
+            with open_directory(root.path, parent, shown(folder or ".")) as dir_fd:
                 for leaf, matches in files.items():
-                    display = root.listing_name(parent / leaf)
+                    display = shown(matches[0][0])
                     try:
                         good = _check_file(dir_fd, leaf, matches, display)
                     except WorkspaceError as exc:
@@ -527,7 +561,8 @@ def _skipped(root: WorkspaceRoot, cwd: Path, items: list[tuple[str, str]]) -> li
     for rel, why in items:
         seen.setdefault(rel, why)
     listed = sorted(seen.items())[:_MAX_SKIPPED_LISTED]
-    return [{"path": root.listing_name(cwd / rel), "reason": why} for rel, why in listed]
+    shown = _Shown(root, cwd)
+    return [{"path": shown(rel), "reason": why} for rel, why in listed]
 
 
 async def glob_files(
@@ -585,7 +620,7 @@ async def glob_files(
         shown = await asyncio.to_thread(_verified_files, root, base, shown)
     result: dict[str, Any] = {
         "pattern": pattern,
-        "files": [root.listing_name(base / name) for name in shown],
+        "files": list(map(_Shown(root, base), shown)),
         "truncated": stopped or timed_out or len(names) > MAX_ENTRIES,
     }
     if timed_out:
