@@ -224,6 +224,7 @@ async def test_patterns_both_engines_accept(tools, pattern, line):
         ("*a", "repetition operator missing expression (at position 0)"),
         (r"\p{Nope}", "Unicode property not found (at position 0)"),
         ("a\nb", "it contains a newline; grep matches one line at a time"),
+        ("ab\\", "it ends with a lone backslash; write \\\\ to match one"),
     ],
 )
 async def test_ripgrep_syntax_errors_say_what_and_where(rg_tools, pattern, why):
@@ -289,6 +290,26 @@ async def test_glob_patterns_match_whole_paths(tools):
     assert await tools.listed("?.py", path="a") == ["a/x.py"]
     assert await tools.listed("weird{.txt") == ["weird{.txt"]
     assert await tools.listed("./a/./b/*.txt") == ["a/b/y.txt"]
+    assert await tools.listed("**/x.py/**") == ["a/b/x.py", "a/x.py", "x.py"]  # ** may match nothing
+
+
+async def test_globs_match_in_time_linear_in_the_path(tools):
+    # nested ** used to backtrack: 9 of them against a 25-folder path took 8 s, 12 would take an hour
+    deep = "/".join(["d"] * 200) + "/f.txt"
+    tools.write(deep)
+    started = time.monotonic()
+    for pattern in ["/".join(["**"] * 12) + "/[z]zz", "**/d/" * 12 + "[z]zz", "**/*d*d*d*d*d*d*d*/**/[q]"]:
+        assert await tools.listed(pattern) == []
+        assert await tools.found(glob=pattern) == []
+    assert await tools.listed("**/d/**/d/**/f.txt") == [deep]
+    assert time.monotonic() - started < 5
+
+
+async def test_a_lone_surrogate_in_a_glob_is_refused(tools):
+    tools.write("a.txt")
+    for result in (await tools("glob", pattern="*\ud800"), await tools("grep", pattern="a", glob="*\ud800")):
+        assert result.data["code"] == "invalid_pattern" and result.needs_followup is True
+        assert result.error == "glob pattern has a lone surrogate at index 1; send the character itself"
 
 
 async def test_brace_groups_are_bounded(tools):
@@ -333,6 +354,59 @@ async def test_lines_are_shown_as_read_file_shows_them(tools):
     assert (await tools("grep", pattern="two$")).data["matches"] == [
         {"path": "crlf.txt", "line": 2, "text": "needle two"}
     ]
+
+
+async def test_byte_order_marks_keep_line_numbers_and_offsets(tools):
+    tools.write("bom8.txt", b"\xef\xbb\xbfone\ntwo needle\nthree\nfour needle\n")
+    tools.write("bom16.txt", "one\r\ntwo needle\r\nthree\r\nfour needle\r\n".encode("utf-16"))
+    found = await tools("grep", pattern="needle", path="bom8.txt")
+    assert found.data["matches"] == [
+        {"path": "bom8.txt", "line": 2, "text": "two needle"},
+        {"path": "bom8.txt", "line": 4, "text": "four needle"},
+    ]
+    if tools.workspace.search.setting is not False:  # the Python engine skips UTF-16 as binary
+        found = await tools("grep", pattern="needle$", path="bom16.txt")
+        assert found.data["matches"] == [
+            {"path": "bom16.txt", "line": 2, "text": "two needle"},
+            {"path": "bom16.txt", "line": 4, "text": "four needle"},
+        ]
+
+
+async def test_a_big_file_with_a_byte_order_mark_is_checked_without_reading_it_all(rg_tools):
+    import tracemalloc
+
+    rg_tools.write("big.txt", b"\xef\xbb\xbf" + b"hello\n" * 3_000_000)  # 18 MB
+    tracemalloc.start()
+    result = await rg_tools("grep", pattern="hello", maxResults=1)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert result.data["matches"] == [{"path": "big.txt", "line": 1, "text": "hello"}]
+    assert peak < 8 * 1024 * 1024  # the old check read and split the whole file
+
+
+async def test_a_broken_ignore_file_above_the_workspace_neither_fails_nor_leaks(tmp_path):
+    parent = tmp_path / "parent"
+    root = parent / "ws"
+    root.mkdir(parents=True)
+    (parent / ".ignore").write_text("TOP_SECRET_TOKEN_{abc\n")
+    tools = Tools(root)
+    tools.write("a.txt", b"hello\n")
+    for result in (await tools("grep", pattern="nomatch"), await tools("glob", pattern="*.none")):
+        assert result.success, result.error
+        assert "TOP_SECRET" not in json.dumps(result.to_wire())
+
+
+async def test_ignore_files_in_folders_above_the_workspace_apply(tmp_path):
+    # ripgrep's rule (documented): .ignore files in parent folders apply, git repository or not
+    parent = tmp_path / "parent"
+    root = parent / "ws"
+    root.mkdir(parents=True)
+    (parent / ".ignore").write_text("generated.txt\n")
+    tools = Tools(root)
+    tools.write("generated.txt")
+    tools.write("kept.txt")
+    assert await tools.found() == ["kept.txt"]
+    assert await tools.found(includeIgnored=True) == ["generated.txt", "kept.txt"]
 
 
 async def test_a_huge_single_line_is_bounded(rg_tools):
@@ -410,7 +484,7 @@ async def test_a_directory_swapped_under_the_walk_never_leaks(rg_tools, tmp_path
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "f.txt").write_bytes(b"TOPSECRET needle\n")
-    (outside / "only-outside.txt").write_bytes(b"x\n")
+    (outside / "only-outside.txt").write_bytes(b"needle\n")  # would be dropped: its name must not show
     real = rg_tools.root / "d"
     real.mkdir()
     (real / "f.txt").write_bytes(b"needle\n")

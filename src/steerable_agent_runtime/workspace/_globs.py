@@ -152,11 +152,29 @@ def _segments(pattern: str) -> list[str]:
     return [part for part in pattern.split("/") if part not in ("", ".")]
 
 
+_ANY_FOLDERS: Final = "(?:/[^/]++)*"  # zero or more whole segments; possessive inside: no re-splitting
+
+
 def _path_regex(segments: list[str]) -> str:
-    out = []
+    r"""Translate segments to a regex over ``"/" + path`` that runs in time linear in the path.
+
+    As :func:`fnmatch.translate` does for ``*``, one level up: the runs of segments between two
+    ``**`` are atomic lazy groups (the first place such a run matches is as good as any later
+    one, since a ``**`` follows it), and only the run after the last ``**`` is anchored at the
+    end. Every segment must end at a ``/`` or the end. ``**/**`` is ``**``.
+    """
+    runs: list[list[str]] = [[]]
     for segment in segments:
-        out.append("(?:/[^/]+)*" if segment == "**" else "/" + _segment_regex(segment))
-    return "".join(out)
+        if segment == "**":
+            if runs[-1] or len(runs) == 1:
+                runs.append([])
+            continue
+        runs[-1].append("/" + _segment_regex(segment) + r"(?=/|\Z)")
+    if len(runs) == 1:
+        return "".join(runs[0])
+    first, *middle, last = runs
+    inner = "".join(f"(?>{_ANY_FOLDERS[:-1]}*?{''.join(run)})" for run in middle)
+    return "".join(first) + inner + _ANY_FOLDERS + "".join(last)
 
 
 def _name_glob(segment: str) -> str | None:
@@ -173,7 +191,8 @@ def _needle(segments: list[str]) -> str:
         if "[" in segment or "\\" in segment or segment == "**":
             continue
         if not set(segment) & set("*?"):  # a whole literal segment, with the slashes around it
-            found = "/" + segment + ("/" if k < len(segments) - 1 else "")
+            more = any(later != "**" for later in segments[k + 1 :])  # a trailing ** may match nothing
+            found = "/" + segment + ("/" if more else "")
         else:
             found = max(re.split(r"[*?]+", segment), key=len)
         best = max(best, found, key=len)
@@ -206,6 +225,13 @@ def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool)
         )
     if "\x00" in body:
         raise _invalid(pattern, "it contains a NUL character")
+    try:
+        body.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise WorkspaceError(
+            "invalid_pattern",
+            f"glob pattern has a lone surrogate at index {exc.start}; send the character itself",
+        ) from None
     alternatives = _expand_braces(body, pattern)
     by_name = by_name_allowed and all("/" not in alt for alt in alternatives)
     split = [_segments(alt) for alt in alternatives]

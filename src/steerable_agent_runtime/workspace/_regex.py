@@ -170,6 +170,8 @@ def check_pattern(pattern: str) -> None:
         pattern.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise invalid_regex(pattern, f"it contains a lone surrogate at index {exc.start}") from None
+    if (len(pattern) - len(pattern.rstrip("\\"))) % 2:
+        raise invalid_regex(pattern, "it ends with a lone backslash; write \\\\ to match one")
     if _RECURSION.search(pattern):
         raise invalid_regex(pattern, "recursive patterns ((?R), (?1), (?&name)) are not allowed")
     found = _unsupported_construct(pattern)

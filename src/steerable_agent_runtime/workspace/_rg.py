@@ -305,6 +305,10 @@ async def run_ripgrep(
             stderr=subprocess.PIPE,
         )
     except OSError as exc:
+        if not cwd.is_dir():  # the folder went (or became a symlink) between the check and now
+            raise WorkspaceError(
+                "path_changed", "the folder to search changed while the search started; try again"
+            ) from None
         raise WorkspaceError("os_error", f"could not start ripgrep: {exc.strerror or exc}") from None
     child = _Child(proc, stop_after_nuls)
     try:
@@ -419,6 +423,7 @@ def _kill(proc: subprocess.Popen[bytes]) -> None:
 _PARSE_ERROR = re.compile(
     rb"rg: regex parse error:\n(?P<shown>[^\n]*)\n(?P<caret> *)\^+\nerror: (?P<why>[^\n]*)"
 )
+_WARNING = re.compile(rb"rg: .+: line \d+: |rg: No files were searched")
 _OS_ERROR = re.compile(rb"^rg: (?P<path>.+): (?P<why>[^\n]*?) \(os error (?P<errno>\d+)\)$", re.MULTILINE)
 
 
@@ -455,15 +460,18 @@ def file_errors(stderr: bytes) -> tuple[list[tuple[bytes, str]], list[str]]:
 
     Returns:
         ``([(path as printed, reason)], other lines)``: ``permission_denied`` or ``os_error`` per
-        file (a file that vanished during the walk is left out), and every line that is not about
-        one file (a real failure).
+        file (a file that vanished during the walk is left out), and every line that is neither
+        about one file nor a warning (an ignore file ripgrep could not parse, in the workspace or
+        in a folder above it, is skipped by ripgrep and only logged here).
     """
     files: list[tuple[bytes, str]] = []
     other: list[str] = []
     for line in stderr.splitlines():
         found = _OS_ERROR.fullmatch(line)
         if found is None:
-            if line.strip():
+            if _WARNING.match(line):
+                log.debug("steerable: ripgrep: %s", line.decode("utf-8", "replace"))
+            elif line.strip():
                 other.append(line.decode("utf-8", "replace"))
             continue
         code = int(found.group("errno"))
@@ -494,6 +502,10 @@ def type_filter(names: tuple[str, ...], *, negated: bool) -> list[str]:
 
 
 def os_error(run: RipgrepRun, other: list[str]) -> WorkspaceError:
-    """The refusal for a ripgrep run that failed for a reason other than the pattern or a file."""
-    why = other[0].removeprefix("rg: ") if other else f"exit status {run.returncode}"
-    return WorkspaceError("os_error", f"the search failed: {why[:300]}")
+    """The refusal for a ripgrep run that failed for a reason other than the pattern or a file.
+
+    ripgrep's own words go to the log, not to the model: they can quote paths and file content
+    from outside the workspace (an ignore file in a parent folder).
+    """
+    log.warning("steerable: ripgrep exited %s: %s", run.returncode, " | ".join(other)[:2000])
+    return WorkspaceError("os_error", f"the search failed (ripgrep exited {run.returncode}; the log has why)")

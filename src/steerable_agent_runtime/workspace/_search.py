@@ -21,6 +21,7 @@ file is ``lstat``-ed the same way. Results are sorted by path and line, and capp
 from __future__ import annotations
 
 import asyncio
+import codecs
 import errno
 import os
 import stat
@@ -67,6 +68,7 @@ _MAX_PYTHON_FILE_BYTES: Final = 4 * 1024 * 1024
 _SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
+_MAX_UTF16_BYTES: Final = 64 * 1024 * 1024  # how far a UTF-16 file is read to check a match
 _BINARY_NOTES: Final = (  # how ripgrep marks a binary file in its output
     b": binary file matches (",
     b": WARNING: stopped searching binary file after match (",
@@ -299,15 +301,6 @@ async def _rg_files(
 
 
 # -- checking what ripgrep reported ---------------------------------------------------------------
-def _lines_of(raw: bytes) -> list[bytes]:
-    """The file's lines as ripgrep reads them: a BOM dropped, UTF-16 transcoded, split at newlines."""
-    if raw.startswith(_UTF16_BOMS):
-        raw = raw.decode("utf-16", "replace").encode("utf-8")
-    elif raw.startswith(_UTF8_BOM):
-        raw = raw[len(_UTF8_BOM) :]
-    return raw.split(b"\n")
-
-
 def _shown(line: bytes) -> str:
     return line.rstrip(b"\r").decode("utf-8", "replace")[:_MAX_LINE_CHARS]
 
@@ -382,17 +375,22 @@ def _check_file(dir_fd: int, leaf: str, matches: list[_Match], display: str) -> 
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise WorkspaceError("not_a_file", f"{display} is not a regular file")
-        lines: list[bytes] | None = None
-        if os.pread(fd, 3, 0).startswith((_UTF8_BOM, *_UTF16_BOMS)):
-            lines = _lines_of(_read_all(fd))
+        head = os.pread(fd, 3, 0)
+        lines: dict[int, bytes] | None = None
+        shift = 0  # ripgrep's offsets count the text after a UTF-8 byte-order mark
+        if head.startswith(_UTF16_BOMS):  # offsets in the transcoded text: count lines instead
+            lines = _utf16_lines(fd, {number for _, number, _, _ in matches})
+        elif head.startswith(_UTF8_BOM):
+            shift = len(_UTF8_BOM)
         good = []
         for _, number, offset, text in matches:
             if lines is not None:
-                line = lines[number - 1] if number <= len(lines) else None
+                line = lines.get(number)
             else:
-                start = max(offset - 1, 0)
+                offset += shift
+                start = max(offset - 1, shift)
                 chunk = os.pread(fd, _LINE_BYTES + 1, start)
-                if offset and chunk[:1] != b"\n":
+                if offset > shift and chunk[:1] != b"\n":
                     line = None  # not a line start any more
                 else:
                     line = chunk[offset - start :].split(b"\n", 1)[0]
@@ -403,11 +401,26 @@ def _check_file(dir_fd: int, leaf: str, matches: list[_Match], display: str) -> 
         os.close(fd)
 
 
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1024 * 1024):
-        chunks.append(chunk)
-    return b"".join(chunks)
+def _utf16_lines(fd: int, wanted: set[int]) -> dict[int, bytes]:
+    """The ``wanted`` lines of a UTF-16 file (BOM first) as UTF-8, read in steps, at most 64 MiB."""
+    decoder = codecs.getincrementaldecoder("utf-16")("replace")
+    found: dict[int, bytes] = {}
+    number, partial, offset = 1, b"", 0
+    last = max(wanted)
+    while number <= last and offset < _MAX_UTF16_BYTES:
+        chunk = os.pread(fd, 1024 * 1024, offset)
+        offset += len(chunk)
+        text = partial + decoder.decode(chunk, final=not chunk).encode("utf-8")
+        *complete, partial = text.split(b"\n")
+        for line in complete:
+            if number in wanted:
+                found[number] = line
+            number += 1
+        if not chunk:
+            if number in wanted:
+                found[number] = partial
+            break
+    return found
 
 
 def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str], *, regular: bool = True) -> list[str]:
@@ -704,14 +717,11 @@ async def grep_files(
         found.sort(key=lambda item: (item[0], item[1]))
         total = len(found)
         matches, dropped = await asyncio.to_thread(_verified_matches, root, scope.cwd, found[:max_results])
-        if skipped:  # names ripgrep printed: only those that are inside the workspace are passed on
-            inside = set(
-                await asyncio.to_thread(
-                    _verified_files, root, scope.cwd, [r for r, _ in skipped], regular=False
-                )
-            )
-            skipped = [(rel, why) for rel, why in skipped if rel in inside]
         skipped += dropped
+        if skipped:  # names ripgrep printed: only those inside the workspace are passed on
+            names = [rel for rel, _ in skipped]
+            inside = set(await asyncio.to_thread(_verified_files, root, scope.cwd, names, regular=False))
+            skipped = [(rel, why) for rel, why in skipped if rel in inside]
     else:
         matches, skipped, stopped, timed_out = await _in_thread(
             _python_grep,
