@@ -182,7 +182,7 @@ async def test_python_engine_reads_no_ignore_files(tmp_path):
         (
             r"end\Z",
             "grep patterns use Rust regex syntax (linear time), which has no \\Z (at position 3 of "
-            "'end\\\\Z'); write \\z (end of text) or $ (end of line)",
+            "'end\\\\Z'); write $ (grep matches line by line: the end of a line)",
         ),
         (
             "a{,3}",

@@ -44,7 +44,7 @@ _GROUP_OPENERS: Final = (
     ("(?P=", "named backreferences (?P=name)", "repeat the text itself in the pattern"),
 )
 _ESCAPES: Final = {
-    "Z": ("\\Z", "write \\z (end of text) or $ (end of line)"),
+    "Z": ("\\Z", "write $ (grep matches line by line: the end of a line)"),
     "k": ("named backreferences \\k<name>", "repeat the text itself in the pattern"),
     "g": ("backreferences \\g<...>", "repeat the text itself in the pattern"),
     "G": ("\\G", "anchor with ^ instead"),
