@@ -12,7 +12,8 @@ What it measures
        the whole tree is searched, and the ``glob`` tool with two patterns of a few hundred files
        (under its 1000-file cap): one by file name (``**/test_s*.py``: ripgrep lists only files
        of that name) and one by folder (``**/email/**``: ripgrep must list every file, since its
-       own ``-g`` would override ignore files, and steerable matches them). Baseline: the same ``rg`` binary as a subprocess from the tree
+       own ``-g`` would override ignore files, and steerable matches them). Baseline: the same
+       ``rg`` binary as a subprocess from the tree
        root (``rg -n PATTERN``, ``rg -n -g GLOB PATTERN``, ``rg --files -g GLOB``), standard output
        read fully. Steerable (a) in process (``router.dispatch``) and (b) through a ``steerable
        session`` process (one ToolCall JSON line written to its stdin, timed until its result line
