@@ -601,7 +601,7 @@ async def test_searches_past_the_child_limit_wait_their_turn(slow_tools):
     results = await asyncio.gather(*(tools("grep", pattern="needle") for _ in range(limit + 2)))
     counter.cancel()
     assert [r.data.get("timedOut") for r in results] == [True] * (limit + 2)
-    assert most == limit and len(_pids(pids)) == limit  # the last two waited, then had no time left
+    assert most == limit  # never more at once: the last two waited for a slot (then had little time)
 
 
 async def test_no_usable_ripgrep_falls_back_to_python_with_a_warning_file_16(tmp_path, caplog):

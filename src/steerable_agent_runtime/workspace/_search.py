@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import WorkspaceError
-from ._disk import open_directory, read_bytes
+from ._disk import _DIR_FLAGS, open_directory, read_bytes
 from ._globs import GlobPattern, compile_glob
 from ._paths import WorkspaceRoot
 from ._regex import check_pattern, compile_python
@@ -305,6 +305,51 @@ def _shown(line: bytes) -> str:
     return line.rstrip(b"\r").decode("utf-8", "replace")[:_MAX_LINE_CHARS]
 
 
+class _Folders:
+    """``O_NOFOLLOW`` handles of folders below the search folder, opened one component at a time.
+
+    The search folder is opened by walking down from the workspace root; every folder below it
+    from its parent's handle. Only the chain to the folder last asked for stays open (visiting
+    folders in sorted order, each handle is opened once), so a deep or wide listing holds at most
+    its depth in descriptors. A component that is a symlink or a file is ``path_changed``.
+    """
+
+    def __init__(self, root: WorkspaceRoot, cwd: Path) -> None:
+        self._root, self._cwd = root, cwd
+        self._chain: list[tuple[str, int]] = []  # (component, handle) from the search folder down
+
+    def __enter__(self) -> _Folders:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._close_from(0)
+
+    def _close_from(self, depth: int) -> None:
+        while len(self._chain) > depth:
+            os.close(self._chain.pop()[1])
+
+    def fd(self, folder: str) -> int:
+        """The handle of ``folder`` (``""``: the search folder itself)."""
+        parts = ["", *folder.split("/")] if folder else [""]
+        same = 0
+        while same < min(len(parts), len(self._chain)) and self._chain[same][0] == parts[same]:
+            same += 1
+        self._close_from(same)
+        for part in parts[same:]:
+            if not self._chain:
+                with open_directory(self._root.path, self._cwd, self._root.listing_name(self._cwd)) as top:
+                    self._chain.append(("", os.dup(top)))
+                continue
+            try:
+                child = os.open(part, _DIR_FLAGS, dir_fd=self._chain[-1][1])
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise WorkspaceError("path_changed", f"{folder} changed during the search") from None
+                raise
+            self._chain.append((part, child))
+        return self._chain[-1][1]
+
+
 _LINE_BYTES: Final = 4 * _MAX_LINE_CHARS + 8
 """Bytes read at a match's offset to check it: more than the 500 characters a model is shown."""
 
@@ -328,10 +373,10 @@ def _verified_matches(
     kept: list[dict[str, Any]] = []
     dropped: list[tuple[str, str]] = []
     shown = _Shown(root, cwd)
-    for folder, files in by_folder.items():
-        parent = cwd / folder if folder else cwd
-        try:
-            with open_directory(root.path, parent, shown(folder or ".")) as dir_fd:
+    with _Folders(root, cwd) as folders:
+        for folder, files in sorted(by_folder.items()):
+            try:
+                dir_fd = folders.fd(folder)
                 for leaf, matches in files.items():
                     display = shown(matches[0][0])
                     try:
@@ -347,12 +392,12 @@ def _verified_matches(
                     kept += good
                     if len(good) < len(matches):
                         dropped.append((matches[0][0], "path_changed"))
-        except FileNotFoundError:
-            continue  # the folder is gone since the search
-        except WorkspaceError as exc:
-            dropped += [(matches[0][0], exc.code) for matches in files.values()]
-        except OSError:
-            dropped += [(matches[0][0], "os_error") for matches in files.values()]
+            except FileNotFoundError:
+                continue  # the folder is gone since the search
+            except WorkspaceError as exc:
+                dropped += [(matches[0][0], exc.code) for matches in files.values()]
+            except OSError:
+                dropped += [(matches[0][0], "os_error") for matches in files.values()]
     kept.sort(key=lambda match: (match["path"], match["line"]))  # checked folder by folder
     return kept, dropped
 
@@ -434,19 +479,19 @@ def _verified_files(root: WorkspaceRoot, cwd: Path, names: list[str], *, regular
         folder, _, leaf = name.rpartition("/")
         by_folder[folder].append(leaf)
     kept = set()
-    for folder, leaves in by_folder.items():
-        parent = cwd / folder if folder else cwd
-        try:
-            with open_directory(root.path, parent, root.listing_name(parent)) as fd:
-                for leaf in leaves:
-                    try:
-                        info = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
-                    except OSError:
-                        continue
-                    if stat.S_ISREG(info.st_mode) or not regular:
-                        kept.add(f"{folder}/{leaf}" if folder else leaf)
-        except (OSError, WorkspaceError):
-            continue
+    with _Folders(root, cwd) as folders:
+        for folder, leaves in sorted(by_folder.items()):
+            try:
+                fd = folders.fd(folder)
+            except (OSError, WorkspaceError):
+                continue
+            for leaf in leaves:
+                try:
+                    info = os.stat(leaf, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue
+                if stat.S_ISREG(info.st_mode) or not regular:
+                    kept.add(f"{folder}/{leaf}" if folder else leaf)
     return [name for name in names if name in kept]
 
 
