@@ -623,6 +623,19 @@ async def test_no_usable_ripgrep_falls_back_to_python_with_a_warning_file_16(tmp
     ]
 
 
+def test_an_rg_in_the_workspace_is_never_run_through_a_relative_path_entry(tmp_path, monkeypatch):
+    from steerable_agent_runtime.workspace._rg import _candidates
+
+    planted = tmp_path / "rg"
+    planted.write_text("#!/bin/sh\ntouch planted-ran\n")
+    planted.chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATH", f".:{os.environ['PATH']}")
+    assert str(planted) not in _candidates() and "./rg" not in _candidates()
+    with pytest.raises(ConfigError):
+        workspace_tools_for_cwd(tmp_path, bash=False, environ={"STEERABLE_RIPGREP": "rg", "PATH": "."})
+
+
 def test_a_ripgrep_setting_that_names_no_executable_fails_loud(tmp_path):
     with pytest.raises(ConfigError) as info:
         workspace_tools_for_cwd(tmp_path, bash=False, environ={"STEERABLE_RIPGREP": str(tmp_path / "nope")})

