@@ -217,8 +217,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
     ) -> dict[str, Any]:
         """Find files by glob, sorted by path (at most 1000), e.g. 'src/**/*.py' or '*.{ts,tsx}'.
 
-        '*' and '?' stay within one folder, '**' spans folders. Skipped: files .gitignore (in a git
-        repository), .ignore or .git/info/exclude exclude, and .git itself. Symlinks are not followed.
+        '*' and '?' stay within one folder, '**' spans folders. Skipped: what .gitignore (in a git
+        repository), .ignore or .git/info/exclude excludes, and .git itself; symlinks are not followed.
 
         Args:
             pattern: Glob matched against the whole path below path ('*.py': path's own files only).
@@ -248,8 +248,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         """Search file contents with a regular expression; returns path, line number and text, sorted.
 
         The pattern is Rust regex syntax (as ripgrep's): no look-around and no backreferences.
-        Skipped: binary files, files .gitignore (in a git repository), .ignore or .git/info/exclude
-        exclude, and .git itself. Symlinks are not followed.
+        Skipped: binary files, what .gitignore (in a git repository), .ignore or .git/info/exclude
+        excludes, and .git itself; symlinks are not followed.
 
         Args:
             pattern: Regular expression, e.g. 'fn main' or 'TODO|FIXME'.
