@@ -26,6 +26,7 @@ from ..errors import WorkspaceError, WriteConflictError
 
 __all__ = [
     "TEMP_NAME",
+    "open_regular",
     "Snapshot",
     "WriteGuard",
     "check_unchanged",
@@ -152,6 +153,49 @@ def read_bytes(real: Path, *, root: Path, display: str, max_bytes: int) -> bytes
     return read_snapshot(real, root=root, display=display, max_bytes=max_bytes).data
 
 
+def open_regular(dir_fd: int, name: str, display: str) -> tuple[int, os.stat_result] | None:
+    """Open ``name`` in the folder ``dir_fd`` for reading, as a regular file only.
+
+    ``O_NONBLOCK``: a FIFO cannot block the open; ``O_NOFOLLOW``: a symlink swapped in is refused.
+
+    Returns:
+        ``(fd, its fstat)``, the caller closes ``fd``; ``None`` when ``name`` does not exist.
+
+    Raises:
+        WorkspaceError: ``is_directory``, ``not_a_file`` (a symlink, device, FIFO...),
+            ``permission_denied``.
+    """
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except PermissionError:
+        raise WorkspaceError(
+            "permission_denied", f"{display}: permission denied", data={"path": display}
+        ) from None
+    except IsADirectoryError:
+        raise _is_directory(display) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise WorkspaceError(
+                "not_a_file", f"{display} is not a regular file", data={"path": display}
+            ) from None
+        raise
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise _is_directory(display)
+        raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+    return fd, info
+
+
+def _is_directory(display: str) -> WorkspaceError:
+    return WorkspaceError(
+        "is_directory", f"{display} is a directory; use list_dir to see its entries", data={"path": display}
+    )
+
+
 def read_snapshot(real: Path, *, root: Path, display: str, max_bytes: int) -> Snapshot:
     """Read a whole regular file and the identity a later write re-checks.
 
@@ -171,36 +215,16 @@ def read_snapshot(real: Path, *, root: Path, display: str, max_bytes: int) -> Sn
     loaded_ns = time.time_ns()
     try:
         with _parent_dir(root, real, display) as dir_fd:
-            # O_NONBLOCK: a FIFO cannot block the open; O_NOFOLLOW: a symlink swapped in is refused.
-            fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            opened = open_regular(dir_fd, real.name, display)
     except FileNotFoundError:
         return Snapshot(None, None, loaded_ns)
     except PermissionError:
         raise WorkspaceError(
             "permission_denied", f"{display}: permission denied", data={"path": display}
         ) from None
-    except IsADirectoryError:
-        raise WorkspaceError(
-            "is_directory",
-            f"{display} is a directory; use list_dir to see its entries",
-            data={"path": display},
-        ) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise WorkspaceError(
-                "not_a_file", f"{display} is not a regular file", data={"path": display}
-            ) from None
-        raise
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        if stat.S_ISDIR(info.st_mode):
-            raise WorkspaceError(
-                "is_directory",
-                f"{display} is a directory; use list_dir to see its entries",
-                data={"path": display},
-            )
-        raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+    if opened is None:
+        return Snapshot(None, None, loaded_ns)
+    fd, info = opened
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > max_bytes:
             raise WorkspaceError(

@@ -12,10 +12,19 @@ from pathlib import Path
 
 from ..errors import PathEscapeError, WorkspaceError
 
-__all__ = ["WorkspaceRoot"]
+__all__ = ["WorkspaceRoot", "listing_text"]
 
 _MAX_PATH_BYTES = 4096
 _MAX_NAME_BYTES = 255
+
+
+def listing_text(raw: str) -> str:
+    """A path as listings show it: bytes that are not UTF-8 (surrogate-escaped) become U+FFFD."""
+    try:
+        raw.encode("utf-8")
+    except UnicodeEncodeError:
+        return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    return raw
 
 
 class WorkspaceRoot:
@@ -129,12 +138,7 @@ class WorkspaceRoot:
 
     def listing_name(self, real: Path) -> str:
         """Like :meth:`display`, but a name that is not UTF-8 is shown with U+FFFD (for listings)."""
-        raw = self._raw_display(real)
-        try:
-            raw.encode("utf-8")
-        except UnicodeEncodeError:
-            return raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        return raw
+        return listing_text(self._raw_display(real))
 
     def _raw_display(self, real: Path) -> str:
         if real.is_relative_to(self.path):

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import WorkspaceError
-from ._disk import _DIR_FLAGS, open_directory, read_bytes
+from ._disk import _DIR_FLAGS, open_directory, open_regular, read_bytes
 from ._globs import GlobPattern, compile_glob
-from ._paths import WorkspaceRoot
+from ._paths import WorkspaceRoot, listing_text
 from ._regex import check_pattern, compile_python
 from ._rg import (
     Ripgrep,
@@ -155,12 +155,7 @@ class _Shown:
 
     def __call__(self, rel: str) -> str:
         """``rel`` (relative to the folder, surrogate-escaped bytes allowed) as a listing shows it."""
-        shown = self.prefix + rel
-        try:
-            shown.encode("utf-8")
-        except UnicodeEncodeError:  # as WorkspaceRoot.listing_name: U+FFFD for the bad bytes
-            return shown.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        return shown
+        return listing_text(self.prefix + rel)
 
 
 def _rel(printed: bytes) -> str:
@@ -407,19 +402,11 @@ def _check_file(dir_fd: int, leaf: str, matches: list[_Match], display: str) -> 
 
     ``None`` when the file is gone (deleted since the search: nothing to show, nothing to say).
     """
-    try:
-        fd = os.open(leaf, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    except FileNotFoundError:
+    opened = open_regular(dir_fd, leaf, display)
+    if opened is None:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise WorkspaceError("not_a_file", f"{display} is not a regular file") from None
-        if exc.errno in (errno.EACCES, errno.EPERM):
-            raise WorkspaceError("permission_denied", f"{display}: permission denied") from None
-        raise
+    fd, _ = opened
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise WorkspaceError("not_a_file", f"{display} is not a regular file")
         head = os.pread(fd, 3, 0)
         lines: dict[int, bytes] | None = None
         shift = 0  # ripgrep's offsets count the text after a UTF-8 byte-order mark
