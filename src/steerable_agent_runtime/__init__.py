@@ -3,69 +3,236 @@
 A model asks for a :class:`ToolCall`; a :class:`ToolRouter` validates and runs it and answers with a
 :class:`ToolResult`; :func:`is_terminal_result` tells the agent loop whether to stop. Spec: the
 tools spec, whose rules are numbered in ``docs/requirements.md``.
+
+Importing the package is cheap: each public name is imported from its module on first use
+(PEP 562 ``__getattr__``), so ``from steerable_agent_runtime.errors import UserError`` or
+``import steerable_agent_runtime`` does not pay for the workspace tools, pydantic or asyncio.
 """
 
+import importlib as _importlib
+import typing as _typing
+
 from ._version import __version__
-from .ask_user import AskUserHandler, AskUserQuestionsPayload, make_ask_user_tool
-from .errors import (
-    ConfigError,
-    DuplicateToolError,
-    EditError,
-    PatchError,
-    PathEscapeError,
-    PeerClosedError,
-    PluginLoadError,
-    PluginStateError,
-    ProviderError,
-    RemoteError,
-    SandboxUnavailableError,
-    SidecarStartError,
-    SteerableError,
-    ToolFailed,
-    ToolRetry,
-    ToolSignal,
-    UserError,
-    WebError,
-    WorkspaceError,
-    WriteConflictError,
-)
-from .executor import ApprovalGate, ApprovalHandler, ToolExecutor, approve_all
-from .harness import AssembledHarness, HarnessStrategy, assemble_harness
-from .llm import ChatRequest, ChatResponse, InvalidToolCall, LLMProvider, ScriptedProvider, Usage
-from .loop import AgentLoop, RunOutcome, RunSummary
-from .modes import (
-    DEFAULT_TOOL_MODE,
-    MODE_CONSENT,
-    ToolMode,
-    decide_tool_mode,
-    mode_from_annotations,
-    requires_consent,
-)
-from .plugins import (
-    DirectorySource,
-    EntryPointSource,
-    PluginInfo,
-    PluginRegistry,
-    PluginSource,
-    PluginSpec,
-    PluginState,
-    RemoteSource,
-    default_plugin_sources,
-)
-from .record import DurableRecord
-from .spill import SpillHooks
-from .tool_search import SearchHit, ToolSearchIndex, register_tool_search
-from .tools import Tool, ToolExposure, ToolHandler, ToolListener, ToolRegistrar, ToolRouter, tool
-from .trace import TraceSink, TraceSpan
-from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
-from .workspace import (
-    FileView,
-    ReadFileState,
-    Workspace,
-    read_file_state_from_messages,
-    version_of,
-    workspace_tools_for_cwd,
-)
+
+if _typing.TYPE_CHECKING:
+    from .ask_user import (
+        AskUserHandler,
+        AskUserQuestionsPayload,
+        make_ask_user_tool,
+    )
+    from .errors import (
+        ConfigError,
+        DuplicateToolError,
+        EditError,
+        PatchError,
+        PathEscapeError,
+        PeerClosedError,
+        PluginLoadError,
+        PluginStateError,
+        ProviderError,
+        RemoteError,
+        SandboxUnavailableError,
+        SidecarStartError,
+        SteerableError,
+        ToolFailed,
+        ToolRetry,
+        ToolSignal,
+        UserError,
+        WebError,
+        WorkspaceError,
+        WriteConflictError,
+    )
+    from .executor import (
+        ApprovalGate,
+        ApprovalHandler,
+        ToolExecutor,
+        approve_all,
+    )
+    from .harness import (
+        AssembledHarness,
+        HarnessStrategy,
+        assemble_harness,
+    )
+    from .llm import (
+        ChatRequest,
+        ChatResponse,
+        InvalidToolCall,
+        LLMProvider,
+        ScriptedProvider,
+        Usage,
+    )
+    from .loop import (
+        AgentLoop,
+        RunOutcome,
+        RunSummary,
+    )
+    from .modes import (
+        DEFAULT_TOOL_MODE,
+        MODE_CONSENT,
+        ToolMode,
+        decide_tool_mode,
+        mode_from_annotations,
+        requires_consent,
+    )
+    from .plugins import (
+        DirectorySource,
+        EntryPointSource,
+        PluginInfo,
+        PluginRegistry,
+        PluginSource,
+        PluginSpec,
+        PluginState,
+        RemoteSource,
+        default_plugin_sources,
+    )
+    from .record import (
+        DurableRecord,
+    )
+    from .spill import (
+        SpillHooks,
+    )
+    from .tool_search import (
+        SearchHit,
+        ToolSearchIndex,
+        register_tool_search,
+    )
+    from .tools import (
+        Tool,
+        ToolExposure,
+        ToolHandler,
+        ToolListener,
+        ToolRegistrar,
+        ToolRouter,
+        tool,
+    )
+    from .trace import (
+        TraceSink,
+        TraceSpan,
+    )
+    from .types import (
+        ToolCall,
+        ToolResult,
+        is_terminal_result,
+        new_call_id,
+    )
+    from .workspace import (
+        FileView,
+        ReadFileState,
+        Workspace,
+        read_file_state_from_messages,
+        version_of,
+        workspace_tools_for_cwd,
+    )
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "ask_user": (
+        "AskUserHandler",
+        "AskUserQuestionsPayload",
+        "make_ask_user_tool",
+    ),
+    "errors": (
+        "ConfigError",
+        "DuplicateToolError",
+        "EditError",
+        "PatchError",
+        "PathEscapeError",
+        "PeerClosedError",
+        "PluginLoadError",
+        "PluginStateError",
+        "ProviderError",
+        "RemoteError",
+        "SandboxUnavailableError",
+        "SidecarStartError",
+        "SteerableError",
+        "ToolFailed",
+        "ToolRetry",
+        "ToolSignal",
+        "UserError",
+        "WebError",
+        "WorkspaceError",
+        "WriteConflictError",
+    ),
+    "executor": (
+        "ApprovalGate",
+        "ApprovalHandler",
+        "ToolExecutor",
+        "approve_all",
+    ),
+    "harness": (
+        "AssembledHarness",
+        "HarnessStrategy",
+        "assemble_harness",
+    ),
+    "llm": (
+        "ChatRequest",
+        "ChatResponse",
+        "InvalidToolCall",
+        "LLMProvider",
+        "ScriptedProvider",
+        "Usage",
+    ),
+    "loop": (
+        "AgentLoop",
+        "RunOutcome",
+        "RunSummary",
+    ),
+    "modes": (
+        "DEFAULT_TOOL_MODE",
+        "MODE_CONSENT",
+        "ToolMode",
+        "decide_tool_mode",
+        "mode_from_annotations",
+        "requires_consent",
+    ),
+    "plugins": (
+        "DirectorySource",
+        "EntryPointSource",
+        "PluginInfo",
+        "PluginRegistry",
+        "PluginSource",
+        "PluginSpec",
+        "PluginState",
+        "RemoteSource",
+        "default_plugin_sources",
+    ),
+    "record": ("DurableRecord",),
+    "spill": ("SpillHooks",),
+    "tool_search": (
+        "SearchHit",
+        "ToolSearchIndex",
+        "register_tool_search",
+    ),
+    "tools": (
+        "Tool",
+        "ToolExposure",
+        "ToolHandler",
+        "ToolListener",
+        "ToolRegistrar",
+        "ToolRouter",
+        "tool",
+    ),
+    "trace": (
+        "TraceSink",
+        "TraceSpan",
+    ),
+    "types": (
+        "ToolCall",
+        "ToolResult",
+        "is_terminal_result",
+        "new_call_id",
+    ),
+    "workspace": (
+        "FileView",
+        "ReadFileState",
+        "Workspace",
+        "read_file_state_from_messages",
+        "version_of",
+        "workspace_tools_for_cwd",
+    ),
+}
+"""Each submodule and the public names it provides (the block above, for type checkers)."""
+
+_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "DEFAULT_TOOL_MODE",
@@ -148,3 +315,23 @@ __all__ = [
     "version_of",
     "workspace_tools_for_cwd",
 ]
+
+
+if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
+
+    def __getattr__(name: str) -> object:
+        """Import a public name (or a submodule) on first access, then keep it as a module global."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            try:
+                return _importlib.import_module(f"{__name__}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{__name__}.{name}":
+                    raise
+                raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})
