@@ -57,12 +57,12 @@ def test_error_tree_has_one_root():
         assert issubclass(getattr(errors, name), errors.SteerableError), name
 
 
-def test_the_lazy_table_matches_the_type_checking_imports():
+@pytest.mark.parametrize("module_name", sorted(SPEC_NAMES))
+def test_the_lazy_table_matches_the_type_checking_imports(module_name):
     """The names type checkers see (the TYPE_CHECKING block) are the ones ``__getattr__`` serves."""
     import ast
 
-    import steerable_agent_runtime as package
-
+    package = importlib.import_module(module_name)
     tree = ast.parse(Path(package.__file__).read_text(encoding="utf-8"))
     static: dict[str, tuple[str, ...]] = {}
     for node in ast.walk(tree):
@@ -77,24 +77,30 @@ def test_the_lazy_table_matches_the_type_checking_imports():
     assert static == package._EXPORTS
     assert set(package.__all__) == {"__version__", *(n for names in static.values() for n in names)}
     for module, names in package._EXPORTS.items():
-        loaded = importlib.import_module(f"steerable_agent_runtime.{module}")
+        loaded = importlib.import_module(f"{module_name}.{module}")
         for name in names:
             assert getattr(package, name) is getattr(loaded, name), name
 
 
-def test_unknown_names_and_submodules():
-    import steerable_agent_runtime as package
-
+@pytest.mark.parametrize(
+    ("module_name", "submodule", "name"),
+    [
+        ("steerable_agent_runtime", "sandbox", "ToolRouter"),
+        ("steerable_sidecar", "doctor", "main"),
+    ],
+)
+def test_unknown_names_and_submodules(module_name, submodule, name):
+    package = importlib.import_module(module_name)
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         package.NoSuchThing  # noqa: B018
-    assert package.sandbox is importlib.import_module("steerable_agent_runtime.sandbox")
-    assert "ToolRouter" in dir(package)
+    assert getattr(package, submodule) is importlib.import_module(f"{module_name}.{submodule}")
+    assert name in dir(package)
 
 
 def test_importing_the_package_or_its_errors_loads_nothing_heavy():
     """Issue 15: ``import steerable_agent_runtime`` (and its error tree) stays cheap."""
     probe = (
-        "import sys, json, steerable_agent_runtime, steerable_agent_runtime.errors;"
+        "import sys, json, steerable_agent_runtime, steerable_agent_runtime.errors, steerable_sidecar;"
         "print(json.dumps(sorted(m for m in ('pydantic', 'asyncio', 'jsonschema', 'httpx', 'mcp') if m in sys.modules)))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout

@@ -20,11 +20,12 @@ plugins enabled or disabled mid-session show up in the next round.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .errors import UserError
-from .tool_search import TOOL_SEARCH_TOOL_NAME, is_tool_search, register_tool_search
-from .tools import ToolExposure, ToolRouter
+
+if TYPE_CHECKING:  # imported where used, so the CLI's parser can read HarnessStrategy cheaply
+    from .tools import ToolRouter
 
 __all__ = ["MINIMAL_TOOLS", "AssembledHarness", "HarnessStrategy", "assemble_harness"]
 
@@ -107,6 +108,8 @@ class AssembledHarness:
                 ``tool_search``.
         """
         if self.strategy is HarnessStrategy.PROGRESSIVE:
+            from .tool_search import register_tool_search
+
             register_tool_search(router)
         self._router = router
 
@@ -121,6 +124,9 @@ class AssembledHarness:
                 has the ``tool_search`` that ``wire_tools`` registered (the model is never offered
                 a tool that cannot dispatch).
         """
+        from .tool_search import TOOL_SEARCH_TOOL_NAME, is_tool_search
+        from .tools import ToolExposure
+
         router = self._router
         if router is None:
             raise UserError(
