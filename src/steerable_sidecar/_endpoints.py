@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
-import httpx
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from steerable_agent_runtime.errors import ConfigError
+
+if TYPE_CHECKING:  # httpx is imported where a URL is parsed or a client built (start-up cost)
+    import httpx
 
 PROXY_ENV_VARS = ("https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "all_proxy", "ALL_PROXY")
 """The proxy variables httpx honours with ``trust_env`` (lowercase first, as ``urllib`` reads them)."""
 
-__all__ = ["PROXY_ENV_VARS", "checked_base_url", "env_proxy_client", "header_safe"]
+__all__ = [
+    "PROXY_ENV_VARS",
+    "checked_base_url",
+    "client_settings_to_check",
+    "env_proxy_client",
+    "header_safe",
+]
+
+_HTTPX_PROXY_SETTINGS = frozenset({"http_proxy", "https_proxy", "all_proxy", "no_proxy"})
+"""What ``httpx`` reads (any case) through ``urllib.request.getproxies`` when a client is built."""
 
 
 def header_safe(text: str) -> bool:
@@ -32,6 +47,8 @@ def checked_base_url(raw: object, *, variable: str, key_variable: str, appends: 
     """
     if not isinstance(raw, str):
         raise ConfigError(f"{variable} must be a string URL, not {type(raw).__name__}")
+    import httpx
+
     try:
         url = httpx.URL(raw)
         scheme, host, userinfo, query, fragment = url.scheme, url.host, url.userinfo, url.query, url.fragment
@@ -66,11 +83,11 @@ def env_proxy_client(what: str, **kwargs: object) -> httpx.AsyncClient:
         ConfigError: Naming the proxy variables that are set (never their values, which may hold
             credentials) and what httpx said.
     """
+    import httpx
+
     try:
         return httpx.AsyncClient(**kwargs)  # type: ignore[arg-type]
     except (ImportError, ValueError, httpx.InvalidURL) as exc:
-        import os
-
         named = ", ".join(name for name in PROXY_ENV_VARS if os.environ.get(name)) or "a proxy variable"
         # httpx's own message quotes the URL (maybe with credentials): only the import error is shown
         why = (
@@ -82,3 +99,29 @@ def env_proxy_client(what: str, **kwargs: object) -> httpx.AsyncClient:
             f"{what} cannot use the proxy set in {named}: {why}. Fix or unset it"
             + (" (or start with --no-web-tools)" if "search" in what else "")
         ) from None
+
+
+def client_settings_to_check(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether building an ``httpx`` client now could fail on what it reads from the environment.
+
+    ``httpx`` (``trust_env``) reads the proxy settings and ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when
+    a client is built. With no proxy setting, and the CA variables unset or naming an existing
+    file / folder, nothing there can fail, so a caller may build the client at its first use
+    instead of at start-up; otherwise it builds it at once, so that an unusable proxy stays a
+    configuration error at load (:func:`env_proxy_client`). On macOS and Windows the system's
+    proxy settings count too (``urllib.request.getproxies``).
+
+    Args:
+        environ: The environment (default ``os.environ``, what ``httpx`` reads).
+    """
+    env = os.environ if environ is None else environ
+    cafile, capath = env.get("SSL_CERT_FILE"), env.get("SSL_CERT_DIR")
+    if (cafile and not os.path.isfile(cafile)) or (capath and not os.path.isdir(capath)):
+        return True
+    if any(value and name.lower() in _HTTPX_PROXY_SETTINGS for name, value in env.items()):
+        return True
+    if environ is None and sys.platform in ("darwin", "win32"):  # pragma: no cover - system settings
+        import urllib.request
+
+        return bool(urllib.request.getproxies())
+    return False

@@ -12,24 +12,56 @@ command does so unless told ``--no-web-tools``. The pieces:
 * :class:`WebSearchProvider` with :class:`TavilySearchProvider`, :class:`DuckDuckGoSearchProvider`
   and :class:`HostSearchProvider`, chosen by :func:`default_web_search_provider`;
 * :class:`WebTools`: the two tools, their per-process session caps, and the HTTP clients' lifetime.
+
+Each public name is imported from its module on first use (PEP 562 ``__getattr__``): registering
+the pair (``install_web_tools``) imports neither ``httpx`` nor the HTML converter, which load at
+the first ``web_fetch`` / ``web_search`` call.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-from ._config import WebToolsConfig, parse_domain_list
-from ._fetch import Resolver, WebFetcher, system_resolver
-from ._policy import DomainPolicy, address_refusal, check_addresses, url_host, validate_url
-from ._search import (
-    DuckDuckGoSearchProvider,
-    HostInvoke,
-    HostSearchProvider,
-    SearchHit,
-    TavilySearchProvider,
-    WebSearchProvider,
-    default_web_search_provider,
-    filter_hits,
-)
-from ._tools import WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WEB_TOOL_NAMES, WebTools, install_web_tools
+if _typing.TYPE_CHECKING:
+    from ._config import WebToolsConfig, parse_domain_list
+    from ._fetch import Resolver, WebFetcher, system_resolver
+    from ._policy import DomainPolicy, address_refusal, check_addresses, url_host, validate_url
+    from ._search import (
+        DuckDuckGoSearchProvider,
+        HostInvoke,
+        HostSearchProvider,
+        SearchHit,
+        TavilySearchProvider,
+        WebSearchProvider,
+        default_web_search_provider,
+        filter_hits,
+    )
+    from ._tools import WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WEB_TOOL_NAMES, WebTools, install_web_tools
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_config": ("WebToolsConfig", "parse_domain_list"),
+    "_fetch": ("Resolver", "WebFetcher", "system_resolver"),
+    "_policy": ("DomainPolicy", "address_refusal", "check_addresses", "url_host", "validate_url"),
+    "_search": (
+        "DuckDuckGoSearchProvider",
+        "HostInvoke",
+        "HostSearchProvider",
+        "SearchHit",
+        "TavilySearchProvider",
+        "WebSearchProvider",
+        "default_web_search_provider",
+        "filter_hits",
+    ),
+    "_tools": (
+        "WEB_FETCH_TOOL_NAME",
+        "WEB_SEARCH_TOOL_NAME",
+        "WEB_TOOL_NAMES",
+        "WebTools",
+        "install_web_tools",
+    ),
+}
+"""Each submodule and the public names it provides (the block above, for type checkers)."""
+
+_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "WEB_FETCH_TOOL_NAME",
@@ -56,3 +88,18 @@ __all__ = [
     "url_host",
     "validate_url",
 ]
+
+
+if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
+
+    def __getattr__(name: str) -> object:
+        """Import a public name on first access, then keep it as a module global."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

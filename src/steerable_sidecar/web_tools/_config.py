@@ -15,9 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
-import httpx
-import idna
-
 from steerable_agent_runtime._env import env_flag, env_int
 from steerable_agent_runtime.errors import ConfigError
 
@@ -75,6 +72,7 @@ WEB_LIMIT_ENV: Final[Mapping[str, tuple[str, int, int]]] = {
 }
 """Each integer field: ``(variable, floor, ceiling)``. Ceilings from the spec's Bounds table."""
 
+_DEFAULT_SEARCH_BASE_URL: Final = "https://api.tavily.com"
 _PROXY_SCHEMES: Final = frozenset({"http", "https", "socks5", "socks5h"})
 _NUMERIC_TLD: Final = re.compile(r"[0-9]+|0x[0-9a-f]*")
 _NOT_IN_NAME: Final = (
@@ -137,7 +135,7 @@ class WebToolsConfig:
     blocked_domains: tuple[str, ...] = ()
     search_provider: SearchProviderName = "tavily"
     search_api_key: str = field(default="", repr=False)
-    search_base_url: str = "https://api.tavily.com"
+    search_base_url: str = _DEFAULT_SEARCH_BASE_URL
     egress_confined: bool = False
     egress_proxy: str | None = None
 
@@ -290,6 +288,8 @@ def _domain_entry(entry: str, label: str) -> str:
     for mark, why in (("://", "it has a scheme"), ("@", "it has userinfo"), ("/", "it has a path")):
         if mark in text:
             raise refuse(why)
+    import idna  # only for a configured domain list
+
     try:
         mapped = idna.uts46_remap(text, std3_rules=False, transitional=False)
     except idna.IDNAError as exc:
@@ -337,6 +337,8 @@ def _check_key(key: str, label: str) -> None:
 
 
 def _checked_base_url(raw: object, label: str) -> str:
+    if raw == _DEFAULT_SEARCH_BASE_URL:  # the default, a constant (tests check it passes): no URL parse
+        return _DEFAULT_SEARCH_BASE_URL
     return checked_base_url(raw, variable=label, key_variable=SEARCH_API_KEY_ENV, appends="its endpoint path")
 
 
@@ -348,6 +350,8 @@ def _checked_proxy(raw: object, label: str) -> str:
     if not isinstance(raw, str):
         raise ConfigError(f"{label} must be a string URL")
     text = raw.strip() if "://" in raw else f"http://{raw.strip()}"
+    import httpx
+
     try:
         url = httpx.URL(text)
     except httpx.InvalidURL:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
-from typing import Annotated, Any, Final
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
-import httpx
 from pydantic import Field
 
 from steerable_agent_runtime.errors import WebError
@@ -22,17 +22,15 @@ from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
-from .._endpoints import env_proxy_client
+from .._endpoints import client_settings_to_check, env_proxy_client
 from ._config import WEB_LIMIT_ENV, WebToolsConfig
-from ._fetch import Resolver, WebFetcher
-from ._policy import DomainPolicy
-from ._search import (
-    MAX_SEARCH_RESULTS,
-    HostInvoke,
-    WebSearchProvider,
-    default_web_search_provider,
-    filter_hits,
-)
+
+if TYPE_CHECKING:  # the engines (httpx, the HTML converter) are imported at the first call
+    import httpx
+
+    from ._fetch import Resolver, WebFetcher
+    from ._policy import DomainPolicy
+    from ._search import HostInvoke, WebSearchProvider
 
 __all__ = [
     "WEB_FETCH_TOOL_NAME",
@@ -51,6 +49,12 @@ WEB_TOOL_NAMES: Final = (WEB_SEARCH_TOOL_NAME, WEB_FETCH_TOOL_NAME)
 
 MAX_QUERY_CHARS: Final = 2000
 """The longest ``web_search`` query accepted, in characters."""
+
+MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"][2]
+"""The most hits one ``web_search`` returns (``_search.MAX_SEARCH_RESULTS``, without importing it)."""
+
+_ProviderFactory = Callable[[], "tuple[WebSearchProvider, tuple[Any, ...]]"]
+"""Builds the configured search provider and what it owns (its HTTP client), at the first search."""
 
 _DEFAULT: Any = object()
 
@@ -84,6 +88,13 @@ class WebTools:
     Build it with :func:`install_web_tools` (which also registers the tools), or directly to
     inject a fetcher or provider. Close it with :meth:`aclose` (it owns HTTP clients).
 
+    The default fetcher (and, from :func:`install_web_tools`, the default search provider and its
+    HTTP client) is built at its first use, not here: registering the pair costs no ``httpx``
+    import, TLS context or converter (start-up, ``benchmarks/startup.py``). What could make building
+    them fail is checked here instead, so it still fails the load: with the egress marker, or a CA
+    bundle variable (``SSL_CERT_FILE`` / ``SSL_CERT_DIR``) naming no file or folder, the fetcher is
+    built at once (``_endpoints.client_settings_to_check``).
+
     Args:
         config: The bounds and policies.
         provider: The search backend; ``None`` leaves ``web_search`` unregistered.
@@ -105,16 +116,55 @@ class WebTools:
         owned: tuple[Any, ...] = (),
     ) -> None:
         self.config = config
-        self.provider = provider
-        self.policy = DomainPolicy.from_config(config)
-        self.fetcher = fetcher or WebFetcher(config, resolver=resolver, transport=transport, environ=environ)
-        self._owned = (*owned, *(() if fetcher is not None else (self.fetcher,)))
+        self._provider = provider
+        self._make_provider: _ProviderFactory | None = None
+        self._policy: DomainPolicy | None = None
+        self._fetcher = fetcher
+        self._fetcher_args = (resolver, transport, environ)
+        self._owned = owned
         self.searches = _SessionCounter(
             WEB_SEARCH_TOOL_NAME, config.session_search_cap, WEB_LIMIT_ENV["session_search_cap"][0]
         )
         self.fetches = _SessionCounter(
             WEB_FETCH_TOOL_NAME, config.session_fetch_cap, WEB_LIMIT_ENV["session_fetch_cap"][0]
         )
+        if fetcher is None and (
+            config.egress_confined or client_settings_to_check(os.environ if environ is None else environ)
+        ):
+            _ = self.fetcher  # a missing extra (socksio), a proxy or CA bundle it cannot use fails the load
+
+    @property
+    def fetcher(self) -> WebFetcher:
+        """The fetch engine (the default one is built here, at the first access)."""
+        if self._fetcher is None:
+            from ._fetch import WebFetcher
+
+            resolver, transport, environ = self._fetcher_args
+            self._fetcher = WebFetcher(self.config, resolver=resolver, transport=transport, environ=environ)
+            self._owned = (*self._owned, self._fetcher)
+        return self._fetcher
+
+    @property
+    def provider(self) -> WebSearchProvider | None:
+        """The search backend, ``None`` without one (a deferred default one is built here)."""
+        if self._make_provider is not None:
+            make, self._make_provider = self._make_provider, None
+            self._provider, owned = make()
+            self._owned = (*self._owned, *owned)
+        return self._provider
+
+    @provider.setter
+    def provider(self, provider: WebSearchProvider | None) -> None:
+        self._provider, self._make_provider = provider, None
+
+    @property
+    def policy(self) -> DomainPolicy:
+        """The domain policy of :attr:`config` (search hits are filtered by it)."""
+        if self._policy is None:
+            from ._policy import DomainPolicy
+
+            self._policy = DomainPolicy.from_config(self.config)
+        return self._policy
 
     async def fetch(self, url: str) -> ToolResult:
         """Run one ``web_fetch`` call (see :meth:`tools` for the model-facing contract).
@@ -133,7 +183,8 @@ class WebTools:
         Raises:
             WebError: An empty query, the session cap, or the provider's failure.
         """
-        if self.provider is None:  # not registered then; a direct caller still gets a clear answer
+        provider = self.provider
+        if provider is None:  # not registered then; a direct caller still gets a clear answer
             raise WebError("search_unavailable", "web_search has no provider configured")
         text = query.strip()
         if not text:
@@ -142,7 +193,7 @@ class WebTools:
         self.searches.admit()
         try:
             async with asyncio.timeout(self.config.search_timeout_ms / 1000):
-                hits = await self.provider.search(
+                hits = await provider.search(
                     text,
                     max_results=limit,
                     allowed_domains=self.config.allowed_domains,
@@ -151,16 +202,18 @@ class WebTools:
         except TimeoutError:
             raise WebError(
                 "search_timeout",
-                f"web_search ({self.provider.name}) did not answer within "
+                f"web_search ({provider.name}) did not answer within "
                 f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'][0]})",
             ) from None
+        from ._search import filter_hits
+
         kept = filter_hits(hits, self.policy, limit)
         return ToolResult(success=True, data={"query": text, "results": [hit.to_json() for hit in kept]})
 
     def tools(self) -> list[Tool]:
         """The tools to register: ``web_fetch``, and ``web_search`` when a provider is set."""
         made = [self._fetch_tool()]
-        if self.provider is not None:
+        if self._provider is not None or self._make_provider is not None:
             made.insert(0, self._search_tool())
         return made
 
@@ -279,21 +332,56 @@ def install_web_tools(
     """
     cfg = WebToolsConfig.from_env(environ) if config is None else config
     owned: tuple[Any, ...] = ()
+    deferred: _ProviderFactory | None = None
     if provider is _DEFAULT:
-        client = env_proxy_client("web_search", timeout=cfg.search_timeout_ms / 1000, follow_redirects=False)
-        provider = default_web_search_provider(cfg, client=client, host_invoke=host_search)
-        owned = (client,)
+        if client_settings_to_check():  # httpx reads them when the client is built: a bad one fails the load
+            from ._search import default_web_search_provider
+
+            client = env_proxy_client(
+                "web_search", timeout=cfg.search_timeout_ms / 1000, follow_redirects=False
+            )
+            provider = default_web_search_provider(cfg, client=client, host_invoke=host_search)
+            owned = (client,)
+        else:  # nothing can fail in building it: it is built at the first search
+            provider, deferred = None, _default_provider(cfg, host_search)
     tools = WebTools(
         cfg, provider=provider, resolver=resolver, transport=transport, environ=environ, owned=owned
     )
+    tools._make_provider = deferred
     tools.install(router)
-    if provider is None:
+    if provider is None and deferred is None:
         router.mark_unavailable(WEB_SEARCH_TOOL_NAME, _no_provider_reason(cfg, host_search is not None))
         logger.info(
             "web_search is not registered: no search provider configured (set STEERABLE_WEB_SEARCH_API_KEY "
             "or TAVILY_API_KEY, or STEERABLE_WEB_SEARCH_PROVIDER=ddg|host)"
         )
     return tools
+
+
+def _default_provider(config: WebToolsConfig, host_search: HostInvoke | None) -> _ProviderFactory | None:
+    """What ``default_web_search_provider`` will build, deferred; ``None`` when it would build none.
+
+    The choice (``config.search_provider``, a key, a host) is made here, from the configuration
+    alone, so ``web_search`` is registered (or not) exactly as if the provider had been built.
+    """
+    name = config.search_provider
+    if (name == "tavily" and not config.search_api_key) or (name == "host" and host_search is None):
+        return None
+
+    def make() -> tuple[WebSearchProvider, tuple[Any, ...]]:
+        from ._search import default_web_search_provider
+
+        client = None
+        if name != "host":  # the host runs the search: no HTTP client
+            client = env_proxy_client(
+                "web_search", timeout=config.search_timeout_ms / 1000, follow_redirects=False
+            )
+        made = default_web_search_provider(config, client=client, host_invoke=host_search)
+        if made is None:  # pragma: no cover - the choice above is default_web_search_provider's
+            raise WebError("search_unavailable", "web_search has no provider configured")
+        return made, (() if client is None else (client,))
+
+    return make
 
 
 def _no_provider_reason(config: WebToolsConfig, has_host: bool) -> str:

@@ -436,3 +436,47 @@ async def test_the_sidecar_asks_its_host_to_search(tmp_path: Path, child_env: Ca
         unanswered = await client.invoke("web_search", {"query": "again"})
         assert unanswered.data is not None and unanswered.data["code"] == "search_failed"
         assert await client.shutdown() == 0
+
+
+# -- lazy engines (start-up: registering the pair builds no client) --------------------------------
+
+
+def test_registering_the_pair_imports_no_http_client_nor_converter(tmp_path: Path):
+    """``install_web_tools`` registers the descriptors; httpx and the converter load at the first call."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from steerable_agent_runtime import ToolRouter\n"
+        "from steerable_sidecar.web_tools import install_web_tools\n"
+        "router = ToolRouter()\n"
+        "tools = install_web_tools(router, environ={'STEERABLE_WEB_SEARCH_PROVIDER': 'ddg'})\n"
+        "names = [t.name for t in router]\n"
+        "print(json.dumps([names, [m for m in ('httpx', 'html_to_markdown') if m in sys.modules]]))\n"
+    )
+    # no proxy setting: with one, the search client is built at once (a bad proxy fails the load)
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert json.loads(done.stdout) == [["web_search", "web_fetch"], []]
+
+
+async def test_the_deferred_provider_and_fetcher_are_built_at_first_use_and_closed():
+    router = ToolRouter()
+    tools = install_web_tools(router, environ={"STEERABLE_WEB_SEARCH_PROVIDER": "ddg"})
+    try:
+        assert tools._owned == ()  # nothing built yet
+        assert isinstance(tools.provider, DuckDuckGoSearchProvider)
+        assert tools.provider is tools.provider  # built once
+        fetcher = tools.fetcher
+        assert fetcher is tools.fetcher and fetcher in tools._owned and len(tools._owned) == 2
+    finally:
+        await tools.aclose()
+    assert tools._owned == ()
+
+
+def test_a_ca_bundle_that_does_not_exist_still_fails_the_load(tmp_path: Path):
+    """What building the fetcher reads from the environment is checked at load, as before."""
+    with pytest.raises(OSError):
+        install_web_tools(ToolRouter(), environ={"SSL_CERT_FILE": str(tmp_path / "missing.pem")})
