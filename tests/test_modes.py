@@ -108,6 +108,8 @@ def test_mcp_annotations_inform_the_mode_of_real_mcp_tools_mode_4():
         mode = mode_from_annotations(entry["name"], hints)
         if hints.get("readOnlyHint") is True:
             assert mode is ToolMode.READ, entry["name"]
+        elif hints.get("destructiveHint") is True and hints.get("openWorldHint") is True:
+            assert mode is ToolMode.LOCAL, entry["name"]  # may destroy and reach out: consent
         elif hints.get("destructiveHint") is True:
             assert mode is ToolMode.DESTRUCTIVE, entry["name"]
         elif hints.get("destructiveHint") is False:
@@ -116,13 +118,17 @@ def test_mcp_annotations_inform_the_mode_of_real_mcp_tools_mode_4():
             assert mode is ToolMode.EXTERNAL, entry["name"]
         else:
             assert mode is decide_tool_mode(entry["name"]), entry["name"]
-    # The peer README: every name that matches a prefix rule agrees with the server's own hints.
+    # The peer README: every name that matches a prefix rule agrees with the server's own hints,
+    # but for two GitHub tools (delete_, remove_) that also say openWorldHint: those ask for consent (local).
     matched = [t for t in tools if decide_tool_mode(t["name"]) is not DEFAULT_TOOL_MODE]
     assert len(matched) == 102
+    disagree = {}
     for entry in matched:
-        assert mode_from_annotations(entry["name"], entry.get("annotations")) is decide_tool_mode(
-            entry["name"]
-        )
+        mode = mode_from_annotations(entry["name"], entry.get("annotations"))
+        if mode is not decide_tool_mode(entry["name"]):
+            disagree[entry["name"]] = (decide_tool_mode(entry["name"]), mode)
+    assert len(disagree) == 2
+    assert set(disagree.values()) == {(ToolMode.DESTRUCTIVE, ToolMode.LOCAL)}
     # Unannotated tools (the Slack server's) fall back to the name, so unknown names ask for consent.
     bare = [t for t in tools if not {k for k in (t.get("annotations") or {}) if k != "title"}]
     assert bare and all(
@@ -140,6 +146,8 @@ def test_mcp_annotations_inform_the_mode_of_real_mcp_tools_mode_4():
         ({"readOnlyHint": False, "idempotentHint": True}, "local"),
         ({"readOnlyHint": True, "destructiveHint": True}, "read"),
         ({"destructiveHint": True}, "destructive"),
+        ({"destructiveHint": True, "openWorldHint": False}, "destructive"),
+        ({"readOnlyHint": False, "destructiveHint": True, "openWorldHint": True}, "local"),
         ({"readOnlyHint": False, "destructiveHint": False, "openWorldHint": True}, "safe_write"),
         ({"readOnlyHint": False, "openWorldHint": True}, "external"),
         ({"readOnlyHint": "true"}, "local"),  # hints are booleans; a string is no hint
@@ -168,6 +176,13 @@ def test_schema_tools_take_their_mode_from_annotations_unless_overridden_mode_3_
 def test_our_mcp_annotations_round_trip_mode_4():
     from steerable_sidecar.mcp_server import mode_annotations
 
+    # Issue 15: every hint is stated; a steerable client reading them back gets the mode, except
+    # external, read back as safe_write (both run without consent: the hints cannot tell a bounded
+    # local write from an outside call that says it destroys nothing)
     for mode in ToolMode:
-        hints = mode_annotations(mode).model_dump(by_alias=True, exclude_none=True)
-        assert mode_from_annotations("no_rule_name", hints) is mode
+        hints = mode_annotations(mode)
+        assert set(hints) == {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+        back = mode_from_annotations("no_rule_name", hints)
+        assert back is (ToolMode.SAFE_WRITE if mode is ToolMode.EXTERNAL else mode), mode
+        assert requires_consent(back) is requires_consent(mode)
+    assert mode_annotations(ToolMode.READ, title="Read file")["title"] == "Read file"

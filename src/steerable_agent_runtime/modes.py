@@ -91,10 +91,14 @@ def mode_from_annotations(name: str, annotations: Mapping[str, Any] | None) -> T
     something (MCP spec: ToolAnnotations; all hints are advisory):
 
     1. ``readOnlyHint: true`` -> ``read``
-    2. ``destructiveHint: true`` -> ``destructive``
-    3. ``destructiveHint: false`` -> ``safe_write``
-    4. ``openWorldHint: true`` (and none of the above) -> ``external``
-    5. otherwise (no annotations, or only ``readOnlyHint: false`` / ``idempotentHint`` / ``title``)
+    2. ``destructiveHint: true`` with ``openWorldHint: true`` -> ``local``: a tool that says it may
+       destroy and reach the outside (a shell) asks for consent, as steerable's own ``local``
+       tools do (their annotations state exactly these hints, so they keep their mode when
+       another steerable fronts them)
+    3. ``destructiveHint: true`` -> ``destructive``
+    4. ``destructiveHint: false`` -> ``safe_write``
+    5. ``openWorldHint: true`` (and none of the above) -> ``external``
+    6. otherwise (no annotations, or only ``readOnlyHint: false`` / ``idempotentHint`` / ``title``)
        -> :func:`decide_tool_mode` on the name, so an unknown write still defaults to ``local``.
 
     Args:
@@ -109,7 +113,7 @@ def mode_from_annotations(name: str, annotations: Mapping[str, Any] | None) -> T
         return ToolMode.READ
     destructive = hints.get("destructiveHint")
     if destructive is True:
-        return ToolMode.DESTRUCTIVE
+        return ToolMode.LOCAL if hints.get("openWorldHint") is True else ToolMode.DESTRUCTIVE
     if destructive is False:
         return ToolMode.SAFE_WRITE
     if hints.get("openWorldHint") is True:

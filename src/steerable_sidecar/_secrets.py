@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Final
 from urllib.parse import unquote
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "redact"]
+__all__ = ["MIN_SECRET_CHARS", "REDACTED", "credential_values", "redact"]
 
 REDACTED: Final = "[redacted]"
 """What a secret is replaced with."""
@@ -36,3 +38,23 @@ def redact(text: str, secret: str, *, clipped: bool = True, encoded: bool = Fals
         for n in range(len(secret) - 1, MIN_SECRET_CHARS - 1, -1):
             text = text.replace(secret[:n] + "...", REDACTED + "...")
     return text
+
+
+_CREDENTIAL_NAME: Final = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+
+
+def credential_values(environ: Mapping[str, str]) -> list[str]:
+    """The values of the environment's credential-looking variables, longest first.
+
+    A name holding ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``CREDENTIAL`` or
+    ``AUTH`` (any case: ``STEERABLE_API_KEY``, ``TAVILY_API_KEY``, ``GITHUB_TOKEN``) counts; values
+    shorter than :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
+
+    Args:
+        environ: The environment to read (``os.environ`` or a host's ``env`` block).
+
+    Returns:
+        The distinct values, longest first (so a key that contains another is redacted whole).
+    """
+    found = {value.strip() for name, value in environ.items() if _CREDENTIAL_NAME.search(name)}
+    return sorted((value for value in found if len(value) >= MIN_SECRET_CHARS), key=len, reverse=True)

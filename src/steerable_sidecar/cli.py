@@ -33,18 +33,24 @@ import os
 import shutil
 import sys
 import textwrap
-import threading
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime import SteerableError, ToolCall, ToolRouter, __version__, new_call_id
-from steerable_agent_runtime.tools import Tool
+from steerable_agent_runtime._version import __version__
+from steerable_agent_runtime.errors import SteerableError
+from steerable_agent_runtime.harness import HarnessStrategy
 
 from ._logging import configure_logging, log_level
-from .boot import HARNESS_CHOICES, Booted, boot_tools, mcp_sources_for, offered_tools
+
+if TYPE_CHECKING:  # the tools are imported when a command needs them (start-up: benchmarks/startup.py)
+    from steerable_agent_runtime import ToolRouter
+    from steerable_agent_runtime.tools import Tool
+
+    from .boot import Booted
 
 __all__ = ["build_parser", "main"]
+
+_HARNESS_CHOICES: Final = tuple(strategy.value for strategy in HarnessStrategy)
 
 
 _EPILOG: Final = (
@@ -93,7 +99,7 @@ def _shared_options(parser: argparse.ArgumentParser, *, top: bool, outside: bool
     )
     parser.add_argument(
         "--harness",
-        choices=HARNESS_CHOICES,
+        choices=_HARNESS_CHOICES,
         default=default("full"),
         help="offered tools: full, minimal, or progressive (direct tier + tool_search)",
     )
@@ -185,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _boot(args: argparse.Namespace) -> Booted:
+    from .boot import boot_tools
+
     return boot_tools(
         args.workspace or os.getcwd(),
         allow_outside=args.allow_outside_workspace,
@@ -212,6 +220,8 @@ def _print_plugins(booted: Booted, as_json: bool) -> None:
 
 async def _with_mcp(booted: Booted, work: Callable[[], Awaitable[int]]) -> int:
     """Run ``work`` with the configured MCP servers connected (``STEERABLE_MCP_CONFIG``), if any."""
+    from .boot import mcp_sources_for
+
     sources = mcp_sources_for(booted.router, None)
     if sources is None:
         return await work()
@@ -251,6 +261,8 @@ async def _call(router: ToolRouter, name: str, arguments: str) -> int:
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
         )
         return 2
+    from steerable_agent_runtime.types import ToolCall, new_call_id
+
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result JSON alone
         result = await router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed))
     print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
@@ -335,6 +347,10 @@ def _main(argv: Sequence[str] | None) -> int:
         from .doctor import run_doctor
 
         return run_doctor(args)
+    if args.command == "mcp":  # answers the host's handshake first, then boots (docs/mcp.md: Start-up)
+        from ._mcp_cli import run_mcp
+
+        return run_mcp(args, boot=lambda: _boot(args))
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
@@ -347,6 +363,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 async def _command(args: argparse.Namespace, booted: Booted) -> int:
+    from .boot import offered_tools
+
     router = booted.router
     if args.command == "tools":
         listed = list(router) if args.all else offered_tools(router, booted.harness.offered)
@@ -367,55 +385,7 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
         with contextlib.redirect_stdout(sys.stderr):  # a tool's print never lands between result lines
             await run_session(router, stdout=out)
         return 0
-    from .mcp_server import serve_mcp_stdio  # imports the mcp SDK: only here
-
-    loop = asyncio.get_running_loop()
-    probed: asyncio.Future[str] = loop.create_future()
-    # a daemon thread: a slow probe (a hung bwrap) never delays the handshake, nor the exit at EOF
-    threading.Thread(target=_probe_sandbox, args=(loop, probed), daemon=True).start()
-    announce = asyncio.create_task(_announce_mcp(args, booted, probed))
-    try:
-        await serve_mcp_stdio(router, offered=booted.harness.offered)
-    finally:
-        if not announce.done():  # the host left before the probe ended: say it anyway
-            announce.cancel()
-            _print_announcement(args, booted, "not probed yet")
-    return 0
-
-
-def _probe_sandbox(loop: asyncio.AbstractEventLoop, probed: asyncio.Future[str]) -> None:
-    from steerable_agent_runtime.errors import SandboxUnavailableError
-    from steerable_agent_runtime.sandbox import select_backend
-
-    try:
-        backend = select_backend().info.backend
-    except SandboxUnavailableError:
-        backend = "none (bash refuses every command; see steerable doctor)"
-    except SteerableError as exc:
-        backend = f"misconfigured ({exc})"
-
-    def deliver() -> None:
-        if not probed.done():
-            probed.set_result(backend)
-
-    with contextlib.suppress(RuntimeError):  # the loop already closed: nobody is waiting
-        loop.call_soon_threadsafe(deliver)
-
-
-async def _announce_mcp(args: argparse.Namespace, booted: Booted, probed: asyncio.Future[str]) -> None:
-    """Say on stderr, once, what this MCP server serves: a terminal otherwise shows nothing."""
-    _print_announcement(args, booted, await probed)
-
-
-def _print_announcement(args: argparse.Namespace, booted: Booted, backend: str) -> None:
-    offered = len(offered_tools(booted.router, booted.harness.offered))
-    workspace = Path(args.workspace or os.getcwd()).resolve()
-    print(
-        f"steerable mcp {__version__}: serving {offered} tools ({args.harness} harness) for {workspace}; "
-        f"sandbox: {backend}",
-        file=sys.stderr,
-        flush=True,
-    )
+    raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,121 +1,497 @@
-"""Serve a :class:`ToolRouter` over MCP (stdio) with the official ``mcp`` SDK.
+"""Serve a :class:`ToolRouter` over MCP (stdio) on the project's own JSON-RPC peer (:mod:`.rpc`).
 
-Importing this module imports the ``mcp`` SDK (about 0.7 s); only the ``steerable mcp`` entry point
-does. Mapping:
+Why not the ``mcp`` SDK's server: importing ``mcp.server.lowlevel`` costs about 0.85 s here, so an
+SDK server answers ``initialize`` after 0.7-1 s where the Node reference servers answer in about
+0.33 s, and hosts with a short start-up window (Codex) begin their first turn without our tools.
+The wire is small (the MCP specification, 2025-06-18 and 2025-11-25: lifecycle, tools, logging,
+progress, cancellation), :class:`~.rpc.JsonRpcPeer` already survives every bad frame we tried, and
+the official SDK stays on the client side (``mcp_sources.py``) and in the tests that drive this
+server. docs/mcp.md ("Start-up") has the figures.
 
-* ``tools/list`` lists the offered (direct-tier) tools with their JSON Schemas. ``ToolMode`` becomes
-  MCP tool annotations: read -> ``readOnlyHint``; destructive -> ``destructiveHint``; external ->
-  ``openWorldHint``; safe_write -> not read-only, not destructive. ``web_search`` / ``web_fetch``
-  are reads of the open web: read-only and ``openWorldHint``.
-* ``tools/call`` dispatches by name (any tier: dispatch never gates on exposure). The whole
+What is served:
+
+* ``initialize`` (version negotiation: the client's version when we speak it, else the newest),
+  ``ping``, ``notifications/initialized``;
+* ``tools/list``: the offered tools (the harness's list), each with a ``title`` and all four
+  annotation hints from its :class:`ToolMode` (:func:`mode_annotations`);
+* ``tools/call``: dispatch by name (any tier: dispatch never gates on exposure). The whole
   :class:`ToolResult` travels as ``structuredContent`` and as JSON text; ``success: false`` is an
-  MCP tool error (``isError: true``), so the model sees it and can self-correct.
+  MCP tool error (``isError: true``), so the model sees it and can self-correct. A name that is
+  no tool at all is a protocol error, JSON-RPC ``-32602``, whose message keeps the router's
+  "Did you mean" suggestions (MCP 2025-06-18, tools: error handling);
+* ``notifications/progress`` while a call that carries a ``progressToken`` runs: one at the start,
+  then a heartbeat every ``heartbeat_s`` seconds; ``progress`` counts milliseconds since the start;
+* ``notifications/cancelled``: the call's task is cancelled (a ``bash`` child is killed) and the
+  request gets no response, as the specification asks;
+* ``logging/setLevel`` and ``notifications/message``: this process's log records at or above the
+  level (``warning`` until the client sets one), with every known secret redacted;
+* ``notifications/tools/list_changed`` when the router changes after start (a plugin enabled, an
+  MCP source connected).
+
+The tools may arrive after the handshake: :meth:`McpServer.attach` hands them over (``steerable
+mcp`` boots while the host initialises), and ``tools/list`` or ``tools/call`` received before that
+wait for them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
-import mcp_types as mcp_t
-from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
+from steerable_agent_runtime._version import __version__
+from steerable_agent_runtime.errors import SteerableError
+from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 
-from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id
-from steerable_agent_runtime.modes import OPEN_WORLD_READS
-from steerable_agent_runtime.tools import Tool
+from ._secrets import redact
+from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_streams
 
-from .boot import offered_tools
+if TYPE_CHECKING:
+    from steerable_agent_runtime import ToolResult, ToolRouter
+    from steerable_agent_runtime.tools import Tool
 
-__all__ = ["build_mcp_server", "mode_annotations", "serve_mcp_stdio", "to_call_tool_result"]
+__all__ = [
+    "DEFAULT_HEARTBEAT_S",
+    "LATEST_PROTOCOL_VERSION",
+    "LOG_LEVELS",
+    "PROTOCOL_VERSIONS",
+    "McpServer",
+    "build_mcp_server",
+    "mode_annotations",
+    "serve_mcp_stdio",
+    "to_call_tool_result",
+    "tool_title",
+]
+
+logger = logging.getLogger("steerable_sidecar.mcp_server")
+
+PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+"""The MCP revisions this server negotiates in ``initialize``, oldest first."""
+LATEST_PROTOCOL_VERSION: Final = PROTOCOL_VERSIONS[-1]
+"""Answered to a client that asks for a revision we do not speak (it may then disconnect)."""
+
+LOG_LEVELS: Final[Mapping[str, int]] = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": 25,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": 55,
+    "emergency": 60,
+}
+"""MCP's log levels (RFC 5424 severities, least severe first) and the ``logging`` level each is."""
+
+DEFAULT_HEARTBEAT_S: Final = 1.0
+"""Seconds between two progress notifications of a running call."""
+
+_DEFAULT_LOG_LEVEL: Final = logging.WARNING
+_MAX_LOG_CHARS: Final = 8_000
+_LOG_QUEUE: Final = 256  # records waiting to be sent; past that they are counted and dropped
+_QUIET_LOGGERS: Final = ("steerable_sidecar.rpc", "steerable_sidecar.mcp_server")  # their own sends
 
 
-def mode_annotations(mode: ToolMode, *, title: str | None = None) -> mcp_t.ToolAnnotations:
-    """Map a :class:`ToolMode` onto MCP tool annotations.
+def mode_annotations(
+    mode: ToolMode, *, title: str | None = None, open_world: bool | None = None
+) -> dict[str, Any]:
+    """Map a :class:`ToolMode` onto MCP tool annotations, every hint stated.
+
+    MCP's defaults for an absent hint are the cautious ones (not read-only, destructive, not
+    idempotent, open world), so a host that is told nothing prompts for everything.
 
     Args:
         mode: The tool's mode.
-        title: Optional display title.
+        title: The display title (``annotations.title``), left out when ``None``.
+        open_world: Overrides ``openWorldHint`` (``web_search`` / ``web_fetch`` are reads of the
+            open web).
 
     Returns:
-        ``ToolAnnotations`` with ``readOnlyHint``/``destructiveHint``/``openWorldHint`` set as far as
-        the mode says (``local`` leaves them at the MCP defaults: possibly destructive, open world).
+        ``{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}`` (and ``title``):
+        ``read`` is read-only and idempotent; ``safe_write`` writes but never destroys;
+        ``destructive`` may destroy; ``local`` (a shell, an unknown tool) may do anything on the
+        machine, so it is destructive and open world (what
+        :func:`~steerable_agent_runtime.modes.mode_from_annotations` reads back as ``local``);
+        ``external`` calls outside services without destroying anything (the spec runs it without
+        consent, and it reads back as ``safe_write``, which also needs none).
     """
-    if mode is ToolMode.READ:
-        return mcp_t.ToolAnnotations(title=title, read_only_hint=True, open_world_hint=False)
-    if mode is ToolMode.SAFE_WRITE:
-        return mcp_t.ToolAnnotations(
-            title=title, read_only_hint=False, destructive_hint=False, open_world_hint=False
-        )
-    if mode is ToolMode.DESTRUCTIVE:
-        return mcp_t.ToolAnnotations(title=title, read_only_hint=False, destructive_hint=True)
-    if mode is ToolMode.EXTERNAL:
-        return mcp_t.ToolAnnotations(title=title, read_only_hint=False, open_world_hint=True)
-    return mcp_t.ToolAnnotations(title=title, read_only_hint=False)
+    read_only = mode is ToolMode.READ
+    hints: dict[str, Any] = {} if title is None else {"title": title}
+    hints["readOnlyHint"] = read_only
+    hints["destructiveHint"] = mode in (ToolMode.DESTRUCTIVE, ToolMode.LOCAL)
+    hints["idempotentHint"] = read_only
+    hints["openWorldHint"] = mode in (ToolMode.LOCAL, ToolMode.EXTERNAL) if open_world is None else open_world
+    return hints
 
 
-def _mcp_tool(tool: Tool) -> mcp_t.Tool:
-    annotations = mode_annotations(tool.mode)
-    if tool.name in OPEN_WORLD_READS:  # reads, but of the open web: openWorldHint is the truth
-        annotations.open_world_hint = True
-    return mcp_t.Tool(
-        name=tool.name,
-        description=tool.description,
-        input_schema=tool.parameters,
-        annotations=annotations,
-    )
+def tool_title(name: str) -> str:
+    """A display title from a tool name: ``read_file`` -> ``Read file``, ``web_fetch`` -> ``Web fetch``."""
+    words = name.replace("_", " ").replace("-", " ").split()
+    return " ".join(words).capitalize() if words else name
 
 
-def to_call_tool_result(result: ToolResult) -> mcp_t.CallToolResult:
-    """Wrap a :class:`ToolResult` as an MCP ``CallToolResult``.
+def _listing(tool: Tool) -> dict[str, Any]:
+    title = tool_title(tool.name)
+    open_world = True if tool.name in OPEN_WORLD_READS else None
+    return {
+        "name": tool.name,
+        "title": title,
+        "description": tool.description,
+        "inputSchema": tool.parameters,
+        "annotations": mode_annotations(tool.mode, title=title, open_world=open_world),
+    }
+
+
+def to_call_tool_result(result: ToolResult) -> dict[str, Any]:
+    """Wrap a :class:`ToolResult` as an MCP ``CallToolResult`` (a JSON-ready dict).
 
     Returns:
-        ``structuredContent`` = the wire ``ToolResult``; one text block with the same JSON;
-        ``isError`` = ``not result.success``.
+        ``{"content": [one text block with the wire ToolResult as JSON], "structuredContent": the
+        wire ToolResult, "isError": not result.success}``.
     """
     wire = result.to_wire()
-    return mcp_t.CallToolResult(
-        content=[mcp_t.TextContent(text=json.dumps(wire, ensure_ascii=False))],
-        structured_content=wire,
-        is_error=not result.success,
-    )
+    return {
+        "content": [{"type": "text", "text": json.dumps(wire, ensure_ascii=False)}],
+        "structuredContent": wire,
+        "isError": not result.success,
+    }
+
+
+class McpServer:
+    """One MCP connection's server side: the handshake at once, the tools once attached.
+
+    Args:
+        name: ``serverInfo.name``.
+        version: ``serverInfo.version`` (default: steerable's).
+        instructions: ``instructions`` in the ``initialize`` result (a hint for the model).
+        heartbeat_s: Seconds between progress notifications of a running call.
+        secrets: Strings never sent in a log notification (API keys, MCP sources' ``env`` values).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str = "steerable",
+        version: str | None = None,
+        instructions: str | None = None,
+        heartbeat_s: float = DEFAULT_HEARTBEAT_S,
+        secrets: Sequence[str] = (),
+    ) -> None:
+        if heartbeat_s <= 0:
+            raise ValueError(f"heartbeat_s must be positive, got {heartbeat_s}")
+        self._info = {"name": name, "title": name, "version": version or __version__}
+        self._instructions = instructions
+        self._heartbeat_s = heartbeat_s
+        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._router: ToolRouter | None = None
+        self._offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+        self._failure: BaseException | None = None
+        self._ready = asyncio.Event()
+        self._peer: JsonRpcPeer | None = None
+        self._log_level = _DEFAULT_LOG_LEVEL
+        self._log_queue: asyncio.Queue[dict[str, Any]] | None = None
+        self._dropped_logs = 0
+        self._unsubscribe: Callable[[], None] | None = None
+        self._list_changed_pending = False
+
+    # -- the tools ----------------------------------------------------------------------------
+
+    def attach(
+        self, router: ToolRouter, offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+    ) -> None:
+        """Serve ``router``'s tools from now on; requests waiting for them go on.
+
+        Args:
+            router: The tools (its read state lasts as long as the connection).
+            offered: Returns the descriptors to list (a harness's ``offered``); default: the
+                direct tier. Every registered tool stays callable by name.
+        """
+        self._router = router
+        self._offered = offered
+        self._ready.set()
+        if self._peer is not None:
+            self._watch(router)
+
+    def add_secrets(self, secrets: Sequence[str]) -> None:
+        """Also keep ``secrets`` out of log notifications (MCP sources' ``env`` values, known later)."""
+        self._secrets = sorted({*self._secrets, *(s for s in secrets if s)}, key=len, reverse=True)
+
+    def fail(self, error: BaseException) -> None:
+        """The tools will never come (the boot failed): tool requests are answered with ``error``."""
+        self._failure = error
+        self._ready.set()
+
+    async def _tools(self) -> ToolRouter:
+        await self._ready.wait()
+        if self._router is None:
+            assert self._failure is not None
+            raise self._failure
+        return self._router
+
+    def _watch(self, router: ToolRouter) -> None:
+        def changed(old: Tool | None, new: Tool | None) -> None:
+            if self._list_changed_pending or self._peer is None or self._peer.closed:
+                return
+            self._list_changed_pending = True  # one notification for a burst of changes
+            asyncio.get_running_loop().call_soon(self._send_list_changed)
+
+        self._unsubscribe = router.subscribe(changed)
+
+    def _send_list_changed(self) -> None:
+        self._list_changed_pending = False
+        if self._peer is not None and not self._peer.closed:
+            asyncio.ensure_future(self._notify("notifications/tools/list_changed", None))
+
+    # -- serving ------------------------------------------------------------------------------
+
+    async def serve(self, reader: asyncio.StreamReader, writer: LineWriter) -> None:
+        """Serve one connection until the client closes it (end of input) or :meth:`close`.
+
+        Args:
+            reader: Frames from the client (one JSON-RPC message per line).
+            writer: Where responses and notifications go.
+        """
+        peer = JsonRpcPeer(reader, writer, name="mcp")
+        self._peer = peer
+        peer.add_method("initialize", self._initialize)
+        peer.add_method("ping", self._ping)
+        peer.add_method("tools/list", self._list_tools)
+        peer.add_method("tools/call", self._call_tool)
+        peer.add_method("logging/setLevel", self._set_level)
+        peer.add_notification("notifications/initialized", self._ignore)
+        peer.add_notification("notifications/cancelled", self._cancelled)
+        if self._router is not None:
+            self._watch(self._router)
+        handler = _ForwardLogs(self._offer_log)
+        self._log_queue = asyncio.Queue(maxsize=_LOG_QUEUE)
+        sender = asyncio.create_task(self._send_logs(self._log_queue), name="mcp-logs")
+        restore = _route_logs(handler, self._log_level)
+        try:
+            await peer.serve()
+        finally:
+            restore()
+            sender.cancel()
+            await asyncio.gather(sender, return_exceptions=True)
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+
+    async def close(self, grace_s: float = 1.0) -> None:
+        """Let answers in flight be written (up to ``grace_s`` seconds), then close the connection."""
+        peer = self._peer
+        if peer is None:
+            return
+        await peer.drain(grace_s)
+        await peer.aclose()
+
+    async def _notify(self, method: str, params: Params) -> None:
+        peer = self._peer
+        if peer is None or peer.closed:
+            return
+        try:
+            await peer.notify(method, params)
+        except SteerableError as exc:  # the client went away mid-call: nothing left to tell
+            logger.debug("mcp: %s not sent: %s", method, exc)
+
+    # -- handlers -----------------------------------------------------------------------------
+
+    async def _initialize(self, params: Params) -> dict[str, Any]:
+        if not isinstance(params, dict):
+            raise InvalidParams("initialize needs an object with protocolVersion, capabilities, clientInfo")
+        requested = params.get("protocolVersion")
+        if not isinstance(requested, str):
+            raise InvalidParams("'protocolVersion' must be a string such as \"2025-06-18\"")
+        client = params.get("clientInfo")
+        if isinstance(client, dict):
+            logger.info("mcp: client %s %s asks for %s", client.get("name"), client.get("version"), requested)
+        result: dict[str, Any] = {
+            "protocolVersion": requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
+            "capabilities": {"tools": {"listChanged": True}, "logging": {}},
+            "serverInfo": dict(self._info),
+        }
+        if self._instructions:
+            result["instructions"] = self._instructions
+        return result
+
+    async def _ping(self, params: Params) -> dict[str, Any]:
+        return {}
+
+    async def _ignore(self, params: Params) -> None:
+        return None
+
+    async def _cancelled(self, params: Params) -> None:
+        if isinstance(params, dict) and "requestId" in params:
+            if self._peer is not None and self._peer.cancel_request(params["requestId"]):
+                logger.info("mcp: request %r cancelled by the client", params["requestId"])
+
+    async def _list_tools(self, params: Params) -> dict[str, Any]:
+        if isinstance(params, dict) and params.get("cursor") is not None:
+            raise InvalidParams("unknown cursor: this server lists every tool in one page")
+        router = await self._tools()
+        from .boot import offered_tools
+
+        return {"tools": [_listing(tool) for tool in offered_tools(router, self._offered)]}
+
+    async def _call_tool(self, params: Params) -> dict[str, Any]:
+        if not isinstance(params, dict) or not isinstance(params.get("name"), str):
+            raise InvalidParams("tools/call needs 'name' (a string) and optional 'arguments' (an object)")
+        name: str = params["name"]
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams(f"'arguments' of {name} must be an object, not {type(arguments).__name__}")
+        router = await self._tools()
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if isinstance(meta, dict) else None
+        from steerable_agent_runtime.types import ToolCall, new_call_id
+
+        call = ToolCall(id=new_call_id(), name=name, arguments=arguments)
+        if isinstance(token, str) or type(token) is int:
+            beat = asyncio.create_task(self._heartbeat(token, name), name=f"mcp-progress-{name}")
+            try:
+                result = await router.dispatch(call)
+            finally:
+                beat.cancel()
+                await asyncio.gather(beat, return_exceptions=True)
+        else:
+            result = await router.dispatch(call)
+        if not result.success and isinstance(result.data, dict) and result.data.get("code") == "unknown_tool":
+            # not a tool at all: a protocol error (-32602); the router's text keeps "Did you mean"
+            raise InvalidParams(result.error or f"Unknown tool {name!r}", data=result.data)
+        return to_call_tool_result(result)
+
+    async def _heartbeat(self, token: str | int, name: str) -> None:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        await self._notify(
+            "notifications/progress", {"progressToken": token, "progress": 0, "message": f"{name} started"}
+        )
+        while True:
+            await asyncio.sleep(self._heartbeat_s)
+            elapsed = loop.time() - started
+            progress = {"progressToken": token, "progress": int(elapsed * 1000)}
+            progress["message"] = f"{name} running for {elapsed:.1f} s"
+            await self._notify("notifications/progress", progress)
+
+    async def _set_level(self, params: Params) -> dict[str, Any]:
+        level = params.get("level") if isinstance(params, dict) else None
+        if not isinstance(level, str) or level not in LOG_LEVELS:
+            raise InvalidParams(f"'level' must be one of {', '.join(LOG_LEVELS)}, got {level!r}")
+        self._log_level = LOG_LEVELS[level]
+        _route_logs_level(self._log_level)
+        return {}
+
+    # -- log forwarding -----------------------------------------------------------------------
+
+    def _offer_log(self, record: logging.LogRecord) -> None:
+        """Queue one record for the client (called on the loop thread; see :class:`_ForwardLogs`)."""
+        queue = self._log_queue
+        if queue is None or record.levelno < self._log_level or self._peer is None or self._peer.closed:
+            return
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            text = f"{text} ({type(exc).__name__}: {exc})"
+        for secret in self._secrets:
+            text = redact(text, secret, encoded=True)
+        if len(text) > _MAX_LOG_CHARS:
+            text = text[:_MAX_LOG_CHARS] + f"... [{len(text) - _MAX_LOG_CHARS} more characters]"
+        message = {"level": _mcp_level(record.levelno), "logger": record.name, "data": text}
+        try:
+            queue.put_nowait(message)
+        except asyncio.QueueFull:
+            self._dropped_logs += 1
+
+    async def _send_logs(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        while True:
+            message = await queue.get()
+            if self._dropped_logs:
+                dropped, self._dropped_logs = self._dropped_logs, 0
+                notice = {"level": "warning", "logger": logger.name, "data": f"{dropped} log records dropped"}
+                await self._notify("notifications/message", notice)
+            await self._notify("notifications/message", message)
+
+
+def _mcp_level(levelno: int) -> str:
+    """The MCP level of a ``logging`` level: the most severe MCP level at or below it."""
+    chosen = "debug"
+    for name, number in LOG_LEVELS.items():
+        if levelno >= number:
+            chosen = name
+    return chosen
+
+
+class _ForwardLogs(logging.Handler):
+    """Hands this process's log records to ``offer`` on the running loop (records come from any thread)."""
+
+    def __init__(self, offer: Callable[[logging.LogRecord], None]) -> None:
+        super().__init__()
+        self._offer = offer
+        self._loop = asyncio.get_running_loop()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.name.startswith(_QUIET_LOGGERS):  # a failed send logged by the sender: no loop
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._offer, record)
+        except RuntimeError:  # the loop closed: the connection is over
+            pass
+
+
+def _route_logs(handler: _ForwardLogs, level: int) -> Callable[[], None]:
+    """Add ``handler`` to the root logger; lower the root's level so records reach it.
+
+    The root's other handlers (the stderr log of ``--verbose``/``STEERABLE_LOG_LEVEL``) keep the
+    level they had: each gets it as its own handler level. Returns a function that undoes this.
+    """
+    root = logging.getLogger()
+    previous = root.level
+    kept = [(h, h.level) for h in root.handlers]
+    for h, _ in kept:
+        if h.level == logging.NOTSET:
+            h.setLevel(previous)
+    root.addHandler(handler)
+    _route_logs_level(level)
+
+    def restore() -> None:
+        root.removeHandler(handler)
+        for h, lv in kept:
+            h.setLevel(lv)
+        root.setLevel(previous)
+
+    return restore
+
+
+def _route_logs_level(level: int) -> None:
+    """Set the root logger's level to the lowest of ``level`` and its other handlers' levels."""
+    root = logging.getLogger()
+    others = [h.level for h in root.handlers if not isinstance(h, _ForwardLogs) and h.level]
+    root.setLevel(min([level, *others]))
 
 
 def build_mcp_server(
     router: ToolRouter,
     *,
     name: str = "steerable",
-    version: str = "",
+    version: str | None = None,
     offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
-) -> Server[Any]:
-    """Build an MCP low-level server whose tools are ``router``'s.
+    instructions: str | None = None,
+) -> McpServer:
+    """An :class:`McpServer` serving ``router``'s tools; run it with :meth:`McpServer.serve`.
 
     Args:
         router: The tools to serve (its read state persists for the connection's life).
         name: The server name announced at initialisation.
-        version: The server version announced at initialisation.
+        version: The server version announced at initialisation (default: steerable's).
         offered: Returns the descriptors to list (a harness's ``offered``); default: the direct
             tier. Every registered tool stays callable by name (spec: dispatch never gates on
             exposure).
-
-    Returns:
-        An ``mcp.server.lowlevel.Server``; run it with :func:`serve_mcp_stdio` or any MCP transport.
+        instructions: The ``instructions`` of the ``initialize`` result.
     """
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: mcp_t.PaginatedRequestParams | None
-    ) -> mcp_t.ListToolsResult:
-        return mcp_t.ListToolsResult(tools=[_mcp_tool(t) for t in offered_tools(router, offered)])
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: mcp_t.CallToolRequestParams
-    ) -> mcp_t.CallToolResult:
-        call = ToolCall(id=new_call_id(), name=params.name, arguments=dict(params.arguments or {}))
-        return to_call_tool_result(await router.dispatch(call))
-
-    return Server(name, version=version, on_list_tools=list_tools, on_call_tool=call_tool)
+    server = McpServer(name=name, version=version, instructions=instructions)
+    server.attach(router, offered)
+    return server
 
 
 async def serve_mcp_stdio(
@@ -127,14 +503,14 @@ async def serve_mcp_stdio(
 ) -> None:
     """Serve ``router`` over MCP on this process's stdin/stdout until the client disconnects.
 
+    stdio is isolated first (:func:`~.rpc.isolate_stdio`): a stray ``print()`` lands on stderr.
+
     Args:
         router: The tools.
         name: The server name.
         version: The server version (default: steerable's own).
         offered: See :func:`build_mcp_server`.
     """
-    from steerable_agent_runtime import __version__
-
-    server = build_mcp_server(router, name=name, version=version or __version__, offered=offered)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    server = build_mcp_server(router, name=name, version=version, offered=offered)
+    reader, writer = await open_stdio_streams()
+    await server.serve(reader, writer)

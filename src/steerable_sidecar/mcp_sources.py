@@ -55,6 +55,7 @@ __all__ = [
     "McpServerConfig",
     "McpToolSources",
     "call_tool_result",
+    "config_secrets",
     "load_mcp_catalogue",
     "load_mcp_config",
     "load_mcp_config_from_env",
@@ -203,6 +204,23 @@ def load_mcp_config_from_env(environ: Mapping[str, str] | None = None) -> list[M
         return load_mcp_config(value)
     except ConfigError as exc:
         raise ConfigError(f"{MCP_CONFIG_ENV}: {exc}") from exc
+
+
+def config_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
+    """The ``env`` values of the servers :data:`MCP_CONFIG_ENV` names: credentials to keep out of text.
+
+    Args:
+        environ: The environment to read (default ``os.environ``).
+
+    Returns:
+        Every value of every server's ``env`` (none when the file is unset or unreadable: its
+        error is reported where the servers are started).
+    """
+    try:
+        servers = load_mcp_config_from_env(environ)
+    except ConfigError:
+        return []
+    return [value for server in servers for value in (server.env or {}).values()]
 
 
 def _config_entry(path: Path, where: str, entry: Any, keyed_name: str | None) -> McpServerConfig:

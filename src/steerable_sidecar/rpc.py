@@ -29,9 +29,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Protocol, TypeAlias
-
-import pydantic
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 from steerable_agent_runtime.errors import (
     ConfigError,
@@ -77,6 +75,9 @@ __all__ = [
     "open_fd_streams",
     "open_stdio_streams",
 ]
+
+if TYPE_CHECKING:
+    import pydantic
 
 logger = logging.getLogger("steerable_sidecar.rpc")
 
@@ -178,9 +179,16 @@ def error_code_for(exc: BaseException) -> int:
     for cls in type(exc).__mro__:
         if issubclass(cls, SteerableError) and cls in ERROR_CODES:
             return ERROR_CODES[cls]
-    if isinstance(exc, InvalidParams | pydantic.ValidationError):
+    if isinstance(exc, InvalidParams) or _validation_error(exc) is not None:
         return INVALID_PARAMS
     return INTERNAL_ERROR
+
+
+def _validation_error(exc: BaseException) -> pydantic.ValidationError | None:
+    """``exc`` if it is pydantic's ``ValidationError`` (imported here: MCP start-up skips pydantic)."""
+    from pydantic import ValidationError
+
+    return exc if isinstance(exc, ValidationError) else None
 
 
 def error_data_for(exc: SteerableError) -> dict[str, Any]:
@@ -267,6 +275,14 @@ def _request_problem(message: dict[str, Any]) -> str | None:
     return None
 
 
+def _request_key(value: Any) -> tuple[bool, Any] | None:
+    """How an incoming request is found by :meth:`JsonRpcPeer.cancel_request` (``"1"`` is not ``1``)."""
+    if not isinstance(value, dict) or "method" not in value or value.get("id") is None:
+        return None
+    request_id = value["id"]
+    return (isinstance(request_id, str), request_id) if _valid_id(request_id) else None
+
+
 def _being_cancelled() -> bool:
     task = asyncio.current_task()
     return task is None or task.cancelling() > 0
@@ -321,6 +337,7 @@ class JsonRpcPeer:
         self._next_id = 0
         self._write_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._incoming: dict[tuple[bool, Any], asyncio.Task[Any]] = {}  # request id -> its task
         self._read_task: asyncio.Task[None] | None = None
         self._background: asyncio.Task[None] | None = None
         self._serving = False
@@ -640,9 +657,37 @@ class JsonRpcPeer:
             self._spawn(self._single(value))
 
     async def _single(self, value: Any) -> None:
-        response = await self._handle(value)
+        key = _request_key(value)
+        task = asyncio.current_task()
+        if key is not None and task is not None:
+            self._incoming[key] = task
+        try:
+            response = await self._handle(value)
+        finally:
+            if key is not None and self._incoming.get(key) is task:
+                del self._incoming[key]
         if response is not None:
             await self._send(response)
+
+    def cancel_request(self, request_id: Any) -> bool:
+        """Cancel the handler of the incoming request ``request_id`` if it is still running.
+
+        The cancelled request gets no response (MCP's ``notifications/cancelled`` asks for none;
+        JSON-RPC has no cancellation of its own). A request inside a batch cannot be cancelled.
+
+        Args:
+            request_id: The ``id`` the other peer gave the request (a string or a number).
+
+        Returns:
+            ``True`` when a running handler was cancelled; ``False`` for an unknown or finished id.
+        """
+        if not _valid_id(request_id) or request_id is None:
+            return False
+        task = self._incoming.get((isinstance(request_id, str), request_id))
+        if task is None or task.done():
+            return False
+        task.cancel()
+        return True
 
     async def _batch(self, values: list[Any]) -> None:
         responses = await asyncio.gather(*(self._handle(value) for value in values))
@@ -702,11 +747,12 @@ class JsonRpcPeer:
         self._log_failure(method, exc)
         if isinstance(exc, InvalidParams):
             return _error(request_id, code, f"Invalid params: {exc}", exc.data)
-        if isinstance(exc, pydantic.ValidationError):
+        invalid = _validation_error(exc)
+        if invalid is not None:
             # loc, msg and type only: the rejected input may be huge, or a secret
             errors = [
                 {"loc": list(e["loc"]), "msg": e["msg"], "type": e["type"]}
-                for e in exc.errors(include_url=False, include_input=False, include_context=False)
+                for e in invalid.errors(include_url=False, include_input=False, include_context=False)
             ]
             summary = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in errors
@@ -724,7 +770,7 @@ class JsonRpcPeer:
         return _error(request_id, code, message, {"type": type(exc).__name__})
 
     def _log_failure(self, method: str, exc: BaseException) -> None:
-        if isinstance(exc, SteerableError | InvalidParams | pydantic.ValidationError):
+        if isinstance(exc, SteerableError | InvalidParams) or _validation_error(exc) is not None:
             logger.info("%s: %s failed: %s: %s", self.name, method, type(exc).__name__, exc)
         else:
             logger.error("%s: %s raised an unexpected exception", self.name, method, exc_info=exc)

@@ -19,6 +19,7 @@ from typing import Any
 import mcp_types
 import pytest
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 import steerable_agent_runtime
 
@@ -120,31 +121,38 @@ async def test_list_tools_schemas_and_mode_annotations(
     )
     assert tools["apply_patch"].input_schema["required"] == ["patch"]
 
-    for name in READ_TOOLS:
-        ann = tools[name].annotations
+    # Issue 15: every hint is stated (MCP's defaults for an absent one are the cautious ones), with a title.
+    hints = {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
+    dumped = {}
+    for name, listed_tool in tools.items():
+        ann = listed_tool.annotations
         assert ann is not None
-        assert ann.read_only_hint is True, name
-        assert ann.open_world_hint is False, name
+        dumped[name] = ann.model_dump(by_alias=True, exclude_none=True)  # the wire spelling: camelCase
+        assert set(dumped[name]) == {"title", *hints}, name
+        assert listed_tool.title == dumped[name]["title"]
+    assert dumped["read_file"]["title"] == "Read file" and dumped["apply_patch"]["title"] == "Apply patch"
+    for name in READ_TOOLS:  # read: read-only, idempotent, closed world
+        assert {k: dumped[name][k] for k in hints} == {
+            "readOnlyHint": True,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }, name
     for name in WRITE_TOOLS:  # safe_write: a bounded mutation, not read-only and not destructive
-        ann = tools[name].annotations
-        assert ann is not None
-        assert ann.read_only_hint is False, name
-        assert ann.destructive_hint is False, name
-        assert ann.open_world_hint is False, name
-    fetch = tools["web_fetch"].annotations  # a read of the open web (WEB-3)
-    assert fetch is not None and fetch.read_only_hint is True and fetch.open_world_hint is True
-    bash = tools["bash"].annotations  # local: left at the MCP defaults (possibly destructive, open world)
-    assert bash is not None and bash.read_only_hint is False
-    assert bash.destructive_hint is not False and bash.open_world_hint is not False
-    # The wire spelling is MCP's camelCase.
-    read_ann = tools["read_file"].annotations
-    write_ann = tools["write_file"].annotations
-    assert read_ann is not None and write_ann is not None
-    assert read_ann.model_dump(by_alias=True, exclude_none=True)["readOnlyHint"] is True
-    assert write_ann.model_dump(by_alias=True, exclude_none=True) == {
+        assert {k: dumped[name][k] for k in hints} == {
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        }, name
+    # a read of the open web (WEB-3)
+    assert dumped["web_fetch"]["readOnlyHint"] is True and dumped["web_fetch"]["openWorldHint"] is True
+    # local (a shell): may do anything on the machine, so destructive and open world, said outright
+    assert {k: dumped["bash"][k] for k in hints} == {
         "readOnlyHint": False,
-        "destructiveHint": False,
-        "openWorldHint": False,
+        "destructiveHint": True,
+        "idempotentHint": False,
+        "openWorldHint": True,
     }
 
 
@@ -449,13 +457,24 @@ async def test_unknown_tool_bad_arguments_and_escapes_are_followups(
 ) -> None:
     # ENV-7 (failures with needsFollowup re-prompt), TIER-2 (dispatch by name), FILE-11 (confinement)
     async with serve(repo_copy, child_env()) as client:
-        body = refused(await call(client, "reed_file", {"path": "README.md"}), "unknown_tool")
-        assert "read_file" in body["data"]["suggestions"]
-        assert "Unknown tool 'reed_file'" in body["error"]
-        assert "Did you mean: read_file" in body["error"]
+        # Issue 15: a name that is no tool is JSON-RPC -32602 (MCP 2025-06-18, tools: error
+        # handling), and its message keeps the router's suggestions
+        with pytest.raises(MCPError) as unknown:
+            await call(client, "reed_file", {"path": "README.md"})
+        assert unknown.value.error.code == -32602
+        assert "Unknown tool 'reed_file'" in unknown.value.error.message
+        assert "Did you mean: read_file" in unknown.value.error.message
+        assert "read_file" in unknown.value.error.data["suggestions"]
 
-        nothing_close = refused(await call(client, "zzz_qqq", {}), "unknown_tool")
-        assert nothing_close["data"]["suggestions"] == []
+        with pytest.raises(MCPError) as nothing_close:
+            await call(client, "zzz_qqq", {})
+        assert nothing_close.value.error.code == -32602
+        assert nothing_close.value.error.data == {"code": "unknown_tool", "suggestions": []}
+
+        # a known name that is off here (run_code without STEERABLE_RUN_CODE=1) stays a tool
+        # result: the model reads why and carries on
+        off = refused(await call(client, "run_code", {"code": "print(1)"}), "tool_unavailable")
+        assert "STEERABLE_RUN_CODE=1" in off["error"]
 
         invalid = refused(await call(client, "read_file", {}), "invalid_arguments")
         assert invalid["data"]["errors"] == [{"field": "path", "message": "Field required"}]
