@@ -37,30 +37,19 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id, requires_consent
 from steerable_agent_runtime._env import env_flag, env_int
+from steerable_agent_runtime._protected import PROTECTED_ENV
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.executor import ToolExecutor, current_executor
-from steerable_agent_runtime.sandbox import (
-    LIMIT_ENV,
-    PROTECTED_ENV,
-    SandboxBackend,
-    SandboxConfig,
-    SandboxedProcess,
-    SandboxInfo,
-    SandboxPolicy,
-    ScanCache,
-    SnapshotTooLarge,
-    child_environment,
-    guard_protected_paths,
-    protected_result,
-    select_backend,
-    snapshot_too_large,
-    spawn_sandboxed,
-)
+from steerable_agent_runtime.sandbox._config import LIMIT_ENV, SandboxConfig
+from steerable_agent_runtime.sandbox._policy import SandboxPolicy, child_environment
 from steerable_agent_runtime.tools import Tool
+
+if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
+    from steerable_agent_runtime.sandbox import SandboxBackend, SandboxedProcess, SandboxInfo, ScanCache
 
 __all__ = [
     "CHILD_PROGRAM",
@@ -484,7 +473,7 @@ def run_code_tool(
     allow = allow_protected_writes
     root = Path(workspace).resolve()
     fallback = _direct_executor(router)
-    scans = ScanCache()
+    scans: ScanCache | None = None  # this workspace's directory listings, reused while unchanged
 
     async def run_code(code: str, description: str) -> ToolResult:
         """Run a Python program that can call tools; its return value is the result.
@@ -493,6 +482,18 @@ def run_code_tool(
             code: The BODY of a Python function: statements, ending with `return <value>`.
             description: One line saying what the program does, for the user.
         """
+        from steerable_agent_runtime.sandbox import (
+            ScanCache,
+            SnapshotTooLarge,
+            guard_protected_paths,
+            protected_result,
+            select_backend,
+            snapshot_too_large,
+        )
+
+        nonlocal scans
+        if scans is None:
+            scans = ScanCache()
         executor = current_executor.get() or fallback
         size = len(code.encode("utf-8", "surrogatepass"))
         empty: dict[str, Any] = {"value": None, "calls": [], "logs": ""}
@@ -531,6 +532,8 @@ def run_code_tool(
         return protected_result(result, guarded.outcome, "program")
 
     async def _execute(run: _Run, policy: SandboxPolicy, chosen: SandboxBackend) -> ToolResult:
+        from steerable_agent_runtime.sandbox import spawn_sandboxed
+
         proc = await spawn_sandboxed(
             child_argv(),
             policy,

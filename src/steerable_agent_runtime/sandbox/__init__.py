@@ -16,29 +16,104 @@ Building on it (``run_code`` does)::
     result.exit_code, result.stdout.text, result.sandbox.as_data()
 
 Spec: ``run_code`` (layer-2 backend, Child environment, Inheriting layer-1).
+
+Each public name is imported from its module on first use (PEP 562 ``__getattr__``): building the
+``bash`` tool (``bash_tool``) loads the settings alone; the runner, the backends and the
+protected-path guard load at its first call.
 """
 
-from .._protected import PROTECTED_ENV
-from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
-from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
-from ._bwrap import BubblewrapBackend
-from ._config import (
-    BACKEND_CHOICES,
-    CONFINED_ENV,
-    LIMIT_ENV,
-    NETWORK_ENV,
-    SANDBOX_ENV,
-    BackendChoice,
-    SandboxConfig,
-)
-from ._guard import GuardedRun, guard_protected_paths, protected_result, snapshot_too_large
-from ._inherited import InheritedBackend
-from ._landlock import LandlockBackend, detect_landlock_abi
-from ._policy import CHILD_ENV_ALLOWLIST, ResourceLimits, SandboxPolicy, child_environment
-from ._protect import AuditOutcome, ScanCache, SnapshotTooLarge
-from ._runner import CapturedOutput, RunResult, SandboxedProcess, run_sandboxed, spawn_sandboxed
-from ._seatbelt import SeatbeltBackend, seatbelt_profile
-from ._select import LADDERS, default_backends, select_backend
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from .._protected import PROTECTED_ENV
+    from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
+    from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
+    from ._bwrap import BubblewrapBackend
+    from ._config import (
+        BACKEND_CHOICES,
+        CONFINED_ENV,
+        LIMIT_ENV,
+        NETWORK_ENV,
+        SANDBOX_ENV,
+        BackendChoice,
+        SandboxConfig,
+    )
+    from ._guard import GuardedRun, guard_protected_paths, protected_result, snapshot_too_large
+    from ._inherited import InheritedBackend
+    from ._landlock import LandlockBackend, detect_landlock_abi
+    from ._policy import CHILD_ENV_ALLOWLIST, ResourceLimits, SandboxPolicy, child_environment
+    from ._protect import AuditOutcome, ScanCache, SnapshotTooLarge
+    from ._runner import CapturedOutput, RunResult, SandboxedProcess, run_sandboxed, spawn_sandboxed
+    from ._seatbelt import SeatbeltBackend, seatbelt_profile
+    from ._select import LADDERS, default_backends, select_backend
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    ".._protected": ("PROTECTED_ENV",),
+    "._backend": (
+        "INHERITED",
+        "Enforcement",
+        "LaunchPlan",
+        "SandboxBackend",
+        "SandboxInfo",
+    ),
+    "._bash": (
+        "BASH_DEFAULT_TIMEOUT_MS",
+        "BASH_MAX_TIMEOUT_MS",
+        "bash_tool",
+    ),
+    "._bwrap": ("BubblewrapBackend",),
+    "._config": (
+        "BACKEND_CHOICES",
+        "CONFINED_ENV",
+        "LIMIT_ENV",
+        "NETWORK_ENV",
+        "SANDBOX_ENV",
+        "BackendChoice",
+        "SandboxConfig",
+    ),
+    "._guard": (
+        "GuardedRun",
+        "guard_protected_paths",
+        "protected_result",
+        "snapshot_too_large",
+    ),
+    "._inherited": ("InheritedBackend",),
+    "._landlock": (
+        "LandlockBackend",
+        "detect_landlock_abi",
+    ),
+    "._policy": (
+        "CHILD_ENV_ALLOWLIST",
+        "ResourceLimits",
+        "SandboxPolicy",
+        "child_environment",
+    ),
+    "._protect": (
+        "AuditOutcome",
+        "ScanCache",
+        "SnapshotTooLarge",
+    ),
+    "._runner": (
+        "CapturedOutput",
+        "RunResult",
+        "SandboxedProcess",
+        "run_sandboxed",
+        "spawn_sandboxed",
+    ),
+    "._seatbelt": (
+        "SeatbeltBackend",
+        "seatbelt_profile",
+    ),
+    "._select": (
+        "LADDERS",
+        "default_backends",
+        "select_backend",
+    ),
+}
+"""Each module (relative to this package) and the public names it provides (as the block above)."""
+
+_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -83,3 +158,18 @@ __all__ = [
     "snapshot_too_large",
     "spawn_sandboxed",
 ]
+
+
+if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
+
+    def __getattr__(name: str) -> object:
+        """Import a public name on first access, then keep it as a module global."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

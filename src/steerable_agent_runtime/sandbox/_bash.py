@@ -13,7 +13,7 @@ import os
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import Field
 
@@ -22,13 +22,13 @@ from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
-from ._backend import SandboxBackend
 from ._config import LIMIT_ENV, SandboxConfig
-from ._guard import guard_protected_paths, protected_result, snapshot_too_large
 from ._policy import SandboxPolicy, child_environment
-from ._protect import ScanCache, SnapshotTooLarge
-from ._runner import RunResult, run_sandboxed
-from ._select import select_backend
+
+if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
+    from ._backend import SandboxBackend
+    from ._protect import ScanCache
+    from ._runner import RunResult
 
 __all__ = ["BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "bash_tool"]
 
@@ -86,7 +86,7 @@ def bash_tool(
     )
     root = Path(workspace).resolve()
     cap = cfg.limits.max_output_bytes
-    scans = ScanCache()  # this workspace's directory listings, reused while unchanged
+    scans: ScanCache | None = None  # this workspace's directory listings, reused while unchanged
 
     async def bash(
         command: str,
@@ -101,6 +101,14 @@ def bash_tool(
             timeout_ms: Wall-clock limit in milliseconds (default 120000, at most 600000); on
                 expiry the command and everything it started are killed.
         """
+        from ._guard import guard_protected_paths, protected_result, snapshot_too_large
+        from ._protect import ScanCache, SnapshotTooLarge
+        from ._runner import run_sandboxed
+        from ._select import select_backend
+
+        nonlocal scans
+        if scans is None:
+            scans = ScanCache()
         chosen = backend if backend is not None else await asyncio.to_thread(select_backend, cfg)
         env = child_environment(environ)
         shell = shutil.which("bash", path=env.get("PATH")) or "/bin/sh"

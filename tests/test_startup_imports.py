@@ -1,0 +1,127 @@
+"""Issue 15 (start-up): what ``steerable call`` and ``boot_tools`` import, and the lazy packages.
+
+``benchmarks/startup.py`` measures the time; these tests hold the structure that makes it cheap:
+a one-shot ``call`` (and the boot every command runs) imports none of the heavy dependencies, and
+the tool implementations behind the registered descriptors load at their first call.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+HEAVY = ("httpx", "html_to_markdown", "jsonschema", "mcp")
+
+
+def _env() -> dict[str, str]:
+    """No plugins, and no proxy setting (with one, the web_search client is built at load)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    return {
+        k: v
+        for k, v in env.items()
+        if k.lower() not in {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+    }
+
+
+def _loaded(code: str, cwd: Path) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=_env(), capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_steerable_call_imports_no_heavy_dependency(tmp_path: Path):
+    """``python -m steerable_sidecar call read_file ...`` leaves httpx, the converter, jsonschema and mcp out."""
+    (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from steerable_sidecar.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\"}', '--no-plugins'])\n"
+        f"print(json.dumps({{'exit': code, 'content': json.loads(out.getvalue())['data']['content'], "
+        f"'heavy': [m for m in {HEAVY!r} if m in sys.modules]}}))\n"
+    )
+    assert _loaded(code, tmp_path) == {"exit": 0, "content": "hello\n", "heavy": []}
+
+
+def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path: Path):
+    """The descriptors are registered; bash's runner, the web engines and run_code's sandbox wait."""
+    engines = (
+        "steerable_agent_runtime.sandbox._runner",
+        "steerable_agent_runtime.sandbox._protect",
+        "steerable_agent_runtime.sandbox._guard",
+        "steerable_agent_runtime.sandbox._select",
+        "steerable_sidecar.web_tools._fetch",
+        "steerable_sidecar.web_tools._search",
+        "steerable_sidecar.web_tools._content",
+        *HEAVY,
+    )
+    code = (
+        "import json, sys\n"
+        "from steerable_sidecar.boot import boot_tools\n"
+        "booted = boot_tools('.', plugins=False, environ={'STEERABLE_RUN_CODE': '1', "
+        "'STEERABLE_WEB_SEARCH_PROVIDER': 'ddg'})\n"
+        f"print(json.dumps({{'tools': booted.router.names(), "
+        f"'loaded': [m for m in {engines!r} if m in sys.modules]}}))\n"
+    )
+    result = _loaded(code, tmp_path)
+    assert {"read_file", "bash", "run_code", "web_search", "web_fetch"} <= set(result["tools"])
+    assert result["loaded"] == []
+
+
+def test_the_lazily_registered_tools_work_at_their_first_call(tmp_path: Path):
+    """bash and web_fetch run their deferred imports inside the first call (here: refusals, no network)."""
+    code = (
+        "import asyncio, json\n"
+        "from steerable_agent_runtime import ToolCall\n"
+        "from steerable_sidecar.boot import boot_tools\n"
+        "booted = boot_tools('.', plugins=False)\n"
+        "async def main():\n"
+        "    fetch = await booted.router.dispatch(ToolCall(id='1', name='web_fetch', "
+        "arguments={'url': 'http://127.0.0.1/'}))\n"
+        "    bash = await booted.router.dispatch(ToolCall(id='2', name='bash', arguments={'command': 'echo hi'}))\n"
+        "    await booted.aclose()\n"
+        "    return fetch.data['code'], bash.success or bash.data['code']\n"
+        "print(json.dumps(asyncio.run(main())))\n"
+    )
+    fetch_code, bash_outcome = _loaded(code, tmp_path)
+    assert fetch_code == "ssrf_blocked"
+    assert bash_outcome in (True, "sandbox_unavailable")  # a machine without a backend refuses, never crashes
+
+
+@pytest.mark.parametrize("package_name", ["steerable_agent_runtime.sandbox", "steerable_sidecar.web_tools"])
+def test_lazy_packages_serve_every_public_name_from_its_module(package_name: str):
+    """The TYPE_CHECKING block (what type checkers see) is the table ``__getattr__`` serves."""
+    package = importlib.import_module(package_name)
+    assert package.__file__ is not None
+    tree = ast.parse(Path(package.__file__).read_text(encoding="utf-8"))
+    static: dict[str, tuple[str, ...]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "_typing.TYPE_CHECKING":
+            for imported in node.body:
+                assert isinstance(imported, ast.ImportFrom)
+                static["." * imported.level + (imported.module or "")] = tuple(a.name for a in imported.names)
+    table = {
+        module if module.startswith(".") else f".{module}": names
+        for module, names in package._EXPORTS.items()
+    }
+    assert static == table
+    assert sorted(package.__all__) == sorted(name for names in static.values() for name in names)
+    for module, names in static.items():
+        loaded = importlib.import_module(module, package_name)
+        for name in names:
+            assert getattr(package, name) is getattr(loaded, name), name
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
+        package.NoSuchThing  # noqa: B018
+    assert set(package.__all__) <= set(dir(package))
