@@ -1,0 +1,455 @@
+"""Issue 15: the MCP wire of ``steerable mcp``, frame by frame, against a real process.
+
+The official client (tests/sidecar/test_mcp_e2e.py) hides the frames; here they are written and
+read raw, so the tests see exactly what a host sees: the handshake answered while the tools still
+boot, log notifications at the level the host set (with secrets redacted), progress heartbeats,
+cancellation, -32602 for a name that is no tool, and the refusal to serve ``/`` or the home
+directory without ``--workspace``. A few in-process tests cover what a process cannot be made to
+do on cue (the tool list changing after start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from steerable_agent_runtime import ToolRouter, tool
+from steerable_sidecar.mcp_server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
+
+WAIT_S = 20
+INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+
+
+class Wire:
+    """One ``steerable mcp`` process: write frames to its stdin, read frames from its stdout."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.notifications: list[dict[str, Any]] = []
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps({"jsonrpc": "2.0", **message}) + "\n").encode())
+        await self.proc.stdin.drain()
+
+    async def frame(self, timeout: float = WAIT_S) -> dict[str, Any]:
+        assert self.proc.stdout is not None
+        line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
+        assert line, "the server closed its stdout"
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    async def answer(self, request_id: int, timeout: float = WAIT_S) -> dict[str, Any]:
+        """The response to ``request_id``; notifications read meanwhile go to ``notifications``."""
+        async with asyncio.timeout(timeout):
+            while True:
+                message = await self.frame()
+                if "method" in message:
+                    self.notifications.append(message)
+                elif message.get("id") == request_id:
+                    return message
+                else:
+                    raise AssertionError(f"an answer to another request: {message}")
+
+    async def call(
+        self, request_id: int, method: str, params: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        await self.send({"id": request_id, "method": method, **({"params": params} if params else {})})
+        return await self.answer(request_id)
+
+    async def handshake(self) -> dict[str, Any]:
+        init = await self.call(1, "initialize", INIT)
+        await self.send({"method": "notifications/initialized"})
+        return init
+
+    def of(self, method: str) -> list[dict[str, Any]]:
+        return [n["params"] for n in self.notifications if n["method"] == method]
+
+
+@asynccontextmanager
+async def mcp(args: list[str], env: dict[str, str], cwd: Path | None = None) -> AsyncIterator[Wire]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "steerable_sidecar",
+        "mcp",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env,
+        cwd=cwd,
+    )
+    wire = Wire(proc)
+    try:
+        yield wire
+    finally:
+        if proc.returncode is None:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), WAIT_S)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "notes.txt").write_text("hello\n", encoding="utf-8")
+    return root
+
+
+def plugin_dir(tmp_path: Path, source: str) -> Path:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    (folder / "probe.py").write_text(source, encoding="utf-8")
+    return folder
+
+
+# -- lifecycle --------------------------------------------------------------------------------------
+
+
+async def test_initialize_is_answered_while_the_tools_are_still_booting(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    # The plugin's register() blocks until the test creates a file: the boot cannot finish before
+    # that, yet the handshake is answered, and tools/list waits and then lists the plugin's tool.
+    gate = tmp_path / "gate"
+    plugins = plugin_dir(
+        tmp_path,
+        f"""
+import pathlib, time
+from steerable_agent_runtime import tool
+
+def register(router):
+    deadline = time.monotonic() + 60
+    while not pathlib.Path({str(gate)!r}).exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+    @tool(router=router, description="Say hi")
+    async def say_hi() -> str:
+        return "hi"
+""",
+    )
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugins))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        init = await wire.handshake()
+        assert init["result"]["serverInfo"]["name"] == "steerable"
+        assert (await wire.call(2, "ping"))["result"] == {}
+        await wire.send({"id": 3, "method": "tools/list"})
+        with pytest.raises(TimeoutError):  # still booting: no answer yet
+            await wire.answer(3, timeout=0.5)
+        gate.touch()
+        listed = await wire.answer(3)
+        names = [t["name"] for t in listed["result"]["tools"]]
+        assert "say_hi" in names and "read_file" in names
+
+
+@pytest.mark.parametrize(
+    ("asked", "answered"),
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2024-11-05", "2024-11-05"),
+        ("2025-11-25", "2025-11-25"),
+        ("2099-01-01", LATEST_PROTOCOL_VERSION),  # one we do not speak: our newest, the client decides
+    ],
+)
+async def test_version_negotiation_and_capabilities(
+    ws: Path, child_env: Callable[..., dict[str, str]], asked: str, answered: str
+) -> None:
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env()) as wire:
+        init = await wire.call(1, "initialize", {**INIT, "protocolVersion": asked})
+    result = init["result"]
+    assert result["protocolVersion"] == answered
+    assert result["capabilities"] == {"tools": {"listChanged": True}, "logging": {}}
+    assert str(ws.resolve()) in result["instructions"]
+
+
+async def test_bad_initialize_and_unknown_methods_are_protocol_errors(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env()) as wire:
+        bad = await wire.call(1, "initialize", {"capabilities": {}})
+        assert bad["error"]["code"] == -32602 and "protocolVersion" in bad["error"]["message"]
+        await wire.handshake()
+        assert (await wire.call(2, "resources/list"))["error"]["code"] == -32601
+        assert (await wire.call(3, "tools/list", {"cursor": "abc"}))["error"]["code"] == -32602
+        no_name = await wire.call(4, "tools/call", {"arguments": {}})
+        assert no_name["error"]["code"] == -32602
+        bad_args = await wire.call(5, "tools/call", {"name": "read_file", "arguments": [1]})
+        assert bad_args["error"]["code"] == -32602 and "must be an object" in bad_args["error"]["message"]
+        # and the server goes on serving
+        done = await wire.call(6, "tools/call", {"name": "read_file", "arguments": {"path": "notes.txt"}})
+        assert done["result"]["structuredContent"]["data"]["content"] == "hello\n"
+
+
+async def test_a_failed_boot_is_answered_then_the_command_exits_2(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    plugins = plugin_dir(tmp_path, "def register(router):\n    raise RuntimeError('probe cannot start')\n")
+    async with mcp(["--workspace", str(ws)], child_env(STEERABLE_PLUGIN_DIR=str(plugins))) as wire:
+        await wire.handshake()
+        listed = await wire.call(2, "tools/list")
+        assert "probe" in listed["error"]["message"] and "probe cannot start" in listed["error"]["message"]
+        assert listed["error"]["data"]["type"] == "PluginLoadError"
+        assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
+        assert wire.proc.stderr is not None
+        stderr = (await wire.proc.stderr.read()).decode()
+        assert "steerable: " in stderr and "probe cannot start" in stderr
+
+
+# -- the workspace ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["root", "home", "above home"])
+async def test_refuses_root_and_home_without_workspace(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]], where: str
+) -> None:
+    home = tmp_path / "users" / "me"
+    home.mkdir(parents=True)
+    cwd = {"root": Path("/"), "home": home, "above home": home.parent}[where]
+    async with mcp(["--no-plugins"], child_env(HOME=str(home)), cwd=cwd) as wire:
+        assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
+        assert wire.proc.stdout is not None and wire.proc.stderr is not None
+        assert await wire.proc.stdout.read() == b""  # nothing on the protocol stream
+        stderr = (await wire.proc.stderr.read()).decode()
+    assert f"the current directory {cwd} is" in stderr
+    assert "--workspace /path/to/project" in stderr
+
+
+async def test_workspace_naming_home_is_the_users_choice(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    home = tmp_path / "me"
+    home.mkdir()
+    (home / "todo.txt").write_text("x\n", encoding="utf-8")
+    env = child_env(HOME=str(home))
+    async with mcp(["--workspace", str(home), "--no-plugins"], env, cwd=home) as wire:
+        await wire.handshake()
+        read = await wire.call(2, "tools/call", {"name": "read_file", "arguments": {"path": "todo.txt"}})
+    assert read["result"]["isError"] is False
+    # and from a project folder below home, no flag is needed
+    project = home / "project"
+    project.mkdir()
+    async with mcp(["--no-plugins"], env, cwd=project) as wire:
+        assert (await wire.handshake())["result"]["serverInfo"]["name"] == "steerable"
+
+
+# -- logging ------------------------------------------------------------------------------------
+
+LOGGING_PLUGIN = """
+import logging
+from steerable_agent_runtime import tool
+
+def register(router):
+    @tool(router=router, mode="read", description="Log a line")
+    async def log_line(level: str, text: str) -> str:
+        logging.getLogger("probe.plugin").log(getattr(logging, level), text)
+        return "logged"
+"""
+
+
+async def test_logging_set_level_forwards_records_at_or_above_it_without_secrets(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    key = "sk-test-0123456789abcdef"
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, LOGGING_PLUGIN)), STEERABLE_API_KEY=key)
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        assert (await wire.call(2, "tools/list"))["result"]["tools"]  # booted
+        wire.notifications.clear()
+
+        def log(request_id: int, level: str, text: str) -> Any:
+            return wire.call(
+                request_id, "tools/call", {"name": "log_line", "arguments": {"level": level, "text": text}}
+            )
+
+        await log(3, "WARNING", f"the key is {key}")  # default level: warning and above
+        await log(4, "INFO", "not yet")
+        assert (await wire.call(5, "logging/setLevel", {"level": "info"}))["result"] == {}
+        await log(6, "INFO", "now info")
+        await log(7, "DEBUG", "never at info")
+        assert (await wire.call(8, "logging/setLevel", {"level": "error"}))["result"] == {}
+        await log(9, "WARNING", "below error")
+        await log(10, "CRITICAL", "on fire")
+        bad = await wire.call(11, "logging/setLevel", {"level": "verbose"})
+        await wire.call(12, "ping")
+    assert bad["error"]["code"] == -32602 and "debug, info, notice" in bad["error"]["message"]
+    sent = [
+        (m["level"], m["logger"], m["data"])
+        for m in wire.of("notifications/message")
+        if m["logger"] == "probe.plugin"
+    ]
+    assert sent == [
+        ("warning", "probe.plugin", "the key is [redacted]"),
+        ("info", "probe.plugin", "now info"),
+        ("critical", "probe.plugin", "on fire"),
+    ]
+    assert all(key not in json.dumps(n) for n in wire.notifications)
+
+
+# -- progress and cancellation --------------------------------------------------------------------
+
+
+async def test_progress_heartbeats_for_a_long_bash(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env()) as wire:
+        await wire.handshake()
+        params = {
+            "name": "bash",
+            "arguments": {"command": "sleep 2.2; echo done"},
+            "_meta": {"progressToken": "tok-1"},
+        }
+        answer = await wire.call(2, "tools/call", params)
+        progress = wire.of("notifications/progress")
+        quiet = await wire.call(3, "tools/call", {"name": "bash", "arguments": {"command": "sleep 1.2"}})
+    assert answer["result"]["structuredContent"]["data"]["stdout"] == "done\n", answer
+    assert [p["progressToken"] for p in progress] == ["tok-1"] * len(progress)
+    assert len(progress) >= 3  # the start, then one a second
+    assert progress[0]["progress"] == 0 and progress[0]["message"] == "bash started"
+    values = [p["progress"] for p in progress]
+    assert values == sorted(set(values))  # strictly increasing
+    assert progress[-1]["message"].startswith("bash running for ")
+    assert quiet["result"]["isError"] is False
+    assert len(wire.of("notifications/progress")) == len(progress)  # no token, no progress
+
+
+def _running(marker: str) -> bool:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                    return True
+            except OSError:
+                continue
+    return False
+
+
+async def test_cancelled_call_gets_no_answer_and_its_child_is_killed(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    marker = "31.4159"  # a sleep nobody else runs
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env()) as wire:
+        await wire.handshake()
+        params = {"name": "bash", "arguments": {"command": f"sleep {marker}"}, "_meta": {"progressToken": 9}}
+        await wire.send({"id": 7, "method": "tools/call", "params": params})
+        async with asyncio.timeout(WAIT_S):
+            while not wire.of("notifications/progress"):
+                wire.notifications.append(await wire.frame())
+            while not _running(marker):
+                await asyncio.sleep(0.05)
+        await wire.send({"method": "notifications/cancelled", "params": {"requestId": 7, "reason": "user"}})
+        async with asyncio.timeout(WAIT_S):
+            while _running(marker):
+                await asyncio.sleep(0.05)
+        pong = await wire.call(8, "ping")  # an answer to 7 would have failed here
+        assert pong["result"] == {}
+        await asyncio.sleep(1.5)  # no heartbeat either once cancelled
+        count = len(wire.of("notifications/progress"))
+        assert (await wire.call(9, "ping"))["result"] == {}
+        assert len(wire.of("notifications/progress")) == count
+
+
+# -- in process: tools that change after start, annotations ------------------------------------
+
+
+class _Lines:
+    """A :class:`LineWriter` that keeps what the server wrote, frame by frame."""
+
+    def __init__(self) -> None:
+        self.frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    def write(self, data: bytes, /) -> None:
+        for line in data.splitlines():
+            self.frames.put_nowait(json.loads(line))
+
+    async def drain(self) -> None:
+        return None
+
+
+async def test_a_tool_added_after_start_sends_list_changed() -> None:
+    router = ToolRouter()
+
+    @tool(router=router, mode="read", description="One")
+    async def one() -> str:
+        return "1"
+
+    reader = asyncio.StreamReader()
+    out = _Lines()
+    server = McpServer()
+    serving = asyncio.create_task(server.serve(reader, out))
+    server.attach(router)
+    reader.feed_data(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode() + b"\n"
+    )
+    assert (await asyncio.wait_for(out.frames.get(), WAIT_S))["id"] == 1
+
+    @tool(router=router, mode="read", description="Two")
+    async def two() -> str:
+        return "2"
+
+    @tool(router=router, mode="read", description="Three")
+    async def three() -> str:
+        return "3"
+
+    changed = await asyncio.wait_for(out.frames.get(), WAIT_S)
+    assert changed == {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+    reader.feed_data(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
+    listed = await asyncio.wait_for(out.frames.get(), WAIT_S)  # one notification for the burst
+    assert [t["name"] for t in listed["result"]["tools"]] == ["one", "two", "three"]
+    reader.feed_eof()
+    await asyncio.wait_for(serving, WAIT_S)
+
+
+async def test_log_forwarding_leaves_the_stderr_log_level_alone(caplog: pytest.LogCaptureFixture) -> None:
+    root = logging.getLogger()
+    before = root.level
+    reader = asyncio.StreamReader()
+    out = _Lines()
+    server = McpServer()
+    serving = asyncio.create_task(server.serve(reader, out))
+    server.attach(ToolRouter())
+    reader.feed_data(b'{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}\n')
+    assert (await asyncio.wait_for(out.frames.get(), WAIT_S))["result"] == {}
+    logging.getLogger("probe.inproc").debug("fine detail")
+    note = await asyncio.wait_for(out.frames.get(), WAIT_S)
+    assert note["params"] == {"level": "debug", "logger": "probe.inproc", "data": "fine detail"}
+    reader.feed_eof()
+    await asyncio.wait_for(serving, WAIT_S)
+    assert root.level == before  # restored when the connection ends
+
+
+def test_titles_and_annotations() -> None:
+    assert tool_title("read_file") == "Read file" and tool_title("mcp__git__git_log") == "Mcp git git log"
+    from steerable_agent_runtime import ToolMode
+
+    assert mode_annotations(ToolMode.EXTERNAL) == {
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    }
+
+
+def test_the_mcp_command_answers_the_handshake_without_the_heavy_imports() -> None:
+    """What runs before ``initialize`` is answered: the CLI and the MCP modules, nothing heavy."""
+    probe = (
+        "import sys, json, steerable_sidecar.cli, steerable_sidecar._mcp_cli;"
+        "print(json.dumps(sorted(m for m in ('pydantic', 'mcp', 'httpx', 'jsonschema', "
+        "'steerable_agent_runtime.tools', 'steerable_agent_runtime.workspace') if m in sys.modules)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []
