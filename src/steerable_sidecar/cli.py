@@ -237,6 +237,28 @@ async def _closing(booted: Booted, work: Awaitable[int]) -> int:
         await booted.aclose()
 
 
+def _search_the_deferred_tier(router: ToolRouter) -> None:
+    """``call`` and ``session`` dispatch by name: give them ``tool_search`` when there is a deferred tier.
+
+    Without a harness of their own to offer it, ``tool_search`` is how a caller finds the deferred
+    tools (MCP sources' tools, a plugin's ``exposure="deferred"`` tools), whatever ``--harness``
+    says. With no deferred tool it is marked unavailable, so the answer says why instead of
+    "unknown tool"; a plugin's own ``tool_search`` is left alone.
+    """
+    from steerable_agent_runtime.tools import ToolExposure
+
+    if "tool_search" in router:
+        return
+    if any(tool.exposure is ToolExposure.DEFERRED for tool in router):
+        from steerable_agent_runtime.tool_search import register_tool_search
+
+        register_tool_search(router)
+    else:
+        router.mark_unavailable(
+            "tool_search", "there is no deferred tool to search here: every tool is called by its name."
+        )
+
+
 def _print_table(tools: Sequence[Tool]) -> None:
     rows = [(t.name, t.mode.value, t.exposure.value, " ".join(t.description.split())) for t in tools]
     widths = [max(len(r[i]) for r in rows + [("NAME", "MODE", "TIER", "")]) for i in range(3)]
@@ -376,6 +398,8 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
     if args.command == "plugins":
         _print_plugins(booted, args.json)
         return 0
+    if args.command in ("call", "session"):
+        _search_the_deferred_tier(router)
     if args.command == "call":
         return await _call(router, args.name, args.arguments or "{}")
     if args.command == "session":
