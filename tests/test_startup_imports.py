@@ -56,12 +56,16 @@ def test_steerable_call_imports_no_heavy_dependency(tmp_path: Path):
 
 
 def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path: Path):
-    """The descriptors are registered; bash's runner, the web engines and run_code's sandbox wait."""
+    """The descriptors are registered; the file tools' engines, bash's runner, the web engines wait."""
     engines = (
         "steerable_agent_runtime.sandbox._runner",
         "steerable_agent_runtime.sandbox._protect",
         "steerable_agent_runtime.sandbox._guard",
         "steerable_agent_runtime.sandbox._select",
+        "steerable_agent_runtime.workspace._edit",
+        "steerable_agent_runtime.workspace._apply",
+        "steerable_agent_runtime.workspace._patch",
+        "steerable_agent_runtime.workspace._search",
         "steerable_sidecar.web_tools._fetch",
         "steerable_sidecar.web_tools._search",
         "steerable_sidecar.web_tools._content",
@@ -81,26 +85,51 @@ def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path:
 
 
 def test_the_lazily_registered_tools_work_at_their_first_call(tmp_path: Path):
-    """bash and web_fetch run their deferred imports inside the first call (here: refusals, no network)."""
+    """Each tool runs its deferred imports inside its first call, in a fresh process."""
+    (tmp_path / "notes.txt").write_text("fix teh typo\n", encoding="utf-8")
     code = (
         "import asyncio, json\n"
         "from steerable_agent_runtime import ToolCall\n"
         "from steerable_sidecar.boot import boot_tools\n"
         "booted = boot_tools('.', plugins=False)\n"
+        "async def call(name, **arguments):\n"
+        "    return await booted.router.dispatch(ToolCall(id=name, name=name, arguments=arguments))\n"
         "async def main():\n"
-        "    fetch = await booted.router.dispatch(ToolCall(id='1', name='web_fetch', "
-        "arguments={'url': 'http://127.0.0.1/'}))\n"
-        "    bash = await booted.router.dispatch(ToolCall(id='2', name='bash', arguments={'command': 'echo hi'}))\n"
+        "    out = {}\n"
+        "    out['list_dir'] = [e['name'] for e in (await call('list_dir')).data['entries']]\n"
+        "    out['glob'] = (await call('glob', pattern='*.txt')).data['files']\n"
+        "    out['grep'] = [m['text'] for m in (await call('grep', pattern='teh')).data['matches']]\n"
+        "    version = (await call('read_file', path='notes.txt')).data['version']\n"
+        "    edited = await call('edit_file', path='notes.txt', expectedVersion=version,\n"
+        "                        edits=[{'oldText': 'teh', 'newText': 'the'}])\n"
+        "    out['edit_file'] = edited.success\n"
+        "    patch = '*** Begin Patch\\n*** Add File: new.txt\\n+added\\n*** End Patch'\n"
+        "    out['apply_patch'] = (await call('apply_patch', patch=patch)).success\n"
+        "    out['web_fetch'] = (await call('web_fetch', url='http://127.0.0.1/')).data['code']\n"
+        "    bash = await call('bash', command='echo hi')\n"
+        "    out['bash'] = bash.data['stdout'] if bash.success else bash.data['code']\n"
         "    await booted.aclose()\n"
-        "    return fetch.data['code'], bash.success or bash.data['code']\n"
+        "    return out\n"
         "print(json.dumps(asyncio.run(main())))\n"
     )
-    fetch_code, bash_outcome = _loaded(code, tmp_path)
-    assert fetch_code == "ssrf_blocked"
-    assert bash_outcome in (True, "sandbox_unavailable")  # a machine without a backend refuses, never crashes
+    out = _loaded(code, tmp_path)
+    assert out.pop("bash") in ("hi\n", "sandbox_unavailable")  # no backend: refused, never a crash
+    assert out == {
+        "list_dir": ["notes.txt"],
+        "glob": ["notes.txt"],
+        "grep": ["fix teh typo"],
+        "edit_file": True,
+        "apply_patch": True,
+        "web_fetch": "ssrf_blocked",
+    }
+    assert (tmp_path / "notes.txt").read_text(encoding="utf-8") == "fix the typo\n"
+    assert (tmp_path / "new.txt").read_text(encoding="utf-8") == "added\n"
 
 
-@pytest.mark.parametrize("package_name", ["steerable_agent_runtime.sandbox", "steerable_sidecar.web_tools"])
+@pytest.mark.parametrize(
+    "package_name",
+    ["steerable_agent_runtime.sandbox", "steerable_agent_runtime.workspace", "steerable_sidecar.web_tools"],
+)
 def test_lazy_packages_serve_every_public_name_from_its_module(package_name: str):
     """The TYPE_CHECKING block (what type checkers see) is the table ``__getattr__`` serves."""
     package = importlib.import_module(package_name)

@@ -1,12 +1,61 @@
-"""Workspace file tools with content-hash read-before-write state (spec: File tools)."""
+"""Workspace file tools with content-hash read-before-write state (spec: File tools).
 
-from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, apply_edits_detailed
-from ._levels import MATCH_LEVELS, MatchLevel
-from ._rg import RIPGREP_ENV, Ripgrep, SearchEngine, ripgrep_setting
-from ._state import FileView, ReadFileState, read_file_state_from_messages
-from ._text import version_of
-from ._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV, workspace_tools_for_cwd
-from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
+Each public name is imported from its module on first use (PEP 562 ``__getattr__``), and each
+tool's engine (``edit_file``'s matcher, ``apply_patch``'s parser, the ``grep`` / ``glob`` walkers)
+at its first call, so registering the tools loads only what ``read_file`` and ``write_file`` use.
+"""
+
+import importlib as _importlib
+import typing as _typing
+
+if _typing.TYPE_CHECKING:
+    from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, apply_edits_detailed
+    from ._levels import MATCH_LEVELS, MatchLevel
+    from ._rg import RIPGREP_ENV, Ripgrep, SearchEngine, ripgrep_setting
+    from ._state import FileView, ReadFileState, read_file_state_from_messages
+    from ._text import version_of
+    from ._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV, workspace_tools_for_cwd
+    from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
+
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "._edit": (
+        "EDIT_ERROR_CODES",
+        "Edit",
+        "EditMatch",
+        "EditOutcome",
+        "apply_edits",
+        "apply_edits_detailed",
+    ),
+    "._levels": (
+        "MATCH_LEVELS",
+        "MatchLevel",
+    ),
+    "._rg": (
+        "RIPGREP_ENV",
+        "Ripgrep",
+        "SearchEngine",
+        "ripgrep_setting",
+    ),
+    "._state": (
+        "FileView",
+        "ReadFileState",
+        "read_file_state_from_messages",
+    ),
+    "._text": ("version_of",),
+    "._tools": (
+        "CROSS_PROCESS_LOCK_ENV",
+        "REQUIRE_READ_ENV",
+        "workspace_tools_for_cwd",
+    ),
+    "._workspace": (
+        "DEFAULT_MAX_FILE_BYTES",
+        "DEFAULT_MAX_OUTPUT_CHARS",
+        "Workspace",
+    ),
+}
+"""Each module (relative to this package) and the public names it provides (as the block above)."""
+
+_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "CROSS_PROCESS_LOCK_ENV",
@@ -32,3 +81,18 @@ __all__ = [
     "version_of",
     "workspace_tools_for_cwd",
 ]
+
+
+if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
+
+    def __getattr__(name: str) -> object:
+        """Import a public name on first access, then keep it as a module global."""
+        module = _MODULE_OF.get(name)
+        if module is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_importlib.import_module(module, __name__), name)
+        globals()[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *__all__})

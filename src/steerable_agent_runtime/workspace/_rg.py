@@ -57,6 +57,10 @@ MAX_RIPGREP_CHILDREN: Final = min(max(4 * (os.cpu_count() or 1), 4), 32)
 turn. Fewer slots leave searches queueing behind each other under load (p99 over 1 s with 4 on 2
 cores), more only add switching: measured in ``benchmarks/grep_scale.py``."""
 
+GREP_TIME_BUDGET_S: Final = 20.0
+"""Wall-clock time one ``grep`` or ``glob`` call may take, in seconds; then the search is stopped
+(re-exported by ``_search``; defined here so ``Workspace`` reads it without the search module)."""
+
 MAX_STDERR_BYTES: Final = 64 * 1024
 
 _VCS_AND_OWN: Final = (

@@ -39,6 +39,7 @@ from ._globs import GlobPattern, compile_glob
 from ._paths import WorkspaceRoot, listing_text
 from ._regex import check_pattern, compile_python
 from ._rg import (
+    GREP_TIME_BUDGET_S,
     Ripgrep,
     SearchEngine,
     base_args,
@@ -54,9 +55,6 @@ __all__ = ["GREP_TIME_BUDGET_S", "MAX_ENTRIES", "glob_files", "grep_files", "lis
 
 MAX_ENTRIES: Final = 1000
 """Most entries ``list_dir`` and ``glob`` return."""
-
-GREP_TIME_BUDGET_S: Final = 20.0
-"""Wall-clock time one ``grep`` or ``glob`` call may take, in seconds; then the search is stopped."""
 
 MAX_LISTED_PATHS: Final = 1_000_000
 """Most paths one ``glob`` walk reads before it stops (and says ``truncated``)."""

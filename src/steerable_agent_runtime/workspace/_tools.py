@@ -11,7 +11,7 @@ import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from pydantic import Field
 from typing_extensions import TypedDict
@@ -21,12 +21,12 @@ from .._protected import PROTECTED_ENV
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
 from ..tools import Tool, ToolRouter
-from ._apply import apply_patch
-from ._edit import Edit
 from ._rg import SearchEngine, ripgrep_setting
-from ._search import glob_files, grep_files, list_dir
 from ._state import ReadFileState
 from ._workspace import Workspace
+
+if TYPE_CHECKING:  # each tool's engine loads at its first call (start-up: registering is cheap)
+    from ._edit import Edit
 
 __all__ = ["CROSS_PROCESS_LOCK_ENV", "REQUIRE_READ_ENV", "workspace_tools_for_cwd"]
 
@@ -48,6 +48,8 @@ class EditSpec(TypedDict):
 def _edits(
     edits: list[EditSpec] | None, old_string: str | None, new_string: str | None, replace_all: bool
 ) -> list[Edit]:
+    from ._edit import Edit
+
     single = old_string is not None or new_string is not None
     if edits is not None and single:
         raise EditError(
@@ -202,6 +204,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         Args:
             patch: The patch text.
         """
+        from ._apply import apply_patch
+
         return await apply_patch(ws, patch)
 
     async def list_directory(path: str = ".") -> dict[str, Any]:
@@ -210,6 +214,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         Args:
             path: Directory relative to the workspace root.
         """
+        from ._search import list_dir
+
         return await asyncio.to_thread(list_dir, ws.root, path)
 
     async def glob(
@@ -226,6 +232,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
             includeHidden: List names starting with '.' (default true).
             includeIgnored: Also list files the ignore files exclude.
         """
+        from ._search import glob_files
+
         return await glob_files(
             ws.root,
             ws.search,
@@ -261,6 +269,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
             includeHidden: Search names starting with '.' (default true).
             includeIgnored: Also search files the ignore files exclude.
         """
+        from ._search import grep_files
+
         return await grep_files(
             ws.root,
             ws.search,

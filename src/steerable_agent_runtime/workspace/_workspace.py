@@ -16,7 +16,7 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._protected import (
     HOOKS_PATH_RULE,
@@ -39,14 +39,14 @@ from ._disk import (
     replace_temp,
     write_temp,
 )
-from ._edit import Edit, apply_edits_detailed
-from ._levels import loosest_level
 from ._paths import WorkspaceRoot
-from ._rg import SearchEngine
-from ._search import GREP_TIME_BUDGET_S
+from ._rg import GREP_TIME_BUDGET_S, SearchEngine
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
 from ._txn import LOCK_TIMEOUT_S, Intent, LockHeld, PathLocks, StateDir, locked_error, recover
+
+if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost)
+    from ._edit import Edit
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled", "unified_diff"]
 
@@ -631,6 +631,9 @@ class Workspace:
             WorkspaceError: ``protected_path``, ``file_locked``, ``file_not_found``, ``write_failed`` and
                 the load/decode codes.
         """
+        from ._edit import Edit, apply_edits_detailed
+        from ._levels import loosest_level
+
         real, display = self.resolve_file(path)
         self.check_protected(path, real, display, "edit")
         async with self.locked([real]):
