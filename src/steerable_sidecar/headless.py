@@ -30,18 +30,16 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any, Final, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
-from steerable_agent_runtime import SteerableError, ToolRouter, new_call_id
-from steerable_agent_runtime.ask_user import make_ask_user_tool
-from steerable_agent_runtime.executor import ApprovalGate, approve_all, mode_lookup
-from steerable_agent_runtime.harness import AssembledHarness
-from steerable_agent_runtime.llm import LLMProvider
-from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
-from steerable_agent_runtime.record import DurableRecord
-from steerable_agent_runtime.spill import SpillHooks
+from steerable_agent_runtime.errors import SteerableError
+from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, RunOutcome
 
-from .sidecar import checked_state_dir
+if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add_run_arguments
+    from steerable_agent_runtime import ToolRouter
+    from steerable_agent_runtime.harness import AssembledHarness
+    from steerable_agent_runtime.llm import LLMProvider
+    from steerable_agent_runtime.loop import LoopEvent, RunSummary
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
 
@@ -234,6 +232,8 @@ def _exit_code(summary: RunSummary) -> int:
 def _finish_router(args: argparse.Namespace, router: ToolRouter) -> None:
     wants_ask = args.ask_user == "on" or (args.ask_user == "auto" and sys.stdin.isatty())
     if wants_ask:
+        from steerable_agent_runtime.ask_user import make_ask_user_tool
+
         from .terminal_prompt import terminal_ask_user_handler
 
         router.register(make_ask_user_tool(terminal_ask_user_handler()))
@@ -277,6 +277,12 @@ async def _run_loop(
     router: ToolRouter,
     harness: AssembledHarness,
 ) -> dict[str, Any]:
+    from steerable_agent_runtime.executor import ApprovalGate, approve_all, mode_lookup
+    from steerable_agent_runtime.loop import AgentLoop
+    from steerable_agent_runtime.record import DurableRecord
+    from steerable_agent_runtime.spill import SpillHooks
+    from steerable_agent_runtime.types import new_call_id
+
     session_id = args.session_id or new_call_id()
     record = DurableRecord.for_session(state_dir / "sessions", session_id)
     spill = SpillHooks(state_dir / "sessions" / f"{session_id}.spill")
@@ -342,6 +348,8 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         cwd = Path(args.workspace or os.getcwd()).resolve()
         if not cwd.is_dir():
             raise ValueError(f"--workspace {cwd} is not a directory")
+        from .sidecar import checked_state_dir
+
         state_dir = checked_state_dir(args.state_dir)  # a ConfigError naming --state-dir or the variable
         if provider is None:
             from .providers import default_llm_provider
