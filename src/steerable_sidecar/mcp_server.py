@@ -194,6 +194,8 @@ class McpServer:
         self._dropped_logs = 0
         self._unsubscribe: Callable[[], None] | None = None
         self._list_changed_pending = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._background: set[asyncio.Task[None]] = set()
 
     # -- the tools ----------------------------------------------------------------------------
 
@@ -230,18 +232,22 @@ class McpServer:
         return self._router
 
     def _watch(self, router: ToolRouter) -> None:
-        def changed(old: Tool | None, new: Tool | None) -> None:
-            if self._list_changed_pending or self._peer is None or self._peer.closed:
+        loop = self._loop
+
+        def changed(old: Tool | None, new: Tool | None) -> None:  # on any thread (a plugin reload)
+            if self._list_changed_pending or loop is None or loop.is_closed():
                 return
             self._list_changed_pending = True  # one notification for a burst of changes
-            asyncio.get_running_loop().call_soon(self._send_list_changed)
+            loop.call_soon_threadsafe(self._send_list_changed)
 
         self._unsubscribe = router.subscribe(changed)
 
     def _send_list_changed(self) -> None:
         self._list_changed_pending = False
         if self._peer is not None and not self._peer.closed:
-            asyncio.ensure_future(self._notify("notifications/tools/list_changed", None))
+            task = asyncio.ensure_future(self._notify("notifications/tools/list_changed", None))
+            self._background.add(task)  # kept until done: the loop holds tasks weakly
+            task.add_done_callback(self._background.discard)
 
     # -- serving ------------------------------------------------------------------------------
 
@@ -254,6 +260,7 @@ class McpServer:
         """
         peer = JsonRpcPeer(reader, writer, name="mcp")
         self._peer = peer
+        self._loop = asyncio.get_running_loop()
         peer.add_method("initialize", self._initialize)
         peer.add_method("ping", self._ping)
         peer.add_method("tools/list", self._list_tools)
@@ -389,7 +396,10 @@ class McpServer:
         queue = self._log_queue
         if queue is None or record.levelno < self._log_level or self._peer is None or self._peer.closed:
             return
-        text = record.getMessage()
+        try:
+            text = record.getMessage()
+        except Exception:  # a record whose arguments do not fit its format: send the format
+            text = str(record.msg)
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             text = f"{text} ({type(exc).__name__}: {exc})"
