@@ -55,6 +55,30 @@ def test_steerable_call_imports_no_heavy_dependency(tmp_path: Path):
     assert _loaded(code, tmp_path) == {"exit": 0, "content": "hello\n", "heavy": []}
 
 
+def test_the_cli_parser_imports_neither_pydantic_nor_the_agent_loop(tmp_path: Path):
+    """Every command builds the parser, ``steerable run``'s options included (``steerable --version``)."""
+    code = (
+        "import json, sys\n"
+        "from steerable_sidecar.cli import build_parser\n"
+        "build_parser()\n"
+        "print(json.dumps({'loaded': [m for m in "
+        "('pydantic', 'steerable_agent_runtime.loop', 'steerable_sidecar.sidecar') if m in sys.modules]}))\n"
+    )
+    assert _loaded(code, tmp_path) == {"loaded": []}
+
+
+def test_run_outcome_is_the_loops_own():
+    """``RunOutcome`` is defined in ``_outcome`` (cheap to import) and public in ``loop``, unchanged."""
+    import pickle
+
+    from steerable_agent_runtime import loop
+    from steerable_sidecar.headless import EXIT_CODES
+
+    assert loop.RunOutcome.__module__ == "steerable_agent_runtime.loop" and loop.DEFAULT_MAX_ROUNDS == 50
+    assert pickle.loads(pickle.dumps(loop.RunOutcome.ERROR)) is loop.RunOutcome.ERROR
+    assert EXIT_CODES[loop.RunOutcome.MAX_ROUNDS] == 3
+
+
 def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path: Path):
     """The descriptors are registered; the file tools' engines, bash's runner, the web engines wait."""
     engines = (

@@ -34,9 +34,10 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Final
 
+from ._outcome import DEFAULT_MAX_ROUNDS as DEFAULT_MAX_ROUNDS  # public here, defined there
+from ._outcome import RunOutcome
 from .errors import ProviderError
 from .executor import ToolExecutor, current_executor
 from .finish import finish_kind, finish_problem
@@ -67,30 +68,6 @@ LoopEvent = dict[str, Any]
 
 EventSink = Callable[[LoopEvent], Awaitable[None] | None]
 """Receives every :data:`LoopEvent`; may be sync or async. Its exceptions are logged, never raised."""
-
-DEFAULT_MAX_ROUNDS = 50
-"""Model calls per run before the loop stops with ``max_rounds``."""
-
-
-class RunOutcome(StrEnum):
-    """How a run ended."""
-
-    COMPLETED = "completed"
-    """The model answered without calling a tool."""
-    TERMINAL = "terminal"
-    """A tool result was terminal (``is_terminal_result``)."""
-    MAX_ROUNDS = "max_rounds"
-    """The round limit was reached while the model still called tools."""
-    CANCELLED = "cancelled"
-    """:meth:`AgentLoop.cancel` was called."""
-    ERROR = "error"
-    """The provider failed (:class:`~steerable_agent_runtime.errors.ProviderError`)."""
-    INCOMPLETE = "incomplete"
-    """The model's answer was cut off (``finish_reason: length``) or withheld by a content filter
-    (``content_filter``, GLM's ``sensitive``): not a finished task (see
-    :mod:`steerable_agent_runtime.finish`)."""
-    EMPTY_ANSWER = "empty_answer"
-    """The model answered with no text and no tool call, twice in a row (LOOP-1)."""
 
 
 @dataclass(slots=True)

@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
+from steerable_agent_runtime._outcome import DEFAULT_MAX_ROUNDS, RunOutcome  # not the loop: parser only
 from steerable_agent_runtime.errors import SteerableError
-from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, RunOutcome
 
 if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add_run_arguments
     from steerable_agent_runtime import ToolRouter
