@@ -147,9 +147,9 @@ class WebTools:
     @property
     def provider(self) -> WebSearchProvider | None:
         """The search backend, ``None`` without one (a deferred default one is built here)."""
-        if self._make_provider is not None:
-            make, self._make_provider = self._make_provider, None
-            self._provider, owned = make()
+        if self._make_provider is not None:  # a failure here is raised again at the next search
+            self._provider, owned = self._make_provider()
+            self._make_provider = None
             self._owned = (*self._owned, *owned)
         return self._provider
 
