@@ -21,7 +21,6 @@ errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``). A
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import os
@@ -306,6 +305,8 @@ async def _run_loop(
     if not history:
         prompt.append({"role": "system", "content": args.system or DEFAULT_SYSTEM_PROMPT.format(cwd=cwd)})
     prompt.append({"role": "user", "content": instruction})
+    import asyncio
+
     event_loop = asyncio.get_running_loop()
     try:
         event_loop.add_signal_handler(signal.SIGINT, loop.cancel)
@@ -355,6 +356,8 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
             from .providers import default_llm_provider
 
             provider = default_llm_provider()
+        import asyncio  # the parser (every command) does not need it
+
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the summary line alone
             out = asyncio.run(_run(args, provider, instruction, cwd, state_dir, stage))
     except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
