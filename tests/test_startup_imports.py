@@ -178,3 +178,48 @@ def test_lazy_packages_serve_every_public_name_from_its_module(package_name: str
     with pytest.raises(AttributeError, match="has no attribute 'NoSuchThing'"):
         package.NoSuchThing  # noqa: B018
     assert set(package.__all__) <= set(dir(package))
+
+
+def test_the_kept_tool_schemas_are_what_the_signatures_give():
+    """``_tool_schemas`` is generated from the signatures: a changed signature or docstring fails here."""
+    import importlib.util
+
+    from steerable_agent_runtime._tool_schemas import TOOL_PARAMETERS
+
+    spec = importlib.util.spec_from_file_location(
+        "generate_tool_schemas", REPO / "scripts" / "generate_tool_schemas.py"
+    )
+    assert spec is not None and spec.loader is not None
+    generate_tool_schemas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generate_tool_schemas)
+
+    fresh = generate_tool_schemas.current()
+    # the same keys in the same order (tools/list is byte-identical), not only equal dicts
+    assert json.dumps(TOOL_PARAMETERS) == json.dumps(fresh), "run: python scripts/generate_tool_schemas.py"
+
+
+async def test_a_prebuilt_tool_is_the_tool_from_function_builds(tmp_path: Path):
+    """Same descriptor, same validation and messages; only the validator is built at the first call."""
+    from steerable_agent_runtime import Tool, ToolCall, ToolRouter, workspace_tools_for_cwd
+
+    (tmp_path / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
+    prebuilt = workspace_tools_for_cwd(tmp_path, environ={}, web_tools=False)
+    rebuilt = ToolRouter()
+    for tool in prebuilt:
+        fields = {"name": tool.name, "description": tool.description, "mode": tool.mode}
+        rebuilt.register(Tool.from_function(tool.handler, timeout_ms=tool.timeout_ms, **fields))
+    assert json.dumps(prebuilt.describe()) == json.dumps(rebuilt.describe())
+    assert [t.timeout_ms for t in prebuilt] == [t.timeout_ms for t in rebuilt]
+    calls = [
+        ("read_file", {"path": "notes.txt", "limit": "1"}),  # an exact literal, coerced
+        ("read_file", {"path": "notes.txt", "limit": 0}),
+        ("read_file", {"path": "notes.txt", "limit": "yes"}),
+        ("read_file", {"path": 3, "extra": True}),
+        ("grep", {"pattern": "one", "maxResults": 5000}),
+        ("edit_file", {"path": "notes.txt", "edits": [{"oldText": "one"}]}),
+        ("bash", {"command": "true", "timeout_ms": 1.5}),
+    ]
+    for name, arguments in calls:
+        got = await prebuilt.dispatch(ToolCall(id="1", name=name, arguments=arguments))
+        want = await rebuilt.dispatch(ToolCall(id="1", name=name, arguments=arguments))
+        assert got.to_wire() == want.to_wire(), (name, arguments)

@@ -8,6 +8,7 @@ consent (approval is an executor wrapper's job).
 from __future__ import annotations
 
 import asyncio
+import copy
 import difflib
 import inspect
 import re
@@ -224,6 +225,56 @@ class Tool:
             "mode": self.mode.value,
             "exposure": self.exposure.value,
         }
+
+
+def prebuilt_function_tool(
+    fn: ToolHandler,
+    parameters: Mapping[str, Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    mode: ToolMode | str | None = None,
+    timeout_ms: int | None = None,
+) -> Tool:
+    """:meth:`Tool.from_function` for an async function whose JSON Schema was computed ahead of time.
+
+    ``parameters`` must be what :meth:`Tool.from_function` computes from ``fn``'s signature (the
+    runtime's own tools keep theirs in ``_tool_schemas``, which a test checks against the
+    signatures). The result is the same tool; only the argument validator (pydantic's, from the
+    signature) is built at the first call instead of at registration, which is most of what
+    registering a tool costs (start-up: ``benchmarks/startup.py``).
+
+    Args:
+        fn: The async implementation.
+        parameters: Its JSON Schema (copied).
+        name: Tool name; defaults to ``fn.__name__``.
+        description: Defaults to the docstring's summary.
+        mode: Overrides :func:`decide_tool_mode`.
+        timeout_ms: Handler timeout in milliseconds.
+
+    Returns:
+        The tool, not yet registered anywhere.
+    """
+    tool_name = name or fn.__name__
+    schema = copy.deepcopy(dict(parameters))
+    built: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def validate_python(arguments: dict[str, Any]) -> dict[str, Any]:
+        nonlocal built
+        if built is None:
+            built = function_schema(fn, name=tool_name).adapter.validator.validate_python
+        return built(arguments)
+
+    return Tool(
+        name=tool_name,
+        description=description if description is not None else describe_function(fn),
+        parameters=schema,
+        handler=fn,
+        mode=_coerce_mode(mode, tool_name),
+        exposure=ToolExposure.DIRECT,
+        timeout_ms=timeout_ms,
+        validate=exact_scalars(tool_name, schema, validate_python),
+    )
 
 
 ToolListener = Callable[[Tool | None, Tool | None], None]

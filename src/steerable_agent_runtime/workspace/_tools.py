@@ -18,9 +18,10 @@ from typing_extensions import TypedDict
 
 from .._env import env_flag
 from .._protected import PROTECTED_ENV
+from .._tool_schemas import TOOL_PARAMETERS
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
-from ..tools import Tool, ToolRouter
+from ..tools import Tool, ToolRouter, prebuilt_function_tool
 from ._rg import SearchEngine, ripgrep_setting
 from ._state import ReadFileState
 from ._workspace import Workspace
@@ -285,14 +286,19 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         )
 
     safe = ToolMode.SAFE_WRITE
+
+    def made(fn: Callable[..., Awaitable[dict[str, Any]]], name: str, mode: ToolMode | None = None) -> Tool:
+        # Tool.from_function's tool, with the schema computed ahead of time (_tool_schemas)
+        return prebuilt_function_tool(_guarded(fn), TOOL_PARAMETERS[name], name=name, mode=mode)
+
     return [
-        Tool.from_function(_guarded(read_file)),
-        Tool.from_function(_guarded(write_file), mode=safe),
-        Tool.from_function(_guarded(edit_file), mode=safe),
-        Tool.from_function(_guarded(patch), name="apply_patch", mode=safe),
-        Tool.from_function(_guarded(list_directory), name="list_dir"),
-        Tool.from_function(_guarded(glob), mode=ToolMode.READ),
-        Tool.from_function(_guarded(grep), mode=ToolMode.READ),
+        made(read_file, "read_file"),
+        made(write_file, "write_file", safe),
+        made(edit_file, "edit_file", safe),
+        made(patch, "apply_patch", safe),
+        made(list_directory, "list_dir"),
+        made(glob, "glob", ToolMode.READ),
+        made(grep, "grep", ToolMode.READ),
     ]
 
 
