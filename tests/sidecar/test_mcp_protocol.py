@@ -448,6 +448,7 @@ def test_the_mcp_command_answers_the_handshake_without_the_heavy_imports() -> No
     """What runs before ``initialize`` is answered: the CLI and the MCP modules, nothing heavy."""
     probe = (
         "import sys, json, steerable_sidecar.cli, steerable_sidecar._mcp_cli;"
+        "steerable_sidecar.cli.build_parser().parse_args(['mcp', '--workspace', '.']);"
         "print(json.dumps(sorted(m for m in ('pydantic', 'mcp', 'httpx', 'jsonschema', "
         "'steerable_agent_runtime.tools', 'steerable_agent_runtime.workspace') if m in sys.modules)))"
     )
