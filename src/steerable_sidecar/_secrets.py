@@ -40,15 +40,19 @@ def redact(text: str, secret: str, *, clipped: bool = True, encoded: bool = Fals
     return text
 
 
-_CREDENTIAL_NAME: Final = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
+_CREDENTIAL_NAME: Final = re.compile(
+    r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)$", re.IGNORECASE
+)
 
 
 def credential_values(environ: Mapping[str, str]) -> list[str]:
     """The values of the environment's credential-looking variables, longest first.
 
-    A name holding ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``CREDENTIAL`` or
-    ``AUTH`` (any case: ``STEERABLE_API_KEY``, ``TAVILY_API_KEY``, ``GITHUB_TOKEN``) counts; values
-    shorter than :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
+    A name whose last word is ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``PASS``,
+    ``CREDENTIAL(S)`` or ``AUTH`` (any case: ``STEERABLE_API_KEY``, ``TAVILY_API_KEY``,
+    ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``) counts, not one that only contains such a word
+    (``XAUTHORITY``, ``SSH_AUTH_SOCK``, ``KEY_DIR`` hold paths); values shorter than
+    :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
 
     Args:
         environ: The environment to read (``os.environ`` or a host's ``env`` block).

@@ -44,10 +44,9 @@ from steerable_agent_runtime.workspace import (
     ripgrep_setting,
 )
 
-from ._secrets import MIN_SECRET_CHARS, REDACTED, redact
+from ._secrets import MIN_SECRET_CHARS, REDACTED, credential_values, redact
 from .boot import Booted, boot_tools, offered_tools
 from .settings import VARIABLES, variable
-from .web_tools._config import TAVILY_API_KEY_ENV
 
 __all__ = ["Check", "DoctorReport", "Status", "diagnose", "run_doctor"]
 
@@ -197,16 +196,15 @@ def _guarded(rows: _Rows, section: str, check: Callable[[], _T]) -> _T | None:
 
 
 def _secrets_of(env: Mapping[str, str]) -> list[str]:
-    """Every credential the report could echo: the keys, and the values of MCP servers' ``env``."""
-    from .mcp_sources import load_mcp_config_from_env
+    """Every credential the report could echo, longest first.
 
-    names = [var.name for var in VARIABLES if var.kind == "secret"] + [TAVILY_API_KEY_ENV]
-    secrets = [env.get(name, "").strip() for name in names]
-    with contextlib.suppress(Exception):  # an unreadable config has its own row
-        secrets += [
-            value for server in load_mcp_config_from_env(env) for value in (server.env or {}).values()
-        ]
-    return sorted({secret for secret in secrets if len(secret) >= MIN_SECRET_CHARS}, key=len, reverse=True)
+    The credential-looking variables (the keys among them) and the values of MCP servers' ``env``:
+    what ``steerable mcp`` keeps out of its log messages too.
+    """
+    from .mcp_sources import config_secrets
+
+    found = {*credential_values(env), *(s for s in config_secrets(env) if len(s) >= MIN_SECRET_CHARS)}
+    return sorted(found, key=len, reverse=True)
 
 
 def _scrub(text: str, secrets: list[str]) -> str:

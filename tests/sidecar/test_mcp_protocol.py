@@ -454,3 +454,27 @@ def test_the_mcp_command_answers_the_handshake_without_the_heavy_imports() -> No
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == []
+
+
+def test_credential_values_are_the_values_of_credential_named_variables() -> None:
+    from steerable_sidecar._secrets import credential_values
+
+    env = {
+        "STEERABLE_API_KEY": "sk-0123456789",
+        "TAVILY_API_KEY": "tvly-0123456789",
+        "GITHUB_TOKEN": "ghp_0123456789abcdef",
+        "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMIabcdef",
+        "DB_PASSWORD": "correct horse battery",
+        "OLLAMA_API_KEY": "ollama",  # a placeholder: too short to be a secret
+        "XAUTHORITY": "/run/user/1000/xauth",  # paths, not credentials
+        "SSH_AUTH_SOCK": "/tmp/ssh-abc/agent.1",
+        "KEY_DIR": "/home/me/keys",
+        "PATH": "/usr/bin:/bin",
+    }
+    assert credential_values(env) == [
+        "correct horse battery",
+        "ghp_0123456789abcdef",
+        "wJalrXUtnFEMIabcdef",
+        "tvly-0123456789",
+        "sk-0123456789",
+    ]
