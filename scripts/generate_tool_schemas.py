@@ -1,11 +1,13 @@
-"""Write ``steerable_agent_runtime/_tool_schemas.py``: the built-in tools' argument schemas.
+"""Write the built-in tools' argument schemas, computed from their signatures.
 
-The file tools and ``bash`` are registered with the JSON Schema their signatures give, computed
-here ahead of time, so that registering them (every ``boot_tools``) builds no pydantic schema;
-their validators are built at their first call (``tools.prebuilt_function_tool``).
+``steerable_agent_runtime/_tool_schemas.py`` holds the file tools' and ``bash``'s,
+``steerable_sidecar/web_tools/_schemas.py`` ``web_fetch``'s. These tools are registered with the
+JSON Schema their signatures give, computed here ahead of time, so that registering them (every
+``boot_tools``) builds no pydantic schema; their validators are built at their first call
+(``tools.prebuilt_function_tool``).
 
-Usage: ``python scripts/generate_tool_schemas.py`` rewrites the module after a tool's signature or
-docstring changed; ``--check`` exits 1 when it differs from what the signatures give
+Usage: ``python scripts/generate_tool_schemas.py`` rewrites the modules after a tool's signature
+or docstring changed; ``--check`` exits 1 when they differ from what the signatures give
 (``tests/test_startup_imports.py`` checks the same).
 """
 
@@ -21,10 +23,14 @@ from typing import Any
 
 from steerable_agent_runtime._signature import function_schema
 
-OUTPUT = Path(__file__).resolve().parent.parent / "src" / "steerable_agent_runtime" / "_tool_schemas.py"
+SRC = Path(__file__).resolve().parent.parent / "src"
+OUTPUT = SRC / "steerable_agent_runtime" / "_tool_schemas.py"
+WEB_OUTPUT = SRC / "steerable_sidecar" / "web_tools" / "_schemas.py"
 
 TOOLS = ("read_file", "write_file", "edit_file", "apply_patch", "list_dir", "glob", "grep", "bash")
-"""The tools whose schemas are kept (their signatures do not depend on the configuration)."""
+"""The runtime's tools whose schemas are kept (their signatures do not depend on the configuration)."""
+WEB_TOOLS = ("web_fetch",)
+"""The same in the sidecar (``web_search``'s default ``max_results`` is configured: not kept)."""
 
 _HEADER = '''"""The built-in tools' argument schemas, as ``Tool.from_function`` computes them from signatures.
 
@@ -38,25 +44,28 @@ from typing import Any, Final
 TOOL_PARAMETERS: Final[dict[str, dict[str, Any]]] = '''
 
 
-def current() -> dict[str, dict[str, Any]]:
-    """Each kept tool's schema, computed from its signature now."""
+def current(names: tuple[str, ...] = TOOLS) -> dict[str, dict[str, Any]]:
+    """Each named tool's schema, computed from its signature now."""
     from steerable_agent_runtime.workspace import workspace_tools_for_cwd
+    from steerable_sidecar.web_tools import install_web_tools
 
     with tempfile.TemporaryDirectory() as folder:
-        router = workspace_tools_for_cwd(folder, environ={}, web_tools=False)
+        router = workspace_tools_for_cwd(
+            folder, environ={}, web_tools=lambda r: install_web_tools(r, environ={})
+        )
         schemas: dict[str, dict[str, Any]] = {}
-        for name in TOOLS:
+        for name in names:
             tool = router.get(name)
             assert tool is not None, name
             schemas[name] = function_schema(tool.handler, name=name).parameters
         return schemas
 
 
-def render(schemas: dict[str, dict[str, Any]]) -> str:
+def render(schemas: dict[str, dict[str, Any]], output: Path = OUTPUT) -> str:
     """The module's text, formatted as ``ruff format`` would."""
     text = _HEADER + pprint.pformat(schemas, indent=4, width=100, sort_dicts=False) + "\n"
     done = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(OUTPUT), "-"],
+        [sys.executable, "-m", "ruff", "format", "--stdin-filename", str(output), "-"],
         input=text,
         capture_output=True,
         text=True,
@@ -70,14 +79,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the module is stale")
     args = parser.parse_args(argv)
-    text = render(current())
-    if args.check:
-        stale = not OUTPUT.exists() or OUTPUT.read_text(encoding="utf-8") != text
-        if stale:
-            print(f"{OUTPUT} is stale: run python scripts/generate_tool_schemas.py", file=sys.stderr)
-        return 1 if stale else 0
-    OUTPUT.write_text(text, encoding="utf-8")
-    return 0
+    stale = False
+    for output, names in ((OUTPUT, TOOLS), (WEB_OUTPUT, WEB_TOOLS)):
+        text = render(current(names), output)
+        if not args.check:
+            output.write_text(text, encoding="utf-8")
+        elif not output.exists() or output.read_text(encoding="utf-8") != text:
+            print(f"{output} is stale: run python scripts/generate_tool_schemas.py", file=sys.stderr)
+            stale = True
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":

@@ -185,6 +185,7 @@ def test_the_kept_tool_schemas_are_what_the_signatures_give():
     import importlib.util
 
     from steerable_agent_runtime._tool_schemas import TOOL_PARAMETERS
+    from steerable_sidecar.web_tools._schemas import TOOL_PARAMETERS as WEB_TOOL_PARAMETERS
 
     spec = importlib.util.spec_from_file_location(
         "generate_tool_schemas", REPO / "scripts" / "generate_tool_schemas.py"
@@ -193,9 +194,13 @@ def test_the_kept_tool_schemas_are_what_the_signatures_give():
     generate_tool_schemas = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generate_tool_schemas)
 
-    fresh = generate_tool_schemas.current()
     # the same keys in the same order (tools/list is byte-identical), not only equal dicts
+    fresh = generate_tool_schemas.current(generate_tool_schemas.TOOLS)
     assert json.dumps(TOOL_PARAMETERS) == json.dumps(fresh), "run: python scripts/generate_tool_schemas.py"
+    fresh = generate_tool_schemas.current(generate_tool_schemas.WEB_TOOLS)
+    assert json.dumps(WEB_TOOL_PARAMETERS) == json.dumps(fresh), (
+        "run: python scripts/generate_tool_schemas.py"
+    )
 
 
 async def test_a_prebuilt_tool_is_the_tool_from_function_builds(tmp_path: Path):
@@ -203,7 +208,11 @@ async def test_a_prebuilt_tool_is_the_tool_from_function_builds(tmp_path: Path):
     from steerable_agent_runtime import Tool, ToolCall, ToolRouter, workspace_tools_for_cwd
 
     (tmp_path / "notes.txt").write_text("one\ntwo\n", encoding="utf-8")
-    prebuilt = workspace_tools_for_cwd(tmp_path, environ={}, web_tools=False)
+    from steerable_sidecar.web_tools import install_web_tools
+
+    prebuilt = workspace_tools_for_cwd(
+        tmp_path, environ={}, web_tools=lambda r: install_web_tools(r, environ={})
+    )
     rebuilt = ToolRouter()
     for tool in prebuilt:
         fields = {"name": tool.name, "description": tool.description, "mode": tool.mode}
@@ -218,6 +227,8 @@ async def test_a_prebuilt_tool_is_the_tool_from_function_builds(tmp_path: Path):
         ("grep", {"pattern": "one", "maxResults": 5000}),
         ("edit_file", {"path": "notes.txt", "edits": [{"oldText": "one"}]}),
         ("bash", {"command": "true", "timeout_ms": 1.5}),
+        ("web_fetch", {"url": ""}),
+        ("web_fetch", {"url": "http://127.0.0.1/"}),  # refused before any network work
     ]
     for name, arguments in calls:
         got = await prebuilt.dispatch(ToolCall(id="1", name=name, arguments=arguments))

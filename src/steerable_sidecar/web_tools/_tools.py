@@ -19,11 +19,12 @@ from pydantic import Field
 
 from steerable_agent_runtime.errors import WebError
 from steerable_agent_runtime.modes import ToolMode
-from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
+from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter, prebuilt_function_tool
 from steerable_agent_runtime.types import ToolResult
 
 from .._endpoints import client_settings_to_check, env_proxy_client
 from ._config import WEB_LIMIT_ENV, WebToolsConfig
+from ._schemas import TOOL_PARAMETERS
 
 if TYPE_CHECKING:  # the engines (httpx, the HTML converter) are imported at the first call
     import httpx
@@ -256,11 +257,11 @@ class WebTools:
             "is not followed: it is reported in redirect_to, fetch that URL if you want it. Binary "
             "content (PDF, images, archives) is refused: use the bash tool with curl for it."
         )
-        return Tool.from_function(
+        return prebuilt_function_tool(  # Tool.from_function's tool, the schema computed ahead of time
             web_fetch,
+            TOOL_PARAMETERS[WEB_FETCH_TOOL_NAME],
             description=description,
             mode=ToolMode.READ,
-            exposure=ToolExposure.DIRECT,
             timeout_ms=cfg.fetch_timeout_ms + 5_000,
         )
 
