@@ -93,6 +93,7 @@ def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path:
         "steerable_sidecar.web_tools._fetch",
         "steerable_sidecar.web_tools._search",
         "steerable_sidecar.web_tools._content",
+        "cuid2",  # the id generator: made at the first new_call_id
         *HEAVY,
     )
     code = (

@@ -7,17 +7,18 @@ Spec: ToolCall, ToolResult, Completion semantics. JSON on the wire is camelCase
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cuid2 import Cuid
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-__all__ = ["ToolCall", "ToolResult", "is_terminal_result", "new_call_id"]
+if TYPE_CHECKING:
+    from cuid2 import Cuid
 
-_CUID = Cuid()
+__all__ = ["ToolCall", "ToolResult", "is_terminal_result", "new_call_id"]
 # BaseModel's slot descriptors, for building results without validation (see ToolResult.success_with)
 _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
@@ -31,7 +32,15 @@ def new_call_id() -> str:
     Returns:
         A 24-character lowercase cuid2 (collision-resistant, not guessable). Spec: ToolCall.id.
     """
-    return _CUID.generate()
+    return _cuid().generate()
+
+
+@functools.cache
+def _cuid() -> Cuid:
+    """The process's id generator, made at the first id (importing cuid2 costs ~3 ms at start-up)."""
+    from cuid2 import Cuid
+
+    return Cuid()
 
 
 class _WireModel(BaseModel):
