@@ -36,11 +36,12 @@ def log_level(verbosity: int = 0, environ: Mapping[str, str] | None = None) -> i
     """
     if verbosity > 0:
         return logging.DEBUG if verbosity > 1 else logging.INFO
-    raw = (os.environ if environ is None else environ).get(LOG_LEVEL_ENV, "").strip().upper()
+    given = (os.environ if environ is None else environ).get(LOG_LEVEL_ENV, "")
+    raw = given.strip().upper()
     if not raw:
         return logging.WARNING
     if raw not in LOG_LEVELS:
-        raise ConfigError(f"{LOG_LEVEL_ENV}={raw!r} is not a log level; use one of {', '.join(LOG_LEVELS)}")
+        raise ConfigError(f"{LOG_LEVEL_ENV}={given!r} is not a log level; use one of {', '.join(LOG_LEVELS)}")
     return int(getattr(logging, raw))
 
 

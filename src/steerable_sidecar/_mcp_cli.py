@@ -17,9 +17,9 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime._version import __version__
 from steerable_agent_runtime.errors import SteerableError
@@ -33,41 +33,63 @@ if TYPE_CHECKING:
 
 __all__ = ["refused_workspace", "run_mcp"]
 
+_LEFT_DURING_BOOT_S: Final = 2.0
+"""Seconds a boot may still take after the host left (then the process ends without it)."""
+_TELL_FAILURE_S: Final = 10.0
+"""Seconds a failed boot waits for the host's ``tools/list`` to answer it with the error."""
 
-def refused_workspace(workspace: str | None, cwd: Path, home: Path | None) -> str | None:
-    """Why ``steerable mcp`` will not serve the current directory, or ``None`` when it will.
+
+def refused_workspace(workspace: str | None, cwd: Path, homes: Sequence[Path]) -> str | None:
+    """Why ``steerable mcp`` will not serve the workspace it was started with, or ``None``.
 
     A host starts a stdio server in whatever directory it likes: Claude Desktop in ``/``, others in
-    the user's home. Serving that silently hands the model the whole disk, so without
-    ``--workspace`` the current directory must not be ``/``, the home directory, or a folder above
-    it (``/home``, ``/Users``). ``--workspace`` naming any of them is the user's explicit choice.
+    the user's home. Serving that silently hands the model the whole disk, so unless
+    ``--workspace`` names an absolute path, the workspace (the current directory, or a relative
+    ``--workspace`` such as ``.`` resolved against it) must not be ``/``, a home directory, or a
+    folder above one (``/home``, ``/Users``). An empty ``--workspace`` is refused too. An absolute
+    ``--workspace`` naming any of them is the user's explicit choice.
 
     Args:
         workspace: ``--workspace`` as given (``None`` when absent).
         cwd: The current directory, resolved.
-        home: The user's home directory, resolved (``None`` when it cannot be known).
+        homes: The user's home directories, resolved (``$HOME`` and the passwd entry's).
 
     Returns:
         The message for stderr, or ``None``.
     """
-    if workspace is not None:
+    fix = (
+        "Name the project to serve: `steerable mcp --workspace /path/to/project` "
+        '(in the host\'s config: "args": ["mcp", "--workspace", "/path/to/project"])'
+    )
+    if workspace is not None and not workspace.strip():
+        return f"steerable mcp: --workspace is empty. {fix}"
+    if workspace is not None and Path(workspace).is_absolute():
         return None
-    if cwd == Path(cwd.anchor) or (home is not None and (cwd == home or cwd in home.parents)):
-        where = "the file system's root" if cwd == Path(cwd.anchor) else "your home directory or above it"
-        return (
-            f"steerable mcp: the current directory {cwd} is {where}, and serving it would give the model "
-            "every file there. Name the project to serve: `steerable mcp --workspace /path/to/project` "
-            '(in the host\'s config: "args": ["mcp", "--workspace", "/path/to/project"]); '
-            f"--workspace {cwd} serves it anyway"
-        )
-    return None
+    target = (cwd / workspace).resolve() if workspace else cwd
+    above_home = [home for home in homes if target == home or target in home.parents]
+    if target != Path(target.anchor) and not above_home:
+        return None
+    where = "the file system's root" if target == Path(target.anchor) else "a home directory or above one"
+    given = "the current directory is" if workspace is None else f"--workspace {workspace!r} resolves to"
+    return (
+        f"steerable mcp: {given} {target}, {where}, and serving it would give the model every file "
+        f"there. {fix}; --workspace {target} (an absolute path) serves it anyway"
+    )
 
 
-def _home() -> Path | None:
+def _homes() -> list[Path]:
+    """``$HOME`` (when set to an absolute path) and the passwd entry's home, resolved."""
+    found: list[Path] = []
+    home = os.environ.get("HOME", "")
+    if os.path.isabs(home):
+        found.append(Path(home).resolve())
     try:
-        return Path.home().resolve()
-    except (RuntimeError, OSError, KeyError):  # no HOME and no passwd entry
-        return None
+        import pwd
+
+        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir).resolve())
+    except (ImportError, KeyError, OSError):  # Windows, or no passwd entry for this uid
+        pass
+    return found
 
 
 def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
@@ -82,7 +104,7 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
         on stderr).
     """
     cwd = Path.cwd().resolve()
-    refusal = refused_workspace(args.workspace, cwd, _home())
+    refusal = refused_workspace(args.workspace, cwd, _homes())
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return 2
@@ -100,12 +122,17 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
         secrets=credential_values(os.environ),
     )
     serving = asyncio.ensure_future(server.serve(reader, writer))
-    booting = asyncio.ensure_future(asyncio.to_thread(boot))
-    await asyncio.wait({serving, booting}, return_when=asyncio.FIRST_COMPLETED)
+    booting = _in_daemon_thread(boot)
+    either: set[asyncio.Future[Any]] = {serving, booting}
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    if not booting.done():  # the host left during the boot: a little longer, then go
+        await asyncio.wait({booting}, timeout=_LEFT_DURING_BOOT_S)
+        if not booting.done():
+            return 0  # the boot thread is a daemon: a hung plugin does not keep the process alive
     booted: Booted | None = None
     try:
-        booted = await booting  # the host may have left already: finish the boot, then release it
-        if serving.done():  # say what would have been served all the same
+        booted = booting.result()
+        if serving.done():  # the host left already: say what would have been served all the same
             _announce(args, booted, root, probe=False)
             return 0
         from .boot import mcp_sources_for
@@ -116,20 +143,53 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
                 from .mcp_sources import config_secrets
 
                 server.add_secrets(config_secrets(os.environ))
-                await stack.enter_async_context(sources)  # fails loud, naming the server
+                connecting = asyncio.ensure_future(stack.enter_async_context(sources))
+                await asyncio.wait({serving, connecting}, return_when=asyncio.FIRST_COMPLETED)
+                if not connecting.done():  # the host left while the sources started
+                    connecting.cancel()
+                    await asyncio.gather(connecting, return_exceptions=True)
+                    return 0
+                connecting.result()  # fails loud, naming the server
             server.attach(booted.router, booted.harness.offered)
             _announce(args, booted, root)
             await serving
         return 0
     except SteerableError as exc:  # a plugin, a STEERABLE_* variable, an MCP source
         server.fail(exc)
-        print(f"steerable: {exc}", file=sys.stderr, flush=True)
+        print(f"steerable: {server.redact(str(exc))}", file=sys.stderr, flush=True)
+        # give the host the time to ask for the tools and read why there are none
+        told = asyncio.ensure_future(server.told_failure())
+        await asyncio.wait({told, serving}, timeout=_TELL_FAILURE_S, return_when=asyncio.FIRST_COMPLETED)
+        told.cancel()
         await server.close()
         await asyncio.gather(serving, return_exceptions=True)
         return 2
     finally:
         if booted is not None:
             await booted.aclose()
+
+
+def _in_daemon_thread(boot: Callable[[], Booted]) -> asyncio.Future[Booted]:
+    """Run ``boot`` in a daemon thread; its result (or exception) arrives on the returned future."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Booted] = loop.create_future()
+
+    def settle(setter: Callable[[Any], None], value: Any) -> None:
+        if not future.done():
+            setter(value)
+
+    def run() -> None:
+        setter: Callable[[Any], None]
+        value: Any
+        try:
+            value, setter = boot(), future.set_result
+        except BaseException as exc:  # delivered to the loop, which decides
+            value, setter = exc, future.set_exception
+        with contextlib.suppress(RuntimeError):  # the loop closed: the host left long ago
+            loop.call_soon_threadsafe(settle, setter, value)
+
+    threading.Thread(target=run, name="steerable-mcp-boot", daemon=True).start()
+    return future
 
 
 def _announce(args: argparse.Namespace, booted: Booted, root: Path, *, probe: bool = True) -> None:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
-__all__ = ["MIN_SECRET_CHARS", "REDACTED", "credential_values", "redact"]
+__all__ = [
+    "MIN_SECRET_CHARS",
+    "REDACTED",
+    "credential_arguments",
+    "credential_values",
+    "redact",
+    "url_password",
+]
 
 REDACTED: Final = "[redacted]"
 """What a secret is replaced with."""
@@ -61,4 +68,42 @@ def credential_values(environ: Mapping[str, str]) -> list[str]:
         The distinct values, longest first (so a key that contains another is redacted whole).
     """
     found = {value.strip() for name, value in environ.items() if _CREDENTIAL_NAME.search(name)}
+    found.update(password for value in environ.values() if (password := url_password(value)))
     return sorted((value for value in found if len(value) >= MIN_SECRET_CHARS), key=len, reverse=True)
+
+
+def url_password(value: str) -> str | None:
+    """The password of a URL with credentials (``postgres://user:PASSWORD@host/db``), else ``None``."""
+    if "://" not in value or "@" not in value:
+        return None
+    try:
+        password = urlsplit(value.strip()).password
+    except ValueError:  # an invalid port or IPv6 literal: not a URL we can read
+        return None
+    return unquote(password) if password else None
+
+
+_CREDENTIAL_FLAG: Final = re.compile(
+    r"^--?[a-z0-9-]*(?:key|token|secret|password|passwd|pass|credentials?|auth)$", re.IGNORECASE
+)
+
+
+def credential_arguments(args: Sequence[str]) -> list[str]:
+    """The credentials a command line carries: ``--token VALUE``, ``--api-key=VALUE``, URL passwords.
+
+    Args:
+        args: A command's arguments (an MCP server's ``args``).
+
+    Returns:
+        The values, in order (unfiltered by length: :func:`redact` skips short ones).
+    """
+    found: list[str] = []
+    for i, arg in enumerate(args):
+        flag, eq, value = arg.partition("=")
+        if eq and _CREDENTIAL_FLAG.match(flag):
+            found.append(value)
+        elif _CREDENTIAL_FLAG.match(arg) and i + 1 < len(args):
+            found.append(args[i + 1])
+        elif password := url_password(arg):
+            found.append(password)
+    return found

@@ -190,6 +190,13 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _raiser(exc: SteerableError) -> Callable[[], Booted]:
+    def boot() -> Booted:
+        raise exc
+
+    return boot
+
+
 def _boot(args: argparse.Namespace) -> Booted:
     from .boot import boot_tools
 
@@ -347,6 +354,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return run_doctor(args)
         if args.command == "run":
             args.usage_error(str(exc))
+        if args.command == "mcp":  # the host is answered with the error, as for any bad setting
+            configure_logging(log_level(args.verbose, {}))
+            from ._mcp_cli import run_mcp
+
+            return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
         return 2
     if args.command == "run":

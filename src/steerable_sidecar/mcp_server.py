@@ -90,6 +90,7 @@ DEFAULT_HEARTBEAT_S: Final = 1.0
 _DEFAULT_LOG_LEVEL: Final = logging.WARNING
 _MAX_LOG_CHARS: Final = 8_000
 _LOG_QUEUE: Final = 256  # records waiting to be sent; past that they are counted and dropped
+_MAX_NAME_CHARS: Final = 256  # MCP names are at most 128 characters (2025-11-25); models' far fewer
 _QUIET_LOGGERS: Final = ("steerable_sidecar.rpc", "steerable_sidecar.mcp_server")  # their own sends
 
 
@@ -188,6 +189,7 @@ class McpServer:
         self._offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
         self._failure: BaseException | None = None
         self._ready = asyncio.Event()
+        self._failure_told = asyncio.Event()  # a request was answered with the failure
         self._peer: JsonRpcPeer | None = None
         self._log_level = _DEFAULT_LOG_LEVEL
         self._log_queue: asyncio.Queue[dict[str, Any]] | None = None
@@ -195,6 +197,7 @@ class McpServer:
         self._unsubscribe: Callable[[], None] | None = None
         self._list_changed_pending = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._initialized = asyncio.Event()  # initialize answered: log notifications may flow
         self._background: set[asyncio.Task[None]] = set()
 
     # -- the tools ----------------------------------------------------------------------------
@@ -215,6 +218,12 @@ class McpServer:
         if self._peer is not None:
             self._watch(router)
 
+    def redact(self, text: str) -> str:
+        """``text`` with every secret this server knows replaced by ``[redacted]``."""
+        for secret in self._secrets:
+            text = redact(text, secret, encoded=True)
+        return text
+
     def add_secrets(self, secrets: Sequence[str]) -> None:
         """Also keep ``secrets`` out of log notifications (MCP sources' ``env`` values, known later)."""
         self._secrets = sorted({*self._secrets, *(s for s in secrets if s)}, key=len, reverse=True)
@@ -228,8 +237,13 @@ class McpServer:
         await self._ready.wait()
         if self._router is None:
             assert self._failure is not None
+            self._failure_told.set()
             raise self._failure
         return self._router
+
+    async def told_failure(self) -> None:
+        """Return once a ``tools/*`` request has been answered with the :meth:`fail` error."""
+        await self._failure_told.wait()
 
     def _watch(self, router: ToolRouter) -> None:
         loop = self._loop
@@ -258,7 +272,7 @@ class McpServer:
             reader: Frames from the client (one JSON-RPC message per line).
             writer: Where responses and notifications go.
         """
-        peer = JsonRpcPeer(reader, writer, name="mcp")
+        peer = JsonRpcPeer(reader, writer, name="mcp", scrub=self.redact, strict_ids=True)
         self._peer = peer
         self._loop = asyncio.get_running_loop()
         peer.add_method("initialize", self._initialize)
@@ -273,7 +287,7 @@ class McpServer:
         handler = _ForwardLogs(self._offer_log)
         self._log_queue = asyncio.Queue(maxsize=_LOG_QUEUE)
         sender = asyncio.create_task(self._send_logs(self._log_queue), name="mcp-logs")
-        restore = _route_logs(handler, self._log_level)
+        restore = _route_logs(handler, self._log_level, _Redacting(self.redact))
         try:
             await peer.serve()
         finally:
@@ -318,6 +332,8 @@ class McpServer:
         }
         if self._instructions:
             result["instructions"] = self._instructions
+        # the answer is written once this returns; the queued log lines follow it
+        asyncio.get_running_loop().call_soon(self._initialized.set)
         return result
 
     async def _ping(self, params: Params) -> dict[str, Any]:
@@ -343,6 +359,11 @@ class McpServer:
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):
             raise InvalidParams("tools/call needs 'name' (a string) and optional 'arguments' (an object)")
         name: str = params["name"]
+        if len(name) > _MAX_NAME_CHARS:  # never echoed whole: no tool has such a name
+            raise InvalidParams(
+                f"Unknown tool {name[:80]!r}... ({len(name)} characters): no tool has a name this long",
+                data={"code": "unknown_tool", "suggestions": []},
+            )
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -403,17 +424,17 @@ class McpServer:
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
             text = f"{text} ({type(exc).__name__}: {exc})"
-        for secret in self._secrets:
-            text = redact(text, secret, encoded=True)
+        text = self.redact(text)
         if len(text) > _MAX_LOG_CHARS:
             text = text[:_MAX_LOG_CHARS] + f"... [{len(text) - _MAX_LOG_CHARS} more characters]"
-        message = {"level": _mcp_level(record.levelno), "logger": record.name, "data": text}
+        message = {"level": _mcp_level(record.levelno), "logger": self.redact(record.name), "data": text}
         try:
             queue.put_nowait(message)
         except asyncio.QueueFull:
             self._dropped_logs += 1
 
     async def _send_logs(self, queue: asyncio.Queue[dict[str, Any]]) -> None:
+        await self._initialized.wait()  # nothing but the answer may come before initialize's answer
         while True:
             message = await queue.get()
             if self._dropped_logs:
@@ -449,11 +470,32 @@ class _ForwardLogs(logging.Handler):
             pass
 
 
-def _route_logs(handler: _ForwardLogs, level: int) -> Callable[[], None]:
+class _Redacting(logging.Filter):
+    """Rewrites a record's message with the secrets redacted, for every handler that follows.
+
+    Hosts keep a server's stderr in their logs, so the stderr log gets the redacted text too.
+    """
+
+    def __init__(self, redact_text: Callable[[str], str]) -> None:
+        super().__init__()
+        self._redact = redact_text
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            text = record.getMessage()
+        except Exception:  # arguments that do not fit the format: the format alone
+            text = str(record.msg)
+        record.msg, record.args = self._redact(text), None
+        record.name = self._redact(record.name)
+        return True
+
+
+def _route_logs(handler: _ForwardLogs, level: int, redacting: _Redacting) -> Callable[[], None]:
     """Add ``handler`` to the root logger; lower the root's level so records reach it.
 
     The root's other handlers (the stderr log of ``--verbose``/``STEERABLE_LOG_LEVEL``) keep the
-    level they had: each gets it as its own handler level. Returns a function that undoes this.
+    level they had: each gets it as its own handler level; each also gets ``redacting``. Returns a
+    function that undoes all of it.
     """
     root = logging.getLogger()
     previous = root.level
@@ -461,6 +503,8 @@ def _route_logs(handler: _ForwardLogs, level: int) -> Callable[[], None]:
     for h, _ in kept:
         if h.level == logging.NOTSET:
             h.setLevel(previous)
+        h.addFilter(redacting)
+    handler.addFilter(redacting)
     root.addHandler(handler)
     _route_logs_level(level)
 
@@ -468,6 +512,7 @@ def _route_logs(handler: _ForwardLogs, level: int) -> Callable[[], None]:
         root.removeHandler(handler)
         for h, lv in kept:
             h.setLevel(lv)
+            h.removeFilter(redacting)
         root.setLevel(previous)
 
     return restore

@@ -42,6 +42,7 @@ from steerable_agent_runtime.modes import mode_from_annotations
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
+from ._secrets import credential_arguments, redact
 from .boot import MCP_CONFIG_ENV
 
 if TYPE_CHECKING:
@@ -213,14 +214,20 @@ def config_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
         environ: The environment to read (default ``os.environ``).
 
     Returns:
-        Every value of every server's ``env`` (none when the file is unset or unreadable: its
-        error is reported where the servers are started).
+        Every value of every server's ``env``, and the credentials in its ``args`` (``--token X``,
+        ``--api-key=X``, URL passwords); none when the file is unset or unreadable (its error is
+        reported where the servers are started).
     """
     try:
         servers = load_mcp_config_from_env(environ)
     except ConfigError:
         return []
-    return [value for server in servers for value in (server.env or {}).values()]
+    return [secret for server in servers for secret in _config_credentials(server)]
+
+
+def _config_credentials(config: McpServerConfig) -> list[str]:
+    """One server's credentials: its ``env`` values, and the ``--token VALUE`` kind in its ``args``."""
+    return [*(config.env or {}).values(), *credential_arguments(config.args)]
 
 
 def _config_entry(path: Path, where: str, entry: Any, keyed_name: str | None) -> McpServerConfig:
@@ -472,8 +479,9 @@ class _StderrTail:
     stderr, which may be a protocol's log channel); the last lines explain a failure.
     """
 
-    def __init__(self, server: str) -> None:
+    def __init__(self, server: str, secrets: Sequence[str] = ()) -> None:
         self._server = server
+        self._secrets = sorted(set(secrets), key=len, reverse=True)
         self._lines: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
         read_fd, write_fd = os.pipe()
         self._read = os.fdopen(read_fd, "rb", buffering=0)
@@ -492,6 +500,8 @@ class _StderrTail:
 
     def _note(self, raw: bytes) -> None:
         line = raw.decode("utf-8", errors="replace").rstrip()
+        for secret in self._secrets:  # the tail reaches error messages, and so the model
+            line = redact(line, secret, encoded=True)
         if line:
             self._lines.append(line)
             logger.debug("[mcp %s] %s", self._server, line)
@@ -551,7 +561,7 @@ class _Connection:
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         """The owner task: enter the client, list, wait for close, exit, all in this one task."""
-        self._stderr = _StderrTail(self.name)
+        self._stderr = _StderrTail(self.name, _config_credentials(self.config))
         try:
             async with AsyncExitStack() as stack:
                 try:

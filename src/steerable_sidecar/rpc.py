@@ -313,6 +313,11 @@ class JsonRpcPeer:
         max_frame_bytes: Longest accepted incoming frame in bytes; a longer one is answered with
             ``-32600`` and skipped, and serving goes on.
         drain_timeout: Seconds in-flight handlers get after EOF before they are cancelled.
+        scrub: Applied to every error message this peer sends (e.g. redacting credentials that a
+            handler's exception quotes).
+        strict_ids: MCP's rules (2025-06-18, basic): a request's ``id`` must not be ``null``
+            (answered ``-32600``), and a notification never runs a method's handler (a
+            ``tools/call`` without an ``id`` is ignored). Off, as the sidecar protocol has it.
     """
 
     def __init__(
@@ -323,6 +328,8 @@ class JsonRpcPeer:
         name: str = "peer",
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
         drain_timeout: float = 5.0,
+        scrub: Callable[[str], str] | None = None,
+        strict_ids: bool = False,
     ) -> None:
         if max_frame_bytes < 1:
             raise UserError(f"max_frame_bytes must be at least 1, got {max_frame_bytes}")
@@ -338,6 +345,9 @@ class JsonRpcPeer:
         self._write_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
         self._incoming: dict[tuple[bool, Any], asyncio.Task[Any]] = {}  # request id -> its task
+        self._cancelled: set[asyncio.Task[Any]] = set()  # cancelled by cancel_request: never answered
+        self._scrub = scrub
+        self._strict_ids = strict_ids
         self._read_task: asyncio.Task[None] | None = None
         self._background: asyncio.Task[None] | None = None
         self._serving = False
@@ -666,6 +676,9 @@ class JsonRpcPeer:
         finally:
             if key is not None and self._incoming.get(key) is task:
                 del self._incoming[key]
+        if task in self._cancelled:  # the handler swallowed the cancellation: still no answer
+            self._cancelled.discard(task)
+            return
         if response is not None:
             await self._send(response)
 
@@ -686,6 +699,8 @@ class JsonRpcPeer:
         task = self._incoming.get((isinstance(request_id, str), request_id))
         if task is None or task.done():
             return False
+        self._cancelled.add(task)
+        task.add_done_callback(self._cancelled.discard)
         task.cancel()
         return True
 
@@ -711,6 +726,8 @@ class JsonRpcPeer:
         if "id" not in value:
             await self._notification(method, params)
             return None
+        if self._strict_ids and value["id"] is None:
+            return _error(None, INVALID_REQUEST, "Invalid Request: 'id' must be a string or a number")
         return await self._request(value["id"], method, params)
 
     async def _request(self, request_id: Any, method: str, params: Params) -> dict[str, Any]:
@@ -728,7 +745,9 @@ class JsonRpcPeer:
         return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
     async def _notification(self, method: str, params: Params) -> None:
-        handler = self._notifications.get(method) or self._methods.get(method)
+        handler = self._notifications.get(method)
+        if handler is None and not self._strict_ids:
+            handler = self._methods.get(method)
         if handler is None:
             logger.debug("%s: no handler for the notification %s", self.name, method)
             return
@@ -743,6 +762,17 @@ class JsonRpcPeer:
 
     def _error_response(self, request_id: Any, method: str, exc: BaseException) -> dict[str, Any]:
         """Turn a handler's exception into an error response (the single translation point)."""
+        response = self._unscrubbed_error(request_id, method, exc)
+        scrub = self._scrub
+        if scrub is not None:
+            error = response["error"]
+            error["message"] = scrub(error["message"])
+            data = error.get("data")
+            if isinstance(data, dict) and isinstance(data.get("message"), str):
+                data["message"] = scrub(data["message"])
+        return response
+
+    def _unscrubbed_error(self, request_id: Any, method: str, exc: BaseException) -> dict[str, Any]:
         code = error_code_for(exc)
         self._log_failure(method, exc)
         if isinstance(exc, InvalidParams):

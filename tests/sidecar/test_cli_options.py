@@ -181,7 +181,7 @@ def test_verbose_and_log_level_reach_every_command(ws):
     assert bad.returncode == 2
     assert (
         bad.stderr
-        == "steerable: STEERABLE_LOG_LEVEL='LOUD' is not a log level; use one of DEBUG, INFO, WARNING, ERROR\n"
+        == "steerable: STEERABLE_LOG_LEVEL='loud' is not a log level; use one of DEBUG, INFO, WARNING, ERROR\n"
     )
 
 
@@ -292,7 +292,7 @@ def test_doctor_reports_a_bad_log_level_in_its_report(ws):
     report = json.loads(proc.stdout)
     rows = {(c["section"], c["item"]): c for c in report["checks"]}
     assert rows[("State and logs", "log level")]["detail"] == (
-        "STEERABLE_LOG_LEVEL='TRACE' is not a log level; use one of DEBUG, INFO, WARNING, ERROR"
+        "STEERABLE_LOG_LEVEL='trace' is not a log level; use one of DEBUG, INFO, WARNING, ERROR"
     )
 
 

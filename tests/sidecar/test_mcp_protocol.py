@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -225,7 +226,7 @@ async def test_refuses_root_and_home_without_workspace(
         assert wire.proc.stdout is not None and wire.proc.stderr is not None
         assert await wire.proc.stdout.read() == b""  # nothing on the protocol stream
         stderr = (await wire.proc.stderr.read()).decode()
-    assert f"the current directory {cwd} is" in stderr
+    assert f"the current directory is {cwd}, " in stderr
     assert "--workspace /path/to/project" in stderr
 
 
@@ -422,7 +423,11 @@ async def test_log_forwarding_leaves_the_stderr_log_level_alone(caplog: pytest.L
     server = McpServer()
     serving = asyncio.create_task(server.serve(reader, out))
     server.attach(ToolRouter())
-    reader.feed_data(b'{"jsonrpc":"2.0","id":1,"method":"logging/setLevel","params":{"level":"debug"}}\n')
+    reader.feed_data(
+        json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": INIT}).encode() + b"\n"
+    )
+    assert (await asyncio.wait_for(out.frames.get(), WAIT_S))["id"] == 1
+    reader.feed_data(b'{"jsonrpc":"2.0","id":2,"method":"logging/setLevel","params":{"level":"debug"}}\n')
     assert (await asyncio.wait_for(out.frames.get(), WAIT_S))["result"] == {}
     logging.getLogger("probe.inproc").debug("fine detail")
     note = await asyncio.wait_for(out.frames.get(), WAIT_S)
@@ -478,3 +483,164 @@ def test_credential_values_are_the_values_of_credential_named_variables() -> Non
         "tvly-0123456789",
         "sk-0123456789",
     ]
+
+
+# -- found by an attack pass ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("workspace", ["", "  ", ".", "./"])
+async def test_an_empty_or_relative_workspace_is_checked_like_the_current_directory(
+    child_env: Callable[..., dict[str, str]], workspace: str
+) -> None:
+    async with mcp(["--workspace", workspace, "--no-plugins"], child_env(), cwd=Path("/")) as wire:
+        assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
+        assert wire.proc.stderr is not None
+        stderr = (await wire.proc.stderr.read()).decode()
+    assert "--workspace /path/to/project" in stderr
+    assert ("is empty" in stderr) if not workspace.strip() else ("the file system's root" in stderr)
+
+
+async def test_the_home_check_does_not_trust_an_empty_or_wrong_home(
+    child_env: Callable[..., dict[str, str]],
+) -> None:
+    import pwd
+
+    home = Path(pwd.getpwuid(os.getuid()).pw_dir).resolve()
+    if not home.is_dir() or home == Path("/"):
+        pytest.skip(f"this user's passwd home {home} is not a directory to start in")
+    for fake in ("", "/nonexistent", f"{home}/.."):
+        async with mcp(["--no-plugins"], child_env(HOME=fake), cwd=home) as wire:
+            assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2, fake
+
+
+async def test_a_failed_boot_and_the_stderr_log_never_show_a_secret(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    key = "sk-boot-secret-0123456789"
+    plugin = (
+        "import logging, os\n"
+        "def register(router):\n"
+        "    logging.getLogger('probe.leak').warning('the key is %s', os.environ['STEERABLE_API_KEY'])\n"
+        "    raise RuntimeError('cannot start with ' + os.environ['STEERABLE_API_KEY'])\n"
+    )
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)), STEERABLE_API_KEY=key)
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        listed = await wire.call(2, "tools/list")
+        assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
+        assert wire.proc.stderr is not None
+        stderr = (await wire.proc.stderr.read()).decode()
+    assert "cannot start with [redacted]" in listed["error"]["message"]
+    assert key not in json.dumps(listed) and key not in json.dumps(wire.notifications)
+    assert "the key is [redacted]" in stderr and "cannot start with [redacted]" in stderr
+    assert key not in stderr
+
+
+async def test_no_log_line_comes_before_the_initialize_answer(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    plugin = (
+        "import logging\ndef register(router):\n    logging.getLogger('probe.early').warning('booting')\n"
+    )
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await asyncio.sleep(1.5)  # the boot (and its log line) is done before the host speaks
+        await wire.send({"id": 1, "method": "initialize", "params": INIT})
+        first = await wire.frame()
+        second = await wire.frame()
+    assert first["id"] == 1 and "result" in first
+    assert second["method"] == "notifications/message" and second["params"]["data"] == "booting"
+
+
+async def test_mcp_rules_for_ids_and_notifications(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env()) as wire:
+        await wire.handshake()
+        await wire.send({"id": None, "method": "ping"})
+        null_id = await wire.frame()
+        # a tools/call without an id is a notification: it must not run the tool
+        await wire.send(
+            {
+                "method": "tools/call",
+                "params": {"name": "write_file", "arguments": {"path": "n.txt", "content": "x"}},
+            }
+        )
+        assert (await wire.call(2, "ping"))["result"] == {}
+        long_name = await wire.call(3, "tools/call", {"name": "x" * 100_000, "arguments": {}})
+    assert null_id["error"]["code"] == -32600
+    assert not (ws / "n.txt").exists()
+    assert long_name["error"]["code"] == -32602 and len(long_name["error"]["message"]) < 300
+    assert "(100000 characters)" in long_name["error"]["message"]
+
+
+async def test_a_tool_that_swallows_the_cancellation_still_gets_no_answer(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    plugin = """
+import asyncio
+from steerable_agent_runtime import tool
+
+def register(router):
+    @tool(router=router, mode="read", description="Wait, and refuse to be cancelled")
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            return "swallowed the cancel"
+        return "slept"
+"""
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        assert (await wire.call(2, "tools/list"))["result"]["tools"]
+        await wire.send({"id": 3, "method": "tools/call", "params": {"name": "stubborn", "arguments": {}}})
+        await asyncio.sleep(0.5)
+        await wire.send({"method": "notifications/cancelled", "params": {"requestId": 3}})
+        assert (await wire.call(4, "ping"))["result"] == {}  # an answer to 3 first would fail here
+        await asyncio.sleep(0.5)
+        assert (await wire.call(5, "ping"))["result"] == {}
+
+
+async def test_a_host_that_leaves_during_a_hung_boot_ends_the_process(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    plugin = "import time\ndef register(router):\n    time.sleep(60)\n"
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        assert wire.proc.stdin is not None
+        wire.proc.stdin.close()
+        # well before the plugin's 60 s: the boot thread is a daemon, given 2 s after the host left
+        assert await asyncio.wait_for(wire.proc.wait(), 15) == 0
+
+
+async def test_a_bad_log_level_is_answered_like_any_bad_setting(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env(STEERABLE_LOG_LEVEL="bogus")) as wire:
+        await wire.handshake()
+        listed = await wire.call(2, "tools/list")
+        assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
+    assert listed["error"]["code"] == -32040
+    assert listed["error"]["message"].startswith("STEERABLE_LOG_LEVEL='bogus' is not a log level")
+
+
+def test_credentials_in_a_command_line_and_in_urls() -> None:
+    from steerable_sidecar._secrets import credential_arguments, credential_values
+
+    args = ["serve", "--token", "ghp_ARG0123456789", "--api-key=key-0123456789", "--port", "8080"]
+    args += ["--db", "postgres://u:dbPASSsecret123@h/db", "--verbose"]
+    assert credential_arguments(args) == ["ghp_ARG0123456789", "key-0123456789", "dbPASSsecret123"]
+    assert credential_values({"DATABASE_URL": "postgres://u:dbPASSsecret123@h/db"}) == ["dbPASSsecret123"]
+
+
+async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
+    from steerable_sidecar.mcp_sources import _StderrTail
+
+    tail = _StderrTail("up", ["envsecretvalue123"])
+    tail.writer.write("fatal: auth with envsecretvalue123 rejected\n")
+    tail.writer.flush()
+    tail.close_writer()
+    assert await tail.tail(wait_s=2) == "fatal: auth with [redacted] rejected"
+    await tail.close()
