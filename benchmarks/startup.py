@@ -99,7 +99,15 @@ print(json.dumps({{"exit": code, **{{m: m in sys.modules for m in {HEAVY!r}}}}})
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    for var in ("PYTHONPROFILEIMPORTTIME", "PYTHONDEVMODE", "PYTHONTRACEMALLOC", "PYTHONASYNCIODEBUG"):
+    # PYTHONDONTWRITEBYTECODE would compile every module from source at each start, which no
+    # installed steerable does: the warm-up round writes the bytecode the timed rounds read
+    for var in (
+        "PYTHONPROFILEIMPORTTIME",
+        "PYTHONDEVMODE",
+        "PYTHONTRACEMALLOC",
+        "PYTHONASYNCIODEBUG",
+        "PYTHONDONTWRITEBYTECODE",
+    ):
         env.pop(var, None)
     return env
 

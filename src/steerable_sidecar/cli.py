@@ -25,7 +25,6 @@ Logs go to stderr at ``--verbose`` or ``STEERABLE_LOG_LEVEL`` (``steerable_sidec
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import io
 import json
@@ -385,6 +384,8 @@ def _main(argv: Sequence[str] | None) -> int:
         from ._mcp_cli import run_mcp
 
         return run_mcp(args, boot=lambda: _boot(args))
+    import asyncio  # here, not at the top: --version and the parser do without it (~45 ms)
+
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
