@@ -7,7 +7,8 @@ What it measures
     * ``python -c pass`` (the baseline: interpreter start-up alone);
     * ``python -c "import steerable_agent_runtime"`` (the package; its names load on first use)
       and ``from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter`` (what a host
-      that embeds the framework imports first; informational);
+      that embeds the framework imports first; informational), beside ``import asyncio,
+      pydantic`` (the floor of any call: the wire types are pydantic models and the tools async);
     * ``python -m steerable_sidecar call read_file '{"path": "README.md"}' --no-plugins`` (what
       the ``steerable call`` console script runs; ``--no-plugins`` because an installed plugin may
       import anything it likes);
@@ -65,6 +66,7 @@ CALL_ARGS = ["call", "read_file", '{"path": "README.md"}', "--no-plugins"]
 COMMANDS: dict[str, list[str]] = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "import steerable_agent_runtime": [sys.executable, "-c", "import steerable_agent_runtime"],
+    "pydantic + asyncio (the floor)": [sys.executable, "-c", "import asyncio, pydantic; pydantic.BaseModel"],
     "from ... import ToolCall, ToolRouter": [
         sys.executable,
         "-c",
@@ -272,6 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {label:<36} {ms:8.1f} ms  ({low:.1f}..{high:.1f})  {ratio}")
     print(f"  {'framework import (import - pass)':<36} {framework:8.1f} ms  (goal <= {MAX_IMPORT_MS:g} ms)")
     print(f"  {'steerable call (call - pass)':<36} {call_cost:8.1f} ms  (goal <= {MAX_CALL_MS:g} ms)")
+    floor = med["pydantic + asyncio (the floor)"] - base
+    print(f"  {'  of which pydantic + asyncio':<36} {floor:8.1f} ms  (the wire types are pydantic models)")
 
     print("MCP over stdio: spawn to the initialize answer, and to the tools/list answer (medians)")
     init_ms = {label: statistics.median(i for i, _ in runs) / 1e6 for label, runs in handshakes.items()}

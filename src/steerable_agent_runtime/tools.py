@@ -75,6 +75,9 @@ class Tool:
         timeout_ms: Handler timeout in milliseconds; ``None`` uses the router's default.
         validate: Turns raw model arguments into handler kwargs; raises ``ValidationError`` or
             :class:`ToolRetry`.
+        annotations: The MCP tool annotations the tool came with (an MCP server's own hints and
+            ``title``), or ``None``; ``steerable mcp`` serves them again instead of hints made
+            from ``mode`` alone.
     """
 
     name: str
@@ -85,6 +88,7 @@ class Tool:
     exposure: ToolExposure = ToolExposure.DIRECT
     timeout_ms: int | None = None
     validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=dict, repr=False)
+    annotations: Mapping[str, Any] | None = field(default=None, repr=False)
 
     @classmethod
     def from_function(
@@ -164,7 +168,7 @@ class Tool:
             exposure: ``ToolExposure`` or its string.
             timeout_ms: Handler timeout in milliseconds.
             annotations: MCP tool annotations (``readOnlyHint``...); without ``mode`` they decide
-                it through :func:`mode_from_annotations`.
+                it through :func:`mode_from_annotations`. Kept as :attr:`Tool.annotations`.
 
         Returns:
             The tool, not yet registered anywhere.
@@ -207,6 +211,7 @@ class Tool:
             exposure=_coerce_exposure(exposure),
             timeout_ms=timeout_ms,
             validate=exact_scalars(name, schema, check),
+            annotations=dict(annotations) if annotations else None,
         )
 
     def describe_model(self) -> dict[str, Any]:

@@ -132,15 +132,23 @@ def tool_title(name: str) -> str:
     return " ".join(words).capitalize() if words else name
 
 
+_HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+
+
 def _listing(tool: Tool) -> dict[str, Any]:
-    title = tool_title(tool.name)
+    """A tool as ``tools/list`` shows it; a fronted MCP tool keeps its server's hints and title."""
+    theirs = tool.annotations or {}
+    title = theirs["title"] if isinstance(theirs.get("title"), str) else tool_title(tool.name)
     open_world = True if tool.name in OPEN_WORLD_READS else None
+    annotations = mode_annotations(tool.mode, title=title, open_world=open_world)
+    # the hints the tool's own server stated (an MCP source's) know more than its mode: they win
+    annotations.update({k: theirs[k] for k in _HINTS if isinstance(theirs.get(k), bool)})
     return {
         "name": tool.name,
         "title": title,
         "description": tool.description,
         "inputSchema": tool.parameters,
-        "annotations": mode_annotations(tool.mode, title=title, open_world=open_world),
+        "annotations": annotations,
     }
 
 

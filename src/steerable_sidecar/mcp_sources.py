@@ -304,6 +304,9 @@ def _build_tool(
     annotations = definition.get("annotations")
     hints = annotations if isinstance(annotations, dict) else None
     description = definition.get("description") or definition.get("title") or (hints or {}).get("title") or ""
+    kept = dict(hints or {})
+    if isinstance(definition.get("title"), str) and not isinstance(kept.get("title"), str):
+        kept["title"] = definition["title"]  # the 2025-06-18 tool-level title
     return Tool.from_schema(
         mcp_tool_name(server, original),
         schema,
@@ -312,6 +315,7 @@ def _build_tool(
         mode=mode_from_annotations(original, hints),
         exposure=exposure,
         timeout_ms=timeout_ms,
+        annotations=kept or None,
     )
 
 

@@ -644,3 +644,30 @@ async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
     tail.close_writer()
     assert await tail.tail(wait_s=2) == "fatal: auth with [redacted] rejected"
     await tail.close()
+
+
+async def test_a_fronted_mcp_tool_keeps_its_servers_hints_and_title(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    server = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py"
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps([{"name": "wx", "command": sys.executable, "args": [str(server)]}]))
+    env = child_env(STEERABLE_MCP_CONFIG=str(config))
+    async with mcp(["--workspace", str(ws), "--no-plugins"], env) as wire:
+        await wire.handshake()
+        listed = await wire.call(2, "tools/list")
+    tools = {t["name"]: t for t in listed["result"]["tools"]}
+    weather = tools["mcp__wx__get_weather"]["annotations"]  # the server says read-only, open world
+    assert weather == {
+        "title": "Mcp wx get weather",
+        "readOnlyHint": True,
+        "destructiveHint": False,
+        "idempotentHint": True,
+        "openWorldHint": True,  # from a read's mode alone this would say false
+    }
+    assert tools["mcp__wx__list_notes"]["title"] == "List notes"
+    assert tools["mcp__wx__list_notes"]["annotations"]["title"] == "List notes"
+    assert all(
+        {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} <= set(t["annotations"])
+        for t in tools.values()
+    )
