@@ -9,9 +9,9 @@ Importing the package is cheap: each public name is imported from its module on 
 ``import steerable_agent_runtime`` does not pay for the workspace tools, pydantic or asyncio.
 """
 
-import importlib as _importlib
 import typing as _typing
 
+from ._lazy import lazy_exports as _lazy_exports
 from ._version import __version__
 
 if _typing.TYPE_CHECKING:
@@ -232,7 +232,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 """Each submodule and the public names it provides (the block above, for type checkers)."""
 
-_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "DEFAULT_TOOL_MODE",
@@ -318,20 +317,4 @@ __all__ = [
 
 
 if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
-
-    def __getattr__(name: str) -> object:
-        """Import a public name (or a submodule) on first access, then keep it as a module global."""
-        module = _MODULE_OF.get(name)
-        if module is None:
-            try:
-                return _importlib.import_module(f"{__name__}.{name}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{__name__}.{name}":
-                    raise
-                raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
-        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals(), submodules=True)

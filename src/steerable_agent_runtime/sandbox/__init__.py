@@ -22,8 +22,9 @@ Each public name is imported from its module on first use (PEP 562 ``__getattr__
 protected-path guard load at its first call.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from .._protected import PROTECTED_ENV
@@ -113,7 +114,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 """Each module (relative to this package) and the public names it provides (as the block above)."""
 
-_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -161,15 +161,4 @@ __all__ = [
 
 
 if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
-
-    def __getattr__(name: str) -> object:
-        """Import a public name on first access, then keep it as a module global."""
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(_importlib.import_module(module, __name__), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -5,8 +5,9 @@ tool's engine (``edit_file``'s matcher, ``apply_patch``'s parser, the ``grep`` /
 at its first call, so registering the tools loads only what ``read_file`` and ``write_file`` use.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, apply_edits_detailed
@@ -55,7 +56,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 """Each module (relative to this package) and the public names it provides (as the block above)."""
 
-_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "CROSS_PROCESS_LOCK_ENV",
@@ -84,15 +84,4 @@ __all__ = [
 
 
 if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
-
-    def __getattr__(name: str) -> object:
-        """Import a public name on first access, then keep it as a module global."""
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(_importlib.import_module(module, __name__), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -18,8 +18,9 @@ the pair (``install_web_tools``) imports neither ``httpx`` nor the HTML converte
 the first ``web_fetch`` / ``web_search`` call.
 """
 
-import importlib as _importlib
 import typing as _typing
+
+from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._config import WebToolsConfig, parse_domain_list
@@ -61,7 +62,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 }
 """Each submodule and the public names it provides (the block above, for type checkers)."""
 
-_MODULE_OF: dict[str, str] = {name: module for module, names in _EXPORTS.items() for name in names}
 
 __all__ = [
     "WEB_FETCH_TOOL_NAME",
@@ -91,15 +91,4 @@ __all__ = [
 
 
 if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
-
-    def __getattr__(name: str) -> object:
-        """Import a public name on first access, then keep it as a module global."""
-        module = _MODULE_OF.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(_importlib.import_module(f"{__name__}.{module}"), name)
-        globals()[name] = value
-        return value
-
-    def __dir__() -> list[str]:
-        return sorted({*globals(), *__all__})
+    __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,61 @@
+"""Lazy re-exports for a package's ``__init__`` (PEP 562), written once for every package.
+
+A package lists its public names per submodule, for type checkers in an ``if TYPE_CHECKING:``
+block and for this helper in a table; each name is imported from its submodule on first access
+and then bound as a module global, so importing the package costs nothing but the table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(
+    package: str,
+    exports: Mapping[str, tuple[str, ...]],
+    namespace: dict[str, Any],
+    *,
+    submodules: bool = False,
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """Build a package's ``__getattr__`` and ``__dir__``.
+
+    Args:
+        package: The package's ``__name__``.
+        exports: Each module, relative to the package (``"._edit"``, ``"..errors"``; a name without
+            a leading dot is a submodule), and the public names it provides.
+        namespace: The package's ``globals()``: a name is bound there on first use.
+        submodules: Also serve ``package.NAME`` for a name no submodule exports (importing the
+            submodule ``NAME``), as an eager ``__init__`` that imported it would.
+
+    Returns:
+        ``(__getattr__, __dir__)``; ``__getattr__`` raises ``AttributeError`` for an unknown name.
+    """
+    # relative to the package: "._edit", "..errors" (a parent's module), or "_config" (= "._config")
+    module_of = {
+        name: module if module.startswith(".") else f".{module}"
+        for module, names in exports.items()
+        for name in names
+    }
+
+    def __getattr__(name: str) -> object:
+        module = module_of.get(name)
+        if module is None:
+            if submodules:
+                try:
+                    return importlib.import_module(f"{package}.{name}")
+                except ModuleNotFoundError as exc:
+                    if exc.name != f"{package}.{name}":
+                        raise
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(module, package), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *namespace.get("__all__", ())})
+
+    return __getattr__, __dir__
