@@ -45,14 +45,15 @@ def refused_workspace(workspace: str | None, cwd: Path, homes: Sequence[Path]) -
     A host starts a stdio server in whatever directory it likes: Claude Desktop in ``/``, others in
     the user's home. Serving that silently hands the model the whole disk, so unless
     ``--workspace`` names an absolute path, the workspace (the current directory, or a relative
-    ``--workspace`` such as ``.`` resolved against it) must not be ``/``, a home directory, or a
-    folder above one (``/home``, ``/Users``). An empty ``--workspace`` is refused too. An absolute
+    ``--workspace`` such as ``.`` resolved against it) must not be ``/``, a home directory (any
+    person's), or a folder above one (``/home``, ``/Users``). An empty ``--workspace`` is refused
+    too. An absolute
     ``--workspace`` naming any of them is the user's explicit choice.
 
     Args:
         workspace: ``--workspace`` as given (``None`` when absent).
         cwd: The current directory, resolved.
-        homes: The user's home directories, resolved (``$HOME`` and the passwd entry's).
+        homes: Home directories, resolved (``$HOME`` and every account's).
 
     Returns:
         The message for stderr, or ``None``.
@@ -78,7 +79,12 @@ def refused_workspace(workspace: str | None, cwd: Path, homes: Sequence[Path]) -
 
 
 def _homes() -> list[Path]:
-    """``$HOME`` (when set to an absolute path) and the passwd entry's home, resolved."""
+    """``$HOME`` (when set to an absolute path), this account's home and every person's, resolved.
+
+    Every person's (root and uids from 500, the first uid of people on macOS; Linux starts at
+    1000), not only this one's: root started in ``/home`` or in another user's home would hand
+    the model that user's files. Service accounts (``/usr/sbin``, ``/var/www``) are left out.
+    """
     found: list[Path] = []
     home = os.environ.get("HOME", "")
     if os.path.isabs(home):
@@ -86,9 +92,13 @@ def _homes() -> list[Path]:
     try:
         import pwd
 
-        found.append(Path(pwd.getpwuid(os.getuid()).pw_dir).resolve())
+        entries = [pwd.getpwuid(os.getuid()), *pwd.getpwall()]
     except (ImportError, KeyError, OSError):  # Windows, or no passwd entry for this uid
-        pass
+        return found
+    for entry in entries:
+        person = entry.pw_uid == 0 or 500 <= entry.pw_uid < 65534 or entry.pw_uid == os.getuid()
+        if person and os.path.isabs(entry.pw_dir) and entry.pw_dir != "/":
+            found.append(Path(entry.pw_dir).resolve())
     return found
 
 
@@ -103,7 +113,16 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
         0 when the host disconnected; 2 for a refused workspace or a failed boot (the message is
         on stderr).
     """
-    cwd = Path.cwd().resolve()
+    try:
+        cwd = Path.cwd().resolve()
+    except OSError:  # the current directory was deleted: only an absolute --workspace can serve
+        if not (args.workspace and Path(args.workspace).is_absolute()):
+            print(
+                "steerable mcp: the current directory no longer exists; pass --workspace /path/to/project",
+                file=sys.stderr,
+            )
+            return 2
+        cwd = Path(args.workspace).resolve()
     refusal = refused_workspace(args.workspace, cwd, _homes())
     if refusal is not None:
         print(refusal, file=sys.stderr)

@@ -13,6 +13,7 @@ __all__ = [
     "credential_arguments",
     "credential_values",
     "redact",
+    "redact_all",
     "url_password",
 ]
 
@@ -48,18 +49,19 @@ def redact(text: str, secret: str, *, clipped: bool = True, encoded: bool = Fals
 
 
 _CREDENTIAL_NAME: Final = re.compile(
-    r"(?:^|_)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|CREDENTIALS?|AUTH)$", re.IGNORECASE
+    r"(?:(?:^|_)(?:KEY|TOKEN|SECRET|PASS|PWD|PAT|CREDENTIALS?|AUTH)|PASSWORD|PASSWD|APIKEY)$", re.IGNORECASE
 )
 
 
 def credential_values(environ: Mapping[str, str]) -> list[str]:
     """The values of the environment's credential-looking variables, longest first.
 
-    A name whose last word is ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``PASSWD``, ``PASS``,
-    ``CREDENTIAL(S)`` or ``AUTH`` (any case: ``STEERABLE_API_KEY``, ``TAVILY_API_KEY``,
-    ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``) counts, not one that only contains such a word
-    (``XAUTHORITY``, ``SSH_AUTH_SOCK``, ``KEY_DIR`` hold paths); values shorter than
-    :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
+    A name whose last word is ``KEY``, ``TOKEN``, ``SECRET``, ``PASS``, ``PWD``, ``PAT``,
+    ``CREDENTIAL(S)`` or ``AUTH``, or that ends in ``PASSWORD``, ``PASSWD`` or ``APIKEY`` (any
+    case: ``STEERABLE_API_KEY``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``,
+    ``MYSQL_PWD``, ``GH_PAT``) counts, not one that only contains such a word (``XAUTHORITY``,
+    ``SSH_AUTH_SOCK``, ``KEY_DIR`` hold paths); and the password of a URL in any variable. Values
+    shorter than :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
 
     Args:
         environ: The environment to read (``os.environ`` or a host's ``env`` block).
@@ -88,8 +90,19 @@ _CREDENTIAL_FLAG: Final = re.compile(
 )
 
 
+_CREDENTIAL_HEADER: Final = re.compile(
+    r"^\s*(?:authorization|proxy-authorization|[\w-]*(?:key|token|secret|auth)[\w-]*)\s*:\s*"
+    r"(?:(?:bearer|basic|token)\s+)?(?P<value>\S.*?)\s*$",
+    re.IGNORECASE,
+)
+
+
 def credential_arguments(args: Sequence[str]) -> list[str]:
-    """The credentials a command line carries: ``--token VALUE``, ``--api-key=VALUE``, URL passwords.
+    """The credentials a command line carries.
+
+    ``--token VALUE`` and ``--api-key=VALUE`` (a flag whose last word is a credential word), a
+    header (``--header "Authorization: Bearer VALUE"``, ``X-Api-Key: VALUE``), ``NAME=VALUE``
+    with a credential-named ``NAME`` (``-e GITHUB_TOKEN=VALUE``), and URL passwords.
 
     Args:
         args: A command's arguments (an MCP server's ``args``).
@@ -102,8 +115,19 @@ def credential_arguments(args: Sequence[str]) -> list[str]:
         flag, eq, value = arg.partition("=")
         if eq and _CREDENTIAL_FLAG.match(flag):
             found.append(value)
+        elif eq and _CREDENTIAL_NAME.search(flag) and not flag.startswith("-"):
+            found.append(value)
         elif _CREDENTIAL_FLAG.match(arg) and i + 1 < len(args):
             found.append(args[i + 1])
+        elif header := _CREDENTIAL_HEADER.match(arg):
+            found.append(header["value"])
         elif password := url_password(arg):
             found.append(password)
     return found
+
+
+def redact_all(text: str, secrets: Sequence[str]) -> str:
+    """``text`` with each of ``secrets`` redacted (pass them longest first; see :func:`redact`)."""
+    for secret in secrets:
+        text = redact(text, secret, encoded=True)
+    return text

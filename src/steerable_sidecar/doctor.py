@@ -44,7 +44,7 @@ from steerable_agent_runtime.workspace import (
     ripgrep_setting,
 )
 
-from ._secrets import MIN_SECRET_CHARS, REDACTED, credential_values, redact
+from ._secrets import MIN_SECRET_CHARS, REDACTED, credential_values, redact_all
 from .boot import Booted, boot_tools, offered_tools
 from .settings import VARIABLES, variable
 
@@ -208,9 +208,7 @@ def _secrets_of(env: Mapping[str, str]) -> list[str]:
 
 
 def _scrub(text: str, secrets: list[str]) -> str:
-    for secret in secrets:
-        text = redact(text, secret, encoded=True)
-    return text
+    return redact_all(text, secrets)
 
 
 def _boot(

@@ -45,7 +45,7 @@ from steerable_agent_runtime._version import __version__
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 
-from ._secrets import redact
+from ._secrets import redact_all
 from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_streams
 
 if TYPE_CHECKING:
@@ -133,6 +133,12 @@ def tool_title(name: str) -> str:
 
 
 _HINTS: Final = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+_MCP_DEFAULTS: Final = {  # MCP 2025-06-18, ToolAnnotations: a hint left out means this
+    "readOnlyHint": False,
+    "destructiveHint": True,
+    "idempotentHint": False,
+    "openWorldHint": True,
+}
 
 
 def _listing(tool: Tool) -> dict[str, Any]:
@@ -141,8 +147,13 @@ def _listing(tool: Tool) -> dict[str, Any]:
     title = theirs["title"] if isinstance(theirs.get("title"), str) else tool_title(tool.name)
     open_world = True if tool.name in OPEN_WORLD_READS else None
     annotations = mode_annotations(tool.mode, title=title, open_world=open_world)
-    # the hints the tool's own server stated (an MCP source's) know more than its mode: they win
-    annotations.update({k: theirs[k] for k in _HINTS if isinstance(theirs.get(k), bool)})
+    if tool.annotations is not None:
+        # a fronted tool: what its own server stated wins, and what it left out is MCP's default
+        for key in _HINTS:
+            stated = theirs.get(key)
+            annotations[key] = stated if isinstance(stated, bool) else _MCP_DEFAULTS[key]
+        if annotations["readOnlyHint"] and not isinstance(theirs.get("destructiveHint"), bool):
+            annotations["destructiveHint"] = False  # MCP: meaningful only when not read-only
     return {
         "name": tool.name,
         "title": title,
@@ -228,9 +239,7 @@ class McpServer:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret this server knows replaced by ``[redacted]``."""
-        for secret in self._secrets:
-            text = redact(text, secret, encoded=True)
-        return text
+        return redact_all(text, self._secrets)
 
     def add_secrets(self, secrets: Sequence[str]) -> None:
         """Also keep ``secrets`` out of log notifications (MCP sources' ``env`` values, known later)."""
@@ -248,6 +257,13 @@ class McpServer:
             self._failure_told.set()
             raise self._failure
         return self._router
+
+    def _client_left(self) -> None:
+        """End of input: requests still waiting for the tools end now, not after the drain time."""
+        if not self._ready.is_set():
+            from steerable_agent_runtime.errors import PeerClosedError
+
+            self.fail(PeerClosedError("the client closed the connection before the tools were ready"))
 
     async def told_failure(self) -> None:
         """Return once a ``tools/*`` request has been answered with the :meth:`fail` error."""
@@ -281,6 +297,7 @@ class McpServer:
             writer: Where responses and notifications go.
         """
         peer = JsonRpcPeer(reader, writer, name="mcp", scrub=self.redact, strict_ids=True)
+        peer.on_eof = self._client_left
         self._peer = peer
         self._loop = asyncio.get_running_loop()
         peer.add_method("initialize", self._initialize)
@@ -395,6 +412,8 @@ class McpServer:
         if not result.success and isinstance(result.data, dict) and result.data.get("code") == "unknown_tool":
             # not a tool at all: a protocol error (-32602); the router's text keeps "Did you mean"
             raise InvalidParams(result.error or f"Unknown tool {name!r}", data=result.data)
+        if result.error:  # an exception's text may quote a credential: the model never reads one
+            result = result.model_copy(update={"error": self.redact(result.error)})
         return to_call_tool_result(result)
 
     async def _heartbeat(self, token: str | int, name: str) -> None:
@@ -495,6 +514,12 @@ class _Redacting(logging.Filter):
             text = str(record.msg)
         record.msg, record.args = self._redact(text), None
         record.name = self._redact(record.name)
+        if record.exc_info and not record.exc_text:  # the formatter would print the traceback raw
+            import traceback
+
+            record.exc_text = self._redact("".join(traceback.format_exception(*record.exc_info)).rstrip())
+        if record.stack_info:
+            record.stack_info = self._redact(record.stack_info)
         return True
 
 

@@ -42,7 +42,7 @@ from steerable_agent_runtime.modes import mode_from_annotations
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
-from ._secrets import credential_arguments, redact
+from ._secrets import credential_arguments, redact_all
 from .boot import MCP_CONFIG_ENV
 
 if TYPE_CHECKING:
@@ -305,8 +305,8 @@ def _build_tool(
     hints = annotations if isinstance(annotations, dict) else None
     description = definition.get("description") or definition.get("title") or (hints or {}).get("title") or ""
     kept = dict(hints or {})
-    if isinstance(definition.get("title"), str) and not isinstance(kept.get("title"), str):
-        kept["title"] = definition["title"]  # the 2025-06-18 tool-level title
+    if isinstance(definition.get("title"), str):
+        kept["title"] = definition["title"]  # the tool-level title wins (MCP 2025-06-18, tools)
     return Tool.from_schema(
         mcp_tool_name(server, original),
         schema,
@@ -504,8 +504,7 @@ class _StderrTail:
 
     def _note(self, raw: bytes) -> None:
         line = raw.decode("utf-8", errors="replace").rstrip()
-        for secret in self._secrets:  # the tail reaches error messages, and so the model
-            line = redact(line, secret, encoded=True)
+        line = redact_all(line, self._secrets)  # the tail reaches error messages, and so the model
         if line:
             self._lines.append(line)
             logger.debug("[mcp %s] %s", self._server, line)
@@ -651,7 +650,18 @@ class _Connection:
         return error
 
     async def call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
-        """Call ``tool`` (its original name) on the server; never raises for server trouble."""
+        """Call ``tool`` (its original name) on the server; never raises for server trouble.
+
+        A failure's text is redacted with the server's own credentials (its ``env`` values and
+        ``args`` credentials): the server's error messages reach the model.
+        """
+        result = await self._call(tool, arguments)
+        if result.error:
+            secrets = sorted(set(_config_credentials(self.config)), key=len, reverse=True)
+            result = result.model_copy(update={"error": redact_all(result.error, secrets)})
+        return result
+
+    async def _call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:
         from mcp import MCPError
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
         from pydantic import ValidationError

@@ -631,8 +631,21 @@ def test_credentials_in_a_command_line_and_in_urls() -> None:
 
     args = ["serve", "--token", "ghp_ARG0123456789", "--api-key=key-0123456789", "--port", "8080"]
     args += ["--db", "postgres://u:dbPASSsecret123@h/db", "--verbose"]
-    assert credential_arguments(args) == ["ghp_ARG0123456789", "key-0123456789", "dbPASSsecret123"]
+    args += ["--header", "Authorization: Bearer sk-hdrSECRET12345", "-e", "GITHUB_TOKEN=ghp_envstyle12345"]
+    args += ["X-Api-Key: xk-0123456789", "mode=fast"]
+    assert credential_arguments(args) == [
+        "ghp_ARG0123456789",
+        "key-0123456789",
+        "dbPASSsecret123",
+        "sk-hdrSECRET12345",
+        "ghp_envstyle12345",
+        "xk-0123456789",
+    ]
     assert credential_values({"DATABASE_URL": "postgres://u:dbPASSsecret123@h/db"}) == ["dbPASSsecret123"]
+    standard = {"PGPASSWORD": "pg-0123456789", "MYSQL_PWD": "my-0123456789", "GH_PAT": "ghp_pat0123456"}
+    assert sorted(credential_values({**standard, "COMPAT": "not-a-secret-at-all"})) == sorted(
+        standard.values()
+    )
 
 
 async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
@@ -661,13 +674,103 @@ async def test_a_fronted_mcp_tool_keeps_its_servers_hints_and_title(
     assert weather == {
         "title": "Mcp wx get weather",
         "readOnlyHint": True,
-        "destructiveHint": False,
-        "idempotentHint": True,
+        "destructiveHint": False,  # implied by read-only
+        "idempotentHint": False,  # not stated: MCP's default
         "openWorldHint": True,  # from a read's mode alone this would say false
     }
+    purge = tools["mcp__wx__purge_cache"]["annotations"]  # says only: not read-only, destructive
+    assert purge["openWorldHint"] is True and purge["destructiveHint"] is True  # the rest: defaults
     assert tools["mcp__wx__list_notes"]["title"] == "List notes"
     assert tools["mcp__wx__list_notes"]["annotations"]["title"] == "List notes"
     assert all(
         {"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"} <= set(t["annotations"])
         for t in tools.values()
     )
+
+
+async def test_a_tools_exception_and_its_traceback_never_show_a_secret(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    key = "sk-steerSECRET1234567"
+    plugin = """
+import logging, os
+from steerable_agent_runtime import tool
+
+def register(router):
+    @tool(router=router, mode="read", description="Fail, quoting the key")
+    async def boom() -> str:
+        try:
+            raise ValueError("inner " + os.environ["STEERABLE_API_KEY"])
+        except ValueError:
+            logging.getLogger("probe.tb").exception("while booming")
+        raise RuntimeError("upstream said no to key " + os.environ["STEERABLE_API_KEY"])
+"""
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)), STEERABLE_API_KEY=key)
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        failed = await wire.call(2, "tools/call", {"name": "boom", "arguments": {}})
+        assert wire.proc.stdin is not None
+        wire.proc.stdin.close()
+        await asyncio.wait_for(wire.proc.wait(), WAIT_S)
+        assert wire.proc.stderr is not None
+        stderr = (await wire.proc.stderr.read()).decode()
+    body = failed["result"]["structuredContent"]
+    assert body["success"] is False and "upstream said no to key [redacted]" in body["error"]
+    assert key not in json.dumps(failed) and key not in json.dumps(wire.notifications)
+    assert "ValueError: inner [redacted]" in stderr  # the traceback of the logged exception
+    assert key not in stderr
+
+
+async def test_a_host_that_leaves_with_a_tools_list_pending_ends_the_process(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    plugin = "import time\ndef register(router):\n    time.sleep(60)\n"
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        await wire.send({"id": 2, "method": "tools/list"})  # waits for the hung boot
+        await asyncio.sleep(0.3)
+        assert wire.proc.stdin is not None
+        wire.proc.stdin.close()
+        loop = asyncio.get_running_loop()
+        left = loop.time()
+        assert await asyncio.wait_for(wire.proc.wait(), 15) == 0
+        assert loop.time() - left < 4.5  # the 2 s boot grace, not the 5 s drain on top of it
+
+
+def test_refused_workspace_knows_every_persons_home() -> None:
+    from steerable_sidecar._mcp_cli import refused_workspace
+
+    homes = [Path("/root"), Path("/home/ana"), Path("/home/bo")]
+    for cwd in (Path("/home"), Path("/home/bo")):  # another person's home, or above it
+        message = refused_workspace(None, cwd, homes)
+        assert message is not None and "a home directory or above one" in message
+    assert refused_workspace(None, Path("/home/bo/project"), homes) is None
+    assert refused_workspace("/home", Path("/tmp"), homes) is None  # absolute: the user's choice
+    assert refused_workspace("..", Path("/home/bo/project"), homes) is not None  # resolves to /home/bo
+
+
+async def test_an_absolute_workspace_serves_from_a_deleted_current_directory(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = (
+        f"cd {gone} && rmdir {gone} && exec {sys.executable} -m steerable_sidecar mcp -w {ws} --no-plugins"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/sh",
+        "-c",
+        script,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=child_env(),
+    )
+    wire = Wire(proc)
+    try:
+        assert (await wire.handshake())["result"]["serverInfo"]["name"] == "steerable"
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), WAIT_S)
