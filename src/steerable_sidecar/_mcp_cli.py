@@ -161,7 +161,7 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
             if sources is not None:
                 from .mcp_sources import config_secrets
 
-                server.add_secrets(config_secrets(os.environ))
+                server.add_secrets(config_secrets(os.environ))  # known_credentials' other half
                 connecting = asyncio.ensure_future(stack.enter_async_context(sources))
                 await asyncio.wait({serving, connecting}, return_when=asyncio.FIRST_COMPLETED)
                 if not connecting.done():  # the host left while the sources started

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 from urllib.parse import unquote, urlsplit
 
@@ -12,8 +13,8 @@ __all__ = [
     "REDACTED",
     "credential_arguments",
     "credential_values",
+    "Redactor",
     "redact",
-    "redact_all",
     "url_password",
 ]
 
@@ -126,8 +127,30 @@ def credential_arguments(args: Sequence[str]) -> list[str]:
     return found
 
 
-def redact_all(text: str, secrets: Sequence[str]) -> str:
-    """``text`` with each of ``secrets`` redacted (pass them longest first; see :func:`redact`)."""
-    for secret in secrets:
-        text = redact(text, secret, encoded=True)
-    return text
+@dataclass(frozen=True, slots=True)
+class Redactor:
+    """A set of secrets to keep out of text; call it on a text to get the text without them.
+
+    Build it with :meth:`of`, which orders the secrets longest first (a key that contains another
+    is redacted whole) once, not at every call: it runs on every log record and stderr line.
+
+    Attributes:
+        secrets: The distinct non-empty secrets, longest first.
+    """
+
+    secrets: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, secrets: Iterable[str]) -> Redactor:
+        """A redactor for ``secrets`` (any order; empty strings and repeats are dropped)."""
+        return cls(tuple(sorted({s for s in secrets if s}, key=len, reverse=True)))
+
+    def adding(self, secrets: Iterable[str]) -> Redactor:
+        """This redactor with ``secrets`` too."""
+        return Redactor.of((*self.secrets, *secrets))
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every secret replaced by :data:`REDACTED` (see :func:`redact`)."""
+        for secret in self.secrets:
+            text = redact(text, secret, encoded=True)
+        return text

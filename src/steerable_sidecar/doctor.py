@@ -44,7 +44,7 @@ from steerable_agent_runtime.workspace import (
     ripgrep_setting,
 )
 
-from ._secrets import MIN_SECRET_CHARS, REDACTED, credential_values, redact_all
+from ._secrets import REDACTED
 from .boot import Booted, boot_tools, offered_tools
 from .settings import VARIABLES, variable
 
@@ -177,12 +177,11 @@ def diagnose(
             import asyncio
 
             asyncio.run(booted.aclose())
-    secrets = _secrets_of(env)
-    checks = tuple(
-        Check(c.section, c.item, _scrub(c.value, secrets), c.status, _scrub(c.detail, secrets))
-        for c in rows.rows
-    )
-    variables = tuple({**v, "value": _scrub(v["value"], secrets)} for v in _variables(env))
+    from .mcp_sources import known_credentials
+
+    scrub = known_credentials(env)
+    checks = tuple(Check(c.section, c.item, scrub(c.value), c.status, scrub(c.detail)) for c in rows.rows)
+    variables = tuple({**v, "value": scrub(v["value"])} for v in _variables(env))
     return DoctorReport(checks, variables)
 
 
@@ -193,22 +192,6 @@ def _guarded(rows: _Rows, section: str, check: Callable[[], _T]) -> _T | None:
     except Exception as exc:  # any bug or odd input: a report row, never a traceback
         rows.add(section, "check", "failed", "error", f"{type(exc).__name__}: {exc}")
         return None
-
-
-def _secrets_of(env: Mapping[str, str]) -> list[str]:
-    """Every credential the report could echo, longest first.
-
-    The credential-looking variables (the keys among them) and the values of MCP servers' ``env``:
-    what ``steerable mcp`` keeps out of its log messages too.
-    """
-    from .mcp_sources import config_secrets
-
-    found = {*credential_values(env), *(s for s in config_secrets(env) if len(s) >= MIN_SECRET_CHARS)}
-    return sorted(found, key=len, reverse=True)
-
-
-def _scrub(text: str, secrets: list[str]) -> str:
-    return redact_all(text, secrets)
 
 
 def _boot(

@@ -45,7 +45,7 @@ from steerable_agent_runtime._version import __version__
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 
-from ._secrets import redact_all
+from ._secrets import Redactor
 from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_streams
 
 if TYPE_CHECKING:
@@ -143,12 +143,14 @@ _MCP_DEFAULTS: Final = {  # MCP 2025-06-18, ToolAnnotations: a hint left out mea
 
 def _listing(tool: Tool) -> dict[str, Any]:
     """A tool as ``tools/list`` shows it; a fronted MCP tool keeps its server's hints and title."""
-    theirs = tool.annotations or {}
-    title = theirs["title"] if isinstance(theirs.get("title"), str) else tool_title(tool.name)
-    open_world = True if tool.name in OPEN_WORLD_READS else None
-    annotations = mode_annotations(tool.mode, title=title, open_world=open_world)
-    if tool.annotations is not None:
-        # a fronted tool: what its own server stated wins, and what it left out is MCP's default
+    theirs = tool.annotations
+    if theirs is None:  # one of ours: every hint from its mode
+        title = tool_title(tool.name)
+        open_world = True if tool.name in OPEN_WORLD_READS else None
+        annotations = mode_annotations(tool.mode, title=title, open_world=open_world)
+    else:  # a fronted tool: what its own server stated wins, and what it left out is MCP's default
+        title = theirs["title"] if isinstance(theirs.get("title"), str) else tool_title(tool.name)
+        annotations = {"title": title}
         for key in _HINTS:
             stated = theirs.get(key)
             annotations[key] = stated if isinstance(stated, bool) else _MCP_DEFAULTS[key]
@@ -203,7 +205,7 @@ class McpServer:
         self._info = {"name": name, "title": name, "version": version or __version__}
         self._instructions = instructions
         self._heartbeat_s = heartbeat_s
-        self._secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+        self._redactor = Redactor.of(secrets)
         self._router: ToolRouter | None = None
         self._offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
         self._failure: BaseException | None = None
@@ -239,11 +241,11 @@ class McpServer:
 
     def redact(self, text: str) -> str:
         """``text`` with every secret this server knows replaced by ``[redacted]``."""
-        return redact_all(text, self._secrets)
+        return self._redactor(text)
 
     def add_secrets(self, secrets: Sequence[str]) -> None:
         """Also keep ``secrets`` out of log notifications (MCP sources' ``env`` values, known later)."""
-        self._secrets = sorted({*self._secrets, *(s for s in secrets if s)}, key=len, reverse=True)
+        self._redactor = self._redactor.adding(secrets)
 
     def fail(self, error: BaseException) -> None:
         """The tools will never come (the boot failed): tool requests are answered with ``error``."""
@@ -444,17 +446,13 @@ class McpServer:
         queue = self._log_queue
         if queue is None or record.levelno < self._log_level or self._peer is None or self._peer.closed:
             return
-        try:
-            text = record.getMessage()
-        except Exception:  # a record whose arguments do not fit its format: send the format
-            text = str(record.msg)
+        text = record.getMessage()  # already redacted, args folded in: the handler's _Redacting filter
         if record.exc_info and record.exc_info[1] is not None:
             exc = record.exc_info[1]
-            text = f"{text} ({type(exc).__name__}: {exc})"
-        text = self.redact(text)
+            text += self.redact(f" ({type(exc).__name__}: {exc})")
         if len(text) > _MAX_LOG_CHARS:
             text = text[:_MAX_LOG_CHARS] + f"... [{len(text) - _MAX_LOG_CHARS} more characters]"
-        message = {"level": _mcp_level(record.levelno), "logger": self.redact(record.name), "data": text}
+        message = {"level": _mcp_level(record.levelno), "logger": record.name, "data": text}
         try:
             queue.put_nowait(message)
         except asyncio.QueueFull:

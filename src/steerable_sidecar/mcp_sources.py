@@ -42,7 +42,7 @@ from steerable_agent_runtime.modes import mode_from_annotations
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
-from ._secrets import credential_arguments, redact_all
+from ._secrets import Redactor, credential_arguments, credential_values
 from .boot import MCP_CONFIG_ENV
 
 if TYPE_CHECKING:
@@ -57,6 +57,7 @@ __all__ = [
     "McpToolSources",
     "call_tool_result",
     "config_secrets",
+    "known_credentials",
     "load_mcp_catalogue",
     "load_mcp_config",
     "load_mcp_config_from_env",
@@ -223,6 +224,17 @@ def config_secrets(environ: Mapping[str, str] | None = None) -> list[str]:
     except ConfigError:
         return []
     return [secret for server in servers for secret in _config_credentials(server)]
+
+
+def known_credentials(environ: Mapping[str, str] | None = None) -> Redactor:
+    """Every credential steerable knows of in ``environ``, as a :class:`Redactor`.
+
+    The credential-named variables and URL passwords (:func:`credential_values`), and the MCP
+    servers' ``env`` values and ``args`` credentials (:func:`config_secrets`): what ``steerable
+    mcp`` and ``steerable doctor`` keep out of what they print.
+    """
+    env = os.environ if environ is None else environ
+    return Redactor.of([*credential_values(env), *config_secrets(env)])
 
 
 def _config_credentials(config: McpServerConfig) -> list[str]:
@@ -483,9 +495,9 @@ class _StderrTail:
     stderr, which may be a protocol's log channel); the last lines explain a failure.
     """
 
-    def __init__(self, server: str, secrets: Sequence[str] = ()) -> None:
+    def __init__(self, server: str, redact: Redactor | None = None) -> None:
         self._server = server
-        self._secrets = sorted(set(secrets), key=len, reverse=True)
+        self._redact = redact or Redactor()
         self._lines: deque[str] = deque(maxlen=_STDERR_TAIL_LINES)
         read_fd, write_fd = os.pipe()
         self._read = os.fdopen(read_fd, "rb", buffering=0)
@@ -504,7 +516,7 @@ class _StderrTail:
 
     def _note(self, raw: bytes) -> None:
         line = raw.decode("utf-8", errors="replace").rstrip()
-        line = redact_all(line, self._secrets)  # the tail reaches error messages, and so the model
+        line = self._redact(line)  # the tail reaches error messages, and so the model
         if line:
             self._lines.append(line)
             logger.debug("[mcp %s] %s", self._server, line)
@@ -533,6 +545,7 @@ class _Connection:
 
     def __init__(self, config: McpServerConfig, *, connect_timeout_s: float, call_timeout_s: float) -> None:
         self.config = config
+        self._redact = Redactor.of(_config_credentials(config))  # its errors and stderr reach the model
         self.state: ServerState = "starting"
         self.error: str | None = None
         self.definitions: list[dict[str, Any]] = []
@@ -564,7 +577,7 @@ class _Connection:
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
         """The owner task: enter the client, list, wait for close, exit, all in this one task."""
-        self._stderr = _StderrTail(self.name, _config_credentials(self.config))
+        self._stderr = _StderrTail(self.name, self._redact)
         try:
             async with AsyncExitStack() as stack:
                 try:
@@ -657,8 +670,7 @@ class _Connection:
         """
         result = await self._call(tool, arguments)
         if result.error:
-            secrets = sorted(set(_config_credentials(self.config)), key=len, reverse=True)
-            result = result.model_copy(update={"error": redact_all(result.error, secrets)})
+            result = result.model_copy(update={"error": self._redact(result.error)})
         return result
 
     async def _call(self, tool: str, arguments: dict[str, Any]) -> ToolResult:

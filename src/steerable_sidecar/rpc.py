@@ -275,12 +275,11 @@ def _request_problem(message: dict[str, Any]) -> str | None:
     return None
 
 
-def _request_key(value: Any) -> tuple[bool, Any] | None:
+def _id_key(request_id: Any) -> tuple[bool, Any] | None:
     """How an incoming request is found by :meth:`JsonRpcPeer.cancel_request` (``"1"`` is not ``1``)."""
-    if not isinstance(value, dict) or "method" not in value or value.get("id") is None:
+    if request_id is None or not _valid_id(request_id):
         return None
-    request_id = value["id"]
-    return (isinstance(request_id, str), request_id) if _valid_id(request_id) else None
+    return (isinstance(request_id, str), request_id)
 
 
 def _being_cancelled() -> bool:
@@ -667,7 +666,7 @@ class JsonRpcPeer:
             self._spawn(self._single(value))
 
     async def _single(self, value: Any) -> None:
-        key = _request_key(value)
+        key = _id_key(value.get("id")) if isinstance(value, dict) and "method" in value else None
         task = asyncio.current_task()
         if key is not None and task is not None:
             self._incoming[key] = task
@@ -677,7 +676,6 @@ class JsonRpcPeer:
             if key is not None and self._incoming.get(key) is task:
                 del self._incoming[key]
         if task in self._cancelled:  # the handler swallowed the cancellation: still no answer
-            self._cancelled.discard(task)
             return
         if response is not None:
             await self._send(response)
@@ -694,9 +692,8 @@ class JsonRpcPeer:
         Returns:
             ``True`` when a running handler was cancelled; ``False`` for an unknown or finished id.
         """
-        if not _valid_id(request_id) or request_id is None:
-            return False
-        task = self._incoming.get((isinstance(request_id, str), request_id))
+        key = _id_key(request_id)
+        task = self._incoming.get(key) if key is not None else None
         if task is None or task.done():
             return False
         self._cancelled.add(task)
