@@ -103,6 +103,9 @@ class WebTools:
         resolver: DNS for the default fetcher (tests inject one).
         transport: HTTP transport for the default fetcher (tests inject one).
         environ: The environment the default fetcher reads proxy variables from.
+        owned: What :meth:`aclose` closes besides the default fetcher (a provider's HTTP client).
+        make_provider: Builds the search backend at the first search instead (``provider`` is
+            then ``None``); returns it and what it owns.
     """
 
     def __init__(
@@ -115,10 +118,11 @@ class WebTools:
         transport: httpx.AsyncBaseTransport | None = None,
         environ: Mapping[str, str] | None = None,
         owned: tuple[Any, ...] = (),
+        make_provider: _ProviderFactory | None = None,
     ) -> None:
         self.config = config
         self._provider = provider
-        self._make_provider: _ProviderFactory | None = None
+        self._make_provider = make_provider
         self._policy: DomainPolicy | None = None
         self._fetcher = fetcher
         self._fetcher_args = (resolver, transport, environ)
@@ -346,9 +350,14 @@ def install_web_tools(
         else:  # nothing can fail in building it: it is built at the first search
             provider, deferred = None, _default_provider(cfg, host_search)
     tools = WebTools(
-        cfg, provider=provider, resolver=resolver, transport=transport, environ=environ, owned=owned
+        cfg,
+        provider=provider,
+        resolver=resolver,
+        transport=transport,
+        environ=environ,
+        owned=owned,
+        make_provider=deferred,
     )
-    tools._make_provider = deferred
     tools.install(router)
     if provider is None and deferred is None:
         router.mark_unavailable(WEB_SEARCH_TOOL_NAME, _no_provider_reason(cfg, host_search is not None))
