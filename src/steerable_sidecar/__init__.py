@@ -7,8 +7,8 @@ tools, pydantic or the ``mcp`` SDK are loaded (docs/mcp.md: Start-up).
 
 import typing as _typing
 
+from steerable_agent_runtime import __version__
 from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
-from steerable_agent_runtime._version import __version__
 
 if _typing.TYPE_CHECKING:
     from .cli import build_parser, main

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime._version import __version__
+from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 
 from ._secrets import credential_values

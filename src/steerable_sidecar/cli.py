@@ -35,7 +35,7 @@ import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime._version import __version__
+from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.harness import HarnessStrategy
 

@@ -41,7 +41,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime._version import __version__
+from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 

@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id, requires_consent
 from steerable_agent_runtime._env import env_flag, env_int
-from steerable_agent_runtime._protected import PROTECTED_ENV
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.executor import ToolExecutor, current_executor
+from steerable_agent_runtime.sandbox import PROTECTED_ENV
 from steerable_agent_runtime.sandbox._config import LIMIT_ENV, SandboxConfig
 from steerable_agent_runtime.sandbox._policy import SandboxPolicy, child_environment
 from steerable_agent_runtime.tools import Tool
