@@ -193,21 +193,35 @@ def mcp_servers(workspace: Path, peers: bool) -> tuple[dict[str, list[str]], str
     return servers, None
 
 
-def _answer(proc: subprocess.Popen[bytes], request_id: int, deadline: float) -> None:
-    """Read stdout lines until the response to ``request_id`` arrives."""
-    assert proc.stdout is not None
-    while True:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([proc.stdout], [], [], left)[0]:
-            raise SystemExit(f"{proc.args!r}: no answer to request {request_id} within {MCP_TIMEOUT_S} s")
-        line = proc.stdout.readline()
-        if not line:
-            raise SystemExit(f"{proc.args!r} closed stdout before answering request {request_id}")
-        message = json.loads(line)
-        if message.get("id") == request_id:
-            if "error" in message:
-                raise SystemExit(f"{proc.args!r} answered {request_id} with {message['error']}")
-            return
+class _Lines:
+    """Lines from a child's stdout, read with ``os.read`` (a buffered reader's leftover lines would
+    hide from ``select``, and an unbuffered ``readline`` reads a byte per system call)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdout is not None
+        self._proc, self._fd, self._buffer = proc, proc.stdout.fileno(), b""
+
+    def answer(self, request_id: int, deadline: float) -> None:
+        """Read lines until the response to ``request_id`` arrives (notifications are skipped)."""
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline < 0:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([self._fd], [], [], left)[0]:
+                    raise SystemExit(
+                        f"{self._proc.args!r}: no answer to {request_id} within {MCP_TIMEOUT_S} s"
+                    )
+                chunk = os.read(self._fd, 1 << 16)
+                if not chunk:
+                    raise SystemExit(f"{self._proc.args!r} closed stdout before answering {request_id}")
+                self._buffer += chunk
+                continue
+            line, self._buffer = self._buffer[:newline], self._buffer[newline + 1 :]
+            message = json.loads(line)
+            if message.get("id") == request_id:
+                if "error" in message:
+                    raise SystemExit(f"{self._proc.args!r} answered {request_id} with {message['error']}")
+                return
 
 
 def time_mcp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, int]:
@@ -218,15 +232,16 @@ def time_mcp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int
         argv, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
     )
     assert proc.stdin is not None
+    lines = _Lines(proc)
     try:
         proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
         proc.stdin.flush()
-        _answer(proc, 1, deadline)
+        lines.answer(1, deadline)
         initialized = time.perf_counter_ns() - start
         proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
         proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
         proc.stdin.flush()
-        _answer(proc, 2, deadline)
+        lines.answer(2, deadline)
         listed = time.perf_counter_ns() - start
     finally:
         proc.stdin.close()
