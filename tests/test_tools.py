@@ -240,7 +240,7 @@ async def test_unexpected_exception_becomes_a_failed_result(caplog):
     def get_boom() -> None:
         raise KeyError("missing")
 
-    with caplog.at_level(logging.ERROR, logger="steerable_agent_runtime.tools"):
+    with caplog.at_level(logging.ERROR, logger="steerable_agent_runtime"):
         result = await router.dispatch(call("get_boom"))
     assert result.to_wire() == {
         "success": False,

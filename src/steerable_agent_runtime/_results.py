@@ -27,7 +27,7 @@ __all__ = [
     "validation_problems",
 ]
 
-logger = logging.getLogger("steerable_agent_runtime.tools")
+logger = logging.getLogger(__name__)
 
 _ENVELOPE: Final = TypeAdapter(ToolCall)
 

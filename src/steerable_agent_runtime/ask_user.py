@@ -46,7 +46,7 @@ __all__ = [
     "normalise_ask_user_arguments",
 ]
 
-logger = logging.getLogger("steerable_agent_runtime.ask_user")
+logger = logging.getLogger(__name__)
 
 ASK_USER_TOOL_NAME: Final = "ask_user"
 """The name the model calls."""

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from .mcp_sources import McpToolSources
     from .web_tools import HostInvoke, WebTools
 
-logger = logging.getLogger("steerable_sidecar.boot")
+logger = logging.getLogger(__name__)
 
 _RUN_CODE_OFF: Final = "run_code is off (the user can turn it on with STEERABLE_RUN_CODE=1)."
 _WEB_OFF: Final = "this run is offline: the web tools were turned off (--no-web-tools)."

@@ -65,7 +65,7 @@ __all__ = [
     "tool_title",
 ]
 
-logger = logging.getLogger("steerable_sidecar.mcp_server")
+logger = logging.getLogger(__name__)
 
 PROTOCOL_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 """The MCP revisions this server negotiates in ``initialize``, oldest first."""
@@ -91,7 +91,7 @@ _DEFAULT_LOG_LEVEL: Final = logging.WARNING
 _MAX_LOG_CHARS: Final = 8_000
 _LOG_QUEUE: Final = 256  # records waiting to be sent; past that they are counted and dropped
 _MAX_NAME_CHARS: Final = 256  # MCP names are at most 128 characters (2025-11-25); models' far fewer
-_QUIET_LOGGERS: Final = ("steerable_sidecar.rpc", "steerable_sidecar.mcp_server")  # their own sends
+_QUIET_LOGGERS: Final = (JsonRpcPeer.__module__, __name__)  # their own sends (the modules that log them)
 
 
 def mode_annotations(

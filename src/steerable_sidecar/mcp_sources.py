@@ -64,7 +64,7 @@ __all__ = [
     "mcp_tool_name",
 ]
 
-logger = logging.getLogger("steerable_sidecar.mcp_sources")
+logger = logging.getLogger(__name__)
 
 MCP_TOOL_PREFIX: Final = "mcp__"
 """Every MCP tool's registered name starts with this, then ``<server>__<tool>``."""

@@ -79,7 +79,7 @@ __all__ = [
 if TYPE_CHECKING:
     import pydantic
 
-logger = logging.getLogger("steerable_sidecar.rpc")
+logger = logging.getLogger(__name__)
 
 PARSE_ERROR: Final = -32700
 """The frame is not JSON (or not UTF-8). Answered with ``id: null``."""

@@ -72,7 +72,7 @@ SHUTDOWN_DRAIN_S: Final = 5.0
 HOST_CALL_TIMEOUT_S: Final = 600.0
 """Longest wait for a reverse call (``approval.request``, ``read_state.seed``), in seconds."""
 
-logger = logging.getLogger("steerable_sidecar")
+logger = logging.getLogger(__name__)
 
 _invoke_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
     "steerable_invoke_context", default=None

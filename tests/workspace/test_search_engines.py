@@ -613,7 +613,7 @@ async def test_no_usable_ripgrep_falls_back_to_python_with_a_warning_file_16(tmp
     tools = Tools(root, {"STEERABLE_RIPGREP": str(broken)})
     tools.write(".ignore", b"*.txt\n")
     tools.write("a.txt")
-    with caplog.at_level(logging.WARNING, logger="steerable.workspace"):
+    with caplog.at_level(logging.WARNING, logger="steerable_agent_runtime.workspace"):
         assert await tools.found() == ["a.txt"]  # the Python engine: it reads no ignore files
         assert await tools.listed("*.txt") == ["a.txt"]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]

@@ -66,7 +66,7 @@ __all__ = [
     "sweep_stale",
 ]
 
-logger = logging.getLogger("steerable_agent_runtime.sandbox")
+logger = logging.getLogger(__name__)
 
 CONTROLLERS: Final = ("pids", "memory")
 """The controllers a run's cgroups use."""

@@ -24,7 +24,7 @@ from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, ScanCache
 
 __all__ = ["GuardedRun", "guard_protected_paths", "protected_result", "snapshot_too_large"]
 
-log = logging.getLogger("steerable.sandbox")
+logger = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -89,7 +89,7 @@ def _begin_record(root: Path, tool: str) -> Intent | None:
     try:
         return Intent.begin(StateDir(root), tool)
     except (OSError, WorkspaceError) as exc:
-        log.warning(
+        logger.warning(
             "steerable: no crash record for this sandboxed run (%s): a kill -9 would skip its audit", exc
         )
         return None

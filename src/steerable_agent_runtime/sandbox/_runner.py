@@ -89,7 +89,7 @@ __all__ = [
     "spawn_sandboxed",
 ]
 
-logger = logging.getLogger("steerable_agent_runtime.sandbox")
+logger = logging.getLogger(__name__)
 
 LAUNCHER: Final = str(Path(__file__).with_name("_launch.py"))
 """The launcher script, run as ``python -I -S LAUNCHER [options] -- argv``."""

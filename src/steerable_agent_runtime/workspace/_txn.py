@@ -52,7 +52,7 @@ __all__ = [
     "recover",
 ]
 
-log = logging.getLogger("steerable.workspace")
+logger = logging.getLogger(__name__)
 
 STATE_DIR: Final = ".steerable"
 """The workspace's state folder, beside the files it protects."""
@@ -333,7 +333,7 @@ class Intent:
             with self._state.directory("txn", create=False) as dir_fd:
                 os.unlink(self._name, dir_fd=dir_fd)
         except OSError as exc:  # the lock still goes with the descriptor; recovery removes the file
-            log.warning("steerable: could not remove the write intent %s: %s", self._name, exc)
+            logger.warning("steerable: could not remove the write intent %s: %s", self._name, exc)
         finally:
             os.close(self._fd)
             self._fd = -1
@@ -448,7 +448,7 @@ def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[st
                 line = _recover_one(dir_fd, name, io, locks)
                 if line:
                     said.append(line)
-                    log.warning("steerable: %s", line)
+                    logger.warning("steerable: %s", line)
             return said
     except FileNotFoundError:
         return []
@@ -520,7 +520,9 @@ def _after_sandboxed_run(orphan: _Orphan, io: RecoveryIO, since_ns: int) -> str 
     try:
         removed = io.remove_appeared(orphan.protected or [], since_ns)
     except OSError as exc:
-        log.warning("steerable: could not check the protected paths of an interrupted %s: %s", orphan.op, exc)
+        logger.warning(
+            "steerable: could not check the protected paths of an interrupted %s: %s", orphan.op, exc
+        )
         return None
     if not removed:
         return None
@@ -600,5 +602,5 @@ def _roll_forward(entry: JournalEntry, io: RecoveryIO) -> str:
         io.rename(temp, target, entry.target)
         return "applied"
     except (OSError, WorkspaceError) as exc:
-        log.warning("steerable: could not roll %s forward: %s", entry.target, exc)
+        logger.warning("steerable: could not roll %s forward: %s", entry.target, exc)
         return "left"

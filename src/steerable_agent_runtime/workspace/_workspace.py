@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost
 
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled", "unified_diff"]
 
-log = logging.getLogger("steerable.workspace")
+logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
@@ -215,7 +215,7 @@ class Workspace:
         try:
             self.recovered: list[str] = recover(self.journal, _Recovery(self), self.cross_process)
         except (OSError, WorkspaceError) as exc:  # never fail the boot: the next start tries again
-            log.warning("steerable: could not check %s for interrupted writes: %s", self.journal.path, exc)
+            logger.warning("steerable: could not check %s for interrupted writes: %s", self.journal.path, exc)
             self.recovered = []
 
     # -- shared plumbing -------------------------------------------------------------------------

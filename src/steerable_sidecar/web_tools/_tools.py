@@ -41,7 +41,7 @@ __all__ = [
     "install_web_tools",
 ]
 
-logger = logging.getLogger("steerable_sidecar.web_tools")
+logger = logging.getLogger(__name__)
 
 WEB_FETCH_TOOL_NAME: Final = "web_fetch"
 WEB_SEARCH_TOOL_NAME: Final = "web_search"
