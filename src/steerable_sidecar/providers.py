@@ -75,7 +75,7 @@ __all__ = [
     "default_llm_provider",
 ]
 
-_log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 ProviderName = Literal["openai", "openrouter", "deepseek", "glm", "ollama", "scripted"]
 """The accepted values of ``STEERABLE_PROVIDER``."""
@@ -709,7 +709,7 @@ class OpenAICompatibleProvider:
                     raise
                 delay_s = self._delay_s(retries, attempt.retry_after_s)
                 retries += 1
-                _log.warning(
+                logger.warning(
                     "%s; retrying in %.2f s (retry %d of %d)", exc, delay_s, retries, self.max_retries
                 )
             await asyncio.sleep(delay_s)

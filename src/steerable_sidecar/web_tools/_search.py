@@ -81,7 +81,7 @@ __all__ = [
     "filter_hits",
 ]
 
-_log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"][2]
 """The most hits one search returns (spec: Bounds, ``search_max_results`` ceiling)."""
@@ -432,7 +432,7 @@ class _HttpBackend:
 
     def _error(self, message: str, code: str = "search_failed", **data: Any) -> WebError:
         message = self._scrub(message)
-        _log.info("web_search via %s failed: %s", self.name, message)
+        logger.info("web_search via %s failed: %s", self.name, message)
         # detail taken from the answer (a header, a status text) may echo the key as well
         data = {k: self._scrub(v) if isinstance(v, str) else v for k, v in data.items()}
         return WebError(code, message, data={"provider": self.name, **data})
@@ -898,7 +898,7 @@ class HostSearchProvider:
         return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
 
     def _error(self, message: str, **data: Any) -> WebError:
-        _log.info("web_search via host failed: %s", message)
+        logger.info("web_search via host failed: %s", message)
         return WebError("search_failed", message, data={"provider": "host", **data})
 
 
