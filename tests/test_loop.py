@@ -1,4 +1,4 @@
-"""The agent loop: completion semantics, batches, ids, the durable record, spill, trace, cancel."""
+"""The agent loop: completion semantics, batches, ids, dangling calls, trace spans, events, cancel."""
 
 from __future__ import annotations
 
@@ -9,66 +9,18 @@ from typing import Any
 
 import pytest
 
-from steerable_agent_runtime import ToolFailed, ToolResult, ToolRetry, ToolRouter, workspace_tools_for_cwd
-from steerable_agent_runtime.errors import ProviderError, UserError
-from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
+from loop_script import call, echo_router, tool_results, turn
+from steerable_agent_runtime import ToolRouter
+from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, Usage
 from steerable_agent_runtime.loop import AgentLoop, RunOutcome
 from steerable_agent_runtime.record import DurableRecord
-from steerable_agent_runtime.spill import SpillHooks
 from steerable_agent_runtime.trace import TraceSpan
-
-
-def call(name: str, arguments: Any = None, id: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "arguments": arguments if arguments is not None else {}}
-    if id is not None:
-        out["id"] = id
-    return out
-
-
-def turn(*calls: dict[str, Any], text: str = "") -> dict[str, Any]:
-    return {"text": text, "tool_calls": list(calls), "usage": {"prompt_tokens": 10, "completion_tokens": 2}}
-
-
-def tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {m["tool_call_id"]: json.loads(m["content"]) for m in messages if m.get("role") == "tool"}
 
 
 @pytest.fixture
 def router() -> ToolRouter:
-    r = ToolRouter()
-    r.calls: list[tuple[str, Any]] = []  # type: ignore[misc]
-
-    @r.tool
-    async def echo(text: str) -> dict[str, Any]:
-        """Echo text back."""
-        r.calls.append(("echo", text))  # type: ignore[attr-defined]
-        return {"echo": text}
-
-    @r.tool
-    async def slow_echo(text: str, delay_ms: int = 50) -> dict[str, Any]:
-        """Echo after a delay."""
-        await asyncio.sleep(delay_ms / 1000)
-        r.calls.append(("slow_echo", text))  # type: ignore[attr-defined]
-        return {"echo": text}
-
-    @r.tool
-    async def finish(summary: str) -> Any:
-        """End the task."""
-        from steerable_agent_runtime import ToolResult
-
-        return ToolResult(success=True, terminal=True, message=summary)
-
-    @r.tool
-    async def fragile(value: int) -> dict[str, Any]:
-        """Fails recoverably on negative values, fatally on zero."""
-        if value < 0:
-            raise ToolRetry("value must be positive; try again with value > 0")
-        if value == 0:
-            raise ToolFailed("zero is fatal")
-        return {"value": value}
-
-    return r
+    return echo_router()
 
 
 async def test_text_only_turn_completes(router: ToolRouter) -> None:
@@ -93,28 +45,6 @@ async def test_tool_result_goes_back_to_the_model_as_result_json(router: ToolRou
         "content": json.dumps({"success": True, "data": {"echo": "x"}}),
     }
     assert summary.usage == Usage(10, 2)  # the second turn reported none
-
-
-@pytest.mark.parametrize("depth", [400, 3000])  # past pydantic's limit; past json's recursion too
-async def test_a_result_too_deep_for_json_is_an_answer_not_a_crash(
-    router: ToolRouter, tmp_path: Path, depth: int
-) -> None:
-    @router.tool
-    async def deep() -> ToolResult:
-        """Return data nested far too deeply (a ToolResult passes through the router as it is)."""
-        value: list[Any] = []
-        for _ in range(depth):
-            value = [value]
-        return ToolResult(success=True, data={"value": value})
-
-    provider = ScriptedProvider([turn(call("deep", {}, id="d")), "carried on"])
-    summary = await AgentLoop(provider, router, spill=SpillHooks(tmp_path / "spill")).run([], "go")
-    assert summary.outcome is RunOutcome.COMPLETED and summary.text == "carried on"
-    answer = tool_results(list(provider.requests[1].messages))["d"]
-    assert answer["success"] is False and answer["needsFollowup"] is True
-    assert answer["data"] == {"code": "unserializable_result"}
-    assert answer["error"].startswith("The tool's result cannot be sent as JSON (")
-    assert answer["error"].endswith("ask for less deeply nested data")
 
 
 async def test_needs_followup_failure_reprompts_the_model(router: ToolRouter) -> None:  # ENV-7
@@ -297,105 +227,6 @@ async def test_outside_cancellation_propagates(router: ToolRouter) -> None:
         await task
 
 
-async def test_record_is_written_before_the_next_model_call(router: ToolRouter, tmp_path: Path) -> None:
-    record = DurableRecord(tmp_path / "s.jsonl")
-    seen: list[list[str]] = []
-
-    def second(request: ChatRequest) -> ChatResponse:
-        # a fresh reader sees the tool message on disk before the model is called again
-        seen.append([m["role"] for m in DurableRecord(record.path).messages()])
-        return ChatResponse(text="done")
-
-    provider = ScriptedProvider([turn(call("echo", {"text": "x"})), second])
-    await AgentLoop(provider, router, record=record).run([], "go")
-    assert seen == [["user", "assistant", "tool"]]
-
-
-async def test_resume_replays_history_and_reseeds_read_state(tmp_path: Path) -> None:  # FILE-7
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "a.txt").write_text("one\n")
-    record = DurableRecord(tmp_path / "s.jsonl")
-    router = workspace_tools_for_cwd(ws)
-    await AgentLoop(
-        ScriptedProvider([turn(call("read_file", {"path": "a.txt"})), "read it"]), router, record=record
-    ).run([], "read a.txt")
-    # a new process: fresh router, state rebuilt from the record, so an edit without re-reading passes
-    history = await DurableRecord(record.path).load()
-    from steerable_agent_runtime import ReadFileState
-
-    resumed = workspace_tools_for_cwd(ws, state=ReadFileState(DurableRecord(record.path).read_state()))
-    provider = ScriptedProvider(
-        [turn(call("edit_file", {"path": "a.txt", "old_string": "one", "new_string": "two"}, id="e")), "ok"]
-    )
-    loop = AgentLoop(provider, resumed, record=DurableRecord(record.path))
-    summary = await loop.run(history, "now edit it")
-    assert summary.outcome is RunOutcome.COMPLETED
-    assert tool_results(loop.messages)["e"]["success"] is True
-    assert (ws / "a.txt").read_text() == "two\n"
-    assert provider.requests[0].messages[: len(history)] == history
-    roles = [m["role"] for m in DurableRecord(record.path).messages()]
-    assert roles == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool", "assistant"]
-
-
-async def test_torn_last_line_is_skipped_and_cut_before_the_next_append(tmp_path: Path) -> None:
-    path = tmp_path / "s.jsonl"
-    record = DurableRecord(path)
-    await record.append_messages([{"role": "user", "content": "hi"}])
-    with path.open("ab") as handle:
-        handle.write(b'{"v":1,"type":"message","message":{"role":"assis')  # the process died here
-    assert DurableRecord(path).messages() == [{"role": "user", "content": "hi"}]
-    fresh = DurableRecord(path)
-    await fresh.append_messages([{"role": "user", "content": "again"}])
-    assert fresh.messages() == [{"role": "user", "content": "hi"}, {"role": "user", "content": "again"}]
-    assert path.read_bytes().count(b"\n") == 2
-
-
-def test_session_ids_cannot_escape_the_record_directory(tmp_path: Path) -> None:
-    from steerable_agent_runtime import UserError
-
-    for bad in ["../x", "a/b", ".hidden", "", "x" * 200, "a..b"]:
-        with pytest.raises(UserError, match="invalid session id"):
-            DurableRecord.for_session(tmp_path, bad)
-    assert DurableRecord.for_session(tmp_path, "chat-1.2_x").path == tmp_path / "chat-1.2_x.jsonl"
-
-
-async def test_oversized_data_is_spilled_and_readable_back(
-    router: ToolRouter, tmp_path: Path
-) -> None:  # WEB-15
-    @router.tool
-    async def read_big(path: str) -> dict[str, Any]:
-        """Return a big body."""
-        return {"path": path, "version": "v1", "content": "x" * 5000 + "END"}
-
-    spill = SpillHooks(tmp_path / "spill", threshold_bytes=1000)
-    spill.register(router)
-    provider = ScriptedProvider([turn(call("read_big", {"path": "big.txt"}, id="b")), "ok"])
-    spans: list[TraceSpan] = []
-    loop = AgentLoop(provider, router, spill=spill, trace=spans.append)
-    await loop.run([], "go")
-    result = tool_results(loop.messages)["b"]
-    spilled = result["data"]["spilled"]
-    assert result["data"]["path"] == "big.txt" and result["data"]["version"] == "v1"
-    assert "content" not in result["data"] and spilled["bytes"] > 5000 and len(spilled["preview"]) == 2000
-    assert "read_spilled" in result["message"]
-    assert spans[0].attrs["spilled"] is True
-    back = await router.dispatch(
-        {"id": "r", "name": "read_spilled", "arguments": {"locator": spilled["locator"], "offset": 4000}}
-    )
-    assert back.success and back.data is not None
-    assert json.loads(json.dumps({"path": "big.txt", "version": "v1", "content": "x" * 5000 + "END"}))
-    assert back.data["text"].endswith('END"}') and back.data["nextOffset"] is None
-    missing = await router.dispatch(
-        {"id": "r2", "name": "read_spilled", "arguments": {"locator": "spill://../etc"}}
-    )
-    assert missing.needs_followup and missing.data == {"code": "unknown_locator"}
-    # the read state still rebuilds from a spilled read (path/version kept inline)
-    from steerable_agent_runtime import read_file_state_from_messages
-
-    assert read_file_state_from_messages(loop.messages) == {"big.txt": "v1"}
-
-
 async def test_trace_span_per_call_carries_mode_tier_outcome(router: ToolRouter) -> None:  # ENV-3
     spans: list[TraceSpan] = []
     provider = ScriptedProvider(
@@ -414,51 +245,6 @@ async def test_trace_span_per_call_carries_mode_tier_outcome(router: ToolRouter)
     assert by_id["1"].attrs["outcome"] == "ok" and by_id["2"].attrs["outcome"] == "retry"
     assert by_id["3"].attrs["mode"] is None and by_id["3"].attrs["outcome"] == "retry"
     assert all(s.attrs["durationMs"] >= 0 for s in spans)
-
-
-async def test_approval_gate_asks_for_local_mode_and_denial_is_a_followup(
-    router: ToolRouter,
-) -> None:  # MODE-5
-    asked: list[tuple[str, str]] = []
-
-    async def deny(call: Any, mode: Any) -> bool:
-        asked.append((call.name, mode.value))
-        return False
-
-    @router.tool(mode="read")
-    async def peek() -> str:
-        """Read-only."""
-        return "seen"
-
-    gate = ApprovalGate(router.dispatch, approve=deny, mode_of=mode_lookup(router))
-    spans: list[TraceSpan] = []
-    provider = ScriptedProvider([turn(call("echo", {"text": "a"}, id="1"), call("peek", id="2")), "ok"])
-    loop = AgentLoop(provider, router, executor=gate, trace=spans.append)
-    await loop.run([], "go")
-    results = tool_results(loop.messages)
-    assert asked == [("echo", "local")]  # peek is read mode: no consent asked
-    assert results["1"] == {
-        "success": False,
-        "needsFollowup": True,
-        "error": "The user did not allow echo. Do not retry the same call; "
-        "continue another way or ask the user.",
-        "data": {"code": "consent_denied", "mode": "local"},
-    }
-    assert results["2"]["success"] is True and router.calls == []  # type: ignore[attr-defined]
-    assert {s.call_id: s.attrs.get("approved") for s in spans} == {"1": False, "2": None}
-
-
-async def test_approval_handler_failure_fails_closed(router: ToolRouter) -> None:
-    async def broken(call: Any, mode: Any) -> bool:
-        raise ConnectionError("host gone")
-
-    gate = ApprovalGate(router.dispatch, approve=broken, mode_of=mode_lookup(router))
-    result = await gate(
-        __import__("steerable_agent_runtime").ToolCall(id="1", name="echo", arguments={"text": "a"})
-    )
-    assert result.data == {"code": "consent_denied", "mode": "local"}
-    assert "the consent prompt failed: ConnectionError" in (result.error or "")
-    assert router.calls == []  # type: ignore[attr-defined]
 
 
 async def test_events_stream_text_calls_results_and_done(router: ToolRouter) -> None:
@@ -552,19 +338,6 @@ async def test_identical_repeat_of_a_reused_id_still_runs_once(router: ToolRoute
     assert len(ids) == 2 and len(set(ids)) == 2
 
 
-async def test_trace_entries_are_written_with_the_batch(router: ToolRouter, tmp_path: Path) -> None:  # ENV-3
-    record = DurableRecord(tmp_path / "s.jsonl")
-    provider = ScriptedProvider([turn(call("echo", {"text": "a"}, id="1"), call("nope", id="2")), "ok"])
-    await AgentLoop(provider, router, record=record).run([], "go")
-    traces = [e["trace"] for e in record.entries() if e["type"] == "trace"]
-    assert [(t["name"], t["callId"], t["success"]) for t in traces] == [
-        ("echo", "1", True),
-        ("nope", "2", False),
-    ]
-    assert traces[0]["attrs"]["mode"] == "local" and traces[0]["attrs"]["outcome"] == "ok"
-    assert all("trace" not in str(m) for m in record.messages())  # never part of the conversation
-
-
 async def test_model_timeout_ends_the_run_with_error(router: ToolRouter) -> None:
     class Stalling:
         async def complete(self, request: ChatRequest) -> ChatResponse:
@@ -617,39 +390,3 @@ async def test_orphan_tool_messages_are_dropped_on_resume(router: ToolRouter) ->
     provider = ScriptedProvider(["ok"])
     await AgentLoop(provider, router).run(history, "b")
     assert [m["role"] for m in provider.requests[0].messages] == ["user", "user"]
-
-
-async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) -> None:
-    @router.tool
-    async def quitter() -> None:
-        """Exits."""
-        raise SystemExit(3)
-
-    result = await router.dispatch({"id": "q", "name": "quitter", "arguments": {}})
-    assert result.success is False and result.data == {
-        "code": "tool_exception",
-        "exceptionType": "SystemExit",
-    }
-
-
-def test_invalid_scripted_usage_is_refused_when_the_provider_is_built() -> None:
-    with pytest.raises(UserError) as caught:
-        ScriptedProvider(["fine", {"text": "x", "usage": "lots"}])
-    assert str(caught.value) == 'scripted turn 2, usage: "lots" is not an object'
-
-
-async def test_spills_of_colliding_ids_never_overwrite_each_other(tmp_path: Path) -> None:
-    from steerable_agent_runtime import ToolCall, ToolResult
-
-    first = SpillHooks(tmp_path, threshold_bytes=10)
-    second = SpillHooks(tmp_path, threshold_bytes=10)  # another chat over the same directory
-    a = await first.apply(
-        ToolCall(id="call.1", name="t", arguments={}), ToolResult(success=True, data={"v": "A" * 50})
-    )
-    b = await second.apply(
-        ToolCall(id="call_1", name="t", arguments={}), ToolResult(success=True, data={"v": "B" * 50})
-    )
-    assert a.data and b.data
-    loc_a, loc_b = a.data["spilled"]["locator"], b.data["spilled"]["locator"]
-    assert loc_a != loc_b
-    assert "A" * 50 in first.read(loc_a)["text"] and "B" * 50 in second.read(loc_b)["text"]
