@@ -11,17 +11,45 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from .boot import boot_tools
     from .cli import build_parser, main
+    from .client import ChatHandle, SidecarClient
+    from .mcp_server import McpServer
+    from .mcp_sources import McpToolSources, load_mcp_config
+    from .providers import LLMConfig, OpenAICompatibleProvider, default_llm_provider
     from .session import handle_line, run_session
+    from .terminal_prompt import terminal_ask_user_handler
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "boot": ("boot_tools",),
     "cli": ("build_parser", "main"),
+    "client": ("ChatHandle", "SidecarClient"),
+    "mcp_server": ("McpServer",),
+    "mcp_sources": ("McpToolSources", "load_mcp_config"),
+    "providers": ("LLMConfig", "OpenAICompatibleProvider", "default_llm_provider"),
     "session": ("handle_line", "run_session"),
+    "terminal_prompt": ("terminal_ask_user_handler",),
 }
 """Each submodule and the public names it provides (the block above, for type checkers)."""
 
 
-__all__ = ["__version__", "build_parser", "handle_line", "main", "run_session"]
+__all__ = [
+    "ChatHandle",
+    "LLMConfig",
+    "McpServer",
+    "McpToolSources",
+    "OpenAICompatibleProvider",
+    "SidecarClient",
+    "__version__",
+    "boot_tools",
+    "build_parser",
+    "default_llm_provider",
+    "handle_line",
+    "load_mcp_config",
+    "main",
+    "run_session",
+    "terminal_ask_user_handler",
+]
 
 
 if not _typing.TYPE_CHECKING:  # hidden from type checkers, so a misspelt import still fails there
