@@ -1,4 +1,4 @@
-"""The OpenAI-compatible chat-completions provider, its configuration and the default factory.
+"""The OpenAI-compatible chat-completions provider and the default factory (configuration: ``_llm_config``).
 
 Spec: Provider seam (``LLMProvider`` is a protocol, a default factory and explicit injection).
 One HTTP implementation serves every OpenAI-compatible endpoint (OpenAI, OpenRouter, DeepSeek,
@@ -17,15 +17,12 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import MappingProxyType, TracebackType
-from typing import Any, Final, Literal, Self, get_args
+from typing import Any, Final, Self
 
 import httpx
-from pydantic import SecretStr
 
 from steerable_agent_runtime.errors import ConfigError, ProviderError, UserError
 from steerable_agent_runtime.finish import finish_kind, finish_problem
@@ -45,7 +42,7 @@ from steerable_agent_runtime.llm import (
 )
 from steerable_agent_runtime.types import new_call_id
 
-from ._endpoints import checked_base_url, env_proxy_client, header_safe
+from ._endpoints import env_proxy_client
 from ._http import (
     MAX_COMPLETION_BYTES,
     MAX_ERROR_BODY_BYTES,
@@ -54,6 +51,20 @@ from ._http import (
     read_capped,
     refused_redirect,
     retry_after_s,
+)
+from ._llm_config import (
+    API_KEY_ENV,
+    BASE_URL_ENV,
+    DEFAULT_BASE_URLS,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    MAX_REQUEST_TIMEOUT_MS,
+    MODEL_ENV,
+    PROVIDER_ENV,
+    PROVIDER_NAMES,
+    REQUEST_TIMEOUT_ENV,
+    SCRIPT_ENV,
+    LLMConfig,
+    ProviderName,
 )
 from ._secrets import redact
 from ._sse import aiter_sse
@@ -77,35 +88,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ProviderName = Literal["openai", "openrouter", "deepseek", "glm", "ollama", "scripted"]
-"""The accepted values of ``STEERABLE_PROVIDER``."""
 
-PROVIDER_NAMES: Final[tuple[ProviderName, ...]] = get_args(ProviderName)
-"""Every provider name, in documentation order."""
-
-DEFAULT_BASE_URLS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "openai": "https://api.openai.com/v1",
-        "openrouter": "https://openrouter.ai/api/v1",
-        "deepseek": "https://api.deepseek.com/v1",
-        "glm": "https://open.bigmodel.cn/api/paas/v4",
-        "ollama": "http://localhost:11434/v1",
-    }
-)
-"""The base URL each HTTP provider uses when ``STEERABLE_BASE_URL`` is unset."""
-
-PROVIDER_ENV: Final = "STEERABLE_PROVIDER"
-MODEL_ENV: Final = "STEERABLE_MODEL"
-BASE_URL_ENV: Final = "STEERABLE_BASE_URL"
-API_KEY_ENV: Final = "STEERABLE_API_KEY"
-SCRIPT_ENV: Final = "STEERABLE_SCRIPT"
-REQUEST_TIMEOUT_ENV: Final = "STEERABLE_REQUEST_TIMEOUT_MS"
-"""The variables :meth:`LLMConfig.from_env` reads (``docs/configuration.md``)."""
-DEFAULT_REQUEST_TIMEOUT_MS: Final = 600_000
-MAX_REQUEST_TIMEOUT_MS: Final = 3_600_000
-"""``STEERABLE_REQUEST_TIMEOUT_MS``: the default and the ceiling (the floor is 1), in milliseconds."""
-
-_KEYLESS: Final = frozenset({"ollama", "scripted"})
 _AFTER_DONE_S: Final = 0.25  # how long the body's end may take to follow data: [DONE]
 _MAX_FINISH_REASON_CHARS: Final = 64  # the longest known is 29 (model_context_window_exceeded)
 _DEFAULT_MAX_RETRIES: Final = 2
@@ -113,148 +96,6 @@ _DEFAULT_RETRY_BASE_DELAY_MS: Final = 500
 _DEFAULT_RETRY_MAX_DELAY_MS: Final = 20_000
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
 _MAX_DETAIL_CHARS: Final = 500  # the provider's error text kept in a ProviderError message
-
-
-# -- configuration ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LLMConfig:
-    """Which model endpoint to call and how: validated once, immutable, safe to print.
-
-    Every field is checked when the object is built (by :meth:`from_env` or directly), so a typo
-    fails at start-up with the variable's name rather than at the first model call.
-
-    Attributes:
-        provider: ``STEERABLE_PROVIDER``: openai (default), openrouter, deepseek, glm, ollama or
-            scripted. Case-insensitive in the environment.
-        model: ``STEERABLE_MODEL``: the model name sent in each request. Required, except for
-            scripted.
-        base_url: ``STEERABLE_BASE_URL``: an http(s) URL without credentials, query or fragment;
-            the provider posts to ``{base_url}/chat/completions``. ``None`` takes the provider's
-            default from :data:`DEFAULT_BASE_URLS` (and stays ``None`` for scripted). A trailing
-            ``/`` is dropped.
-        api_key: ``STEERABLE_API_KEY``: sent as ``Authorization: Bearer <key>``. Required, except
-            for ollama and scripted. Masked in ``repr``/``str``; read it with
-            ``get_secret_value()``.
-        script: ``STEERABLE_SCRIPT``: a JSON file holding a list of turns for
-            :meth:`ScriptedProvider.from_file`. Required for (and only used by) scripted.
-        request_timeout_ms: ``STEERABLE_REQUEST_TIMEOUT_MS``: the longest wait, in milliseconds,
-            for any single network step (connecting, sending, each read of the stream). A stream
-            that goes silent this long fails; one that keeps sending does not. Default 600 000,
-            range 1 to 3 600 000.
-
-    Raises:
-        ConfigError: On construction, naming the variable, when a value is missing or invalid.
-    """
-
-    provider: ProviderName = "openai"
-    model: str | None = None
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    script: Path | None = None
-    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
-
-    def __post_init__(self) -> None:
-        if self.provider not in PROVIDER_NAMES:
-            raise ConfigError(_unknown_provider(self.provider))
-        if self.provider != "scripted" and not (self.model and self.model.strip()):
-            raise ConfigError(
-                f"STEERABLE_MODEL is required for STEERABLE_PROVIDER={self.provider}: "
-                "set it to the model name the endpoint serves"
-            )
-        base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
-        object.__setattr__(
-            self,
-            "base_url",
-            None
-            if base_url is None
-            else checked_base_url(
-                base_url.strip(),
-                variable=BASE_URL_ENV,
-                key_variable=API_KEY_ENV,
-                appends="/chat/completions",
-            ),
-        )
-        if self.api_key is not None and not self.api_key.get_secret_value():
-            object.__setattr__(self, "api_key", None)
-        if self.api_key is None and self.provider not in _KEYLESS:
-            raise ConfigError(
-                f"STEERABLE_API_KEY is required for STEERABLE_PROVIDER={self.provider}: "
-                "set it to the endpoint's API key"
-            )
-        if self.api_key is not None and not header_safe(self.api_key.get_secret_value()):
-            raise ConfigError(
-                "STEERABLE_API_KEY contains characters an HTTP header cannot carry "
-                "(spaces, control or non-ASCII characters); check how it was pasted"
-            )
-        self._check_script()
-        timeout = self.request_timeout_ms
-        in_range = isinstance(timeout, int) and 1 <= timeout <= MAX_REQUEST_TIMEOUT_MS
-        if isinstance(timeout, bool) or not in_range:
-            raise ConfigError(
-                f"STEERABLE_REQUEST_TIMEOUT_MS={timeout!r} is out of range; "
-                f"use a whole number of milliseconds from 1 to {MAX_REQUEST_TIMEOUT_MS}"
-            )
-
-    def _check_script(self) -> None:
-        if self.provider != "scripted":
-            return
-        if self.script is None:
-            raise ConfigError(
-                "STEERABLE_SCRIPT is required for STEERABLE_PROVIDER=scripted: "
-                "set it to a JSON file holding a list of turns"
-            )
-        if not Path(self.script).is_file():
-            raise ConfigError(f"STEERABLE_SCRIPT={str(self.script)!r} is not a file")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
-        """Resolve the configuration from ``STEERABLE_*`` variables (see the class attributes).
-
-        Values are stripped; an empty variable counts as unset.
-
-        Args:
-            environ: The environment to read (defaults to ``os.environ``).
-
-        Returns:
-            The validated configuration.
-
-        Raises:
-            ConfigError: Naming the variable, when a value is missing or invalid.
-        """
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str | None:
-            return env.get(name, "").strip() or None
-
-        provider = (get(PROVIDER_ENV) or "openai").lower()
-        if provider not in PROVIDER_NAMES:
-            raise ConfigError(_unknown_provider(provider))
-        key = get(API_KEY_ENV)
-        script = get(SCRIPT_ENV)
-        return cls(
-            provider=provider,
-            model=get(MODEL_ENV),
-            base_url=get(BASE_URL_ENV),
-            api_key=SecretStr(key) if key else None,
-            script=Path(script) if script else None,
-            request_timeout_ms=_int_var(REQUEST_TIMEOUT_ENV, get, DEFAULT_REQUEST_TIMEOUT_MS),
-        )
-
-
-def _unknown_provider(name: object) -> str:
-    return f"STEERABLE_PROVIDER={name!r} is not a known provider; use one of: {', '.join(PROVIDER_NAMES)}"
-
-
-def _int_var(name: str, get: Callable[[str], str | None], default: int) -> int:
-    raw = get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a whole number of milliseconds") from None
 
 
 # -- stream assembly --------------------------------------------------------------------------------

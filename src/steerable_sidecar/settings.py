@@ -13,10 +13,7 @@ from typing import Final
 
 from steerable_agent_runtime.settings import RUNTIME_VARIABLES, EnvVar, int_variables
 
-from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
-from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
-from .mcp_sources import MCP_CONFIG_ENV
-from .providers import (
+from ._llm_config import (
     API_KEY_ENV,
     BASE_URL_ENV,
     DEFAULT_REQUEST_TIMEOUT_MS,
@@ -27,6 +24,9 @@ from .providers import (
     REQUEST_TIMEOUT_ENV,
     SCRIPT_ENV,
 )
+from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
+from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
+from .mcp_sources import MCP_CONFIG_ENV
 from .run_code import RUN_CODE_BOUNDS, RUN_CODE_ENV, RUN_CODE_LIMIT_ENV, RunCodeConfig
 from .sidecar import STATE_DIR_ENV
 from .web_tools._config import (
