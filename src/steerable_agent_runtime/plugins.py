@@ -52,8 +52,7 @@ from types import CodeType, ModuleType
 from typing import Any, Final, Protocol, TypeAlias
 
 from .errors import DuplicateToolError, PluginLoadError, PluginStateError, UserError
-from .modes import ToolMode
-from .tools import Tool, ToolExposure, ToolRegistrar, ToolRouter, check_tool_name, tool
+from .tools import Tool, ToolDecorator, ToolRegistrar, ToolRouter, check_tool_name
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -462,13 +461,13 @@ class _Entry:
     live: dict[str, Tool] = field(default_factory=dict)  # what it put in the router, while enabled
 
 
-class _RecordingRegistrar:
+class _RecordingRegistrar(ToolDecorator):
     """The ``router`` a plugin's ``register(router)`` receives: a recording proxy over the router.
 
     It implements :class:`~steerable_agent_runtime.tools.ToolRegistrar` (so ``@tool(router=router)``
-    works) plus the ``router.tool`` decorator. A name already in the router is refused with
-    :class:`DuplicateToolError`, like the router does, and remembered: the plugin's load fails even
-    if ``register`` swallows the error. Closed once ``register`` returns.
+    works) plus the ``router.tool`` decorator (``tools.ToolDecorator``). A name already in the
+    router is refused with :class:`DuplicateToolError`, like the router does, and remembered: the
+    plugin's load fails even if ``register`` swallows the error. Closed once ``register`` returns.
     """
 
     def __init__(self, registry: PluginRegistry, plugin: str) -> None:
@@ -516,28 +515,6 @@ class _RecordingRegistrar:
             if router.get(tool.name) is tool:  # recorded even when a listener raised
                 self.registered.append(tool)
         return tool
-
-    def tool(
-        self,
-        fn: Callable[..., Any] | None = None,
-        /,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        mode: ToolMode | str | None = None,
-        exposure: ToolExposure | str = ToolExposure.DIRECT,
-        timeout_ms: int | None = None,
-    ) -> Any:
-        """Decorator form, like :meth:`ToolRouter.tool`: ``@router.tool`` or ``@router.tool(...)``."""
-        decorator = tool(
-            router=self,
-            name=name,
-            description=description,
-            mode=mode,
-            exposure=exposure,
-            timeout_ms=timeout_ms,
-        )
-        return decorator(fn) if fn is not None else decorator
 
 
 class PluginRegistry:

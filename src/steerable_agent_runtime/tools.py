@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Final, Protocol, TypeVar, overload
+from typing import Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import ValidationError
 
@@ -38,7 +38,17 @@ from .modes import ToolMode, decide_tool_mode, mode_from_annotations
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult
 
-__all__ = ["Tool", "ToolExposure", "ToolHandler", "ToolListener", "ToolRegistrar", "ToolRouter", "tool"]
+__all__ = [
+    "Tool",
+    "ToolDecorator",
+    "ToolExposure",
+    "ToolHandler",
+    "ToolListener",
+    "ToolOptions",
+    "ToolRegistrar",
+    "ToolRouter",
+    "tool",
+]
 
 
 ToolHandler = Callable[..., Awaitable[Any]]
@@ -59,6 +69,27 @@ class ToolExposure(StrEnum):
     """Not offered; dispatchable; discoverable through ``tool_search``."""
     HIDDEN = "hidden"
     """Not offered; dispatchable; never searched nor suggested."""
+
+
+class ToolOptions(TypedDict, total=False):
+    """The options of a tool built from a function (``@tool``, ``router.tool``, ``router.add``).
+
+    Written once here for ``@tool``, :meth:`ToolDecorator.tool`, :meth:`ToolRouter.add` and
+    :meth:`Tool.from_function`.
+
+    Attributes:
+        name: Tool name; defaults to the function's name.
+        description: Defaults to the docstring's summary.
+        mode: Overrides :func:`decide_tool_mode` (spec: ``@tool`` ``mode=`` kwarg).
+        exposure: ``ToolExposure`` or its string; ``"direct"`` unless given.
+        timeout_ms: Handler timeout in milliseconds; ``None`` uses the router's default.
+    """
+
+    name: str | None
+    description: str | None
+    mode: ToolMode | str | None
+    exposure: ToolExposure | str
+    timeout_ms: int | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,21 +126,19 @@ class Tool:
         cls,
         fn: Callable[..., Any],
         *,
-        name: str | None = None,
-        description: str | None = None,
-        mode: ToolMode | str | None = None,
-        exposure: ToolExposure | str = ToolExposure.DIRECT,
-        timeout_ms: int | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        **options: Unpack[ToolOptions],
     ) -> Tool:
         """Build a tool from a plain or async function; the schema comes from its signature.
 
         Args:
             fn: The implementation. Sync functions run in a worker thread.
-            name: Tool name; defaults to ``fn.__name__``.
-            description: Defaults to the docstring's summary.
-            mode: Overrides :func:`decide_tool_mode` (spec: ``@tool`` ``mode=`` kwarg).
-            exposure: ``ToolExposure`` or its string.
-            timeout_ms: Handler timeout in milliseconds.
+            parameters: The JSON Schema ``fn``'s signature gives, computed ahead of time (copied).
+                The tool is the same; only its argument validator (pydantic's, from the
+                signature) is built at the first call instead of now, which is most of what
+                registering a tool costs (start-up: ``benchmarks/startup.py``). The runtime's own
+                tools keep theirs in ``_tool_schemas``, which a test checks against the signatures.
+            options: :class:`ToolOptions`.
 
         Returns:
             The tool, not yet registered anywhere.
@@ -117,9 +146,18 @@ class Tool:
         Raises:
             UserError: When the signature cannot be turned into a schema, or a value is invalid.
         """
-        tool_name = name or fn.__name__
-        schema = function_schema(fn, name=tool_name)
-        adapter = schema.adapter
+        tool_name = options.get("name") or fn.__name__
+        validate_python: Callable[[dict[str, Any]], dict[str, Any]]
+        if parameters is None:
+            schema = function_schema(fn, name=tool_name)
+            shape = schema.parameters
+            # the pydantic-core validator itself: TypeAdapter.validate_python adds a Python-level
+            # wrapper; exact_scalars turns "1" into 1 first and refuses what pydantic's lax mode
+            # would take ("yes")
+            validate_python = schema.adapter.validator.validate_python
+        else:
+            shape = copy.deepcopy(dict(parameters))
+            validate_python = _validator_at_first_call(fn, tool_name)
         if inspect.iscoroutinefunction(fn):
             handler: ToolHandler = fn
         else:
@@ -127,19 +165,16 @@ class Tool:
             async def handler(**kwargs: Any) -> Any:
                 return await asyncio.to_thread(fn, **kwargs)
 
-        # the pydantic-core validator itself: TypeAdapter.validate_python adds a Python-level wrapper;
-        # exact_scalars turns "1" into 1 first and refuses what pydantic's lax mode would take ("yes")
-        validate = exact_scalars(tool_name, schema.parameters, adapter.validator.validate_python)
-
+        description = options.get("description")
         return cls(
             name=tool_name,
             description=description if description is not None else describe_function(fn),
-            parameters=schema.parameters,
+            parameters=shape,
             handler=handler,
-            mode=_coerce_mode(mode, tool_name),
-            exposure=_coerce_exposure(exposure),
-            timeout_ms=timeout_ms,
-            validate=validate,
+            mode=_coerce_mode(options.get("mode"), tool_name),
+            exposure=_coerce_exposure(options.get("exposure") or ToolExposure.DIRECT),
+            timeout_ms=options.get("timeout_ms"),
+            validate=exact_scalars(tool_name, shape, validate_python),
         )
 
     @classmethod
@@ -232,54 +267,17 @@ class Tool:
         }
 
 
-def prebuilt_function_tool(
-    fn: ToolHandler,
-    parameters: Mapping[str, Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    mode: ToolMode | str | None = None,
-    timeout_ms: int | None = None,
-) -> Tool:
-    """:meth:`Tool.from_function` for an async function whose JSON Schema was computed ahead of time.
-
-    ``parameters`` must be what :meth:`Tool.from_function` computes from ``fn``'s signature (the
-    runtime's own tools keep theirs in ``_tool_schemas``, which a test checks against the
-    signatures). The result is the same tool; only the argument validator (pydantic's, from the
-    signature) is built at the first call instead of at registration, which is most of what
-    registering a tool costs (start-up: ``benchmarks/startup.py``).
-
-    Args:
-        fn: The async implementation.
-        parameters: Its JSON Schema (copied).
-        name: Tool name; defaults to ``fn.__name__``.
-        description: Defaults to the docstring's summary.
-        mode: Overrides :func:`decide_tool_mode`.
-        timeout_ms: Handler timeout in milliseconds.
-
-    Returns:
-        The tool, not yet registered anywhere.
-    """
-    tool_name = name or fn.__name__
-    schema = copy.deepcopy(dict(parameters))
+def _validator_at_first_call(fn: Callable[..., Any], name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``fn``'s pydantic validator (from its signature), built when first called."""
     built: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def validate_python(arguments: dict[str, Any]) -> dict[str, Any]:
         nonlocal built
         if built is None:
-            built = function_schema(fn, name=tool_name).adapter.validator.validate_python
+            built = function_schema(fn, name=name).adapter.validator.validate_python
         return built(arguments)
 
-    return Tool(
-        name=tool_name,
-        description=description if description is not None else describe_function(fn),
-        parameters=schema,
-        handler=fn,
-        mode=_coerce_mode(mode, tool_name),
-        exposure=ToolExposure.DIRECT,
-        timeout_ms=timeout_ms,
-        validate=exact_scalars(tool_name, schema, validate_python),
-    )
+    return validate_python
 
 
 ToolListener = Callable[[Tool | None, Tool | None], None]
@@ -294,6 +292,38 @@ class ToolRegistrar(Protocol):
     def register(self, tool: Tool) -> Tool:
         """Register ``tool``; raise :class:`DuplicateToolError` when the name is taken."""
         ...
+
+
+class ToolDecorator:
+    """Gives a :class:`ToolRegistrar` the ``.tool`` decorator, the same as ``@tool(router=self, ...)``.
+
+    :class:`ToolRouter` has it, and so has the registrar a plugin's ``register(router)`` receives.
+    """
+
+    @overload
+    def tool(self: ToolRegistrar, fn: F, /) -> F: ...
+
+    @overload
+    def tool(self: ToolRegistrar, /, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
+
+    def tool(
+        self: ToolRegistrar, fn: F | None = None, /, **options: Unpack[ToolOptions]
+    ) -> F | Callable[[F], F]:
+        """Register ``fn`` here as a tool (``@registrar.tool``), or decorate with options.
+
+        Args:
+            fn: The function, when used bare.
+            options: :class:`ToolOptions`.
+
+        Returns:
+            The function itself (bare use) or a decorator returning it.
+
+        Raises:
+            UserError: On a signature that cannot become a schema, an unknown mode or exposure.
+            DuplicateToolError: When the name is taken.
+        """
+        decorator: Callable[[F], F] = tool(router=self, **options)
+        return decorator(fn) if fn is not None else decorator
 
 
 TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_-]{1,64}", re.ASCII)
@@ -344,7 +374,7 @@ def _coerce_exposure(exposure: ToolExposure | str) -> ToolExposure:
         raise UserError(f"unknown exposure {exposure!r}; use one of {allowed}") from None
 
 
-class ToolRouter:
+class ToolRouter(ToolDecorator):
     """A set of tools by name; dispatches :class:`ToolCall` s into :class:`ToolResult` s.
 
     Args:
@@ -450,25 +480,13 @@ class ToolRouter:
 
         return unsubscribe
 
-    def add(
-        self,
-        fn: Callable[..., Any],
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        mode: ToolMode | str | None = None,
-        exposure: ToolExposure | str | None = None,
-        timeout_ms: int | None = None,
-    ) -> Tool:
+    def add(self, fn: Callable[..., Any], **options: Unpack[ToolOptions]) -> Tool:
         """Register a function as a tool (a function already decorated with ``@tool`` keeps its options).
 
         Args:
             fn: The implementation.
-            name: Overrides the name.
-            description: Overrides the description.
-            mode: Overrides the mode.
-            exposure: Overrides the exposure tier.
-            timeout_ms: Overrides the timeout, in milliseconds.
+            options: :class:`ToolOptions`; for a decorated function each one given overrides
+                what ``@tool`` set.
 
         Returns:
             The registered :class:`Tool`.
@@ -478,46 +496,22 @@ class ToolRouter:
         """
         spec: Tool | None = getattr(fn, "__steerable_tool__", None)
         if spec is None:
-            spec = Tool.from_function(
-                fn,
-                name=name,
-                description=description,
-                mode=mode,
-                exposure=exposure or ToolExposure.DIRECT,
-                timeout_ms=timeout_ms,
-            )
-        else:
-            changes: dict[str, Any] = {}
-            if name is not None:
-                changes["name"] = name
-                changes["mode"] = _coerce_mode(mode, name)
-                changes["parameters"] = {**spec.parameters, "title": name}
-            if description is not None:
-                changes["description"] = description
-            if mode is not None:
-                changes["mode"] = _coerce_mode(mode, name or spec.name)
-            if exposure is not None:
-                changes["exposure"] = _coerce_exposure(exposure)
-            if timeout_ms is not None:
-                changes["timeout_ms"] = timeout_ms
-            spec = replace(spec, **changes) if changes else spec
-        return self.register(spec)
-
-    def tool(
-        self,
-        fn: F | None = None,
-        /,
-        *,
-        name: str | None = None,
-        description: str | None = None,
-        mode: ToolMode | str | None = None,
-        exposure: ToolExposure | str = ToolExposure.DIRECT,
-        timeout_ms: int | None = None,
-    ) -> Any:
-        """Decorator form of :meth:`add`; same as ``@tool(router=self, ...)``, bare or with options."""
-        options: dict[str, Any] = {"name": name, "description": description, "mode": mode}
-        decorator = tool(router=self, exposure=exposure, timeout_ms=timeout_ms, **options)
-        return decorator(fn) if fn is not None else decorator
+            return self.register(Tool.from_function(fn, **options))
+        name, mode = options.get("name"), options.get("mode")
+        changes: dict[str, Any] = {}
+        if name is not None:
+            changes["name"] = name
+            changes["mode"] = _coerce_mode(mode, name)
+            changes["parameters"] = {**spec.parameters, "title": name}
+        if options.get("description") is not None:
+            changes["description"] = options["description"]
+        if mode is not None:
+            changes["mode"] = _coerce_mode(mode, name or spec.name)
+        if options.get("exposure") is not None:
+            changes["exposure"] = _coerce_exposure(options["exposure"])
+        if options.get("timeout_ms") is not None:
+            changes["timeout_ms"] = options["timeout_ms"]
+        return self.register(replace(spec, **changes) if changes else spec)
 
     # -- introspection ------------------------------------------------------------------------
     def __contains__(self, name: object) -> bool:
@@ -659,27 +653,11 @@ def tool(fn: F, /) -> F: ...
 
 
 @overload
-def tool(
-    *,
-    router: ToolRegistrar | None = None,
-    name: str | None = None,
-    description: str | None = None,
-    mode: ToolMode | str | None = None,
-    exposure: ToolExposure | str = ToolExposure.DIRECT,
-    timeout_ms: int | None = None,
-) -> Callable[[F], F]: ...
+def tool(*, router: ToolRegistrar | None = None, **options: Unpack[ToolOptions]) -> Callable[[F], F]: ...
 
 
 def tool(
-    fn: F | None = None,
-    /,
-    *,
-    router: ToolRegistrar | None = None,
-    name: str | None = None,
-    description: str | None = None,
-    mode: ToolMode | str | None = None,
-    exposure: ToolExposure | str = ToolExposure.DIRECT,
-    timeout_ms: int | None = None,
+    fn: F | None = None, /, *, router: ToolRegistrar | None = None, **options: Unpack[ToolOptions]
 ) -> F | Callable[[F], F]:
     """Declare a function as a tool, bare (``@tool``) or with options (``@tool(router=r, ...)``).
 
@@ -690,11 +668,8 @@ def tool(
     Args:
         fn: The function, when used bare.
         router: Where to register (a :class:`ToolRouter` or a plugin's recording proxy).
-        name: Tool name; defaults to the function's name.
-        description: Defaults to the docstring's summary.
-        mode: Overrides the mode inferred from the name.
-        exposure: ``"direct"`` (default), ``"deferred"`` or ``"hidden"``.
-        timeout_ms: Handler timeout, in milliseconds.
+        options: :class:`ToolOptions` (``name``, ``description``, ``mode``, ``exposure``,
+            ``timeout_ms``).
 
     Returns:
         The function itself (bare use) or a decorator returning it.
@@ -705,9 +680,7 @@ def tool(
     """
 
     def decorate(func: F) -> F:
-        spec = Tool.from_function(
-            func, name=name, description=description, mode=mode, exposure=exposure, timeout_ms=timeout_ms
-        )
+        spec = Tool.from_function(func, **options)
         func.__steerable_tool__ = spec  # type: ignore[attr-defined]
         if router is not None:
             router.register(spec)

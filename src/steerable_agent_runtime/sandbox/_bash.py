@@ -21,7 +21,7 @@ from .._env import env_flag
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .._tool_schemas import TOOL_PARAMETERS
 from ..modes import ToolMode
-from ..tools import Tool, prebuilt_function_tool
+from ..tools import Tool
 from ..types import ToolResult
 from ._config import LIMIT_ENV, SandboxConfig
 from ._policy import SandboxPolicy, child_environment
@@ -137,9 +137,9 @@ def bash_tool(
             " Protected paths (.git, .vscode, .mcp.json, shell start-up files and other editor and "
             "agent configuration) are read-only: a change there is put back after the command."
         )
-    return prebuilt_function_tool(  # Tool.from_function's tool, the schema computed ahead of time
+    return Tool.from_function(  # the schema computed ahead of time
         bash,
-        TOOL_PARAMETERS["bash"],
+        parameters=TOOL_PARAMETERS["bash"],
         description=description,
         mode=ToolMode.LOCAL,
         timeout_ms=BASH_MAX_TIMEOUT_MS + 60_000,

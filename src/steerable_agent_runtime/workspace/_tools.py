@@ -21,7 +21,7 @@ from .._protected import PROTECTED_ENV
 from .._tool_schemas import TOOL_PARAMETERS
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
-from ..tools import Tool, ToolRouter, prebuilt_function_tool
+from ..tools import Tool, ToolRouter
 from ._rg import SearchEngine, ripgrep_setting
 from ._state import ReadFileState
 from ._workspace import Workspace
@@ -288,8 +288,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
     safe = ToolMode.SAFE_WRITE
 
     def made(fn: Callable[..., Awaitable[dict[str, Any]]], name: str, mode: ToolMode | None = None) -> Tool:
-        # Tool.from_function's tool, with the schema computed ahead of time (_tool_schemas)
-        return prebuilt_function_tool(_guarded(fn), TOOL_PARAMETERS[name], name=name, mode=mode)
+        # the schema computed ahead of time (_tool_schemas)
+        return Tool.from_function(_guarded(fn), parameters=TOOL_PARAMETERS[name], name=name, mode=mode)
 
     return [
         made(read_file, "read_file"),

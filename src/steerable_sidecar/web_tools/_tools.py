@@ -19,7 +19,7 @@ from pydantic import Field
 
 from steerable_agent_runtime.errors import WebError
 from steerable_agent_runtime.modes import ToolMode
-from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter, prebuilt_function_tool
+from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
 from .._endpoints import client_settings_to_check, env_proxy_client
@@ -261,9 +261,9 @@ class WebTools:
             "is not followed: it is reported in redirect_to, fetch that URL if you want it. Binary "
             "content (PDF, images, archives) is refused: use the bash tool with curl for it."
         )
-        return prebuilt_function_tool(  # Tool.from_function's tool, the schema computed ahead of time
+        return Tool.from_function(  # the schema computed ahead of time
             web_fetch,
-            TOOL_PARAMETERS[WEB_FETCH_TOOL_NAME],
+            parameters=TOOL_PARAMETERS[WEB_FETCH_TOOL_NAME],
             description=description,
             mode=ToolMode.READ,
             timeout_ms=cfg.fetch_timeout_ms + 5_000,
