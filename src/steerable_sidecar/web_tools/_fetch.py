@@ -21,7 +21,7 @@ this module does itself from the raw stream with bounded output per step, so a g
 further than the cap; the raw bytes read are capped too (ten times the cap plus 64 KB), so a body
 that inflates to nothing cannot be streamed until the deadline. The body is then decoded in a worker
 thread and (HTML) converted to Markdown in a child process held to a memory ceiling and the same
-deadline, the result cut at twice ``fetch_max_bytes`` characters (``_content``). Whatever a server
+deadline, the result cut at twice ``fetch_max_bytes`` characters (``_converter``). Whatever a server
 sends, :meth:`WebFetcher.fetch` raises nothing but :class:`WebError`.
 
 Names are resolved as absolute names (``/etc/hosts``, then DNS for ``name.``), so the resolver's
@@ -53,16 +53,15 @@ from steerable_agent_runtime.errors import ConfigError, WebError
 
 from .._http import REDIRECT_STATUSES, RedirectRefused, redirect_target, send_unfollowed
 from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
-from ._content import (
+from ._content import render_body
+from ._converter import HtmlConverter, Rendered
+from ._media_types import (
     BINARY_SNIFF_BYTES,
     SNIFF_BYTES,
     ContentKind,
-    HtmlConverter,
-    Rendered,
     binary_type,
     parse_content_type,
     refuse_binary,
-    render_body,
     require_text,
     sniff,
     text_kind,

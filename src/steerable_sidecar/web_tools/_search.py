@@ -54,6 +54,7 @@ from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, 
 from .._endpoints import env_proxy_client, header_safe
 from .._http import RedirectRefused, clip, error_message, retry_after_s, send_unfollowed
 from .._secrets import redact
+from ._charsets import codec_for
 from ._config import (
     SEARCH_API_KEY_ENV,
     SEARCH_PROVIDER_ENV,
@@ -61,7 +62,6 @@ from ._config import (
     WEB_LIMIT_ENV,
     WebToolsConfig,
 )
-from ._content import _codec_for
 from ._fetch import _content_coding, _Inflater
 from ._policy import DomainPolicy, url_host, validate_url
 
@@ -283,7 +283,7 @@ class _Answer:
         Only WHATWG Encoding Standard labels are honoured (the fetcher's table); none, or any other
         label (``base64``, ``idna``...), decodes as UTF-8.
         """
-        codec = _codec_for(self.charset or "") or "utf-8"
+        codec = codec_for(self.charset or "") or "utf-8"
         return self.body.decode(codec, "replace")
 
 

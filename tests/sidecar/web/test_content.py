@@ -28,21 +28,12 @@ from steerable_agent_runtime.sandbox import (
     SandboxConfig,
     SandboxInfo,
 )
-from steerable_sidecar.web_tools import _content
-from steerable_sidecar.web_tools._content import (
-    HtmlConverter,
-    Rendered,
-    choose_charset,
-    decode_text,
-    markdown_from_html,
-    parse_content_type,
-    render_body,
-    require_text,
-    sandbox_memory_bytes,
-    sniff,
-    text_from_html,
-    text_kind,
-)
+from steerable_sidecar.web_tools import _charsets, _converter, _html, _media_types
+from steerable_sidecar.web_tools._charsets import choose_charset, decode_text
+from steerable_sidecar.web_tools._content import render_body
+from steerable_sidecar.web_tools._converter import HtmlConverter, Rendered, sandbox_memory_bytes
+from steerable_sidecar.web_tools._html import markdown_from_html, text_from_html
+from steerable_sidecar.web_tools._media_types import parse_content_type, require_text, sniff, text_kind
 
 
 @pytest.mark.parametrize(
@@ -195,12 +186,14 @@ def test_sniff_an_untyped_body(prefix: bytes, media_type: str) -> None:
         (None, b"{}", "json", "utf-8"),
     ],
 )
-def test_choose_charset(declared: str | None, body: bytes, kind: _content.ContentKind, codec: str) -> None:
+def test_choose_charset(
+    declared: str | None, body: bytes, kind: _media_types.ContentKind, codec: str
+) -> None:
     assert choose_charset(declared, body, kind) == codec
 
 
 @settings(max_examples=300)
-@given(st.sampled_from(sorted(_content._WHATWG_LABELS)), st.binary(max_size=64), st.booleans())
+@given(st.sampled_from(sorted(_charsets._WHATWG_LABELS)), st.binary(max_size=64), st.booleans())
 def test_every_whatwg_label_decodes_any_bytes_to_valid_text(label: str, body: bytes, truncated: bool) -> None:
     """No label a server may send makes decoding raise or yield text JSON cannot carry as UTF-8."""
     codec = choose_charset(label, body, "text")
@@ -369,7 +362,7 @@ async def test_an_amplifying_page_falls_back_to_its_text_within_the_memory_ceili
     rendered = await converter.convert(page, base_url=base_url, max_chars=2_000_000, deadline=later())
     assert time.monotonic() - start < 10.0
     size = len(page)
-    ceiling = (_content.CONVERTER_MEMORY_FLOOR + _content.CONVERTER_MEMORY_PER_BYTE * size) >> 20
+    ceiling = (_converter.CONVERTER_MEMORY_FLOOR + _converter.CONVERTER_MEMORY_PER_BYTE * size) >> 20
     assert rendered.fallback == (
         f"the converter stopped before finishing: a {size}-byte page may use at most {ceiling} MB of converter memory"
     )
@@ -403,7 +396,7 @@ async def test_a_conversion_past_the_deadline_kills_the_child(
     converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     marker = f"slow-converter-{os.getpid()}-{time.monotonic_ns()}"
-    monkeypatch.setattr(_content, "_CHILD_SOURCE", SLEEPER.replace("slow-converter-marker", marker))
+    monkeypatch.setattr(_converter, "_CHILD_SOURCE", SLEEPER.replace("slow-converter-marker", marker))
     start = time.monotonic()
     convert = asyncio.ensure_future(
         converter.convert("<p>a <b>slow</b> page</p>", base_url=None, max_chars=100, deadline=later(1.0))
@@ -436,7 +429,7 @@ async def test_the_child_gets_no_secret_from_the_environment(
     monkeypatch.setenv("STEERABLE_API_KEY", "sk-secret")
     monkeypatch.setenv("TAVILY_API_KEY", "tvly-secret")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    monkeypatch.setattr(_content, "_CHILD_SOURCE", ENV_DUMP)
+    monkeypatch.setattr(_converter, "_CHILD_SOURCE", ENV_DUMP)
     rendered = await converter.convert("<p>x</p>", base_url=None, max_chars=10_000, deadline=later())
     names = set(json.loads(rendered.text))
     assert "LC_ALL" in names and "PATH" in names
@@ -449,7 +442,7 @@ async def test_a_converter_that_cannot_start_falls_back_and_warns_once(
     converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(sys, "executable", "/nonexistent/python")
-    with caplog.at_level(logging.WARNING, logger=_content.__name__):
+    with caplog.at_level(logging.WARNING, logger=_converter.__name__):
         for _ in range(2):
             rendered = await converter.convert("<p>kept</p>", base_url=None, max_chars=100, deadline=later())
             assert (rendered.text, rendered.fallback) == ("kept", "the converter could not start")
@@ -477,7 +470,7 @@ sys.stdout.buffer.flush()
 async def test_a_document_the_converter_refuses_falls_back_to_its_text(
     converter: HtmlConverter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_content, "_CHILD_SOURCE", REFUSER)
+    monkeypatch.setattr(_converter, "_CHILD_SOURCE", REFUSER)
     rendered = await converter.convert(
         "<p>kept &amp; shown</p>", base_url=None, max_chars=100, deadline=later()
     )
@@ -540,10 +533,10 @@ async def test_an_exploited_converter_cannot_read_secrets_write_or_reach_the_net
     backend = bwrap_or_fail(backend_name)
     canary = "STEERABLE_CONVERTER_CANARY"
     monkeypatch.setenv(canary, "canary-value-31337")
-    monkeypatch.setattr(_content, "_CHILD_SOURCE", ATTACKER)
+    monkeypatch.setattr(_converter, "_CHILD_SOURCE", ATTACKER)
     host_tmp = tmp_path / "planted"  # the host's /tmp: hidden by bubblewrap's own, read-only under Landlock
     # beside steerable's own code: bound back read-only even when the checkout is under /tmp
-    beside_tests = Path(_content.__file__).with_name(f"planted-{os.getpid()}")
+    beside_tests = Path(_converter.__file__).with_name(f"planted-{os.getpid()}")
     listener = socket.create_server(("127.0.0.1", 0))
     converter = HtmlConverter(sandbox=SandboxConfig(network=True), backend=backend)  # network: still off
     try:
@@ -633,7 +626,7 @@ async def test_without_a_sandbox_html_comes_back_as_text_and_no_child_runs(
 ) -> None:
     converter = HtmlConverter(sandbox=SandboxConfig(backend="none"))
     try:
-        with caplog.at_level(logging.WARNING, logger=_content.__name__):
+        with caplog.at_level(logging.WARNING, logger=_converter.__name__):
             for _ in range(2):
                 rendered = await converter.convert(
                     "<p>plain <b>text</b></p>", base_url=None, max_chars=100, deadline=later()
@@ -669,7 +662,7 @@ async def test_a_confined_sidecar_runs_the_converter_inside_its_layer_1_boundary
 
 def test_the_sandbox_memory_limit_covers_the_page_and_its_allowance() -> None:
     page = 2 << 20
-    allowance = _content.CONVERTER_MEMORY_FLOOR + _content.CONVERTER_MEMORY_PER_BYTE * page
+    allowance = _converter.CONVERTER_MEMORY_FLOOR + _converter.CONVERTER_MEMORY_PER_BYTE * page
     assert sandbox_memory_bytes(page) == (128 << 20) + 5 * page + allowance == 266 << 20
     assert (
         sandbox_memory_bytes(page, configured=200 << 20) == 200 << 20
@@ -682,7 +675,7 @@ def test_markdown_from_html_falls_back_to_the_source_when_the_converter_fails(
     def failing(html: str, options: ConversionOptions) -> object:
         raise ConversionError("parser gave up")
 
-    monkeypatch.setattr(_content, "convert", failing)
+    monkeypatch.setattr(_html, "convert", failing)
     assert markdown_from_html("<p>kept</p>") == "<p>kept</p>"
 
 

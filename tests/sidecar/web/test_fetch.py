@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
-from steerable_sidecar.web_tools import _content, _fetch
+from steerable_sidecar.web_tools import _converter, _fetch
 from steerable_sidecar.web_tools._config import WebToolsConfig
 from steerable_sidecar.web_tools._fetch import USER_AGENT, WebFetcher, system_resolver
 
@@ -717,7 +717,7 @@ time.sleep(60)
 
 
 async def test_the_conversion_shares_the_fetch_deadline(net: Net, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_content, "_CHILD_SOURCE", SLOW_CONVERTER)
+    monkeypatch.setattr(_converter, "_CHILD_SOURCE", SLOW_CONVERTER)
     net.http.routes["/"] = Reply.text("<p>a <b>slow</b> page</p>", HTML)
     start = time.monotonic()
     result = await net.fetcher(fetch_timeout_ms=1500).fetch("http://docs.example.com/")

@@ -27,7 +27,7 @@ from steerable_sidecar._http import (
 )
 from steerable_sidecar.web_tools import install_web_tools
 from steerable_sidecar.web_tools._config import WebToolsConfig
-from steerable_sidecar.web_tools._content import binary_type
+from steerable_sidecar.web_tools._media_types import binary_type
 from steerable_sidecar.web_tools._search import DuckDuckGoSearchProvider, TavilySearchProvider
 
 from .web_servers import PUBLIC_IP, PinRecorder, Reply, ScriptedResolver, ScriptedServer
