@@ -49,7 +49,7 @@ from steerable_sidecar.web_tools._content import HtmlConverter, markdown_from_ht
 from steerable_sidecar.web_tools._fetch import WebFetcher
 
 # Where web_servers (the scripted test servers) lives; the server child imports it from there too.
-WEB_TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web")
+WEB_TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web_tools")
 sys.path.insert(0, WEB_TESTS)
 
 from web_servers import PUBLIC_IP, PinRecorder, ScriptedResolver  # noqa: E402
