@@ -8,10 +8,8 @@ desktop sidecar logs it and serves without the web pair).
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
@@ -20,6 +18,7 @@ from steerable_agent_runtime.errors import ConfigError
 
 from .._endpoints import PROXY_ENV_VARS as _PROXY_ENV_VARS
 from .._endpoints import checked_base_url, header_safe
+from ._domains import domain_entries
 
 __all__ = [
     "ALLOWED_DOMAINS_ENV",
@@ -74,12 +73,6 @@ WEB_LIMIT_ENV: Final[Mapping[str, tuple[str, int, int]]] = {
 
 _DEFAULT_SEARCH_BASE_URL: Final = "https://api.tavily.com"
 _PROXY_SCHEMES: Final = frozenset({"http", "https", "socks5", "socks5h"})
-_NUMERIC_TLD: Final = re.compile(r"[0-9]+|0x[0-9a-f]*")
-_NOT_IN_NAME: Final = (
-    (":", "it has a port"),
-    ("*", "* is only accepted as a leading *."),
-    (" ", "it has a space"),
-)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -147,7 +140,7 @@ class WebToolsConfig:
                     f"WebToolsConfig.{name}={value!r} must be an integer from {floor} to {ceiling}"
                 )
         for name in ("allowed_domains", "blocked_domains"):
-            entries = _domain_entries(getattr(self, name), f"WebToolsConfig.{name}")
+            entries = domain_entries(getattr(self, name), f"WebToolsConfig.{name}")
             object.__setattr__(self, name, entries)
         if self.search_provider not in SEARCH_PROVIDERS:
             raise ConfigError(_unknown_provider(f"WebToolsConfig.search_provider={self.search_provider!r}"))
@@ -258,69 +251,7 @@ def parse_domain_list(raw: str, *, variable: str) -> tuple[str, ...]:
             f"{variable}={raw!r} lists no domain (every entry is empty); write names like "
             f"docs.example.com, or unset it (then {meaning})"
         )
-    return _domain_entries(entries, variable)
-
-
-def _domain_entries(entries: Iterable[str], label: str) -> tuple[str, ...]:
-    """Normalize each entry (see :func:`parse_domain_list`), dropping repeats; ``label`` names the source."""
-    if isinstance(entries, str):
-        raise ConfigError(f"{label} must be a sequence of domain names, not a string; use parse_domain_list")
-    seen: dict[str, None] = {}
-    for entry in entries:
-        if not isinstance(entry, str):
-            raise ConfigError(f"{label} entry {entry!r} is not a string")
-        seen.setdefault(_domain_entry(entry, label))
-    return tuple(seen)
-
-
-def _domain_entry(entry: str, label: str) -> str:
-    """One normalized domain-list entry (an A-label name or a canonical IP address)."""
-    text = entry.strip()
-
-    def refuse(why: str) -> ConfigError:
-        return ConfigError(f"{label}: {text!r} is not a host name ({why}); write names like docs.example.com")
-
-    if not text:
-        raise refuse("empty")
-    literal = _ip_literal(text)
-    if literal is not None:
-        return literal
-    for mark, why in (("://", "it has a scheme"), ("@", "it has userinfo"), ("/", "it has a path")):
-        if mark in text:
-            raise refuse(why)
-    import idna  # only for a configured domain list
-
-    try:
-        mapped = idna.uts46_remap(text, std3_rules=False, transitional=False)
-    except idna.IDNAError as exc:
-        raise refuse(str(exc)) from None
-    if mapped == "*":
-        raise refuse(f"a bare * is not a domain; leave {label} empty to mean every host")
-    mapped = mapped.removeprefix("*.").removeprefix(".").removesuffix(".")
-    for mark, why in _NOT_IN_NAME:
-        if mark in mapped:
-            raise refuse(why)
-    if not mapped:
-        raise refuse("nothing is left after the dots")
-    if mapped.startswith(".") or mapped.endswith("."):
-        raise refuse("it has an empty label")
-    try:
-        name = idna.encode(mapped, uts46=False).decode("ascii")
-    except idna.IDNAError as exc:
-        raise refuse(str(exc)) from None
-    if _NUMERIC_TLD.fullmatch(name.rsplit(".", 1)[-1]):
-        raise refuse("its last label is a number but the entry is not an IPv4 address")
-    return name
-
-
-def _ip_literal(text: str) -> str | None:
-    """The canonical form of an IPv4 address or a (bracketed or bare) IPv6 address; else ``None``."""
-    candidate = text[1:-1] if text.startswith("[") and text.endswith("]") else text
-    try:
-        address = ipaddress.ip_address(candidate)
-    except ValueError:
-        return None
-    return None if getattr(address, "scope_id", None) else str(address)
+    return domain_entries(entries, variable)
 
 
 def _unknown_provider(shown: str) -> str:

@@ -55,6 +55,7 @@ from .._http import REDIRECT_STATUSES, RedirectRefused, redirect_target, send_un
 from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
 from ._content import render_body
 from ._converter import HtmlConverter, Rendered
+from ._decoding import Inflater, content_coding
 from ._media_types import (
     BINARY_SNIFF_BYTES,
     SNIFF_BYTES,
@@ -83,8 +84,6 @@ _REDIRECTS_ENV: Final = WEB_LIMIT_ENV["fetch_max_redirects"][0]
 # How much of an error page is read and shown back (data.excerpt of an "http_status" error).
 _EXCERPT_BYTES: Final = 8192
 _EXCERPT_CHARS: Final = 500
-# Output of one inflate step, in bytes: bounds what one compressed chunk can expand to at once.
-_INFLATE_STEP: Final = 65536
 # Real host names with a pooled connection kept (direct mode); idle pools past this are closed.
 _MAX_HOST_POOLS: Final = 32
 # Raw (still compressed) bytes read per byte of the cap, plus a fixed slack: past this the body
@@ -300,64 +299,6 @@ def _reason(exc: BaseException) -> str:
             return os.strerror(current.errno)  # "Connection refused", not the address it was pinned to
         current = current.__cause__ or current.__context__
     return text or type(exc).__name__
-
-
-# The Content-Encoding values _Inflater decodes (RFC 9110, 8.4.1), lowercased, to the coding it is
-# built with; a list of codings ("gzip, gzip") or any other coding is not among them.
-_CODINGS: Final = {
-    "": "identity",
-    "identity": "identity",
-    "gzip": "gzip",
-    "x-gzip": "gzip",
-    "deflate": "deflate",
-}
-
-
-def _content_coding(header: str) -> str | None:
-    """The :class:`_Inflater` coding for a ``Content-Encoding`` value (``""`` when absent), else ``None``."""
-    return _CODINGS.get(header.strip().lower())
-
-
-class _Inflater:
-    """Content decoding (RFC 9110, 8.4.1) with bounded output per call.
-
-    ``gzip`` (and ``x-gzip``, several members) and ``deflate`` (zlib-wrapped as the RFC says, or the
-    raw deflate some servers send); ``identity`` passes through.
-    """
-
-    def __init__(self, coding: str) -> None:
-        self._coding = coding
-        self._wbits = 31 if coding == "gzip" else 15
-        self._inflate = zlib.decompressobj(self._wbits) if coding != "identity" else None
-        self._started = False
-
-    def decode(self, data: bytes, room: int) -> bytes:
-        """Decode the next raw chunk, returning at most ``room`` bytes (the rest of the chunk is dropped)."""
-        if self._inflate is None:
-            return data[:room]
-        out = bytearray()
-        while data and len(out) < room:
-            try:
-                piece = self._inflate.decompress(data, min(room - len(out), _INFLATE_STEP))
-            except zlib.error:
-                if self._coding == "deflate" and not self._started:
-                    self._wbits = -15  # raw deflate without the zlib wrapper
-                    self._inflate = zlib.decompressobj(self._wbits)
-                    self._started = True
-                    continue
-                raise
-            self._started = True
-            out += piece
-            if self._inflate.eof:
-                data = self._inflate.unused_data
-                if not data or self._coding != "gzip":
-                    break
-                self._inflate = zlib.decompressobj(self._wbits)  # the next gzip member
-            else:
-                data = self._inflate.unconsumed_tail
-                if not piece and not data:
-                    break
-        return bytes(out)
 
 
 @dataclass
@@ -790,7 +731,7 @@ class WebFetcher:
         reading the rest; a shorter body is not checked here.
         """
         sent = response.headers.get("content-encoding", "")
-        coding = _content_coding(sent)
+        coding = content_coding(sent)
         if coding is None:
             shown = sent.strip().lower()
             raise WebError(
@@ -799,7 +740,7 @@ class WebFetcher:
                 "(it asks for gzip or deflate only)",
                 data={"contentEncoding": shown},
             )
-        inflater = _Inflater(coding)
+        inflater = Inflater(coding)
         body = bytearray()
         limit = cap + 1  # one byte past the cap tells "more" from "exactly the cap"
         raw_left = _RAW_PER_BYTE * cap + _RAW_SLACK

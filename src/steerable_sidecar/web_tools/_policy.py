@@ -28,7 +28,8 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, WebError
 
-from ._config import ALLOWED_DOMAINS_ENV, BLOCKED_DOMAINS_ENV, WebToolsConfig, _domain_entries, _ip_literal
+from ._config import ALLOWED_DOMAINS_ENV, BLOCKED_DOMAINS_ENV, WebToolsConfig
+from ._domains import domain_entries, ip_literal
 
 __all__ = [
     "MAX_URL_LENGTH",
@@ -222,8 +223,8 @@ class DomainPolicy:
     __slots__ = ("_allowed", "_blocked", "_blocked_ips")
 
     def __init__(self, allowed: Iterable[str] = (), blocked: Iterable[str] = ()) -> None:
-        self._allowed = _domain_entries(allowed, "DomainPolicy allowed")
-        self._blocked = _domain_entries(blocked, "DomainPolicy blocked")
+        self._allowed = domain_entries(allowed, "DomainPolicy allowed")
+        self._blocked = domain_entries(blocked, "DomainPolicy blocked")
         self._blocked_ips = {
             address: entry for entry in self._blocked if (address := _policy_address(entry)) is not None
         }
@@ -408,8 +409,8 @@ def check_addresses(host: str, addresses: Sequence[str], *, url: str | None = No
         reason = address_refusal(address)
         if reason is None:
             continue
-        literal = _ip_literal(host.removeprefix("[").removesuffix("]"))
-        if literal is not None and literal == _ip_literal(address):
+        literal = ip_literal(host.removeprefix("[").removesuffix("]"))
+        if literal is not None and literal == ip_literal(address):
             where = f"{address} is not publicly reachable ({reason})"
         else:
             where = f"{host} resolves to {address} ({reason})"
@@ -465,7 +466,7 @@ def _covers(entry: str, host: str) -> bool:
     """Whether a normalized entry covers a normalized host name (on a label boundary)."""
     if host == entry:
         return True
-    return host.endswith("." + entry) and _ip_literal(entry) is None
+    return host.endswith("." + entry) and ip_literal(entry) is None
 
 
 def _policy_address(text: str) -> str | None:
@@ -491,13 +492,13 @@ def _policy_address(text: str) -> str | None:
 def _normal_host(host: str) -> str:
     """A host in the form domain entries take: lowercase, A-labels, no trailing dot, canonical IPs."""
     text = host.strip().lower().removesuffix(".")
-    literal = _ip_literal(text)
+    literal = ip_literal(text)
     if literal is not None:
         return literal
     if text.isascii():
         return text
     try:
-        return _domain_entries((text,), "host")[0]
+        return domain_entries((text,), "host")[0]
     except ConfigError:  # a name IDNA cannot encode matches no entry; keep it as given
         return text
 

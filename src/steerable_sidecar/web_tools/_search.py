@@ -62,7 +62,7 @@ from ._config import (
     WEB_LIMIT_ENV,
     WebToolsConfig,
 )
-from ._fetch import _content_coding, _Inflater
+from ._decoding import Inflater, content_coding
 from ._policy import DomainPolicy, url_host, validate_url
 
 __all__ = [
@@ -387,7 +387,7 @@ class _HttpBackend:
         ):
             raise self._too_large()
         sent_coding = response.headers.get("content-encoding", "")
-        coding = _content_coding(sent_coding)
+        coding = content_coding(sent_coding)
         if coding is None:
             shown = clip(sent_coding)
             raise self._error(
@@ -395,7 +395,7 @@ class _HttpBackend:
                 f"coding only, gzip or deflate (it asks for {_ACCEPT_ENCODING})",
                 contentEncoding=shown,
             )
-        inflater = _Inflater(coding)
+        inflater = Inflater(coding)
         body = bytearray()
         received = 0
         limit = MAX_RESPONSE_BYTES + 1  # one byte past the cap tells "larger" from "exactly the cap"
