@@ -75,3 +75,45 @@ async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) ->
         "code": "tool_exception",
         "exceptionType": "SystemExit",
     }
+
+
+async def test_arguments_are_validated_before_anyone_is_asked(router: ToolRouter) -> None:  # MODE-5
+    asked: list[str] = []
+
+    async def approve(call: Any, mode: Any) -> bool:
+        asked.append(call.name)
+        return True
+
+    gate = ApprovalGate.for_router(router, approve=approve)
+    provider = ScriptedProvider(
+        [
+            turn(call("echo", {"txt": "a"}, id="bad"), call("nope", id="unknown")),
+            turn(call("echo", {"text": "b"}, id="ok")),
+            "done",
+        ]
+    )
+    loop = AgentLoop(provider, router, executor=gate)
+    await loop.run([], "go")
+    results = tool_results(loop.messages)
+    assert results["bad"]["needsFollowup"] is True and results["bad"]["data"]["code"] == "invalid_arguments"
+    assert results["unknown"]["data"]["code"] == "unknown_tool"
+    assert results["ok"] == {"success": True, "data": {"echo": "b"}}
+    assert asked == ["echo"]  # only the valid call reached the prompt
+
+
+async def test_without_a_prompt_a_consent_call_is_refused_after_its_arguments_are_checked(
+    router: ToolRouter,
+) -> None:  # MODE-2
+    gate = ApprovalGate.for_router(router, approve=None, unasked=": ask first")
+    from steerable_agent_runtime import ToolCall
+
+    invalid = await gate(ToolCall(id="1", name="echo", arguments={}))
+    refused = await gate(ToolCall(id="2", name="echo", arguments={"text": "a"}))
+    assert invalid.data is not None and invalid.data["code"] == "invalid_arguments"
+    assert refused.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "echo is a local-mode tool: ask first",
+        "data": {"code": "consent_required", "mode": "local"},
+    }
+    assert router.calls == []  # type: ignore[attr-defined]

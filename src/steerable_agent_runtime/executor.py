@@ -78,19 +78,29 @@ def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode | None]:
 
 
 class ApprovalGate:
-    """Ask for consent before calls whose mode needs it; a refusal is a result the model sees.
+    """Decide consent for every call (the one place that does): run it, ask, or refuse.
 
-    Spec: ToolMode (``local`` requires consent; the other modes auto-run). A denied call does not
+    Spec: ToolMode (``local`` requires consent; the other modes auto-run). A call whose mode needs
+    consent is first checked (``check``: unknown tool, invalid arguments), so the model gets its
+    validation error without a human being asked; then ``approve`` is asked. A denied call does not
     run and answers ``success: false, needsFollowup: true`` with ``data.code == "consent_denied"``,
     so the model can choose another way instead of ending the run. A handler that raises counts
-    as a refusal (fail closed).
+    as a refusal (fail closed). With ``approve=None`` nobody can be asked (a host's direct
+    ``tool.invoke`` without ``consentGranted``, a ``run_code`` program no agent loop runs): such a
+    call is refused with ``data.code == "consent_required"`` and an error ending in ``unasked``.
+    Which entry point uses which gate: ``docs/runtime.md`` (Consent).
 
     Args:
         inner: The executor that runs approved calls.
-        approve: The consent prompt (a host reverse call, a terminal prompt, :func:`approve_all`).
+        approve: The consent prompt (a host reverse call, a terminal prompt, :func:`approve_all`),
+            or ``None`` when nobody can be asked.
         mode_of: ``name -> mode`` (see :func:`mode_lookup`); ``None`` runs the call without a prompt.
         consent_modes: Modes that need consent (default: those
             :func:`~steerable_agent_runtime.modes.requires_consent` names, i.e. ``local``).
+        check: ``call -> the failed result it would get without running, or None`` (see
+            :meth:`ToolRouter.check`); ``None`` asks without checking first.
+        unasked: With ``approve=None``, the end of the refusal's error after "<name> is a
+            <mode>-mode tool" (what the caller should do instead).
 
     Attributes:
         decisions: ``call id -> True/False`` for every call that was put to ``approve``; the
@@ -102,13 +112,17 @@ class ApprovalGate:
         self,
         inner: ToolExecutor,
         *,
-        approve: ApprovalHandler,
+        approve: ApprovalHandler | None,
         mode_of: Callable[[str], ToolMode | None] = decide_tool_mode,
         consent_modes: Collection[ToolMode] | None = None,
+        check: Callable[[ToolCall], ToolResult | None] | None = None,
+        unasked: str = " and needs the user's consent, which nobody can give here",
     ) -> None:
         self.inner = inner
         self.approve = approve
         self.mode_of = mode_of
+        self.check = check
+        self.unasked = unasked
         self.consent_modes = (
             frozenset(consent_modes)
             if consent_modes is not None
@@ -116,11 +130,31 @@ class ApprovalGate:
         )
         self.decisions: dict[str, bool] = {}
 
+    @classmethod
+    def for_router(
+        cls, router: ToolRouter, *, approve: ApprovalHandler | None, unasked: str | None = None
+    ) -> ApprovalGate:
+        """The gate over ``router.dispatch``: the router's modes, its validation before any prompt."""
+        gate = cls(router.dispatch, approve=approve, mode_of=mode_lookup(router), check=router.check)
+        if unasked is not None:
+            gate.unasked = unasked
+        return gate
+
     async def __call__(self, call: ToolCall) -> ToolResult:
         """Run ``call`` if its mode needs no consent or ``approve`` grants it."""
         mode = self.mode_of(call.name)
         if mode is None or mode not in self.consent_modes:
             return await self.inner(call)
+        problem = self.check(call) if self.check is not None else None
+        if problem is not None:  # an invalid call never reaches a human
+            return problem
+        if self.approve is None:
+            return ToolResult(
+                success=False,
+                needs_followup=True,
+                error=f"{call.name} is a {mode.value}-mode tool{self.unasked}",
+                data={"code": "consent_required", "mode": mode.value},
+            )
         try:
             approved = bool(await self.approve(call, mode))
         except Exception as exc:  # fail closed: no answer is no consent

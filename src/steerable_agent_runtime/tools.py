@@ -598,6 +598,24 @@ class ToolRouter(ToolDecorator):
             self.trace(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
         return result
 
+    def check(self, call: ToolCall) -> ToolResult | None:
+        """Return the failed result ``dispatch(call)`` would give without running the tool, or ``None``.
+
+        An unknown name and invalid arguments are answered as :meth:`dispatch` answers them; the
+        :class:`~steerable_agent_runtime.executor.ApprovalGate` checks a call this way before it
+        asks for consent, so nobody is asked about a call that cannot run.
+        """
+        spec = self._tools.get(call.name)
+        if spec is None:
+            return self._unknown(call.name)
+        try:
+            spec.validate(call.arguments)
+        except ValidationError as exc:
+            return invalid_arguments_result(spec.name, exc)
+        except ToolSignal as signal:
+            return signal_result(signal)
+        return None
+
     def _unknown(self, name: str) -> ToolResult:
         reason = self._unavailable.get(name)
         if reason is not None:

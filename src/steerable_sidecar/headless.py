@@ -276,7 +276,7 @@ async def _run_loop(
     router: ToolRouter,
     harness: AssembledHarness,
 ) -> dict[str, Any]:
-    from steerable_agent_runtime.executor import ApprovalGate, approve_all, mode_lookup
+    from steerable_agent_runtime.executor import ApprovalGate, approve_all
     from steerable_agent_runtime.loop import AgentLoop
     from steerable_agent_runtime.record import DurableRecord
     from steerable_agent_runtime.spill import SpillHooks
@@ -293,7 +293,7 @@ async def _run_loop(
     loop = AgentLoop(
         provider,
         router,
-        executor=ApprovalGate(router.dispatch, approve=approve_all, mode_of=mode_lookup(router)),
+        executor=ApprovalGate.for_router(router, approve=approve_all),
         offered=harness.offered,
         max_rounds=args.max_rounds,
         record=record,

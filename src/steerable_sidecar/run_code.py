@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id, requires_consent
+from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id
 from steerable_agent_runtime._env import env_flag, env_int
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
-from steerable_agent_runtime.executor import ToolExecutor, current_executor
+from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, current_executor
 from steerable_agent_runtime.sandbox import PROTECTED_ENV
 from steerable_agent_runtime.sandbox._config import LIMIT_ENV, SandboxConfig
 from steerable_agent_runtime.sandbox._policy import SandboxPolicy, child_environment
@@ -200,21 +200,12 @@ def _failure(code: str, error: str, data: dict[str, Any], *, message: str | None
 
 def _direct_executor(router: ToolRouter) -> ToolExecutor:
     """Nested calls of a ``run_code`` that no agent loop runs: the router, consent failing closed."""
-
-    async def execute(call: ToolCall) -> ToolResult:
-        spec = router.get(call.name)
-        if spec is not None and requires_consent(spec.mode):
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"{call.name} is a {spec.mode.value}-mode tool and needs the user's consent, which a "
-                "run_code program invoked directly (not by an agent loop) cannot ask for; call it as a "
-                "tool of its own instead",
-                data={"code": "consent_required", "mode": spec.mode.value},
-            )
-        return await router.dispatch(call)
-
-    return execute
+    return ApprovalGate.for_router(
+        router,
+        approve=None,
+        unasked=" and needs the user's consent, which a run_code program invoked directly (not by an "
+        "agent loop) cannot ask for; call it as a tool of its own instead",
+    )
 
 
 class _Run:

@@ -39,12 +39,11 @@ from steerable_agent_runtime import (
     UserError,
     new_call_id,
     read_file_state_from_messages,
-    requires_consent,
     workspace_tools_for_cwd,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
 from steerable_agent_runtime.errors import ConfigError
-from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all, mode_lookup
+from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
@@ -405,23 +404,21 @@ class Sidecar:
 
         A tool whose mode needs consent (``local``) runs only with ``consentGranted: true``:
         without it the answer is a failed result with ``data.code == "consent_required"`` (the
-        host asks its user and sends the call again). ``context`` is copied into the call's
-        ``TraceSpan.attrs`` (spec: per-call metadata goes through TraceSpan.attrs, never ToolCall).
+        host asks its user and sends the call again); invalid arguments are answered first.
+        ``context`` is copied into the call's ``TraceSpan.attrs`` (spec: per-call metadata goes
+        through TraceSpan.attrs, never ToolCall).
         """
         p = InvokeParams.model_validate(params)
         call = ToolCall(id=p.id or new_call_id(), name=p.name, arguments=p.arguments)
-        spec = self.router.get(p.name)
-        if spec is not None and requires_consent(spec.mode) and not p.consent_granted:
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"{p.name} is a {spec.mode.value}-mode tool: ask the user, then send the call "
-                "again with consentGranted: true",
-                data={"code": "consent_required", "mode": spec.mode.value},
-            ).to_wire()
+        # the host asked its user already (consentGranted) or nobody can be asked: no prompt here
+        gate = ApprovalGate.for_router(
+            self.router,
+            approve=approve_all if p.consent_granted else None,
+            unasked=": ask the user, then send the call again with consentGranted: true",
+        )
         token = _invoke_context.set(p.context)
         try:
-            result = await self.router.dispatch(call)
+            result = await gate(call)
         finally:
             _invoke_context.reset(token)
         return result.to_wire()
@@ -632,7 +629,7 @@ class Sidecar:
             if workspace is not None:
                 workspace.state.seed(read_file_state_from_messages(history))
         approve = approve_all if p.auto_approve else self._host_approval(chat_id)
-        return router, ApprovalGate(router.dispatch, approve=approve, mode_of=mode_lookup(router))
+        return router, ApprovalGate.for_router(router, approve=approve)
 
     # -- reverse calls --------------------------------------------------------------------------
     def _host_invoke(self, chat_id: str) -> Callable[[ToolCall], Any]:

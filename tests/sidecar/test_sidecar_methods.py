@@ -82,6 +82,18 @@ async def pair(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
     s_writer.close()  # type: ignore[attr-defined]
 
 
+def _approve_all_and_record(pair: Pair) -> list[Any]:
+    """The host answers every ``approval.request`` yes; returns the list of prompts it got."""
+    prompts: list[Any] = []
+
+    async def approval(params: Any) -> dict[str, Any]:
+        prompts.append(params)
+        return {"approved": True}
+
+    pair.host.add_method("approval.request", approval)
+    return prompts
+
+
 async def test_local_mode_tool_over_tool_invoke_needs_consent_granted(pair: Pair) -> None:  # MODE-2, MODE-5
     refused = await pair.host.request("tool.invoke", {"name": "shell_run", "arguments": {"command": "ls"}})
     assert refused == {
@@ -133,13 +145,7 @@ async def test_unknown_param_fields_are_invalid_params(pair: Pair) -> None:
     indirect=True,
 )
 async def test_chat_asks_the_host_before_a_local_mode_call(pair: Pair) -> None:  # MODE-2, MODE-5
-    prompts: list[Any] = []
-
-    async def approval(params: Any) -> dict[str, Any]:
-        prompts.append(params)
-        return {"approved": True}
-
-    pair.host.add_method("approval.request", approval)
+    prompts = _approve_all_and_record(pair)
     summary = await pair.host.request("agent.chat.stream", {"chatId": "c1", "message": "clean"})
     assert summary["outcome"] == "completed"
     assert prompts == [
@@ -150,6 +156,25 @@ async def test_chat_asks_the_host_before_a_local_mode_call(pair: Pair) -> None: 
         }
     ]
     assert pair.sidecar.router.calls == ["rm -rf build"]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    "pair",
+    [[{"tool_calls": [{"id": "s1", "name": "shell_run", "arguments": '{"cmd": "rm -rf build"}'}]}, "done"]],
+    indirect=True,
+)
+async def test_chat_validates_a_local_mode_call_before_asking_the_host(pair: Pair) -> None:  # MODE-5
+    prompts = _approve_all_and_record(pair)
+    summary = await pair.host.request("agent.chat.stream", {"chatId": "c1", "message": "clean"})
+    result = next(e["result"] for e in pair.events if e["type"] == "tool_result")
+    assert result["needsFollowup"] is True and result["data"]["code"] == "invalid_arguments"
+    assert prompts == []  # the model gets its validation error; nobody is asked about it
+    assert summary["outcome"] == "completed" and pair.sidecar.router.calls == []  # type: ignore[attr-defined]
+
+
+async def test_tool_invoke_answers_invalid_arguments_before_consent(pair: Pair) -> None:  # MODE-2
+    result = await pair.host.request("tool.invoke", {"name": "shell_run", "arguments": {"cmd": "ls"}})
+    assert result["data"]["code"] == "invalid_arguments"
 
 
 @pytest.mark.parametrize(

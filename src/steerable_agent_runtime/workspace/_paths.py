@@ -11,7 +11,6 @@ import os
 from pathlib import Path
 
 from ..errors import PathEscapeError, WorkspaceError
-from ._codes import FileErrorCode
 
 __all__ = ["WorkspaceRoot", "listing_text"]
 
@@ -42,9 +41,7 @@ class WorkspaceRoot:
     def __init__(self, root: str | os.PathLike[str], *, allow_outside: bool = False) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
-            raise WorkspaceError(
-                FileErrorCode.INVALID_WORKSPACE, f"workspace {str(root)!r} is not a directory"
-            )
+            raise WorkspaceError("invalid_workspace", f"workspace {str(root)!r} is not a directory")
         self.path = real
         self.allow_outside = allow_outside
 
@@ -62,20 +59,18 @@ class WorkspaceRoot:
             PathEscapeError: ``code="path_outside_workspace"`` when the path leaves the root.
         """
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
-            raise WorkspaceError(
-                FileErrorCode.INVALID_PATH, f"invalid path {path!r}: give a non-empty relative path"
-            )
+            raise WorkspaceError("invalid_path", f"invalid path {path!r}: give a non-empty relative path")
         try:
             encoded = path.encode("utf-8")
         except UnicodeEncodeError:
             raise WorkspaceError(
-                FileErrorCode.INVALID_PATH,
+                "invalid_path",
                 f"invalid path {path!r}: it is not valid Unicode (a file whose name is not UTF-8 on disk "
                 "cannot be addressed by the file tools; use bash for it)",
             ) from None
         if len(encoded) > _MAX_PATH_BYTES or any(len(part) > _MAX_NAME_BYTES for part in encoded.split(b"/")):
             raise WorkspaceError(
-                FileErrorCode.INVALID_PATH,
+                "invalid_path",
                 f"path too long ({len(encoded)} bytes; at most {_MAX_PATH_BYTES} in all and "
                 f"{_MAX_NAME_BYTES} per name)",
             )
@@ -85,10 +80,10 @@ class WorkspaceRoot:
         try:
             real = Path(os.path.realpath(joined))
         except (OSError, ValueError) as exc:
-            raise WorkspaceError(FileErrorCode.INVALID_PATH, f"cannot resolve {path!r}: {exc}") from None
+            raise WorkspaceError("invalid_path", f"cannot resolve {path!r}: {exc}") from None
         if not self.allow_outside and not real.is_relative_to(self.path):
             raise PathEscapeError(
-                FileErrorCode.PATH_OUTSIDE_WORKSPACE,
+                "path_outside_workspace",
                 f"{path!r} resolves outside the workspace {str(self.path)!r}; "
                 "use a path inside the workspace (symlinks leaving it are refused too)",
                 data={"path": path},
@@ -103,7 +98,7 @@ class WorkspaceRoot:
             prefix = os.path.join(prefix, component)
             if os.path.lexists(prefix) and not os.path.isdir(prefix):
                 raise WorkspaceError(
-                    FileErrorCode.NOT_A_DIRECTORY,
+                    "not_a_directory",
                     f"{path!r}: {component!r} is a file, so nothing can be inside it",
                     data={"path": path},
                 )
@@ -135,7 +130,7 @@ class WorkspaceRoot:
             shown.encode("utf-8")
         except UnicodeEncodeError:
             raise WorkspaceError(
-                FileErrorCode.INVALID_PATH,
+                "invalid_path",
                 f"{self.listing_name(real)} leads to a file whose name is not UTF-8; the file tools "
                 "cannot address it (use bash for it)",
             ) from None
