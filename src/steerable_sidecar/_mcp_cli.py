@@ -25,6 +25,7 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 
 from ._secrets import credential_values
+from .exit_codes import ExitCode
 from .mcp_server import McpServer
 from .rpc import open_stdio_streams
 
@@ -121,12 +122,12 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
                 "steerable mcp: the current directory no longer exists; pass --workspace /path/to/project",
                 file=sys.stderr,
             )
-            return 2
+            return ExitCode.USAGE
         cwd = Path(args.workspace).resolve()
     refusal = refused_workspace(args.workspace, cwd, _homes())
     if refusal is not None:
         print(refusal, file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     root = Path(args.workspace).resolve() if args.workspace else cwd
     return asyncio.run(_serve(args, boot, root))
 
@@ -147,13 +148,13 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
     if not booting.done():  # the host left during the boot: a little longer, then go
         await asyncio.wait({booting}, timeout=_LEFT_DURING_BOOT_S)
         if not booting.done():
-            return 0  # the boot thread is a daemon: a hung plugin does not keep the process alive
+            return ExitCode.OK  # the boot thread is a daemon: a hung plugin does not keep the process alive
     booted: Booted | None = None
     try:
         booted = booting.result()
         if serving.done():  # the host left already: say what would have been served all the same
             _announce(args, booted, root, probe=False)
-            return 0
+            return ExitCode.OK
         from .boot import mcp_sources_for
 
         sources = mcp_sources_for(booted.router, None)
@@ -167,12 +168,12 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
                 if not connecting.done():  # the host left while the sources started
                     connecting.cancel()
                     await asyncio.gather(connecting, return_exceptions=True)
-                    return 0
+                    return ExitCode.OK
                 connecting.result()  # fails loud, naming the server
             server.attach(booted.router, booted.harness.offered)
             _announce(args, booted, root)
             await serving
-        return 0
+        return ExitCode.OK
     except SteerableError as exc:  # a plugin, a STEERABLE_* variable, an MCP source
         server.fail(exc)
         print(f"steerable: {server.redact(str(exc))}", file=sys.stderr, flush=True)
@@ -182,7 +183,7 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
         told.cancel()
         await server.close()
         await asyncio.gather(serving, return_exceptions=True)
-        return 2
+        return ExitCode.USAGE
     finally:
         if booted is not None:
             await booted.aclose()

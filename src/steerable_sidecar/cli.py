@@ -40,6 +40,7 @@ from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.harness import HarnessStrategy
 
 from ._logging import configure_logging, log_level
+from .exit_codes import ExitCode
 
 if TYPE_CHECKING:  # the tools are imported when a command needs them (start-up: benchmarks/startup.py)
     from steerable_agent_runtime import ToolRouter
@@ -280,21 +281,21 @@ async def _call(router: ToolRouter, name: str, arguments: str) -> int:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
         print(f"steerable call: ARGUMENTS is not JSON: {exc.msg} at position {exc.pos}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
         print(f"steerable call: ARGUMENTS is not usable JSON: {exc or 'nested too deeply'}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if not isinstance(parsed, dict):
         print(
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
         )
-        return 2
+        return ExitCode.USAGE
     from steerable_agent_runtime.types import ToolCall, new_call_id
 
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result JSON alone
         result = await router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed))
     print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
-    return 0 if result.success else 1
+    return ExitCode.OK if result.success else ExitCode.FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -320,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # the Python docs' recipe: point stdout at devnull so the exit flush cannot fail again
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return 141
+        return ExitCode.BROKEN_PIPE
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
@@ -342,7 +343,7 @@ def _main(argv: Sequence[str] | None) -> int:
     args = _parse(parser, argv)
     if args.command is None:
         parser.print_help()
-        return 2
+        return ExitCode.USAGE
     try:
         configure_logging(log_level(args.verbose))
     except SteerableError as exc:
@@ -359,7 +360,7 @@ def _main(argv: Sequence[str] | None) -> int:
 
             return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     if args.command == "run":
         from .headless import run_headless
 
@@ -394,7 +395,7 @@ def _main(argv: Sequence[str] | None) -> int:
         return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
 
 
 async def _command(args: argparse.Namespace, booted: Booted) -> int:
@@ -407,10 +408,10 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
             print(json.dumps([tool.describe() for tool in listed], indent=2))
         else:
             _print_table(listed)
-        return 0
+        return ExitCode.OK
     if args.command == "plugins":
         _print_plugins(booted, args.json)
-        return 0
+        return ExitCode.OK
     if args.command in ("call", "session"):
         _search_the_deferred_tier(router)
     if args.command == "call":
@@ -421,7 +422,7 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
         out = sys.stdout
         with contextlib.redirect_stdout(sys.stderr):  # a tool's print never lands between result lines
             await run_session(router, stdout=out)
-        return 0
+        return ExitCode.OK
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
 
 

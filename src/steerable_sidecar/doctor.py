@@ -46,6 +46,7 @@ from steerable_agent_runtime.workspace import (
 
 from ._secrets import REDACTED
 from .boot import Booted, boot_tools, offered_tools
+from .exit_codes import ExitCode
 from .settings import VARIABLES, variable
 
 __all__ = ["Check", "DoctorReport", "Status", "diagnose", "run_doctor"]
@@ -560,4 +561,4 @@ def run_doctor(args: argparse.Namespace) -> int:
         _print(report)
     for message in dict.fromkeys(check.detail or check.item for check in report.errors):
         print(f"steerable: {message}", file=sys.stderr)  # once each, as the commands print it
-    return 2 if report.errors else 0
+    return ExitCode.USAGE if report.errors else ExitCode.OK

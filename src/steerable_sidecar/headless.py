@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 from steerable_agent_runtime._outcome import DEFAULT_MAX_ROUNDS, RunOutcome  # not the loop: parser only
 from steerable_agent_runtime.errors import SteerableError
 
+from .exit_codes import ExitCode
+
 if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add_run_arguments
     from steerable_agent_runtime import ToolRouter
     from steerable_agent_runtime.harness import AssembledHarness
@@ -43,15 +45,15 @@ if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
 
 EXIT_CODES: Final = {
-    "succeeded": 0,
-    "terminal_failure": 1,
-    "usage": 2,
-    RunOutcome.MAX_ROUNDS: 3,
-    RunOutcome.ERROR: 4,
-    RunOutcome.INCOMPLETE: 5,
-    RunOutcome.EMPTY_ANSWER: 6,
-    RunOutcome.CANCELLED: 130,
-    "internal_error": 70,
+    "succeeded": ExitCode.OK,
+    "terminal_failure": ExitCode.FAILED,
+    "usage": ExitCode.USAGE,
+    RunOutcome.MAX_ROUNDS: ExitCode.MAX_ROUNDS,
+    RunOutcome.ERROR: ExitCode.PROVIDER_ERROR,
+    RunOutcome.INCOMPLETE: ExitCode.INCOMPLETE,
+    RunOutcome.EMPTY_ANSWER: ExitCode.EMPTY_ANSWER,
+    RunOutcome.CANCELLED: ExitCode.INTERRUPTED,
+    "internal_error": ExitCode.INTERNAL_ERROR,
 }
 """Process exit code per outcome (see the module docstring)."""
 
@@ -63,7 +65,7 @@ DEFAULT_SYSTEM_PROMPT: Final = (
 )
 
 
-def _usage_line(error: str, code: int = 2, outcome: str = "usage_error") -> None:
+def _usage_line(error: str, code: int = ExitCode.USAGE, outcome: str = "usage_error") -> None:
     print(json.dumps({"outcome": outcome, "error": error, "exitCode": code}, ensure_ascii=False), flush=True)
 
 
@@ -80,7 +82,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     def error(message: str) -> NoReturn:
         _usage_line(message)
         parser.print_usage(sys.stderr)
-        parser.exit(2, f"{parser.prog}: error: {message}\n")
+        parser.exit(ExitCode.USAGE, f"{parser.prog}: error: {message}\n")
 
     parser.error = error  # type: ignore[method-assign]
     parser.set_defaults(usage_error=error)

@@ -18,6 +18,7 @@ from steerable_agent_runtime import SteerableError
 
 from ._logging import LOG_LEVEL_ENV
 from .boot import boot_tools, mcp_sources_for
+from .exit_codes import ExitCode
 from .rpc import JsonRpcPeer, open_stdio_streams
 from .sidecar import Sidecar, SidecarConfig, checked_state_dir
 
@@ -104,7 +105,7 @@ def run_sidecar(
         asyncio.run(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
     except SteerableError as exc:
         print(f"steerable sidecar: {exc}", file=sys.stderr)
-        return 2
+        return ExitCode.USAGE
     except KeyboardInterrupt:
-        return 130
-    return 0
+        return ExitCode.INTERRUPTED
+    return ExitCode.OK

@@ -217,6 +217,19 @@ def test_exit_code_per_outcome() -> None:
     assert _exit_code(RunSummary(RunOutcome.CANCELLED)) == 130
 
 
+def test_exit_codes_are_one_enum_and_the_docs_table_lists_each() -> None:
+    import re
+
+    from steerable_sidecar.exit_codes import ExitCode
+    from steerable_sidecar.headless import EXIT_CODES
+
+    assert all(type(code) is ExitCode for code in EXIT_CODES.values())
+    table = (Path(__file__).parents[2] / "docs" / "headless.md").read_text().split("## Exit codes", 1)[1]
+    documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table.split("\n## ", 1)[0], re.M)}
+    assert documented == {int(code) for code in ExitCode}
+    assert json.dumps({"exitCode": ExitCode.USAGE}) == '{"exitCode": 2}'
+
+
 def test_ctrl_c_cancels_the_run_and_exits_130(
     fake_openai: FakeOpenAI, ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
