@@ -24,16 +24,16 @@ import pytest
 from sbx_helpers import LINUX_BACKENDS, real_backend
 
 from steerable_agent_runtime import ConfigError
-from steerable_agent_runtime._protected import PROTECTED_ENV, protected_rule
-from steerable_agent_runtime.sandbox import SandboxPolicy, _protect, bash_tool
-from steerable_agent_runtime.sandbox._bwrap import BubblewrapBackend
-from steerable_agent_runtime.sandbox._protect import (
-    MAX_ENTRIES,
-    MAX_FILE_BYTES,
+from steerable_agent_runtime._protected import protected_rule
+from steerable_agent_runtime.sandbox import (
+    PROTECTED_ENV,
+    BubblewrapBackend,
+    SandboxPolicy,
     ScanCache,
-    carve_outs,
-    find_protected,
+    _protect,
+    bash_tool,
 )
+from steerable_agent_runtime.sandbox._protect import MAX_ENTRIES, MAX_FILE_BYTES, carve_outs, find_protected
 
 RULE_GIT = (
     "rule .git/**: git's own directory: hooks (git runs them on commit, checkout, merge, push) and "

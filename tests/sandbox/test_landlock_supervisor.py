@@ -18,8 +18,7 @@ from pathlib import Path
 import pytest
 from sbx_helpers import real_backend
 
-from steerable_agent_runtime.sandbox import SandboxPolicy, child_environment
-from steerable_agent_runtime.sandbox._landlock import detect_landlock_abi
+from steerable_agent_runtime.sandbox import SandboxPolicy, child_environment, detect_landlock_abi
 from steerable_agent_runtime.sandbox._launch import EXIT_SETUP
 from steerable_agent_runtime.sandbox._runner import PINNED_PYTHON, launcher_argv, launcher_code
 

@@ -19,7 +19,7 @@ import pytest
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import ConfigError
-from steerable_agent_runtime.workspace._rg import SearchEngine
+from steerable_agent_runtime.workspace import SearchEngine
 
 ENGINES = {"ripgrep": {}, "python": {"STEERABLE_RIPGREP": "off"}}
 

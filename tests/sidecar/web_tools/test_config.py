@@ -14,13 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steerable_agent_runtime.errors import ConfigError
-from steerable_sidecar.web_tools._config import (
-    PROXY_ENV_VARS,
-    SEARCH_PROVIDERS,
-    WEB_LIMIT_ENV,
-    WebToolsConfig,
-    parse_domain_list,
-)
+from steerable_sidecar.web_tools import WebToolsConfig, parse_domain_list
+from steerable_sidecar.web_tools._config import PROXY_ENV_VARS, SEARCH_PROVIDERS, WEB_LIMIT_ENV
 
 # (field, variable, default, floor, ceiling), from the spec's Bounds table.
 BOUNDS = [

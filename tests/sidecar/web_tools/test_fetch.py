@@ -31,9 +31,8 @@ from hypothesis import strategies as st
 
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
-from steerable_sidecar.web_tools import _converter, _fetch
-from steerable_sidecar.web_tools._config import WebToolsConfig
-from steerable_sidecar.web_tools._fetch import USER_AGENT, WebFetcher, system_resolver
+from steerable_sidecar.web_tools import WebFetcher, WebToolsConfig, _converter, _fetch, system_resolver
+from steerable_sidecar.web_tools._fetch import USER_AGENT
 
 from .web_servers import (
     PUBLIC_IP,
@@ -1175,8 +1174,7 @@ E2E_CHILD = textwrap.dedent(
     from pathlib import Path
     from web_servers import Reply, ScriptedServer, TlsMaterial
     from steerable_agent_runtime.errors import ConfigError, WebError
-    from steerable_sidecar.web_tools._config import WebToolsConfig
-    from steerable_sidecar.web_tools._fetch import WebFetcher
+    from steerable_sidecar.web_tools import WebFetcher, WebToolsConfig
 
     async def main():
         where = Path(sys.argv[1])
@@ -1274,8 +1272,7 @@ RESOLVER_CHILD = textwrap.dedent(
     import asyncio, json, socket, struct, sys, threading
     from web_servers import Reply, ScriptedServer
     from steerable_agent_runtime.errors import WebError
-    from steerable_sidecar.web_tools._config import WebToolsConfig
-    from steerable_sidecar.web_tools._fetch import WebFetcher
+    from steerable_sidecar.web_tools import WebFetcher, WebToolsConfig
 
     ZONE = {"wiki.corp.example.com": "93.184.216.35", "alias.example": "93.184.216.34"}
 

@@ -25,10 +25,13 @@ from steerable_sidecar._http import (
     retry_after_s,
     send_unfollowed,
 )
-from steerable_sidecar.web_tools import install_web_tools
-from steerable_sidecar.web_tools._config import WebToolsConfig
+from steerable_sidecar.web_tools import (
+    DuckDuckGoSearchProvider,
+    TavilySearchProvider,
+    WebToolsConfig,
+    install_web_tools,
+)
 from steerable_sidecar.web_tools._media_types import binary_type
-from steerable_sidecar.web_tools._search import DuckDuckGoSearchProvider, TavilySearchProvider
 
 from .web_servers import PUBLIC_IP, PinRecorder, Reply, ScriptedResolver, ScriptedServer
 

@@ -12,15 +12,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from steerable_agent_runtime.errors import ConfigError, ToolRetry, WebError
-from steerable_sidecar.web_tools._config import WebToolsConfig
-from steerable_sidecar.web_tools._policy import (
-    MAX_URL_LENGTH,
+from steerable_sidecar.web_tools import (
     DomainPolicy,
+    WebToolsConfig,
     address_refusal,
     check_addresses,
     url_host,
     validate_url,
 )
+from steerable_sidecar.web_tools._policy import MAX_URL_LENGTH
 
 PUBLIC_ONLY = "only public internet addresses can be fetched (SSRF policy)"
 

@@ -39,20 +39,19 @@ import pytest
 
 from steerable_agent_runtime import ToolRouter
 from steerable_agent_runtime.errors import ConfigError, PeerClosedError, RemoteError, UserError, WebError
-from steerable_sidecar.web_tools import install_web_tools
-from steerable_sidecar.web_tools._config import WebToolsConfig
-from steerable_sidecar.web_tools._policy import DomainPolicy
-from steerable_sidecar.web_tools._search import (
-    MAX_CONSIDERED_RESULTS,
-    MAX_RESPONSE_BYTES,
+from steerable_sidecar.web_tools import (
+    DomainPolicy,
     DuckDuckGoSearchProvider,
     HostSearchProvider,
     SearchHit,
     TavilySearchProvider,
     WebSearchProvider,
+    WebToolsConfig,
     default_web_search_provider,
     filter_hits,
+    install_web_tools,
 )
+from steerable_sidecar.web_tools._search import MAX_CONSIDERED_RESULTS, MAX_RESPONSE_BYTES
 
 from .web_servers import LocalListener, Seen, closed_port, read_request
 
