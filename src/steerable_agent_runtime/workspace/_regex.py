@@ -71,41 +71,62 @@ def _unsupported_construct(pattern: str) -> WorkspaceError | None:
     i, in_class = 0, False
     while i < len(pattern):
         char = pattern[i]
+        refusal = None
         if char == "\\":
-            nxt = pattern[i + 1 : i + 2]
-            if not in_class and nxt.isdigit() and nxt != "0":
-                return unsupported(
-                    pattern, i, f"backreferences (\\{nxt})", "repeat the text itself in the pattern"
-                )
-            if not in_class and nxt in _ESCAPES:
-                what, instead = _ESCAPES[nxt]
-                return unsupported(pattern, i, what, instead)
+            refusal = None if in_class else _escape_refusal(pattern, i)
             i += 2
-            continue
-        if in_class:
-            if char == "]":
-                in_class = False
-            elif char == "[" and pattern[i + 1 : i + 2] == ":":  # [[:alpha:]] inside a class
-                end = pattern.find(":]", i + 2)
-                i = end + 2 if end != -1 else i + 1
-                continue
+        elif in_class:
+            i, in_class = _class_step(pattern, i)
+        elif char == "[":
+            i, in_class = _class_body_start(pattern, i), True
+        else:
+            refusal = _construct_refusal(pattern, i)
             i += 1
-            continue
-        if char == "[":
-            in_class = True
-            i += 1
-            if pattern[i : i + 1] == "^":
-                i += 1
-            if pattern[i : i + 1] == "]":  # a leading ] is a literal member
-                i += 1
-            continue
-        if char == "(":
-            for opener, what, instead in _GROUP_OPENERS:
-                if pattern.startswith(opener, i):
-                    return unsupported(pattern, i, what, instead)
-        if char == "{" and re.match(r"\{,\d+\}", pattern[i:]):
-            return unsupported(pattern, i, "{,n} repeat", "write {0,n}")
+        if refusal is not None:
+            return refusal
+    return None
+
+
+def _escape_refusal(pattern: str, i: int) -> WorkspaceError | None:
+    r"""Refuse the escape at ``pattern[i]`` (outside a class) when Rust lacks it: ``\1``, ``\Z``..."""
+    nxt = pattern[i + 1 : i + 2]
+    if nxt.isdigit() and nxt != "0":
+        return unsupported(pattern, i, f"backreferences (\\{nxt})", "repeat the text itself in the pattern")
+    if nxt in _ESCAPES:
+        what, instead = _ESCAPES[nxt]
+        return unsupported(pattern, i, what, instead)
+    return None
+
+
+def _class_step(pattern: str, i: int) -> tuple[int, bool]:
+    """Step over one member of a ``[...]`` class: the next index, and whether the class goes on."""
+    char = pattern[i]
+    if char == "]":
+        return i + 1, False
+    if char == "[" and pattern[i + 1 : i + 2] == ":":  # [[:alpha:]] inside a class
+        end = pattern.find(":]", i + 2)
+        return (end + 2 if end != -1 else i + 1), True
+    return i + 1, True
+
+
+def _class_body_start(pattern: str, i: int) -> int:
+    """The index after the ``[`` at ``i``, its ``^`` and a leading ``]`` (a literal member)."""
+    i += 1
+    if pattern[i : i + 1] == "^":
         i += 1
+    if pattern[i : i + 1] == "]":
+        i += 1
+    return i
+
+
+def _construct_refusal(pattern: str, i: int) -> WorkspaceError | None:
+    """Refuse a group opener (look-around, atomic...) or a ``{,n}`` repeat starting at ``i``."""
+    if pattern[i] == "(":
+        for opener, what, instead in _GROUP_OPENERS:
+            if pattern.startswith(opener, i):
+                return unsupported(pattern, i, what, instead)
+    if pattern[i] == "{" and re.match(r"\{,\d+\}", pattern[i:]):
+        return unsupported(pattern, i, "{,n} repeat", "write {0,n}")
     return None
 
 

@@ -533,6 +533,33 @@ def _python_files(
     return names, False, False
 
 
+def _grep_lines(
+    compiled: Any,
+    text: str,
+    display: str,
+    matches: list[dict[str, Any]],
+    *,
+    collect: int,
+    deadline: float,
+    stop: threading.Event,
+) -> tuple[bool, bool] | None:
+    """Add ``text``'s matching lines to ``matches``; ``(truncated, timed_out)`` when the search ends."""
+    lines = text.removesuffix("\n").split("\n") if text else []  # a final newline starts no line
+    for number, line in enumerate(lines, start=1):
+        if stop.is_set():
+            return False, True
+        try:
+            # concurrent=True releases the GIL while matching, so the event loop keeps serving
+            found = compiled.search(line, timeout=max(deadline - time.monotonic(), 0.001), concurrent=True)
+        except TimeoutError:
+            return False, True
+        if found:
+            matches.append({"path": display, "line": number, "text": line[:_MAX_LINE_CHARS]})
+            if len(matches) > collect:
+                return True, False
+    return None
+
+
 def _python_grep(
     root: WorkspaceRoot,
     scope: _Scope,
@@ -569,23 +596,9 @@ def _python_grep(
             continue
         if text is None:
             continue
-        lines = text.split("\n")
-        if lines[-1] == "":  # the newline that ends the last line starts no line of its own
-            lines.pop()
-        for number, line in enumerate(lines, start=1):
-            if stop.is_set():
-                return matches, skipped, False, True
-            try:
-                # concurrent=True releases the GIL while matching, so the event loop keeps serving
-                found = compiled.search(
-                    line, timeout=max(deadline - time.monotonic(), 0.001), concurrent=True
-                )
-            except TimeoutError:
-                return matches, skipped, False, True
-            if found:
-                matches.append({"path": display, "line": number, "text": line[:_MAX_LINE_CHARS]})
-                if len(matches) > collect:
-                    return matches, skipped, True, False
+        ended = _grep_lines(compiled, text, display, matches, collect=collect, deadline=deadline, stop=stop)
+        if ended is not None:
+            return matches, skipped, *ended
     return matches, skipped, False, False
 
 

@@ -125,22 +125,28 @@ def read_file_state_from_messages(messages: Iterable[Any]) -> dict[str, str]:
             data = result.get("data")
             if result.get("success") is not True or not isinstance(data, Mapping):
                 continue
-            path, version = data.get("path"), data.get("version")
-            if isinstance(path, str) and isinstance(version, str):
-                if data.get("partial") is True:
-                    state.pop(path, None)
-                else:
-                    state.pop(path, None)
-                    state[path] = version
-            versions = data.get("versions")
-            if isinstance(versions, Mapping):
-                for key, value in versions.items():
-                    if isinstance(key, str) and isinstance(value, str):
-                        state.pop(key, None)
-                        state[key] = value
-            deleted = data.get("deleted")
-            if isinstance(deleted, list):
-                for key in deleted:
-                    if isinstance(key, str):
-                        state.pop(key, None)
+            _seed_from(state, data)
     return state
+
+
+def _seed_from(state: dict[str, str], data: Mapping[str, Any]) -> None:
+    """Apply one successful result's ``data`` to ``state``: its path, its versions, its deletes.
+
+    A re-seeded path moves to the end, so the mapping stays in the order the record last saw them.
+    """
+    path, version = data.get("path"), data.get("version")
+    if isinstance(path, str) and isinstance(version, str):
+        state.pop(path, None)
+        if data.get("partial") is not True:
+            state[path] = version
+    versions = data.get("versions")
+    if isinstance(versions, Mapping):
+        for key, value in versions.items():
+            if isinstance(key, str) and isinstance(value, str):
+                state.pop(key, None)
+                state[key] = value
+    deleted = data.get("deleted")
+    if isinstance(deleted, list):
+        for key in deleted:
+            if isinstance(key, str):
+                state.pop(key, None)
