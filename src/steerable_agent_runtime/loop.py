@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from ._outcome import DEFAULT_MAX_ROUNDS as DEFAULT_MAX_ROUNDS  # public here, defined there
 from ._outcome import RunOutcome
-from .errors import ProviderError
+from .errors import ProviderError, UserError
 from .executor import ToolExecutor, current_executor
 from .finish import finish_kind, finish_problem
 from .llm import (
@@ -148,7 +148,7 @@ class AgentLoop:
             :class:`~steerable_agent_runtime.executor.ApprovalGate` for consent.
         offered: Returns the tool descriptors offered each round (default
             ``router.describe_model``, the direct tier).
-        max_rounds: Model calls per run.
+        max_rounds: Model calls per run, at least 1 (else ``UserError``).
         record: The durable record; every message is appended (fsync'd) before the next model call.
         spill: Externalises oversized result data.
         trace: Receives one :class:`TraceSpan` per tool call.
@@ -185,7 +185,7 @@ class AgentLoop:
         stream: bool = True,
     ) -> None:
         if max_rounds < 1:
-            raise ValueError("max_rounds must be at least 1")
+            raise UserError("max_rounds must be at least 1")
         self.provider = provider
         self.router = router
         self.executor: ToolExecutor = executor if executor is not None else router.dispatch

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ._protected import PROTECTED_ENV, PROTECTED_FLAG
+from .errors import UserError
 from .plugins import PLUGIN_DIR_ENV
 from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, LIMIT_ENV, NETWORK_ENV, SANDBOX_ENV
 from .sandbox._policy import LIMIT_BOUNDS, ResourceLimits
@@ -42,7 +43,8 @@ class EnvVar:
         floor: The smallest accepted value of an ``int``.
         ceiling: The largest accepted value of an ``int``.
         unit: The unit of an ``int`` (``ms``, ``bytes``, ``seconds``...), ``""`` when none.
-        choices: The accepted values of a ``choice``.
+        choices: The accepted values of a ``choice``. An ``int`` needs both bounds and a ``choice``
+            its choices, and no other kind has them (else ``UserError``).
         flag: The CLI flag with the same effect (``""`` when there is none).
     """
 
@@ -59,9 +61,9 @@ class EnvVar:
 
     def __post_init__(self) -> None:
         if (self.kind == "int") != (self.floor is not None and self.ceiling is not None):
-            raise ValueError(f"{self.name}: an int variable needs floor and ceiling, and only it")
+            raise UserError(f"{self.name}: an int variable needs floor and ceiling, and only it")
         if (self.kind == "choice") != bool(self.choices):
-            raise ValueError(f"{self.name}: a choice variable needs choices, and only it")
+            raise UserError(f"{self.name}: a choice variable needs choices, and only it")
 
     @property
     def bounds(self) -> str:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import Field
 
-from .errors import ToolRetry
+from .errors import ToolRetry, UserError
 from .modes import ToolMode
 from .tools import Tool, ToolRouter
 from .types import ToolCall, ToolResult
@@ -45,7 +45,8 @@ class SpillHooks:
 
     Args:
         directory: Where spilled bodies go (created on first use; one file per spilled call).
-        threshold_bytes: Spill ``data`` whose JSON text is longer than this many UTF-8 bytes.
+        threshold_bytes: Spill ``data`` whose JSON text is longer than this many UTF-8 bytes, at
+            least 1 (else ``UserError``).
         preview_chars: Characters of the JSON text kept in the transcript.
     """
 
@@ -57,7 +58,7 @@ class SpillHooks:
         preview_chars: int = PREVIEW_CHARS,
     ) -> None:
         if threshold_bytes < 1:
-            raise ValueError("threshold_bytes must be positive")
+            raise UserError("threshold_bytes must be positive")
         self.directory = Path(directory)
         self.threshold_bytes = threshold_bytes
         self.preview_chars = preview_chars

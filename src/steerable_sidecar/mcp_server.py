@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import __version__
-from steerable_agent_runtime.errors import SteerableError
+from steerable_agent_runtime.errors import SteerableError, UserError
 from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 
 from ._secrets import Redactor
@@ -187,7 +187,8 @@ class McpServer:
         name: ``serverInfo.name``.
         version: ``serverInfo.version`` (default: steerable's).
         instructions: ``instructions`` in the ``initialize`` result (a hint for the model).
-        heartbeat_s: Seconds between progress notifications of a running call.
+        heartbeat_s: Seconds between progress notifications of a running call, over 0 (else
+            ``UserError``).
         secrets: Strings never sent in a log notification (API keys, MCP sources' ``env`` values).
     """
 
@@ -201,7 +202,7 @@ class McpServer:
         secrets: Sequence[str] = (),
     ) -> None:
         if heartbeat_s <= 0:
-            raise ValueError(f"heartbeat_s must be positive, got {heartbeat_s}")
+            raise UserError(f"heartbeat_s must be positive, got {heartbeat_s}")
         self._info = {"name": name, "title": name, "version": version or __version__}
         self._instructions = instructions
         self._heartbeat_s = heartbeat_s
