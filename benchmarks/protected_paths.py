@@ -37,7 +37,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from steerable_agent_runtime.sandbox import bash_tool
-from steerable_agent_runtime.sandbox._protect import ProtectedAudit, ScanCache, find_protected
+from steerable_agent_runtime.sandbox._audit import ProtectedAudit
+from steerable_agent_runtime.sandbox._protect import ScanCache, find_protected
 
 
 def _git_init(path: Path) -> None:

@@ -60,8 +60,9 @@ from steerable_agent_runtime.sandbox import (
     SandboxPolicy,
     _cgroup,
     child_environment,
+    spawn_sandboxed,
 )
-from steerable_agent_runtime.sandbox._runner import launcher_argv, launcher_code, spawn_sandboxed
+from steerable_agent_runtime.sandbox._pinning import launcher_argv, launcher_code
 
 CHILD = [sys.executable, "-I", "-S", "-c", "pass"]
 MAX_RATIO = 6.0

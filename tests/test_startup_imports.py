@@ -83,7 +83,11 @@ def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path:
     """The descriptors are registered; the file tools' engines, bash's runner, the web engines wait."""
     engines = (
         "steerable_agent_runtime.sandbox._runner",
+        "steerable_agent_runtime.sandbox._handshake",
+        "steerable_agent_runtime.sandbox._pinning",
+        "steerable_agent_runtime.sandbox._process",
         "steerable_agent_runtime.sandbox._protect",
+        "steerable_agent_runtime.sandbox._audit",
         "steerable_agent_runtime.sandbox._guard",
         "steerable_agent_runtime.sandbox._select",
         "steerable_agent_runtime.workspace._edit",

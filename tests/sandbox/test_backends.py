@@ -22,7 +22,7 @@ from steerable_agent_runtime.sandbox import (
     run_sandboxed,
 )
 from steerable_agent_runtime.sandbox._launch import EXIT_SETUP, handled_fs, seccomp_program
-from steerable_agent_runtime.sandbox._runner import LAUNCHER
+from steerable_agent_runtime.sandbox._pinning import LAUNCHER
 
 PY = sys.executable
 
@@ -307,7 +307,7 @@ async def test_limits_bound_processes_and_memory(backend, workspace: Path):
 def test_a_bubblewrap_plan_runs_through_the_launcher_too(workspace: Path, tmp_path: Path, network: bool):
     """``launcher_argv`` runs a direct plan as one command line: the filter is bubblewrap's to install."""
     from steerable_agent_runtime.sandbox import child_environment
-    from steerable_agent_runtime.sandbox._runner import launcher_argv
+    from steerable_agent_runtime.sandbox._pinning import launcher_argv
 
     policy = SandboxPolicy(writable_roots=(workspace,), network=network)
     script = (

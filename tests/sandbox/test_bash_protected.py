@@ -33,7 +33,8 @@ from steerable_agent_runtime.sandbox import (
     _protect,
     bash_tool,
 )
-from steerable_agent_runtime.sandbox._protect import MAX_ENTRIES, MAX_FILE_BYTES, carve_outs, find_protected
+from steerable_agent_runtime.sandbox._audit import MAX_ENTRIES, MAX_FILE_BYTES
+from steerable_agent_runtime.sandbox._protect import carve_outs, find_protected
 
 RULE_GIT = (
     "rule .git/**: git's own directory: hooks (git runs them on commit, checkout, merge, push) and "
@@ -371,7 +372,7 @@ async def test_what_a_link_in_a_protected_directory_points_at_is_protected_too_f
 def _older_than_now(path: Path) -> None:
     """Wait until the clock tick a run starts in is past ``path``'s ``ctime``."""
     deadline = time.monotonic() + 5
-    while _protect._coarse_now() <= path.stat().st_ctime_ns and time.monotonic() < deadline:
+    while _protect.coarse_now() <= path.stat().st_ctime_ns and time.monotonic() < deadline:
         time.sleep(0.001)
 
 

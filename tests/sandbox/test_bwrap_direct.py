@@ -28,7 +28,7 @@ from test_runner import alive, gone, sleeper
 from steerable_agent_runtime.sandbox import (
     ResourceLimits,
     SandboxPolicy,
-    _runner,
+    _handshake,
     run_sandboxed,
     spawn_sandboxed,
 )
@@ -113,7 +113,7 @@ def _fails(message: str):
 @pytest.mark.parametrize(
     ("target", "attribute", "reason"),
     [
-        (_runner, "_limit_process", "Operation refused by this test"),
+        (_handshake, "_limit_process", "Operation refused by this test"),
         (RunCgroup, "apply_limits", "cannot set the limits of the run's cgroups"),
         (RunCgroup, "join", "cannot join the run's cgroups"),
     ],
@@ -150,13 +150,13 @@ RUNNER_DIES = """
 import asyncio, os, sys
 from pathlib import Path
 from steerable_agent_runtime.sandbox import BubblewrapBackend, SandboxPolicy, run_sandboxed
-from steerable_agent_runtime.sandbox import _runner
+from steerable_agent_runtime.sandbox import _handshake
 
 def die(pid, limits):  # the runner's process dies while the sandbox waits to be released
     print("dying", flush=True)
     os._exit(3)
 
-_runner._limit_process = die
+_handshake._limit_process = die
 workspace = Path(sys.argv[1])
 asyncio.run(run_sandboxed(["/bin/sh", "-c", sys.argv[2]], SandboxPolicy(writable_roots=(workspace,)),
                           backend=BubblewrapBackend(), timeout_s=30))

@@ -20,7 +20,7 @@ from sbx_helpers import real_backend
 
 from steerable_agent_runtime.sandbox import SandboxPolicy, child_environment, detect_landlock_abi
 from steerable_agent_runtime.sandbox._launch import EXIT_SETUP
-from steerable_agent_runtime.sandbox._runner import PINNED_PYTHON, launcher_argv, launcher_code
+from steerable_agent_runtime.sandbox._pinning import PINNED_PYTHON, launcher_argv, launcher_code
 
 
 def _alive(pid: int) -> bool:

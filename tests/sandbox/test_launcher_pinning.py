@@ -17,18 +17,18 @@ import pytest
 from sbx_helpers import real_backend
 
 from steerable_agent_runtime.errors import SandboxUnavailableError
-from steerable_agent_runtime.sandbox import ResourceLimits, SandboxPolicy, _bwrap, _runner, run_sandboxed
+from steerable_agent_runtime.sandbox import ResourceLimits, SandboxPolicy, _bwrap, _pinning, run_sandboxed
 
 
 def test_the_launcher_runs_a_pinned_interpreter_and_a_private_copy_of_its_code_run_9() -> None:
-    assert _runner.PINNED_PYTHON == os.path.realpath(sys.executable)
-    code = _runner.launcher_code()
+    assert _pinning.PINNED_PYTHON == os.path.realpath(sys.executable)
+    code = _pinning.launcher_code()
     assert code.endswith(".pyc") and "__pycache__" not in code and "steerable-launch-" in code
     assert (os.stat(os.path.dirname(code)).st_mode & 0o777) == 0o700
 
 
 async def test_an_interpreter_inside_a_writable_root_is_refused_run_9(tmp_path: Path) -> None:
-    prefix = os.path.dirname(_runner.PINNED_PYTHON)
+    prefix = os.path.dirname(_pinning.PINNED_PYTHON)
     policy = SandboxPolicy(writable_roots=(Path(prefix),), limits=ResourceLimits(max_output_bytes=4096))
     with pytest.raises(SandboxUnavailableError) as info:
         await run_sandboxed(["true"], policy, backend=real_backend("bwrap"), timeout_s=10)

@@ -22,7 +22,7 @@ from steerable_agent_runtime.sandbox import (
     spawn_sandboxed,
 )
 from steerable_agent_runtime.sandbox._cgroup import pids_cgroup_parent
-from steerable_agent_runtime.sandbox._runner import _Clip
+from steerable_agent_runtime.sandbox._output import Clip
 
 PY = sys.executable
 
@@ -67,13 +67,13 @@ def sleeper() -> tuple[str, str]:
 
 
 def test_clip_keeps_head_and_tail_and_counts_everything():
-    clip = _Clip(10)
+    clip = Clip(10)
     for chunk in (b"abc", b"defghij", b"klmnopqrstu", b"vwxyz"):
         clip.feed(chunk)
     out = clip.result()
     assert out.text == "abcde\n[... 16 bytes clipped; 26 bytes in total ...]\nvwxyz"
     assert (out.total_bytes, out.kept_bytes, out.clipped) == (26, 10, True)
-    small = _Clip(10)
+    small = Clip(10)
     small.feed("héllo".encode())
     assert small.result().text == "héllo" and not small.result().clipped
 

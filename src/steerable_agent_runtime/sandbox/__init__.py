@@ -28,6 +28,7 @@ from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from .._protected import PROTECTED_ENV
+    from ._audit import AuditOutcome, SnapshotTooLarge
     from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
     from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
     from ._bwrap import BubblewrapBackend
@@ -43,9 +44,10 @@ if _typing.TYPE_CHECKING:
     from ._guard import GuardedRun, guard_protected_paths, protected_result, snapshot_too_large
     from ._inherited import InheritedBackend
     from ._landlock import LandlockBackend, detect_landlock_abi
+    from ._output import CapturedOutput, RunResult
     from ._policy import CHILD_ENV_ALLOWLIST, ResourceLimits, SandboxPolicy, child_environment
-    from ._protect import AuditOutcome, ScanCache, SnapshotTooLarge
-    from ._runner import CapturedOutput, RunResult, SandboxedProcess, run_sandboxed, spawn_sandboxed
+    from ._protect import ScanCache
+    from ._runner import SandboxedProcess, run_sandboxed, spawn_sandboxed
     from ._seatbelt import SeatbeltBackend, seatbelt_profile
     from ._select import LADDERS, default_backends, select_backend
 
@@ -57,6 +59,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "LaunchPlan",
         "SandboxBackend",
         "SandboxInfo",
+    ),
+    "._audit": (
+        "AuditOutcome",
+        "SnapshotTooLarge",
     ),
     "._bash": (
         "BASH_DEFAULT_TIMEOUT_MS",
@@ -84,20 +90,18 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "LandlockBackend",
         "detect_landlock_abi",
     ),
+    "._output": (
+        "CapturedOutput",
+        "RunResult",
+    ),
     "._policy": (
         "CHILD_ENV_ALLOWLIST",
         "ResourceLimits",
         "SandboxPolicy",
         "child_environment",
     ),
-    "._protect": (
-        "AuditOutcome",
-        "ScanCache",
-        "SnapshotTooLarge",
-    ),
+    "._protect": ("ScanCache",),
     "._runner": (
-        "CapturedOutput",
-        "RunResult",
         "SandboxedProcess",
         "run_sandboxed",
         "spawn_sandboxed",

@@ -3,7 +3,7 @@
 A plan runs through the launcher (``_launch.py``), which applies the resource limits and whatever
 the backend asks of it (Landlock, the socket filter, supervision) before the command starts;
 a ``direct`` plan (bubblewrap) is started by the runner itself, which applies the same limits to
-the sandbox from outside while bubblewrap waits for it (see ``_runner.py``).
+the sandbox from outside while bubblewrap waits for it (see ``_handshake.py``).
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ from ._policy import SandboxPolicy, child_environment
 
 if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
     from ._backend import SandboxBackend
+    from ._output import RunResult
     from ._protect import ScanCache
-    from ._runner import RunResult
 
 __all__ = ["BASH_DEFAULT_TIMEOUT_MS", "BASH_MAX_TIMEOUT_MS", "bash_tool"]
 
@@ -102,8 +102,9 @@ def bash_tool(
             timeout_ms: Wall-clock limit in milliseconds (default 120000, at most 600000); on
                 expiry the command and everything it started are killed.
         """
+        from ._audit import SnapshotTooLarge
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
-        from ._protect import ScanCache, SnapshotTooLarge
+        from ._protect import ScanCache
         from ._runner import run_sandboxed
         from ._select import select_backend
 

@@ -18,9 +18,10 @@ from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
 from ..errors import WorkspaceError
 from ..types import ToolResult
 from ..workspace._txn import Intent, StateDir
+from ._audit import MAX_ENTRIES, AuditOutcome, ProtectedAudit
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
-from ._protect import MAX_ENTRIES, AuditOutcome, ProtectedAudit, ScanCache
+from ._protect import ScanCache
 
 __all__ = ["GuardedRun", "guard_protected_paths", "protected_result", "snapshot_too_large"]
 

@@ -46,6 +46,21 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+__all__ = [  # what the runner and the backends use; the rest serves main()
+    "EXIT_SETUP",
+    "SECCOMP_ARCH",
+    "SETUP_FAILED",
+    "SetupError",
+    "deny_list",
+    "handled_fs",
+    "landlock_abi",
+    "rlimits",
+    "seccomp_pipe",
+    "seccomp_program",
+    "setup_failure",
+    "user_tasks",
+]
+
 # -- Landlock (include/uapi/linux/landlock.h) -------------------------------------------------------
 SYS_LANDLOCK_CREATE_RULESET = 444  # the same number on x86_64 and aarch64 (the generic table)
 SYS_LANDLOCK_ADD_RULE = 445
@@ -233,7 +248,7 @@ def seccomp_program(
 
 
 def seccomp_pipe(deny: dict[str, bool]) -> int:
-    """A pipe holding :func:`seccomp_program` with the ``deny`` keywords (:func:`_deny_list`); its read end.
+    """A pipe holding :func:`seccomp_program` with the ``deny`` keywords (:func:`deny_list`); its read end.
 
     The filter is a few hundred bytes, so it fits the pipe buffer. The read end is not inheritable.
     """
@@ -387,7 +402,7 @@ def drop_capabilities(libc: _Libc) -> None:
         raise SetupError(f"cannot drop capabilities: {exc}") from None
 
 
-def _user_tasks(uid: int) -> int:
+def user_tasks(uid: int) -> int:
     """How many tasks (threads) ``uid`` owns now: what ``RLIMIT_NPROC`` is compared with."""
     count = 0
     try:
@@ -425,7 +440,7 @@ def set_limits(*, cpu: int, address_space: int, nproc: int) -> None:
     for which, value in rlimits(cpu=cpu, address_space=address_space):
         resource.setrlimit(which, value)
     if nproc and os.getuid() != 0 and sys.platform.startswith("linux"):
-        limit = _user_tasks(os.getuid()) + nproc
+        limit = user_tasks(os.getuid()) + nproc
         resource.setrlimit(resource.RLIMIT_NPROC, (limit, limit))
 
 
@@ -562,7 +577,7 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
             if key is not None:
                 opts[key].append(value)
             elif name == "--seccomp-deny":
-                opts["seccomp-deny"] = _deny_list(value)
+                opts["seccomp-deny"] = deny_list(value)
             else:
                 opts[name[2:]] = int(value)
             i += 2
@@ -574,7 +589,7 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     return opts, command
 
 
-def _deny_list(value: str) -> dict[str, bool]:
+def deny_list(value: str) -> dict[str, bool]:
     """``--seccomp-deny net,ipc,setid,chmod`` (any subset; empty: the ABI checks alone) as keywords."""
     names = {part for part in value.split(",") if part}
     unknown = names - {"net", "ipc", "setid", "chmod"}

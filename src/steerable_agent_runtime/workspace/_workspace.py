@@ -723,6 +723,6 @@ class _Recovery:
     def remove_appeared(self, existing: Sequence[str], since_ns: int) -> list[str]:
         if self.ws.allow_protected_writes:
             return []
-        from ..sandbox._protect import remove_appeared_since  # the audit's own walk (no import cycle)
+        from ..sandbox._audit import remove_appeared_since  # the audit's own walk (no import cycle)
 
         return remove_appeared_since(str(self.ws.root.path), set(existing), since_ns)

@@ -1,0 +1,102 @@
+"""The launcher, pinned when this module is imported (at boot), and the argv that runs a plan through it.
+
+The launcher (``_launch.py``) runs outside the sandbox, so nothing a sandboxed command can write
+may change what it runs: see :func:`_pinned_launcher`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import marshal
+import os
+import shutil
+import struct
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from ..errors import SandboxUnavailableError
+from ._backend import LaunchPlan
+from ._policy import SandboxPolicy
+
+__all__ = ["LAUNCHER", "PINNED_PYTHON", "launcher_argv", "launcher_code", "refuse_a_writable_launcher"]
+
+LAUNCHER: Final = str(Path(__file__).with_name("_launch.py"))
+"""The launcher script, run as ``python -I -S LAUNCHER [options] -- argv``."""
+
+
+def _pinned_launcher() -> tuple[str, str]:
+    """The interpreter and the launcher bytecode, fixed when this module is imported (at boot).
+
+    The launcher runs *outside* the sandbox (it applies the limits, then starts the backend), so
+    nothing a sandboxed command can write may change what it runs: a ``.venv/bin/python`` or an
+    editable install of steerable inside the workspace is writable from the sandbox. So the
+    interpreter is the real file behind ``sys.executable`` (a venv's ``python`` is a symlink to
+    the base interpreter, outside the workspace), resolved now, and the launcher's source is read
+    now and compiled into a private (0700) directory; later edits of ``_launch.py`` or its
+    ``__pycache__`` are never executed by this process.
+    """
+    python = os.path.realpath(sys.executable) if sys.executable else shutil.which("python3") or "python3"
+    try:
+        source = Path(LAUNCHER).read_bytes()
+        private = tempfile.mkdtemp(prefix="steerable-launch-")
+        atexit.register(shutil.rmtree, private, True)
+        target = os.path.join(private, "_launch.pyc")
+        code = compile(source, LAUNCHER, "exec", dont_inherit=True)
+        with open(target, "wb") as fh:
+            fh.write(importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, 0, 0) + marshal.dumps(code))
+        return python, target
+    except (OSError, SyntaxError, ValueError):
+        return python, LAUNCHER
+
+
+PINNED_PYTHON, _PINNED_LAUNCHER = _pinned_launcher()
+"""The interpreter that runs the launcher (``realpath(sys.executable)`` at import)."""
+
+
+def refuse_a_writable_launcher(policy: SandboxPolicy) -> None:
+    """The launcher runs outside the sandbox: its interpreter must not be writable from inside.
+
+    Raises:
+        SandboxUnavailableError: The interpreter lies inside a writable root (a Python installed
+            inside the workspace): a command could replace it and run unsandboxed next time.
+    """
+    for root in policy.writable_roots:
+        real = os.path.realpath(root)
+        if PINNED_PYTHON == real or PINNED_PYTHON.startswith(real.rstrip("/") + "/"):
+            raise SandboxUnavailableError(
+                f"the Python interpreter running steerable ({PINNED_PYTHON}) is inside the writable "
+                f"root {real}: a sandboxed command could replace it and run unsandboxed next time; "
+                "run steerable with a Python installed outside the workspace",
+                tried={"launcher": f"{PINNED_PYTHON} is writable from the sandbox"},
+            )
+
+
+def launcher_code() -> str:
+    """The launcher's bytecode file, compiled from the source read when this module was imported.
+
+    See :func:`_pinned_launcher` for why it is pinned (a sandboxed command can write the
+    workspace, and an editable install or a venv may live there).
+    """
+    return _PINNED_LAUNCHER
+
+
+def launcher_argv(plan: LaunchPlan, policy: SandboxPolicy, *, cgroups: Sequence[Path] = ()) -> list[str]:
+    """The full argv that starts ``plan`` through the launcher, with the limits and the plan's options.
+
+    Args:
+        plan: The backend's plan (a ``direct`` one too: the launcher then execs bubblewrap).
+        policy: Supplies the resource limits.
+        cgroups: ``cgroup.procs`` files the launcher joins first (one per hierarchy).
+    """
+    limits = policy.limits
+    options = ["--cpu", str(limits.cpu_seconds), "--as", str(limits.memory_bytes)]
+    options += ["--nproc", str(limits.max_processes)]
+    for procs in cgroups:
+        options += ["--cgroup", str(procs)]
+    if plan.seccomp_fd_at is not None:
+        options += ["--seccomp-fd-at", str(plan.seccomp_fd_at), "--seccomp-deny", plan.seccomp_deny]
+    return [PINNED_PYTHON, "-I", "-S", launcher_code(), *options, *plan.launcher_options, "--", *plan.argv]
