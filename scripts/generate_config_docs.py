@@ -39,6 +39,9 @@ How values are read:
   without the web tools.
 - Secrets (`STEERABLE_API_KEY`, `STEERABLE_WEB_SEARCH_API_KEY`) are never printed, only reported
   as set or unset.
+- An embedding host reads them by these rules with `steerable_agent_runtime.config` (`env_text`,
+  `env_flag`, and each whole-number field's `EnvInt`), or resolves a whole config with its
+  `from_env`.
 
 Variables read from outside the `STEERABLE_` namespace: `TAVILY_API_KEY` (when
 `STEERABLE_WEB_SEARCH_API_KEY` is unset), `XDG_STATE_HOME` (the default state directory), and the

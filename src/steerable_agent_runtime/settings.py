@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 from ._protected import PROTECTED_ENV, PROTECTED_FLAG
+from .config import int_fields
 from .errors import UserError
 from .plugins import PLUGIN_DIR_ENV
-from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, LIMIT_ENV, NETWORK_ENV, SANDBOX_ENV
-from .sandbox._policy import LIMIT_BOUNDS, ResourceLimits
+from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, NETWORK_ENV, SANDBOX_ENV
+from .sandbox._policy import ResourceLimits
 from .workspace._rg import RIPGREP_ENV
 from .workspace._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
 
@@ -92,39 +93,32 @@ _LIMIT_DOCS: Final = {
 }
 
 
-def int_variables(
-    area: str,
-    defaults: object,
-    fields: Mapping[str, tuple[str, int, int]],
-    docs: Mapping[str, tuple[str, str]],
-) -> tuple[EnvVar, ...]:
-    """Entries for a config object's integer fields, from the code's own tables.
+def int_variables(area: str, config: type[Any], docs: Mapping[str, tuple[str, str]]) -> tuple[EnvVar, ...]:
+    """Entries for a config class's integer fields, from the fields' own descriptions.
 
     Args:
         area: The section of every entry.
-        defaults: The config object built with no arguments (its field values are the defaults).
-        fields: ``{field: (variable, floor, ceiling)}``, as the config validates them.
+        config: A dataclass whose integer fields are declared with
+            :func:`~steerable_agent_runtime.config.int_field` (variable, default, floor, ceiling).
         docs: ``{field: (summary, unit)}``.
 
     Returns:
-        One ``int`` :class:`EnvVar` per field, in ``fields`` order.
+        One ``int`` :class:`EnvVar` per such field, in declaration order.
     """
     return tuple(
         EnvVar(
-            name=var,
+            name=spec.variable,
             area=area,
             summary=docs[field][0],
             kind="int",
-            default=str(getattr(defaults, field)),
-            floor=floor,
-            ceiling=ceiling,
+            default=str(spec.default),
+            floor=spec.floor,
+            ceiling=spec.ceiling,
             unit=docs[field][1],
         )
-        for field, (var, floor, ceiling) in fields.items()
+        for field, spec in int_fields(config).items()
     )
 
-
-_BOUNDS: Final = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}
 
 RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
     EnvVar(
@@ -194,11 +188,6 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
         kind="flag",
         default="0",
     ),
-    *int_variables(
-        "Sandbox",
-        ResourceLimits(),
-        {field: (var, *_BOUNDS[field]) for field, var in LIMIT_ENV.items()},
-        _LIMIT_DOCS,
-    ),
+    *int_variables("Sandbox", ResourceLimits, _LIMIT_DOCS),
 )
 """The variables ``steerable_agent_runtime`` reads, in reference order."""

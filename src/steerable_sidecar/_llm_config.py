@@ -6,8 +6,7 @@ provider that uses this configuration is :mod:`steerable_sidecar.providers`.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -15,6 +14,7 @@ from typing import Final, Literal, get_args
 
 from pydantic import SecretStr
 
+from steerable_agent_runtime.config import env_text, int_field, int_fields
 from steerable_agent_runtime.errors import ConfigError
 
 from ._endpoints import checked_base_url, header_safe
@@ -100,48 +100,45 @@ class LLMConfig:
     base_url: str | None = None
     api_key: SecretStr | None = None
     script: Path | None = None
-    request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS
+    request_timeout_ms: int = int_field(
+        REQUEST_TIMEOUT_ENV, DEFAULT_REQUEST_TIMEOUT_MS, floor=1, ceiling=MAX_REQUEST_TIMEOUT_MS
+    )
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDER_NAMES:
             raise ConfigError(_unknown_provider(self.provider))
         if self.provider != "scripted" and not (self.model and self.model.strip()):
             raise ConfigError(
-                f"STEERABLE_MODEL is required for STEERABLE_PROVIDER={self.provider}: "
+                f"{MODEL_ENV} is required for {PROVIDER_ENV}={self.provider}: "
                 "set it to the model name the endpoint serves"
             )
-        base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
-        object.__setattr__(
-            self,
-            "base_url",
-            None
-            if base_url is None
-            else checked_base_url(
-                base_url.strip(),
-                variable=BASE_URL_ENV,
-                key_variable=API_KEY_ENV,
-                appends="/chat/completions",
-            ),
-        )
+        object.__setattr__(self, "base_url", self._checked_base_url())
         if self.api_key is not None and not self.api_key.get_secret_value():
             object.__setattr__(self, "api_key", None)
-        if self.api_key is None and self.provider not in _KEYLESS:
-            raise ConfigError(
-                f"STEERABLE_API_KEY is required for STEERABLE_PROVIDER={self.provider}: "
-                "set it to the endpoint's API key"
-            )
-        if self.api_key is not None and not header_safe(self.api_key.get_secret_value()):
-            raise ConfigError(
-                "STEERABLE_API_KEY contains characters an HTTP header cannot carry "
-                "(spaces, control or non-ASCII characters); check how it was pasted"
-            )
+        self._check_key()
         self._check_script()
-        timeout = self.request_timeout_ms
-        in_range = isinstance(timeout, int) and 1 <= timeout <= MAX_REQUEST_TIMEOUT_MS
-        if isinstance(timeout, bool) or not in_range:
+        _REQUEST_TIMEOUT.check(self.request_timeout_ms, REQUEST_TIMEOUT_ENV)
+
+    def _checked_base_url(self) -> str | None:
+        base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
+        if base_url is None:
+            return None
+        return checked_base_url(
+            base_url.strip(), variable=BASE_URL_ENV, key_variable=API_KEY_ENV, appends="/chat/completions"
+        )
+
+    def _check_key(self) -> None:
+        if self.api_key is None:
+            if self.provider not in _KEYLESS:
+                raise ConfigError(
+                    f"{API_KEY_ENV} is required for {PROVIDER_ENV}={self.provider}: "
+                    "set it to the endpoint's API key"
+                )
+            return
+        if not header_safe(self.api_key.get_secret_value()):
             raise ConfigError(
-                f"STEERABLE_REQUEST_TIMEOUT_MS={timeout!r} is out of range; "
-                f"use a whole number of milliseconds from 1 to {MAX_REQUEST_TIMEOUT_MS}"
+                f"{API_KEY_ENV} contains characters an HTTP header cannot carry "
+                "(spaces, control or non-ASCII characters); check how it was pasted"
             )
 
     def _check_script(self) -> None:
@@ -149,11 +146,11 @@ class LLMConfig:
             return
         if self.script is None:
             raise ConfigError(
-                "STEERABLE_SCRIPT is required for STEERABLE_PROVIDER=scripted: "
+                f"{SCRIPT_ENV} is required for {PROVIDER_ENV}=scripted: "
                 "set it to a JSON file holding a list of turns"
             )
         if not Path(self.script).is_file():
-            raise ConfigError(f"STEERABLE_SCRIPT={str(self.script)!r} is not a file")
+            raise ConfigError(f"{SCRIPT_ENV}={str(self.script)!r} is not a file")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
@@ -170,35 +167,23 @@ class LLMConfig:
         Raises:
             ConfigError: Naming the variable, when a value is missing or invalid.
         """
-        env = os.environ if environ is None else environ
-
-        def get(name: str) -> str | None:
-            return env.get(name, "").strip() or None
-
-        provider = (get(PROVIDER_ENV) or "openai").lower()
+        provider = (env_text(PROVIDER_ENV, environ) or "openai").lower()
         if provider not in PROVIDER_NAMES:
             raise ConfigError(_unknown_provider(provider))
-        key = get(API_KEY_ENV)
-        script = get(SCRIPT_ENV)
+        key = env_text(API_KEY_ENV, environ)
+        script = env_text(SCRIPT_ENV, environ)
         return cls(
             provider=provider,
-            model=get(MODEL_ENV),
-            base_url=get(BASE_URL_ENV),
+            model=env_text(MODEL_ENV, environ),
+            base_url=env_text(BASE_URL_ENV, environ),
             api_key=SecretStr(key) if key else None,
             script=Path(script) if script else None,
-            request_timeout_ms=_int_var(REQUEST_TIMEOUT_ENV, get, DEFAULT_REQUEST_TIMEOUT_MS),
+            request_timeout_ms=_REQUEST_TIMEOUT.read(environ),
         )
 
 
+_REQUEST_TIMEOUT: Final = int_fields(LLMConfig)["request_timeout_ms"]
+
+
 def _unknown_provider(name: object) -> str:
-    return f"STEERABLE_PROVIDER={name!r} is not a known provider; use one of: {', '.join(PROVIDER_NAMES)}"
-
-
-def _int_var(name: str, get: Callable[[str], str | None], default: int) -> int:
-    raw = get(name)
-    if raw is None:
-        return default
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{name}={raw!r} is not a whole number of milliseconds") from None
+    return f"{PROVIDER_ENV}={name!r} is not a known provider; use one of: {', '.join(PROVIDER_NAMES)}"

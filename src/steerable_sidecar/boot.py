@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
-from steerable_agent_runtime._env import env_flag
+from steerable_agent_runtime.config import env_flag, env_text
 from steerable_agent_runtime.errors import ConfigError, PluginLoadError
 from steerable_agent_runtime.harness import AssembledHarness, HarnessStrategy, assemble_harness
 from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
@@ -202,7 +202,7 @@ def mcp_sources_for(
         ConfigError: The configuration file is missing or invalid (the message names it).
     """
     env = os.environ if environ is None else environ
-    path = config if config is not None else env.get(MCP_CONFIG_ENV) or None
+    path = config if config is not None else env_text(MCP_CONFIG_ENV, env)  # blank: unset
     if path is None:
         return None
     # the mcp SDK: only when servers are configured

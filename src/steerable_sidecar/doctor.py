@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from steerable_agent_runtime import SteerableError, __version__
-from steerable_agent_runtime._env import env_flag
+from steerable_agent_runtime.config import env_flag
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.sandbox import (
     LADDERS,

@@ -37,6 +37,7 @@ from pathlib import Path
 from types import MappingProxyType, TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from steerable_agent_runtime.config import env_text
 from steerable_agent_runtime.errors import ConfigError, DuplicateToolError, McpServerError, UserError
 from steerable_agent_runtime.modes import mode_from_annotations
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler, ToolRouter
@@ -199,8 +200,8 @@ def load_mcp_config_from_env(environ: Mapping[str, str] | None = None) -> list[M
     Raises:
         ConfigError: As :func:`load_mcp_config`, the message also naming the variable.
     """
-    value = (os.environ if environ is None else environ).get(MCP_CONFIG_ENV, "").strip()
-    if not value:
+    value = env_text(MCP_CONFIG_ENV, environ)
+    if value is None:
         return []
     try:
         return load_mcp_config(value)

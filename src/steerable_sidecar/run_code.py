@@ -37,15 +37,20 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id
-from steerable_agent_runtime._env import env_flag, env_int
-from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
+from steerable_agent_runtime.config import check_int_fields, env_flag, int_field, int_fields, read_int_fields
+from steerable_agent_runtime.errors import SandboxUnavailableError
 from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, current_executor
-from steerable_agent_runtime.sandbox import PROTECTED_ENV
-from steerable_agent_runtime.sandbox._config import LIMIT_ENV, SandboxConfig
-from steerable_agent_runtime.sandbox._policy import SandboxPolicy, child_environment
+from steerable_agent_runtime.sandbox import (
+    LIMIT_ENV,
+    PROTECTED_ENV,
+    SandboxConfig,
+    SandboxPolicy,
+    child_environment,
+)
 from steerable_agent_runtime.tools import Tool
 
 if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
@@ -53,7 +58,6 @@ if TYPE_CHECKING:  # the runner, the backends and the guard load at the first ca
 
 __all__ = [
     "CHILD_PROGRAM",
-    "RUN_CODE_BOUNDS",
     "RUN_CODE_ENV",
     "RUN_CODE_LIMIT_ENV",
     "RUN_CODE_TOOL_NAME",
@@ -69,25 +73,9 @@ RUN_CODE_ENV: Final = "STEERABLE_RUN_CODE"
 RUN_CODE_TOOL_NAME: Final = "run_code"
 """The tool's name (reserved as local-only under ``toolsViaHost``)."""
 
-RUN_CODE_LIMIT_ENV: Final[Mapping[str, str]] = {
-    "timeout_ms": "STEERABLE_RUN_CODE_TIMEOUT_MS",
-    "max_calls": "STEERABLE_RUN_CODE_MAX_CALLS",
-    "max_source_bytes": "STEERABLE_RUN_CODE_MAX_SOURCE_BYTES",
-    "max_output_bytes": "STEERABLE_RUN_CODE_MAX_OUTPUT_BYTES",
-    "max_value_bytes": "STEERABLE_RUN_CODE_MAX_VALUE_BYTES",
-}
-"""The variable of each :class:`RunCodeConfig` field."""
-
 CHILD_PROGRAM: Final = Path(__file__).with_name("_run_code_child.py")
 """The program the child interpreter runs (compiled here, passed with ``-c``)."""
 
-RUN_CODE_BOUNDS: Final[Mapping[str, tuple[int, int]]] = {
-    "timeout_ms": (1, 3_600_000),
-    "max_calls": (0, 100_000),
-    "max_source_bytes": (1, 10_000_000),
-    "max_output_bytes": (1, 100_000_000),
-    "max_value_bytes": (2, 8_000_000),
-}
 _FRAME_SLACK_BYTES: Final = 4096  # a done frame's envelope around the value
 _STDERR_TAIL: Final = 2000  # characters of the child's stderr kept when it ends without an answer
 _BACKSTOP_S: Final = 5.0  # the runner's own deadline, past ours: kills the tree if we are stuck
@@ -119,19 +107,20 @@ class RunCodeConfig:
             default 1 000 000, from 2 to 8 000 000). Code ``value_limit``.
     """
 
-    timeout_ms: int = 120_000
-    max_calls: int = 200
-    max_source_bytes: int = 100_000
-    max_output_bytes: int = 30_000
-    max_value_bytes: int = 1_000_000
+    timeout_ms: int = int_field("STEERABLE_RUN_CODE_TIMEOUT_MS", 120_000, floor=1, ceiling=3_600_000)
+    max_calls: int = int_field("STEERABLE_RUN_CODE_MAX_CALLS", 200, floor=0, ceiling=100_000)
+    max_source_bytes: int = int_field(
+        "STEERABLE_RUN_CODE_MAX_SOURCE_BYTES", 100_000, floor=1, ceiling=10_000_000
+    )
+    max_output_bytes: int = int_field(
+        "STEERABLE_RUN_CODE_MAX_OUTPUT_BYTES", 30_000, floor=1, ceiling=100_000_000
+    )
+    max_value_bytes: int = int_field(
+        "STEERABLE_RUN_CODE_MAX_VALUE_BYTES", 1_000_000, floor=2, ceiling=8_000_000
+    )
 
     def __post_init__(self) -> None:
-        for name, (floor, ceiling) in RUN_CODE_BOUNDS.items():
-            value = getattr(self, name)
-            if type(value) is not int or not floor <= value <= ceiling:
-                raise ConfigError(
-                    f"RunCodeConfig.{name}={value!r} must be an integer from {floor} to {ceiling}"
-                )
+        check_int_fields(self)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> RunCodeConfig:
@@ -140,18 +129,13 @@ class RunCodeConfig:
         Raises:
             ConfigError: For a value that is not an integer in range; the message names the variable.
         """
-        defaults = cls()
-        values = {
-            name: env_int(
-                var,
-                getattr(defaults, name),
-                floor=RUN_CODE_BOUNDS[name][0],
-                ceiling=RUN_CODE_BOUNDS[name][1],
-                environ=environ,
-            )
-            for name, var in RUN_CODE_LIMIT_ENV.items()
-        }
-        return cls(**values)
+        return cls(**read_int_fields(cls, environ))
+
+
+RUN_CODE_LIMIT_ENV: Final[Mapping[str, str]] = MappingProxyType(
+    {name: spec.variable for name, spec in int_fields(RunCodeConfig).items()}
+)
+"""The variable of each :class:`RunCodeConfig` field (declared on the field)."""
 
 
 def run_code_enabled(environ: Mapping[str, str] | None = None) -> bool:

@@ -27,7 +27,7 @@ from ._llm_config import (
 from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
 from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
 from .mcp_sources import MCP_CONFIG_ENV
-from .run_code import RUN_CODE_BOUNDS, RUN_CODE_ENV, RUN_CODE_LIMIT_ENV, RunCodeConfig
+from .run_code import RUN_CODE_ENV, RunCodeConfig
 from .sidecar import STATE_DIR_ENV
 from .web_tools._config import (
     ALLOWED_DOMAINS_ENV,
@@ -37,7 +37,6 @@ from .web_tools._config import (
     SEARCH_BASE_URL_ENV,
     SEARCH_PROVIDER_ENV,
     SEARCH_PROVIDERS,
-    WEB_LIMIT_ENV,
     WebToolsConfig,
 )
 
@@ -156,7 +155,7 @@ _WEB: Final = (
         kind="flag",
         default="0",
     ),
-    *int_variables("Web tools", WebToolsConfig(), WEB_LIMIT_ENV, _WEB_DOCS),
+    *int_variables("Web tools", WebToolsConfig, _WEB_DOCS),
 )
 
 _PROCESS: Final = (
@@ -167,12 +166,7 @@ _PROCESS: Final = (
         kind="flag",
         default="0",
     ),
-    *int_variables(
-        "run_code",
-        RunCodeConfig(),
-        {field: (var, *RUN_CODE_BOUNDS[field]) for field, var in RUN_CODE_LIMIT_ENV.items()},
-        _RUN_CODE_DOCS,
-    ),
+    *int_variables("run_code", RunCodeConfig, _RUN_CODE_DOCS),
     EnvVar(
         name=ALLOW_PLUGINS_IN_WORKSPACE_ENV,
         area="Plugins",

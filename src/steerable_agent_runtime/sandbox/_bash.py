@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import Field
 
-from .._env import env_flag
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .._tool_schemas import TOOL_PARAMETERS
+from ..config import env_flag
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult

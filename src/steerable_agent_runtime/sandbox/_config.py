@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final, Literal, get_args
 
-from .._env import env_flag, env_int
+from ..config import env_flag, env_text, int_fields, read_int_fields
 from ..errors import ConfigError
-from ._policy import LIMIT_BOUNDS, ResourceLimits
+from ._policy import ResourceLimits
 
 __all__ = [
     "BACKEND_CHOICES",
@@ -32,13 +33,10 @@ CONFINED_ENV: Final = "STEERABLE_SIDECAR_CONFINED"
 """Set to ``1`` by a host that already runs the sidecar under an OS sandbox (layer 1)."""
 NETWORK_ENV: Final = "STEERABLE_SANDBOX_NETWORK"
 """Set to ``1`` to let sandboxed commands use the network (default off)."""
-LIMIT_ENV: Final[Mapping[str, str]] = {
-    "cpu_seconds": "STEERABLE_SANDBOX_CPU_SECONDS",
-    "memory_bytes": "STEERABLE_SANDBOX_MEMORY_BYTES",
-    "max_processes": "STEERABLE_SANDBOX_MAX_PROCESSES",
-    "max_output_bytes": "STEERABLE_SANDBOX_MAX_OUTPUT_BYTES",
-}
-"""The variable of each :class:`ResourceLimits` field."""
+LIMIT_ENV: Final[Mapping[str, str]] = MappingProxyType(
+    {name: spec.variable for name, spec in int_fields(ResourceLimits).items()}
+)
+"""The variable of each :class:`ResourceLimits` field (declared on the field)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,19 +80,12 @@ class SandboxConfig:
             ConfigError: For an invalid value; the message names the variable and what it accepts.
         """
         env = os.environ if environ is None else environ
-        backend = env.get(SANDBOX_ENV, "").strip().lower() or "auto"
+        backend = (env_text(SANDBOX_ENV, env) or "auto").lower()
         if backend not in BACKEND_CHOICES:
             raise ConfigError(
                 f"{SANDBOX_ENV}={backend!r} is not a sandbox backend; use one of {', '.join(BACKEND_CHOICES)}"
             )
-        defaults = ResourceLimits()
-        bounds = {name: (floor, ceiling) for name, ceiling, floor in LIMIT_BOUNDS}
-        limits = {
-            name: env_int(
-                var, getattr(defaults, name), floor=bounds[name][0], ceiling=bounds[name][1], environ=env
-            )
-            for name, var in LIMIT_ENV.items()
-        }
+        limits = read_int_fields(ResourceLimits, env)
         return cls(
             backend=backend,  # type: ignore[arg-type]  # checked against BACKEND_CHOICES above
             confined=env_flag(CONFINED_ENV, False, environ=env),

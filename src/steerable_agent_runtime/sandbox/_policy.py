@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from ..config import check_int_fields, int_field
 from ..errors import ConfigError
 
 __all__ = [
     "CHILD_ENV_ALLOWLIST",
     "DEFAULT_PATH",
-    "LIMIT_BOUNDS",
     "ResourceLimits",
     "SandboxPolicy",
     "child_environment",
@@ -78,39 +78,26 @@ def child_environment(
 class ResourceLimits:
     """Resource limits of one sandboxed run; 0 turns a limit off (not ``max_output_bytes``).
 
-    Each field can be set with the environment variable named in its docstring (see
+    Each field is read from the variable its :func:`~steerable_agent_runtime.config.int_field`
+    names (``STEERABLE_SANDBOX_CPU_SECONDS``...; see
     :class:`~steerable_agent_runtime.sandbox.SandboxConfig`).
     """
 
-    cpu_seconds: int = 600
-    """CPU time per process (``RLIMIT_CPU``), seconds; ``STEERABLE_SANDBOX_CPU_SECONDS``.
-    Default 600, ceiling 86 400."""
-    memory_bytes: int = 8 * GIB
-    """Address space per process (``RLIMIT_AS``), bytes; ``STEERABLE_SANDBOX_MEMORY_BYTES``.
-    Default 8 GiB, ceiling 1 TiB."""
-    max_processes: int = 1024
-    """Processes (threads) the command may add; ``STEERABLE_SANDBOX_MAX_PROCESSES``. Default 1024,
-    ceiling 1 000 000. ``RLIMIT_NPROC`` for a non-root user, a ``pids`` cgroup for root."""
-    max_output_bytes: int = 30_000
-    """Bytes kept per captured stream (head and tail, the middle clipped with a marker);
-    ``STEERABLE_SANDBOX_MAX_OUTPUT_BYTES``. Default 30 000, from 1 to 100 000 000."""
+    cpu_seconds: int = int_field("STEERABLE_SANDBOX_CPU_SECONDS", 600, floor=0, ceiling=86_400)
+    """CPU time per process (``RLIMIT_CPU``), seconds. Default 600, ceiling 86 400."""
+    memory_bytes: int = int_field("STEERABLE_SANDBOX_MEMORY_BYTES", 8 * GIB, floor=0, ceiling=1024 * GIB)
+    """Address space per process (``RLIMIT_AS``), bytes. Default 8 GiB, ceiling 1 TiB."""
+    max_processes: int = int_field("STEERABLE_SANDBOX_MAX_PROCESSES", 1024, floor=0, ceiling=1_000_000)
+    """Processes (threads) the command may add. Default 1024, ceiling 1 000 000. ``RLIMIT_NPROC``
+    for a non-root user, a ``pids`` cgroup for root."""
+    max_output_bytes: int = int_field(
+        "STEERABLE_SANDBOX_MAX_OUTPUT_BYTES", 30_000, floor=1, ceiling=100_000_000
+    )
+    """Bytes kept per captured stream (head and tail, the middle clipped with a marker). Default
+    30 000, from 1 to 100 000 000."""
 
     def __post_init__(self) -> None:
-        for name, ceiling, floor in LIMIT_BOUNDS:
-            value = getattr(self, name)
-            if type(value) is not int or not floor <= value <= ceiling:
-                raise ConfigError(
-                    f"ResourceLimits.{name}={value!r} must be an integer from {floor} to {ceiling}"
-                )
-
-
-LIMIT_BOUNDS: Final[tuple[tuple[str, int, int], ...]] = (
-    ("cpu_seconds", 86_400, 0),
-    ("memory_bytes", 1024 * GIB, 0),
-    ("max_processes", 1_000_000, 0),
-    ("max_output_bytes", 100_000_000, 1),
-)
-"""``(field, ceiling, floor)`` of each :class:`ResourceLimits` field."""
+        check_int_fields(self)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 from pydantic import Field
 from typing_extensions import TypedDict
 
-from .._env import env_flag
 from .._protected import PROTECTED_ENV
 from .._tool_schemas import TOOL_PARAMETERS
+from ..config import env_flag
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
 from ..tools import Tool, ToolRouter

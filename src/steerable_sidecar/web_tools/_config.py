@@ -11,9 +11,18 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final, Literal, get_args
 
-from steerable_agent_runtime._env import env_flag, env_int
+from steerable_agent_runtime.config import (
+    EnvInt,
+    check_int_fields,
+    env_flag,
+    env_text,
+    int_field,
+    int_fields,
+    read_int_fields,
+)
 from steerable_agent_runtime.errors import ConfigError
 
 from .._endpoints import PROXY_ENV_VARS as _PROXY_ENV_VARS
@@ -59,17 +68,6 @@ EGRESS_CONFINED_ENV: Final = "STEERABLE_EGRESS_CONFINED"
 PROXY_ENV_VARS: Final[tuple[str, ...]] = _PROXY_ENV_VARS
 """The proxy variables httpx honours with ``trust_env``, in the order :attr:`WebToolsConfig.egress_proxy`
 reports them (lowercase first: ``urllib.request.getproxies``, which httpx uses, lets it win)."""
-
-WEB_LIMIT_ENV: Final[Mapping[str, tuple[str, int, int]]] = {
-    "fetch_timeout_ms": ("STEERABLE_WEB_FETCH_TIMEOUT_MS", 1, 600_000),
-    "fetch_max_bytes": ("STEERABLE_WEB_FETCH_MAX_BYTES", 1, 100_000_000),
-    "fetch_max_redirects": ("STEERABLE_WEB_FETCH_MAX_REDIRECTS", 0, 20),
-    "search_timeout_ms": ("STEERABLE_WEB_SEARCH_TIMEOUT_MS", 1, 600_000),
-    "search_max_results": ("STEERABLE_WEB_SEARCH_MAX_RESULTS", 1, 20),
-    "session_search_cap": ("STEERABLE_WEB_SESSION_SEARCH_CAP", 0, 1_000_000),
-    "session_fetch_cap": ("STEERABLE_WEB_SESSION_FETCH_CAP", 0, 1_000_000),
-}
-"""Each integer field: ``(variable, floor, ceiling)``. Ceilings from the spec's Bounds table."""
 
 _DEFAULT_SEARCH_BASE_URL: Final = "https://api.tavily.com"
 _PROXY_SCHEMES: Final = frozenset({"http", "https", "socks5", "socks5h"})
@@ -117,13 +115,13 @@ class WebToolsConfig:
         ConfigError: On construction, naming the field, when a value is invalid.
     """
 
-    fetch_timeout_ms: int = 30_000
-    fetch_max_bytes: int = 1_000_000
-    fetch_max_redirects: int = 5
-    search_timeout_ms: int = 30_000
-    search_max_results: int = 8
-    session_search_cap: int = 200
-    session_fetch_cap: int = 0
+    fetch_timeout_ms: int = int_field("STEERABLE_WEB_FETCH_TIMEOUT_MS", 30_000, floor=1, ceiling=600_000)
+    fetch_max_bytes: int = int_field("STEERABLE_WEB_FETCH_MAX_BYTES", 1_000_000, floor=1, ceiling=100_000_000)
+    fetch_max_redirects: int = int_field("STEERABLE_WEB_FETCH_MAX_REDIRECTS", 5, floor=0, ceiling=20)
+    search_timeout_ms: int = int_field("STEERABLE_WEB_SEARCH_TIMEOUT_MS", 30_000, floor=1, ceiling=600_000)
+    search_max_results: int = int_field("STEERABLE_WEB_SEARCH_MAX_RESULTS", 8, floor=1, ceiling=20)
+    session_search_cap: int = int_field("STEERABLE_WEB_SESSION_SEARCH_CAP", 200, floor=0, ceiling=1_000_000)
+    session_fetch_cap: int = int_field("STEERABLE_WEB_SESSION_FETCH_CAP", 0, floor=0, ceiling=1_000_000)
     allowed_domains: tuple[str, ...] = ()
     blocked_domains: tuple[str, ...] = ()
     search_provider: SearchProviderName = "tavily"
@@ -133,12 +131,7 @@ class WebToolsConfig:
     egress_proxy: str | None = None
 
     def __post_init__(self) -> None:
-        for name, (_var, floor, ceiling) in WEB_LIMIT_ENV.items():
-            value = getattr(self, name)
-            if type(value) is not int or not floor <= value <= ceiling:
-                raise ConfigError(
-                    f"WebToolsConfig.{name}={value!r} must be an integer from {floor} to {ceiling}"
-                )
+        check_int_fields(self)
         for name in ("allowed_domains", "blocked_domains"):
             entries = domain_entries(getattr(self, name), f"WebToolsConfig.{name}")
             object.__setattr__(self, name, entries)
@@ -182,12 +175,9 @@ class WebToolsConfig:
         env = os.environ if environ is None else environ
 
         def get(name: str) -> str:
-            return env.get(name, "").strip()
+            return env_text(name, env) or ""
 
-        limits = {
-            name: env_int(var, getattr(_DEFAULTS, name), floor=floor, ceiling=ceiling, environ=env)
-            for name, (var, floor, ceiling) in WEB_LIMIT_ENV.items()
-        }
+        limits = read_int_fields(cls, env)
         provider = get(SEARCH_PROVIDER_ENV).lower() or "tavily"
         if provider not in SEARCH_PROVIDERS:
             raise ConfigError(_unknown_provider(f"{SEARCH_PROVIDER_ENV}={env[SEARCH_PROVIDER_ENV]!r}"))
@@ -304,3 +294,7 @@ def _missing_proxy(marker: str) -> str:
 
 
 _DEFAULTS: Final = WebToolsConfig()
+
+WEB_LIMIT_ENV: Final[Mapping[str, EnvInt]] = MappingProxyType(int_fields(WebToolsConfig))
+"""Each integer field's ``(variable, default, floor, ceiling)``, as declared on the field.
+Ceilings from the spec's Bounds table."""

@@ -79,8 +79,8 @@ _ACCEPT: Final = (
     "text/html,application/xhtml+xml,text/markdown;q=0.9,text/plain;q=0.9,application/json;q=0.9,*/*;q=0.5"
 )
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-_TIMEOUT_ENV: Final = WEB_LIMIT_ENV["fetch_timeout_ms"][0]
-_REDIRECTS_ENV: Final = WEB_LIMIT_ENV["fetch_max_redirects"][0]
+_TIMEOUT_ENV: Final = WEB_LIMIT_ENV["fetch_timeout_ms"].variable
+_REDIRECTS_ENV: Final = WEB_LIMIT_ENV["fetch_max_redirects"].variable
 # How much of an error page is read and shown back (data.excerpt of an "http_status" error).
 _EXCERPT_BYTES: Final = 8192
 _EXCERPT_CHARS: Final = 500

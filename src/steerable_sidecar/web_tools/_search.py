@@ -83,7 +83,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"][2]
+MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"].ceiling
 """The most hits one search returns (spec: Bounds, ``search_max_results`` ceiling)."""
 
 MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
@@ -97,7 +97,7 @@ TAVILY_BASE_URL: Final = "https://api.tavily.com"
 DDG_LITE_URL: Final = "https://lite.duckduckgo.com/lite/"
 
 _KEY_VARS: Final = f"{SEARCH_API_KEY_ENV} or {TAVILY_API_KEY_ENV}"
-_TIMEOUT_VAR: Final = WEB_LIMIT_ENV["search_timeout_ms"][0]
+_TIMEOUT_VAR: Final = WEB_LIMIT_ENV["search_timeout_ms"].variable
 _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
 _ACCEPT_ENCODING: Final = "gzip"

@@ -51,7 +51,7 @@ WEB_TOOL_NAMES: Final = (WEB_SEARCH_TOOL_NAME, WEB_FETCH_TOOL_NAME)
 MAX_QUERY_CHARS: Final = 2000
 """The longest ``web_search`` query accepted, in characters."""
 
-MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"][2]
+MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"].ceiling
 """The most hits one ``web_search`` returns (``_search.MAX_SEARCH_RESULTS``, without importing it)."""
 
 _ProviderFactory = Callable[[], "tuple[WebSearchProvider, tuple[Any, ...]]"]
@@ -128,10 +128,10 @@ class WebTools:
         self._fetcher_args = (resolver, transport, environ)
         self._owned = owned
         self.searches = _SessionCounter(
-            WEB_SEARCH_TOOL_NAME, config.session_search_cap, WEB_LIMIT_ENV["session_search_cap"][0]
+            WEB_SEARCH_TOOL_NAME, config.session_search_cap, WEB_LIMIT_ENV["session_search_cap"].variable
         )
         self.fetches = _SessionCounter(
-            WEB_FETCH_TOOL_NAME, config.session_fetch_cap, WEB_LIMIT_ENV["session_fetch_cap"][0]
+            WEB_FETCH_TOOL_NAME, config.session_fetch_cap, WEB_LIMIT_ENV["session_fetch_cap"].variable
         )
         if fetcher is None and (
             config.egress_confined or client_settings_to_check(os.environ if environ is None else environ)
@@ -208,7 +208,7 @@ class WebTools:
             raise WebError(
                 "search_timeout",
                 f"web_search ({provider.name}) did not answer within "
-                f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'][0]})",
+                f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'].variable})",
             ) from None
         from ._search import filter_hits
 

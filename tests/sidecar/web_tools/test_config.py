@@ -58,8 +58,8 @@ class RecordingEnv(Mapping[str, str]):
 
 
 def test_bounds_table_matches_the_spec_web_7() -> None:
-    assert {name: spec for name, spec in WEB_LIMIT_ENV.items()} == {
-        name: (var, floor, ceiling) for name, var, _default, floor, ceiling in BOUNDS
+    assert {name: (s.variable, s.default, s.floor, s.ceiling) for name, s in WEB_LIMIT_ENV.items()} == {
+        name: (var, default, floor, ceiling) for name, var, default, floor, ceiling in BOUNDS
     }
 
 
@@ -501,7 +501,7 @@ def test_from_env_reads_only_its_own_variables() -> None:
     config = WebToolsConfig.from_env(env)
     assert config.egress_proxy == "socks5://127.0.0.1:1080"
     expected = (
-        {var for var, _floor, _ceiling in WEB_LIMIT_ENV.values()}
+        {spec.variable for spec in WEB_LIMIT_ENV.values()}
         | {
             "STEERABLE_WEB_SEARCH_PROVIDER",
             "STEERABLE_WEB_SEARCH_API_KEY",

@@ -1,0 +1,173 @@
+"""Reading ``STEERABLE_*`` variables: validated values, failing loud with the variable's name.
+
+The one reader behind every configuration object (``SandboxConfig``, ``ResourceLimits``,
+``RunCodeConfig``, ``WebToolsConfig``, ``LLMConfig``), and the way an embedding host reads
+steerable's variables by the same rules (docs/configuration.md, "How values are read"): a value is
+trimmed and an empty one counts as unset; a flag is 1/true/yes/on or 0/false/no/off; a whole
+number lies within inclusive bounds and may use ``_`` separators.
+
+A config's integer fields are declared with :func:`int_field`, which attaches an :class:`EnvInt`
+``(variable, default, floor, ceiling)`` to the field: the one description its default, its
+environment reading (:func:`read_int_fields`), its direct-construction check
+(:func:`check_int_fields`) and the docs table (``steerable_sidecar.settings``) all come from.
+Importing this module is cheap (no third-party imports).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .errors import ConfigError, UserError
+
+__all__ = ["EnvInt", "check_int_fields", "env_flag", "env_text", "int_field", "int_fields", "read_int_fields"]
+
+_TRUE: Final = frozenset({"1", "true", "yes", "on"})
+_FALSE: Final = frozenset({"0", "false", "no", "off"})
+_METADATA_KEY: Final = "steerable_env_int"
+
+
+def env_text(name: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Read a text variable, trimmed.
+
+    Args:
+        name: The variable, e.g. ``STEERABLE_MCP_CONFIG``.
+        environ: The environment to read (defaults to ``os.environ``).
+
+    Returns:
+        The trimmed value, or ``None`` when the variable is unset, empty or only whitespace.
+    """
+    return (os.environ if environ is None else environ).get(name, "").strip() or None
+
+
+def env_flag(name: str, default: bool, *, environ: Mapping[str, str] | None = None) -> bool:
+    """Read a boolean variable.
+
+    Args:
+        name: The variable, e.g. ``STEERABLE_REQUIRE_READ_BEFORE_WRITE``.
+        default: The value when the variable is unset or blank.
+        environ: The environment to read (defaults to ``os.environ``).
+
+    Returns:
+        ``True`` for 1/true/yes/on, ``False`` for 0/false/no/off (case-insensitive).
+
+    Raises:
+        ConfigError: For any other value, naming the variable and the accepted values.
+    """
+    raw = (env_text(name, environ) or "").lower()
+    if not raw:
+        return default
+    if raw in _TRUE:
+        return True
+    if raw in _FALSE:
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a boolean; use 1/true/yes/on or 0/false/no/off")
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EnvInt:
+    """A whole-number variable: its name, its default and its inclusive bounds.
+
+    Attributes:
+        variable: The variable, e.g. ``STEERABLE_RUN_CODE_TIMEOUT_MS``.
+        default: The value when the variable is unset or blank.
+        floor: The smallest accepted value.
+        ceiling: The largest accepted value.
+
+    Raises:
+        UserError: When ``default`` lies outside ``floor..ceiling`` (a programming error).
+    """
+
+    variable: str
+    default: int
+    floor: int
+    ceiling: int
+
+    def __post_init__(self) -> None:
+        if not self.floor <= self.default <= self.ceiling:
+            raise UserError(
+                f"{self.variable}: default {self.default} is outside {self.floor}..{self.ceiling}"
+            )
+
+    def read(self, environ: Mapping[str, str] | None = None) -> int:
+        """The variable's value (``_`` separators allowed), or :attr:`default` when unset or blank.
+
+        Raises:
+            ConfigError: For a value that is not an integer in range, naming the variable and the range.
+        """
+        env = os.environ if environ is None else environ
+        raw = (env_text(self.variable, env) or "").replace("_", "")
+        if not raw:
+            return self.default
+        try:
+            value = int(raw)
+        except ValueError:
+            value = self.floor - 1
+        if not self.floor <= value <= self.ceiling:
+            raise self._refusal(self.variable, env[self.variable])
+        return value
+
+    def check(self, value: object, label: str) -> int:
+        """Check a value given directly (a bool is not an integer here).
+
+        Args:
+            value: The value.
+            label: What names it in the error, e.g. ``RunCodeConfig.timeout_ms``.
+
+        Returns:
+            ``value``.
+
+        Raises:
+            ConfigError: For a value that is not an integer in range, naming ``label`` and the range.
+        """
+        if type(value) is not int or not self.floor <= value <= self.ceiling:
+            raise self._refusal(label, value)
+        return value
+
+    def _refusal(self, label: str, value: object) -> ConfigError:
+        return ConfigError(f"{label}={value!r} must be an integer from {self.floor} to {self.ceiling}")
+
+
+def int_field(variable: str, default: int, *, floor: int, ceiling: int) -> Any:
+    """A dataclass field whose default and bounds come from an :class:`EnvInt`.
+
+    Use it as the field's default: ``timeout_ms: int = int_field(TIMEOUT_ENV, 30_000, floor=1,
+    ceiling=600_000)``; :func:`int_fields` finds the description again.
+
+    Raises:
+        UserError: When ``default`` lies outside ``floor..ceiling``.
+    """
+    spec = EnvInt(variable, default, floor, ceiling)
+    return dataclasses.field(default=default, metadata={_METADATA_KEY: spec})
+
+
+def int_fields(config: type[Any] | object) -> dict[str, EnvInt]:
+    """``{field: EnvInt}`` of a dataclass's :func:`int_field` fields, in declaration order."""
+    return {
+        item.name: item.metadata[_METADATA_KEY]
+        for item in dataclasses.fields(config)  # type: ignore[arg-type]  # a dataclass or an instance
+        if _METADATA_KEY in item.metadata
+    }
+
+
+def read_int_fields(config: type[Any], environ: Mapping[str, str] | None = None) -> dict[str, int]:
+    """``{field: value}`` of a dataclass's :func:`int_field` fields, read from ``environ``.
+
+    Raises:
+        ConfigError: For the first variable that is not an integer in range, naming it.
+    """
+    return {name: spec.read(environ) for name, spec in int_fields(config).items()}
+
+
+def check_int_fields(config: object) -> None:
+    """Check every :func:`int_field` of a dataclass instance (for its ``__post_init__``).
+
+    Raises:
+        ConfigError: For the first field out of range or not an ``int``, naming it as
+            ``ClassName.field``.
+    """
+    owner = type(config).__name__
+    for name, spec in int_fields(config).items():
+        spec.check(getattr(config, name), f"{owner}.{name}")
