@@ -5,12 +5,15 @@ The model provider (:mod:`steerable_sidecar.providers`), the search backends
 read the same kinds of answers, and a server can send any of them any bytes. One copy of each
 reader lives here, and none of them raises on a hostile answer:
 
+* :func:`clip`: a server's text (or a JSON value) on one line, cut to a length with a marker.
+* :class:`ClientOwner`: the ``httpx.AsyncClient`` an object sends with, injected (its caller
+  closes it) or its own (closed by ``aclose`` / ``async with``).
 * :func:`error_message`: the server's own error text from an error body (JSON
   ``{"error": {"message"}}``, ``{"detail": {"error"}}``, ``{"error": "..."}``, ``{"message"}``,
   ``{"detail"}``, else the text), whitespace collapsed and clipped. A body nested deeper than
   the interpreter can parse (``[[[[...`` 100,000 deep) gives the text, never ``RecursionError``.
 * :func:`retry_after_s`: the delay an answer asks for, from OpenAI's ``retry-after-ms`` or
-  ``Retry-After`` (RFC 9110, 10.2.3: delta-seconds or an HTTP-date), bounded.
+  ``Retry-After`` (RFC 9110, 10.2.3: delta-seconds or an HTTP-date, section 5.6.7), bounded.
 * :func:`redirect_target` and :func:`send_unfollowed`: a ``Location`` that is not an http(s) URL
   (``mailto:``, ``javascript:``, ``data:``, ``ftp:``, garbage such as ``http://[bad``) becomes a
   :class:`RedirectRefused`, never httpx's uncaught ``InvalidURL``. httpx builds the next request
@@ -25,18 +28,26 @@ import json
 import re
 import time
 from collections.abc import Mapping
-from typing import Any, Final
+from datetime import UTC
+from types import TracebackType
+from typing import Any, Final, Self
 from urllib.parse import urlsplit
 
 import httpx
 
+from ._endpoints import env_proxy_client
+
 __all__ = [
+    "MAX_COMPLETION_BYTES",
     "MAX_DELAY_DIGITS",
+    "MAX_ERROR_BODY_BYTES",
     "MAX_ERROR_CHARS",
     "REDIRECT_STATUSES",
+    "ClientOwner",
     "RedirectRefused",
     "clip",
     "error_message",
+    "read_capped",
     "redirect_target",
     "refused_redirect",
     "retry_after_s",
@@ -57,15 +68,66 @@ EMPTY_BODY: Final = "(empty body)"
 
 _WHITESPACE = re.compile(r"\s+")
 _DECIMAL = re.compile(rf"[0-9]{{1,{MAX_DELAY_DIGITS}}}(?:\.[0-9]{{1,6}})?")
+# RFC 9110, 5.6.7: asctime-date = day-name SP month SP ( 2DIGIT / ( SP DIGIT ) ) SP time-of-day SP year
+_ASCTIME = re.compile(r"[A-Z][a-z]{2} [A-Z][a-z]{2} (?:[0-9]{2}| [0-9]) [0-9]{2}:[0-9]{2}:[0-9]{2} [0-9]{4}")
 _HTTP_SCHEMES: Final = ("http", "https")
 _SHOWN_LOCATION_CHARS: Final = 100
 _LOCATION_PARSE_ERROR: Final = "Invalid URL in location header"  # httpx's RemoteProtocolError text
 
 
-def clip(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` with whitespace runs collapsed to one space, cut to ``limit`` characters (``...``)."""
+def clip(text: object, limit: int = MAX_ERROR_CHARS, *, marker: str = "...") -> str:
+    """``text`` on one line, at most ``limit`` characters: what an error message or a hit shows.
+
+    Whitespace runs become one space and the ends are stripped; a longer text is cut and ends in
+    ``marker``, with no space before it. A value that is not a string (a JSON value an answer
+    held) is shown as its JSON first.
+
+    Args:
+        text: The text, or any JSON value.
+        limit: The most characters returned (the marker included).
+        marker: What ends a cut text: ``"..."`` in error messages, ``"…"`` in search hits.
+
+    Returns:
+        The clipped text (``""`` for nothing but whitespace).
+    """
+    if not isinstance(text, str):
+        text = json.dumps(text, ensure_ascii=False, default=str)
     text = _WHITESPACE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - len(marker)].rstrip() + marker
+
+
+class ClientOwner:
+    """Holds the ``httpx.AsyncClient`` an object sends with, and closes it only when it made it.
+
+    A client passed in belongs to the caller and stays open; without one, a client honouring the
+    proxy variables is built (:func:`~steerable_sidecar._endpoints.env_proxy_client`) and
+    :meth:`aclose` (or leaving ``async with``) closes it. Subclasses send with ``self._client``.
+
+    Args:
+        client: The caller's client, or ``None`` for an own one.
+        what: Who needs the client, named in a proxy error (``"web_search"``).
+        timeout: The own client's timeout.
+
+    Raises:
+        ConfigError: When an own client cannot use the proxy the environment names.
+    """
+
+    def __init__(self, client: httpx.AsyncClient | None, *, what: str, timeout: httpx.Timeout) -> None:
+        self._owns_client = client is None
+        self._client = client if client is not None else env_proxy_client(what, timeout=timeout)
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the own HTTP client (an injected client stays open)."""
+        if self._owns_client:
+            await self._client.aclose()
 
 
 # -- error bodies ----------------------------------------------------------------------------------
@@ -115,11 +177,15 @@ def retry_after_s(
     """The delay, in seconds, an answer (a 429, a 503) asks for; ``None`` when it names none.
 
     ``retry-after-ms`` (OpenAI's milliseconds) wins when usable; else ``Retry-After``, either
-    delta-seconds or an HTTP-date with a zone, counted from ``now`` (a date in the past is 0).
+    delta-seconds or an HTTP-date, counted from ``now`` (a date in the past is 0). A date is read
+    in any of the three forms RFC 9110 (5.6.7) has recipients accept, ``Sun, 06 Nov 1994 08:49:37
+    GMT``, ``Sunday, 06-Nov-94 08:49:37 GMT`` and asctime's ``Sun Nov  6 08:49:37 1994`` (GMT by
+    definition), or with a numeric zone; a date with no zone in another form (or RFC 5322's
+    "unknown" ``-0000``) says no instant and is ignored.
     A number is ASCII digits with an optional fraction (``"30"``, ``"0.05"``: RFC 9110 allows
     digits only, but model servers send fractions), at most :data:`MAX_DELAY_DIGITS` digits
-    before the point; anything else (``"-5"``, ``"²"``, ``"soon"``, 5,000 nines, a date without a
-    zone) is ignored, never an exception.
+    before the point; anything else (``"-5"``, ``"²"``, ``"soon"``, 5,000 nines, a zone-less date)
+    is ignored, never an exception.
 
     Args:
         headers: The answer's headers (``httpx.Headers`` or any mapping with lowercase keys).
@@ -147,8 +213,10 @@ def retry_after_s(
 def _date_delay(raw: str, now: float) -> float | None:
     try:
         when = email.utils.parsedate_to_datetime(raw)
-        if when.tzinfo is None:  # RFC 2822 "-0000", or no zone at all: not an HTTP-date
-            return None
+        if when.tzinfo is None:  # RFC 5322 "-0000", or no zone: an HTTP-date only in asctime form
+            if not _ASCTIME.fullmatch(raw):
+                return None
+            when = when.replace(tzinfo=UTC)
         return max(0.0, when.timestamp() - now)
     except (TypeError, ValueError, IndexError, OverflowError):
         return None

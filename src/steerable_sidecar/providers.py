@@ -19,8 +19,8 @@ import json
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
-from typing import Any, Final, Self
+from types import MappingProxyType
+from typing import Any, Final
 
 import httpx
 
@@ -42,10 +42,10 @@ from steerable_agent_runtime.llm import (
 )
 from steerable_agent_runtime.types import new_call_id
 
-from ._endpoints import env_proxy_client
 from ._http import (
     MAX_COMPLETION_BYTES,
     MAX_ERROR_BODY_BYTES,
+    ClientOwner,
     clip,
     error_message,
     read_capped,
@@ -151,7 +151,9 @@ class _Assembler:
 
     def feed(self, chunk: Any) -> list[StreamEvent]:
         if not isinstance(chunk, dict):
-            raise ProviderError(f"the provider sent a stream chunk that is not an object: {_clip(chunk)}")
+            raise ProviderError(
+                f"the provider sent a stream chunk that is not an object: {clip(chunk, _MAX_DETAIL_CHARS)}"
+            )
         error = _chunk_error(chunk)
         if error is not None:
             raise error
@@ -396,7 +398,9 @@ def _payload_error(error: Any) -> ProviderError:
     status = code if isinstance(code, int) and not isinstance(code, bool) else None
     retryable = status is not None and _retryable_status(status)
     return ProviderError(
-        f"the provider reported an error mid-stream: {_clip(message)}", status=status, retryable=retryable
+        f"the provider reported an error mid-stream: {clip(message, _MAX_DETAIL_CHARS)}",
+        status=status,
+        retryable=retryable,
     )
 
 
@@ -415,11 +419,6 @@ def _retryable_status(status: int) -> bool:
     return status in _RETRYABLE_STATUS or status >= 500
 
 
-def _clip(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-    return clip(text, _MAX_DETAIL_CHARS)
-
-
 # -- the provider -----------------------------------------------------------------------------------
 
 
@@ -429,7 +428,7 @@ class _Attempt:
     retry_after_s: float | None = None
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(ClientOwner):
     """An :class:`~steerable_agent_runtime.llm.LLMProvider` over an OpenAI-compatible HTTP endpoint.
 
     Each call POSTs ``{base_url}/chat/completions`` with ``stream: true`` and
@@ -487,26 +486,10 @@ class OpenAICompatibleProvider:
         self._headers = {"Accept": "text/event-stream", "Content-Type": "application/json"}
         if self._secret:
             self._headers["Authorization"] = f"Bearer {self._secret}"
-        self._owns_client = client is None
-        self._client = (
-            client if client is not None else env_proxy_client("the model provider", timeout=self._timeout)
-        )
+        super().__init__(client, what="the model provider", timeout=self._timeout)
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleProvider({self.config!r})"
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the provider's own HTTP client (an injected client stays open)."""
-        if self._owns_client:
-            await self._client.aclose()
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         """Run one model call and return the whole response (by consuming :meth:`stream`).
@@ -614,9 +597,11 @@ class OpenAICompatibleProvider:
                 retryable=True,
             ) from None
         except httpx.RequestError as exc:  # network and protocol errors, decoding
+            refused = refused_redirect(exc)  # a Location httpx cannot parse: not worth a retry
+            why = refused or f"{type(exc).__name__}: {exc or 'connection failed'}"
             raise ProviderError(
-                self._scrub(f"{self._where}: {type(exc).__name__}: {exc or 'connection failed'}"),
-                retryable=isinstance(exc, httpx.TransportError),
+                self._scrub(f"{self._where}: {why}"),
+                retryable=refused is None and isinstance(exc, httpx.TransportError),
             ) from None
         if not assembler.done and assembler.finish_reason is None:
             raise ProviderError(
@@ -691,20 +676,18 @@ def _json(raw: bytes) -> Any:
     try:
         return json.loads(raw)
     except ValueError:
-        raise ProviderError(
-            f"the provider sent a body that is not JSON: {_clip(raw.decode('utf-8', 'replace'))}"
-        ) from None
+        shown = clip(raw.decode("utf-8", "replace"), _MAX_DETAIL_CHARS)
+        raise ProviderError(f"the provider sent a body that is not JSON: {shown}") from None
     except RecursionError:
-        raise ProviderError(
-            f"the provider sent JSON nested too deeply to read: {_clip(raw.decode('utf-8', 'replace'))}"
-        ) from None
+        shown = clip(raw.decode("utf-8", "replace"), _MAX_DETAIL_CHARS)
+        raise ProviderError(f"the provider sent JSON nested too deeply to read: {shown}") from None
 
 
 def _completion(raw: bytes) -> Any:
     """A whole ``chat.completion`` body, from a server that answered JSON to ``stream: true``."""
     body = _json(raw)
     if isinstance(body, dict) and _chunk_error(body) is None and not isinstance(body.get("choices"), list):
-        raise ProviderError(f"the provider answered JSON without choices: {_clip(body)}")
+        raise ProviderError(f"the provider answered JSON without choices: {clip(body, _MAX_DETAIL_CHARS)}")
     return body
 
 

@@ -651,6 +651,40 @@ async def test_retry_after_is_capped(fake_openai, make_provider):
     assert time.monotonic() - started < 2
 
 
+async def test_a_zone_less_retry_after_date_is_no_delay_and_the_backoff_applies(fake_openai, make_provider):
+    """``Retry-After: Sun, 06 Nov 1994 08:49:37`` names no instant: ignored (the same reader as web_search)."""
+    provider = make_provider(retry_base_delay_ms=300)
+    fake_openai.script(
+        [{"status": 429, "headers": {"Retry-After": "Sun, 06 Nov 1994 08:49:37"}}, {"text": "ok"}]
+    )
+    started = time.monotonic()
+    assert (await provider.complete(HELLO)).text == "ok"
+    assert time.monotonic() - started >= 0.3
+
+
+async def test_an_asctime_retry_after_in_the_past_is_no_wait(fake_openai, make_provider):
+    """asctime is one of RFC 9110's three HTTP-date forms (GMT by definition): a past one means now."""
+    provider = make_provider(retry_base_delay_ms=5_000)
+    fake_openai.script(
+        [{"status": 503, "headers": {"Retry-After": "Sun Nov  6 08:49:37 1994"}}, {"text": "ok"}]
+    )
+    started = time.monotonic()
+    assert (await provider.complete(HELLO)).text == "ok"
+    assert time.monotonic() - started < 2
+
+
+@pytest.mark.parametrize("location", ["http://[::1/", "mailto:x@y"])
+async def test_a_redirect_to_an_unusable_location_is_one_error_not_retried(
+    fake_openai, make_provider, location
+):
+    provider = make_provider(max_retries=3)
+    fake_openai.script([{"status": 302, "headers": {"Location": location}} for _ in range(4)])
+    with pytest.raises(ProviderError, match="redirected to a Location that is not") as info:
+        await provider.complete(HELLO)
+    assert info.value.retryable is False
+    assert len(fake_openai.requests) == 1
+
+
 async def test_retries_are_bounded(fake_openai, make_provider):
     provider = make_provider(max_retries=2)
     fake_openai.script([{"status": 500, "body": {"error": {"message": f"boom {n}"}}} for n in range(5)])

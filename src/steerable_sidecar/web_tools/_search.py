@@ -43,16 +43,15 @@ import zlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from types import TracebackType
-from typing import Any, Final, Protocol, Self, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
-from .._endpoints import env_proxy_client, header_safe
-from .._http import RedirectRefused, clip, error_message, retry_after_s, send_unfollowed
+from .._endpoints import checked_base_url, header_safe
+from .._http import ClientOwner, RedirectRefused, clip, error_message, retry_after_s, send_unfollowed
 from .._secrets import redact
 from ._charsets import codec_for
 from ._config import (
@@ -101,7 +100,6 @@ _TIMEOUT_VAR: Final = WEB_LIMIT_ENV["search_timeout_ms"].variable
 _MAX_TITLE_CHARS: Final = 300
 _MAX_SNIPPET_CHARS: Final = 1_000
 _ACCEPT_ENCODING: Final = "gzip"
-_WHITESPACE = re.compile(r"\s+")
 
 
 HostInvoke = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]]
@@ -213,12 +211,6 @@ def _clamp_results(max_results: int) -> int:
     return min(max(1, max_results), MAX_SEARCH_RESULTS)
 
 
-def _clean(text: str, limit: int) -> str:
-    """``text`` with whitespace runs collapsed to one space, cut at ``limit`` characters."""
-    text = _WHITESPACE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 class _Malformed(ValueError):
     """Why a backend's answer is not ``{"results": [{"url", "title"?, <snippet>?}, ...]}``."""
 
@@ -245,9 +237,9 @@ def _hit(item: Any, index: int, snippet_key: str, scrub: Callable[[str], str] = 
             raise _Malformed(f"result {index} has a non-text {key}")
         fields[key] = value or ""
     return SearchHit(
-        title=_clean(scrub(fields["title"]), _MAX_TITLE_CHARS),
+        title=clip(scrub(fields["title"]), _MAX_TITLE_CHARS, marker="…"),
         url=scrub(url).strip(),
-        snippet=_clean(scrub(fields[snippet_key]), _MAX_SNIPPET_CHARS),
+        snippet=clip(scrub(fields[snippet_key]), _MAX_SNIPPET_CHARS, marker="…"),
     )
 
 
@@ -291,17 +283,23 @@ def _origin(url: httpx.URL) -> str:
     return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
 
 
-def _checked_base_url(base_url: str, what: str) -> str:
+def _checked_base_url(base_url: object, what: str, appends: str) -> str:
+    """``base_url`` as given, after :func:`~steerable_sidecar._endpoints.checked_base_url`'s checks.
+
+    Raises:
+        UserError: Naming ``what`` and why (the value is shown by scheme and host only).
+    """
     try:
-        url = httpx.URL(base_url)
-    except (httpx.InvalidURL, TypeError):
-        url = None
-    if url is None or url.scheme not in ("http", "https") or not url.host or url.userinfo:
-        raise UserError(f"{what} base_url must be an http(s) URL without credentials")
+        checked_base_url(base_url, variable="base_url", key_variable="the api_key argument", appends=appends)
+    except ConfigError as exc:
+        raise UserError(
+            f"{what} base_url must be an http(s) URL with a host, no credentials, query or fragment ({exc})"
+        ) from None
+    assert isinstance(base_url, str)  # checked_base_url refuses anything else
     return base_url
 
 
-class _HttpBackend:
+class _HttpBackend(ClientOwner):
     """The HTTP exchange both HTTP backends share: one deadline, a size cap, errors named by provider."""
 
     name: str
@@ -312,21 +310,7 @@ class _HttpBackend:
             raise UserError(f"timeout_ms must be a positive integer (milliseconds), not {timeout_ms!r}")
         self.timeout_ms = timeout_ms
         self._timeout = httpx.Timeout(timeout_ms / 1000)
-        self._owns_client = client is None
-        self._client = client if client is not None else env_proxy_client("web_search", timeout=self._timeout)
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        """Close the provider's own HTTP client (an injected client stays open)."""
-        if self._owns_client:
-            await self._client.aclose()
+        super().__init__(client, what="web_search", timeout=self._timeout)
 
     def _scrub(self, text: str) -> str:
         return text
@@ -480,7 +464,7 @@ class TavilySearchProvider(_HttpBackend):
             raise UserError(
                 f"the web search API key contains characters an HTTP header cannot carry ({_KEY_VARS})"
             )
-        self.base_url = _checked_base_url(base_url, "Tavily").rstrip("/")
+        self.base_url = _checked_base_url(base_url, "Tavily", "/search").rstrip("/")
         super().__init__(client=client, timeout_ms=timeout_ms)
         self._url = f"{self.base_url}/search"
         self._secret = api_key
@@ -615,7 +599,7 @@ class DuckDuckGoSearchProvider(_HttpBackend):
         client: httpx.AsyncClient | None = None,
         timeout_ms: int = 30_000,
     ) -> None:
-        self.base_url = _checked_base_url(base_url, "DuckDuckGo")
+        self.base_url = _checked_base_url(base_url, "DuckDuckGo", "a query")
         super().__init__(client=client, timeout_ms=timeout_ms)
 
     def __repr__(self) -> str:
@@ -815,9 +799,9 @@ class _LiteResultsParser(HTMLParser):
                 continue
             found.append(
                 SearchHit(
-                    title=_clean("".join(link["title"]), _MAX_TITLE_CHARS),
+                    title=clip("".join(link["title"]), _MAX_TITLE_CHARS, marker="…"),
                     url=url,
-                    snippet=_clean("".join(link["snippet"]), _MAX_SNIPPET_CHARS),
+                    snippet=clip("".join(link["snippet"]), _MAX_SNIPPET_CHARS, marker="…"),
                 )
             )
         return found

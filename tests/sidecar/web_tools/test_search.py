@@ -618,6 +618,33 @@ def test_a_bad_base_url_is_refused(base_url):
         TavilySearchProvider(KEY, base_url=base_url)
 
 
+@pytest.mark.parametrize(
+    ("base_url", "why"),
+    [
+        ("https://api.tavily.com/?key=tvly-secret", "must not have a query or fragment"),
+        ("https://api.tavily.com/#frag", "must not have a query or fragment"),
+        ("http://", "with a host"),
+        ("http://[::1/", "is not a URL"),
+        (None, "must be a string URL, not NoneType"),
+        (b"https://api.tavily.com", "must be a string URL, not bytes"),
+    ],
+)
+@pytest.mark.parametrize("backend", [TavilySearchProvider, DuckDuckGoSearchProvider])
+def test_a_base_url_the_configuration_would_refuse_is_refused_by_the_constructor_too(backend, base_url, why):
+    """One base-URL check serves the configuration and both constructors (``_endpoints``)."""
+    args = (KEY,) if backend is TavilySearchProvider else ()
+    with pytest.raises(UserError, match="base_url must be an http") as caught:
+        backend(*args, base_url=base_url)
+    assert why in str(caught.value)
+    assert "tvly-secret" not in str(caught.value)
+
+
+def test_the_duckduckgo_base_url_is_kept_as_given():
+    """DuckDuckGo posts to its URL itself: the trailing ``/`` of ``/lite/`` stays."""
+    assert DuckDuckGoSearchProvider().base_url == "https://lite.duckduckgo.com/lite/"
+    assert TavilySearchProvider(KEY, base_url="https://api.tavily.com/").base_url == "https://api.tavily.com"
+
+
 @pytest.mark.parametrize("timeout_ms", [0, -1, True, 1.5])
 def test_a_bad_timeout_is_refused(timeout_ms):
     with pytest.raises(UserError, match="timeout_ms must be a positive integer"):
@@ -1171,6 +1198,10 @@ async def test_ddg_page_the_html_parser_cannot_read_is_search_failed(server, ddg
         ("Thu, 01 Jan 1970 00:00:00 GMT", 0),  # in the past
         ("Thu, 01 Jan 2015 00:00:00 -0000", None),  # RFC 2822 "-0000": no zone, not an HTTP-date
         ("Fri, 31 Dec 99999 23:59:59 GMT", None),
+        ("Sun Nov  6 08:49:37 1994", 0),  # asctime: an HTTP-date (RFC 9110, 5.6.7), GMT by definition
+        ("Sunday, 06-Nov-94 08:49:37 GMT", 0),  # RFC 850, the other obsolete form
+        ("Sun, 06 Nov 1994 08:49:37", None),  # an IMF-fixdate without its GMT: no instant
+        ("Sun Nov 6 08:49:37 1994 garbage", None),
     ],
 )
 @pytest.mark.parametrize("backend", ["tavily", "ddg"])
