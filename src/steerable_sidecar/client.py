@@ -26,6 +26,12 @@ Reverse-call handlers (all optional, all async):
 * ``on_web_search(params) -> {results: [{title, url, snippet}]}`` runs a search for a sidecar
   started with ``STEERABLE_WEB_SEARCH_PROVIDER=host`` (``params``: ``{query, maxResults,
   allowedDomains, blockedDomains}``). Unset: ``-32602`` (the model gets a ``search_failed`` result).
+
+Errors: a method the sidecar refuses raises the :class:`SteerableError` its JSON-RPC code names
+(``ConfigError`` for -32040, ``PluginStateError`` for -32033...; the table is
+``steerable_sidecar.rpc.ERROR_CODES``), which is also a :class:`RemoteError` with the response's
+``code``, ``message`` and ``data``; other codes (-32602...) raise a plain ``RemoteError``. Call a
+method that has no wrapper (``plugin.list``...) through :meth:`SidecarClient.request` for the same.
 """
 
 from __future__ import annotations
@@ -38,9 +44,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import TracebackType
 from typing import Any
 
-from steerable_agent_runtime import SidecarStartError, SteerableError, ToolResult, new_call_id
+from steerable_agent_runtime import RemoteError, SidecarStartError, SteerableError, ToolResult, new_call_id
 
-from .rpc import InvalidParams, JsonRpcPeer
+from ._remote_errors import typed_remote_error
+from .rpc import InvalidParams, JsonRpcPeer, Params
 
 __all__ = ["ChatHandle", "SidecarClient", "SidecarStartError"]
 
@@ -78,7 +85,8 @@ class ChatHandle:
         """Wait for the chat to end; return ``{"chatId", "sessionId", "outcome", ...}``.
 
         Raises:
-            RemoteError: The sidecar refused the chat (bad params, provider not configured...).
+            RemoteError: The sidecar refused the chat: bad params (-32602), ``ConfigError`` (no model
+                provider), ``UserError`` (the chat or session is already running).
         """
         try:
             return dict(await self._request)
@@ -87,7 +95,7 @@ class ChatHandle:
 
     async def cancel(self) -> bool:
         """Ask the sidecar to cancel this chat; ``True`` when it was running."""
-        answer = await self._client.peer.request("agent.chat.cancel", {"chatId": self.chat_id})
+        answer = await self._client.request("agent.chat.cancel", {"chatId": self.chat_id})
         return bool(answer.get("cancelled")) if isinstance(answer, Mapping) else False
 
 
@@ -202,13 +210,34 @@ class SidecarClient:
         return client
 
     # -- host -> sidecar ------------------------------------------------------------------------
+    async def request(self, method: str, params: Params = None, *, timeout: float | None = None) -> Any:
+        """Call one sidecar method and return its ``result``; the wrappers below all go through it.
+
+        Args:
+            method: The method (``plugin.list``, ``tool.invoke``...; docs/sidecar-protocol.md).
+            params: Its params (an object, an array, or ``None``).
+            timeout: Seconds to wait for the answer (``TimeoutError`` after).
+
+        Raises:
+            RemoteError: The error response, rebuilt as the ``SteerableError`` class its code names
+                when it names one (see the module docstring); ``PeerClosedError`` when the sidecar
+                went away first.
+        """
+        try:
+            return await self.peer.request(method, params, timeout=timeout)
+        except RemoteError as exc:
+            typed = typed_remote_error(exc)
+            if typed is exc:
+                raise
+            raise typed from None
+
     async def ping(self) -> dict[str, Any]:
         """``system.ping``."""
-        return dict(await self.peer.request("system.ping"))
+        return dict(await self.request("system.ping"))
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """``tool.list``: the full inventory ``[{name, description, parameters, mode, exposure}]``."""
-        answer = await self.peer.request("tool.list")
+        answer = await self.request("tool.list")
         return list(answer["tools"])
 
     async def invoke(
@@ -236,7 +265,7 @@ class SidecarClient:
             params["consentGranted"] = True
         if context is not None:
             params["context"] = dict(context)
-        return ToolResult.model_validate(await self.peer.request("tool.invoke", params, timeout=timeout))
+        return ToolResult.model_validate(await self.request("tool.invoke", params, timeout=timeout))
 
     def start_chat(
         self,
@@ -291,7 +320,7 @@ class SidecarClient:
         }.items():
             if flag:
                 params[key] = True
-        request = asyncio.create_task(self.peer.request("agent.chat.stream", params))
+        request = asyncio.create_task(self.request("agent.chat.stream", params))
         handle = ChatHandle(self, ident, request)
         self._chats[ident] = handle
         return handle
@@ -303,7 +332,7 @@ class SidecarClient:
     async def shutdown(self, timeout: float = 10.0) -> int:
         """Send ``system.shutdown`` and wait for the process to exit; returns its exit code."""
         with contextlib.suppress(SteerableError, TimeoutError, ConnectionError):
-            await self.peer.request("system.shutdown", timeout=timeout)
+            await self.request("system.shutdown", timeout=timeout)
         return await self._wait(timeout)
 
     async def aclose(self, timeout: float = 10.0) -> int:

@@ -713,7 +713,11 @@ def _steerable_error_classes() -> list[type[SteerableError]]:
     found, todo = [], [SteerableError]
     while todo:
         cls = todo.pop()
-        if cls.__module__.split(".")[0] in {"steerable_agent_runtime", "steerable_sidecar"}:
+        # steerable_sidecar._remote_errors' classes mirror these on the calling side (each a
+        # RemoteError too): they are never raised by a handler, so they need no code of their own.
+        if cls.__module__.split(".")[0] in {"steerable_agent_runtime", "steerable_sidecar"} and (
+            cls.__module__ != "steerable_sidecar._remote_errors"
+        ):
             found.append(cls)
         todo.extend(cls.__subclasses__())
     return sorted(set(found), key=lambda c: c.__name__)
