@@ -22,6 +22,7 @@ import pytest
 from steerable_agent_runtime import (
     DirectorySource,
     EntryPointSource,
+    MemorySource,
     PluginInfo,
     PluginLoadError,
     PluginRegistry,
@@ -719,18 +720,45 @@ def test_any_object_with_a_name_and_discover_is_a_source_plg_6():
     def register(router: Any) -> None:
         router.register(Tool.from_schema("memory_tool", {"type": "object"}, handler))
 
-    class InMemory:
-        name = "memory"
-
-        def discover(self) -> list[PluginSpec]:
-            return [PluginSpec("mem", self.name, "this test", None, load=lambda: register)]
-
     router = ToolRouter()
-    registry = PluginRegistry(router, [InMemory()])
+    registry = PluginRegistry(router, [MemorySource({"mem": register}, location="this test")])
     assert registry.load_all() == [
         PluginInfo("mem", "memory", "this test", PluginState.ENABLED, ("memory_tool",))
     ]
     assert registry.reload("mem").tools == ("memory_tool",)  # no module: reload just loads again
+
+
+async def test_the_in_memory_source_offers_what_it_is_given_and_reloads_to_the_latest_plg_6():
+    def register_one(router: Any) -> None:
+        @router.tool
+        async def one() -> str:
+            return "one"
+
+    def register_two(router: Any) -> None:
+        @router.tool(name="one")
+        async def renamed() -> str:
+            return "two"
+
+    source = MemorySource({"b": register_one}, name="tests")
+    assert [(s.name, s.origin, s.source, s.module) for s in source.discover()] == [
+        ("b", "tests", "memory", None)
+    ]
+    router = ToolRouter()
+    registry = PluginRegistry(router, [source])
+    assert [p.name for p in registry.load_all()] == ["b"]
+    source.put("a", lambda router: None)  # a new plugin: the next load_all loads it, after "b"
+    assert [p.name for p in registry.load_all()] == ["a"]
+    assert [p.name for p in registry.plugins()] == ["b", "a"]
+    source.put("b", register_two)  # a known one: reload swaps its tools to the new register
+    assert registry.reload("b").tools == ("one",)
+    result = await router.dispatch({"id": "1", "name": "one", "arguments": {}})
+    assert result.data == {"value": "two"}
+    source.put("c", 3)  # type: ignore[arg-type]
+    error = load_error(registry)
+    assert str(error) == (
+        "plugin 'c' from memory: register is not callable (it is int); "
+        "a plugin needs a function register(router)"
+    )
 
 
 # -- PLG-7: failures name their offender ---------------------------------------------------------

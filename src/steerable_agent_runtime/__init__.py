@@ -77,6 +77,7 @@ if _typing.TYPE_CHECKING:
     from .plugins import (
         DirectorySource,
         EntryPointSource,
+        MemorySource,
         PluginInfo,
         PluginRegistry,
         PluginSource,
@@ -187,6 +188,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "plugins": (
         "DirectorySource",
         "EntryPointSource",
+        "MemorySource",
         "PluginInfo",
         "PluginRegistry",
         "PluginSource",
@@ -254,6 +256,7 @@ __all__ = [
     "HarnessStrategy",
     "InvalidToolCall",
     "LLMProvider",
+    "MemorySource",
     "PatchError",
     "PathEscapeError",
     "PeerClosedError",

@@ -3,10 +3,8 @@
 Spec: Third-party tools (plugin runtime); REQUIREMENTS PLG-1..PLG-9. User guide: ``docs/plugins.md``.
 
 A plugin is a ``register(router)`` callable. A :class:`PluginSource` describes plugins
-(:class:`PluginSpec`) without loading them: :class:`EntryPointSource` reads the ``steerable.tools``
-entry-point group of the installed distributions, :class:`DirectorySource` the ``.py`` files of
-``STEERABLE_PLUGIN_DIR``, and :class:`RemoteSource` reserves the slot for a market (discovery only;
-loading refuses: there is no download mechanism).
+(:class:`PluginSpec`) without loading them: :class:`EntryPointSource`, :class:`DirectorySource`,
+:class:`MemorySource` and :class:`RemoteSource` (``_plugin_sources.py``; re-exported here).
 
 :class:`PluginRegistry` loads them over a :class:`~steerable_agent_runtime.tools.ToolRouter`. Each
 ``register`` receives a recording proxy, not the router: the proxy registers on the router and
@@ -34,31 +32,40 @@ thread (event loop) that owns the router.
 
 from __future__ import annotations
 
-import hashlib
-import importlib
-import importlib.machinery
-import importlib.metadata
-import importlib.util
 import inspect
-import os
-import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
-from pathlib import Path
-from types import CodeType, ModuleType
-from typing import Any, Final, Protocol, TypeAlias
+from types import ModuleType
+from typing import Any, Final
 
+from ._plugin_sources import (
+    ENTRY_POINT_GROUP,
+    PLUGIN_DIR_ENV,
+    DirectorySource,
+    EntryPointSource,
+    MemorySource,
+    PluginSource,
+    PluginSpec,
+    RegisterFunction,
+    RemoteSource,
+    checked_register,
+    default_plugin_sources,
+    describe_error,
+    plugin_label,
+    put_module,
+)
 from .errors import DuplicateToolError, PluginLoadError, PluginStateError, UserError
-from .tools import Tool, ToolDecorator, ToolRegistrar, ToolRouter, check_tool_name
+from .tools import Tool, ToolDecorator, ToolRouter, check_tool_name
 
 __all__ = [
     "ENTRY_POINT_GROUP",
     "PLUGIN_DIR_ENV",
     "DirectorySource",
     "EntryPointSource",
+    "MemorySource",
     "PluginInfo",
     "PluginRegistry",
     "PluginSource",
@@ -67,18 +74,6 @@ __all__ = [
     "RemoteSource",
     "default_plugin_sources",
 ]
-
-PLUGIN_DIR_ENV: Final = "STEERABLE_PLUGIN_DIR"
-"""The environment variable naming the plugin directory (local development)."""
-
-ENTRY_POINT_GROUP: Final = "steerable.tools"
-"""The entry-point group an installed distribution declares its ``register`` functions in."""
-
-_RegisterFunction: TypeAlias = Callable[[ToolRegistrar], object]
-"""A plugin's ``register(router)``; what it returns is ignored (a coroutine is refused)."""
-
-_DIRECTORY_MODULE_PREFIX: Final = "steerable_plugin_"
-_NOT_IDENTIFIER: Final = re.compile(r"\W", re.ASCII)
 
 
 class PluginState(StrEnum):
@@ -124,331 +119,6 @@ class PluginInfo:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class PluginSpec:
-    """How a source describes one plugin, before anything is imported.
-
-    Attributes:
-        name: The plugin name; unique across every source of a registry.
-        origin: The source's name (:attr:`PluginInfo.origin`).
-        source: Where the plugin lives, for people (:attr:`PluginInfo.source`); error messages use it.
-        module: The ``sys.modules`` key of the plugin's module, forgotten on unload and restored
-            when a reload fails; ``None`` when nothing is imported (a remote plugin).
-        load: Imports the plugin and returns its ``register(router)``. It raises
-            :class:`PluginLoadError` for a missing or non-callable ``register``; any other exception
-            is reported by the registry as an import failure.
-        reload: Re-imports the plugin and returns the new ``register``. ``None``: the registry
-            forgets ``module`` from ``sys.modules`` and calls ``load``.
-    """
-
-    name: str
-    origin: str
-    source: str
-    module: str | None
-    load: Callable[[], _RegisterFunction] = field(repr=False)
-    reload: Callable[[], _RegisterFunction] | None = field(default=None, repr=False)
-
-
-class PluginSource(Protocol):
-    """Where plugins come from. Spec: Third-party tools (remote sources plug in here).
-
-    ``discover`` only describes plugins; the registry imports them through each spec's ``load``.
-    A source that cannot be read (a missing directory) raises :class:`PluginLoadError`.
-    """
-
-    @property
-    def name(self) -> str:
-        """The origin written into each plugin's :attr:`PluginInfo.origin`."""
-        ...
-
-    def discover(self) -> Sequence[PluginSpec]:
-        """Return the plugins this source offers now, in load order."""
-        ...
-
-
-# -- sources ------------------------------------------------------------------------------------
-
-
-class EntryPointSource:
-    """The installed distributions' entry points in one group (default ``steerable.tools``).
-
-    Each entry point is one plugin named after the entry point, whose value names its
-    ``register`` (``my_package.tools:register``). Plugins load sorted by name, so which of two
-    conflicting plugins wins does not depend on install order. Reload is ``importlib.reload`` of
-    the entry point's module, after discarding its cached bytecode so that an edit made within the
-    same second is not missed. Spec: Third-party tools; PLG-1.
-
-    Args:
-        group: The entry-point group to read.
-    """
-
-    def __init__(self, group: str = ENTRY_POINT_GROUP) -> None:
-        self.group = group
-        self.name = "entry-point"
-
-    def discover(self) -> list[PluginSpec]:
-        """Return one spec per entry point in the group, sorted by name (nothing is imported)."""
-        found = importlib.metadata.entry_points(group=self.group)
-        return [self._spec(ep) for ep in sorted(found, key=lambda ep: (ep.name, ep.value))]
-
-    def _spec(self, ep: importlib.metadata.EntryPoint) -> PluginSpec:
-        dist = ep.dist
-        where = f"{ep.value} in {dist.name} {dist.version}" if dist is not None else ep.value
-        label = _label(ep.name, where)
-        return PluginSpec(
-            name=ep.name,
-            origin=self.name,
-            source=where,
-            module=ep.module,
-            load=partial(_load_entry_point, ep, label),
-            reload=partial(_reload_entry_point, ep, label),
-        )
-
-    def __repr__(self) -> str:
-        return f"EntryPointSource(group={self.group!r})"
-
-
-class DirectorySource:
-    """A directory of plugin files: each ``.py`` file not starting with ``_`` (or ``.``) is one plugin.
-
-    The plugin is named after the file stem and needs a top-level ``register(router)``. Files are
-    imported under a unique module name (``steerable_plugin_<stem>_<hash of the path>``), never on
-    ``sys.path``, and compiled from source every time: no ``__pycache__`` is read or written, so an
-    edit is seen by the next reload however soon it comes. Plugins load sorted by file name.
-    Spec: Third-party tools; PLG-2.
-
-    Args:
-        path: The directory. Checked at :meth:`discover`.
-    """
-
-    def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path).absolute()
-        self.name = "directory"
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> DirectorySource | None:
-        """The source on ``STEERABLE_PLUGIN_DIR``, or ``None`` when the variable is unset or empty.
-
-        Args:
-            environ: The environment to read (defaults to ``os.environ``).
-
-        Raises:
-            PluginLoadError: The variable names a missing directory or something else than a
-                directory; the message names the variable and its value.
-        """
-        raw = (os.environ if environ is None else environ).get(PLUGIN_DIR_ENV, "")
-        if not raw.strip():
-            return None
-        _check_directory(Path(raw), f"{PLUGIN_DIR_ENV}={raw}")
-        return cls(raw)
-
-    def discover(self) -> list[PluginSpec]:
-        """Return one spec per plugin file, sorted by file name (nothing is imported).
-
-        Raises:
-            PluginLoadError: The directory is missing, not a directory, or cannot be listed.
-        """
-        _check_directory(self.path, f"plugin directory {self.path}")
-        try:
-            names = sorted(entry.name for entry in os.scandir(self.path) if entry.is_file())
-        except OSError as exc:
-            raise PluginLoadError(f"plugin directory {self.path}: cannot list it: {_describe(exc)}") from exc
-        return [
-            self._spec(name) for name in names if name.endswith(".py") and not name.startswith(("_", "."))
-        ]
-
-    def _spec(self, filename: str) -> PluginSpec:
-        path = self.path / filename
-        stem = filename[: -len(".py")]
-        digest = hashlib.sha256(os.fsencode(path)).hexdigest()[:12]
-        module = f"{_DIRECTORY_MODULE_PREFIX}{_NOT_IDENTIFIER.sub('_', stem)}_{digest}"
-        load = partial(_load_file, module, path, _label(stem, str(path)), stem)
-        return PluginSpec(
-            name=stem, origin=self.name, source=str(path), module=module, load=load, reload=load
-        )
-
-    def __repr__(self) -> str:
-        return f"DirectorySource({str(self.path)!r})"
-
-
-class RemoteSource:
-    """A market of plugins: discovery only (spec: remote sources; only discovery is reserved).
-
-    ``discover`` lists what ``catalogue`` returns; nothing can be loaded from here, because there
-    is no download mechanism: each spec's ``load`` raises :class:`PluginLoadError` saying so. Do
-    not give a remote source to a :class:`PluginRegistry` (its :meth:`~PluginRegistry.load_all`
-    would fail on the first plugin); call :meth:`discover` to show what a market offers, and
-    install the chosen plugin as a package. Fetching the listing is the caller's job (the runtime
-    does no network I/O). PLG-6.
-
-    Args:
-        location: Where the market is (a URL, for people and messages).
-        catalogue: Returns the plugin names the market offers now.
-        name: The origin of its plugins.
-    """
-
-    def __init__(
-        self, location: str, catalogue: Callable[[], Iterable[str]], *, name: str = "remote"
-    ) -> None:
-        self.location = location
-        self.name = name
-        self._catalogue = catalogue
-
-    def discover(self) -> list[PluginSpec]:
-        """Return one spec per plugin the catalogue lists, in its order; their ``load`` refuses."""
-        return [
-            PluginSpec(
-                name=plugin,
-                origin=self.name,
-                source=self.location,
-                module=None,
-                load=partial(_refuse_download, plugin, _label(plugin, self.location)),
-            )
-            for plugin in self._catalogue()
-        ]
-
-    def __repr__(self) -> str:
-        return f"RemoteSource({self.location!r}, name={self.name!r})"
-
-
-def default_plugin_sources(environ: Mapping[str, str] | None = None) -> list[PluginSource]:
-    """The sources every entry point boots with: entry points, then ``STEERABLE_PLUGIN_DIR`` when set.
-
-    Args:
-        environ: The environment to read (defaults to ``os.environ``).
-
-    Returns:
-        ``[EntryPointSource()]``, plus a :class:`DirectorySource` when the variable is set.
-
-    Raises:
-        PluginLoadError: ``STEERABLE_PLUGIN_DIR`` names a missing directory.
-    """
-    sources: list[PluginSource] = [EntryPointSource()]
-    directory = DirectorySource.from_env(environ)
-    if directory is not None:
-        sources.append(directory)
-    return sources
-
-
-# -- loading helpers ----------------------------------------------------------------------------
-
-
-def _label(plugin: str, source: str) -> str:
-    return f"plugin {plugin!r} from {source}"
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _check_directory(path: Path, what: str) -> None:
-    if not path.exists():
-        raise PluginLoadError(f"{what}: no such directory")
-    if not path.is_dir():
-        raise PluginLoadError(f"{what}: not a directory")
-
-
-def _checked_register(target: object, what: str, label: str, plugin: str) -> _RegisterFunction:
-    if not callable(target):
-        raise PluginLoadError(
-            f"{label}: {what} is not callable (it is {type(target).__name__}); "
-            "a plugin needs a function register(router)",
-            plugin=plugin,
-        )
-    return target
-
-
-def _load_entry_point(ep: importlib.metadata.EntryPoint, label: str) -> _RegisterFunction:
-    module = importlib.import_module(ep.module)
-    if ep.attr is None:
-        raise PluginLoadError(
-            f"{label}: the entry point names the module {ep.module!r}, not its register function; "
-            f"write '{ep.module}:register'",
-            plugin=ep.name,
-        )
-    target: Any = module
-    for part in ep.attr.split("."):
-        try:
-            target = getattr(target, part)
-        except AttributeError:
-            raise PluginLoadError(
-                f"{label}: {ep.module} has no attribute {ep.attr!r}; "
-                "the entry point must name a function register(router)",
-                plugin=ep.name,
-            ) from None
-    return _checked_register(target, f"{ep.module}:{ep.attr}", label, ep.name)
-
-
-def _reload_entry_point(ep: importlib.metadata.EntryPoint, label: str) -> _RegisterFunction:
-    importlib.invalidate_caches()
-    module = sys.modules.get(ep.module)
-    if module is not None:
-        _discard_bytecode(module)
-        importlib.reload(module)
-    return _load_entry_point(ep, label)
-
-
-def _discard_bytecode(module: ModuleType) -> None:
-    """Remove the module's cached ``.pyc``: its check (mtime in whole seconds, size) misses quick edits."""
-    cached = getattr(module, "__cached__", None)
-    if isinstance(cached, str) and isinstance(getattr(module, "__file__", None), str):
-        try:
-            os.remove(cached)
-        except OSError:
-            pass  # absent or read-only: Python's own freshness check still applies
-
-
-class _SourceOnlyLoader(importlib.machinery.SourceFileLoader):
-    """A source loader that compiles from the file every time: no ``__pycache__`` read or written."""
-
-    def get_code(self, fullname: str) -> CodeType:
-        return self.source_to_code(self.get_data(self.path), self.path)
-
-
-def _load_file(module_name: str, path: Path, label: str, plugin: str) -> _RegisterFunction:
-    """Execute ``path`` as a new module under ``module_name`` and return its top-level ``register``.
-
-    The new module replaces any previous one in ``sys.modules`` only once it executed without error
-    (it is there during execution, as ``dataclasses`` and the like expect).
-    """
-    loader = _SourceOnlyLoader(module_name, str(path))
-    spec = importlib.util.spec_from_file_location(module_name, path, loader=loader)
-    assert spec is not None  # always a spec when a loader is given
-    module = importlib.util.module_from_spec(spec)
-    previous = sys.modules.get(module_name)
-    sys.modules[module_name] = module
-    try:
-        loader.exec_module(module)
-    except BaseException:
-        _put_module(module_name, previous)
-        raise
-    namespace = vars(module)
-    if "register" not in namespace:
-        _put_module(module_name, previous)
-        raise PluginLoadError(f"{label}: no top-level register(router) function", plugin=plugin)
-    try:
-        return _checked_register(namespace["register"], "register", label, plugin)
-    except PluginLoadError:
-        _put_module(module_name, previous)
-        raise
-
-
-def _refuse_download(plugin: str, label: str) -> _RegisterFunction:
-    raise PluginLoadError(
-        f"{label}: downloading plugins from a remote source is not supported; install the plugin's "
-        f"package (its {ENTRY_POINT_GROUP} entry point loads it) or put it in {PLUGIN_DIR_ENV}",
-        plugin=plugin,
-    )
-
-
-def _put_module(name: str, module: ModuleType | None) -> None:
-    if module is None:
-        sys.modules.pop(name, None)
-    else:
-        sys.modules[name] = module
-
-
 # -- the registry -------------------------------------------------------------------------------
 
 
@@ -456,7 +126,7 @@ def _put_module(name: str, module: ModuleType | None) -> None:
 class _Entry:
     spec: PluginSpec
     state: PluginState = PluginState.UNLOADED
-    register: _RegisterFunction | None = None
+    register: RegisterFunction | None = None
     tools: tuple[str, ...] = ()
     live: dict[str, Tool] = field(default_factory=dict)  # what it put in the router, while enabled
 
@@ -567,7 +237,7 @@ class PluginRegistry:
             except PluginLoadError:
                 raise
             except Exception as exc:
-                raise PluginLoadError(f"plugin source {source.name!r} failed: {_describe(exc)}") from exc
+                raise PluginLoadError(f"plugin source {source.name!r} failed: {describe_error(exc)}") from exc
             for spec in specs:
                 known = self._entries.get(spec.name)
                 if known is not None and (known.spec.origin, known.spec.source) == (spec.origin, spec.source):
@@ -727,23 +397,23 @@ class PluginRegistry:
         self._commit(entry, register, tools)
 
     @staticmethod
-    def _import(spec: PluginSpec, load: Callable[[], _RegisterFunction]) -> _RegisterFunction:
-        label = _label(spec.name, spec.source)
+    def _import(spec: PluginSpec, load: Callable[[], RegisterFunction]) -> RegisterFunction:
+        label = plugin_label(spec.name, spec.source)
         try:
             register = load()
         except PluginLoadError:
             raise
         except (Exception, SystemExit) as exc:
-            raise PluginLoadError(f"{label}: import failed: {_describe(exc)}", plugin=spec.name) from exc
-        return _checked_register(register, "register", label, spec.name)
+            raise PluginLoadError(f"{label}: import failed: {describe_error(exc)}", plugin=spec.name) from exc
+        return checked_register(register, "register", label, spec.name)
 
-    def _forget_and_load(self, spec: PluginSpec) -> _RegisterFunction:
+    def _forget_and_load(self, spec: PluginSpec) -> RegisterFunction:
         self._forget_module(spec)
         return spec.load()
 
-    def _run(self, spec: PluginSpec, register: _RegisterFunction) -> list[Tool]:
+    def _run(self, spec: PluginSpec, register: RegisterFunction) -> list[Tool]:
         """Run ``register`` through a recording proxy; on any failure roll its tools back and raise."""
-        label = _label(spec.name, spec.source)
+        label = plugin_label(spec.name, spec.source)
         recorder = _RecordingRegistrar(self, spec.name)
         try:
             result = register(recorder)
@@ -755,7 +425,7 @@ class PluginRegistry:
                 raise  # KeyboardInterrupt and the like: rolled back, not ours to convert
             if error is None:
                 error = PluginLoadError(
-                    f"{label}: register(router) raised {_describe(exc)}", plugin=spec.name
+                    f"{label}: register(router) raised {describe_error(exc)}", plugin=spec.name
                 )
             raise _extended(error, rolled) from exc
         recorder.closed = True
@@ -773,7 +443,7 @@ class PluginRegistry:
         return recorder.registered
 
     def _conflict_error(self, spec: PluginSpec, recorder: _RecordingRegistrar) -> PluginLoadError | None:
-        label = _label(spec.name, spec.source)
+        label = plugin_label(spec.name, spec.source)
         if recorder.invalid is not None:
             return PluginLoadError(f"{label}: {recorder.invalid}", plugin=spec.name)
         name = recorder.conflict
@@ -785,7 +455,7 @@ class PluginRegistry:
         if owner is None:
             holder = "the host (outside any plugin)"
         else:
-            holder = _label(owner, self._entries[owner].spec.source)
+            holder = plugin_label(owner, self._entries[owner].spec.source)
         return PluginLoadError(
             f"{label}: the tool {name!r} is already registered by {holder}; the first registrant keeps it",
             plugin=spec.name,
@@ -802,7 +472,7 @@ class PluginRegistry:
         recorder.registered.clear()
         return f" (rolled back: {', '.join(names)})" if names else ""
 
-    def _commit(self, entry: _Entry, register: _RegisterFunction | None, tools: list[Tool]) -> None:
+    def _commit(self, entry: _Entry, register: RegisterFunction | None, tools: list[Tool]) -> None:
         entry.register = register
         entry.state = PluginState.ENABLED
         entry.tools = tuple(t.name for t in tools)
@@ -831,7 +501,7 @@ class PluginRegistry:
     @staticmethod
     def _restore_module(spec: PluginSpec, previous: ModuleType | None) -> None:
         if spec.module is not None:
-            _put_module(spec.module, previous)
+            put_module(spec.module, previous)
 
     def __repr__(self) -> str:
         return f"PluginRegistry({len(self._entries)} plugins, sources={list(self.sources)!r})"
