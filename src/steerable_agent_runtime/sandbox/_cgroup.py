@@ -389,6 +389,28 @@ class _RunDir:
             return False
 
 
+def _fitting_memory(parents: list[CgroupParent], wanted: set[str], memory_bytes: int) -> int:
+    """``memory_bytes``, clamped to what fits below each memory parent's limits and the machine's memory."""
+    for home in parents:
+        if "memory" in home.controllers & wanted:
+            try:
+                meminfo = Path("/proc/meminfo").read_text(encoding="ascii")
+            except OSError:
+                meminfo = ""
+            limit = clamped_memory(
+                memory_bytes, memory_headroom(home.path, version=home.version, meminfo=meminfo)
+            )
+            if limit < memory_bytes:
+                logger.info(
+                    "the run's memory limit is %d bytes, not %d: only that much fits below the "
+                    "sidecar's own cgroup limits and the machine's available memory",
+                    limit,
+                    memory_bytes,
+                )
+                memory_bytes = limit
+    return memory_bytes
+
+
 class RunCgroup:
     """One run's cgroups: a directory per hierarchy, holding ``pids``, ``memory`` or both.
 
@@ -462,41 +484,15 @@ class RunCgroup:
         parents = [p for p in cgroup_parents() if p.controllers & wanted]
         if not parents:
             return None
-        for home in parents:
-            if "memory" in home.controllers & wanted:
-                try:
-                    meminfo = Path("/proc/meminfo").read_text(encoding="ascii")
-                except OSError:
-                    meminfo = ""
-                limit = clamped_memory(
-                    memory_bytes, memory_headroom(home.path, version=home.version, meminfo=meminfo)
-                )
-                if limit < memory_bytes:
-                    logger.info(
-                        "the run's memory limit is %d bytes, not %d: only that much fits below the "
-                        "sidecar's own cgroup limits and the machine's available memory",
-                        limit,
-                        memory_bytes,
-                    )
-                    memory_bytes = limit
+        memory_bytes = _fitting_memory(parents, wanted, memory_bytes)
         key = tuple((p.path, p.controllers & wanted) for p in parents)
         with _pool_lock:
             pooled = _pool.get(key)
             cgroup = pooled.pop() if pooled else None
         if cgroup is None:
-            name = f"{_PREFIX}{os.getpid()}-{next(_counter)}"
-            dirs: list[_RunDir] = []
-            for parent in parents:
-                path = parent.path / name
-                try:
-                    path.mkdir()
-                except OSError as exc:
-                    logger.warning("cannot create the cgroup %s: %s", path, exc)
-                    for made in dirs:
-                        _rmdir(made.path)
-                    return None
-                dirs.append(_RunDir(path, parent.version, parent.controllers & wanted))
-            cgroup = cls(key, tuple(dirs))
+            cgroup = cls._create(key, parents, wanted)
+            if cgroup is None:
+                return None
         try:
             cgroup._prepare(max_processes=max_processes, memory_bytes=memory_bytes)
         except OSError as exc:
@@ -506,6 +502,23 @@ class RunCgroup:
                 _rmdir(run_dir.path)
             return None
         return cgroup
+
+    @classmethod
+    def _create(cls, key: _PoolKey, parents: list[CgroupParent], wanted: set[str]) -> RunCgroup | None:
+        """New run directories, one under each parent (``None``, logged, when one cannot be made)."""
+        name = f"{_PREFIX}{os.getpid()}-{next(_counter)}"
+        dirs: list[_RunDir] = []
+        for parent in parents:
+            path = parent.path / name
+            try:
+                path.mkdir()
+            except OSError as exc:
+                logger.warning("cannot create the cgroup %s: %s", path, exc)
+                for made in dirs:
+                    _rmdir(made.path)
+                return None
+            dirs.append(_RunDir(path, parent.version, parent.controllers & wanted))
+        return cls(key, tuple(dirs))
 
     def _prepare(self, *, max_processes: int, memory_bytes: int) -> None:
         self._in_use = True
