@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from steerable_agent_runtime import version_of, workspace_tools_for_cwd
-from steerable_agent_runtime.workspace import EDIT_ERROR_CODES
+from steerable_agent_runtime.workspace import EDIT_ERROR_CODES, FileErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = json.loads((ROOT / "spec" / "tool_contract.json").read_text(encoding="utf-8"))
@@ -84,6 +84,7 @@ async def test_tool_results_carry_the_contract_fields_con_1(tmp_path):
 
 
 def _raised_codes() -> set[str]:
+    """The first argument of every ``...Error(code, ...)``: a literal or a ``FileErrorCode`` member."""
     codes = set()
     for path in (ROOT / "src" / "steerable_agent_runtime" / "workspace").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -91,11 +92,16 @@ def _raised_codes() -> set[str]:
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
                 and node.func.id.endswith("Error")
-                and node.args
-                and isinstance(node.args[0], ast.Constant)
-                and isinstance(node.args[0].value, str)
             ):
-                codes.add(node.args[0].value)
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    codes.add(first.value)
+                elif (
+                    isinstance(first, ast.Attribute)
+                    and isinstance(first.value, ast.Name)
+                    and first.value.id == "FileErrorCode"
+                ):
+                    codes.add(FileErrorCode[first.attr].value)
     return codes
 
 

@@ -171,12 +171,15 @@ class WorkspaceError(ToolRetry):
     ``error`` is the message and ``data.code`` the code.
 
     Args:
-        code: A stable error code such as ``"not_found"`` or ``"conflict"``.
+        code: A stable error code such as ``"file_not_found"`` or ``"conflict"``: the file tools
+            pass a :class:`~steerable_agent_runtime.workspace.FileErrorCode` (docs/file-tools.md
+            lists them); ``code`` and ``data.code`` hold its plain ``str`` value.
         message: Human- and model-readable text naming the fix.
         data: Extra structured detail for the ``ToolResult.data`` payload.
     """
 
     def __init__(self, code: str, message: str, *, data: dict[str, Any] | None = None) -> None:
+        code = str(code)  # a registry member (a StrEnum) becomes its plain text
         super().__init__(message, data={"code": code, **(data or {})})
         self.code = code
 
@@ -239,6 +242,7 @@ class WebError(ToolRetry):
     """
 
     def __init__(self, code: str, message: str, *, data: dict[str, Any] | None = None) -> None:
+        code = str(code)  # a registry member (a StrEnum) becomes its plain text
         super().__init__(message, data={"code": code, **(data or {})})
         self.code = code
 

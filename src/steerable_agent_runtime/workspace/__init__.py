@@ -10,6 +10,7 @@ import typing as _typing
 from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from ._codes import FileErrorCode
     from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, apply_edits_detailed
     from ._levels import MATCH_LEVELS, MatchLevel
     from ._rg import RIPGREP_ENV, Ripgrep, SearchEngine, ripgrep_setting
@@ -19,6 +20,7 @@ if _typing.TYPE_CHECKING:
     from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "._codes": ("FileErrorCode",),
     "._edit": (
         "EDIT_ERROR_CODES",
         "Edit",
@@ -68,6 +70,7 @@ __all__ = [
     "Edit",
     "EditMatch",
     "EditOutcome",
+    "FileErrorCode",
     "FileView",
     "MatchLevel",
     "ReadFileState",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PatchError, WorkspaceError
+from ._codes import FileErrorCode
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -88,7 +89,7 @@ def _refuse_symlink(ws: Workspace, path: str, operation: str) -> None:
     target = ws.root.symlink_target(path)
     if target is not None:
         raise PatchError(
-            "is_symlink",
+            FileErrorCode.IS_SYMLINK,
             f"{operation} {path}: {path} is a symlink to {target}; apply_patch does not delete or move "
             "symlinks (it would act on the target). Change the target file, or use bash for the link",
             data={"path": path},
@@ -100,7 +101,7 @@ async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
     ws.check_protected(op.path, real, display, "create")
     if await _current(ws, plan, real, display) is not None:
         raise PatchError(
-            "file_exists",
+            FileErrorCode.FILE_EXISTS,
             f"*** Add File: {display} already exists; apply_patch never overwrites silently. "
             "Use *** Update File to change it (after reading it), or *** Delete File first",
             data={"path": display},
@@ -119,7 +120,7 @@ async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
     raw = await _current(ws, plan, real, display)
     if raw is None:
         raise PatchError(
-            "file_not_found", f"*** Delete File: {display} does not exist", data={"path": display}
+            FileErrorCode.FILE_NOT_FOUND, f"*** Delete File: {display} does not exist", data={"path": display}
         )
     # A delete destroys the whole file, so the session must have seen all of it (write_file's rule),
     # also when an earlier operation of this patch updated or moved it here.
@@ -141,7 +142,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     raw = await _current(ws, plan, real, display)
     if raw is None:
         raise PatchError(
-            "file_not_found",
+            FileErrorCode.FILE_NOT_FOUND,
             f"*** Update File: {display} does not exist; use *** Add File to create it",
             data={"path": display},
         )
@@ -162,7 +163,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
         ws.check_protected(op.move_to, target, target_display, "move a file onto")
         if target != real and await _current(ws, plan, target, target_display) is not None:
             raise PatchError(
-                "file_exists",
+                FileErrorCode.FILE_EXISTS,
                 f"*** Move to: {target_display} already exists; apply_patch never overwrites silently. "
                 "Delete it first (after reading it) or choose another destination",
                 data={"path": target_display},
@@ -334,7 +335,7 @@ def _roll_back(ws: Workspace, plan: _Plan, intent: Intent, done: list[Path]) -> 
     except (OSError, WorkspaceError) as exc:
         intent.abandon()
         raise WorkspaceError(
-            "write_failed",
+            FileErrorCode.WRITE_FAILED,
             f"the patch failed part-way and could not be undone ({exc}); steerable finishes it the next "
             "time the workspace is opened. Re-read the files before changing them again",
         ) from None
@@ -377,7 +378,8 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
             await uncancelled(asyncio.to_thread(_commit, ws, plan))  # the locks outlast the renames
         except OSError as exc:
             raise WorkspaceError(
-                "write_failed", f"could not apply the patch: {exc.strerror or exc}; nothing was changed"
+                FileErrorCode.WRITE_FAILED,
+                f"could not apply the patch: {exc.strerror or exc}; nothing was changed",
             ) from None
         except WorkspaceError as exc:
             raise WorkspaceError(

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Final
 
 from ..errors import WorkspaceError, WriteConflictError
+from ._codes import FileErrorCode
 
 __all__ = [
     "TEMP_NAME",
@@ -67,12 +68,12 @@ _NEW_FILE_MODE = _default_mode()
 def _changed(display: str, code: int | None) -> WorkspaceError:
     if code == errno.ENOTDIR:
         return WorkspaceError(
-            "not_a_directory",
+            FileErrorCode.NOT_A_DIRECTORY,
             f"{display}: a parent of this path is a file, not a directory",
             data={"path": display},
         )
     return WorkspaceError(
-        "path_changed",
+        FileErrorCode.PATH_CHANGED,
         f"{display} changed while it was being accessed (a directory was replaced or became a symlink); "
         "check the path and try again",
         data={"path": display},
@@ -171,14 +172,14 @@ def open_regular(dir_fd: int, name: str, display: str) -> tuple[int, os.stat_res
         return None
     except PermissionError:
         raise WorkspaceError(
-            "permission_denied", f"{display}: permission denied", data={"path": display}
+            FileErrorCode.PERMISSION_DENIED, f"{display}: permission denied", data={"path": display}
         ) from None
     except IsADirectoryError:
         raise _is_directory(display) from None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise WorkspaceError(
-                "not_a_file", f"{display} is not a regular file", data={"path": display}
+                FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
             ) from None
         raise
     info = os.fstat(fd)
@@ -186,13 +187,17 @@ def open_regular(dir_fd: int, name: str, display: str) -> tuple[int, os.stat_res
         os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise _is_directory(display)
-        raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+        raise WorkspaceError(
+            FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
+        )
     return fd, info
 
 
 def _is_directory(display: str) -> WorkspaceError:
     return WorkspaceError(
-        "is_directory", f"{display} is a directory; use list_dir to see its entries", data={"path": display}
+        FileErrorCode.IS_DIRECTORY,
+        f"{display} is a directory; use list_dir to see its entries",
+        data={"path": display},
     )
 
 
@@ -220,7 +225,7 @@ def read_snapshot(real: Path, *, root: Path, display: str, max_bytes: int) -> Sn
         return Snapshot(None, None, loaded_ns)
     except PermissionError:
         raise WorkspaceError(
-            "permission_denied", f"{display}: permission denied", data={"path": display}
+            FileErrorCode.PERMISSION_DENIED, f"{display}: permission denied", data={"path": display}
         ) from None
     if opened is None:
         return Snapshot(None, None, loaded_ns)
@@ -228,7 +233,7 @@ def read_snapshot(real: Path, *, root: Path, display: str, max_bytes: int) -> Sn
     with os.fdopen(fd, "rb") as handle:
         if info.st_size > max_bytes:
             raise WorkspaceError(
-                "file_too_large",
+                FileErrorCode.FILE_TOO_LARGE,
                 f"{display} is {info.st_size} bytes, over the file tools' limit of {max_bytes} bytes; "
                 "use bash (head, sed, split) to work with it",
                 data={"path": display, "bytes": info.st_size, "limit": max_bytes},
@@ -239,7 +244,7 @@ def read_snapshot(real: Path, *, root: Path, display: str, max_bytes: int) -> Sn
         after = os.fstat(handle.fileno())
     if len(data) > max_bytes:
         raise WorkspaceError(
-            "file_too_large",
+            FileErrorCode.FILE_TOO_LARGE,
             f"{display} is over the file tools' limit of {max_bytes} bytes",
             data={"path": display, "limit": max_bytes},
         )
@@ -301,7 +306,7 @@ class WriteGuard:
     def conflict(self, what: str) -> WriteConflictError:
         """The refusal, saying ``what`` happened to the file."""
         return WriteConflictError(
-            "conflict",
+            FileErrorCode.CONFLICT,
             f"{self.display} {what} (an editor or a command); nothing was written. "
             "Read it again, then write with the new version",
             data={"path": self.display},
@@ -323,16 +328,18 @@ def file_version(real: Path, *, root: Path, display: str, max_bytes: int) -> str
     except OSError as exc:
         if exc.errno == errno.ELOOP:
             raise WorkspaceError(
-                "not_a_file", f"{display} is not a regular file", data={"path": display}
+                FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
             ) from None
         raise
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceError("not_a_file", f"{display} is not a regular file", data={"path": display})
+            raise WorkspaceError(
+                FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
+            )
         if info.st_size > max_bytes:
             raise WorkspaceError(
-                "file_too_large", f"{display} is over {max_bytes} bytes", data={"path": display}
+                FileErrorCode.FILE_TOO_LARGE, f"{display} is over {max_bytes} bytes", data={"path": display}
             )
         digest = hashlib.sha256()
         while chunk := handle.read(1024 * 1024):

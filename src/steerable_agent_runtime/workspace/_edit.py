@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ..errors import EditError
+from ..errors import EditError, WriteConflictError
+from ._codes import FileErrorCode
 from ._indent import IndentationMismatch, Labels, reindent
 from ._levels import (
     LEVEL_DESCRIPTIONS,
@@ -32,14 +33,14 @@ from ._nearest import find_nearest
 __all__ = ["EDIT_ERROR_CODES", "Edit", "EditMatch", "EditOutcome", "apply_edits", "apply_edits_detailed"]
 
 EDIT_ERROR_CODES: Final = (
-    "no_edits",
-    "empty_old_text",
-    "old_text_not_found",
-    "ambiguous_match",
-    "overlapping_edits",
-    "no_change",
-    "invalid_edit",
-    "indentation_mismatch",
+    FileErrorCode.NO_EDITS,
+    FileErrorCode.EMPTY_OLD_TEXT,
+    FileErrorCode.OLD_TEXT_NOT_FOUND,
+    FileErrorCode.AMBIGUOUS_MATCH,
+    FileErrorCode.OVERLAPPING_EDITS,
+    FileErrorCode.NO_CHANGE,
+    FileErrorCode.INVALID_EDIT,
+    FileErrorCode.INDENTATION_MISMATCH,
 )
 """Every ``data.code`` an edit can fail with (besides the file-level codes)."""
 
@@ -196,7 +197,7 @@ def _reindent(
         last = run.index + len(run.lines)
         where = f"line {last}" if last == run.index + 1 else f"lines {run.index + 1}-{last}"
         raise EditError(
-            "indentation_mismatch",
+            FileErrorCode.INDENTATION_MISMATCH,
             f"edits[{index}].oldText matches {where} only {LEVEL_DESCRIPTIONS[level]}, and its indentation "
             f"does not map onto the file's: {exc}",
             data={"edit": index, "line": exc.file_line, "matchLevel": level},
@@ -212,7 +213,7 @@ def _check_unique(located: _Located, edit: Edit, index: int) -> None:
     how = "" if located.level == "exact" else f" {LEVEL_DESCRIPTIONS[located.level]}"
     count = f"{len(found)} or more" if located.more else str(len(found))
     raise EditError(
-        "ambiguous_match",
+        FileErrorCode.AMBIGUOUS_MATCH,
         f"edits[{index}].oldText matches {count} places (lines {listed}){how}; add surrounding lines "
         "to make it unique, or set replaceAll: true on that edit (replace_all: true with "
         "old_string/new_string) to change every occurrence.",
@@ -229,12 +230,12 @@ def _not_found(source: TextLines, edit: Edit, index: int, wanted: list[str]) -> 
     nearest = find_nearest(source, wanted)
     if nearest is None:
         return EditError(
-            "old_text_not_found",
+            FileErrorCode.OLD_TEXT_NOT_FOUND,
             f"{message} Re-read the file and copy the text exactly.",
             data={"edit": index},
         )
     return EditError(
-        "old_text_not_found",
+        FileErrorCode.OLD_TEXT_NOT_FOUND,
         f"{message} The nearest text in the file is {nearest.describe()}:\n{nearest.render()}\n"
         "Copy the text exactly from those lines.",
         data={"edit": index, "nearest": nearest.as_data()},
@@ -269,26 +270,29 @@ def apply_edits_detailed(text: str, edits: Sequence[Edit], *, partial_view: bool
         EditError: ``no_edits``, ``empty_old_text``, ``old_text_not_found`` (with ``data.nearest``
             when the file has similar lines), ``ambiguous_match`` (with the line numbers and
             ``matchLevel``), ``indentation_mismatch`` (naming the lines), ``overlapping_edits``
-            (naming both edits), ``no_change``, or ``partial_read`` (``replace_all`` over several
-            places after a partial view).
+            (naming both edits) or ``no_change``.
+        WriteConflictError: ``partial_read`` (``replace_all`` over several places after a partial
+            view), the class every read-before-write refusal has.
     """
     if not edits:
-        raise EditError("no_edits", "no edits given; pass edits: [{oldText, newText}] (at least one)")
+        raise EditError(
+            FileErrorCode.NO_EDITS, "no edits given; pass edits: [{oldText, newText}] (at least one)"
+        )
     source = TextLines(text)
     placed: list[_Place] = []
     matches: list[EditMatch] = []
     for index, edit in enumerate(edits):
         if edit.old_text == "":
             raise EditError(
-                "empty_old_text",
+                FileErrorCode.EMPTY_OLD_TEXT,
                 f"edits[{index}].oldText is empty; quote the exact text to replace "
                 "(to create or overwrite a whole file use write_file)",
                 data={"edit": index},
             )
         located = _locate(source, edit, index)
         if partial_view and len(located.places) > 1:
-            raise EditError(
-                "partial_read",
+            raise WriteConflictError(
+                FileErrorCode.PARTIAL_READ,
                 f"edits[{index}] would replace {len(located.places)} places, but you have only seen part of "
                 "the file; replace_all could change lines you never saw. Make one edit per place you have "
                 "seen, or read the whole file first",
@@ -301,7 +305,7 @@ def apply_edits_detailed(text: str, edits: Sequence[Edit], *, partial_view: bool
         if two.start < one.end:
             first, second = sorted((one.index, two.index))
             raise EditError(
-                "overlapping_edits",
+                FileErrorCode.OVERLAPPING_EDITS,
                 f"edits[{first}] and edits[{second}] overlap (both touch line "
                 f"{text.count(chr(10), 0, two.start) + 1}); merge them into one edit",
                 data={"edits": [first, second]},
@@ -315,5 +319,7 @@ def apply_edits_detailed(text: str, edits: Sequence[Edit], *, partial_view: bool
     pieces.append(text[cursor:])
     result = "".join(pieces)
     if result == text:
-        raise EditError("no_change", "the edits leave the file unchanged (newText equals oldText)")
+        raise EditError(
+            FileErrorCode.NO_CHANGE, "the edits leave the file unchanged (newText equals oldText)"
+        )
     return EditOutcome(result, tuple(matches))

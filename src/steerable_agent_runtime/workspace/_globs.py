@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ..errors import WorkspaceError
+from ._codes import FileErrorCode
 from ._regex import MAX_PATTERN_CHARS
 
 __all__ = ["GlobPattern", "compile_glob"]
@@ -60,7 +61,7 @@ class GlobPattern:
 
 
 def _invalid(pattern: str, why: str) -> WorkspaceError:
-    return WorkspaceError("invalid_pattern", f"glob pattern {pattern[:100]!r}: {why}")
+    return WorkspaceError(FileErrorCode.INVALID_PATTERN, f"glob pattern {pattern[:100]!r}: {why}")
 
 
 def _expand_braces(pattern: str, whole: str) -> list[str]:
@@ -216,12 +217,15 @@ def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool)
             with a ``..`` segment, one with a NUL, or one whose ``{a,b}`` groups expand past 256.
     """
     if len(pattern) > MAX_PATTERN_CHARS:
-        raise WorkspaceError("invalid_pattern", f"glob pattern longer than {MAX_PATTERN_CHARS} characters")
+        raise WorkspaceError(
+            FileErrorCode.INVALID_PATTERN, f"glob pattern longer than {MAX_PATTERN_CHARS} characters"
+        )
     negated = negation_allowed and pattern.startswith("!")
     body = pattern[1:] if negated else pattern
     if body.startswith("/") or ".." in body.split("/"):
         raise WorkspaceError(
-            "invalid_pattern", f"glob pattern {pattern!r} must be relative and must not contain '..'"
+            FileErrorCode.INVALID_PATTERN,
+            f"glob pattern {pattern!r} must be relative and must not contain '..'",
         )
     if "\x00" in body:
         raise _invalid(pattern, "it contains a NUL character")
@@ -229,7 +233,7 @@ def compile_glob(pattern: str, *, by_name_allowed: bool, negation_allowed: bool)
         body.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise WorkspaceError(
-            "invalid_pattern",
+            FileErrorCode.INVALID_PATTERN,
             f"glob pattern has a lone surrogate at index {exc.start}; send the character itself",
         ) from None
     alternatives = _expand_braces(body, pattern)

@@ -31,6 +31,7 @@ from typing import Final
 
 from steerable_agent_runtime.errors import PatchError
 
+from ._codes import FileErrorCode
 from ._indent import IndentationMismatch, Labels, reindent
 from ._levels import (
     LEVEL_DESCRIPTIONS,
@@ -131,7 +132,7 @@ class _Parser:
         self.i = 1
 
     def error(self, message: str) -> PatchError:
-        return PatchError("invalid_patch", f"line {self.base + self.i}: {message}")
+        return PatchError(FileErrorCode.INVALID_PATCH, f"line {self.base + self.i}: {message}")
 
     def got(self) -> str:
         return _show(self.lines[self.i])
@@ -221,16 +222,19 @@ class _Parser:
 def _envelope_error(lines: list[str], first_lineno: int) -> PatchError | None:
     """Return why ``lines`` is not wrapped in Begin/End Patch markers, or None when it is."""
     if lines[0].strip() != _BEGIN:
-        return PatchError("invalid_patch", f"line {first_lineno}: expected '{_BEGIN}', got {_show(lines[0])}")
+        return PatchError(
+            FileErrorCode.INVALID_PATCH, f"line {first_lineno}: expected '{_BEGIN}', got {_show(lines[0])}"
+        )
     if len(lines) < 2:
         return PatchError(
-            "invalid_patch",
+            FileErrorCode.INVALID_PATCH,
             f"line {first_lineno}: expected '{_END}' after '{_BEGIN}', got the end of the patch",
         )
     if lines[-1].strip() != _END:
         last = first_lineno + len(lines) - 1
         return PatchError(
-            "invalid_patch", f"line {last}: expected '{_END}' as the last line, got {_show(lines[-1])}"
+            FileErrorCode.INVALID_PATCH,
+            f"line {last}: expected '{_END}' as the last line, got {_show(lines[-1])}",
         )
     return None
 
@@ -250,7 +254,7 @@ def parse_patch(text: str) -> list[PatchOp]:
     """
     stripped = text.strip()
     if not stripped:
-        raise PatchError("invalid_patch", f"line 1: expected '{_BEGIN}', got an empty patch")
+        raise PatchError(FileErrorCode.INVALID_PATCH, f"line 1: expected '{_BEGIN}', got an empty patch")
     first_lineno = text[: len(text) - len(text.lstrip())].count("\n") + 1
     lines = [line.removesuffix("\r") for line in stripped.split("\n")]
     error = _envelope_error(lines, first_lineno)
@@ -366,7 +370,7 @@ def _not_found(
     shown = f"; expected:\n{_preview(expected)}\n" if expected else "; "
     if nearest is None:
         return PatchError(
-            "context_not_found",
+            FileErrorCode.CONTEXT_NOT_FOUND,
             f"could not find {what} of hunk {number} in '{path}'{where}{shown}{_FIX}",
             data={"path": path, "hunk": number},
         )
@@ -382,7 +386,7 @@ def _not_found(
             "regenerate the hunk from those lines"
         )
     return PatchError(
-        "context_not_found",
+        FileErrorCode.CONTEXT_NOT_FOUND,
         f"could not find {what} of hunk {number} in '{path}'{where}{shown.rstrip()}"
         f"{chr(10) if expected else ' '}{hint}",
         data={"path": path, "hunk": number, "nearest": nearest.as_data()},
@@ -395,7 +399,7 @@ def _ambiguous(path: str, number: int, cursor: int, error: _Ambiguous) -> PatchE
     where = f" after line {cursor}" if cursor else ""
     count = f"{len(lines)} or more" if len(lines) >= _MAX_CANDIDATES else str(len(lines))
     return PatchError(
-        "ambiguous_match",
+        FileErrorCode.AMBIGUOUS_MATCH,
         f"the lines of hunk {number} match {count} places in '{path}'{where} (lines {listed}) "
         f"{LEVEL_DESCRIPTIONS[error.level]}; copy the file's lines exactly (with their indentation), add "
         "context lines to make the hunk unique, or put an '@@' line naming the enclosing block before it",
@@ -546,7 +550,7 @@ class _Applier:
             moved = reindent(old, file_lines, new, first_line=found.index + 1, labels=labels, around=around)
         except IndentationMismatch as exc:
             raise PatchError(
-                "indentation_mismatch",
+                FileErrorCode.INDENTATION_MISMATCH,
                 f"hunk {number} matches '{self.path}' at line {found.index + 1} only "
                 f"{LEVEL_DESCRIPTIONS[found.level]}, and its indentation does not map onto the file's: {exc}",
                 data={"path": self.path, "hunk": number, "line": exc.file_line, "matchLevel": found.level},

@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from ..errors import PathEscapeError, WorkspaceError
+from ._codes import FileErrorCode
 
 __all__ = ["WorkspaceRoot", "listing_text"]
 
@@ -41,7 +42,9 @@ class WorkspaceRoot:
     def __init__(self, root: str | os.PathLike[str], *, allow_outside: bool = False) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
-            raise WorkspaceError("invalid_workspace", f"workspace {str(root)!r} is not a directory")
+            raise WorkspaceError(
+                FileErrorCode.INVALID_WORKSPACE, f"workspace {str(root)!r} is not a directory"
+            )
         self.path = real
         self.allow_outside = allow_outside
 
@@ -59,18 +62,20 @@ class WorkspaceRoot:
             PathEscapeError: ``code="path_outside_workspace"`` when the path leaves the root.
         """
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
-            raise WorkspaceError("invalid_path", f"invalid path {path!r}: give a non-empty relative path")
+            raise WorkspaceError(
+                FileErrorCode.INVALID_PATH, f"invalid path {path!r}: give a non-empty relative path"
+            )
         try:
             encoded = path.encode("utf-8")
         except UnicodeEncodeError:
             raise WorkspaceError(
-                "invalid_path",
+                FileErrorCode.INVALID_PATH,
                 f"invalid path {path!r}: it is not valid Unicode (a file whose name is not UTF-8 on disk "
                 "cannot be addressed by the file tools; use bash for it)",
             ) from None
         if len(encoded) > _MAX_PATH_BYTES or any(len(part) > _MAX_NAME_BYTES for part in encoded.split(b"/")):
             raise WorkspaceError(
-                "invalid_path",
+                FileErrorCode.INVALID_PATH,
                 f"path too long ({len(encoded)} bytes; at most {_MAX_PATH_BYTES} in all and "
                 f"{_MAX_NAME_BYTES} per name)",
             )
@@ -80,10 +85,10 @@ class WorkspaceRoot:
         try:
             real = Path(os.path.realpath(joined))
         except (OSError, ValueError) as exc:
-            raise WorkspaceError("invalid_path", f"cannot resolve {path!r}: {exc}") from None
+            raise WorkspaceError(FileErrorCode.INVALID_PATH, f"cannot resolve {path!r}: {exc}") from None
         if not self.allow_outside and not real.is_relative_to(self.path):
             raise PathEscapeError(
-                "path_outside_workspace",
+                FileErrorCode.PATH_OUTSIDE_WORKSPACE,
                 f"{path!r} resolves outside the workspace {str(self.path)!r}; "
                 "use a path inside the workspace (symlinks leaving it are refused too)",
                 data={"path": path},
@@ -98,7 +103,7 @@ class WorkspaceRoot:
             prefix = os.path.join(prefix, component)
             if os.path.lexists(prefix) and not os.path.isdir(prefix):
                 raise WorkspaceError(
-                    "not_a_directory",
+                    FileErrorCode.NOT_A_DIRECTORY,
                     f"{path!r}: {component!r} is a file, so nothing can be inside it",
                     data={"path": path},
                 )
@@ -130,7 +135,7 @@ class WorkspaceRoot:
             shown.encode("utf-8")
         except UnicodeEncodeError:
             raise WorkspaceError(
-                "invalid_path",
+                FileErrorCode.INVALID_PATH,
                 f"{self.listing_name(real)} leads to a file whose name is not UTF-8; the file tools "
                 "cannot address it (use bash for it)",
             ) from None

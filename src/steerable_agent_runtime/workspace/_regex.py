@@ -13,6 +13,7 @@ import re
 from typing import Any, Final
 
 from ..errors import WorkspaceError
+from ._codes import FileErrorCode
 
 __all__ = [
     "MAX_PATTERN_CHARS",
@@ -53,13 +54,13 @@ _ESCAPES: Final = {
 
 def invalid_regex(pattern: str, why: str) -> WorkspaceError:
     """Return the ``invalid_regex`` refusal for ``pattern`` (clipped to 100 characters in the message)."""
-    return WorkspaceError("invalid_regex", f"invalid regular expression {pattern[:100]!r}: {why}")
+    return WorkspaceError(FileErrorCode.INVALID_REGEX, f"invalid regular expression {pattern[:100]!r}: {why}")
 
 
 def unsupported(pattern: str, at: int, what: str, instead: str) -> WorkspaceError:
     """Return the ``invalid_pattern`` refusal naming ``what`` Rust regex lacks, where, and ``instead``."""
     return WorkspaceError(
-        "invalid_pattern",
+        FileErrorCode.INVALID_PATTERN,
         f"grep patterns use Rust regex syntax (linear time), which has no {what} "
         f"(at position {at} of {pattern[:100]!r}); {instead}",
         data={"construct": what, "position": at},

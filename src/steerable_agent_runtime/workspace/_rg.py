@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from ..errors import ConfigError, WorkspaceError
+from ._codes import FileErrorCode
 from ._regex import invalid_regex, unsupported
 
 __all__ = [
@@ -318,9 +319,11 @@ async def run_ripgrep(
     except OSError as exc:
         if not cwd.is_dir():  # the folder went (or became a symlink) between the check and now
             raise WorkspaceError(
-                "path_changed", "the folder to search changed while the search started; try again"
+                FileErrorCode.PATH_CHANGED, "the folder to search changed while the search started; try again"
             ) from None
-        raise WorkspaceError("os_error", f"could not start ripgrep: {exc.strerror or exc}") from None
+        raise WorkspaceError(
+            FileErrorCode.OS_ERROR, f"could not start ripgrep: {exc.strerror or exc}"
+        ) from None
     child = _Child(proc, stop_after_nuls)
     try:
         try:
@@ -455,7 +458,7 @@ def pattern_error(pattern: str, stderr: bytes) -> WorkspaceError | None:
         return invalid_regex(pattern, f"{why} (at position {at})")
     if 'pattern contains "\\0"' in text:
         return WorkspaceError(
-            "invalid_pattern",
+            FileErrorCode.INVALID_PATTERN,
             f"{pattern[:100]!r} can only match a NUL byte, and grep skips binary files; "
             "use bash to search them",
         )
@@ -487,7 +490,8 @@ def file_errors(stderr: bytes) -> tuple[list[tuple[bytes, str]], list[str]]:
             continue
         code = int(found.group("errno"))
         if code != 2:
-            files.append((found.group("path"), "permission_denied" if code == 13 else "os_error"))
+            why = FileErrorCode.PERMISSION_DENIED if code == 13 else FileErrorCode.OS_ERROR
+            files.append((found.group("path"), why))
     return files, other
 
 
@@ -519,4 +523,6 @@ def os_error(run: RipgrepRun, other: list[str]) -> WorkspaceError:
     from outside the workspace (an ignore file in a parent folder).
     """
     logger.warning("steerable: ripgrep exited %s: %s", run.returncode, " | ".join(other)[:2000])
-    return WorkspaceError("os_error", f"the search failed (ripgrep exited {run.returncode}; the log has why)")
+    return WorkspaceError(
+        FileErrorCode.OS_ERROR, f"the search failed (ripgrep exited {run.returncode}; the log has why)"
+    )

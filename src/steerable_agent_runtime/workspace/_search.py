@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..errors import WorkspaceError
+from ._codes import FileErrorCode
 from ._disk import _DIR_FLAGS, open_directory, open_regular, read_bytes
 from ._globs import GlobPattern, compile_glob
 from ._paths import WorkspaceRoot, listing_text
@@ -78,12 +79,14 @@ def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
     display = root.display(real)
     if not real.exists():
         raise WorkspaceError(
-            "file_not_found",
+            FileErrorCode.FILE_NOT_FOUND,
             f"{display} does not exist; find the right path with list_dir or glob",
             data={"path": display},
         )
     if not real.is_dir():
-        raise WorkspaceError("not_a_directory", f"{display} is not a directory", data={"path": display})
+        raise WorkspaceError(
+            FileErrorCode.NOT_A_DIRECTORY, f"{display} is not a directory", data={"path": display}
+        )
     return real, display
 
 
@@ -248,7 +251,7 @@ async def _rg_grep(
     if run.stopped or run.timed_out:  # the child was killed: its last record may be cut short
         output = output[: output.rfind(b"\n") + 1]
     matches, binary = _parse_matches(output)
-    skipped = [(path, "binary_file") for path in binary]
+    skipped: list[tuple[str, str]] = [(path, FileErrorCode.BINARY_FILE) for path in binary]
     skipped += [(_rel(path), why) for path, why in unreadable]
     return matches, skipped, run.stopped, run.timed_out
 
@@ -337,7 +340,9 @@ class _Folders:
                 child = os.open(part, _DIR_FLAGS, dir_fd=self._chain[-1][1])
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise WorkspaceError("path_changed", f"{folder} changed during the search") from None
+                    raise WorkspaceError(
+                        FileErrorCode.PATH_CHANGED, f"{folder} changed during the search"
+                    ) from None
                 raise
             self._chain.append((part, child))
         return self._chain[-1][1]
@@ -378,19 +383,19 @@ def _verified_matches(
                         dropped.append((matches[0][0], exc.code))
                         continue
                     except OSError:
-                        dropped.append((matches[0][0], "os_error"))
+                        dropped.append((matches[0][0], FileErrorCode.OS_ERROR))
                         continue
                     if good is None:
                         continue
                     kept += good
                     if len(good) < len(matches):
-                        dropped.append((matches[0][0], "path_changed"))
+                        dropped.append((matches[0][0], FileErrorCode.PATH_CHANGED))
             except FileNotFoundError:
                 continue  # the folder is gone since the search
             except WorkspaceError as exc:
                 dropped += [(matches[0][0], exc.code) for matches in files.values()]
             except OSError:
-                dropped += [(matches[0][0], "os_error") for matches in files.values()]
+                dropped += [(matches[0][0], FileErrorCode.OS_ERROR) for matches in files.values()]
     kept.sort(key=lambda match: (match["path"], match["line"]))  # checked folder by folder
     return kept, dropped
 
@@ -737,7 +742,7 @@ async def grep_files(
             "pattern": pattern,
             "matches": [],
             "truncated": False,
-            "skipped": [{"path": display, "reason": "not_a_file"}],
+            "skipped": [{"path": display, "reason": FileErrorCode.NOT_A_FILE}],
         }
     collect = min(max(5 * max_results, 1000), 10_000)
     deadline = time.monotonic() + time_budget_s

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ..errors import WorkspaceError
+from ._codes import FileErrorCode
 
 __all__ = ["DecodedText", "count_lines", "decode_file", "encode_text", "version_of"]
 
@@ -69,7 +70,7 @@ def decode_file(raw: bytes, *, path: str, version: str | None = None) -> Decoded
     """
     if b"\x00" in raw[:_SNIFF_BYTES]:
         raise WorkspaceError(
-            "binary_file",
+            FileErrorCode.BINARY_FILE,
             f"{path} is a binary file; the file tools handle UTF-8 text only (use bash for binaries)",
             data={"path": path},
         )
@@ -79,7 +80,7 @@ def decode_file(raw: bytes, *, path: str, version: str | None = None) -> Decoded
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise WorkspaceError(
-            "not_utf8",
+            FileErrorCode.NOT_UTF8,
             f"{path} is not valid UTF-8 (byte {exc.start}); the file tools refuse to guess an encoding "
             "or rewrite it lossily (use bash with iconv for other encodings)",
             data={"path": path},
@@ -121,7 +122,7 @@ def encode_text(text: str, *, newline: str = "\n", bom: bool = False) -> bytes:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise WorkspaceError(
-            "invalid_text",
+            FileErrorCode.INVALID_TEXT,
             f"the text has a lone surrogate ({text[exc.start]!r} at index {exc.start}), which is not valid "
             "Unicode and cannot be written as UTF-8; send the character itself",
         ) from None

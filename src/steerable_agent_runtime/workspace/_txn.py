@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from ..errors import WorkspaceError
+from ._codes import FileErrorCode
 from ._disk import TEMP_NAME, open_directory
 
 __all__ = [
@@ -104,10 +105,10 @@ class StateDir:
                     with open_directory(self.root, self.path, STATE_DIR) as state_fd:
                         _write_gitignore(state_fd)
             except WorkspaceError as exc:  # only the walk's own refusals: the caller's pass through
-                if exc.code not in ("path_changed", "not_a_directory"):
+                if exc.code not in (FileErrorCode.PATH_CHANGED, FileErrorCode.NOT_A_DIRECTORY):
                     raise
                 raise WorkspaceError(
-                    "path_changed",
+                    FileErrorCode.PATH_CHANGED,
                     f"{STATE_DIR}/{'/'.join(sub)} in the workspace is not a directory (a symlink or a "
                     "file); remove it so steerable can keep its write journal there",
                 ) from None
@@ -220,7 +221,7 @@ def locked_error(paths: Sequence[str], timeout_s: float) -> WorkspaceError:
     keys = list(dict.fromkeys(paths))
     shown = ", ".join(sorted(keys)[:5])
     return WorkspaceError(
-        "file_locked",
+        FileErrorCode.FILE_LOCKED,
         f"another steerable process has been writing {shown} for over {timeout_s:g} s; "
         "try again in a moment (then read the file again: it has probably changed)",
         data={"paths": sorted(keys)[:20]},
@@ -229,7 +230,7 @@ def locked_error(paths: Sequence[str], timeout_s: float) -> WorkspaceError:
 
 def _no_locks(exc: OSError) -> WorkspaceError:
     return WorkspaceError(
-        "write_failed",
+        FileErrorCode.WRITE_FAILED,
         f"this filesystem does not support the file locks steerable uses to keep two processes from "
         f"overwriting each other ({exc.strerror or exc}); set STEERABLE_CROSS_PROCESS_LOCK=0 to write "
         "without them (only when a single steerable process uses this workspace)",

@@ -29,6 +29,7 @@ from .._protected import (
     runtime_roots,
 )
 from ..errors import WorkspaceError, WriteConflictError
+from ._codes import FileErrorCode
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -280,7 +281,9 @@ class Workspace:
             await uncancelled(asyncio.to_thread(self._write_blocking, real, data, display, guard))
         except OSError as exc:
             raise WorkspaceError(
-                "write_failed", f"could not write {display}: {exc.strerror or exc}", data={"path": display}
+                FileErrorCode.WRITE_FAILED,
+                f"could not write {display}: {exc.strerror or exc}",
+                data={"path": display},
             ) from None
 
     def _write_blocking(self, real: Path, data: bytes, display: str, guard: WriteGuard | None) -> None:
@@ -330,7 +333,7 @@ class Workspace:
         if not self.cross_process.try_acquire(created, held):
             held.release()
             raise WriteConflictError(
-                "conflict",
+                FileErrorCode.CONFLICT,
                 f"another steerable process is writing in {self.root.listing_name(created[0])} at the same "
                 f"time as this write of {display}; read the file again, then retry",
                 data={"path": display},
@@ -374,7 +377,7 @@ class Workspace:
             if rule is not None:
                 via = "" if candidate == display else f" (it resolves to {display})"
                 raise WorkspaceError(
-                    "protected_path",
+                    FileErrorCode.PROTECTED_PATH,
                     f"{candidate} is a protected path{via}: {rule.pattern} ({rule.reason}). The file tools "
                     f"do not {action} it, because a change there runs code outside the sandbox. If the user "
                     f"wants this change, ask them to make it themselves or to restart steerable with "
@@ -421,14 +424,14 @@ class Workspace:
         if expected is not None:
             if not _VERSION.fullmatch(expected):
                 raise WriteConflictError(
-                    "conflict",
+                    FileErrorCode.CONFLICT,
                     f"expectedVersion {expected[:80]!r} is not a version: pass the whole 64-character "
                     "version read_file returned, or leave expectedVersion out",
                     data={"path": display, "expectedVersion": expected[:80]},
                 )
             if expected != current:
                 raise WriteConflictError(
-                    "conflict",
+                    FileErrorCode.CONFLICT,
                     f"{display} changed since version {_short(expected)}; "
                     "read it again, then write with the new version",
                     data={"path": display, "expectedVersion": expected},
@@ -436,7 +439,7 @@ class Workspace:
         elif view is None:
             if self.require_read_before_write:
                 raise WriteConflictError(
-                    "not_read",
+                    FileErrorCode.NOT_READ,
                     f"{display} already exists and has not been read in this session; "
                     "read it first, then write with the read version (expectedVersion)",
                     data={"path": display},
@@ -444,7 +447,7 @@ class Workspace:
             return
         elif view.version != current:
             raise WriteConflictError(
-                "conflict",
+                FileErrorCode.CONFLICT,
                 f"{display} was modified outside this session since you read it (read version "
                 f"{_short(view.version)}, now {_short(current)}); "
                 "read it again, then write with the new version",
@@ -452,7 +455,7 @@ class Workspace:
             )
         if full_overwrite and view is not None and view.partial and view.version == current:
             raise WriteConflictError(
-                "partial_read",
+                FileErrorCode.PARTIAL_READ,
                 f"you have only seen part of {display} (the read was clipped or ranged), so a full overwrite "
                 "would destroy lines you never saw; use edit_file or apply_patch for targeted changes, "
                 "or read the whole file first (a file over the display limit can only be changed that way)",
@@ -468,7 +471,7 @@ class Workspace:
         """
         if isinstance(path, str) and path.rstrip().endswith("/"):
             raise WorkspaceError(
-                "invalid_path", f"{path!r} ends with '/', so it names a directory, not a file"
+                FileErrorCode.INVALID_PATH, f"{path!r} ends with '/', so it names a directory, not a file"
             )
         real = self.root.resolve(path)
         return real, self.root.display(real)
@@ -496,7 +499,7 @@ class Workspace:
         raw = await self.load(real, display)
         if raw is None:
             raise WorkspaceError(
-                "file_not_found",
+                FileErrorCode.FILE_NOT_FOUND,
                 f"{display} does not exist; find the right path with list_dir or glob",
                 data={"path": display},
             )
@@ -537,7 +540,7 @@ class Workspace:
         start = 1 if offset is None else offset
         if start > max(total, 1):
             raise WorkspaceError(
-                "invalid_range",
+                FileErrorCode.INVALID_RANGE,
                 f"offset {start} is past the end of {display} ({total} lines)",
                 data={"path": display, "totalLines": total},
             )
@@ -641,7 +644,7 @@ class Workspace:
             raw = snapshot.data
             if raw is None:
                 raise WorkspaceError(
-                    "file_not_found",
+                    FileErrorCode.FILE_NOT_FOUND,
                     f"{display} does not exist; create it with write_file",
                     data={"path": display},
                 )

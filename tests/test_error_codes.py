@@ -1,0 +1,84 @@
+"""Each tool family's ``data.code`` registry checked against its documentation, both ways.
+
+A code in a registry that no doc table lists fails, and so does a documented code the registry
+lacks (the way tests/sidecar/test_rpc.py checks the JSON-RPC codes against docs/sidecar-protocol.md).
+"""
+
+import ast
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+
+import pytest
+
+from steerable_agent_runtime.workspace import FileErrorCode
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CODE = re.compile(r"`([a-z][a-z0-9_]*)`")
+
+
+def documented_codes(doc: str, heading: str) -> list[str]:
+    """The codes in the first column of the table rows under ``heading`` (up to the next heading)."""
+    text = (DOCS / doc).read_text(encoding="utf-8")
+    start = text.index(f"\n{heading}\n")
+    end = text.find("\n## ", start + 1)
+    codes: list[str] = []
+    for line in text[start : end if end != -1 else len(text)].splitlines():
+        if line.startswith("| `"):
+            codes += CODE.findall(line.split("|")[1])
+    return codes
+
+
+def registry_codes_used_as_literals(package: Path, registry: type[StrEnum]) -> list[str]:
+    """Every ``"code"`` written as a literal where a registry member belongs (``Error("x", ...)``)."""
+    values = set(registry)
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        if path.name == "_codes.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        exported = {
+            id(name)
+            for node in tree.body
+            if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"
+            for name in ast.walk(node.value)
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in values and id(node) not in exported:
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.value!r}")
+    return found
+
+
+@pytest.mark.parametrize(
+    ("registry", "doc", "heading"), [(FileErrorCode, "file-tools.md", "## All error codes")]
+)
+def test_every_registered_code_is_documented_and_every_documented_code_registered(registry, doc, heading):
+    documented = documented_codes(doc, heading)
+    assert len(documented) == len(set(documented)), f"a code is listed twice in docs/{doc}"
+    assert sorted(documented) == sorted(registry), f"docs/{doc} ({heading}) and {registry.__name__} differ"
+
+
+def test_file_error_codes_are_the_contracts_groups_con_1():
+    contract = json.loads((ROOT / "spec" / "tool_contract.json").read_text(encoding="utf-8"))
+    groups = ("fileErrorCodes", "gateErrorCodes", "editErrorCodes", "patchErrorCodes")
+    assert {code for group in groups for code in contract[group]} == set(FileErrorCode)
+
+
+def test_file_error_codes_are_plain_strings_in_results_and_json():
+    from steerable_agent_runtime.errors import WriteConflictError
+
+    error = WriteConflictError(FileErrorCode.NOT_READ, "read it first")
+    assert type(error.code) is str and type(error.data["code"]) is str
+    assert json.dumps(error.data) == '{"code": "not_read"}'
+    assert FileErrorCode.NOT_READ == "not_read"
+
+
+def test_the_workspace_raises_codes_only_through_its_registry():
+    package = ROOT / "src" / "steerable_agent_runtime" / "workspace"
+    # _tools.py's argument checks still spell two codes out; the rest go through FileErrorCode.
+    literals = [
+        hit for hit in registry_codes_used_as_literals(package, FileErrorCode) if "_tools.py" not in hit
+    ]
+    assert literals == []
