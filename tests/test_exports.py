@@ -105,3 +105,11 @@ def test_importing_the_package_or_its_errors_loads_nothing_heavy():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == []
+
+
+def test_the_sidecar_exports_the_error_its_mcp_sources_raise():
+    import steerable_sidecar
+    from steerable_agent_runtime.errors import McpServerError
+
+    assert "McpServerError" in steerable_sidecar.__all__
+    assert steerable_sidecar.McpServerError is McpServerError

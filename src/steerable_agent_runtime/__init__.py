@@ -11,10 +11,14 @@ Importing the package is cheap: each public name is imported from its module on 
 
 import typing as _typing
 
-from ._lazy import lazy_exports as _lazy_exports
 from ._version import __version__
+from .lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from ._outcome import (
+        DEFAULT_MAX_ROUNDS,
+        RunOutcome,
+    )
     from .ask_user import (
         AskUserHandler,
         AskUserQuestionsPayload,
@@ -63,7 +67,6 @@ if _typing.TYPE_CHECKING:
     )
     from .loop import (
         AgentLoop,
-        RunOutcome,
         RunSummary,
     )
     from .modes import (
@@ -126,6 +129,10 @@ if _typing.TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_outcome": (
+        "DEFAULT_MAX_ROUNDS",
+        "RunOutcome",
+    ),
     "ask_user": (
         "AskUserHandler",
         "AskUserQuestionsPayload",
@@ -174,7 +181,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "loop": (
         "AgentLoop",
-        "RunOutcome",
         "RunSummary",
     ),
     "modes": (
@@ -236,6 +242,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 
 
 __all__ = [
+    "DEFAULT_MAX_ROUNDS",
     "DEFAULT_TOOL_MODE",
     "MODE_CONSENT",
     "AgentLoop",

@@ -8,14 +8,14 @@ tools, pydantic or the ``mcp`` SDK are loaded (docs/mcp.md: Start-up).
 import typing as _typing
 
 from steerable_agent_runtime import __version__
-from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
+from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from .boot import boot_tools
     from .cli import build_parser, main
     from .client import ChatHandle, SidecarClient
     from .mcp_server import McpServer
-    from .mcp_sources import McpToolSources, load_mcp_config
+    from .mcp_sources import McpServerError, McpToolSources, load_mcp_config
     from .providers import LLMConfig, OpenAICompatibleProvider, default_llm_provider
     from .session import handle_line, run_session
     from .terminal_prompt import terminal_ask_user_handler
@@ -25,7 +25,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "cli": ("build_parser", "main"),
     "client": ("ChatHandle", "SidecarClient"),
     "mcp_server": ("McpServer",),
-    "mcp_sources": ("McpToolSources", "load_mcp_config"),
+    "mcp_sources": ("McpServerError", "McpToolSources", "load_mcp_config"),
     "providers": ("LLMConfig", "OpenAICompatibleProvider", "default_llm_provider"),
     "session": ("handle_line", "run_session"),
     "terminal_prompt": ("terminal_ask_user_handler",),
@@ -37,6 +37,7 @@ __all__ = [
     "ChatHandle",
     "LLMConfig",
     "McpServer",
+    "McpServerError",
     "McpToolSources",
     "OpenAICompatibleProvider",
     "SidecarClient",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime.config import env_flag, env_text
 from steerable_agent_runtime.errors import ConfigError, PluginLoadError
-from steerable_agent_runtime.harness import AssembledHarness, HarnessStrategy, assemble_harness
+from steerable_agent_runtime.harness import AssembledHarness, assemble_harness
 from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
 from steerable_agent_runtime.tools import Tool, ToolExposure
 
@@ -42,7 +42,6 @@ _WEB_OFF: Final = "this run is offline: the web tools were turned off (--no-web-
 
 __all__ = [
     "ALLOW_PLUGINS_IN_WORKSPACE_ENV",
-    "HARNESS_CHOICES",
     "MCP_CONFIG_ENV",
     "Booted",
     "boot_tools",
@@ -56,9 +55,6 @@ ALLOW_PLUGINS_IN_WORKSPACE_ENV: Final = "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE"
 
 MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
 """Path of a JSON file listing the MCP servers every entry point connects."""
-
-HARNESS_CHOICES: Final = tuple(strategy.value for strategy in HarnessStrategy)
-"""``--harness`` values (``steerable_agent_runtime.harness.HarnessStrategy``)."""
 
 
 @dataclass(slots=True)

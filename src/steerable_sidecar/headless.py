@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
-from steerable_agent_runtime._outcome import DEFAULT_MAX_ROUNDS, RunOutcome  # not the loop: parser only
+from steerable_agent_runtime import DEFAULT_MAX_ROUNDS, RunOutcome  # lazy: not the loop (parser only)
 from steerable_agent_runtime.errors import SteerableError
 
 from .exit_codes import ExitCode

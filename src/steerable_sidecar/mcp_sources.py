@@ -55,6 +55,7 @@ __all__ = [
     "MCP_CONFIG_ENV",
     "MCP_TOOL_PREFIX",
     "McpServerConfig",
+    "McpServerError",
     "McpToolSources",
     "call_tool_result",
     "config_secrets",

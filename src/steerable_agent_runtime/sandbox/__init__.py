@@ -24,7 +24,7 @@ protected-path guard load at its first call.
 
 import typing as _typing
 
-from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
+from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from .._protected import PROTECTED_ENV

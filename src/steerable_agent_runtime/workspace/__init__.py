@@ -7,7 +7,7 @@ at its first call, so registering the tools loads only what ``read_file`` and ``
 
 import typing as _typing
 
-from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
+from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._codes import FileErrorCode

@@ -20,7 +20,7 @@ the first ``web_fetch`` / ``web_search`` call.
 
 import typing as _typing
 
-from steerable_agent_runtime._lazy import lazy_exports as _lazy_exports
+from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
     from ._config import WebToolsConfig, parse_domain_list

@@ -2,7 +2,9 @@
 
 A package lists its public names per submodule, for type checkers in an ``if TYPE_CHECKING:``
 block and for this helper in a table; each name is imported from its submodule on first access
-and then bound as a module global, so importing the package costs nothing but the table.
+and then bound as a module global, so importing the package costs nothing but the table. Public:
+the runtime's packages, ``steerable_sidecar`` and a plugin package built on the runtime use the
+same helper (``tests/test_exports.py`` checks each table against its ``TYPE_CHECKING`` block).
 """
 
 from __future__ import annotations
