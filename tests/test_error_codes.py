@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from steerable_agent_runtime.workspace import FileErrorCode
+from steerable_sidecar.web_tools import WebErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -51,9 +52,13 @@ def registry_codes_used_as_literals(package: Path, registry: type[StrEnum]) -> l
     return found
 
 
-@pytest.mark.parametrize(
-    ("registry", "doc", "heading"), [(FileErrorCode, "file-tools.md", "## All error codes")]
-)
+REGISTRIES = [
+    (FileErrorCode, "file-tools.md", "## All error codes"),
+    (WebErrorCode, "web-tools.md", "## Error codes"),
+]
+
+
+@pytest.mark.parametrize(("registry", "doc", "heading"), REGISTRIES, ids=lambda v: getattr(v, "__name__", v))
 def test_every_registered_code_is_documented_and_every_documented_code_registered(registry, doc, heading):
     documented = documented_codes(doc, heading)
     assert len(documented) == len(set(documented)), f"a code is listed twice in docs/{doc}"
@@ -82,3 +87,16 @@ def test_the_workspace_raises_codes_only_through_its_registry():
         hit for hit in registry_codes_used_as_literals(package, FileErrorCode) if "_tools.py" not in hit
     ]
     assert literals == []
+
+
+def test_the_web_tools_raise_codes_only_through_their_registry():
+    package = ROOT / "src" / "steerable_sidecar" / "web_tools"
+    assert registry_codes_used_as_literals(package, WebErrorCode) == []
+
+
+def test_web_error_codes_are_plain_strings_in_results_and_json():
+    from steerable_agent_runtime.errors import WebError
+
+    error = WebError(WebErrorCode.SSRF_BLOCKED, "refused")
+    assert type(error.code) is str and type(error.data["code"]) is str
+    assert json.dumps(error.data) == '{"code": "ssrf_blocked"}'

@@ -236,7 +236,8 @@ class WebError(ToolRetry):
     codes, e.g. ``"ssrf_blocked"``, ``"domain_blocked"``, ``"session_cap"``).
 
     Args:
-        code: A stable error code.
+        code: A stable error code: the web tools pass a ``steerable_sidecar.web_tools.WebErrorCode``;
+            ``code`` and ``data.code`` hold its plain ``str`` value.
         message: Human- and model-readable text naming the fix (and the env variable, for caps).
         data: Extra structured detail for the ``ToolResult.data`` payload.
     """

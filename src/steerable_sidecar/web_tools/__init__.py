@@ -23,6 +23,7 @@ import typing as _typing
 from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from ._codes import WebErrorCode
     from ._config import WebToolsConfig, parse_domain_list
     from ._fetch import Resolver, WebFetcher, system_resolver
     from ._policy import DomainPolicy, address_refusal, check_addresses, url_host, validate_url
@@ -39,6 +40,7 @@ if _typing.TYPE_CHECKING:
     from ._tools import WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WEB_TOOL_NAMES, WebTools, install_web_tools
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_codes": ("WebErrorCode",),
     "_config": ("WebToolsConfig", "parse_domain_list"),
     "_fetch": ("Resolver", "WebFetcher", "system_resolver"),
     "_policy": ("DomainPolicy", "address_refusal", "check_addresses", "url_host", "validate_url"),
@@ -74,6 +76,7 @@ __all__ = [
     "Resolver",
     "SearchHit",
     "TavilySearchProvider",
+    "WebErrorCode",
     "WebFetcher",
     "WebSearchProvider",
     "WebTools",

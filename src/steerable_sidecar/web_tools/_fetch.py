@@ -52,6 +52,7 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
 
 from .._http import REDIRECT_STATUSES, RedirectRefused, redirect_target, send_unfollowed
+from ._codes import WebErrorCode
 from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
 from ._content import render_body
 from ._converter import HtmlConverter, Rendered
@@ -484,7 +485,7 @@ class WebFetcher:
         except Exception as exc:  # the boundary: a hostile body ends in a WebError, nothing else
             reason = f"{type(exc).__name__}: {exc}"[:200]
             raise WebError(
-                "decoding_failed",
+                WebErrorCode.DECODING_FAILED,
                 f"web_fetch could not decode the body of {url} ({reason})",
                 data={"reason": reason},
             ) from None
@@ -492,7 +493,7 @@ class WebFetcher:
     def _timeout(self, url: httpx.URL) -> WebError:
         ms = self._config.fetch_timeout_ms
         return WebError(
-            "timeout",
+            WebErrorCode.TIMEOUT,
             f"web_fetch gave up on {url} after {ms} ms ({_TIMEOUT_ENV}={ms} bounds DNS, every redirect "
             "and the body together); try again later, or another source",
             data={"timeoutMs": ms},
@@ -510,7 +511,7 @@ class WebFetcher:
                         target = redirect_target(url, location).copy_with(fragment=None)
                     except RedirectRefused as exc:
                         raise WebError(
-                            "invalid_redirect",
+                            WebErrorCode.INVALID_REDIRECT,
                             f"{url} answered HTTP {response.status_code} with an unusable Location header: "
                             f"{exc}; web_fetch follows http(s) redirects only",
                             data={"status": response.status_code},
@@ -527,7 +528,7 @@ class WebFetcher:
                     if redirects > self._config.fetch_max_redirects:
                         limit = self._config.fetch_max_redirects
                         raise WebError(
-                            "too_many_redirects",
+                            WebErrorCode.TOO_MANY_REDIRECTS,
                             f"{url} redirected more than {limit} times within its origin "
                             f"({_REDIRECTS_ENV}={limit}); the page may redirect in a loop",
                             data={"maxRedirects": limit},
@@ -536,7 +537,7 @@ class WebFetcher:
                         url = validate_url(str(target))
                     except WebError as exc:
                         raise WebError(
-                            "invalid_redirect",
+                            WebErrorCode.INVALID_REDIRECT,
                             f"{url} answered HTTP {response.status_code} with an unusable Location header: "
                             f"{exc.error}",
                             data={"status": response.status_code},
@@ -559,7 +560,7 @@ class WebFetcher:
                 addresses = await self._resolver(host, url.port or _DEFAULT_PORTS[url.scheme])
             except OSError as exc:
                 raise WebError(
-                    "dns_failed",
+                    WebErrorCode.DNS_FAILED,
                     f"web_fetch could not reach {url}: the DNS lookup of {host} failed ({_reason(exc)}); "
                     "check the host name (or whether this machine can resolve names at all)",
                     data={"host": host},
@@ -597,7 +598,7 @@ class WebFetcher:
     def _refused_redirect(self, url: httpx.URL, exc: RedirectRefused) -> WebError:
         """``invalid_redirect`` for a ``Location`` httpx refused while reading the answer (``mailto:``...)."""
         return WebError(
-            "invalid_redirect",
+            WebErrorCode.INVALID_REDIRECT,
             f"{url} answered with an unusable Location header: {exc}; "
             "web_fetch follows http(s) redirects only",
         )
@@ -611,7 +612,7 @@ class WebFetcher:
         tls = _ssl_reason(exc)
         if tls is not None:
             return WebError(
-                "tls_failed",
+                WebErrorCode.TLS_FAILED,
                 f"web_fetch could not set up TLS with {host}: {tls}",
                 data={"host": host, "reason": tls},
             )
@@ -619,24 +620,24 @@ class WebFetcher:
         if isinstance(exc, httpx.ConnectError):
             if self._proxied:
                 return WebError(
-                    "proxy_unreachable",
+                    WebErrorCode.PROXY_UNREACHABLE,
                     f"web_fetch could not connect to the egress proxy for {host} ({reason}); "
                     "the proxy may have stopped",
                     data={"host": host, "reason": reason},
                 )
             return WebError(
-                "connect_failed",
+                WebErrorCode.CONNECT_FAILED,
                 f"web_fetch could not connect to {host} ({reason})",
                 data={"host": host, "reason": reason},
             )
         if isinstance(exc, httpx.ProtocolError):
             return WebError(
-                "protocol_error",
+                WebErrorCode.PROTOCOL_ERROR,
                 f"{host} broke the HTTP protocol ({reason})",
                 data={"host": host, "reason": reason},
             )
         return WebError(
-            "network_error",
+            WebErrorCode.NETWORK_ERROR,
             f"the connection to {host} failed ({reason})",
             data={"host": host, "reason": reason},
         )
@@ -645,7 +646,7 @@ class WebFetcher:
         allowed = self._config.allowed_domains
         listed = ", ".join(allowed) if allowed else "empty, so the proxy admits no web host"
         return WebError(
-            "proxy_refused",
+            WebErrorCode.PROXY_REFUSED,
             f"the egress proxy refused {host} ({answer}); the proxy admits only the hosts listed exactly "
             f"in {ALLOWED_DOMAINS_ENV} ({listed}), and a subdomain must be listed itself",
             data={"host": host, "answer": answer, "allowedDomains": list(allowed)},
@@ -689,7 +690,7 @@ class WebFetcher:
         data: dict[str, Any] = {"status": status}
         if excerpt:
             data["excerpt"] = excerpt
-        return WebError("http_status", message, data=data)
+        return WebError(WebErrorCode.HTTP_STATUS, message, data=data)
 
     async def _page(self, url: httpx.URL, response: httpx.Response) -> _Page:
         """Check the type from the headers, then read the body within the cap."""
@@ -735,7 +736,7 @@ class WebFetcher:
         if coding is None:
             shown = sent.strip().lower()
             raise WebError(
-                "unsupported_content_encoding",
+                WebErrorCode.UNSUPPORTED_CONTENT_ENCODING,
                 f"{url} sent its body with Content-Encoding {shown!r}, which web_fetch cannot decode "
                 "(it asks for gzip or deflate only)",
                 data={"contentEncoding": shown},
@@ -757,7 +758,7 @@ class WebFetcher:
                     return body, True
         except zlib.error:
             raise WebError(
-                "decoding_failed",
+                WebErrorCode.DECODING_FAILED,
                 f"{url} sent a body that is not valid {coding} (its Content-Encoding)",
                 data={"contentEncoding": coding},
             ) from None

@@ -23,6 +23,7 @@ from typing import Final, Literal
 from steerable_agent_runtime.errors import WebError
 
 from ._charsets import UTF16_BOMS, choose_charset
+from ._codes import WebErrorCode
 
 __all__ = [
     "BINARY_SNIFF_BYTES",
@@ -148,7 +149,7 @@ def require_text(media_type: str, url: str) -> ContentKind:
     kind = text_kind(media_type)
     if kind is None:
         raise WebError(
-            "unsupported_content_type",
+            WebErrorCode.UNSUPPORTED_CONTENT_TYPE,
             f"{url} is {media_type}, not text; web_fetch reads text only. To download binary "
             f"content use the bash tool with curl (curl -L -o FILE '{url}').",
             data={"contentType": media_type},
@@ -247,7 +248,7 @@ def refuse_binary(
     found = binary_type(prefix, declared_charset=declared_charset, kind=kind)
     if found is not None:
         raise WebError(
-            "unsupported_content_type",
+            WebErrorCode.UNSUPPORTED_CONTENT_TYPE,
             f"{url} is {found} (served as {declared}), not text; web_fetch reads text only. To download "
             f"binary content use the bash tool with curl (curl -L -o FILE '{url}').",
             data={"contentType": found, "declaredType": declared},

@@ -28,6 +28,7 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, WebError
 
+from ._codes import WebErrorCode
 from ._config import ALLOWED_DOMAINS_ENV, BLOCKED_DOMAINS_ENV, WebToolsConfig
 from ._domains import domain_entries, ip_literal
 
@@ -122,7 +123,7 @@ def validate_url(url: str) -> httpx.URL:
     text = url.strip()
     if len(text) > MAX_URL_LENGTH:
         raise WebError(
-            "invalid_url",
+            WebErrorCode.INVALID_URL,
             f"invalid URL {_shown(text)}: it is {len(text)} characters long; "
             f"at most {MAX_URL_LENGTH} are accepted",
             data={"maxLength": MAX_URL_LENGTH, "length": len(text)},
@@ -277,7 +278,7 @@ class DomainPolicy:
         if refusal is None:
             return
         code, entry = refusal
-        if code == "domain_blocked":
+        if code == WebErrorCode.DOMAIN_BLOCKED:
             raise WebError(
                 code,
                 f"{normal} is blocked by {BLOCKED_DOMAINS_ENV} (entry {entry}); use a source outside it",
@@ -318,26 +319,26 @@ class DomainPolicy:
                 continue
             target = f"web_fetch refused {url}: " if url else ""
             raise WebError(
-                "domain_blocked",
+                WebErrorCode.DOMAIN_BLOCKED,
                 f"{target}{_normal_host(host)} resolves to {address}, which is blocked by "
                 f"{BLOCKED_DOMAINS_ENV} (entry {entry}); use a source outside it",
                 data={"host": _normal_host(host), "address": address, "entry": entry},
             )
 
-    def _refusal(self, host: str) -> tuple[str, str] | None:
+    def _refusal(self, host: str) -> tuple[WebErrorCode, str] | None:
         address = _policy_address(host)
         if address is not None:
             blocked = self._blocked_ips.get(address)
             if blocked is not None:
-                return "domain_blocked", blocked
+                return WebErrorCode.DOMAIN_BLOCKED, blocked
             if self._allowed and not any(_policy_address(entry) == address for entry in self._allowed):
-                return "domain_not_allowed", ""
+                return WebErrorCode.DOMAIN_NOT_ALLOWED, ""
             return None
         blocked = next((entry for entry in self._blocked if _covers(entry, host)), None)
         if blocked is not None:
-            return "domain_blocked", blocked
+            return WebErrorCode.DOMAIN_BLOCKED, blocked
         if self._allowed and not any(_covers(entry, host) for entry in self._allowed):
-            return "domain_not_allowed", ""
+            return WebErrorCode.DOMAIN_NOT_ALLOWED, ""
         return None
 
 
@@ -401,7 +402,7 @@ def check_addresses(host: str, addresses: Sequence[str], *, url: str | None = No
     target = url or host
     if not addresses:
         raise WebError(
-            "dns_failed",
+            WebErrorCode.DNS_FAILED,
             f"web_fetch could not reach {target}: {host} has no DNS answers; check the host name",
             data={"host": host},
         )
@@ -415,7 +416,7 @@ def check_addresses(host: str, addresses: Sequence[str], *, url: str | None = No
         else:
             where = f"{host} resolves to {address} ({reason})"
         raise WebError(
-            "ssrf_blocked",
+            WebErrorCode.SSRF_BLOCKED,
             f"web_fetch refused {target}: {where}; {_PUBLIC_ONLY}",
             data={"host": host, "address": address, "reason": reason},
         )
@@ -509,4 +510,4 @@ def _shown(text: str) -> str:
 
 def _invalid(text: str | None, why: str) -> WebError:
     prefix = "invalid URL" if text is None else f"invalid URL {_shown(text)}"
-    return WebError("invalid_url", f"{prefix}: {why}")
+    return WebError(WebErrorCode.INVALID_URL, f"{prefix}: {why}")

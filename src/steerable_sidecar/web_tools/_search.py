@@ -54,6 +54,7 @@ from .._endpoints import checked_base_url, header_safe
 from .._http import ClientOwner, RedirectRefused, clip, error_message, retry_after_s, send_unfollowed
 from .._secrets import redact
 from ._charsets import codec_for
+from ._codes import WebErrorCode
 from ._config import (
     SEARCH_API_KEY_ENV,
     SEARCH_PROVIDER_ENV,
@@ -406,7 +407,7 @@ class _HttpBackend(ClientOwner):
         said = f": {detail}" if detail else ""
         return self._error(
             f"{self._label} is rate-limiting searches (HTTP 429{said}); {when}",
-            "search_rate_limited",
+            WebErrorCode.SEARCH_RATE_LIMITED,
             status=429,
             **extra,
         )
@@ -414,7 +415,7 @@ class _HttpBackend(ClientOwner):
     def _too_large(self) -> WebError:
         return self._error(f"{self._label}'s answer is larger than {MAX_RESPONSE_BYTES} bytes; not read")
 
-    def _error(self, message: str, code: str = "search_failed", **data: Any) -> WebError:
+    def _error(self, message: str, code: WebErrorCode = WebErrorCode.SEARCH_FAILED, **data: Any) -> WebError:
         message = self._scrub(message)
         logger.info("web_search via %s failed: %s", self.name, message)
         # detail taken from the answer (a header, a status text) may echo the key as well
@@ -545,7 +546,7 @@ class TavilySearchProvider(_HttpBackend):
             return self._error(
                 f"Tavily refused the search API key (HTTP {status}: {detail}); "
                 f"set a valid key in {_KEY_VARS}",
-                "search_auth",
+                WebErrorCode.SEARCH_AUTH,
                 status=status,
             )
         if status == 429:
@@ -883,7 +884,7 @@ class HostSearchProvider:
 
     def _error(self, message: str, **data: Any) -> WebError:
         logger.info("web_search via host failed: %s", message)
-        return WebError("search_failed", message, data={"provider": "host", **data})
+        return WebError(WebErrorCode.SEARCH_FAILED, message, data={"provider": "host", **data})
 
 
 # -- the default factory --------------------------------------------------------------------------

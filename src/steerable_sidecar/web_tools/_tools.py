@@ -23,6 +23,7 @@ from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
 from steerable_agent_runtime.types import ToolResult
 
 from .._endpoints import client_settings_to_check, env_proxy_client
+from ._codes import WebErrorCode
 from ._config import WEB_LIMIT_ENV, WebToolsConfig
 from ._schemas import TOOL_PARAMETERS
 
@@ -74,7 +75,7 @@ class _SessionCounter:
         """
         if self.cap and self.used >= self.cap:
             raise WebError(
-                "session_cap",
+                WebErrorCode.SESSION_CAP,
                 f"{self.tool} has reached its session limit of {self.cap} call{'s' if self.cap != 1 else ''} "
                 f"({self.variable}); "
                 "work with what you have, or ask the user to raise the limit",
@@ -190,10 +191,10 @@ class WebTools:
         """
         provider = self.provider
         if provider is None:  # not registered then; a direct caller still gets a clear answer
-            raise WebError("search_unavailable", "web_search has no provider configured")
+            raise WebError(WebErrorCode.SEARCH_UNAVAILABLE, "web_search has no provider configured")
         text = query.strip()
         if not text:
-            raise WebError("invalid_query", "query is empty; say what to search for")
+            raise WebError(WebErrorCode.INVALID_QUERY, "query is empty; say what to search for")
         limit = min(max_results or self.config.search_max_results, MAX_SEARCH_RESULTS)
         self.searches.admit()
         try:
@@ -206,7 +207,7 @@ class WebTools:
                 )
         except TimeoutError:
             raise WebError(
-                "search_timeout",
+                WebErrorCode.SEARCH_TIMEOUT,
                 f"web_search ({provider.name}) did not answer within "
                 f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'].variable})",
             ) from None
@@ -388,7 +389,7 @@ def _default_provider(config: WebToolsConfig, host_search: HostInvoke | None) ->
             )
         made = default_web_search_provider(config, client=client, host_invoke=host_search)
         if made is None:  # pragma: no cover - the choice above is default_web_search_provider's
-            raise WebError("search_unavailable", "web_search has no provider configured")
+            raise WebError(WebErrorCode.SEARCH_UNAVAILABLE, "web_search has no provider configured")
         return made, (() if client is None else (client,))
 
     return make
