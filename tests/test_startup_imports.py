@@ -96,6 +96,8 @@ def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path:
         "steerable_agent_runtime.workspace._search",
         "steerable_sidecar.web_tools._fetch",
         "steerable_sidecar.web_tools._search",
+        "steerable_sidecar.web_tools._search_http",
+        "steerable_sidecar.web_tools._ddg",
         "steerable_sidecar.web_tools._content",
         "steerable_sidecar.web_tools._converter",
         "steerable_sidecar.web_tools._html",

@@ -1,9 +1,10 @@
 """Reading HTTP answers: error bodies, ``Retry-After`` and redirects, for every HTTP client here.
 
 The model provider (:mod:`steerable_sidecar.providers`), the search backends
-(:mod:`steerable_sidecar.web_tools._search`) and ``web_fetch`` (:mod:`steerable_sidecar.web_tools._fetch`)
-read the same kinds of answers, and a server can send any of them any bytes. One copy of each
-reader lives here, and none of them raises on a hostile answer:
+(:mod:`steerable_sidecar.web_tools._search_http`) and ``web_fetch``
+(:mod:`steerable_sidecar.web_tools._fetch`) read the same kinds of answers, and a server can send
+any of them any bytes. One copy of each reader lives here, and none of them raises on a hostile
+answer:
 
 * :func:`clip`: a server's text (or a JSON value) on one line, cut to a length with a marker.
 * :class:`ClientOwner`: the ``httpx.AsyncClient`` an object sends with, injected (its caller

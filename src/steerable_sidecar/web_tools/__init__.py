@@ -25,17 +25,16 @@ from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 if _typing.TYPE_CHECKING:
     from ._codes import WebErrorCode
     from ._config import WebToolsConfig, parse_domain_list
+    from ._ddg import DuckDuckGoSearchProvider
     from ._fetch import Resolver, WebFetcher, system_resolver
+    from ._hits import SearchHit, filter_hits
     from ._policy import DomainPolicy, address_refusal, check_addresses, url_host, validate_url
     from ._search import (
-        DuckDuckGoSearchProvider,
         HostInvoke,
         HostSearchProvider,
-        SearchHit,
         TavilySearchProvider,
         WebSearchProvider,
         default_web_search_provider,
-        filter_hits,
     )
     from ._tools import WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WEB_TOOL_NAMES, WebTools, install_web_tools
 
@@ -44,15 +43,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_config": ("WebToolsConfig", "parse_domain_list"),
     "_fetch": ("Resolver", "WebFetcher", "system_resolver"),
     "_policy": ("DomainPolicy", "address_refusal", "check_addresses", "url_host", "validate_url"),
+    "_ddg": ("DuckDuckGoSearchProvider",),
+    "_hits": ("SearchHit", "filter_hits"),
     "_search": (
-        "DuckDuckGoSearchProvider",
         "HostInvoke",
         "HostSearchProvider",
-        "SearchHit",
         "TavilySearchProvider",
         "WebSearchProvider",
         "default_web_search_provider",
-        "filter_hits",
     ),
     "_tools": (
         "WEB_FETCH_TOOL_NAME",

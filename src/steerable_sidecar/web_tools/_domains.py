@@ -39,41 +39,46 @@ def domain_entries(entries: Iterable[str], label: str) -> tuple[str, ...]:
 def _domain_entry(entry: str, label: str) -> str:
     """One normalized domain-list entry (an A-label name or a canonical IP address)."""
     text = entry.strip()
-
-    def refuse(why: str) -> ConfigError:
-        return ConfigError(f"{label}: {text!r} is not a host name ({why}); write names like docs.example.com")
-
     if not text:
-        raise refuse("empty")
+        raise _not_a_host(label, text, "empty")
     literal = ip_literal(text)
     if literal is not None:
         return literal
     for mark, why in (("://", "it has a scheme"), ("@", "it has userinfo"), ("/", "it has a path")):
         if mark in text:
-            raise refuse(why)
+            raise _not_a_host(label, text, why)
+    return _a_label_name(text, label)
+
+
+def _a_label_name(text: str, label: str) -> str:
+    """``text`` (stripped, not an IP address) as an IDNA A-label name, ``*.`` and dots dropped."""
     import idna  # only for a configured domain list
 
     try:
         mapped = idna.uts46_remap(text, std3_rules=False, transitional=False)
     except idna.IDNAError as exc:
-        raise refuse(str(exc)) from None
+        raise _not_a_host(label, text, str(exc)) from None
     if mapped == "*":
-        raise refuse(f"a bare * is not a domain; leave {label} empty to mean every host")
+        raise _not_a_host(label, text, f"a bare * is not a domain; leave {label} empty to mean every host")
     mapped = mapped.removeprefix("*.").removeprefix(".").removesuffix(".")
     for mark, why in _NOT_IN_NAME:
         if mark in mapped:
-            raise refuse(why)
+            raise _not_a_host(label, text, why)
     if not mapped:
-        raise refuse("nothing is left after the dots")
+        raise _not_a_host(label, text, "nothing is left after the dots")
     if mapped.startswith(".") or mapped.endswith("."):
-        raise refuse("it has an empty label")
+        raise _not_a_host(label, text, "it has an empty label")
     try:
         name = idna.encode(mapped, uts46=False).decode("ascii")
     except idna.IDNAError as exc:
-        raise refuse(str(exc)) from None
+        raise _not_a_host(label, text, str(exc)) from None
     if _NUMERIC_TLD.fullmatch(name.rsplit(".", 1)[-1]):
-        raise refuse("its last label is a number but the entry is not an IPv4 address")
+        raise _not_a_host(label, text, "its last label is a number but the entry is not an IPv4 address")
     return name
+
+
+def _not_a_host(label: str, text: str, why: str) -> ConfigError:
+    return ConfigError(f"{label}: {text!r} is not a host name ({why}); write names like docs.example.com")
 
 
 def ip_literal(text: str) -> str | None:

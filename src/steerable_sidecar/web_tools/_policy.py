@@ -121,6 +121,19 @@ def validate_url(url: str) -> httpx.URL:
     if not isinstance(url, str):
         raise _invalid(None, f"the URL must be a string, not {type(url).__name__}")
     text = url.strip()
+    parsed = _parsed(text)
+    host = parsed.raw_host.decode("ascii").lower()
+    if not host:
+        raise _invalid(text, "it has no host")
+    if parsed.port is not None and not 1 <= parsed.port <= 65535:
+        raise _invalid(text, f"port {parsed.port} is out of range (1 to 65535)")
+    if ":" in host:
+        return _with_ipv6_host(parsed, host, text)
+    return _with_name_host(parsed, host, text)
+
+
+def _parsed(text: str) -> httpx.URL:
+    """``text`` parsed by httpx, if short enough, with an http(s) scheme and no userinfo."""
     if len(text) > MAX_URL_LENGTH:
         raise WebError(
             WebErrorCode.INVALID_URL,
@@ -138,16 +151,19 @@ def validate_url(url: str) -> httpx.URL:
         raise _invalid(text, f"only http:// and https:// URLs can be fetched, not {parsed.scheme}:")
     if parsed.userinfo:
         raise _invalid(None, "it carries credentials before '@'; remove them (a user or password is refused)")
-    host = parsed.raw_host.decode("ascii").lower()
-    if not host:
-        raise _invalid(text, "it has no host")
-    if parsed.port is not None and not 1 <= parsed.port <= 65535:
-        raise _invalid(text, f"port {parsed.port} is out of range (1 to 65535)")
-    if ":" in host:
-        if "%" in host:
-            raise _invalid(text, "an IPv6 zone id names a local network interface; " + _PUBLIC_ONLY)
-        canonical = str(ipaddress.IPv6Address(host))
-        return parsed if canonical == parsed.raw_host.decode("ascii") else parsed.copy_with(host=canonical)
+    return parsed
+
+
+def _with_ipv6_host(parsed: httpx.URL, host: str, text: str) -> httpx.URL:
+    """``parsed`` with its IPv6 literal ``host`` (lowercase) in canonical form; a zone id is refused."""
+    if "%" in host:
+        raise _invalid(text, "an IPv6 zone id names a local network interface; " + _PUBLIC_ONLY)
+    canonical = str(ipaddress.IPv6Address(host))
+    return parsed if canonical == parsed.raw_host.decode("ascii") else parsed.copy_with(host=canonical)
+
+
+def _with_name_host(parsed: httpx.URL, host: str, text: str) -> httpx.URL:
+    """``parsed`` with its name ``host`` (lowercase) checked, without a trailing dot, inet_aton read."""
     name = host.removesuffix(".")
     labels = name.split(".")
     if len(name) > _MAX_NAME or not all(_LABEL.fullmatch(label) for label in labels):

@@ -26,10 +26,10 @@ provider.
 The Tavily key goes only in the ``Authorization`` header and is scrubbed from every hit, error
 message and log line, even when a server echoes it back.
 
-Bounds on a backend's answer: at most :data:`MAX_RESPONSE_BYTES`, counted both as received and
-after content decoding (gzip and deflate are inflated here a bounded step at a time, never by
-httpx, so a compression bomb costs at most the cap); a single ``Content-Encoding`` only; at most
-:data:`MAX_CONSIDERED_RESULTS` results looked at; JSON and HTML parsed in a worker thread.
+Where the rest lives: :class:`~._hits.SearchHit`, :func:`~._hits.filter_hits` and the hit bounds
+in :mod:`._hits`; the HTTP exchange both in-process backends share (the answer's size cap, its
+bounded inflation, the deadline) in :mod:`._search_http`; DuckDuckGo and its page parser in
+:mod:`._ddg`. JSON and HTML are parsed in a worker thread.
 """
 
 from __future__ import annotations
@@ -37,93 +37,40 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
-import re
-import zlib
-from collections.abc import Awaitable, Callable, Iterable, Mapping
-from dataclasses import dataclass
-from html.parser import HTMLParser
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, Protocol, runtime_checkable
-from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
-from .._endpoints import checked_base_url, header_safe
-from .._http import ClientOwner, RedirectRefused, clip, error_message, retry_after_s, send_unfollowed
+from .._endpoints import header_safe
+from .._http import clip, error_message
 from .._secrets import redact
-from ._charsets import codec_for
 from ._codes import WebErrorCode
-from ._config import (
-    SEARCH_API_KEY_ENV,
-    SEARCH_PROVIDER_ENV,
-    TAVILY_API_KEY_ENV,
-    WEB_LIMIT_ENV,
-    WebToolsConfig,
-)
-from ._decoding import Inflater, content_coding
-from ._policy import DomainPolicy, url_host, validate_url
+from ._config import SEARCH_API_KEY_ENV, SEARCH_PROVIDER_ENV, TAVILY_API_KEY_ENV, WebToolsConfig
+from ._ddg import DuckDuckGoSearchProvider
+from ._hits import Malformed, SearchHit, clamp_results, filter_hits, hits_from
+from ._policy import DomainPolicy
+from ._search_http import ACCEPT_ENCODING, Answer, HttpBackend, search_base_url
 
 __all__ = [
-    "MAX_CONSIDERED_RESULTS",
-    "MAX_RESPONSE_BYTES",
-    "MAX_SEARCH_RESULTS",
-    "DDG_LITE_URL",
     "TAVILY_BASE_URL",
-    "DuckDuckGoSearchProvider",
     "HostInvoke",
     "HostSearchProvider",
-    "SearchHit",
     "TavilySearchProvider",
     "WebSearchProvider",
     "default_web_search_provider",
-    "filter_hits",
 ]
 
 logger = logging.getLogger(__name__)
 
-MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"].ceiling
-"""The most hits one search returns (spec: Bounds, ``search_max_results`` ceiling)."""
-
-MAX_RESPONSE_BYTES: Final = 4 * 1024 * 1024
-"""The most bytes read from one backend answer, both as received and content-decoded; a larger
-answer fails the search."""
-
-MAX_CONSIDERED_RESULTS: Final = 100
-"""The most results of one answer looked at (a real page holds about 30); the rest are ignored."""
-
 TAVILY_BASE_URL: Final = "https://api.tavily.com"
-DDG_LITE_URL: Final = "https://lite.duckduckgo.com/lite/"
-
 _KEY_VARS: Final = f"{SEARCH_API_KEY_ENV} or {TAVILY_API_KEY_ENV}"
-_TIMEOUT_VAR: Final = WEB_LIMIT_ENV["search_timeout_ms"].variable
-_MAX_TITLE_CHARS: Final = 300
-_MAX_SNIPPET_CHARS: Final = 1_000
-_ACCEPT_ENCODING: Final = "gzip"
 
 
 HostInvoke = Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]]
 """The reverse-channel call :class:`HostSearchProvider` makes: request object in, answer out."""
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One search result.
-
-    Attributes:
-        title: The page title (whitespace collapsed, at most 300 characters).
-        url: The page URL, as the backend gave it (DuckDuckGo redirect links already unwrapped).
-        snippet: A short extract of the page (whitespace collapsed, at most 1,000 characters).
-    """
-
-    title: str
-    url: str
-    snippet: str
-
-    def to_json(self) -> dict[str, str]:
-        """Return ``{"title", "url", "snippet"}``, the hit as the tool result carries it."""
-        return {"title": self.title, "url": self.url, "snippet": self.snippet}
 
 
 @runtime_checkable
@@ -165,268 +112,10 @@ class WebSearchProvider(Protocol):
         ...
 
 
-# -- the domain policy, post hoc ------------------------------------------------------------------
-
-
-def filter_hits(hits: Iterable[SearchHit], policy: DomainPolicy, max_results: int) -> list[SearchHit]:
-    """Apply the domain policy to returned hits: the post-hoc half of WEB-11, for every provider.
-
-    A hit is dropped when its URL fails :func:`~._policy.validate_url` (not http(s), credentials in
-    the URL, over 2,048 characters, no host: ``javascript:`` and relative links go here), when the
-    policy refuses its host (an entry matches its host and every subdomain; blocked wins), or when
-    an earlier hit had the same URL (compared without its ``#fragment``). Order is kept. Only the
-    first :data:`MAX_CONSIDERED_RESULTS` hits are looked at, so a provider that returns a huge
-    list costs no more than a real result page.
-
-    Args:
-        hits: The provider's hits, best first.
-        policy: The deployment's allowed / blocked lists.
-        max_results: The most hits to keep; 0 or less keeps none.
-
-    Returns:
-        At most ``max_results`` hits, in their original order.
-    """
-    kept: list[SearchHit] = []
-    seen: set[str] = set()
-    for considered, hit in enumerate(hits):
-        if len(kept) >= max_results or considered >= MAX_CONSIDERED_RESULTS:
-            break
-        try:
-            url = validate_url(hit.url)
-        except WebError:
-            continue
-        if not policy.allows(url_host(url)):
-            continue
-        key = str(url.copy_with(fragment=None))
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(hit)
-    return kept
-
-
-# -- shared helpers -------------------------------------------------------------------------------
-
-
-def _clamp_results(max_results: int) -> int:
-    return min(max(1, max_results), MAX_SEARCH_RESULTS)
-
-
-class _Malformed(ValueError):
-    """Why a backend's answer is not ``{"results": [{"url", "title"?, <snippet>?}, ...]}``."""
-
-
-def _same(text: str) -> str:
-    return text
-
-
-def _hit(item: Any, index: int, snippet_key: str, scrub: Callable[[str], str] = _same) -> SearchHit:
-    """One hit from an answer's result object; a result without a string ``url`` is malformed.
-
-    ``scrub`` is applied to the title, URL and snippet as received, before any clipping (which could
-    otherwise cut a secret into a prefix no longer recognised).
-    """
-    if not isinstance(item, Mapping):
-        raise _Malformed(f"result {index} is not an object")
-    url = item.get("url")
-    if not isinstance(url, str) or not url.strip():
-        raise _Malformed(f"result {index} has no url")
-    fields: dict[str, str] = {}
-    for key in ("title", snippet_key):
-        value = item.get(key)
-        if value is not None and not isinstance(value, str):
-            raise _Malformed(f"result {index} has a non-text {key}")
-        fields[key] = value or ""
-    return SearchHit(
-        title=clip(scrub(fields["title"]), _MAX_TITLE_CHARS, marker="…"),
-        url=scrub(url).strip(),
-        snippet=clip(scrub(fields[snippet_key]), _MAX_SNIPPET_CHARS, marker="…"),
-    )
-
-
-def _hits(answer: Any, snippet_key: str, scrub: Callable[[str], str] = _same) -> list[SearchHit]:
-    """The hits of the first :data:`MAX_CONSIDERED_RESULTS` results of ``{"results": [...]}``, in order.
-
-    Results past the bound are ignored, not checked.
-
-    Raises:
-        _Malformed: When the answer or one of the considered results has the wrong shape.
-    """
-    if not isinstance(answer, Mapping):
-        raise _Malformed("not a JSON object")
-    results = answer.get("results")
-    if not isinstance(results, list):
-        raise _Malformed("no results list")
-    considered = results[:MAX_CONSIDERED_RESULTS]
-    return [_hit(item, index, snippet_key, scrub) for index, item in enumerate(considered, start=1)]
-
-
-@dataclass(frozen=True, slots=True)
-class _Answer:
-    """A backend's HTTP answer, read whole (within the size cap)."""
-
-    status: int
-    headers: httpx.Headers
-    body: bytes
-    charset: str | None
-
-    def text(self) -> str:
-        """The body decoded with the declared charset, errors replaced.
-
-        Only WHATWG Encoding Standard labels are honoured (the fetcher's table); none, or any other
-        label (``base64``, ``idna``...), decodes as UTF-8.
-        """
-        codec = codec_for(self.charset or "") or "utf-8"
-        return self.body.decode(codec, "replace")
-
-
-def _origin(url: httpx.URL) -> str:
-    return f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}"
-
-
-def _checked_base_url(base_url: object, what: str, appends: str) -> str:
-    """``base_url`` as given, after :func:`~steerable_sidecar._endpoints.checked_base_url`'s checks.
-
-    Raises:
-        UserError: Naming ``what`` and why (the value is shown by scheme and host only).
-    """
-    try:
-        checked_base_url(base_url, variable="base_url", key_variable="the api_key argument", appends=appends)
-    except ConfigError as exc:
-        raise UserError(
-            f"{what} base_url must be an http(s) URL with a host, no credentials, query or fragment ({exc})"
-        ) from None
-    assert isinstance(base_url, str)  # checked_base_url refuses anything else
-    return base_url
-
-
-class _HttpBackend(ClientOwner):
-    """The HTTP exchange both HTTP backends share: one deadline, a size cap, errors named by provider."""
-
-    name: str
-    _label: str
-
-    def __init__(self, *, client: httpx.AsyncClient | None, timeout_ms: int) -> None:
-        if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int) or timeout_ms < 1:
-            raise UserError(f"timeout_ms must be a positive integer (milliseconds), not {timeout_ms!r}")
-        self.timeout_ms = timeout_ms
-        self._timeout = httpx.Timeout(timeout_ms / 1000)
-        super().__init__(client, what="web_search", timeout=self._timeout)
-
-    def _scrub(self, text: str) -> str:
-        return text
-
-    async def _exchange(self, request: httpx.Request) -> _Answer:
-        """Send ``request`` and read its body (at most :data:`MAX_RESPONSE_BYTES`) within the deadline.
-
-        The whole exchange (connect, send, every read) shares one ``timeout_ms`` deadline; a
-        redirect is never followed.
-
-        Raises:
-            WebError: ``search_failed`` for a timeout, a network error, an oversized answer, or a
-                redirect whose ``Location`` httpx cannot make a URL of (``mailto:``...).
-        """
-        try:
-            async with asyncio.timeout(self.timeout_ms / 1000):
-                response = await send_unfollowed(self._client, request)
-                try:
-                    body = await self._read_capped(response)
-                finally:
-                    await response.aclose()
-        except (TimeoutError, httpx.TimeoutException):
-            raise self._error(
-                f"{self._label} did not answer within {self.timeout_ms} ms ({_TIMEOUT_VAR})"
-            ) from None
-        except RedirectRefused as exc:
-            where = _origin(request.url)
-            raise self._error(f"{self._label} at {where} answered with a redirect: {exc}") from None
-        except httpx.ConnectError as exc:
-            raise self._error(
-                f"could not reach {self._label} at {_origin(request.url)}: {exc or 'connection refused'}"
-            ) from None
-        except httpx.HTTPError as exc:
-            raise self._error(
-                f"the exchange with {self._label} at {_origin(request.url)} failed "
-                f"({type(exc).__name__}: {exc or 'no detail'})"
-            ) from None
-        return _Answer(response.status_code, response.headers, body, response.charset_encoding)
-
-    async def _read_capped(self, response: httpx.Response) -> bytes:
-        """The body, content-decoded here, a bounded step at a time (never by httpx).
-
-        httpx's own decoding inflates a whole received chunk in one call, so 2 KB of stacked gzip
-        would become gigabytes before any check. Here the raw bytes are read with ``aiter_raw`` and
-        inflated by the fetcher's bounded inflater, at most one byte past the cap in all; peak memory
-        is about the cap.
-
-        Raises:
-            WebError: ``search_failed`` for more than :data:`MAX_RESPONSE_BYTES` received or decoded,
-                a ``Content-Encoding`` other than one of gzip, deflate or identity (a list of codings
-                included), or a body that does not decode.
-        """
-        declared = response.headers.get("content-length", "")
-        if (
-            declared.isascii()
-            and declared.isdigit()
-            and (len(declared) > 9 or int(declared) > MAX_RESPONSE_BYTES)
-        ):
-            raise self._too_large()
-        sent_coding = response.headers.get("content-encoding", "")
-        coding = content_coding(sent_coding)
-        if coding is None:
-            shown = clip(sent_coding)
-            raise self._error(
-                f"{self._label} sent its answer with Content-Encoding {shown!r}; web_search decodes one "
-                f"coding only, gzip or deflate (it asks for {_ACCEPT_ENCODING})",
-                contentEncoding=shown,
-            )
-        inflater = Inflater(coding)
-        body = bytearray()
-        received = 0
-        limit = MAX_RESPONSE_BYTES + 1  # one byte past the cap tells "larger" from "exactly the cap"
-        try:
-            async for raw in response.aiter_raw():
-                received += len(raw)
-                if received > MAX_RESPONSE_BYTES:
-                    raise self._too_large()
-                body += inflater.decode(raw, limit - len(body))
-                if len(body) > MAX_RESPONSE_BYTES:
-                    raise self._too_large()
-        except zlib.error:
-            raise self._error(
-                f"{self._label}'s answer is not valid {coding} (its Content-Encoding)", contentEncoding=coding
-            ) from None
-        return bytes(body)
-
-    def _rate_limited(self, answer: _Answer, detail: str = "") -> WebError:
-        """``search_rate_limited`` for an HTTP 429, with the ``Retry-After`` delay when it is usable."""
-        delay = retry_after_s(answer.headers)
-        retry_after = None if delay is None else math.ceil(delay)
-        when = f"retry in {retry_after} s" if retry_after is not None else "wait before searching again"
-        extra = {"retryAfterSeconds": retry_after} if retry_after is not None else {}
-        said = f": {detail}" if detail else ""
-        return self._error(
-            f"{self._label} is rate-limiting searches (HTTP 429{said}); {when}",
-            WebErrorCode.SEARCH_RATE_LIMITED,
-            status=429,
-            **extra,
-        )
-
-    def _too_large(self) -> WebError:
-        return self._error(f"{self._label}'s answer is larger than {MAX_RESPONSE_BYTES} bytes; not read")
-
-    def _error(self, message: str, code: WebErrorCode = WebErrorCode.SEARCH_FAILED, **data: Any) -> WebError:
-        message = self._scrub(message)
-        logger.info("web_search via %s failed: %s", self.name, message)
-        # detail taken from the answer (a header, a status text) may echo the key as well
-        data = {k: self._scrub(v) if isinstance(v, str) else v for k, v in data.items()}
-        return WebError(code, message, data={"provider": self.name, **data})
-
-
 # -- Tavily ---------------------------------------------------------------------------------------
 
 
-class TavilySearchProvider(_HttpBackend):
+class TavilySearchProvider(HttpBackend):
     """Tavily's Search API: ``POST {base_url}/search`` with a bearer key (WEB-5).
 
     Wire format (https://docs.tavily.com/api-reference/endpoint/search; authentication per
@@ -465,7 +154,7 @@ class TavilySearchProvider(_HttpBackend):
             raise UserError(
                 f"the web search API key contains characters an HTTP header cannot carry ({_KEY_VARS})"
             )
-        self.base_url = _checked_base_url(base_url, "Tavily", "/search").rstrip("/")
+        self.base_url = search_base_url(base_url, "Tavily", "/search").rstrip("/")
         super().__init__(client=client, timeout_ms=timeout_ms)
         self._url = f"{self.base_url}/search"
         self._secret = api_key
@@ -501,7 +190,7 @@ class TavilySearchProvider(_HttpBackend):
                 ``Content-Encoding`` other than one of gzip or deflate, is not JSON, is nested
                 deeper than the interpreter can parse, or is malformed in its first 100 results.
         """
-        wanted = _clamp_results(max_results)
+        wanted = clamp_results(max_results)
         body: dict[str, Any] = {"query": query, "max_results": wanted, "search_depth": "basic"}
         if allowed_domains:
             body["include_domains"] = list(allowed_domains)
@@ -514,7 +203,7 @@ class TavilySearchProvider(_HttpBackend):
             headers={
                 "Authorization": f"Bearer {self._secret}",
                 "Accept": "application/json",
-                "Accept-Encoding": _ACCEPT_ENCODING,
+                "Accept-Encoding": ACCEPT_ENCODING,
             },
             timeout=self._timeout,
         )
@@ -523,7 +212,7 @@ class TavilySearchProvider(_HttpBackend):
         # Up to 4 MiB of JSON and up to 100 URL checks: a worker thread, not the event loop.
         return await asyncio.to_thread(self._read_answer, response, policy, wanted)
 
-    def _read_answer(self, response: _Answer, policy: DomainPolicy, wanted: int) -> list[SearchHit]:
+    def _read_answer(self, response: Answer, policy: DomainPolicy, wanted: int) -> list[SearchHit]:
         """The hits of an answer (runs in a worker thread); every failure is a ``WebError``."""
         if response.status != 200:
             raise self._status_error(response)
@@ -534,12 +223,12 @@ class TavilySearchProvider(_HttpBackend):
         except ValueError:
             raise self._error("Tavily's answer is not JSON") from None
         try:
-            hits = _hits(answer, "content", self._scrub_hit)
-        except _Malformed as exc:
+            hits = hits_from(answer, "content", self._scrub_hit)
+        except Malformed as exc:
             raise self._error(f"Tavily's answer is malformed: {exc}") from None
         return filter_hits(hits, policy, wanted)
 
-    def _status_error(self, response: _Answer) -> WebError:
+    def _status_error(self, response: Answer) -> WebError:
         status = response.status
         detail = error_message(response.body)
         if status in (401, 403):
@@ -560,252 +249,6 @@ class TavilySearchProvider(_HttpBackend):
     def _scrub(self, text: str) -> str:
         """``text`` without the key, whole or cut short by a clip (``tvly-ab...``)."""
         return redact(text, self._secret, encoded=True)
-
-
-# -- DuckDuckGo lite ------------------------------------------------------------------------------
-
-
-class DuckDuckGoSearchProvider(_HttpBackend):
-    """DuckDuckGo's lite HTML page (https://lite.duckduckgo.com/lite/): the explicit free backend.
-
-    Chosen only by ``STEERABLE_WEB_SEARCH_PROVIDER=ddg``, never as a fallback for a missing Tavily
-    key (WEB-6). The request is the lite page's own form submission: ``POST`` with the form field
-    ``q=<query>``. The answer is parsed with the standard library's :mod:`html.parser`: titles and
-    links from ``a.result-link``, snippets from ``td.result-snippet``; rows of
-    ``tr.result-sponsored`` and ``duckduckgo.com/y.js`` ad links are dropped, and redirect links
-    ``//duckduckgo.com/l/?uddg=<target>&rut=...`` are unwrapped to the target.
-
-    DuckDuckGo has no domain-list parameter, so ``supports_domain_lists`` is ``False``; the
-    ``site:`` operator is not used (its behaviour on the lite page is undocumented). The lists are
-    applied to the whole result page (about 30 hits) before it is cut to ``max_results``, so a
-    restrictive allow-list keeps as many hits as the page holds.
-
-    Args:
-        base_url: The lite page's URL.
-        client: A shared HTTP client; ``None`` makes one the provider owns (closed by :meth:`aclose`).
-        timeout_ms: The deadline of one whole search call, in milliseconds.
-
-    Raises:
-        UserError: When ``timeout_ms`` is not a positive integer.
-    """
-
-    name = "ddg"
-    supports_domain_lists = False
-    _label = "DuckDuckGo"
-
-    def __init__(
-        self,
-        *,
-        base_url: str = DDG_LITE_URL,
-        client: httpx.AsyncClient | None = None,
-        timeout_ms: int = 30_000,
-    ) -> None:
-        self.base_url = _checked_base_url(base_url, "DuckDuckGo", "a query")
-        super().__init__(client=client, timeout_ms=timeout_ms)
-
-    def __repr__(self) -> str:
-        return f"DuckDuckGoSearchProvider(base_url={self.base_url!r}, timeout_ms={self.timeout_ms})"
-
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int,
-        allowed_domains: tuple[str, ...] = (),
-        blocked_domains: tuple[str, ...] = (),
-    ) -> list[SearchHit]:
-        """Run one DuckDuckGo lite search (one result page).
-
-        Args:
-            query: The query text, sent as the form field ``q``.
-            max_results: The most hits wanted; clamped to 1..20.
-            allowed_domains: Applied to the parsed page (not sent).
-            blocked_domains: Applied to the parsed page (not sent).
-
-        Returns:
-            At most ``max_results`` organic hits in page order, through :func:`filter_hits`; an
-            empty list when the page says it found nothing.
-
-        Raises:
-            WebError: ``search_rate_limited`` for HTTP 429; ``search_failed`` for a bot-challenge
-                page (DuckDuckGo answers HTTP 202 with no results), any other non-200 status, a
-                timeout, a network error, an oversized answer or one with another
-                ``Content-Encoding`` than one of gzip or deflate, HTML :mod:`html.parser` cannot
-                read, or a page with neither results nor DuckDuckGo's "No results." notice (the
-                markup changed). A charset label outside the WHATWG text encodings (``base64``,
-                ``idna``) decodes as UTF-8.
-        """
-        wanted = _clamp_results(max_results)
-        request = self._client.build_request(
-            "POST",
-            self.base_url,
-            data={"q": query},
-            headers={
-                "Accept": "text/html",
-                "Accept-Encoding": _ACCEPT_ENCODING,
-                "User-Agent": "Mozilla/5.0 (compatible; steerable web_search)",
-            },
-            timeout=self._timeout,
-        )
-        response = await self._exchange(request)
-        status = response.status
-        if status == 429:
-            raise self._rate_limited(response)
-        policy = DomainPolicy(allowed_domains, blocked_domains)
-        try:
-            page = await asyncio.to_thread(_read_lite_page, response, policy, wanted)  # up to 4 MiB of HTML
-        except _Malformed as exc:
-            raise self._error(f"DuckDuckGo's answer is malformed: {exc}", status=status) from None
-        if status != 200 or not page.has_links:
-            if not page.has_links and (status == 202 or page.challenge):
-                raise self._error(
-                    f"DuckDuckGo answered with a bot challenge instead of results (HTTP {status}); "
-                    "retry later, or configure Tavily (STEERABLE_WEB_SEARCH_API_KEY)",
-                    status=status,
-                )
-            if status != 200:
-                raise self._error(f"DuckDuckGo answered HTTP {status}", status=status)
-            if not page.no_results:
-                raise self._error(
-                    "DuckDuckGo's answer has no results table (its page markup may have changed)",
-                    status=status,
-                )
-            return []
-        return page.hits
-
-
-_NO_RESULTS = re.compile(r"No\s+(more\s+)?results\.", re.IGNORECASE)
-_CHALLENGE = re.compile(r"anomaly-modal|bots use DuckDuckGo too|challenge-form", re.IGNORECASE)
-
-
-def _classes(attrs: list[tuple[str, str | None]]) -> set[str]:
-    for name, value in attrs:
-        if name == "class" and value:
-            return set(value.split())
-    return set()
-
-
-def _href(attrs: list[tuple[str, str | None]]) -> str:
-    for name, value in attrs:
-        if name == "href" and value:
-            return value.strip()
-    return ""
-
-
-def _unwrap_ddg_link(href: str) -> str | None:
-    """The result's real URL, or ``None`` for an ad (``/y.js``) or a link back into DuckDuckGo.
-
-    ``//duckduckgo.com/l/?uddg=<percent-encoded target>&rut=...`` becomes the target; a
-    protocol-relative link gets ``https:``. Other absolute links are returned unchanged.
-    """
-    if href.startswith("//"):
-        href = "https:" + href
-    try:
-        parts = urlsplit(href)
-    except ValueError:
-        return None
-    host = (parts.hostname or "").lower()
-    if host == "duckduckgo.com" or host.endswith(".duckduckgo.com"):
-        if parts.path == "/l/":
-            target = parse_qs(parts.query).get("uddg")
-            return target[0].strip() if target and target[0].strip() else None
-        return None  # /y.js ad clicks and any other link into DuckDuckGo itself
-    return href
-
-
-@dataclass(frozen=True, slots=True)
-class _LitePage:
-    """What a lite page says: its kept hits, and the signs read when it has no result links."""
-
-    hits: list[SearchHit]
-    has_links: bool
-    no_results: bool
-    challenge: bool
-
-
-def _read_lite_page(answer: _Answer, policy: DomainPolicy, wanted: int) -> _LitePage:
-    """Decode and parse a lite page (runs in a worker thread: up to 4 MiB of HTML).
-
-    Raises:
-        _Malformed: When :mod:`html.parser` cannot read the page (it raises ``AssertionError`` on a
-            malformed ``<![`` marked section, e.g. ``<![x``).
-    """
-    page = answer.text()
-    parser = _LiteResultsParser()
-    try:
-        parser.feed(page)
-        parser.close()
-    except AssertionError:
-        raise _Malformed("its HTML has a malformed '<![' section the results parser cannot read") from None
-    return _LitePage(
-        hits=filter_hits(parser.hits(), policy, wanted),
-        has_links=bool(parser.links),
-        no_results=_NO_RESULTS.search(page) is not None,
-        challenge=_CHALLENGE.search(page) is not None,
-    )
-
-
-class _LiteResultsParser(HTMLParser):
-    """Collects (title, href, snippet, sponsored) from the lite page's results table.
-
-    The lite page lays out each result as table rows: the number and ``a.result-link``; the
-    ``td.result-snippet``; the ``span.link-text`` display URL and a timestamp; an empty spacer.
-    A snippet belongs to the last link seen. Sponsored results carry ``class="result-sponsored"``
-    on each of their rows. Character references are decoded by the parser.
-    """
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.links: list[dict[str, Any]] = []
-        self._row_sponsored = False
-        self._in_title = False
-        self._in_snippet = False
-        self._full = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        classes = _classes(attrs)
-        if tag == "tr":
-            self._row_sponsored = "result-sponsored" in classes
-        elif tag == "a" and "result-link" in classes:
-            if len(self.links) >= MAX_CONSIDERED_RESULTS:
-                self._full = True  # the rest of the page is ignored, not collected
-                return
-            self.links.append(
-                {"href": _href(attrs), "title": [], "snippet": [], "sponsored": self._row_sponsored}
-            )
-            self._in_title = True
-        elif tag == "td" and "result-snippet" in classes and self.links and not self._full:
-            self._in_snippet = True
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "a":
-            self._in_title = False
-        elif tag == "td":
-            self._in_snippet = False
-        elif tag == "table":
-            self._row_sponsored = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_title:
-            self.links[-1]["title"].append(data)
-        elif self._in_snippet:
-            self.links[-1]["snippet"].append(data)
-
-    def hits(self) -> list[SearchHit]:
-        """The organic hits among the first 100 result links, in page order (no ads, no DuckDuckGo links)."""
-        found = []
-        for link in self.links:
-            url = None if link["sponsored"] else _unwrap_ddg_link(link["href"])
-            if url is None:
-                continue
-            found.append(
-                SearchHit(
-                    title=clip("".join(link["title"]), _MAX_TITLE_CHARS, marker="…"),
-                    url=url,
-                    snippet=clip("".join(link["snippet"]), _MAX_SNIPPET_CHARS, marker="…"),
-                )
-            )
-        return found
 
 
 # -- the host -------------------------------------------------------------------------------------
@@ -858,7 +301,7 @@ class HostSearchProvider:
                 peer, anything else; a ``WebError`` from the host passes through unchanged) or
                 its answer is not ``{"results": [...]}`` with a string ``url`` in every result.
         """
-        wanted = _clamp_results(max_results)
+        wanted = clamp_results(max_results)
         request = {
             "query": query,
             "maxResults": wanted,
@@ -877,8 +320,8 @@ class HostSearchProvider:
             reason = clip(str(exc)) or "no detail"
             raise self._error(f"the host could not run the search ({type(exc).__name__}: {reason})") from None
         try:
-            hits = _hits(answer, "snippet")
-        except _Malformed as exc:
+            hits = hits_from(answer, "snippet")
+        except Malformed as exc:
             raise self._error(f"the host's answer is malformed: {exc}") from None
         return filter_hits(hits, DomainPolicy(allowed_domains, blocked_domains), wanted)
 

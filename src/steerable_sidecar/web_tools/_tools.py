@@ -53,7 +53,7 @@ MAX_QUERY_CHARS: Final = 2000
 """The longest ``web_search`` query accepted, in characters."""
 
 MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"].ceiling
-"""The most hits one ``web_search`` returns (``_search.MAX_SEARCH_RESULTS``, without importing it)."""
+"""The most hits one ``web_search`` returns (``_hits.MAX_SEARCH_RESULTS``, without importing it)."""
 
 _ProviderFactory = Callable[[], "tuple[WebSearchProvider, tuple[Any, ...]]"]
 """Builds the configured search provider and what it owns (its HTTP client), at the first search."""
@@ -211,7 +211,7 @@ class WebTools:
                 f"web_search ({provider.name}) did not answer within "
                 f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'].variable})",
             ) from None
-        from ._search import filter_hits
+        from ._hits import filter_hits
 
         kept = filter_hits(hits, self.policy, limit)
         return ToolResult(success=True, data={"query": text, "results": [hit.to_json() for hit in kept]})

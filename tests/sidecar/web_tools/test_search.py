@@ -51,7 +51,8 @@ from steerable_sidecar.web_tools import (
     filter_hits,
     install_web_tools,
 )
-from steerable_sidecar.web_tools._search import MAX_CONSIDERED_RESULTS, MAX_RESPONSE_BYTES
+from steerable_sidecar.web_tools._hits import MAX_CONSIDERED_RESULTS
+from steerable_sidecar.web_tools._search_http import MAX_RESPONSE_BYTES
 
 from .web_servers import LocalListener, Seen, closed_port, read_request
 
