@@ -15,9 +15,6 @@ from ._version import __version__
 from .lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from ._codes import (
-        ToolErrorCode,
-    )
     from ._outcome import (
         DEFAULT_MAX_ROUNDS,
         RunOutcome,
@@ -26,6 +23,10 @@ if _typing.TYPE_CHECKING:
         AskUserHandler,
         AskUserQuestionsPayload,
         make_ask_user_tool,
+    )
+    from .context import (
+        CallContext,
+        OutputSink,
     )
     from .errors import (
         ConfigError,
@@ -126,13 +127,13 @@ if _typing.TYPE_CHECKING:
         FileView,
         ReadFileState,
         Workspace,
+        WorkspaceRouter,
         read_file_state_from_messages,
         version_of,
         workspace_tools_for_cwd,
     )
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_codes": ("ToolErrorCode",),
     "_outcome": (
         "DEFAULT_MAX_ROUNDS",
         "RunOutcome",
@@ -163,6 +164,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WebError",
         "WorkspaceError",
         "WriteConflictError",
+    ),
+    "context": (
+        "CallContext",
+        "OutputSink",
     ),
     "executor": (
         "ApprovalGate",
@@ -237,6 +242,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "FileView",
         "ReadFileState",
         "Workspace",
+        "WorkspaceRouter",
         "read_file_state_from_messages",
         "version_of",
         "workspace_tools_for_cwd",
@@ -255,6 +261,7 @@ __all__ = [
     "AskUserHandler",
     "AskUserQuestionsPayload",
     "AssembledHarness",
+    "CallContext",
     "ChatRequest",
     "ChatResponse",
     "ConfigError",
@@ -268,6 +275,7 @@ __all__ = [
     "InvalidToolCall",
     "LLMProvider",
     "MemorySource",
+    "OutputSink",
     "PatchError",
     "PathEscapeError",
     "PeerClosedError",
@@ -292,7 +300,6 @@ __all__ = [
     "SteerableError",
     "Tool",
     "ToolCall",
-    "ToolErrorCode",
     "ToolExecutor",
     "ToolExposure",
     "ToolFailed",
@@ -312,6 +319,7 @@ __all__ = [
     "WebError",
     "Workspace",
     "WorkspaceError",
+    "WorkspaceRouter",
     "WriteConflictError",
     "__version__",
     "approve_all",

@@ -21,7 +21,6 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from ._codes import ToolErrorCode
 from ._results import invalid_text, validation_problems
 from .errors import ToolRetry
 
@@ -83,9 +82,7 @@ def exact_scalars(name: str, schema: Mapping[str, Any], validate: Validate) -> V
         except ToolRetry as retry:
             others = _retry_problems(retry)
         listed = _merged(problems, others)
-        raise ToolRetry(
-            invalid_text(name, listed), data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": listed}
-        )
+        raise ToolRetry(invalid_text(name, listed), data={"code": "invalid_arguments", "errors": listed})
 
     return checked
 
@@ -107,7 +104,7 @@ def _merged(problems: list[dict[str, str]], others: list[dict[str, str]]) -> lis
 
 def _retry_problems(retry: ToolRetry) -> list[dict[str, str]]:
     data = retry.data
-    if not isinstance(data, Mapping) or data.get("code") != ToolErrorCode.INVALID_ARGUMENTS:
+    if not isinstance(data, Mapping) or data.get("code") != "invalid_arguments":
         return []
     errors = data.get("errors")
     if not isinstance(errors, list):

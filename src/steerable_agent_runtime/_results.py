@@ -13,7 +13,6 @@ from typing import Any, Final
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
-from ._codes import ToolErrorCode
 from .errors import ToolFailed, ToolRetry, ToolSignal
 from .types import ToolCall, ToolResult
 
@@ -88,7 +87,7 @@ def failed_result(name: str, exc: Exception | SystemExit) -> ToolResult:
     return ToolResult(
         success=False,
         error=f"{type(exc).__name__}: {exc}",
-        data={"code": ToolErrorCode.TOOL_EXCEPTION, "exceptionType": type(exc).__name__},
+        data={"code": "tool_exception", "exceptionType": type(exc).__name__},
     )
 
 
@@ -98,7 +97,7 @@ def invalid_arguments_result(name: str, exc: ValidationError) -> ToolResult:
         success=False,
         needs_followup=True,
         error=invalid_text(name, problems),
-        data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
+        data={"code": "invalid_arguments", "errors": problems},
     )
 
 
@@ -107,7 +106,7 @@ def not_a_call(value: object) -> ToolResult:
         success=False,
         needs_followup=True,
         error=f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
-        data={"code": ToolErrorCode.INVALID_ENVELOPE},
+        data={"code": "invalid_envelope"},
     )
 
 
@@ -122,14 +121,14 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
                 success=False,
                 needs_followup=True,
                 error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
-                data={"code": ToolErrorCode.INVALID_ENVELOPE},
+                data={"code": "invalid_envelope"},
             )
         except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
             return ToolResult(
                 success=False,
                 needs_followup=True,
                 error=f"arguments is not usable JSON ({exc or 'nested too deeply'}); send a JSON object",
-                data={"code": ToolErrorCode.INVALID_ENVELOPE},
+                data={"code": "invalid_envelope"},
             )
     try:
         return _ENVELOPE.validate_python(payload)
@@ -140,5 +139,5 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
             success=False,
             needs_followup=True,
             error=f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
-            data={"code": ToolErrorCode.INVALID_ENVELOPE, "errors": problems},
+            data={"code": "invalid_envelope", "errors": problems},
         )

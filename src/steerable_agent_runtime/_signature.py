@@ -21,7 +21,7 @@ from typing_extensions import TypedDict
 
 from .errors import UserError
 
-__all__ = ["FunctionSchema", "describe_function", "function_schema"]
+__all__ = ["FunctionSchema", "context_parameter", "describe_function", "function_schema"]
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
@@ -73,6 +73,28 @@ def _docstring_args(fn: Callable[..., Any]) -> dict[str, str]:
     return out
 
 
+def context_parameter(fn: Callable[..., Any]) -> str | None:
+    """The name of ``fn``'s parameter annotated :class:`~steerable_agent_runtime.context.CallContext`.
+
+    Dispatch passes the call's context there; :func:`function_schema` leaves it out of the schema.
+    Cheap for the common case: the hints are resolved only when an annotation names the class.
+
+    Raises:
+        UserError: When the annotations naming it cannot be resolved.
+    """
+    from .context import CallContext
+
+    raw = inspect.get_annotations(fn)
+    named = [k for k, v in raw.items() if v is CallContext or (isinstance(v, str) and "CallContext" in v)]
+    if not named:
+        return None
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise UserError(f"cannot resolve the type hints of {fn.__name__!r}: {exc}") from exc
+    return next((k for k in named if hints.get(k) is CallContext), None)
+
+
 def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
     """Build the JSON Schema and validator for ``fn``'s parameters.
 
@@ -81,7 +103,8 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
         name: The tool name, used as the schema title.
 
     Returns:
-        A :class:`FunctionSchema` with an ``object`` schema (``additionalProperties: false``).
+        A :class:`FunctionSchema` with an ``object`` schema (``additionalProperties: false``);
+        a parameter annotated ``CallContext`` is not in it (dispatch injects it).
 
     Raises:
         UserError: When the signature has ``*args``/``**kwargs`` or positional-only parameters,
@@ -95,7 +118,11 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
     docs = _docstring_args(fn)
     fields: dict[str, Any] = {}
     defaults: dict[str, Any] = {}
+    from .context import CallContext
+
     for param in signature.parameters.values():
+        if hints.get(param.name) is CallContext:
+            continue  # injected by dispatch, never sent by the model
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise UserError(
                 f"tool {name!r}: parameter {param.name!r} must be a plain named parameter "

@@ -11,18 +11,18 @@ Host forwarding (``toolsViaHost``) is not a wrapper: the sidecar registers the h
 router as schema-only tools whose handlers call the host, so validation, timeouts and results are
 the same on both paths.
 
-A tool that makes tool calls of its own (``run_code``) finds the executor running it in
-:data:`current_executor`, so its nested calls take the same path as a top-level call (consent,
-host forwarding).
+Every executor takes the call's :class:`~steerable_agent_runtime.context.CallContext` as an
+optional second argument and passes it on. The agent loop makes one per call, with itself as
+``context.executor``: a tool that makes tool calls of its own (``run_code``) sends them through it,
+so its nested calls take the same path as a top-level call (consent, host forwarding). A consent
+decision lands in ``context.attrs["approved"]`` (the call's ``TraceSpan.attrs``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
-from contextvars import ContextVar
-from typing import Protocol
 
-from ._codes import ToolErrorCode
+from .context import CallContext, ToolExecutor
 from .modes import ToolMode, decide_tool_mode, requires_consent
 from .tools import ToolRouter
 from .types import ToolCall, ToolResult
@@ -32,28 +32,8 @@ __all__ = [
     "ApprovalGate",
     "ToolExecutor",
     "approve_all",
-    "current_executor",
     "mode_lookup",
 ]
-
-
-class ToolExecutor(Protocol):
-    """Runs one call; answers with a result (a failed one for bad input), never raises for it."""
-
-    def __call__(self, call: ToolCall, /) -> Awaitable[ToolResult]:
-        """Run ``call`` and return its result."""
-        ...
-
-
-current_executor: ContextVar[ToolExecutor | None] = ContextVar("steerable_current_executor", default=None)
-"""The executor running the current tool call: the live chain (approval, host forwarding).
-
-:class:`~steerable_agent_runtime.loop.AgentLoop` sets it around every call it executes. A tool that
-calls other tools (``run_code``'s nested calls) sends them through it, so they are approved,
-forwarded and shaped exactly like the model's own calls. ``None`` when the call did not come
-through an agent loop (a host's direct ``tool.invoke``, ``router.dispatch`` in a test); such a
-tool then falls back to its own router and must fail closed on calls that need consent.
-"""
 
 
 ApprovalHandler = Callable[[ToolCall, ToolMode], Awaitable[bool]]
@@ -103,10 +83,9 @@ class ApprovalGate:
         unasked: With ``approve=None``, the end of the refusal's error after "<name> is a
             <mode>-mode tool" (what the caller should do instead).
 
-    Attributes:
-        decisions: ``call id -> True/False`` for every call that was put to ``approve``; the
-            agent loop moves each entry out into the call's ``TraceSpan.attrs["approved"]``
-            (``run_code`` into its ``calls`` list), so it holds only decisions not yet recorded.
+    A decision ``approve`` made is written to the call's context as ``attrs["approved"]``
+    (``True``/``False``): the agent loop puts it in the call's ``TraceSpan.attrs``, ``run_code`` in
+    its ``calls`` list.
     """
 
     def __init__(
@@ -129,7 +108,6 @@ class ApprovalGate:
             if consent_modes is not None
             else frozenset(m for m in ToolMode if requires_consent(m))
         )
-        self.decisions: dict[str, bool] = {}
 
     @classmethod
     def for_router(
@@ -141,11 +119,11 @@ class ApprovalGate:
             gate.unasked = unasked
         return gate
 
-    async def __call__(self, call: ToolCall) -> ToolResult:
+    async def __call__(self, call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
         """Run ``call`` if its mode needs no consent or ``approve`` grants it."""
         mode = self.mode_of(call.name)
         if mode is None or mode not in self.consent_modes:
-            return await self.inner(call)
+            return await self.inner(call, context)
         problem = self.check(call) if self.check is not None else None
         if problem is not None:  # an invalid call never reaches a human
             return problem
@@ -154,7 +132,7 @@ class ApprovalGate:
                 success=False,
                 needs_followup=True,
                 error=f"{call.name} is a {mode.value}-mode tool{self.unasked}",
-                data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value},
+                data={"code": "consent_required", "mode": mode.value},
             )
         try:
             approved = bool(await self.approve(call, mode))
@@ -163,13 +141,14 @@ class ApprovalGate:
             reason = f" (the consent prompt failed: {type(exc).__name__})"
         else:
             reason = ""
-        self.decisions[call.id] = approved
+        if context is not None:
+            context.attrs["approved"] = approved
         if approved:
-            return await self.inner(call)
+            return await self.inner(call, context)
         return ToolResult(
             success=False,
             needs_followup=True,
             error=f"The user did not allow {call.name}{reason}. Do not retry the same call; "
             "continue another way or ask the user.",
-            data={"code": ToolErrorCode.CONSENT_DENIED, "mode": mode.value},
+            data={"code": "consent_denied", "mode": mode.value},
         )

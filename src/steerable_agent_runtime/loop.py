@@ -36,11 +36,10 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ._codes import ToolErrorCode
 from ._outcome import DEFAULT_MAX_ROUNDS as DEFAULT_MAX_ROUNDS  # public here, defined there
 from ._outcome import RunOutcome
+from .context import CallContext, ToolExecutor
 from .errors import ProviderError, UserError
-from .executor import ToolExecutor, current_executor
 from .finish import finish_kind, finish_problem
 from .llm import (
     ChatRequest,
@@ -330,7 +329,7 @@ class AgentLoop:
         await self._emit(_assistant_event(message, response))
         not_run = ToolResult.retry(
             f"not run: {problem}, so this call may be incomplete",
-            data={"code": ToolErrorCode.INCOMPLETE_ANSWER, "finishReason": response.finish_reason},
+            data={"code": "incomplete_answer", "finishReason": response.finish_reason},
         )
         self._answered += len(response.tool_calls)
         await self._append([tool_message(call.id, not_run) for call in response.tool_calls])
@@ -418,10 +417,12 @@ class AgentLoop:
     async def _run_one(self, call: ToolCall | InvalidToolCall) -> ToolResult:
         started = time.perf_counter_ns()
         if isinstance(call, InvalidToolCall):
-            result = ToolResult.retry(call.error, data={"code": ToolErrorCode.INVALID_TOOL_CALL})
+            result = ToolResult.retry(call.error, data={"code": "invalid_tool_call"})
             attrs: dict[str, Any] = {}
+            context = None
         else:
-            result = await self._execute(call)
+            context = CallContext(call, executor=self.executor)
+            result = await self._execute(call, context)
             attrs = {}
             if self.spill is not None:
                 try:
@@ -431,25 +432,25 @@ class AgentLoop:
                     spilled = result
                 attrs["spilled"] = spilled is not result
                 result = spilled
+        if context is not None:
+            attrs.update(context.attrs)  # what the executor chain noted (``approved``)
         self._trace(call, result, started, attrs)
         return result
 
-    async def _execute(self, call: ToolCall) -> ToolResult:
-        # The live-executor hook: a tool that calls tools itself (run_code) reads current_executor
-        # and sends its nested calls through this same executor (consent, host forwarding). Each
-        # call runs in its own task, so the value is this call's alone.
-        token = current_executor.set(self.executor)
+    async def _execute(self, call: ToolCall, context: CallContext) -> ToolResult:
+        # context.executor is the live-executor hook: a tool that calls tools itself (run_code)
+        # sends its nested calls through this same executor (consent, host forwarding)
         try:
             if self.tool_timeout_ms is None:
-                return await self.executor(call)
+                return await self.executor(call, context)
             async with asyncio.timeout(self.tool_timeout_ms / 1000):
-                return await self.executor(call)
+                return await self.executor(call, context)
         except TimeoutError:
             return ToolResult(
                 success=False,
                 needs_followup=True,
                 error=f"{call.name} timed out after {self.tool_timeout_ms} ms",
-                data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": self.tool_timeout_ms},
+                data={"code": "timeout", "timeoutMs": self.tool_timeout_ms},
             )
         except Exception as exc:  # an executor broke its contract: still an answer, never a crash
             logger.exception("executor raised for %s", call.name)
@@ -457,10 +458,8 @@ class AgentLoop:
                 success=False,
                 needs_followup=True,
                 error=f"{call.name} failed: {type(exc).__name__}: {exc}",
-                data={"code": ToolErrorCode.TOOL_EXCEPTION},
+                data={"code": "tool_exception"},
             )
-        finally:
-            current_executor.reset(token)
 
     def _trace(
         self, call: ToolCall | InvalidToolCall, result: ToolResult, started: int, attrs: dict[str, Any]
@@ -474,9 +473,6 @@ class AgentLoop:
             "outcome": "terminal" if is_terminal_result(result) else ("ok" if result.success else "retry"),
             **attrs,
         }
-        decisions = getattr(self.executor, "decisions", None)
-        if isinstance(decisions, dict) and call.id in decisions:
-            attrs["approved"] = decisions.pop(call.id)
         span = TraceSpan(call.name, call.id, started, ended, result.success, attrs)
         self._spans.append(
             {"name": span.name, "callId": span.call_id, "success": span.success, "attrs": span.attrs}
@@ -531,16 +527,13 @@ INTERRUPTED_RESULT: Final = ToolResult(
     success=False,
     needs_followup=True,
     error="interrupted: the process stopped before this call finished; check its effect before retrying it",
-    data={"code": ToolErrorCode.INTERRUPTED},
+    data={"code": "interrupted"},
 )
 """The answer a resume gives a recorded call that never got a result (the process died mid-call)."""
 
 
 CANCELLED_RESULT: Final = ToolResult(
-    success=False,
-    terminal=True,
-    error="cancelled by the user before it finished",
-    data={"code": ToolErrorCode.CANCELLED},
+    success=False, terminal=True, error="cancelled by the user before it finished", data={"code": "cancelled"}
 )
 """The answer a cancelled run records for each call that had not finished."""
 

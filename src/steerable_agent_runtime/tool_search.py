@@ -33,10 +33,9 @@ import re
 import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ._codes import ToolErrorCode
 from ._results import invalid_text
 from .errors import DuplicateToolError, ToolRetry
 from .modes import ToolMode
@@ -168,6 +167,7 @@ class ToolSearchIndex:
         self._terms: dict[str, _Term] = {}
         self._total_length = 0
         self._unsubscribe: Callable[[], None] | None = None
+        self._router: weakref.ref[ToolRouter] | None = None
         for tool in tools:
             self.apply(None, tool)
 
@@ -180,13 +180,19 @@ class ToolSearchIndex:
         """
         index = cls(router)
         index._unsubscribe = router.subscribe(index.apply)
+        index._router = weakref.ref(router)
         return index
+
+    def follows(self, router: ToolRouter) -> bool:
+        """``True`` while this index follows ``router`` (made by :meth:`follow`, not closed)."""
+        return self._router is not None and self._router() is router
 
     def close(self) -> None:
         """Stop following the router (the index keeps what it has)."""
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None
+        self._router = None
 
     # -- maintenance: O(tokens of the tool) --------------------------------------------------
     def apply(self, old: Tool | None, new: Tool | None) -> None:
@@ -551,7 +557,12 @@ _NO_MATCH_NOTE = (
     "the service name), or use the tools you were offered."
 )
 
-_wired: weakref.WeakKeyDictionary[ToolRouter, tuple[Tool, ToolSearchIndex]] = weakref.WeakKeyDictionary()
+
+@dataclass(frozen=True, slots=True)
+class _SearchTool(Tool):
+    """The ``tool_search`` :func:`register_tool_search` builds: a tool that carries its index."""
+
+    index: ToolSearchIndex | None = field(default=None, repr=False, compare=False)
 
 
 def clamp_max_results(value: Any) -> int:
@@ -589,8 +600,7 @@ def clamp_max_results(value: Any) -> int:
 def _invalid_max_results(value: Any) -> ToolRetry:
     problems = [{"field": "max_results", "message": f"{value!r} is not a number; give an integer 1..20"}]
     return ToolRetry(
-        invalid_text(TOOL_SEARCH_TOOL_NAME, problems),
-        data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
+        invalid_text(TOOL_SEARCH_TOOL_NAME, problems), data={"code": "invalid_arguments", "errors": problems}
     )
 
 
@@ -600,13 +610,13 @@ def _validate(arguments: dict[str, Any]) -> dict[str, Any]:
         problems = [{"field": "query", "message": "a string of keywords is required"}]
         raise ToolRetry(
             invalid_text(TOOL_SEARCH_TOOL_NAME, problems),
-            data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
+            data={"code": "invalid_arguments", "errors": problems},
         )
     raw = arguments["max_results"] if "max_results" in arguments else arguments.get("maxResults")
     return {"query": query, "max_results": clamp_max_results(raw)}
 
 
-def _search_tool(index: ToolSearchIndex) -> Tool:
+def _search_tool(index: ToolSearchIndex) -> _SearchTool:
     async def tool_search(query: str, max_results: int) -> ToolResult:
         hits = index.search(query, max_results)
         tools: list[dict[str, Any]] = [
@@ -626,7 +636,7 @@ def _search_tool(index: ToolSearchIndex) -> Tool:
         message = f"{len(tools)} matching tool{'s' if len(tools) > 1 else ''}: {names}. Call them by name."
         return ToolResult(success=True, message=message, data=data)
 
-    return Tool(
+    return _SearchTool(
         name=TOOL_SEARCH_TOOL_NAME,
         description=_DESCRIPTION,
         parameters=dict(_PARAMETERS),
@@ -634,6 +644,7 @@ def _search_tool(index: ToolSearchIndex) -> Tool:
         mode=ToolMode.READ,
         exposure=ToolExposure.DIRECT,
         validate=_validate,
+        index=index,
     )
 
 
@@ -652,22 +663,26 @@ def register_tool_search(router: ToolRouter) -> Tool:
     Raises:
         DuplicateToolError: When another tool named ``tool_search`` is registered there.
     """
-    wired = _wired.get(router)
-    if wired is not None:
-        tool, index = wired
-        if router.get(TOOL_SEARCH_TOOL_NAME) is tool:
-            return tool
-        index.close()
-        del _wired[router]
-    if TOOL_SEARCH_TOOL_NAME in router:
+    registered = router.get(TOOL_SEARCH_TOOL_NAME)
+    if registered is not None:
+        if is_tool_search(router, registered):
+            return registered
         raise DuplicateToolError(TOOL_SEARCH_TOOL_NAME)
     index = ToolSearchIndex.follow(router)
     tool = router.register(_search_tool(index))
-    _wired[router] = (tool, index)
+
+    def stop_when_removed(old: Tool | None, new: Tool | None) -> None:
+        if new is None and isinstance(old, _SearchTool) and old.index is index:
+            index.close()  # the tool left this router: its index stops following it
+            unsubscribe()
+
+    unsubscribe = router.subscribe(stop_when_removed)
     return tool
 
 
 def is_tool_search(router: ToolRouter, tool: Tool | None) -> bool:
-    """Return ``True`` when ``tool`` is the ``tool_search`` :func:`register_tool_search` put on ``router``."""
-    wired = _wired.get(router)
-    return tool is not None and wired is not None and wired[0] is tool
+    """Return ``True`` when ``tool`` is the ``tool_search`` :func:`register_tool_search` put on ``router``.
+
+    The tool carries its index, and the index knows the router it follows.
+    """
+    return isinstance(tool, _SearchTool) and tool.index is not None and tool.index.follows(router)

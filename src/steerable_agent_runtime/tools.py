@@ -21,7 +21,6 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import ValidationError
 
-from ._codes import ToolErrorCode
 from ._coerce import exact_scalars
 from ._deadlines import Deadlines, resume
 from ._results import (
@@ -33,7 +32,8 @@ from ._results import (
     parse_envelope,
     signal_result,
 )
-from ._signature import describe_function, function_schema
+from ._signature import context_parameter, describe_function, function_schema
+from .context import CallContext
 from .errors import DuplicateToolError, ToolRetry, ToolSignal, UserError
 from .modes import ToolMode, decide_tool_mode, mode_from_annotations
 from .trace import TraceSink, TraceSpan
@@ -110,6 +110,8 @@ class Tool:
         annotations: The MCP tool annotations the tool came with (an MCP server's own hints and
             ``title``), or ``None``; ``steerable mcp`` serves them again instead of hints made
             from ``mode`` alone.
+        context_param: The handler's keyword that receives the call's
+            :class:`~steerable_agent_runtime.context.CallContext` (not in ``parameters``), or ``None``.
     """
 
     name: str
@@ -121,6 +123,7 @@ class Tool:
     timeout_ms: int | None = None
     validate: Callable[[dict[str, Any]], dict[str, Any]] = field(default=dict, repr=False)
     annotations: Mapping[str, Any] | None = field(default=None, repr=False)
+    context_param: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_function(
@@ -133,7 +136,9 @@ class Tool:
         """Build a tool from a plain or async function; the schema comes from its signature.
 
         Args:
-            fn: The implementation. Sync functions run in a worker thread.
+            fn: The implementation. Sync functions run in a worker thread. A parameter annotated
+                :class:`~steerable_agent_runtime.context.CallContext` receives the call's context
+                and is left out of the schema.
             parameters: The JSON Schema ``fn``'s signature gives, computed ahead of time (copied).
                 The tool is the same; only its argument validator (pydantic's, from the
                 signature) is built at the first call instead of now, which is most of what
@@ -176,6 +181,7 @@ class Tool:
             exposure=_coerce_exposure(options.get("exposure") or ToolExposure.DIRECT),
             timeout_ms=options.get("timeout_ms"),
             validate=exact_scalars(tool_name, shape, validate_python),
+            context_param=context_parameter(fn),
         )
 
     @classmethod
@@ -190,6 +196,7 @@ class Tool:
         exposure: ToolExposure | str = ToolExposure.DIRECT,
         timeout_ms: int | None = None,
         annotations: Mapping[str, Any] | None = None,
+        context_param: str | None = None,
     ) -> Tool:
         """Build a tool whose JSON Schema is given as-is (host tools, MCP tools).
 
@@ -205,6 +212,8 @@ class Tool:
             timeout_ms: Handler timeout in milliseconds.
             annotations: MCP tool annotations (``readOnlyHint``...); without ``mode`` they decide
                 it through :func:`mode_from_annotations`. Kept as :attr:`Tool.annotations`.
+            context_param: The keyword ``handler`` receives the call's ``CallContext`` as (a name
+                that is not one of the schema's properties).
 
         Returns:
             The tool, not yet registered anywhere.
@@ -232,8 +241,7 @@ class Tool:
                     for e in errors
                 ]
                 raise ToolRetry(
-                    invalid_text(name, problems),
-                    data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
+                    invalid_text(name, problems), data={"code": "invalid_arguments", "errors": problems}
                 )
             return arguments
 
@@ -249,6 +257,7 @@ class Tool:
             timeout_ms=timeout_ms,
             validate=exact_scalars(name, schema, check),
             annotations=dict(annotations) if annotations else None,
+            context_param=context_param,
         )
 
     def describe_model(self) -> dict[str, Any]:
@@ -412,8 +421,7 @@ class ToolRouter(ToolDecorator):
         if tool.name in self._tools:
             raise DuplicateToolError(tool.name)
         self._tools[tool.name] = tool
-        for listener in self._listeners:
-            listener(None, tool)
+        self._notify(None, tool)
         return tool
 
     def mark_unavailable(self, name: str, reason: str) -> None:
@@ -436,8 +444,7 @@ class ToolRouter(ToolDecorator):
             KeyError: When no such tool is registered.
         """
         tool = self._tools.pop(name)
-        for listener in self._listeners:
-            listener(tool, None)
+        self._notify(tool, None)
         return tool
 
     def set_exposure(self, name: str, exposure: ToolExposure | str) -> Tool:
@@ -459,15 +466,18 @@ class ToolRouter(ToolDecorator):
         if old.exposure is tier:
             return old
         new = self._tools[name] = replace(old, exposure=tier)
-        for listener in self._listeners:
-            listener(old, new)
+        self._notify(old, new)
         return new
+
+    def _notify(self, old: Tool | None, new: Tool | None) -> None:
+        for listener in tuple(self._listeners):  # a listener may unsubscribe itself meanwhile
+            listener(old, new)
 
     def subscribe(self, listener: ToolListener) -> Callable[[], None]:
         """Call ``listener(old, new)`` after every register, unregister and tier change.
 
         Dispatch is unaffected. The listener runs synchronously inside the change; it must not
-        raise nor change the router itself.
+        raise nor change the router itself (it may unsubscribe).
 
         Returns:
             A function that unsubscribes the listener (calling it twice is harmless). It holds
@@ -551,7 +561,9 @@ class ToolRouter(ToolDecorator):
         return close
 
     # -- dispatch -----------------------------------------------------------------------------
-    async def dispatch(self, call: ToolCall | Mapping[str, Any]) -> ToolResult:
+    async def dispatch(
+        self, call: ToolCall | Mapping[str, Any], context: CallContext | None = None
+    ) -> ToolResult:
         """Run one tool call and return its result; never raises for bad input or tool failures.
 
         A mapping is first checked as a ``ToolCall`` envelope; ``arguments`` sent as a JSON string
@@ -560,6 +572,9 @@ class ToolRouter(ToolDecorator):
 
         Args:
             call: A :class:`ToolCall` or its wire dict.
+            context: The call's context (see :mod:`steerable_agent_runtime.context`); a tool that
+                asks for one without it gets a fresh ``CallContext(call)``. Its ``attrs`` go into
+                this router's ``TraceSpan``.
 
         Returns:
             The normalised result. Unknown tools and invalid arguments give
@@ -584,6 +599,9 @@ class ToolRouter(ToolDecorator):
             except ToolSignal as signal:
                 result = signal_result(signal)
             else:
+                if spec.context_param is not None:
+                    given = context if context is not None else CallContext(call)
+                    kwargs = {**kwargs, spec.context_param: given}
                 # The handler's first step runs inline (the await protocol by hand): most tools finish
                 # without suspending, and those never need a deadline armed.
                 try:
@@ -596,7 +614,9 @@ class ToolRouter(ToolDecorator):
                 else:
                     result = await self._finish(spec, steps, pending)
         if self.trace is not None:
-            attrs = {"mode": spec.mode} if spec is not None else {}  # a StrEnum: equal to its string
+            attrs: dict[str, Any] = {"mode": spec.mode} if spec is not None else {}  # a StrEnum
+            if context is not None:
+                attrs.update(context.attrs)
             self.trace(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
         return result
 
@@ -625,7 +645,7 @@ class ToolRouter(ToolDecorator):
                 success=False,
                 needs_followup=True,
                 error=f"The tool {name!r} is not available here: {reason} Carry on with the offered tools.",
-                data={"code": ToolErrorCode.TOOL_UNAVAILABLE, "reason": reason},
+                data={"code": "tool_unavailable", "reason": reason},
             )
         close = self.suggest(name)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -633,7 +653,7 @@ class ToolRouter(ToolDecorator):
             success=False,
             needs_followup=True,
             error=f"Unknown tool {name!r}.{hint} Call one of the offered tools.",
-            data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": close},
+            data={"code": "unknown_tool", "suggestions": close},
         )
 
     async def _finish(self, spec: Tool, steps: Generator[Any, Any, Any], pending: Any) -> ToolResult:
@@ -652,7 +672,7 @@ class ToolRouter(ToolDecorator):
                 success=False,
                 needs_followup=True,
                 error=f"{spec.name} timed out after {timeout_ms} ms",
-                data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": timeout_ms},
+                data={"code": "timeout", "timeoutMs": timeout_ms},
             )
         except (Exception, SystemExit) as exc:
             return failed_result(spec.name, exc)

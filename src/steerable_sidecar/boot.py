@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
+from steerable_agent_runtime import ToolRouter, Workspace, workspace_tools_for_cwd
 from steerable_agent_runtime.config import env_flag, env_text
 from steerable_agent_runtime.errors import ConfigError, PluginLoadError
 from steerable_agent_runtime.harness import AssembledHarness, assemble_harness
@@ -65,12 +65,14 @@ class Booted:
         router: Every tool: workspace, plugins, and (after :func:`mcp_sources_for`) MCP tools.
         plugins: The plugin registry (its lifecycle calls change ``router`` at once).
         harness: The strategy that decides the offered list (``harness.offered()``).
+        workspace: The workspace the file tools act in (its ``state`` is the session's read state).
         web: The web pair's state (HTTP clients, session counters), ``None`` without web tools.
     """
 
     router: ToolRouter
     plugins: PluginRegistry
     harness: AssembledHarness
+    workspace: Workspace
     web: WebTools | None = None
 
     async def aclose(self) -> None:
@@ -156,7 +158,9 @@ def boot_tools(
         _refuse_plugins_the_model_can_write(root, environ)
     registry = PluginRegistry(router, default_plugin_sources(environ) if plugins else ())
     registry.load_all()
-    return Booted(router, registry, assemble_harness(harness, router), web[0] if web else None)
+    return Booted(
+        router, registry, assemble_harness(harness, router), router.workspace, web[0] if web else None
+    )
 
 
 def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, str] | None) -> None:

@@ -38,9 +38,10 @@ from .exit_codes import ExitCode
 
 if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add_run_arguments
     from steerable_agent_runtime import ToolRouter
-    from steerable_agent_runtime.harness import AssembledHarness
     from steerable_agent_runtime.llm import LLMProvider
     from steerable_agent_runtime.loop import LoopEvent, RunSummary
+
+    from .boot import Booted
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
 
@@ -259,11 +260,11 @@ async def _run(
         web_tools=not args.no_web_tools,
     )
     try:
-        router, harness = booted.router, booted.harness
+        router = booted.router
         _finish_router(args, router)
         sources = mcp_sources_for(router, args.mcp)
         async with sources if sources is not None else contextlib.nullcontext():
-            return await _run_loop(args, provider, instruction, cwd, state_dir, stage, router, harness)
+            return await _run_loop(args, provider, instruction, cwd, state_dir, stage, booted)
     finally:
         await booted.aclose()
 
@@ -275,22 +276,24 @@ async def _run_loop(
     cwd: Path,
     state_dir: Path,
     stage: dict[str, bool],
-    router: ToolRouter,
-    harness: AssembledHarness,
+    booted: Booted,
 ) -> dict[str, Any]:
     from steerable_agent_runtime.executor import ApprovalGate, approve_all
     from steerable_agent_runtime.loop import AgentLoop
     from steerable_agent_runtime.record import DurableRecord
     from steerable_agent_runtime.spill import SpillHooks
     from steerable_agent_runtime.types import new_call_id
+    from steerable_agent_runtime.workspace import read_file_state_from_messages
+
+    router, harness = booted.router, booted.harness
 
     session_id = args.session_id or new_call_id()
     record = DurableRecord.for_session(state_dir / "sessions", session_id)
     spill = SpillHooks(state_dir / "sessions" / f"{session_id}.spill")
     spill.register(router)
     history = await record.load() if record.exists() else []
-    if history:
-        router.workspace.state.seed(record.read_state())  # type: ignore[attr-defined]
+    if history:  # the read state from the history just loaded: no second read of the record
+        booted.workspace.state.seed(read_file_state_from_messages(history))
     progress = None if args.quiet else _Progress(sys.stderr)
     loop = AgentLoop(
         provider,

@@ -10,27 +10,21 @@ itself (``ask_user``, ``read_spilled``, later ``run_code``) stay on the local si
 
 from __future__ import annotations
 
-import contextvars
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
-from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter, UserError
+from steerable_agent_runtime import CallContext, ToolCall, ToolResult, ToolRouter, UserError
 from steerable_agent_runtime.ask_user import ASK_USER_TOOL_NAME
-from steerable_agent_runtime.executor import ToolExecutor
 from steerable_agent_runtime.spill import READ_SPILLED_TOOL_NAME
 from steerable_agent_runtime.tools import Tool
 
-__all__ = ["LOCAL_ONLY_TOOLS", "HostInvoke", "host_executor", "register_host_tools"]
+__all__ = ["LOCAL_ONLY_TOOLS", "HostInvoke", "register_host_tools"]
 
 LOCAL_ONLY_TOOLS: Final = frozenset({ASK_USER_TOOL_NAME, READ_SPILLED_TOOL_NAME, "run_code"})
 """Tools the sidecar always answers itself, even when the host lists a tool of the same name."""
 
 HostInvoke = Callable[[ToolCall], Awaitable[ToolResult]]
 """Sends one call to the host (the reverse ``tool.invoke``) and returns its result."""
-
-_current_call: contextvars.ContextVar[ToolCall | None] = contextvars.ContextVar(
-    "steerable_host_call", default=None
-)
 
 
 def register_host_tools(
@@ -64,39 +58,30 @@ def register_host_tools(
         if not isinstance(parameters, Mapping):
             raise UserError(f"host tool {name!r}: 'parameters' must be a JSON Schema object")
 
-        async def forward(**_arguments: Any) -> ToolResult:
-            call = _current_call.get()
-            if call is None:  # dispatched outside host_executor: nothing to forward
-                raise RuntimeError("host tools run through host_executor")
-            return await invoke(call)
-
+        properties = parameters.get("properties")
+        key = "_context"  # the handler's keyword for the call context: not one of the arguments
+        while isinstance(properties, Mapping) and key in properties:
+            key += "_"
         router.register(
             Tool.from_schema(
                 name,
                 parameters,
-                forward,
+                _forwarder(invoke, key),
                 description=str(descriptor.get("description") or ""),
                 mode=descriptor.get("mode"),
                 exposure=descriptor.get("exposure") or "direct",
+                context_param=key,
             )
         )
         names.append(name)
     return names
 
 
-def host_executor(router: ToolRouter) -> ToolExecutor:
-    """Return an executor that dispatches on ``router`` with the call visible to forwarding tools.
+def _forwarder(invoke: HostInvoke, key: str) -> Callable[..., Awaitable[ToolResult]]:
+    """A host tool's handler: the whole call (its id included, from the context) goes to the host."""
 
-    The router validates the arguments against the host's schema, applies the tool's timeout and
-    shapes errors exactly as for local tools; the forwarding handler reads the whole call (its id
-    included) from a context variable set here.
-    """
+    async def forward(**arguments: Any) -> ToolResult:
+        context: CallContext = arguments[key]
+        return await invoke(context.call)
 
-    async def execute(call: ToolCall) -> ToolResult:
-        token = _current_call.set(call)
-        try:
-            return await router.dispatch(call)
-        finally:
-            _current_call.reset(token)
-
-    return execute
+    return forward

@@ -20,7 +20,9 @@ What is served:
   no tool at all is a protocol error, JSON-RPC ``-32602``, whose message keeps the router's
   "Did you mean" suggestions (MCP 2025-06-18, tools: error handling);
 * ``notifications/progress`` while a call that carries a ``progressToken`` runs: one at the start,
-  then a heartbeat every ``heartbeat_s`` seconds; ``progress`` counts milliseconds since the start;
+  then a heartbeat every ``heartbeat_s`` seconds; ``progress`` counts milliseconds since the start
+  (strictly increasing); a chunk the tool sends through its ``CallContext.send_output`` is one
+  more notification whose ``message`` is the chunk (redacted; MCP 2025-03-26 progress ``message``);
 * ``notifications/cancelled``: the call's task is cancelled (a ``bash`` child is killed) and the
   request gets no response, as the specification asks;
 * ``logging/setLevel`` and ``notifications/message``: this process's log records at or above the
@@ -38,10 +40,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime import ToolErrorCode, __version__
+from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError, UserError
 from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 
@@ -178,6 +181,22 @@ def to_call_tool_result(result: ToolResult) -> dict[str, Any]:
         "structuredContent": wire,
         "isError": not result.success,
     }
+
+
+class _ProgressClock:
+    """One call's ``progress`` values: milliseconds since it started, strictly increasing."""
+
+    def __init__(self) -> None:
+        self._started = time.monotonic()
+        self._last = -1
+
+    def elapsed_s(self) -> float:
+        return time.monotonic() - self._started
+
+    def next(self) -> int:
+        """0 the first time (the start), then the elapsed milliseconds, one more than last at least."""
+        self._last = 0 if self._last < 0 else max(self._last + 1, int(self.elapsed_s() * 1000))
+        return self._last
 
 
 class McpServer:
@@ -390,7 +409,7 @@ class McpServer:
         if len(name) > _MAX_NAME_CHARS:  # never echoed whole: no tool has such a name
             raise InvalidParams(
                 f"Unknown tool {name[:80]!r}... ({len(name)} characters): no tool has a name this long",
-                data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": []},
+                data={"code": "unknown_tool", "suggestions": []},
             )
         arguments = params.get("arguments")
         if arguments is None:
@@ -400,37 +419,39 @@ class McpServer:
         router = await self._tools()
         meta = params.get("_meta")
         token = meta.get("progressToken") if isinstance(meta, dict) else None
+        from steerable_agent_runtime.context import CallContext
         from steerable_agent_runtime.types import ToolCall, new_call_id
 
         call = ToolCall(id=new_call_id(), name=name, arguments=arguments)
         if isinstance(token, str) or type(token) is int:
-            beat = asyncio.create_task(self._heartbeat(token, name), name=f"mcp-progress-{name}")
+            clock = _ProgressClock()
+            start = {"progressToken": token, "progress": clock.next(), "message": f"{name} started"}
+            await self._notify("notifications/progress", start)  # before the tool's own output
+            beat = asyncio.create_task(self._heartbeat(token, name, clock), name=f"mcp-progress-{name}")
+
+            async def output(text: str) -> None:
+                progress = {"progressToken": token, "progress": clock.next(), "message": self.redact(text)}
+                await self._notify("notifications/progress", progress)
+
             try:
-                result = await router.dispatch(call)
+                result = await router.dispatch(call, CallContext(call, output=output))
             finally:
                 beat.cancel()
                 await asyncio.gather(beat, return_exceptions=True)
         else:
             result = await router.dispatch(call)
-        unknown = isinstance(result.data, dict) and result.data.get("code") == ToolErrorCode.UNKNOWN_TOOL
-        if not result.success and unknown:
+        if not result.success and isinstance(result.data, dict) and result.data.get("code") == "unknown_tool":
             # not a tool at all: a protocol error (-32602); the router's text keeps "Did you mean"
             raise InvalidParams(result.error or f"Unknown tool {name!r}", data=result.data)
         if result.error:  # an exception's text may quote a credential: the model never reads one
             result = result.model_copy(update={"error": self.redact(result.error)})
         return to_call_tool_result(result)
 
-    async def _heartbeat(self, token: str | int, name: str) -> None:
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        await self._notify(
-            "notifications/progress", {"progressToken": token, "progress": 0, "message": f"{name} started"}
-        )
+    async def _heartbeat(self, token: str | int, name: str, clock: _ProgressClock) -> None:
         while True:
             await asyncio.sleep(self._heartbeat_s)
-            elapsed = loop.time() - started
-            progress = {"progressToken": token, "progress": int(elapsed * 1000)}
-            progress["message"] = f"{name} running for {elapsed:.1f} s"
+            progress = {"progressToken": token, "progress": clock.next()}
+            progress["message"] = f"{name} running for {clock.elapsed_s():.1f} s"
             await self._notify("notifications/progress", progress)
 
     async def _set_level(self, params: Params) -> dict[str, Any]:

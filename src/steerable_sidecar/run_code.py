@@ -12,7 +12,7 @@ child talks JSON lines over its stdin/stdout: ``tools.call(name, **kwargs)`` and
 frames, and a last frame carries the return value or the error.
 
 Each nested call goes through the *live* executor, the one running this ``run_code`` call
-(:data:`~steerable_agent_runtime.executor.current_executor`, set by the agent loop): the consent
+(``CallContext.executor``, set by the agent loop, see :mod:`steerable_agent_runtime.context`): the consent
 prompt, the host's ``tool.invoke`` under ``toolsViaHost``, exactly like a call the model made
 itself, with a fresh call id. Without a live executor (a host invoking ``run_code`` directly over
 ``tool.invoke``) the calls go to the router the tool was built with, and a call that needs consent
@@ -40,16 +40,24 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime import ToolCall, ToolMode, ToolResult, ToolRouter, new_call_id
+from steerable_agent_runtime import (
+    CallContext,
+    OutputSink,
+    ToolCall,
+    ToolMode,
+    ToolResult,
+    ToolRouter,
+    new_call_id,
+)
 from steerable_agent_runtime.config import check_int_fields, env_flag, int_field, int_fields, read_int_fields
 from steerable_agent_runtime.errors import SandboxUnavailableError
-from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, current_executor
+from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor
 from steerable_agent_runtime.sandbox import (
     LIMIT_ENV,
     PROTECTED_ENV,
     SandboxConfig,
     SandboxPolicy,
-    SandboxSpawner,
+    child_environment,
 )
 from steerable_agent_runtime.tools import Tool
 
@@ -196,10 +204,16 @@ class _Run:
     """One program: spawn, converse, collect. Its data survives every way the run can end."""
 
     def __init__(
-        self, code: str, executor: ToolExecutor, config: RunCodeConfig, sandbox: SandboxInfo
+        self,
+        code: str,
+        executor: ToolExecutor,
+        config: RunCodeConfig,
+        sandbox: SandboxInfo,
+        output: OutputSink | None = None,
     ) -> None:
         self.code = code
         self.executor = executor
+        self.output = output  # the run_code call's output sink, handed on to its nested calls
         self.config = config
         self.sandbox = sandbox
         self.calls: list[dict[str, Any]] = []
@@ -322,8 +336,9 @@ class _Run:
             )
         else:
             call = ToolCall(id=call_id, name=name, arguments=arguments)
+            context = CallContext(call, executor=self.executor, output=self.output)
             try:
-                result = await self.executor(call)
+                result = await self.executor(call, context)
             except asyncio.CancelledError:  # the run stopped (deadline, cancel) while the call ran
                 self.calls.append(
                     {"id": call_id, "tool": name, "arguments": _bounded(arguments), "result": _STOPPED}
@@ -333,9 +348,7 @@ class _Run:
                 result = ToolResult.retry(
                     f"{name} failed: {type(exc).__name__}: {exc}", data={"code": "tool_exception"}
                 )
-            decisions = getattr(self.executor, "decisions", None)  # ApprovalGate: keep it from growing
-            if isinstance(decisions, dict):
-                approved = decisions.pop(call_id, None)
+            approved = context.attrs.get("approved")  # the gate's decision, when a prompt ran
         wire = result.to_wire()
         # the record keeps a bounded copy: a program making many calls with big arguments or results
         # must not grow the sidecar's memory (and the transcript) without bound
@@ -443,7 +456,6 @@ def run_code_tool(
     """
     cfg = RunCodeConfig.from_env(environ) if config is None else config
     sandbox_cfg = SandboxConfig.from_env(environ) if sandbox is None else sandbox
-    spawner = SandboxSpawner(sandbox_cfg, backend=backend, environ=environ)
     if allow_protected_writes is None:
         allow_protected_writes = env_flag(PROTECTED_ENV, False, environ=environ)
     allow = allow_protected_writes
@@ -451,25 +463,27 @@ def run_code_tool(
     fallback = _direct_executor(router)
     scans: ScanCache | None = None  # this workspace's directory listings, reused while unchanged
 
-    async def run_code(code: str, description: str) -> ToolResult:
+    async def run_code(code: str, description: str, context: CallContext) -> ToolResult:
         """Run a Python program that can call tools; its return value is the result.
 
         Args:
             code: The BODY of a Python function: statements, ending with `return <value>`.
             description: One line saying what the program does, for the user.
+            context: The call's context (injected; not in the schema).
         """
         from steerable_agent_runtime.sandbox import (
             ScanCache,
             SnapshotTooLarge,
             guard_protected_paths,
             protected_result,
+            select_backend,
             snapshot_too_large,
         )
 
         nonlocal scans
         if scans is None:
             scans = ScanCache()
-        executor = current_executor.get() or fallback
+        executor = context.executor or fallback
         size = len(code.encode("utf-8", "surrogatepass"))
         empty: dict[str, Any] = {"value": None, "calls": [], "logs": ""}
         if size > cfg.max_source_bytes:
@@ -480,7 +494,7 @@ def run_code_tool(
                 empty,
             )
         try:
-            chosen = await spawner.select()
+            chosen = backend if backend is not None else await asyncio.to_thread(select_backend, sandbox_cfg)
         except SandboxUnavailableError as exc:  # spec: no backend -> error: sandbox_unavailable
             return _failure(
                 "sandbox_unavailable",
@@ -492,8 +506,15 @@ def run_code_tool(
             async with guard_protected_paths(
                 root, chosen, allow=allow, cache=scans, tool="run_code"
             ) as guarded:
-                policy = spawner.policy((root,), read_only=guarded.read_only)
-                result = await _execute(_Run(code, executor, cfg, chosen.info), policy, chosen)
+                policy = SandboxPolicy(
+                    writable_roots=(root,),
+                    network=sandbox_cfg.network,
+                    limits=sandbox_cfg.limits,
+                    read_only=guarded.read_only,
+                )
+                result = await _execute(
+                    _Run(code, executor, cfg, chosen.info, context.output), policy, chosen
+                )
         except SnapshotTooLarge:
             refused = snapshot_too_large("program")
             return _failure(
@@ -502,10 +523,13 @@ def run_code_tool(
         return protected_result(result, guarded.outcome, "program")
 
     async def _execute(run: _Run, policy: SandboxPolicy, chosen: SandboxBackend) -> ToolResult:
-        proc = await spawner.spawn(
+        from steerable_agent_runtime.sandbox import spawn_sandboxed
+
+        proc = await spawn_sandboxed(
             child_argv(),
             policy,
             backend=chosen,
+            env=child_environment(environ),
             stdin=True,
             stdout="pipe",
             timeout_s=cfg.timeout_ms / 1000 + _BACKSTOP_S,

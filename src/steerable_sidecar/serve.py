@@ -62,7 +62,9 @@ async def serve_stdio(
     config.default_harness = harness
     try:
         sources = mcp_sources_for(booted.router, None, config.environ)
-        sidecar = Sidecar(peer, config, router=booted.router, plugins=booted.plugins)
+        sidecar = Sidecar(
+            peer, config, router=booted.router, plugins=booted.plugins, workspace=booted.workspace
+        )
         if sources is None:
             await sidecar.run()
             return

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import os
 import tempfile
@@ -30,14 +29,16 @@ from pydantic.alias_generators import to_camel
 
 import steerable_agent_runtime
 from steerable_agent_runtime import (
+    CallContext,
     PeerClosedError,
     RemoteError,
     ToolCall,
-    ToolErrorCode,
     ToolMode,
     ToolResult,
     ToolRouter,
     UserError,
+    Workspace,
+    WorkspaceRouter,
     new_call_id,
     read_file_state_from_messages,
     workspace_tools_for_cwd,
@@ -55,7 +56,7 @@ from steerable_agent_runtime.tool_search import is_tool_search
 from steerable_agent_runtime.tools import Tool
 from steerable_agent_runtime.trace import TraceSpan
 
-from .host_tools import host_executor, register_host_tools
+from .host_tools import register_host_tools
 from .rpc import InvalidParams, JsonRpcPeer
 
 __all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "checked_state_dir", "default_state_dir"]
@@ -73,10 +74,6 @@ HOST_CALL_TIMEOUT_S: Final = 600.0
 """Longest wait for a reverse call (``approval.request``, ``read_state.seed``), in seconds."""
 
 logger = logging.getLogger(__name__)
-
-_invoke_context: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "steerable_invoke_context", default=None
-)
 
 
 def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -275,6 +272,9 @@ class Sidecar:
         peer: The connection to the host (stdio in production, any stream pair in tests).
         config: The process configuration.
         router: The tools (default: the workspace tools for ``config.workspace``).
+        plugins: The plugin registry over ``router`` (default: an empty one).
+        workspace: The workspace behind ``router``'s file tools, whose read state a resumed chat
+            seeds (default: the default router's; none for a given ``router``).
 
     Raises:
         ConfigError: An invalid ``STEERABLE_*`` variable (e.g. the read-before-write gate).
@@ -288,10 +288,15 @@ class Sidecar:
         *,
         router: ToolRouter | None = None,
         plugins: PluginRegistry | None = None,
+        workspace: Workspace | None = None,
     ) -> None:
         self.peer = peer
         self.config = config
-        self.router = router if router is not None else self._default_router()
+        if router is None:
+            default = self._default_router()
+            router, workspace = default, default.workspace
+        self.router = router
+        self._workspace = workspace
         self.plugins = plugins if plugins is not None else PluginRegistry(self.router)
         self.router.trace = self._trace
         self._provider: LLMProvider | None = None
@@ -313,7 +318,7 @@ class Sidecar:
         }.items():
             peer.add_method(name, handler)
 
-    def _default_router(self) -> ToolRouter:
+    def _default_router(self) -> WorkspaceRouter:
         return workspace_tools_for_cwd(
             self.config.workspace,
             allow_outside=self.config.allow_outside,
@@ -417,17 +422,11 @@ class Sidecar:
             approve=approve_all if p.consent_granted else None,
             unasked=": ask the user, then send the call again with consentGranted: true",
         )
-        token = _invoke_context.set(p.context)
-        try:
-            result = await gate(call)
-        finally:
-            _invoke_context.reset(token)
+        context = CallContext(call, attrs={"context": p.context} if p.context else {})
+        result = await gate(call, context)
         return result.to_wire()
 
     def _trace(self, span: TraceSpan) -> None:
-        context = _invoke_context.get()
-        if context:
-            span.attrs["context"] = context
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug(
                 "tool %s id=%s success=%s %.2f ms %s",
@@ -609,8 +608,8 @@ class Sidecar:
         if p.tools_via_host:
             register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
             # run_code is answered here, never forwarded (LOCAL_ONLY_TOOLS); its nested calls reach
-            # the host through this chat's executor, which the agent loop makes the live one
-            # (steerable_agent_runtime.executor.current_executor)
+            # the host through this chat's executor, which the agent loop hands each call
+            # (CallContext.executor)
             run_code = self.router.get("run_code")
             if run_code is not None:
                 router.register(run_code)
@@ -624,11 +623,9 @@ class Sidecar:
             if history:  # a resume: the host owns the file tools, so it gets the rebuilt read state
                 await self._seed_host(session_id, history)
             # the host executes its tools and owns their consent
-            return router, host_executor(router)
-        if history:
-            workspace = getattr(self.router, "workspace", None)
-            if workspace is not None:
-                workspace.state.seed(read_file_state_from_messages(history))
+            return router, router.dispatch
+        if history and self._workspace is not None:
+            self._workspace.state.seed(read_file_state_from_messages(history))
         approve = approve_all if p.auto_approve else self._host_approval(chat_id)
         return router, ApprovalGate.for_router(router, approve=approve)
 
@@ -650,14 +647,14 @@ class Sidecar:
                     success=False,
                     terminal=True,
                     error=f"the host closed the connection before {call.name} finished",
-                    data={"code": ToolErrorCode.HOST_UNREACHABLE},
+                    data={"code": "host_unreachable"},
                 )
             except RemoteError as exc:
                 return ToolResult(
                     success=False,
                     needs_followup=True,
                     error=f"the host could not run {call.name}: {exc.message}",
-                    data={"code": ToolErrorCode.HOST_ERROR, "rpcCode": exc.code},
+                    data={"code": "host_error", "rpcCode": exc.code},
                 )
             try:
                 return ToolResult.model_validate(answer, strict=True)
@@ -666,7 +663,7 @@ class Sidecar:
                     success=False,
                     needs_followup=True,
                     error=f"the host answered {call.name} with something that is not a ToolResult",
-                    data={"code": ToolErrorCode.HOST_ERROR},
+                    data={"code": "host_error"},
                 )
 
         return invoke

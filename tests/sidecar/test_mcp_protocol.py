@@ -328,6 +328,43 @@ async def test_progress_heartbeats_for_a_long_bash(
     assert len(wire.of("notifications/progress")) == len(progress)  # no token, no progress
 
 
+STREAMING_PLUGIN = """
+from steerable_agent_runtime import CallContext, tool
+
+def register(router):
+    @tool(router=router, mode="read")
+    async def stream_lines(count: int, context: CallContext) -> str:
+        \"\"\"Send lines as output while running.\"\"\"
+        for n in range(count):
+            await context.send_output(f"line {n} key=sk-streamed-secret")
+        return "streamed"
+"""
+
+
+async def test_output_chunks_travel_in_progress_messages(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    env = child_env(
+        STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, STREAMING_PLUGIN)),
+        STEERABLE_API_KEY="sk-streamed-secret",
+    )
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        params = {"name": "stream_lines", "arguments": {"count": 3}, "_meta": {"progressToken": "t"}}
+        answer = await wire.call(2, "tools/call", params)
+        progress = wire.of("notifications/progress")
+        quiet = await wire.call(3, "tools/call", {"name": "stream_lines", "arguments": {"count": 2}})
+    assert answer["result"]["structuredContent"]["data"]["value"] == "streamed", answer
+    messages = [p["message"] for p in progress]
+    assert messages[0] == "stream_lines started"
+    assert [m.split(" key=")[0] for m in messages[1:4]] == ["line 0", "line 1", "line 2"]
+    assert all("sk-streamed-secret" not in m for m in messages)  # redacted like every other message
+    values = [p["progress"] for p in progress]
+    assert values[0] == 0 and values == sorted(set(values))  # strictly increasing, heartbeat included
+    assert quiet["result"]["isError"] is False
+    assert len(wire.of("notifications/progress")) == len(progress)  # no token: the chunks go nowhere
+
+
 def _running(marker: str) -> bool:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -649,8 +686,8 @@ def test_credentials_in_a_command_line_and_in_urls() -> None:
 
 
 async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
-    from steerable_sidecar._mcp_connection import StderrTail as _StderrTail
     from steerable_sidecar._secrets import Redactor
+    from steerable_sidecar.mcp_sources import _StderrTail
 
     tail = _StderrTail("up", Redactor.of(["envsecretvalue123"]))
     tail.writer.write("fatal: auth with envsecretvalue123 rejected\n")

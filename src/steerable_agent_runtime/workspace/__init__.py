@@ -16,7 +16,7 @@ if _typing.TYPE_CHECKING:
     from ._rg import RIPGREP_ENV, Ripgrep, SearchEngine, ripgrep_setting
     from ._state import FileView, ReadFileState, read_file_state_from_messages
     from ._text import version_of
-    from ._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV, workspace_tools_for_cwd
+    from ._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV, WorkspaceRouter, workspace_tools_for_cwd
     from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -48,6 +48,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._tools": (
         "CROSS_PROCESS_LOCK_ENV",
         "REQUIRE_READ_ENV",
+        "WorkspaceRouter",
         "workspace_tools_for_cwd",
     ),
     "._workspace": (
@@ -77,6 +78,7 @@ __all__ = [
     "Ripgrep",
     "SearchEngine",
     "Workspace",
+    "WorkspaceRouter",
     "apply_edits",
     "apply_edits_detailed",
     "read_file_state_from_messages",

@@ -11,10 +11,10 @@ import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, overload
 
 from pydantic import Field
-from typing_extensions import TypedDict
+from typing_extensions import TypedDict, Unpack
 
 from .._protected import PROTECTED_ENV
 from .._tool_schemas import TOOL_PARAMETERS
@@ -29,7 +29,13 @@ from ._workspace import Workspace
 if TYPE_CHECKING:  # each tool's engine loads at its first call (start-up: registering is cheap)
     from ._edit import Edit
 
-__all__ = ["CROSS_PROCESS_LOCK_ENV", "REQUIRE_READ_ENV", "workspace_tools_for_cwd"]
+__all__ = [
+    "CROSS_PROCESS_LOCK_ENV",
+    "REQUIRE_READ_ENV",
+    "WorkspaceRouter",
+    "WorkspaceToolOptions",
+    "workspace_tools_for_cwd",
+]
 
 REQUIRE_READ_ENV = "STEERABLE_REQUIRE_READ_BEFORE_WRITE"
 """Set to ``0`` to turn off the hard read-before-write gate (spec: File tools)."""
@@ -63,6 +69,47 @@ def _edits(
     return [Edit(e["oldText"], e["newText"], e.get("replaceAll", replace_all)) for e in edits or []]
 
 
+class WorkspaceRouter(ToolRouter):
+    """A :class:`ToolRouter` made for one workspace: what :func:`workspace_tools_for_cwd` returns.
+
+    Args:
+        workspace: The :class:`Workspace` the file tools on this router act in.
+        options: :class:`ToolRouter`'s own (``default_timeout_ms``, ``trace``).
+
+    Attributes:
+        workspace: That workspace; ``workspace.state`` is the session's read state (spec: File
+            tools), which a resume seeds from the durable record.
+    """
+
+    def __init__(self, workspace: Workspace, **options: Any) -> None:
+        super().__init__(**options)
+        self.workspace = workspace
+
+
+class WorkspaceToolOptions(TypedDict, total=False):
+    """The options of :func:`workspace_tools_for_cwd` besides ``cwd`` and ``router`` (see there)."""
+
+    state: ReadFileState | None
+    require_read_before_write: bool | None
+    allow_outside: bool
+    allow_protected_writes: bool | None
+    environ: Mapping[str, str] | None
+    bash: bool
+    web_tools: Callable[[ToolRouter], object] | Literal[False] | None
+
+
+@overload
+def workspace_tools_for_cwd(
+    cwd: str | os.PathLike[str] | None = None, *, router: None = None, **options: Unpack[WorkspaceToolOptions]
+) -> WorkspaceRouter: ...
+
+
+@overload
+def workspace_tools_for_cwd(
+    cwd: str | os.PathLike[str] | None = None, *, router: ToolRouter, **options: Unpack[WorkspaceToolOptions]
+) -> ToolRouter: ...
+
+
 def workspace_tools_for_cwd(
     cwd: str | os.PathLike[str] | None = None,
     *,
@@ -84,7 +131,8 @@ def workspace_tools_for_cwd(
 
     Args:
         cwd: The workspace root (default: the current directory).
-        router: Register on this router (default: a new one).
+        router: Register on this router (default: a new :class:`WorkspaceRouter`); pass ``state``
+            too when you need the read state, since only a ``WorkspaceRouter`` carries it.
         state: The session's read state; pass one seeded from
             :func:`read_file_state_from_messages` on resume.
         require_read_before_write: The hard gate; ``None`` reads
@@ -103,7 +151,8 @@ def workspace_tools_for_cwd(
             entry point passes the installer unless told ``--no-web-tools``.
 
     Returns:
-        The router. The :class:`Workspace` behind it is ``router.workspace``.
+        The router: a new :class:`WorkspaceRouter` (its :class:`Workspace` is ``router.workspace``),
+        or ``router`` when given.
 
     Raises:
         ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE``, ``STEERABLE_ALLOW_PROTECTED_WRITES``
@@ -132,10 +181,9 @@ def workspace_tools_for_cwd(
 
         # config errors raise before any registration; protected paths are read-only to commands too
         specs.append(bash_tool(ws.root.path, environ=environ, allow_protected_writes=allow_protected_writes))
-    router = router if router is not None else ToolRouter()
+    router = router if router is not None else WorkspaceRouter(ws)
     for spec in specs:
         router.register(spec)
-    router.workspace = ws  # type: ignore[attr-defined]
     if web_tools:
         web_tools(router)
     return router

@@ -1,0 +1,217 @@
+"""The call context (context.py): injected into tools that ask for it, passed down the executor chain."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from loop_script import call, echo_router, tool_results, turn
+from steerable_agent_runtime import (
+    ApprovalGate,
+    CallContext,
+    Tool,
+    ToolCall,
+    ToolExposure,
+    ToolRouter,
+    WorkspaceRouter,
+    tool,
+    workspace_tools_for_cwd,
+)
+from steerable_agent_runtime.harness import AssembledHarness
+from steerable_agent_runtime.llm import ScriptedProvider
+from steerable_agent_runtime.loop import AgentLoop
+from steerable_agent_runtime.tool_search import is_tool_search, register_tool_search
+from steerable_agent_runtime.trace import TraceSpan
+
+
+def _seen_router() -> tuple[ToolRouter, list[CallContext]]:
+    router = ToolRouter()
+    seen: list[CallContext] = []
+
+    @router.tool(mode="read")
+    async def whoami(label: str, context: CallContext) -> str:
+        """Say which call this is.
+
+        Args:
+            label: Any text.
+        """
+        seen.append(context)
+        return f"{label}:{context.call.id}"
+
+    return router, seen
+
+
+async def test_a_context_parameter_is_injected_and_not_in_the_schema() -> None:
+    router, seen = _seen_router()
+    spec = router.get("whoami")
+    assert spec is not None and spec.context_param == "context"
+    assert spec.parameters["properties"].keys() == {"label"} and spec.parameters["required"] == ["label"]
+    result = await router.dispatch(ToolCall(id="c1", name="whoami", arguments={"label": "x"}))
+    assert result.data == {"value": "x:c1"}
+    assert seen[0].call.id == "c1" and seen[0].executor is None  # no agent loop ran it
+
+
+async def test_the_model_cannot_send_the_context_argument() -> None:
+    router, seen = _seen_router()
+    result = await router.dispatch(
+        ToolCall(id="c1", name="whoami", arguments={"label": "x", "context": {"call": "forged"}})
+    )
+    assert result.success is False and result.data is not None
+    assert result.data["code"] == "invalid_arguments" and seen == []
+
+
+async def test_a_precomputed_schema_and_a_sync_tool_get_the_context_too() -> None:
+    def stamp(context: CallContext, n: int = 1) -> str:
+        """Sync: runs in a thread."""
+        return context.call.id * n
+
+    plain = Tool.from_function(stamp)
+    prebuilt = Tool.from_function(stamp, parameters=plain.parameters, name="stamp2")
+    assert "context" not in plain.parameters["properties"] and prebuilt.context_param == "context"
+    router = ToolRouter()
+    router.register(plain)
+    router.register(prebuilt)
+    one = await router.dispatch(ToolCall(id="ab", name="stamp", arguments={"n": 2}))
+    two = await router.dispatch(ToolCall(id="cd", name="stamp2", arguments={}))
+    assert one.data == {"value": "abab"} and two.data == {"value": "cd"}
+
+
+async def test_a_schema_tool_names_its_context_keyword() -> None:
+    got: list[tuple[str, dict[str, Any]]] = []
+
+    async def handler(**arguments: Any) -> str:
+        context = arguments.pop("_ctx")
+        got.append((context.call.id, arguments))
+        return "ok"
+
+    router = ToolRouter()
+    router.register(
+        Tool.from_schema(
+            "remote",
+            {"type": "object", "properties": {"a": {"type": "integer"}}},
+            handler,
+            context_param="_ctx",
+        )
+    )
+    await router.dispatch(ToolCall(id="r1", name="remote", arguments={"a": 1}))
+    assert got == [("r1", {"a": 1})]
+
+
+async def test_the_loop_hands_each_call_its_executor_and_records_the_gate_decision() -> None:
+    router, seen = _seen_router()
+    router.register(echo_router().get("echo"))  # type: ignore[arg-type]
+    decisions: list[str] = []
+
+    async def approve(call: ToolCall, mode: Any) -> bool:
+        decisions.append(call.id)
+        return False
+
+    gate = ApprovalGate.for_router(router, approve=approve)
+    spans: list[TraceSpan] = []
+    provider = ScriptedProvider(
+        [turn(call("whoami", {"label": "a"}, id="w"), call("echo", {"text": "x"}, id="e")), "ok"]
+    )
+    loop = AgentLoop(provider, router, executor=gate, trace=spans.append)
+    await loop.run([], "go")
+    assert seen[0].executor is gate  # nested calls of this tool would take the same path
+    assert decisions == ["e"]
+    assert {s.call_id: s.attrs.get("approved") for s in spans} == {"w": None, "e": False}
+    assert tool_results(loop.messages)["e"]["data"]["code"] == "consent_denied"
+
+
+async def test_output_chunks_go_to_the_sink_and_a_failing_sink_never_fails_the_tool(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    chunks: list[str] = []
+    router = ToolRouter()
+
+    @tool(router=router, mode="read")
+    async def build(target: str, context: CallContext) -> str:
+        """Build."""
+        await context.send_output(f"building {target}")
+        await context.send_output("done")
+        return "built"
+
+    request = ToolCall(id="b", name="build", arguments={"target": "x"})
+    await router.dispatch(request, CallContext(request, output=chunks.append))
+    assert chunks == ["building x", "done"]
+    assert (await router.dispatch(request)).success  # no sink: nothing to send, nothing fails
+
+    async def broken(text: str) -> None:
+        raise ConnectionError("client gone")
+
+    with caplog.at_level(logging.ERROR):
+        result = await router.dispatch(request, CallContext(request, output=broken))
+    assert result.success and "the output sink of build failed" in caplog.text
+
+
+async def test_context_attrs_reach_the_routers_trace_span() -> None:
+    spans: list[TraceSpan] = []
+    router = echo_router()
+    router.trace = spans.append
+    request = ToolCall(id="t", name="echo", arguments={"text": "a"})
+    await router.dispatch(request, CallContext(request, attrs={"context": {"turn": 3}}))
+    await router.dispatch(request)
+    assert spans[0].attrs == {"mode": "local", "context": {"turn": 3}} and spans[1].attrs == {"mode": "local"}
+
+
+def test_the_workspace_router_carries_its_workspace(tmp_path: Any) -> None:
+    router = workspace_tools_for_cwd(tmp_path, bash=False)
+    assert isinstance(router, WorkspaceRouter) and router.workspace.root.path == tmp_path.resolve()
+    mine = ToolRouter()
+    assert workspace_tools_for_cwd(tmp_path, router=mine, bash=False) is mine
+    assert "read_file" in mine and not hasattr(mine, "workspace")  # nothing patched onto a given router
+
+
+def _deferred(name: str) -> Tool:
+    async def run() -> str:
+        return name
+
+    return Tool.from_schema(name, {"type": "object"}, run, description=f"{name} things", exposure="deferred")
+
+
+async def test_tool_search_state_lives_with_its_tool_not_in_a_global() -> None:
+    router = ToolRouter()
+    router.register(_deferred("alpha_tool"))
+    first = register_tool_search(router)
+    assert is_tool_search(router, first) and not is_tool_search(ToolRouter(), first)
+    moved = router.set_exposure("tool_search", ToolExposure.HIDDEN)
+    assert is_tool_search(router, moved) and register_tool_search(router) is moved  # still idempotent
+    router.unregister("tool_search")
+    assert not is_tool_search(router, moved)  # its index stopped following the router
+    router.register(_deferred("beta_tool"))
+    second = register_tool_search(router)
+    assert second is not moved and is_tool_search(router, second)
+    found = await router.dispatch(ToolCall(id="s", name="tool_search", arguments={"query": "beta things"}))
+    assert [t["name"] for t in found.data["tools"]] == ["beta_tool", "alpha_tool"]  # type: ignore[index]
+
+
+def test_two_harnesses_tell_their_own_routers_tool_search_apart() -> None:
+    one, two = ToolRouter(), ToolRouter()
+    AssembledHarness("progressive").wire_tools(one)
+    two.register(one.get("tool_search"))  # type: ignore[arg-type]  # a copy of another router's tool
+    assert is_tool_search(one, one.get("tool_search"))
+    assert not is_tool_search(two, two.get("tool_search"))
+
+
+async def test_a_host_tool_forwards_the_whole_call_even_with_an_argument_named_like_its_keyword() -> None:
+    from steerable_sidecar.host_tools import register_host_tools
+
+    sent: list[ToolCall] = []
+
+    async def invoke(request: ToolCall) -> Any:
+        sent.append(request)
+        from steerable_agent_runtime import ToolResult
+
+        return ToolResult(success=True, data={"echo": request.arguments})
+
+    router = ToolRouter()
+    schema = {"type": "object", "properties": {"_context": {"type": "string"}, "n": {"type": "integer"}}}
+    register_host_tools(router, [{"name": "remote_tool", "parameters": schema}], invoke)
+    result = await router.dispatch(
+        ToolCall(id="h1", name="remote_tool", arguments={"_context": "mine", "n": 2})
+    )
+    assert sent == [ToolCall(id="h1", name="remote_tool", arguments={"_context": "mine", "n": 2})]
+    assert result.data == {"echo": {"_context": "mine", "n": 2}}
