@@ -28,6 +28,7 @@ import email.utils
 import json
 import re
 import time
+import zlib
 from collections.abc import Mapping
 from datetime import UTC
 from types import TracebackType
@@ -36,6 +37,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ._decoding import Inflater, content_coding
 from ._endpoints import env_proxy_client
 
 __all__ = [
@@ -364,9 +366,21 @@ MAX_COMPLETION_BYTES = 32_000_000
 async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool]:
     """Read at most ``limit`` decoded bytes of ``response``'s body; the rest is never read.
 
+    A body in one ``Content-Encoding`` of gzip or deflate is inflated here a bounded step at a
+    time (:class:`~steerable_sidecar._decoding.Inflater`), so a compression bomb costs about
+    ``limit``; any other coding (``br``, ``zstd``, a list such as ``gzip, gzip``) is decoded by
+    httpx, a received chunk at a time.
+
     Returns:
         ``(body, cut)``: the bytes read, and whether the body went on past ``limit``.
+
+    Raises:
+        httpx.DecodingError: The body is not valid in its ``Content-Encoding`` (as httpx raises it).
+        httpx.HTTPError: As reading the body raises it.
     """
+    coding = content_coding(response.headers.get("content-encoding", ""))
+    if coding is not None and coding != "identity":
+        return await _inflate_capped(response, Inflater(coding), limit)
     parts: list[bytes] = []
     size = 0
     async for piece in response.aiter_bytes():
@@ -375,3 +389,15 @@ async def read_capped(response: httpx.Response, limit: int) -> tuple[bytes, bool
         if size > limit:
             return b"".join(parts)[:limit], True
     return b"".join(parts), False
+
+
+async def _inflate_capped(response: httpx.Response, inflater: Inflater, limit: int) -> tuple[bytes, bool]:
+    body = bytearray()
+    try:
+        async for raw in response.aiter_raw():
+            body += inflater.decode(raw, limit + 1 - len(body))  # one byte past: "more" from "exactly"
+            if len(body) > limit:
+                return bytes(body[:limit]), True
+    except zlib.error as exc:
+        raise httpx.DecodingError(f"the body is not valid in its Content-Encoding ({exc})") from None
+    return bytes(body), False

@@ -8,12 +8,23 @@ their own answers.
 from __future__ import annotations
 
 import json
+import tracemalloc
+import zlib
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from steerable_agent_runtime.errors import ConfigError
-from steerable_sidecar._http import MAX_ERROR_CHARS, ClientOwner, clip, error_message, retry_after_s
+from steerable_sidecar._http import (
+    MAX_ERROR_BODY_BYTES,
+    MAX_ERROR_CHARS,
+    ClientOwner,
+    clip,
+    error_message,
+    read_capped,
+    retry_after_s,
+)
 
 
 @pytest.mark.parametrize(
@@ -104,3 +115,67 @@ def test_client_owner_names_who_cannot_use_the_proxy(monkeypatch: pytest.MonkeyP
     ) as caught:
         ClientOwner(None, what="the test client", timeout=httpx.Timeout(1.0))
     assert "hunter2" not in str(caught.value)
+
+
+class _Received(httpx.AsyncByteStream):
+    """A body as a server sends it, in one chunk, unread until the reader reads it."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self._data
+
+
+def _answer(status: int, encoding: str, data: bytes) -> httpx.Response:
+    return httpx.Response(status, headers={"content-encoding": encoding}, stream=_Received(data))
+
+
+def _gzip(data: bytes) -> bytes:
+    packer = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: the gzip container
+    return packer.compress(data) + packer.flush()
+
+
+async def test_read_capped_inflates_a_dense_gzip_bomb_only_to_the_cap() -> None:
+    """One received chunk of 100 MB of zeros (about 100 KB of gzip) costs about the cap, not 100 MB."""
+    bomb = _gzip(bytes(100_000_000))
+    response = _answer(500, "gzip", bomb)
+    tracemalloc.start()
+    try:
+        body, cut = await read_capped(response, MAX_ERROR_BODY_BYTES)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (body, cut) == (bytes(MAX_ERROR_BODY_BYTES), True)
+    assert peak < 8 * MAX_ERROR_BODY_BYTES + len(bomb)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "content"),
+    [
+        ("gzip", _gzip(b'{"error": {"message": "quota"}}')),
+        ("x-gzip", _gzip(b'{"error": {"message": "quota"}}')),
+        ("deflate", zlib.compress(b'{"error": {"message": "quota"}}')),
+        ("deflate", zlib.compress(b'{"error": {"message": "quota"}}')[2:-4]),  # raw deflate, as some send
+        ("GZIP ", _gzip(b'{"error": {"message": "quota"}}')),
+        ("gzip, gzip", _gzip(_gzip(b'{"error": {"message": "quota"}}'))),  # a list: httpx decodes it
+        ("identity", b'{"error": {"message": "quota"}}'),
+        ("", b'{"error": {"message": "quota"}}'),
+    ],
+)
+async def test_read_capped_decodes_every_coding_it_did_before(encoding: str, content: bytes) -> None:
+    response = _answer(429, encoding, content)
+    body, cut = await read_capped(response, MAX_ERROR_BODY_BYTES)
+    assert (error_message(body), cut) == ("quota", False)
+
+
+async def test_read_capped_of_a_body_exactly_at_the_cap_is_not_cut() -> None:
+    response = _answer(200, "gzip", _gzip(b"x" * 100))
+    assert await read_capped(response, 100) == (b"x" * 100, False)
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_read_capped_of_a_corrupt_body_is_httpx_decoding_error(encoding: str) -> None:
+    response = _answer(500, encoding, b"\x1f\x8b\x08garbage" * 10)
+    with pytest.raises(httpx.DecodingError):
+        await read_capped(response, MAX_ERROR_BODY_BYTES)

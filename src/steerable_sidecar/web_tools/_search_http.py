@@ -20,12 +20,12 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, UserError, WebError
 
+from .._decoding import Inflater, content_coding
 from .._endpoints import checked_base_url
 from .._http import ClientOwner, RedirectRefused, clip, retry_after_s, send_unfollowed
 from ._charsets import codec_for
 from ._codes import WebErrorCode
 from ._config import WEB_LIMIT_ENV
-from ._decoding import Inflater, content_coding
 
 __all__ = ["ACCEPT_ENCODING", "MAX_RESPONSE_BYTES", "Answer", "HttpBackend", "search_base_url"]
 

@@ -1,7 +1,9 @@
 """HTTP content codings (RFC 9110, 8.4.1) decoded with bounded output per call.
 
-Shared by ``web_fetch`` and the HTTP search backends: a compressed body inflates no further than
-the room its reader gives each call, so a gzip bomb costs no more than the byte cap.
+Shared by ``web_fetch``, the HTTP search backends and the model provider's capped reads
+(:func:`~steerable_sidecar._http.read_capped`): a compressed body inflates no further than the
+room its reader gives each call, so a gzip bomb costs no more than the byte cap. httpx's own
+decoders inflate a whole received chunk in one call (64 KB of gzip can become 64 MB at once).
 """
 
 from __future__ import annotations
