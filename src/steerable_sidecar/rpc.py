@@ -11,10 +11,12 @@ request is still open. Framing, concurrency and error mapping are described in
   so a handler awaiting a reverse call cannot block the reply it is waiting for;
 * writes are serialised by a lock, so frames never interleave.
 
-This module is the one place where exceptions become wire errors: :data:`ERROR_CODES` gives each
+The peer is the one place where exceptions become wire errors: :data:`ERROR_CODES` gives each
 :class:`~steerable_agent_runtime.errors.SteerableError` class its own code in the JSON-RPC
-server range, :func:`error_code_for` picks the most specific one, and an unexpected exception
-becomes ``-32603`` with its traceback logged (to :mod:`logging`, never to the protocol stream).
+server range, :func:`error_code_for` picks the most specific one (both in ``_rpc_errors``), and
+an unexpected exception becomes ``-32603`` with its traceback logged (to :mod:`logging`, never to
+the protocol stream). The stdio transport (:func:`open_stdio_streams`...) is in ``_rpc_stdio``;
+this module re-exports both modules' public names.
 """
 
 from __future__ import annotations
@@ -22,38 +24,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
-import selectors
-import stat
-import sys
-import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from types import MappingProxyType, TracebackType
-from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
+from collections.abc import AsyncIterator, Awaitable, Callable
+from types import TracebackType
+from typing import Any, Final, TypeAlias
 
-from steerable_agent_runtime.errors import (
-    ConfigError,
-    DuplicateToolError,
-    EditError,
-    McpServerError,
-    PatchError,
-    PathEscapeError,
-    PeerClosedError,
-    PluginLoadError,
-    PluginStateError,
-    ProviderError,
-    RemoteError,
-    SandboxUnavailableError,
-    SidecarStartError,
-    SteerableError,
-    ToolFailed,
-    ToolRetry,
-    ToolSignal,
-    UserError,
-    WebError,
-    WorkspaceError,
-    WriteConflictError,
+from steerable_agent_runtime.errors import PeerClosedError, RemoteError, SteerableError, UserError
+
+from ._rpc_errors import (
+    ERROR_CODES,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    InvalidParams,
+    error_code_for,
+    error_data_for,
+    validation_error,
 )
+from ._rpc_stdio import READ_CHUNK, LineWriter, isolate_stdio, open_fd_streams, open_stdio_streams
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -76,59 +65,10 @@ __all__ = [
     "open_stdio_streams",
 ]
 
-if TYPE_CHECKING:
-    import pydantic
-
 logger = logging.getLogger(__name__)
-
-PARSE_ERROR: Final = -32700
-"""The frame is not JSON (or not UTF-8). Answered with ``id: null``."""
-INVALID_REQUEST: Final = -32600
-"""The JSON is not a valid request object, the batch is empty, or the frame is too large."""
-METHOD_NOT_FOUND: Final = -32601
-"""No handler is registered under the request's ``method``."""
-INVALID_PARAMS: Final = -32602
-"""The handler raised :class:`InvalidParams` or a pydantic ``ValidationError``."""
-INTERNAL_ERROR: Final = -32603
-"""The handler raised an exception outside the :class:`SteerableError` tree."""
-
-ERROR_CODES: Final[Mapping[type[SteerableError], int]] = MappingProxyType(
-    {
-        SteerableError: -32000,
-        ToolSignal: -32010,
-        ToolRetry: -32011,
-        ToolFailed: -32012,
-        SandboxUnavailableError: -32013,
-        WebError: -32014,
-        WorkspaceError: -32020,
-        PathEscapeError: -32021,
-        WriteConflictError: -32022,
-        EditError: -32023,
-        PatchError: -32024,
-        UserError: -32030,
-        DuplicateToolError: -32031,
-        PluginLoadError: -32032,
-        PluginStateError: -32033,
-        ConfigError: -32040,
-        ProviderError: -32050,
-        SidecarStartError: -32060,
-        McpServerError: -32080,
-        RemoteError: -32090,
-        PeerClosedError: -32099,
-    }
-)
-"""The JSON-RPC error code of each :class:`SteerableError` class (all distinct, -32099..-32000).
-
-A handler's exception is answered with the code of the most specific class in its MRO, so a
-subclass defined outside steerable inherits its parent's code. Every steerable class has its own
-entry (a test walks the tree), and the table is repeated in ``docs/sidecar-protocol.md``.
-"""
 
 DEFAULT_MAX_FRAME_BYTES: Final = 64 * 1024 * 1024
 """Longest accepted incoming frame, in bytes, without its newline (64 MiB)."""
-
-_READ_CHUNK: Final = 256 * 1024
-"""Bytes asked of the reader per read; also the StreamReader limit of :func:`open_fd_streams`."""
 
 Params: TypeAlias = dict[str, Any] | list[Any] | None
 """A request's ``params``: an object, an array, or ``None`` when absent."""
@@ -136,102 +76,6 @@ MethodHandler: TypeAlias = Callable[[Params], Awaitable[Any]]
 """``async (params) -> result``; the result must be JSON-serialisable."""
 NotificationHandler: TypeAlias = Callable[[Params], Awaitable[None]]
 """``async (params) -> None``; notifications are never answered."""
-
-
-class InvalidParams(Exception):
-    """Raised by a handler to answer ``-32602 Invalid params``.
-
-    It is a signal from handler code to this module, like a return value, and never escapes the
-    peer; it sits outside the :class:`SteerableError` tree because its code is a standard
-    JSON-RPC code, not one of the server-range codes of :data:`ERROR_CODES`.
-
-    Args:
-        message: What is wrong with the params, naming the field.
-        data: Optional JSON ``data`` for the error object.
-    """
-
-    def __init__(self, message: str, *, data: Any = None) -> None:
-        super().__init__(message)
-        self.data = data
-
-
-class LineWriter(Protocol):
-    """The write half a peer needs: :class:`asyncio.StreamWriter` satisfies it."""
-
-    def write(self, data: bytes, /) -> object:
-        """Queue ``data`` for writing."""
-
-    async def drain(self) -> None:
-        """Wait until the queued data may be written (flow control)."""
-
-
-def error_code_for(exc: BaseException) -> int:
-    """Return the JSON-RPC error code a handler's exception is answered with.
-
-    Args:
-        exc: The exception a handler raised.
-
-    Returns:
-        The code of the most specific :data:`ERROR_CODES` class in the exception's MRO;
-        :data:`INVALID_PARAMS` for :class:`InvalidParams` and pydantic's ``ValidationError``;
-        :data:`INTERNAL_ERROR` for anything else.
-    """
-    for cls in type(exc).__mro__:
-        if issubclass(cls, SteerableError) and cls in ERROR_CODES:
-            return ERROR_CODES[cls]
-    if isinstance(exc, InvalidParams) or _validation_error(exc) is not None:
-        return INVALID_PARAMS
-    return INTERNAL_ERROR
-
-
-def _validation_error(exc: BaseException) -> pydantic.ValidationError | None:
-    """``exc`` if it is pydantic's ``ValidationError`` (imported here: MCP start-up skips pydantic)."""
-    from pydantic import ValidationError
-
-    return exc if isinstance(exc, ValidationError) else None
-
-
-def error_data_for(exc: SteerableError) -> dict[str, Any]:
-    """Return the error object's ``data`` for a :class:`SteerableError`.
-
-    ``type`` is the class name; the other keys carry the class's machine-readable attributes:
-    a :class:`ToolSignal`'s ``message``/``nextAction``/``data`` (the ``ToolResult`` fields), a
-    :class:`WorkspaceError`'s ``code``, a :class:`DuplicateToolError`'s ``name``, a
-    :class:`ProviderError`'s ``status``/``retryable``, and a :class:`RemoteError`'s
-    ``remoteCode``/``remoteData`` (the error a reverse call received), a plugin error's
-    ``plugin``/``tool``/``otherPlugin``/``state``, and an :class:`McpServerError`'s ``server``.
-    Absent values are left out.
-    """
-    data: dict[str, Any] = {"type": type(exc).__name__}
-    if isinstance(exc, ToolSignal):
-        _put(data, "message", exc.message)
-        _put(data, "nextAction", exc.next_action)
-        _put(data, "data", exc.data)
-    if isinstance(exc, WorkspaceError):
-        data["code"] = exc.code
-    if isinstance(exc, DuplicateToolError):
-        data["name"] = exc.name
-    if isinstance(exc, ProviderError):
-        _put(data, "status", exc.status)
-        data["retryable"] = exc.retryable
-    if isinstance(exc, RemoteError) and not isinstance(exc, PeerClosedError):
-        data["remoteCode"] = exc.code
-        _put(data, "remoteData", exc.data)
-    if isinstance(exc, PluginLoadError):
-        _put(data, "plugin", exc.plugin)
-        _put(data, "tool", exc.tool)
-        _put(data, "otherPlugin", exc.other_plugin)
-    if isinstance(exc, PluginStateError):
-        _put(data, "plugin", exc.plugin)
-        _put(data, "state", exc.state)
-    if isinstance(exc, McpServerError):
-        data["server"] = exc.server
-    return data
-
-
-def _put(data: dict[str, Any], key: str, value: Any) -> None:
-    if value is not None:
-        data[key] = value
 
 
 def _encode(message: Any) -> bytes:
@@ -619,7 +463,7 @@ class JsonRpcPeer:
                 del buffer[:start]
             start = 0
             scan = len(buffer)
-            chunk = await self._reader.read(_READ_CHUNK)
+            chunk = await self._reader.read(READ_CHUNK)
             if not chunk:
                 if buffer and not skipping:
                     yield bytes(buffer)  # a last frame without its newline
@@ -774,7 +618,7 @@ class JsonRpcPeer:
         self._log_failure(method, exc)
         if isinstance(exc, InvalidParams):
             return _error(request_id, code, f"Invalid params: {exc}", exc.data)
-        invalid = _validation_error(exc)
+        invalid = validation_error(exc)
         if invalid is not None:
             # loc, msg and type only: the rejected input may be huge, or a secret
             errors = [
@@ -797,7 +641,7 @@ class JsonRpcPeer:
         return _error(request_id, code, message, {"type": type(exc).__name__})
 
     def _log_failure(self, method: str, exc: BaseException) -> None:
-        if isinstance(exc, SteerableError | InvalidParams) or _validation_error(exc) is not None:
+        if isinstance(exc, SteerableError | InvalidParams) or validation_error(exc) is not None:
             logger.info("%s: %s failed: %s: %s", self.name, method, type(exc).__name__, exc)
         else:
             logger.error("%s: %s raised an unexpected exception", self.name, method, exc_info=exc)
@@ -843,139 +687,3 @@ def _finite_float(text: str) -> float:
 
 def _is_response(message: dict[str, Any]) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
-
-
-# -- stdio transport ----------------------------------------------------------------------------
-
-_isolated = False
-
-
-def isolate_stdio() -> tuple[int, int]:
-    """Reserve the process's stdin and stdout for the protocol; return private copies of them.
-
-    After this call nothing else in the process can reach the protocol stream by accident: fd 1
-    (and so ``print()``, C extensions and child processes that inherit stdout) is a copy of
-    stderr, ``sys.stdout`` is ``sys.stderr``, and fd 0 reads ``/dev/null`` (a child that inherits
-    stdin cannot swallow frames). Call it once, early, before anything writes to stdout.
-
-    Returns:
-        ``(read_fd, write_fd)``: the original stdin and stdout, as new non-inheritable fds.
-
-    Raises:
-        UserError: stdio was already isolated in this process.
-    """
-    global _isolated
-    if _isolated:
-        raise UserError("isolate_stdio() already ran in this process")
-    for stream in (sys.stdout, sys.__stdout__):
-        if stream is not None:
-            try:
-                stream.flush()
-            except (OSError, ValueError):
-                pass
-    read_fd = os.dup(0)
-    write_fd = os.dup(1)
-    null = os.open(os.devnull, os.O_RDWR)
-    try:
-        os.dup2(null, 0)
-        try:
-            os.dup2(2, 1)
-        except OSError:  # no stderr: stray output goes nowhere rather than into the protocol
-            os.dup2(null, 1)
-    finally:
-        os.close(null)
-    sys.stdout = sys.stderr
-    _isolated = True
-    return read_fd, write_fd
-
-
-async def open_stdio_streams(*, isolate: bool = True) -> tuple[asyncio.StreamReader, LineWriter]:
-    """Open the process's stdin and stdout as the sidecar's protocol streams.
-
-    Args:
-        isolate: Run :func:`isolate_stdio` first (the default), so a stray ``print()`` lands on
-            stderr instead of corrupting frames. ``False`` uses copies of fds 0 and 1 as they are.
-
-    Returns:
-        A reader and a writer for :class:`JsonRpcPeer`; see :func:`open_fd_streams`.
-    """
-    read_fd, write_fd = isolate_stdio() if isolate else (os.dup(0), os.dup(1))
-    return await open_fd_streams(read_fd, write_fd)
-
-
-async def open_fd_streams(read_fd: int, write_fd: int) -> tuple[asyncio.StreamReader, LineWriter]:
-    """Wrap two file descriptors as asyncio streams; takes ownership of both fds.
-
-    Pipes, sockets and terminals go through the event loop (``connect_read_pipe`` /
-    ``connect_write_pipe``). Anything the loop cannot poll (a regular file, ``/dev/null``:
-    ``steerable ... < requests.jsonl > answers.jsonl``) falls back to a daemon thread that reads
-    the fd (without backpressure: a file is read ahead at disk speed), and to plain blocking
-    writes on the loop, which a regular file or ``/dev/null`` never holds up for long.
-
-    Returns:
-        The reader and the writer.
-    """
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_READ_CHUNK)
-    if _pollable(read_fd, selectors.EVENT_READ):
-        read_pipe = os.fdopen(read_fd, "rb", buffering=0)
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), read_pipe)
-    else:
-        _start_thread_reader(read_fd, reader, loop)
-    writer: LineWriter
-    if _pollable(write_fd, selectors.EVENT_WRITE):
-        write_pipe = os.fdopen(write_fd, "wb", buffering=0)
-        transport, protocol = await loop.connect_write_pipe(
-            lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), write_pipe
-        )
-        writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    else:
-        writer = _BlockingWriter(write_fd)
-    return reader, writer
-
-
-def _pollable(fd: int, events: int) -> bool:
-    """Whether the event loop can watch ``fd`` (epoll refuses regular files and /dev/null)."""
-    mode = os.fstat(fd).st_mode
-    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
-        return False
-    with selectors.DefaultSelector() as selector:
-        try:
-            selector.register(fd, events)
-        except (OSError, ValueError):
-            return False
-    return True
-
-
-def _start_thread_reader(fd: int, reader: asyncio.StreamReader, loop: asyncio.AbstractEventLoop) -> None:
-    def pump() -> None:
-        try:
-            while chunk := os.read(fd, _READ_CHUNK):
-                loop.call_soon_threadsafe(reader.feed_data, chunk)
-            loop.call_soon_threadsafe(reader.feed_eof)
-        except OSError as exc:
-            try:
-                loop.call_soon_threadsafe(reader.set_exception, exc)
-            except RuntimeError:
-                pass
-        except RuntimeError:  # the loop closed under us
-            pass
-        finally:
-            os.close(fd)
-
-    threading.Thread(target=pump, name=f"steerable-rpc-read-fd{fd}", daemon=True).start()
-
-
-class _BlockingWriter:
-    """A :class:`LineWriter` over an fd the loop cannot poll: each write completes at once."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd = fd
-
-    def write(self, data: bytes, /) -> None:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view) :]
-
-    async def drain(self) -> None:
-        return None
