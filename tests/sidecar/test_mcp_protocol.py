@@ -686,8 +686,8 @@ def test_credentials_in_a_command_line_and_in_urls() -> None:
 
 
 async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
+    from steerable_sidecar._mcp_connection import StderrTail as _StderrTail
     from steerable_sidecar._secrets import Redactor
-    from steerable_sidecar.mcp_sources import _StderrTail
 
     tail = _StderrTail("up", Redactor.of(["envsecretvalue123"]))
     tail.writer.write("fatal: auth with envsecretvalue123 rejected\n")

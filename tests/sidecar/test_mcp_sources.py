@@ -38,6 +38,7 @@ FIXTURE_TOOLS = {
     "run_snippet",
     "echo",
     "validate_order",
+    "upstream_error",
     "slow",
     "crash",
     "environment",
@@ -104,6 +105,7 @@ async def test_modes_come_from_annotations_then_the_original_name_mode_4(shared)
         "list_notes": ToolMode.READ,  # only a title: the spec's rules on the server's own name
         "run_snippet": ToolMode.LOCAL,  # no hints, no rule: the conservative default
         "validate_order": ToolMode.LOCAL,
+        "upstream_error": ToolMode.LOCAL,
         "slow": ToolMode.LOCAL,
         "crash": ToolMode.LOCAL,
         "environment": ToolMode.LOCAL,
@@ -159,6 +161,33 @@ async def test_is_error_is_a_failure_the_model_can_fix_env_7(shared):
         "data": {"code": "mcp_tool_error", "server": "fx", "tool": "validate_order"},
     }
     assert (await call(router, "mcp__fx__validate_order", quantity=2))["success"] is True
+
+
+@shared_loop
+@pytest.mark.parametrize(
+    ("code", "message"),
+    [
+        (-32001, "upstream quota exhausted"),
+        (-32000, "upstream refused the key"),
+        (-32001, "Request timed out"),
+    ],
+)
+async def test_a_servers_own_error_with_the_sdks_codes_is_its_own_not_a_timeout_or_a_close(
+    shared, code, message
+):
+    # -32000/-32001 are also the SDK's CONNECTION_CLOSED/REQUEST_TIMEOUT: a fronted server's answer is not those
+    router, sources = shared
+    started = time.perf_counter()
+    body = await call(router, "mcp__fx__upstream_error", code=code, message=message)
+    assert time.perf_counter() - started < 5
+    assert body == {
+        "success": False,
+        "needsFollowup": True,
+        "error": f"MCP server 'fx' refused the call to 'upstream_error': {message} (JSON-RPC error {code})",
+        "data": {"code": "mcp_error", "server": "fx", "tool": "upstream_error", "jsonrpcCode": code},
+    }
+    assert sources.servers()[0]["state"] == "connected"
+    assert (await call(router, "mcp__fx__echo", text="still here"))["success"] is True
 
 
 @shared_loop
