@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from steerable_agent_runtime import ToolErrorCode
 from steerable_agent_runtime.workspace import FileErrorCode
 from steerable_sidecar.web_tools import WebErrorCode
 
@@ -55,6 +56,7 @@ def registry_codes_used_as_literals(package: Path, registry: type[StrEnum]) -> l
 REGISTRIES = [
     (FileErrorCode, "file-tools.md", "## All error codes"),
     (WebErrorCode, "web-tools.md", "## Error codes"),
+    (ToolErrorCode, "runtime.md", "### Error codes"),
 ]
 
 
@@ -100,3 +102,54 @@ def test_web_error_codes_are_plain_strings_in_results_and_json():
     error = WebError(WebErrorCode.SSRF_BLOCKED, "refused")
     assert type(error.code) is str and type(error.data["code"]) is str
     assert json.dumps(error.data) == '{"code": "ssrf_blocked"}'
+
+
+def _is_code_access(node: ast.expr) -> bool:
+    """``x["code"]``, ``x.get("code")`` or ``x.code``."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "code"
+    if isinstance(node, ast.Subscript):
+        return isinstance(node.slice, ast.Constant) and node.slice.value == "code"
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and node.args[0].value == "code"
+    )
+
+
+def code_literals(path: Path) -> list[str]:
+    """String literals in code positions: ``{"code": "x"}``, ``code="x"``, ``data["code"] == "x"``."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        values: list[ast.expr] = []
+        if isinstance(node, ast.Dict):
+            values = [
+                v
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value == "code"
+            ]
+        elif isinstance(node, ast.keyword) and node.arg == "code":
+            values = [node.value]
+        elif isinstance(node, ast.Compare) and any(
+            _is_code_access(side) for side in [node.left, *node.comparators]
+        ):
+            values = [node.left, *node.comparators]
+        for value in values:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                found.append(f"{path.relative_to(ROOT)}:{value.lineno}: {value.value!r}")
+    return found
+
+
+DISPATCH_MODULES = [
+    "steerable_agent_runtime/" + name
+    for name in ("tools.py", "executor.py", "_results.py", "_coerce.py", "loop.py", "types.py", "spill.py")
+] + ["steerable_agent_runtime/tool_search.py", "steerable_agent_runtime/ask_user.py"]
+DISPATCH_MODULES += ["steerable_sidecar/sidecar.py", "steerable_sidecar/mcp_server.py"]
+
+
+@pytest.mark.parametrize("module", DISPATCH_MODULES)
+def test_the_dispatch_path_gives_codes_only_through_its_registry(module):
+    assert code_literals(ROOT / "src" / module) == []

@@ -15,6 +15,9 @@ from ._version import __version__
 from .lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from ._codes import (
+        ToolErrorCode,
+    )
     from ._outcome import (
         DEFAULT_MAX_ROUNDS,
         RunOutcome,
@@ -134,6 +137,7 @@ if _typing.TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_codes": ("ToolErrorCode",),
     "_outcome": (
         "DEFAULT_MAX_ROUNDS",
         "RunOutcome",
@@ -300,6 +304,7 @@ __all__ = [
     "SteerableError",
     "Tool",
     "ToolCall",
+    "ToolErrorCode",
     "ToolExecutor",
     "ToolExposure",
     "ToolFailed",

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from ._codes import ToolErrorCode
 from ._results import invalid_text, validation_problems
 from .errors import ToolRetry
 
@@ -82,7 +83,9 @@ def exact_scalars(name: str, schema: Mapping[str, Any], validate: Validate) -> V
         except ToolRetry as retry:
             others = _retry_problems(retry)
         listed = _merged(problems, others)
-        raise ToolRetry(invalid_text(name, listed), data={"code": "invalid_arguments", "errors": listed})
+        raise ToolRetry(
+            invalid_text(name, listed), data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": listed}
+        )
 
     return checked
 
@@ -104,7 +107,7 @@ def _merged(problems: list[dict[str, str]], others: list[dict[str, str]]) -> lis
 
 def _retry_problems(retry: ToolRetry) -> list[dict[str, str]]:
     data = retry.data
-    if not isinstance(data, Mapping) or data.get("code") != "invalid_arguments":
+    if not isinstance(data, Mapping) or data.get("code") != ToolErrorCode.INVALID_ARGUMENTS:
         return []
     errors = data.get("errors")
     if not isinstance(errors, list):

@@ -13,6 +13,7 @@ from typing import Any, Final
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
+from ._codes import ToolErrorCode
 from .errors import ToolFailed, ToolRetry, ToolSignal
 from .types import ToolCall, ToolResult
 
@@ -87,7 +88,7 @@ def failed_result(name: str, exc: Exception | SystemExit) -> ToolResult:
     return ToolResult(
         success=False,
         error=f"{type(exc).__name__}: {exc}",
-        data={"code": "tool_exception", "exceptionType": type(exc).__name__},
+        data={"code": ToolErrorCode.TOOL_EXCEPTION, "exceptionType": type(exc).__name__},
     )
 
 
@@ -97,7 +98,7 @@ def invalid_arguments_result(name: str, exc: ValidationError) -> ToolResult:
         success=False,
         needs_followup=True,
         error=invalid_text(name, problems),
-        data={"code": "invalid_arguments", "errors": problems},
+        data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
     )
 
 
@@ -106,7 +107,7 @@ def not_a_call(value: object) -> ToolResult:
         success=False,
         needs_followup=True,
         error=f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
-        data={"code": "invalid_envelope"},
+        data={"code": ToolErrorCode.INVALID_ENVELOPE},
     )
 
 
@@ -121,14 +122,14 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
                 success=False,
                 needs_followup=True,
                 error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
-                data={"code": "invalid_envelope"},
+                data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
         except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
             return ToolResult(
                 success=False,
                 needs_followup=True,
                 error=f"arguments is not usable JSON ({exc or 'nested too deeply'}); send a JSON object",
-                data={"code": "invalid_envelope"},
+                data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
     try:
         return _ENVELOPE.validate_python(payload)
@@ -139,5 +140,5 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
             success=False,
             needs_followup=True,
             error=f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
-            data={"code": "invalid_envelope", "errors": problems},
+            data={"code": ToolErrorCode.INVALID_ENVELOPE, "errors": problems},
         )

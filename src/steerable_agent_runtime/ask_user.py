@@ -28,6 +28,7 @@ from typing import Any, Final, Literal, NotRequired, TypedDict
 
 from pydantic_core import to_jsonable_python
 
+from ._codes import ToolErrorCode
 from .errors import ToolRetry, ToolSignal, UserError
 from .modes import ToolMode
 from .tools import Tool, ToolExposure
@@ -157,7 +158,7 @@ class _Problems:
         listed = "; ".join(f"{p['field']} {p['message']}" for p in self.items)
         return ToolRetry(
             f"Invalid ask_user arguments: {listed}. Fix and call {ASK_USER_TOOL_NAME} again.",
-            data={"code": "invalid_questions", "errors": self.items},
+            data={"code": ToolErrorCode.INVALID_QUESTIONS, "errors": self.items},
         )
 
 

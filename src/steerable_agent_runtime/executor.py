@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection
 
+from ._codes import ToolErrorCode
 from .context import CallContext, ToolExecutor
 from .modes import ToolMode, decide_tool_mode, requires_consent
 from .tools import ToolRouter
@@ -132,7 +133,7 @@ class ApprovalGate:
                 success=False,
                 needs_followup=True,
                 error=f"{call.name} is a {mode.value}-mode tool{self.unasked}",
-                data={"code": "consent_required", "mode": mode.value},
+                data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value},
             )
         try:
             approved = bool(await self.approve(call, mode))
@@ -150,5 +151,5 @@ class ApprovalGate:
             needs_followup=True,
             error=f"The user did not allow {call.name}{reason}. Do not retry the same call; "
             "continue another way or ask the user.",
-            data={"code": "consent_denied", "mode": mode.value},
+            data={"code": ToolErrorCode.CONSENT_DENIED, "mode": mode.value},
         )

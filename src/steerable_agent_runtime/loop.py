@@ -36,6 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ._codes import ToolErrorCode
 from ._outcome import DEFAULT_MAX_ROUNDS as DEFAULT_MAX_ROUNDS  # public here, defined there
 from ._outcome import RunOutcome
 from .context import CallContext, ToolExecutor
@@ -329,7 +330,7 @@ class AgentLoop:
         await self._emit(_assistant_event(message, response))
         not_run = ToolResult.retry(
             f"not run: {problem}, so this call may be incomplete",
-            data={"code": "incomplete_answer", "finishReason": response.finish_reason},
+            data={"code": ToolErrorCode.INCOMPLETE_ANSWER, "finishReason": response.finish_reason},
         )
         self._answered += len(response.tool_calls)
         await self._append([tool_message(call.id, not_run) for call in response.tool_calls])
@@ -417,7 +418,7 @@ class AgentLoop:
     async def _run_one(self, call: ToolCall | InvalidToolCall) -> ToolResult:
         started = time.perf_counter_ns()
         if isinstance(call, InvalidToolCall):
-            result = ToolResult.retry(call.error, data={"code": "invalid_tool_call"})
+            result = ToolResult.retry(call.error, data={"code": ToolErrorCode.INVALID_TOOL_CALL})
             attrs: dict[str, Any] = {}
             context = None
         else:
@@ -450,7 +451,7 @@ class AgentLoop:
                 success=False,
                 needs_followup=True,
                 error=f"{call.name} timed out after {self.tool_timeout_ms} ms",
-                data={"code": "timeout", "timeoutMs": self.tool_timeout_ms},
+                data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": self.tool_timeout_ms},
             )
         except Exception as exc:  # an executor broke its contract: still an answer, never a crash
             logger.exception("executor raised for %s", call.name)
@@ -458,7 +459,7 @@ class AgentLoop:
                 success=False,
                 needs_followup=True,
                 error=f"{call.name} failed: {type(exc).__name__}: {exc}",
-                data={"code": "tool_exception"},
+                data={"code": ToolErrorCode.TOOL_EXCEPTION},
             )
 
     def _trace(
@@ -527,13 +528,16 @@ INTERRUPTED_RESULT: Final = ToolResult(
     success=False,
     needs_followup=True,
     error="interrupted: the process stopped before this call finished; check its effect before retrying it",
-    data={"code": "interrupted"},
+    data={"code": ToolErrorCode.INTERRUPTED},
 )
 """The answer a resume gives a recorded call that never got a result (the process died mid-call)."""
 
 
 CANCELLED_RESULT: Final = ToolResult(
-    success=False, terminal=True, error="cancelled by the user before it finished", data={"code": "cancelled"}
+    success=False,
+    terminal=True,
+    error="cancelled by the user before it finished",
+    data={"code": ToolErrorCode.CANCELLED},
 )
 """The answer a cancelled run records for each call that had not finished."""
 

@@ -21,6 +21,7 @@ from typing import Annotated, Any, Final
 
 from pydantic import Field
 
+from ._codes import ToolErrorCode
 from .errors import ToolRetry, UserError
 from .modes import ToolMode
 from .tools import Tool, ToolRouter
@@ -136,7 +137,7 @@ class SpillHooks:
         if path is None or not path.is_file():
             raise ToolRetry(
                 f"unknown spill locator {locator!r}; use the spill://... locator from a spilled result",
-                data={"code": "unknown_locator"},
+                data={"code": ToolErrorCode.UNKNOWN_LOCATOR},
             )
         text = path.read_text(encoding="utf-8", errors="surrogatepass")
         piece = text[offset : offset + limit]

@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ._codes import ToolErrorCode
 from ._results import invalid_text
 from .errors import DuplicateToolError, ToolRetry
 from .modes import ToolMode
@@ -600,7 +601,8 @@ def clamp_max_results(value: Any) -> int:
 def _invalid_max_results(value: Any) -> ToolRetry:
     problems = [{"field": "max_results", "message": f"{value!r} is not a number; give an integer 1..20"}]
     return ToolRetry(
-        invalid_text(TOOL_SEARCH_TOOL_NAME, problems), data={"code": "invalid_arguments", "errors": problems}
+        invalid_text(TOOL_SEARCH_TOOL_NAME, problems),
+        data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
     )
 
 
@@ -610,7 +612,7 @@ def _validate(arguments: dict[str, Any]) -> dict[str, Any]:
         problems = [{"field": "query", "message": "a string of keywords is required"}]
         raise ToolRetry(
             invalid_text(TOOL_SEARCH_TOOL_NAME, problems),
-            data={"code": "invalid_arguments", "errors": problems},
+            data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
         )
     raw = arguments["max_results"] if "max_results" in arguments else arguments.get("maxResults")
     return {"query": query, "max_results": clamp_max_results(raw)}

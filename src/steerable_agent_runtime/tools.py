@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import ValidationError
 
+from ._codes import ToolErrorCode
 from ._coerce import exact_scalars
 from ._deadlines import Deadlines, resume
 from ._results import (
@@ -241,7 +242,8 @@ class Tool:
                     for e in errors
                 ]
                 raise ToolRetry(
-                    invalid_text(name, problems), data={"code": "invalid_arguments", "errors": problems}
+                    invalid_text(name, problems),
+                    data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
                 )
             return arguments
 
@@ -645,7 +647,7 @@ class ToolRouter(ToolDecorator):
                 success=False,
                 needs_followup=True,
                 error=f"The tool {name!r} is not available here: {reason} Carry on with the offered tools.",
-                data={"code": "tool_unavailable", "reason": reason},
+                data={"code": ToolErrorCode.TOOL_UNAVAILABLE, "reason": reason},
             )
         close = self.suggest(name)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
@@ -653,7 +655,7 @@ class ToolRouter(ToolDecorator):
             success=False,
             needs_followup=True,
             error=f"Unknown tool {name!r}.{hint} Call one of the offered tools.",
-            data={"code": "unknown_tool", "suggestions": close},
+            data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": close},
         )
 
     async def _finish(self, spec: Tool, steps: Generator[Any, Any, Any], pending: Any) -> ToolResult:
@@ -672,7 +674,7 @@ class ToolRouter(ToolDecorator):
                 success=False,
                 needs_followup=True,
                 error=f"{spec.name} timed out after {timeout_ms} ms",
-                data={"code": "timeout", "timeoutMs": timeout_ms},
+                data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": timeout_ms},
             )
         except (Exception, SystemExit) as exc:
             return failed_result(spec.name, exc)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from ._codes import ToolErrorCode
+
 if TYPE_CHECKING:
     from cuid2 import Cuid
 
@@ -148,7 +150,7 @@ class ToolResult(_WireModel):
                 "needsFollowup": True,
                 "error": f"The tool's result cannot be sent as JSON ({type(exc).__name__}: {exc}); "
                 "ask for less deeply nested data",
-                "data": {"code": "unserializable_result"},
+                "data": {"code": ToolErrorCode.UNSERIALIZABLE_RESULT},
             }
         return wire
 

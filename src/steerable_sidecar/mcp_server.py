@@ -44,7 +44,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime import __version__
+from steerable_agent_runtime import ToolErrorCode, __version__
 from steerable_agent_runtime.errors import SteerableError, UserError
 from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
 
@@ -409,7 +409,7 @@ class McpServer:
         if len(name) > _MAX_NAME_CHARS:  # never echoed whole: no tool has such a name
             raise InvalidParams(
                 f"Unknown tool {name[:80]!r}... ({len(name)} characters): no tool has a name this long",
-                data={"code": "unknown_tool", "suggestions": []},
+                data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": []},
             )
         arguments = params.get("arguments")
         if arguments is None:
@@ -440,7 +440,8 @@ class McpServer:
                 await asyncio.gather(beat, return_exceptions=True)
         else:
             result = await router.dispatch(call)
-        if not result.success and isinstance(result.data, dict) and result.data.get("code") == "unknown_tool":
+        unknown = isinstance(result.data, dict) and result.data.get("code") == ToolErrorCode.UNKNOWN_TOOL
+        if not result.success and unknown:
             # not a tool at all: a protocol error (-32602); the router's text keeps "Did you mean"
             raise InvalidParams(result.error or f"Unknown tool {name!r}", data=result.data)
         if result.error:  # an exception's text may quote a credential: the model never reads one

@@ -33,6 +33,7 @@ from steerable_agent_runtime import (
     PeerClosedError,
     RemoteError,
     ToolCall,
+    ToolErrorCode,
     ToolMode,
     ToolResult,
     ToolRouter,
@@ -647,14 +648,14 @@ class Sidecar:
                     success=False,
                     terminal=True,
                     error=f"the host closed the connection before {call.name} finished",
-                    data={"code": "host_unreachable"},
+                    data={"code": ToolErrorCode.HOST_UNREACHABLE},
                 )
             except RemoteError as exc:
                 return ToolResult(
                     success=False,
                     needs_followup=True,
                     error=f"the host could not run {call.name}: {exc.message}",
-                    data={"code": "host_error", "rpcCode": exc.code},
+                    data={"code": ToolErrorCode.HOST_ERROR, "rpcCode": exc.code},
                 )
             try:
                 return ToolResult.model_validate(answer, strict=True)
@@ -663,7 +664,7 @@ class Sidecar:
                     success=False,
                     needs_followup=True,
                     error=f"the host answered {call.name} with something that is not a ToolResult",
-                    data={"code": "host_error"},
+                    data={"code": ToolErrorCode.HOST_ERROR},
                 )
 
         return invoke
