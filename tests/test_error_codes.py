@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from steerable_agent_runtime import ToolErrorCode
+from steerable_agent_runtime.sandbox import SandboxErrorCode
 from steerable_agent_runtime.workspace import FileErrorCode
 from steerable_sidecar.web_tools import WebErrorCode
 
@@ -25,7 +26,8 @@ def documented_codes(doc: str, heading: str) -> list[str]:
     """The codes in the first column of the table rows under ``heading`` (up to the next heading)."""
     text = (DOCS / doc).read_text(encoding="utf-8")
     start = text.index(f"\n{heading}\n")
-    end = text.find("\n## ", start + 1)
+    ends = [at for at in (text.find("\n## ", start + 1), text.find("\n### ", start + 1)) if at != -1]
+    end = min(ends, default=-1)
     codes: list[str] = []
     for line in text[start : end if end != -1 else len(text)].splitlines():
         if line.startswith("| `"):
@@ -57,6 +59,7 @@ REGISTRIES = [
     (FileErrorCode, "file-tools.md", "## All error codes"),
     (WebErrorCode, "web-tools.md", "## Error codes"),
     (ToolErrorCode, "runtime.md", "### Error codes"),
+    (SandboxErrorCode, "sandbox.md", "### Error codes"),
 ]
 
 
@@ -121,7 +124,7 @@ def _is_code_access(node: ast.expr) -> bool:
 
 
 def code_literals(path: Path) -> list[str]:
-    """String literals in code positions: ``{"code": "x"}``, ``code="x"``, ``data["code"] == "x"``."""
+    """String literals in code positions: ``{"code": "x"}``, ``code="x"``, ``data["code"] == "x"`` (or ``= "x"``)."""
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         values: list[ast.expr] = []
@@ -132,6 +135,8 @@ def code_literals(path: Path) -> list[str]:
                 if isinstance(k, ast.Constant) and k.value == "code"
             ]
         elif isinstance(node, ast.keyword) and node.arg == "code":
+            values = [node.value]
+        elif isinstance(node, ast.Assign) and any(_is_code_access(target) for target in node.targets):
             values = [node.value]
         elif isinstance(node, ast.Compare) and any(
             _is_code_access(side) for side in [node.left, *node.comparators]
@@ -148,6 +153,7 @@ DISPATCH_MODULES = [
     for name in ("tools.py", "executor.py", "_results.py", "_coerce.py", "loop.py", "types.py", "spill.py")
 ] + ["steerable_agent_runtime/tool_search.py", "steerable_agent_runtime/ask_user.py"]
 DISPATCH_MODULES += ["steerable_sidecar/sidecar.py", "steerable_sidecar/mcp_server.py"]
+DISPATCH_MODULES += ["steerable_agent_runtime/sandbox/_bash.py", "steerable_agent_runtime/sandbox/_guard.py"]
 
 
 @pytest.mark.parametrize("module", DISPATCH_MODULES)

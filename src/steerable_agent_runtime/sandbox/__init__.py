@@ -32,6 +32,7 @@ if _typing.TYPE_CHECKING:
     from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
     from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
     from ._bwrap import BubblewrapBackend
+    from ._codes import SandboxErrorCode
     from ._config import (
         BACKEND_CHOICES,
         CONFINED_ENV,
@@ -70,6 +71,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "bash_tool",
     ),
     "._bwrap": ("BubblewrapBackend",),
+    "._codes": ("SandboxErrorCode",),
     "._config": (
         "BACKEND_CHOICES",
         "CONFINED_ENV",
@@ -144,6 +146,7 @@ __all__ = [
     "RunResult",
     "SandboxBackend",
     "SandboxConfig",
+    "SandboxErrorCode",
     "SandboxInfo",
     "SandboxPolicy",
     "SandboxedProcess",

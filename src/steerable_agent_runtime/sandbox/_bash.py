@@ -23,6 +23,7 @@ from ..config import env_flag
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
+from ._codes import SandboxErrorCode
 from ._config import LIMIT_ENV, SandboxConfig
 from ._policy import SandboxPolicy, child_environment
 
@@ -186,7 +187,7 @@ def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolRe
             error=(
                 f"The command timed out after {timeout_ms} ms; it and every process it started were killed."
             ),
-            data={**data, "code": "timeout"},
+            data={**data, "code": SandboxErrorCode.TIMEOUT},
         )
     if run.memory_exceeded:
         return ToolResult(
@@ -197,13 +198,13 @@ def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolRe
                 f"{memory_bytes} bytes together (files written to /tmp and /dev/shm count too; "
                 f"{LIMIT_ENV['memory_bytes']}), so all of them were stopped."
             ),
-            data={**data, "code": "memory_limit"},
+            data={**data, "code": SandboxErrorCode.MEMORY_LIMIT},
         )
     if run.exit_code != 0:
         return ToolResult(
             success=False,
             needs_followup=True,
             error=f"The command exited with status {run.exit_code}.",
-            data={**data, "code": "exit_status"},
+            data={**data, "code": SandboxErrorCode.EXIT_STATUS},
         )
     return ToolResult(success=True, data=data)

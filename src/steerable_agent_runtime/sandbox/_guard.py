@@ -21,6 +21,7 @@ from ..workspace._txn import Intent, StateDir
 from ._audit import MAX_ENTRIES, AuditOutcome, ProtectedAudit
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
+from ._codes import SandboxErrorCode
 from ._protect import ScanCache
 
 __all__ = ["GuardedRun", "guard_protected_paths", "protected_result", "snapshot_too_large"]
@@ -106,7 +107,7 @@ def snapshot_too_large(what: str) -> ToolResult:
             f"not needed there, or have the user set {PROTECTED_ENV}=1 (or start steerable with "
             f"{PROTECTED_FLAG}) to let {what}s change protected paths."
         ),
-        data={"code": "protected_snapshot_too_large", "limit": MAX_ENTRIES},
+        data={"code": SandboxErrorCode.PROTECTED_SNAPSHOT_TOO_LARGE, "limit": MAX_ENTRIES},
     )
 
 
@@ -156,6 +157,6 @@ def protected_result(result: ToolResult, outcome: AuditOutcome | None, what: str
         data["protectedNotReverted"] = outcome.failed
     sentence = _sentence(outcome, what)
     if result.success:
-        data["code"] = "protected_reverted"
+        data["code"] = SandboxErrorCode.PROTECTED_REVERTED
         return ToolResult(success=False, needs_followup=True, error=sentence, data=data)
     return ToolResult(success=False, needs_followup=True, error=f"{result.error} {sentence}", data=data)
