@@ -564,8 +564,13 @@ class OpenAICompatibleProvider(ClientOwner):
         """One HTTP exchange; every failure leaves as a scrubbed :class:`ProviderError`."""
         assembler = _Assembler()
         try:
-            async with self._client.stream(
-                "POST", self._url, content=content, headers=self._headers, timeout=self._timeout
+            async with self._client.stream(  # never follows a redirect, an injected client's neither
+                "POST",
+                self._url,
+                content=content,
+                headers=self._headers,
+                timeout=self._timeout,
+                follow_redirects=False,
             ) as response:
                 if not response.is_success:  # a bounded read: a gzip bomb or endless body costs 64 KB
                     body, _cut = await read_capped(response, MAX_ERROR_BODY_BYTES)

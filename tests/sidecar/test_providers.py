@@ -685,6 +685,20 @@ async def test_a_redirect_to_an_unusable_location_is_one_error_not_retried(
     assert len(fake_openai.requests) == 1
 
 
+async def test_a_redirect_is_not_followed_even_by_an_injected_client_that_follows(fake_openai, make_provider):
+    """As web_search (``_http.send_unfollowed``), whatever the caller's client was built with."""
+    async with httpx.AsyncClient(follow_redirects=True) as following:
+        provider = make_provider(client=following, max_retries=0)
+        fake_openai.script(
+            [{"status": 307, "headers": {"Location": fake_openai.base_url + "/chat/completions"}}]
+        )
+        fake_openai.script([{"text": "followed"}])
+        with pytest.raises(ProviderError, match="answered HTTP 307") as info:
+            await provider.complete(HELLO)
+    assert info.value.status == 307
+    assert len(fake_openai.requests) == 1
+
+
 async def test_retries_are_bounded(fake_openai, make_provider):
     provider = make_provider(max_retries=2)
     fake_openai.script([{"status": 500, "body": {"error": {"message": f"boom {n}"}}} for n in range(5)])
