@@ -316,7 +316,7 @@ class Counted:
     async def call(self, load: Load, name: str, arguments: dict[str, Any], call_id: str) -> Any:
         started = time.perf_counter()
         try:
-            result = await self.client.invoke(name, arguments, id=call_id, timeout=60.0)
+            result = await self.client.invoke(name, arguments, id=call_id, timeout_s=60.0)
         except TimeoutError:
             load.lost += 1
             return None

@@ -146,7 +146,7 @@ class SidecarClient:
         env: Mapping[str, str] | None = None,
         python: str | None = None,
         cwd: str | os.PathLike[str] | None = None,
-        ready_timeout: float = 30.0,
+        ready_timeout_s: float = 30.0,
         command: Sequence[str] | None = None,
     ) -> SidecarClient:
         """Spawn ``python -m steerable_sidecar sidecar`` and wait for ``lifecycle.ready``.
@@ -158,7 +158,7 @@ class SidecarClient:
             env: The child's environment (default: this process's).
             python: The interpreter (default ``sys.executable``).
             cwd: The child's working directory.
-            ready_timeout: Seconds to wait for ``lifecycle.ready``.
+            ready_timeout_s: Seconds to wait for ``lifecycle.ready``.
             command: The whole command line instead (a bundled sidecar, or one built around a
                 custom router); ``workspace``, ``state_dir``, ``args`` and ``python`` are ignored.
 
@@ -192,7 +192,7 @@ class SidecarClient:
         exited = asyncio.create_task(process.wait())
         ready = asyncio.create_task(client._ready.wait())
         done, _ = await asyncio.wait(
-            {exited, ready}, timeout=ready_timeout, return_when=asyncio.FIRST_COMPLETED
+            {exited, ready}, timeout=ready_timeout_s, return_when=asyncio.FIRST_COMPLETED
         )
         if ready not in done:
             ready.cancel()
@@ -201,7 +201,7 @@ class SidecarClient:
             state = (
                 f"exited with {process.returncode}"
                 if exited in done
-                else f"sent nothing in {ready_timeout} s"
+                else f"sent nothing in {ready_timeout_s} s"
             )
             raise SidecarStartError(
                 f"the sidecar {state} before lifecycle.ready; stderr:\n{client.stderr_tail}"
@@ -210,13 +210,13 @@ class SidecarClient:
         return client
 
     # -- host -> sidecar ------------------------------------------------------------------------
-    async def request(self, method: str, params: Params = None, *, timeout: float | None = None) -> Any:
+    async def request(self, method: str, params: Params = None, *, timeout_s: float | None = None) -> Any:
         """Call one sidecar method and return its ``result``; the wrappers below all go through it.
 
         Args:
             method: The method (``plugin.list``, ``tool.invoke``...; docs/sidecar-protocol.md).
             params: Its params (an object, an array, or ``None``).
-            timeout: Seconds to wait for the answer (``TimeoutError`` after).
+            timeout_s: Seconds to wait for the answer (``TimeoutError`` after).
 
         Raises:
             RemoteError: The error response, rebuilt as the ``SteerableError`` class its code names
@@ -224,7 +224,7 @@ class SidecarClient:
                 went away first.
         """
         try:
-            return await self.peer.request(method, params, timeout=timeout)
+            return await self.peer.request(method, params, timeout=timeout_s)
         except RemoteError as exc:
             typed = typed_remote_error(exc)
             if typed is exc:
@@ -248,7 +248,7 @@ class SidecarClient:
         id: str | None = None,
         consent_granted: bool = False,
         context: Mapping[str, Any] | None = None,
-        timeout: float | None = None,
+        timeout_s: float | None = None,
     ) -> ToolResult:
         """``tool.invoke``: run one tool in the sidecar and return its :class:`ToolResult`.
 
@@ -258,14 +258,14 @@ class SidecarClient:
             id: The call id (default: a fresh cuid2).
             consent_granted: Set after the user allowed a consent-mode (``local``) tool.
             context: Free-form metadata for the call's trace span.
-            timeout: Seconds to wait for the answer.
+            timeout_s: Seconds to wait for the answer.
         """
         params: dict[str, Any] = {"id": id or new_call_id(), "name": name, "arguments": dict(arguments or {})}
         if consent_granted:
             params["consentGranted"] = True
         if context is not None:
             params["context"] = dict(context)
-        return ToolResult.model_validate(await self.request("tool.invoke", params, timeout=timeout))
+        return ToolResult.model_validate(await self.request("tool.invoke", params, timeout_s=timeout_s))
 
     def start_chat(
         self,
@@ -329,18 +329,18 @@ class SidecarClient:
         """:meth:`start_chat` and wait for its summary (``{"chatId", "sessionId", "outcome", ...}``)."""
         return await self.start_chat(message, **options).result()
 
-    async def shutdown(self, timeout: float = 10.0) -> int:
+    async def shutdown(self, timeout_s: float = 10.0) -> int:
         """Send ``system.shutdown`` and wait for the process to exit; returns its exit code."""
         with contextlib.suppress(SteerableError, TimeoutError, ConnectionError):
-            await self.request("system.shutdown", timeout=timeout)
-        return await self._wait(timeout)
+            await self.request("system.shutdown", timeout_s=timeout_s)
+        return await self._wait(timeout_s)
 
-    async def aclose(self, timeout: float = 10.0) -> int:
+    async def aclose(self, timeout_s: float = 10.0) -> int:
         """Close stdin (the sidecar exits on EOF), wait, kill if needed; returns the exit code."""
         if self.process.returncode is None and self.process.stdin is not None:
             with contextlib.suppress(ConnectionError, OSError):
                 self.process.stdin.close()
-        return await self._wait(timeout)
+        return await self._wait(timeout_s)
 
     async def __aenter__(self) -> SidecarClient:
         return self
@@ -406,9 +406,9 @@ class SidecarClient:
             if len(self._stderr) > _STDERR_TAIL_BYTES:
                 del self._stderr[: len(self._stderr) - _STDERR_TAIL_BYTES]
 
-    async def _wait(self, timeout: float) -> int:
+    async def _wait(self, timeout_s: float) -> int:
         try:
-            code = await asyncio.wait_for(self.process.wait(), timeout)
+            code = await asyncio.wait_for(self.process.wait(), timeout_s)
         except TimeoutError:
             self.process.kill()
             code = await self.process.wait()

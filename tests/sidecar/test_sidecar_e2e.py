@@ -210,7 +210,7 @@ async def test_ask_user_with_the_host_gone_never_hangs(start: Any, tmp_path: Pat
         # the record holds the empty answers the spec asks for (not "cancelled by the user"); then
         # the chat stops (nobody is there to act for) before another model round, and the
         # sidecar exits; nothing hangs
-        code = await asyncio.wait_for(sidecar.aclose(timeout=20), 30)
+        code = await asyncio.wait_for(sidecar.aclose(timeout_s=20), 30)
         assert code == 0
     record = tmp_path / "state" / "sessions" / "gone.jsonl"
     lines = [json.loads(line) for line in record.read_text().splitlines()]

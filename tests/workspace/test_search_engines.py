@@ -676,7 +676,7 @@ async def test_sidecar_exits_within_5_s_when_its_host_goes_during_a_search(tmp_p
             break
         await asyncio.sleep(0.02)
     started = time.monotonic()
-    code = await client.aclose(timeout=10)  # end of input: calls in flight get 5 s, then are cancelled
+    code = await client.aclose(timeout_s=10)  # end of input: calls in flight get 5 s, then are cancelled
     took = time.monotonic() - started
     call.cancel()
     await asyncio.gather(call, return_exceptions=True)
