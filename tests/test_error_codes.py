@@ -87,11 +87,7 @@ def test_file_error_codes_are_plain_strings_in_results_and_json():
 
 def test_the_workspace_raises_codes_only_through_its_registry():
     package = ROOT / "src" / "steerable_agent_runtime" / "workspace"
-    # _tools.py's argument checks still spell two codes out; the rest go through FileErrorCode.
-    literals = [
-        hit for hit in registry_codes_used_as_literals(package, FileErrorCode) if "_tools.py" not in hit
-    ]
-    assert literals == []
+    assert registry_codes_used_as_literals(package, FileErrorCode) == []
 
 
 def test_the_web_tools_raise_codes_only_through_their_registry():

@@ -22,6 +22,7 @@ from ..config import env_flag
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
 from ..tools import Tool, ToolRouter
+from ._codes import FileErrorCode
 from ._rg import SearchEngine, ripgrep_setting
 from ._state import ReadFileState
 from ._workspace import Workspace
@@ -60,11 +61,12 @@ def _edits(
     single = old_string is not None or new_string is not None
     if edits is not None and single:
         raise EditError(
-            "invalid_edit", "give either edits: [{oldText, newText}] or old_string/new_string, not both"
+            FileErrorCode.INVALID_EDIT,
+            "give either edits: [{oldText, newText}] or old_string/new_string, not both",
         )
     if single:
         if old_string is None or new_string is None:
-            raise EditError("invalid_edit", "old_string and new_string must be given together")
+            raise EditError(FileErrorCode.INVALID_EDIT, "old_string and new_string must be given together")
         return [Edit(old_string, new_string, replace_all)]
     return [Edit(e["oldText"], e["newText"], e.get("replaceAll", replace_all)) for e in edits or []]
 
@@ -364,11 +366,11 @@ def _guarded(fn: Callable[..., Awaitable[dict[str, Any]]]) -> Callable[..., Awai
         except OSError as exc:
             where = f" ({kwargs['path']})" if isinstance(kwargs.get("path"), str) else ""
             raise WorkspaceError(
-                "os_error",
+                FileErrorCode.OS_ERROR,
                 f"the operating system refused{where}: {exc.strerror or exc}",
                 data={"errno": exc.errno},
             ) from None
         except RecursionError:
-            raise WorkspaceError("os_error", "the path is nested too deeply") from None
+            raise WorkspaceError(FileErrorCode.OS_ERROR, "the path is nested too deeply") from None
 
     return guarded
