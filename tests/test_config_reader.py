@@ -120,3 +120,26 @@ def test_a_blank_mcp_config_variable_means_no_servers(tmp_path: Path) -> None:
         assert mcp_sources_for(ToolRouter(), None, {"STEERABLE_MCP_CONFIG": blank}) is None
     with pytest.raises(ConfigError, match="STEERABLE_MCP_CONFIG"):
         mcp_sources_for(ToolRouter(), None, {"STEERABLE_MCP_CONFIG": str(tmp_path / "missing.json")})
+
+
+def test_a_blank_state_dir_variable_is_the_default_directory(tmp_path: Path) -> None:
+    from steerable_sidecar.sidecar import default_state_dir
+
+    default = default_state_dir({"XDG_STATE_HOME": str(tmp_path)})
+    assert default == tmp_path / "steerable"
+    for blank in ("", "  ", "\t"):
+        assert default_state_dir({"XDG_STATE_HOME": str(tmp_path), "STEERABLE_STATE_DIR": blank}) == default
+    chosen = default_state_dir({"STEERABLE_STATE_DIR": f"  {tmp_path / 'mine'}  "})
+    assert chosen == tmp_path / "mine"
+
+
+def test_a_blank_plugin_dir_variable_means_no_plugin_directory(tmp_path: Path) -> None:
+    from steerable_agent_runtime.plugins import DirectorySource
+    from steerable_sidecar.boot import boot_tools
+
+    env = {"STEERABLE_PLUGIN_DIR": "   ", "STEERABLE_RUN_CODE": "0"}
+    assert DirectorySource.from_env(env) is None
+    booted = boot_tools(tmp_path, environ=env, web_tools=False)  # not "inside the workspace"
+    assert "read_file" in booted.router.names()
+    (tmp_path / "plugins").mkdir()
+    assert DirectorySource.from_env({"STEERABLE_PLUGIN_DIR": f" {tmp_path / 'plugins'} "}) is not None

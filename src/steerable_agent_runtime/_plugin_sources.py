@@ -26,6 +26,7 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any, Final, Protocol, TypeAlias
 
+from .config import env_text
 from .errors import PluginLoadError
 from .tools import ToolRegistrar
 
@@ -171,8 +172,8 @@ class DirectorySource:
             PluginLoadError: The variable names a missing directory or something else than a
                 directory; the message names the variable and its value.
         """
-        raw = (os.environ if environ is None else environ).get(PLUGIN_DIR_ENV, "")
-        if not raw.strip():
+        raw = env_text(PLUGIN_DIR_ENV, environ)
+        if raw is None:
             return None
         _check_directory(Path(raw), f"{PLUGIN_DIR_ENV}={raw}")
         return cls(raw)

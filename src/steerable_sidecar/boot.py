@@ -174,7 +174,7 @@ def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, s
             ``STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE`` is not ``1``.
     """
     env = os.environ if environ is None else environ
-    folder = env.get(PLUGIN_DIR_ENV)
+    folder = env_text(PLUGIN_DIR_ENV, env)  # blank: unset, as DirectorySource reads it
     if not folder or env_flag(ALLOW_PLUGINS_IN_WORKSPACE_ENV, False, environ=env):
         return
     try:

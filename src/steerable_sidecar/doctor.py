@@ -28,7 +28,7 @@ from typing import Any, Final, Literal, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from steerable_agent_runtime import SteerableError, __version__
-from steerable_agent_runtime.config import env_flag
+from steerable_agent_runtime.config import env_flag, env_text
 from steerable_agent_runtime.errors import ConfigError, SandboxUnavailableError
 from steerable_agent_runtime.sandbox import (
     LADDERS,
@@ -398,7 +398,7 @@ def _provider(rows: _Rows, env: dict[str, str]) -> None:
         if config.provider == "scripted":
             default_llm_provider(config)  # loads and checks the script
     except ConfigError as exc:
-        if any(env.get(name, "").strip() for name in _PROVIDER_VARS):
+        if any(env_text(name, env) for name in _PROVIDER_VARS):
             rows.add(section, "provider", "invalid", "error", str(exc))
         else:
             rows.add(
@@ -465,7 +465,11 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
 
     section = "State and logs"
     source = (
-        "--state-dir" if state_dir is not None else STATE_DIR_ENV if env.get(STATE_DIR_ENV) else "the default"
+        "--state-dir"
+        if state_dir is not None
+        else STATE_DIR_ENV
+        if env_text(STATE_DIR_ENV, env)
+        else "the default"
     )
     try:  # the check run and sidecar make at start, without creating anything
         path = checked_state_dir(state_dir, environ=env, create=False)
@@ -483,7 +487,7 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
 def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
     out = []
     for var in VARIABLES:
-        raw = env.get(var.name, "").strip()
+        raw = env_text(var.name, env) or ""
         if var.kind == "secret":
             value = "set" if raw else "unset"
         elif var.kind == "url" and raw:

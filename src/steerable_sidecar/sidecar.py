@@ -45,6 +45,7 @@ from steerable_agent_runtime import (
     workspace_tools_for_cwd,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
+from steerable_agent_runtime.config import env_text
 from steerable_agent_runtime.errors import ConfigError
 from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all
 from steerable_agent_runtime.harness import AssembledHarness
@@ -83,8 +84,9 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
     ``STEERABLE_STATE_DIR``, else ``$XDG_STATE_HOME/steerable``, else ``~/.local/state/steerable``.
     """
     env = os.environ if environ is None else environ
-    if env.get(STATE_DIR_ENV):
-        return Path(env[STATE_DIR_ENV]).expanduser()
+    configured = env_text(STATE_DIR_ENV, env)  # blank: unset (docs/configuration.md)
+    if configured is not None:
+        return Path(configured).expanduser()
     base = env.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
     return Path(base) / "steerable"
 
@@ -118,7 +120,9 @@ def checked_state_dir(
     else:
         directory = default_state_dir(env)
         source = (
-            f"{STATE_DIR_ENV}={directory}" if env.get(STATE_DIR_ENV) else f"the state directory {directory}"
+            f"{STATE_DIR_ENV}={directory}"
+            if env_text(STATE_DIR_ENV, env)
+            else f"the state directory {directory}"
         )
     try:
         problem = _state_dir_problem(directory, create=create)
