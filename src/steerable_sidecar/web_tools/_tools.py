@@ -13,7 +13,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final, Protocol
 
 from pydantic import Field
 
@@ -55,7 +55,14 @@ MAX_QUERY_CHARS: Final = 2000
 MAX_SEARCH_RESULTS: Final = WEB_LIMIT_ENV["search_max_results"].ceiling
 """The most hits one ``web_search`` returns (``_hits.MAX_SEARCH_RESULTS``, without importing it)."""
 
-_ProviderFactory = Callable[[], "tuple[WebSearchProvider, tuple[Any, ...]]"]
+
+class _Closable(Protocol):
+    """What :class:`WebTools` owns and closes: an HTTP client, the fetcher."""
+
+    async def aclose(self) -> None: ...
+
+
+_ProviderFactory = Callable[[], "tuple[WebSearchProvider, tuple[_Closable, ...]]"]
 """Builds the configured search provider and what it owns (its HTTP client), at the first search."""
 
 _DEFAULT: Any = object()
@@ -118,7 +125,7 @@ class WebTools:
         resolver: Resolver | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         environ: Mapping[str, str] | None = None,
-        owned: tuple[Any, ...] = (),
+        owned: tuple[_Closable, ...] = (),
         make_provider: _ProviderFactory | None = None,
     ) -> None:
         self.config = config
@@ -239,9 +246,7 @@ class WebTools:
         """Close the HTTP clients this object owns (safe to call twice)."""
         owned, self._owned = self._owned, ()
         for item in owned:
-            closer = getattr(item, "aclose", None)
-            if closer is not None:
-                await closer()
+            await item.aclose()
 
     def _fetch_tool(self) -> Tool:
         cfg = self.config
@@ -337,15 +342,13 @@ def install_web_tools(
         DuplicateToolError: A tool of the same name is already registered.
     """
     cfg = WebToolsConfig.from_env(environ) if config is None else config
-    owned: tuple[Any, ...] = ()
+    owned: tuple[_Closable, ...] = ()
     deferred: _ProviderFactory | None = None
     if provider is _DEFAULT:
         if client_settings_to_check():  # httpx reads them when the client is built: a bad one fails the load
             from ._search import default_web_search_provider
 
-            client = env_proxy_client(
-                "web_search", timeout=cfg.search_timeout_ms / 1000, follow_redirects=False
-            )
+            client = _search_client(cfg)
             provider = default_web_search_provider(cfg, client=client, host_invoke=host_search)
             owned = (client,)
         else:  # nothing can fail in building it: it is built at the first search
@@ -379,20 +382,25 @@ def _default_provider(config: WebToolsConfig, host_search: HostInvoke | None) ->
     if (name == "tavily" and not config.search_api_key) or (name == "host" and host_search is None):
         return None
 
-    def make() -> tuple[WebSearchProvider, tuple[Any, ...]]:
+    def make() -> tuple[WebSearchProvider, tuple[_Closable, ...]]:
         from ._search import default_web_search_provider
 
-        client = None
-        if name != "host":  # the host runs the search: no HTTP client
-            client = env_proxy_client(
-                "web_search", timeout=config.search_timeout_ms / 1000, follow_redirects=False
-            )
+        client = None if name == "host" else _search_client(config)  # the host runs it: no HTTP client
         made = default_web_search_provider(config, client=client, host_invoke=host_search)
         if made is None:  # pragma: no cover - the choice above is default_web_search_provider's
             raise WebError(WebErrorCode.SEARCH_UNAVAILABLE, "web_search has no provider configured")
         return made, (() if client is None else (client,))
 
     return make
+
+
+def _search_client(config: WebToolsConfig) -> httpx.AsyncClient:
+    """The HTTP client the default search backend shares (it never follows a redirect).
+
+    Raises:
+        ConfigError: When it cannot use the proxy the environment names.
+    """
+    return env_proxy_client("web_search", timeout=config.search_timeout_ms / 1000, follow_redirects=False)
 
 
 def _no_provider_reason(config: WebToolsConfig, has_host: bool) -> str:
