@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Final, Protocol, TypeAlias
+from typing import Any, Final, Protocol
 
+from ._plugin_loading import RegisterFunction, checked_register, describe_error, plugin_label, put_module
 from .config import env_text
 from .errors import PluginLoadError
-from .tools import ToolRegistrar
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -38,13 +38,8 @@ __all__ = [
     "MemorySource",
     "PluginSource",
     "PluginSpec",
-    "RegisterFunction",
     "RemoteSource",
-    "checked_register",
     "default_plugin_sources",
-    "describe_error",
-    "plugin_label",
-    "put_module",
 ]
 
 PLUGIN_DIR_ENV: Final = "STEERABLE_PLUGIN_DIR"
@@ -52,9 +47,6 @@ PLUGIN_DIR_ENV: Final = "STEERABLE_PLUGIN_DIR"
 
 ENTRY_POINT_GROUP: Final = "steerable.tools"
 """The entry-point group an installed distribution declares its ``register`` functions in."""
-
-RegisterFunction: TypeAlias = Callable[[ToolRegistrar], object]
-"""A plugin's ``register(router)``; what it returns is ignored (a coroutine is refused)."""
 
 _DIRECTORY_MODULE_PREFIX: Final = "steerable_plugin_"
 _NOT_IDENTIFIER: Final = re.compile(r"\W", re.ASCII)
@@ -309,33 +301,11 @@ def default_plugin_sources(environ: Mapping[str, str] | None = None) -> list[Plu
 # -- loading helpers ----------------------------------------------------------------------------
 
 
-def plugin_label(plugin: str, source: str) -> str:
-    """``plugin 'name' from source``: how every message names a plugin."""
-    return f"plugin {plugin!r} from {source}"
-
-
-def describe_error(exc: BaseException) -> str:
-    """``Type: message`` (the type alone when the message is empty)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _check_directory(path: Path, what: str) -> None:
     if not path.exists():
         raise PluginLoadError(f"{what}: no such directory")
     if not path.is_dir():
         raise PluginLoadError(f"{what}: not a directory")
-
-
-def checked_register(target: object, what: str, label: str, plugin: str) -> RegisterFunction:
-    """``target`` when callable; else :class:`PluginLoadError` naming ``what`` and the plugin."""
-    if not callable(target):
-        raise PluginLoadError(
-            f"{label}: {what} is not callable (it is {type(target).__name__}); "
-            "a plugin needs a function register(router)",
-            plugin=plugin,
-        )
-    return target
 
 
 def _load_entry_point(ep: importlib.metadata.EntryPoint, label: str) -> RegisterFunction:
@@ -419,11 +389,3 @@ def _refuse_download(plugin: str, label: str) -> RegisterFunction:
         f"package (its {ENTRY_POINT_GROUP} entry point loads it) or put it in {PLUGIN_DIR_ENV}",
         plugin=plugin,
     )
-
-
-def put_module(name: str, module: ModuleType | None) -> None:
-    """Put ``module`` back under ``name`` in ``sys.modules`` (``None``: remove the name)."""
-    if module is None:
-        sys.modules.pop(name, None)
-    else:
-        sys.modules[name] = module

@@ -1,33 +1,14 @@
-"""The plugin runtime: third-party tools from entry points and a plugin directory.
+"""The plugin registry: third-party tools over a router, with a lifecycle after boot.
 
-Spec: Third-party tools (plugin runtime); REQUIREMENTS PLG-1..PLG-9. User guide: ``docs/plugins.md``.
+A plugin is a ``register(router)`` callable. The sources that describe plugins
+(:class:`PluginSource` and the shipped ones) are defined in ``_plugin_sources.py`` and
+re-exported here. :class:`PluginRegistry` hands each ``register`` a recording proxy over the
+:class:`~steerable_agent_runtime.tools.ToolRouter`, so it knows which tools each plugin added:
+that is what lets it enable, disable, unload and reload a plugin. Every change goes through
+``router.register`` / ``router.unregister``, so router listeners see it at once.
 
-A plugin is a ``register(router)`` callable. A :class:`PluginSource` describes plugins
-(:class:`PluginSpec`) without loading them: :class:`EntryPointSource`, :class:`DirectorySource`,
-:class:`MemorySource` and :class:`RemoteSource` (``_plugin_sources.py``; re-exported here).
-
-:class:`PluginRegistry` loads them over a :class:`~steerable_agent_runtime.tools.ToolRouter`. Each
-``register`` receives a recording proxy, not the router: the proxy registers on the router and
-records which tool names the plugin added, which is what gives plugins a lifecycle after boot
-(enable / disable / unload / reload). Every change goes through ``router.register`` /
-``router.unregister``, so listeners (``tool_search``'s index) see it at once.
-
-Failures fail loud with :class:`~steerable_agent_runtime.errors.PluginLoadError`, naming the
-plugin; a ``register`` that fails mid-way has its tools rolled back first. Lifecycle calls on an
-unknown plugin or in the wrong state raise :class:`~steerable_agent_runtime.errors.PluginStateError`.
-
-State table (the rows are the current state; a cell is the new state, or the error)::
-
-               enable                 disable     unload      reload
-    enabled    PluginStateError       disabled    unloaded    enabled (new module and tools)
-    disabled   enabled (register      PSE         unloaded    PluginStateError
-               runs again)
-    unloaded   enabled (imported      PSE         PSE         PluginStateError
-               afresh)
-
-A failed ``enable`` or ``reload`` raises ``PluginLoadError`` and leaves the state as it was (a
-failed reload keeps the old tools registered). The registry is not thread-safe: call it from the
-thread (event loop) that owns the router.
+Spec: Third-party tools (plugin runtime); ``docs/requirements.md`` PLG-1..PLG-9. The state table,
+every message and the reload boundaries: ``docs/plugins.md``.
 """
 
 from __future__ import annotations
@@ -41,43 +22,19 @@ from functools import partial
 from types import ModuleType
 from typing import Any, Final
 
-from ._plugin_sources import (
-    ENTRY_POINT_GROUP,
-    PLUGIN_DIR_ENV,
-    DirectorySource,
-    EntryPointSource,
-    MemorySource,
-    PluginSource,
-    PluginSpec,
-    RegisterFunction,
-    RemoteSource,
-    checked_register,
-    default_plugin_sources,
-    describe_error,
-    plugin_label,
-    put_module,
-)
+from . import _plugin_sources
+from ._plugin_loading import RegisterFunction, checked_register, describe_error, plugin_label, put_module
+from ._plugin_sources import *  # noqa: F403  (the sources: re-exported, listed in its __all__)
+from ._plugin_sources import PluginSource, PluginSpec
 from .errors import DuplicateToolError, PluginLoadError, PluginStateError, UserError
 from .tools import Tool, ToolDecorator, ToolRouter, check_tool_name
 
-__all__ = [
-    "ENTRY_POINT_GROUP",
-    "PLUGIN_DIR_ENV",
-    "DirectorySource",
-    "EntryPointSource",
-    "MemorySource",
-    "PluginInfo",
-    "PluginRegistry",
-    "PluginSource",
-    "PluginSpec",
-    "PluginState",
-    "RemoteSource",
-    "default_plugin_sources",
-]
+__all__ = ["PluginInfo", "PluginRegistry", "PluginState"]
+__all__ += _plugin_sources.__all__
 
 
 class PluginState(StrEnum):
-    """Where a plugin is in its lifecycle (see the module docstring for the transitions)."""
+    """Where a plugin is in its lifecycle (the transitions: ``docs/plugins.md``, Lifecycle)."""
 
     ENABLED = "enabled"
     """Imported, and its tools are in the router."""
