@@ -143,3 +143,24 @@ def test_a_blank_plugin_dir_variable_means_no_plugin_directory(tmp_path: Path) -
     assert "read_file" in booted.router.names()
     (tmp_path / "plugins").mkdir()
     assert DirectorySource.from_env({"STEERABLE_PLUGIN_DIR": f" {tmp_path / 'plugins'} "}) is not None
+
+
+def test_every_config_is_frozen(tmp_path: Path) -> None:
+    import dataclasses
+
+    from steerable_sidecar.mcp_sources import McpServerConfig
+    from steerable_sidecar.sidecar import SidecarConfig
+
+    configs = [
+        SandboxConfig(),
+        ResourceLimits(),
+        RunCodeConfig(),
+        WebToolsConfig(),
+        LLMConfig(provider="ollama", model="m"),
+        McpServerConfig(name="s", command="c"),
+        SidecarConfig(workspace=tmp_path, state_dir=tmp_path),
+    ]
+    for config in configs:
+        field = dataclasses.fields(config)[0].name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(config, field, getattr(config, field))

@@ -9,6 +9,7 @@ the variable).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import os
 import sys
@@ -59,7 +60,7 @@ async def serve_stdio(
         web_config_errors="log",
         host_search=host_search,
     )
-    config.default_harness = harness
+    config = dataclasses.replace(config, default_harness=harness)
     try:
         sources = mcp_sources_for(booted.router, None, config.environ)
         sidecar = Sidecar(

@@ -183,9 +183,9 @@ def _state_dir_problem(directory: Path, *, create: bool) -> str | None:
     return None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SidecarConfig:
-    """How one sidecar process is set up.
+    """How one sidecar process is set up; an immutable value (``dataclasses.replace`` for a variant).
 
     Attributes:
         workspace: The workspace root (the process's working directory unless ``--workspace``).
