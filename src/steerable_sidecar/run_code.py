@@ -57,7 +57,7 @@ from steerable_agent_runtime.sandbox import (
     PROTECTED_ENV,
     SandboxConfig,
     SandboxPolicy,
-    child_environment,
+    SandboxSpawner,
 )
 from steerable_agent_runtime.tools import Tool
 
@@ -456,6 +456,7 @@ def run_code_tool(
     """
     cfg = RunCodeConfig.from_env(environ) if config is None else config
     sandbox_cfg = SandboxConfig.from_env(environ) if sandbox is None else sandbox
+    spawner = SandboxSpawner(sandbox_cfg, backend=backend, environ=environ)
     if allow_protected_writes is None:
         allow_protected_writes = env_flag(PROTECTED_ENV, False, environ=environ)
     allow = allow_protected_writes
@@ -476,7 +477,6 @@ def run_code_tool(
             SnapshotTooLarge,
             guard_protected_paths,
             protected_result,
-            select_backend,
             snapshot_too_large,
         )
 
@@ -494,7 +494,7 @@ def run_code_tool(
                 empty,
             )
         try:
-            chosen = backend if backend is not None else await asyncio.to_thread(select_backend, sandbox_cfg)
+            chosen = await spawner.select()
         except SandboxUnavailableError as exc:  # spec: no backend -> error: sandbox_unavailable
             return _failure(
                 "sandbox_unavailable",
@@ -506,12 +506,7 @@ def run_code_tool(
             async with guard_protected_paths(
                 root, chosen, allow=allow, cache=scans, tool="run_code"
             ) as guarded:
-                policy = SandboxPolicy(
-                    writable_roots=(root,),
-                    network=sandbox_cfg.network,
-                    limits=sandbox_cfg.limits,
-                    read_only=guarded.read_only,
-                )
+                policy = spawner.policy((root,), read_only=guarded.read_only)
                 result = await _execute(
                     _Run(code, executor, cfg, chosen.info, context.output), policy, chosen
                 )
@@ -523,13 +518,10 @@ def run_code_tool(
         return protected_result(result, guarded.outcome, "program")
 
     async def _execute(run: _Run, policy: SandboxPolicy, chosen: SandboxBackend) -> ToolResult:
-        from steerable_agent_runtime.sandbox import spawn_sandboxed
-
-        proc = await spawn_sandboxed(
+        proc = await spawner.spawn(
             child_argv(),
             policy,
             backend=chosen,
-            env=child_environment(environ),
             stdin=True,
             stdout="pipe",
             timeout_s=cfg.timeout_ms / 1000 + _BACKSTOP_S,

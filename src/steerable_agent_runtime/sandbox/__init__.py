@@ -7,12 +7,13 @@ refused with ``error: "sandbox_unavailable"``, never run unconfined. Under a hos
 (``STEERABLE_SIDECAR_CONFINED=1``) the layer-2 wrap is skipped and results say
 ``{"backend": "inherited", "enforcement": "partial", "via": "layer1"}``. See ``docs/sandbox.md``.
 
-Building on it (``run_code`` does)::
+Building on it (``bash``, ``run_code`` and ``web_fetch``'s HTML converter do, through
+:class:`SandboxSpawner`)::
 
-    config = SandboxConfig.from_env()
-    backend = select_backend(config)                # SandboxUnavailableError when none
-    policy = SandboxPolicy(writable_roots=(workspace,), network=config.network, limits=config.limits)
-    result = await run_sandboxed(["python3", "-c", "print(1)"], policy, backend=backend, timeout_s=30)
+    spawner = SandboxSpawner(SandboxConfig.from_env())
+    backend = await spawner.select()                # SandboxUnavailableError when none
+    policy = spawner.policy((workspace,))           # the configured network and limits
+    result = await spawner.run(["python3", "-c", "print(1)"], policy, backend=backend, timeout_s=30)
     result.exit_code, result.stdout.text, result.sandbox.as_data()
 
 Spec: ``run_code`` (layer-2 backend, Child environment, Inheriting layer-1).
@@ -51,6 +52,7 @@ if _typing.TYPE_CHECKING:
     from ._runner import SandboxedProcess, run_sandboxed, spawn_sandboxed
     from ._seatbelt import SeatbeltBackend, seatbelt_profile
     from ._select import LADDERS, default_backends, select_backend
+    from ._spawn import SandboxSpawner
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".._protected": ("PROTECTED_ENV",),
@@ -117,6 +119,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "default_backends",
         "select_backend",
     ),
+    "._spawn": ("SandboxSpawner",),
 }
 """Each module (relative to this package) and the public names it provides (as the block above)."""
 
@@ -149,6 +152,7 @@ __all__ = [
     "SandboxErrorCode",
     "SandboxInfo",
     "SandboxPolicy",
+    "SandboxSpawner",
     "SandboxedProcess",
     "ScanCache",
     "SeatbeltBackend",

@@ -7,8 +7,6 @@ Arguments and result fields are contract (REQUIREMENTS CON-1): ``{command, timeo
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import os
 import shutil
 from collections.abc import Mapping
@@ -25,7 +23,7 @@ from ..tools import Tool
 from ..types import ToolResult
 from ._codes import SandboxErrorCode
 from ._config import LIMIT_ENV, SandboxConfig
-from ._policy import SandboxPolicy, child_environment
+from ._spawn import SandboxSpawner
 
 if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
     from ._backend import SandboxBackend
@@ -87,6 +85,7 @@ def bash_tool(
         else allow_protected_writes
     )
     root = Path(workspace).resolve()
+    spawner = SandboxSpawner(cfg, backend=backend, environ=environ)
     cap = cfg.limits.max_output_bytes
     scans: ScanCache | None = None  # this workspace's directory listings, reused while unchanged
 
@@ -106,21 +105,17 @@ def bash_tool(
         from ._audit import SnapshotTooLarge
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
         from ._protect import ScanCache
-        from ._runner import run_sandboxed
-        from ._select import select_backend
 
         nonlocal scans
         if scans is None:
             scans = ScanCache()
-        chosen = backend if backend is not None else await asyncio.to_thread(select_backend, cfg)
-        env = child_environment(environ)
-        shell = shutil.which("bash", path=env.get("PATH")) or "/bin/sh"
+        chosen = await spawner.select()
+        shell = shutil.which("bash", path=spawner.environment().get("PATH")) or "/bin/sh"
         argv = [shell, "-c", command]
-        policy = SandboxPolicy(writable_roots=(root,), network=cfg.network, limits=cfg.limits, read_only=())
         try:
             async with guard_protected_paths(root, chosen, allow=allow, cache=scans) as guarded:
-                policy = dataclasses.replace(policy, read_only=guarded.read_only)
-                run = await run_sandboxed(argv, policy, backend=chosen, env=env, timeout_s=timeout_ms / 1000)
+                policy = spawner.policy((root,), read_only=guarded.read_only)
+                run = await spawner.run(argv, policy, backend=chosen, timeout_s=timeout_ms / 1000)
         except SnapshotTooLarge:
             return snapshot_too_large("command")
         result = _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)

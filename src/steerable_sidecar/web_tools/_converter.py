@@ -38,10 +38,7 @@ from steerable_agent_runtime.sandbox import (
     SandboxConfig,
     SandboxedProcess,
     SandboxInfo,
-    SandboxPolicy,
-    child_environment,
-    select_backend,
-    spawn_sandboxed,
+    SandboxSpawner,
 )
 
 from ._html import MARKDOWN_OPTIONS, text_from_html
@@ -269,7 +266,7 @@ class HtmlConverter:
     ) -> None:
         self._config = SandboxConfig.from_env(environ) if sandbox is None else sandbox
         self._backend = backend
-        self._environ = environ
+        self._spawner = SandboxSpawner(self._config, backend=backend, environ=environ)
         self._unavailable = False
         self._selecting = asyncio.Lock()
         self._idle: list[_Child] = []
@@ -347,7 +344,7 @@ class HtmlConverter:
             async with self._selecting:
                 if self._backend is None and not self._unavailable:
                     try:
-                        self._backend = await asyncio.to_thread(select_backend, self._config)
+                        self._backend = await self._spawner.select()
                     except SandboxUnavailableError as exc:
                         self._unavailable = True
                         logger.warning(
@@ -372,17 +369,10 @@ class HtmlConverter:
             max_output_bytes=_CHILD_STDERR_BYTES,
         )
         # no writable root: the child may write only the run's private temporary directory
-        policy = SandboxPolicy(writable_roots=(), cwd=Path(os.path.abspath(os.sep)), limits=limits)
+        policy = self._spawner.policy((), cwd=Path(os.path.abspath(os.sep)), network=False, limits=limits)
         argv = [sys.executable, "-P", "-c", _CHILD_SOURCE, json.dumps(MARKDOWN_OPTIONS)]
         try:
-            process = await spawn_sandboxed(
-                argv,
-                policy,
-                backend=backend,
-                env=child_environment(self._environ),
-                stdin=True,
-                stdout="pipe",
-            )
+            process = await self._spawner.spawn(argv, policy, backend=backend, stdin=True, stdout="pipe")
         except (OSError, SandboxUnavailableError) as exc:
             self._warn(backend, str(exc))
             raise _CannotStart from exc
