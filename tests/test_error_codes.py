@@ -15,6 +15,7 @@ import pytest
 from steerable_agent_runtime import ToolErrorCode
 from steerable_agent_runtime.sandbox import SandboxErrorCode
 from steerable_agent_runtime.workspace import FileErrorCode
+from steerable_sidecar._codes import McpErrorCode, RunCodeErrorCode
 from steerable_sidecar.web_tools import WebErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -60,6 +61,8 @@ REGISTRIES = [
     (WebErrorCode, "web-tools.md", "## Error codes"),
     (ToolErrorCode, "runtime.md", "### Error codes"),
     (SandboxErrorCode, "sandbox.md", "### Error codes"),
+    (RunCodeErrorCode, "run-code.md", "### Result"),
+    (McpErrorCode, "mcp-sources.md", "### Error codes"),
 ]
 
 
@@ -119,10 +122,24 @@ def _is_code_access(node: ast.expr) -> bool:
     )
 
 
+def _code_first_functions(tree: ast.Module) -> set[str]:
+    """Functions of the module whose first parameter (after ``self``) is ``code``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            params = [a.arg for a in node.args.args if a.arg not in ("self", "cls")]
+            if params[:1] == ["code"]:
+                names.add(node.name)
+    return names
+
+
 def code_literals(path: Path) -> list[str]:
-    """String literals in code positions: ``{"code": "x"}``, ``code="x"``, ``data["code"] == "x"`` (or ``= "x"``)."""
+    """String literals in code positions: ``{"code": "x"}``, ``code="x"``, ``data["code"] == "x"``
+    (or ``= "x"``), and the first argument of a call to one of the module's ``f(code, ...)``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    takes_code = _code_first_functions(tree)
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(tree):
         values: list[ast.expr] = []
         if isinstance(node, ast.Dict):
             values = [
@@ -138,6 +155,9 @@ def code_literals(path: Path) -> list[str]:
             _is_code_access(side) for side in [node.left, *node.comparators]
         ):
             values = [node.left, *node.comparators]
+        elif isinstance(node, ast.Call) and node.args:
+            called = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+            values = [node.args[0]] if called in takes_code else []
         for value in values:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
                 found.append(f"{path.relative_to(ROOT)}:{value.lineno}: {value.value!r}")
@@ -150,6 +170,8 @@ DISPATCH_MODULES = [
 ] + ["steerable_agent_runtime/tool_search.py", "steerable_agent_runtime/ask_user.py"]
 DISPATCH_MODULES += ["steerable_sidecar/sidecar.py", "steerable_sidecar/mcp_server.py"]
 DISPATCH_MODULES += ["steerable_agent_runtime/sandbox/_bash.py", "steerable_agent_runtime/sandbox/_guard.py"]
+DISPATCH_MODULES += ["steerable_sidecar/run_code.py", "steerable_sidecar/_mcp_connection.py"]
+DISPATCH_MODULES += ["steerable_sidecar/_mcp_tools.py"]
 
 
 @pytest.mark.parametrize("module", DISPATCH_MODULES)

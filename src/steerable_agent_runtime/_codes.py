@@ -39,6 +39,9 @@ class ToolErrorCode(StrEnum):
     # Built-in tools' own argument checks.
     UNKNOWN_LOCATOR = "unknown_locator"
     INVALID_QUESTIONS = "invalid_questions"
+    # A run_code program's nested call.
+    INVALID_CALL = "invalid_call"
+    NESTED_RUN_CODE = "nested_run_code"
     # A tool the host runs (the sidecar's toolsViaHost chats).
     HOST_ERROR = "host_error"
     HOST_UNREACHABLE = "host_unreachable"

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from steerable_agent_runtime.errors import McpServerError
 from steerable_agent_runtime.types import ToolResult
 
+from ._codes import McpErrorCode
 from ._mcp_config import McpServerConfig, config_credentials
 from ._mcp_tools import call_tool_result, failure
 from ._secrets import Redactor
@@ -250,7 +251,7 @@ class Connection:
             if raised_by_sdk == "timeout":
                 return self._timed_out(tool, timeout_ms)
             return failure(
-                "mcp_error",
+                McpErrorCode.MCP_ERROR,
                 f"MCP server {self.name!r} refused the call to {tool!r}: {exc.error.message} "
                 f"(JSON-RPC error {exc.code})",
                 server=self.name,
@@ -263,7 +264,7 @@ class Connection:
             if self._client is None or self.state != "connected":
                 return await self._unavailable(tool)
             return failure(
-                "mcp_invalid_result",
+                McpErrorCode.MCP_INVALID_RESULT,
                 f"MCP server {self.name!r} answered {tool!r} with an invalid result: {_describe(exc)}",
                 server=self.name,
                 tool=tool,
@@ -276,7 +277,7 @@ class Connection:
 
     def _timed_out(self, tool: str, timeout_ms: int) -> ToolResult:
         return failure(
-            "timeout",
+            McpErrorCode.TIMEOUT,
             f"MCP tool {tool!r} of server {self.name!r} timed out after {timeout_ms} ms",
             server=self.name,
             tool=tool,
@@ -295,7 +296,7 @@ class Connection:
         state = "was closed" if self._stop.is_set() and self.state != "dead" else "is not running"
         why = f" ({self.error})" if self.error else ""
         return failure(
-            "mcp_server_unavailable",
+            McpErrorCode.MCP_SERVER_UNAVAILABLE,
             f"MCP server {self.name!r} {state}{why}. Its tool {tool!r} cannot be called in this "
             "session: do not retry it; use another tool or tell the user.",
             server=self.name,

@@ -19,6 +19,7 @@ from steerable_agent_runtime.modes import mode_from_annotations
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler
 from steerable_agent_runtime.types import ToolResult
 
+from ._codes import McpErrorCode
 from ._mcp_config import SERVER_NAME
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ def call_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolR
     """
     texts = [block.text for block in result.content if block.type == "text"]
     if result.is_error:
-        data: dict[str, Any] = {"code": "mcp_tool_error", "server": server, "tool": tool}
+        data: dict[str, Any] = {"code": McpErrorCode.MCP_TOOL_ERROR, "server": server, "tool": tool}
         if result.structured_content is not None:
             data["structured"] = result.structured_content
         text = "\n".join(texts).strip()
@@ -240,7 +241,7 @@ def _catalogue_entries(source: Path, text: str) -> Iterator[tuple[str, dict[str,
 def _catalogue_handler(server: str, tool: str) -> ToolHandler:
     async def handler(**_arguments: Any) -> ToolResult:
         return failure(
-            "mcp_server_unavailable",
+            McpErrorCode.MCP_SERVER_UNAVAILABLE,
             f"MCP tool {tool!r} of server {server!r} is catalogue only: not connected. Use another tool.",
             server=server,
             tool=tool,

@@ -44,6 +44,7 @@ from steerable_agent_runtime import (
     CallContext,
     OutputSink,
     ToolCall,
+    ToolErrorCode,
     ToolMode,
     ToolResult,
     ToolRouter,
@@ -60,6 +61,8 @@ from steerable_agent_runtime.sandbox import (
     SandboxSpawner,
 )
 from steerable_agent_runtime.tools import Tool
+
+from ._codes import RunCodeErrorCode
 
 if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
     from steerable_agent_runtime.sandbox import SandboxBackend, SandboxedProcess, SandboxInfo, ScanCache
@@ -88,8 +91,13 @@ _FRAME_SLACK_BYTES: Final = 4096  # a done frame's envelope around the value
 _STDERR_TAIL: Final = 2000  # characters of the child's stderr kept when it ends without an answer
 _BACKSTOP_S: Final = 5.0  # the runner's own deadline, past ours: kills the tree if we are stuck
 _EXIT_GRACE_S: Final = 1.0  # after its last frame, how long the child gets to exit before it is killed
+_PHASE_CODES: Final = {"syntax": RunCodeErrorCode.SYNTAX_ERROR, "value": RunCodeErrorCode.VALUE_LIMIT}
+"""The child's ``error.phase`` -> ``data.code``; any other phase is a ``runtime_error``."""
+
 _STOPPED: Final = ToolResult(
-    success=False, error="the program was stopped before this call finished", data={"code": "cancelled"}
+    success=False,
+    error="the program was stopped before this call finished",
+    data={"code": ToolErrorCode.CANCELLED},
 ).to_wire()
 
 
@@ -252,7 +260,7 @@ class _Run:
 
     def _timed_out(self) -> ToolResult:
         return self.fail(
-            "timeout",
+            RunCodeErrorCode.TIMEOUT,
             f"The program ran past its wall-clock limit of {self.config.timeout_ms} ms "
             f"({RUN_CODE_LIMIT_ENV['timeout_ms']}) and was stopped.",
         )
@@ -267,7 +275,7 @@ class _Run:
                 line = await stdout.readline()
             except ValueError:  # a line past the runner's pipe limit: not a frame this child sends
                 return self.fail(
-                    "protocol_error",
+                    RunCodeErrorCode.PROTOCOL_ERROR,
                     "The program sent a frame over 16 MiB: the arguments of a nested call are too large; "
                     "write big data to a file in the workspace and pass its path.",
                 )
@@ -281,7 +289,7 @@ class _Run:
             if kind == "log":
                 if self._log(frame.get("text")):
                     return self.fail(
-                        "output_limit",
+                        RunCodeErrorCode.OUTPUT_LIMIT,
                         f"The program printed more than {self.config.max_output_bytes} bytes "
                         f"({RUN_CODE_LIMIT_ENV['max_output_bytes']}) and was stopped; print less, or "
                         "return the data.",
@@ -289,7 +297,7 @@ class _Run:
             elif kind == "call":
                 if len(self.calls) >= self.config.max_calls:
                     return self.fail(
-                        "call_limit",
+                        RunCodeErrorCode.CALL_LIMIT,
                         f"The program made more than {self.config.max_calls} tool calls "
                         f"({RUN_CODE_LIMIT_ENV['max_calls']}) and was stopped.",
                     )
@@ -300,7 +308,8 @@ class _Run:
                 return self._done(frame, len(line))
             else:
                 return self.fail(
-                    "protocol_error", "The program's interpreter sent something that is not a frame."
+                    RunCodeErrorCode.PROTOCOL_ERROR,
+                    "The program's interpreter sent something that is not a frame.",
                 )
 
     @staticmethod
@@ -327,12 +336,13 @@ class _Run:
         approved: Any = None
         if not isinstance(name, str) or not isinstance(arguments, dict):
             result = ToolResult.retry(
-                "A nested call needs a tool name and an object of arguments.", data={"code": "invalid_call"}
+                "A nested call needs a tool name and an object of arguments.",
+                data={"code": ToolErrorCode.INVALID_CALL},
             )
         elif name == RUN_CODE_TOOL_NAME:
             result = ToolResult.retry(
                 "run_code cannot be called from inside a run_code program; call the tools directly.",
-                data={"code": "nested_run_code"},
+                data={"code": ToolErrorCode.NESTED_RUN_CODE},
             )
         else:
             call = ToolCall(id=call_id, name=name, arguments=arguments)
@@ -346,7 +356,7 @@ class _Run:
                 raise
             except Exception as exc:  # an executor broke its contract: still an answer
                 result = ToolResult.retry(
-                    f"{name} failed: {type(exc).__name__}: {exc}", data={"code": "tool_exception"}
+                    f"{name} failed: {type(exc).__name__}: {exc}", data={"code": ToolErrorCode.TOOL_EXCEPTION}
                 )
             approved = context.attrs.get("approved")  # the gate's decision, when a prompt ran
         wire = result.to_wire()
@@ -367,7 +377,7 @@ class _Run:
         if frame.get("ok") is True:
             if size > self.config.max_value_bytes + _FRAME_SLACK_BYTES:
                 return self.fail(
-                    "value_limit",
+                    RunCodeErrorCode.VALUE_LIMIT,
                     f"The return value is over {self.config.max_value_bytes} bytes of JSON "
                     f"({RUN_CODE_LIMIT_ENV['max_value_bytes']}).",
                 )
@@ -377,7 +387,7 @@ class _Run:
                 done.model_dump(mode="json")
             except (ValueError, TypeError, RecursionError):
                 return self.fail(
-                    "value_limit",
+                    RunCodeErrorCode.VALUE_LIMIT,
                     "The return value is nested too deeply to send as JSON; return flatter data.",
                 )
             return done
@@ -390,12 +400,12 @@ class _Run:
         raw_trace = error.get("traceback")
         trace = [str(t)[:400] for t in raw_trace[:40]] if isinstance(raw_trace, list) else []
         phase = error.get("phase")
-        code = {"syntax": "syntax_error", "value": "value_limit"}.get(str(phase), "runtime_error")
+        code = _PHASE_CODES.get(str(phase), RunCodeErrorCode.RUNTIME_ERROR)
         where = f" (line {line}{f', column {column}' if column else ''})" if line is not None else ""
         text = f"{kind}: {message}{where}" if message else f"{kind}{where}"
-        if code == "syntax_error":
+        if code == RunCodeErrorCode.SYNTAX_ERROR:
             text = f"The program does not compile: {text}. Fix it and run it again."
-        elif code == "runtime_error":
+        elif code == RunCodeErrorCode.RUNTIME_ERROR:
             text = f"The program raised {text}."
         exception = {"type": kind, "message": message, "line": line, "column": column, "traceback": trace}
         return self.fail(code, text, exception=exception)
@@ -407,13 +417,13 @@ class _Run:
         stderr = run.stderr.text[-_STDERR_TAIL:]
         if run.memory_exceeded:
             return self.fail(
-                "memory_limit",
+                RunCodeErrorCode.MEMORY_LIMIT,
                 "The program was killed: together with the files it wrote to /tmp and /dev/shm it went "
                 f"over the sandbox memory limit ({LIMIT_ENV['memory_bytes']}). Use less memory.",
                 stderr=stderr,
             )
         return self.fail(
-            "child_exited",
+            RunCodeErrorCode.CHILD_EXITED,
             f"The program's interpreter ended without an answer (exit status {run.exit_code}).",
             stderr=stderr,
         )
@@ -488,7 +498,7 @@ def run_code_tool(
         empty: dict[str, Any] = {"value": None, "calls": [], "logs": ""}
         if size > cfg.max_source_bytes:
             return _failure(
-                "source_too_large",
+                RunCodeErrorCode.SOURCE_TOO_LARGE,
                 f"The program is {size} bytes, over the limit of {cfg.max_source_bytes} "
                 f"({RUN_CODE_LIMIT_ENV['max_source_bytes']}); nothing was run. Send a shorter program.",
                 empty,
@@ -497,7 +507,7 @@ def run_code_tool(
             chosen = await spawner.select()
         except SandboxUnavailableError as exc:  # spec: no backend -> error: sandbox_unavailable
             return _failure(
-                "sandbox_unavailable",
+                RunCodeErrorCode.SANDBOX_UNAVAILABLE,
                 "sandbox_unavailable",
                 {**empty, "tried": exc.tried},
                 message=exc.message,
@@ -513,7 +523,9 @@ def run_code_tool(
         except SnapshotTooLarge:
             refused = snapshot_too_large("program")
             return _failure(
-                "protected_snapshot_too_large", refused.error or "", {**empty, **(refused.data or {})}
+                RunCodeErrorCode.PROTECTED_SNAPSHOT_TOO_LARGE,
+                refused.error or "",
+                {**empty, **(refused.data or {})},
             )
         return protected_result(result, guarded.outcome, "program")
 
