@@ -28,8 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CALL_GRACE_S", "Connection", "ServerState", "StderrTail"]
 
-# the public module's logger, which docs/mcp-sources.md names (server output, failures)
-logger = logging.getLogger("steerable_sidecar.mcp_sources")
+logger = logging.getLogger(__name__)
 
 CALL_GRACE_S: Final = 1.0
 """Our own deadline on a call backstops the SDK's by this much, in seconds."""
@@ -49,7 +48,7 @@ ServerState = Literal["starting", "connected", "dead", "closed"]
 class StderrTail:
     """The server's stderr: a pipe drained by a daemon thread into the log and a bounded tail.
 
-    Server output goes to the ``steerable_sidecar.mcp_sources`` logger at DEBUG (never to our own
+    Server output goes to this module's logger at DEBUG (never to our own
     stderr, which may be a protocol's log channel); the last lines explain a failure.
     """
 
