@@ -177,3 +177,13 @@ DISPATCH_MODULES += ["steerable_sidecar/_mcp_tools.py"]
 @pytest.mark.parametrize("module", DISPATCH_MODULES)
 def test_the_dispatch_path_gives_codes_only_through_its_registry(module):
     assert code_literals(ROOT / "src" / module) == []
+
+
+async def test_a_registry_member_in_result_data_goes_on_the_wire_as_plain_text():
+    from steerable_agent_runtime import ToolRouter
+
+    result = await ToolRouter().dispatch({"id": "c1", "name": "nope", "arguments": {}})
+    assert result.data is not None and result.data["code"] == ToolErrorCode.UNKNOWN_TOOL == "unknown_tool"
+    wire = result.to_wire()
+    assert type(wire["data"]["code"]) is str
+    assert '"data": {"code": "unknown_tool", "suggestions": []}' in json.dumps(wire)
