@@ -15,7 +15,7 @@ import pytest
 from steerable_agent_runtime import ToolErrorCode
 from steerable_agent_runtime.sandbox import SandboxErrorCode
 from steerable_agent_runtime.workspace import FileErrorCode
-from steerable_sidecar._codes import McpErrorCode, RunCodeErrorCode
+from steerable_sidecar import McpErrorCode, RunCodeErrorCode
 from steerable_sidecar.web_tools import WebErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -11,6 +11,7 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
+    from ._codes import McpErrorCode, RunCodeErrorCode
     from .boot import boot_tools
     from .cli import build_parser, main
     from .client import ChatHandle, SidecarClient
@@ -21,6 +22,7 @@ if _typing.TYPE_CHECKING:
     from .terminal_prompt import terminal_ask_user_handler
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_codes": ("McpErrorCode", "RunCodeErrorCode"),
     "boot": ("boot_tools",),
     "cli": ("build_parser", "main"),
     "client": ("ChatHandle", "SidecarClient"),
@@ -36,10 +38,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 __all__ = [
     "ChatHandle",
     "LLMConfig",
+    "McpErrorCode",
     "McpServer",
     "McpServerError",
     "McpToolSources",
     "OpenAICompatibleProvider",
+    "RunCodeErrorCode",
     "SidecarClient",
     "__version__",
     "boot_tools",

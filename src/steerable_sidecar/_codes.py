@@ -1,6 +1,7 @@
 """The ``data.code`` registries of the sidecar's own tool families: ``run_code`` and MCP sources.
 
-docs/run-code.md ("Result") and docs/mcp-sources.md document each code, and
+Both are exported by ``steerable_sidecar``. docs/run-code.md ("Result") and docs/mcp-sources.md
+("Error codes") document each code, and
 tests/test_error_codes.py checks each registry against its table. A nested call's own refusals
 (``invalid_call``, ``nested_run_code``...) are the dispatch path's ``ToolErrorCode``.
 """
