@@ -572,42 +572,12 @@ class OpenAICompatibleProvider(ClientOwner):
                 timeout=self._timeout,
                 follow_redirects=False,
             ) as response:
-                if not response.is_success:  # a bounded read: a gzip bomb or endless body costs 64 KB
-                    body, _cut = await read_capped(response, MAX_ERROR_BODY_BYTES)
-                    attempt.retry_after_s = retry_after_s(response.headers)
-                    raise self._status_error(response, body)
-                if "text/event-stream" not in response.headers.get("content-type", ""):
-                    body, cut = await read_capped(response, MAX_COMPLETION_BYTES)
-                    if cut:
-                        raise ProviderError(
-                            f"{self._where}: the completion is larger than {MAX_COMPLETION_BYTES} bytes"
-                        )
-                    for event in assembler.feed(_completion(body)):
-                        yield event
-                    assembler.done = True
-                else:
-                    async for event in self._events(response, assembler):
-                        yield event
+                async for event in self._answer(response, assembler, attempt):
+                    yield event
         except ProviderError as exc:
             raise self._scrubbed(self._located(exc)) from None
-        except httpx.InvalidURL as exc:  # a redirect to mailto:, javascript:, data:... (not followed)
-            refused = refused_redirect(exc)
-            raise ProviderError(self._scrub(f"{self._where}: {refused or exc}")) from None
-        except httpx.TimeoutException as exc:
-            raise ProviderError(
-                self._scrub(
-                    f"{self._where}: {_timeout_phase(exc)} timed out after "
-                    f"{self.config.request_timeout_ms} ms (STEERABLE_REQUEST_TIMEOUT_MS)"
-                ),
-                retryable=True,
-            ) from None
-        except httpx.RequestError as exc:  # network and protocol errors, decoding
-            refused = refused_redirect(exc)  # a Location httpx cannot parse: not worth a retry
-            why = refused or f"{type(exc).__name__}: {exc or 'connection failed'}"
-            raise ProviderError(
-                self._scrub(f"{self._where}: {why}"),
-                retryable=refused is None and isinstance(exc, httpx.TransportError),
-            ) from None
+        except (httpx.InvalidURL, httpx.RequestError) as exc:
+            raise self._exchange_error(exc) from None
         if not assembler.done and assembler.finish_reason is None:
             raise ProviderError(
                 f"{self._where}: the stream ended early (no finish_reason and no [DONE])", retryable=True
@@ -615,6 +585,46 @@ class OpenAICompatibleProvider(ClientOwner):
         if finish_kind(assembler.finish_reason) == "error":  # GLM network_error, DeepSeek's resources
             raise ProviderError(f"{self._where}: {finish_problem(assembler.finish_reason)}", retryable=True)
         yield ResponseComplete(assembler.response())
+
+    async def _answer(
+        self, response: httpx.Response, assembler: _Assembler, attempt: _Attempt
+    ) -> AsyncIterator[StreamEvent]:
+        """The events of one answer: an error status raised, a whole JSON completion, or the SSE body."""
+        if not response.is_success:  # a bounded read: a gzip bomb or endless body costs 64 KB
+            body, _cut = await read_capped(response, MAX_ERROR_BODY_BYTES)
+            attempt.retry_after_s = retry_after_s(response.headers)
+            raise self._status_error(response, body)
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            body, cut = await read_capped(response, MAX_COMPLETION_BYTES)
+            if cut:
+                raise ProviderError(
+                    f"{self._where}: the completion is larger than {MAX_COMPLETION_BYTES} bytes"
+                )
+            for event in assembler.feed(_completion(body)):
+                yield event
+            assembler.done = True
+        else:
+            async for event in self._events(response, assembler):
+                yield event
+
+    def _exchange_error(self, exc: httpx.InvalidURL | httpx.RequestError) -> ProviderError:
+        """The scrubbed :class:`ProviderError` for what httpx raised during one exchange."""
+        if isinstance(exc, httpx.TimeoutException):
+            return ProviderError(
+                self._scrub(
+                    f"{self._where}: {_timeout_phase(exc)} timed out after "
+                    f"{self.config.request_timeout_ms} ms (STEERABLE_REQUEST_TIMEOUT_MS)"
+                ),
+                retryable=True,
+            )
+        refused = refused_redirect(exc)  # a Location httpx cannot parse: not worth a retry
+        if isinstance(exc, httpx.InvalidURL):  # a redirect to mailto:, javascript:, data:... (not followed)
+            return ProviderError(self._scrub(f"{self._where}: {refused or exc}"))
+        why = refused or f"{type(exc).__name__}: {exc or 'connection failed'}"  # network, protocol, decoding
+        return ProviderError(
+            self._scrub(f"{self._where}: {why}"),
+            retryable=refused is None and isinstance(exc, httpx.TransportError),
+        )
 
     async def _events(self, response: httpx.Response, assembler: _Assembler) -> AsyncIterator[StreamEvent]:
         """The events of one SSE body, up to ``data: [DONE]`` (which sets ``assembler.done``).

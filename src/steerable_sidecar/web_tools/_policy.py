@@ -92,6 +92,13 @@ _V4_COMPATIBLE: Final = _V6("::/96")
 _NAT64: Final = _V6("64:ff9b::/96")
 _NAT64_LOCAL: Final = _V6("64:ff9b:1::/48")
 _GLOBAL_UNICAST: Final = _V6("2000::/3")
+# Named IPv6 ranges, after the unspecified and loopback addresses (none of them overlap).
+_V6_NAMED: Final[tuple[tuple[ipaddress.IPv6Network, str], ...]] = (
+    (_V4_COMPATIBLE, "IPv4-compatible"),
+    (_NAT64_LOCAL, "NAT64 local-use"),
+    (_V6("2001::/32"), "Teredo"),  # what ipaddress's .teredo recognises
+    *_V6_SPECIAL,
+)
 
 
 def validate_url(url: str) -> httpx.URL:
@@ -450,33 +457,38 @@ def _v4_refusal(ip: ipaddress.IPv4Address) -> str | None:
 
 
 def _v6_refusal(ip: ipaddress.IPv6Address) -> str | None:
-    mapped = ip.ipv4_mapped
-    if mapped is not None:
-        reason = _v4_refusal(mapped)
-        return None if reason is None else f"IPv4-mapped {mapped}: {reason}"
+    carrier = _v4_carrier(ip)
+    if carrier is not None:
+        return _carried_refusal(*carrier)
     if ip.is_unspecified:
         return "unspecified"
     if ip.is_loopback:
         return "loopback"
-    if ip in _V4_COMPATIBLE:
-        return "IPv4-compatible"
-    if ip in _NAT64:
-        embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        reason = _v4_refusal(embedded)
-        return None if reason is None else f"NAT64 {embedded}: {reason}"
-    if ip in _NAT64_LOCAL:
-        return "NAT64 local-use"
-    if ip.sixtofour is not None:
-        reason = _v4_refusal(ip.sixtofour)
-        return f"6to4 embeds {ip.sixtofour}" + ("" if reason is None else f": {reason}")
-    if ip.teredo is not None:
-        return "Teredo"
-    for network, special in _V6_SPECIAL:
+    for network, special in _V6_NAMED:
         if ip in network:
             return special
     if ip not in _GLOBAL_UNICAST:
         return "reserved"
     return None if ip.is_global else "not globally reachable"
+
+
+def _v4_carrier(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """How an IPv6 address carries an IPv4 one (IPv4-mapped, NAT64, 6to4) and which, or ``None``."""
+    if ip.ipv4_mapped is not None:
+        return "IPv4-mapped", ip.ipv4_mapped
+    if ip in _NAT64:
+        return "NAT64", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip.sixtofour is not None:
+        return "6to4", ip.sixtofour
+    return None
+
+
+def _carried_refusal(how: str, carried: ipaddress.IPv4Address) -> str | None:
+    """IPv4-mapped and NAT64 addresses are judged by the address they carry; 6to4 is always refused."""
+    reason = _v4_refusal(carried)
+    if how == "6to4":
+        return f"6to4 embeds {carried}" + ("" if reason is None else f": {reason}")
+    return None if reason is None else f"{how} {carried}: {reason}"
 
 
 def _covers(entry: str, host: str) -> bool:
