@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from steerable_agent_runtime.errors import ConfigError
+from steerable_sidecar._decoding import Inflater, content_coding
 from steerable_sidecar._http import (
     MAX_ERROR_BODY_BYTES,
     MAX_ERROR_CHARS,
@@ -179,3 +180,37 @@ async def test_read_capped_of_a_corrupt_body_is_httpx_decoding_error(encoding: s
     response = _answer(500, encoding, b"\x1f\x8b\x08garbage" * 10)
     with pytest.raises(httpx.DecodingError):
         await read_capped(response, MAX_ERROR_BODY_BYTES)
+
+
+def test_the_inflater_never_returns_more_than_the_room() -> None:
+    inflater = Inflater("gzip")
+    packed = _gzip(bytes(10_000_000))
+    out = inflater.decode(packed, 1000)
+    assert out == bytes(1000)
+
+
+def test_the_inflater_reads_every_gzip_member_and_raw_deflate() -> None:
+    assert Inflater("gzip").decode(_gzip(b"one ") + _gzip(b"two"), 100) == b"one two"
+    assert Inflater("deflate").decode(zlib.compress(b"wrapped"), 100) == b"wrapped"
+    assert Inflater("deflate").decode(zlib.compress(b"raw")[2:-4], 100) == b"raw"
+    assert Inflater("identity").decode(b"plain text", 5) == b"plain"
+    with pytest.raises(zlib.error):
+        Inflater("gzip").decode(b"not gzip at all", 100)
+
+
+@pytest.mark.parametrize(
+    ("header", "coding"),
+    [
+        ("", "identity"),
+        ("identity", "identity"),
+        (" GZip ", "gzip"),
+        ("x-gzip", "gzip"),
+        ("deflate", "deflate"),
+        ("gzip, gzip", None),
+        ("br", None),
+        ("zstd", None),
+        ("gzip\x00", None),
+    ],
+)
+def test_content_coding(header: str, coding: str | None) -> None:
+    assert content_coding(header) == coding
