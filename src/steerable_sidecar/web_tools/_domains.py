@@ -88,4 +88,4 @@ def ip_literal(text: str) -> str | None:
         address = ipaddress.ip_address(candidate)
     except ValueError:
         return None
-    return None if getattr(address, "scope_id", None) else str(address)
+    return None if isinstance(address, ipaddress.IPv6Address) and address.scope_id else str(address)
