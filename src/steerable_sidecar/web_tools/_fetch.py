@@ -52,7 +52,7 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
 
 from .._decoding import Inflater, content_coding
-from .._http import REDIRECT_STATUSES, RedirectRefused, redirect_target, send_unfollowed
+from .._http import REDIRECT_STATUSES, RedirectRefused, clip, redirect_target, send_unfollowed
 from ._codes import WebErrorCode
 from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
 from ._content import render_body
@@ -678,7 +678,7 @@ class WebFetcher:
                     deadline=deadline,
                 )
                 binary = binary_type(body, declared_charset=params.get("charset"), kind=kind)
-                excerpt = "" if binary else " ".join(rendered.text.split())[:_EXCERPT_CHARS].rstrip()
+                excerpt = "" if binary else clip(rendered.text, _EXCERPT_CHARS, marker="")
             except (WebError, httpx.HTTPError):
                 excerpt = ""
         message = f"HTTP {status} {reason} from {url}".replace("  ", " ")
