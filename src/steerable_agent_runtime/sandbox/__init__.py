@@ -1,22 +1,11 @@
 """Layer-2 sandboxes for ``bash`` and ``run_code``: backends, their selection, and the runner.
 
-A command runs under the first backend of the platform's ladder that works (Linux: bubblewrap
-after a functional probe, then Landlock; macOS: Seatbelt), through a small launcher that applies
-the resource limits and the backend's rules before the command starts. No backend: the call is
-refused with ``error: "sandbox_unavailable"``, never run unconfined. Under a host sandbox
-(``STEERABLE_SIDECAR_CONFINED=1``) the layer-2 wrap is skipped and results say
-``{"backend": "inherited", "enforcement": "partial", "via": "layer1"}``. See ``docs/sandbox.md``.
-
-Building on it (``bash``, ``run_code`` and ``web_fetch``'s HTML converter do, through
-:class:`SandboxSpawner`)::
-
-    spawner = SandboxSpawner(SandboxConfig.from_env())
-    backend = await spawner.select()                # SandboxUnavailableError when none
-    policy = spawner.policy((workspace,))           # the configured network and limits
-    result = await spawner.run(["python3", "-c", "print(1)"], policy, backend=backend, timeout_s=30)
-    result.exit_code, result.stdout.text, result.sandbox.as_data()
-
-Spec: ``run_code`` (layer-2 backend, Child environment, Inheriting layer-1).
+A command runs under the first backend of the platform's ladder that works (Linux: bubblewrap,
+then Landlock; macOS: Seatbelt); no backend refuses the call (``sandbox_unavailable``), never
+runs it unconfined; under a host sandbox (``STEERABLE_SIDECAR_CONFINED=1``) the layer-2 wrap is
+skipped. Tools build on it through :class:`SandboxSpawner` (select, policy, spawn). Spec:
+``run_code`` (layer-2 backend, Child environment, Inheriting layer-1); the long form and an
+example: ``docs/sandbox.md``.
 
 Each public name is imported from its module on first use (PEP 562 ``__getattr__``): building the
 ``bash`` tool (``bash_tool``) loads the settings alone; the runner, the backends and the

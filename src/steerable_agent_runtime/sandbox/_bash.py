@@ -1,6 +1,6 @@
 """The ``bash`` tool: a shell command in the workspace, under the layer-2 sandbox.
 
-Arguments and result fields are contract (REQUIREMENTS CON-1): ``{command, timeout_ms?}`` in,
+Arguments and result fields are contract (``docs/requirements.md`` CON-1): ``{command, timeout_ms?}`` in,
 ``{stdout, stderr, stdoutBytes, stderrBytes, exitCode, timedOut, durationMs, _sandbox}`` out, plus
 ``protectedReverted`` / ``protectedNotReverted`` when the command changed protected paths (FILE-15).
 """
@@ -48,17 +48,10 @@ def bash_tool(
 ) -> Tool:
     """Build the ``bash`` tool for one workspace (``local`` mode: it needs consent).
 
-    Each call runs ``bash -c <command>`` in the workspace under the backend
-    :func:`select_backend` picks (or ``backend``), with the allowlisted environment
-    (:func:`child_environment`) and ``config``'s network switch and limits. Exit 0 is a success;
-    any other exit status is a failed result with ``needsFollowup``; a timeout kills the whole
-    process tree and says so; cancelling the call kills it too. With no usable backend the call
-    fails with ``error: "sandbox_unavailable"`` and nothing runs.
-
-    Protected paths (FILE-15: ``steerable_agent_runtime._protected``) are read-only to the command
-    where the backend can express it (bubblewrap binds them) and audited under every backend: a
-    change the command made there is reverted after it, and the result fails with
-    ``data.code: "protected_reverted"`` and ``data.protectedReverted: [paths]``.
+    Each call runs ``bash -c <command>`` in the workspace under the backend :func:`select_backend`
+    picks (or ``backend``), with the allowlisted environment and ``config``'s network and limits,
+    guarding the protected paths (FILE-15). Its results (exit status, timeout, memory limit,
+    ``sandbox_unavailable``, ``protected_reverted``): ``docs/sandbox.md``, "The ``bash`` tool".
 
     Args:
         workspace: The directory commands run in and may write to.

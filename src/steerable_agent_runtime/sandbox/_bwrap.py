@@ -31,26 +31,13 @@ _probe_lock = threading.Lock()
 class BubblewrapBackend:
     """Run commands under ``bwrap``: ``full`` enforcement.
 
-    The command gets new user, PID, IPC, UTS, cgroup and (unless the policy allows the network)
-    network namespaces; a read-only view of ``/`` with a fresh, read-only ``/dev`` and ``/proc``;
-    a private ``/tmp`` and ``/dev/shm``, each a tmpfs of at most ``memory_bytes`` (bubblewrap 0.8
-    ``--size``); the writable roots bound read-write at their own paths; no capabilities; and a
-    seccomp filter (``--seccomp``) that refuses file modes with the set-user-ID/set-group-ID bits
-    (a root sidecar's command could otherwise leave a set-uid-root program in the workspace) and,
-    with the network off, every ``socket(2)``, which also covers Unix sockets such as
-    ``docker.sock`` that a read-only bind still lets you connect to. Its own PID namespace
-    hides every other process, so ``/proc/<sidecar>/environ`` does not exist inside. When the
-    command exits, the namespace's init dies and takes every leftover process, and the tmpfs
-    mounts, with it.
-
-    The runner starts ``bwrap`` itself (the plan is ``direct``): bubblewrap reports the pid of
-    the sandbox's first process (``--info-fd``) and waits (``--block-fd``) until the runner has
-    set that process's limits and moved it into the run's cgroups; only then does it fork the
-    command, which inherits both.
-
-    It is chosen only after a functional probe has run ``true`` under the same options (cached
-    per process and ``bwrap`` path): an installed ``bwrap`` that cannot create namespaces (a
-    container without user namespaces) is reported, not used.
+    New user, PID, IPC, UTS, cgroup and (network off) network namespaces; ``/`` read-only with
+    bubblewrap's own read-only ``/dev`` and a ``/proc``; a private ``/tmp`` and ``/dev/shm`` (tmpfs,
+    at most ``memory_bytes`` each); the writable roots bound read-write; no capabilities; the seccomp
+    filter (``_launch.seccomp_program``). The plan is ``direct``: the runner starts ``bwrap`` itself and
+    releases the sandbox once its limits and cgroups are set (``_handshake.py``). Chosen only after a
+    functional probe ran ``true`` under the same options (cached per process and ``bwrap`` path).
+    The command line and what each part holds off: ``docs/sandbox.md``, "bubblewrap".
 
     Args:
         bwrap: The ``bwrap`` executable (default: found on ``PATH``).

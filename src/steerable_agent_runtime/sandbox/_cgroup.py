@@ -1,43 +1,16 @@
 """Per-run cgroups: the process count and the memory of a whole command, however many processes it forks.
 
-The kernel does not apply ``RLIMIT_NPROC`` to root (``fork`` skips the check for the initial
-user), and ``RLIMIT_AS`` bounds one process's address space, not a command's memory: four
-children may each take most of the limit, and tmpfs pages (bubblewrap's ``/tmp`` and
-``/dev/shm``) belong to no process at all. So each run gets cgroups of its own, one directory
-per hierarchy, where the controllers are writable:
+``RLIMIT_NPROC`` does not bind root and ``RLIMIT_AS`` bounds one process's address space, not a
+command's memory (nor the tmpfs pages it writes), so each run gets cgroups of its own where the
+controllers are writable: ``pids`` (root only) at ``max_processes`` and ``memory`` (anyone who
+can write the parent) at ``memory_bytes`` for the whole tree, tmpfs and swap included. cgroup v1
+has one directory per hierarchy; cgroup v2 one directory for the controllers in the parent's
+``cgroup.subtree_control``. New cgroups are children of this process's own; emptied ones are
+pooled while clean (no process counted, no memory charged), the rest removed, and what a killed
+sidecar left is swept by the next one.
 
-* ``pids`` (root only; anyone else is bounded by ``RLIMIT_NPROC``): ``pids.max`` is
-  ``max_processes``;
-* ``memory`` (any user who can write the parent): ``memory_bytes`` for the whole tree, tmpfs
-  pages it writes included, swap included. cgroup v1: ``memory.limit_in_bytes`` and, when swap
-  accounting exists, ``memory.memsw.limit_in_bytes``; the runner is told of an OOM kill through an
-  eventfd on ``memory.oom_control`` and kills the rest of the tree. cgroup v2:
-  ``memory.max``, ``memory.swap.max = 0`` and ``memory.oom.group = 1`` (the kernel kills the whole
-  cgroup).
-
-cgroup v1 has one directory per hierarchy (``/sys/fs/cgroup/pids/...``,
-``/sys/fs/cgroup/memory/...``); cgroup v2 one directory holding both, used for the controllers
-listed in the parent's ``cgroup.subtree_control``. New cgroups are children of this process's
-own. The sandbox's first process joins them before the command starts (the runner writes its pid
-to each ``cgroup.procs``), so the command and everything it forks are counted; the runner can
-also kill every process of the run, even ones that left the process group.
-
-Joining costs one RCU grace period in the kernel (measured 7 to 12 ms on a 2-core VM; a second
-join right after the first costs about 0.2 ms). Creating a cgroup costs little more, so emptied
-cgroups go back to a per-process pool, but only clean: no process counted (zombies awaiting their
-reaper would shrink the next run's budget) and no memory still charged (``memory.force_empty`` /
-``memory.reclaim`` first, measured 30 ms for 200 MB of page cache; a cgroup that stays dirty is
-removed and the next run gets a fresh one). A zombie is waited for, up to :data:`_REAP_S`: when
-a command ends by itself, bubblewrap exits as soon as its init reports the status, before that
-init has finished exiting, so the init's zombie is reaped by PID 1, whenever PID 1 gets to it
-(measured up to 2 s for this VM's init, which reaps on a timer). The OOM-kill count
-(``oom_kill``) cannot be reset: a run counts the kills above the count its cgroup had when it
-was handed out. Pooled cgroups are removed at exit, stale ones of a killed sidecar by the next
-sidecar's sweep.
-
-Without any writable controller (root in a container with a read-only ``/sys/fs/cgroup``, or a
-non-root sidecar without delegation) the process limit is not enforced for root and memory is
-bounded per process only; ``docs/sandbox.md`` says so.
+The limit files, the OOM reporting, the cost of joining and the pool's rules: ``docs/sandbox.md``,
+"Starting a command" (limits in detail); what holds without a writable controller: its "Known gaps".
 """
 
 from __future__ import annotations

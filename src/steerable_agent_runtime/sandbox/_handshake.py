@@ -1,18 +1,14 @@
 """bubblewrap without the launcher: limits and cgroups applied to the sandbox from outside.
 
-A ``direct`` plan is started by the runner itself, without the Python launcher (a second
-interpreter start, about 8 ms): ``bwrap --info-fd --block-fd --sync-fd ...``. bubblewrap writes
-the pid of the sandbox's first process (its PID 1, which later forks the command) to the info
-pipe, then that process builds the sandbox and waits on the block pipe before it forks.
-Meanwhile, off the event loop, :func:`prepare_sandbox` sets that process's resource limits with
-``prlimit`` and checks it is in the run's cgroups (bubblewrap was forked inside them; on cgroup v2
-it is moved in); only then does the runner write the byte that lets the command start, so the
-command inherits both. The block pipe's write end is also bubblewrap's ``--sync-fd``, held open by
-the sandbox's init itself and closed before the command runs: if the runner dies before releasing
-it, the sandbox never sees EOF and keeps waiting, never running the command unlimited (the next
-sidecar's cgroup sweep kills it). A failed step kills the tree; the run ends with exit status 125
-and ``steerable-sandbox: setup failed, not running the command: ...`` on stderr, as the launcher
-reports it.
+The runner starts ``bwrap --info-fd --block-fd --sync-fd ...`` itself. bubblewrap reports the pid
+of the sandbox's first process on the info pipe; that process builds the sandbox and waits on the
+block pipe. Meanwhile, off the event loop, :func:`prepare_sandbox` sets its limits with
+``prlimit`` and checks it is in the run's cgroups; only then is the byte written that lets it fork
+the command, which inherits both. The block pipe never reads end-of-file (its write end is also
+``--sync-fd``, held by the sandbox's init), so a runner that dies first leaves the command unrun.
+A failed step kills the tree: exit status 125 and ``steerable-sandbox: setup failed, ...`` on
+stderr, as the launcher reports it. The sequence and its timings: ``docs/sandbox.md``, "Starting
+a command".
 """
 
 from __future__ import annotations

@@ -33,23 +33,12 @@ def detect_landlock_abi() -> int:
 class LandlockBackend:
     """Restrict commands with a Landlock ruleset: ``partial`` enforcement.
 
-    The launcher drops every capability, then applies a ruleset that lets the command read and
-    execute anything, write only under the writable roots, the run's private temporary
-    directory and a few devices, and (network off) neither bind nor connect TCP sockets (ABI 4+);
-    from ABI 6 it cannot signal processes outside the sandbox nor reach abstract Unix sockets.
-    The launcher's seccomp filter refuses System V IPC, POSIX message queues and the keyrings
-    (shared with the host: there is no IPC namespace, so what a command left there would outlive
-    the run) and file modes with the set-user-ID/set-group-ID bits (for a root sidecar, every
-    ``chmod``: Landlock does not cover file modes, and root owns the system's files, so a root
-    command could otherwise ``chmod`` anything on the host); with the network off it also
-    refuses ``socket(2)`` (UDP, raw and Unix sockets, which Landlock does not cover). Then it
-    forks the command and stays as a child subreaper that kills every leftover process when the
-    command exits or the run is stopped.
-
-    What it cannot do: there is no PID namespace (other processes are visible, though their
-    environment is not readable: Landlock refuses it to an unprivileged command, and a root
-    command has lost the capabilities that root's access would need) and no private ``/tmp``
-    (``TMPDIR`` points at the private directory instead; ``/tmp`` itself is read-only).
+    Through the supervising launcher: every capability dropped, then a ruleset granting read and
+    execute everywhere and writes only under the writable roots, the private temporary directory and
+    a few devices (network off: no TCP bind or connect, ABI 4+; from ABI 6 no signals out and no
+    abstract Unix sockets), and the seccomp filter with ``ipc`` and ``setid`` (for a root sidecar
+    ``chmod``; network off, ``net``). No PID namespace and no private ``/tmp``. What it enforces and
+    what it cannot: ``docs/sandbox.md``, "Landlock" and the backends table.
     """
 
     @property

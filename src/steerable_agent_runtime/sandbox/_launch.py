@@ -1,36 +1,20 @@
-"""The sandbox launcher: the small program every sandboxed command starts through.
+"""The sandbox launcher: what every sandboxed command but a bubblewrap one starts through.
 
-It runs as ``python -I -S _launch.py [options] -- command...`` (from its cached bytecode) and uses
-the standard library only, without ``site``, ``typing``, ``json`` or ``re``: it costs one bare
-interpreter start plus about 1 ms (with Landlock, ``ctypes``, ``signal`` and the supervising fork
-add about 12 ms). In order, it:
+``python -I -S _launch.py [options] -- command...``, from its cached bytecode, standard library
+only (no ``site``, ``typing``, ``json`` or ``re``: a bare interpreter start plus about 1 ms). In
+order: the resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_NPROC``, no core files); the
+run's cgroups (``--cgroup PROCS_FILE``, once per hierarchy); then either an exec of the command
+(for a bubblewrap plan, with the seccomp filter on a pipe: ``--seccomp-fd-at``) or, with
+``--supervise``, a fork of it while the launcher stays as its child subreaper, killing what it
+left when it exits or on ``SIGTERM``. ``--drop-caps``, ``--landlock`` and ``--seccomp-deny
+net,ipc,setid,chmod`` (:func:`seccomp_program`) apply to the command, in the forked child before
+its exec. The runner starts bubblewrap itself; ``launcher_argv`` still runs a bubblewrap plan
+through here (tools, tests).
 
-1. sets resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_NPROC``; no core files), which
-   every later process inherits;
-2. joins the run's cgroups when they were prepared (``--cgroup PROCS_FILE``, once per hierarchy:
-   the kernel ignores ``RLIMIT_NPROC`` for root, so a ``pids`` cgroup is how a root sidecar
-   bounds processes, and a ``memory`` cgroup bounds the whole tree's memory);
-3. either writes the socket filter to a pipe whose descriptor it passes on to bubblewrap
-   (``--seccomp-fd-at``) and execs the command, or, with ``--supervise``, forks the command and
-   stays as a tiny init: a child subreaper that, when the command exits or the launcher gets
-   ``SIGTERM``, kills every process the command left behind. (The runner starts bubblewrap
-   itself, without this launcher, for speed: it sets the same limits on the sandbox's pid 1 from
-   outside; ``launcher_argv`` still runs a bubblewrap plan through the launcher, for tools and
-   tests that want one command line.)
-4. drops the capabilities (``--drop-caps``) and applies Landlock (``--landlock``) and the seccomp
-   filter (``--seccomp-deny net,ipc,setid``: see :func:`seccomp_program`) to the command, so
-   they hold for it and everything it starts. With ``--supervise`` that happens in the forked
-   child, before its exec: the supervisor stays outside the Landlock domain, where the command
-   can neither ptrace it nor (ABI 6 and later) signal it.
-
-Why a launcher rather than ``preexec_fn``: the sidecar is threaded, and Python documents
-``preexec_fn`` as unsafe in the presence of threads (the child may deadlock on a lock another
-thread held at fork time). The launcher is a fresh single-threaded process, so it can do anything.
-
-Exit codes: the command's own (``128 + signal`` when a signal killed it); 125 when the launcher
-could not set the sandbox up (never running the command then: the sandbox fails closed); 126 /
-127 when the command cannot be executed / is not found. Messages go to stderr, prefixed
-``steerable-sandbox:``.
+Exit status: the command's (``128 + signal``), 125 when the setup failed (the command never ran:
+the sandbox fails closed), 126 / 127 when the command cannot be executed / is not found; messages
+go to stderr, prefixed ``steerable-sandbox:``. Why a launcher and not ``preexec_fn``:
+``docs/sandbox.md``, "Starting a command".
 """
 
 from __future__ import annotations
@@ -184,25 +168,22 @@ def seccomp_program(
 ) -> bytes:
     """The sandbox's seccomp filter as raw classic BPF (``struct sock_filter[]``).
 
-    Every syscall of another ABI than ``machine``'s native one kills the process (i386
-    ``int 0x80`` would bypass the numbers checked here); x32 calls fail with ``EPERM``. Then:
+    A syscall of another ABI than ``machine``'s native one kills the process (i386 ``int 0x80``
+    would bypass the numbers checked here); x32 calls fail with ``EPERM``. What each flag refuses
+    fails with ``EPERM`` (``openat2``: ``ENOSYS``, so callers fall back to ``openat``). Why each is
+    there: ``docs/sandbox.md``, the seccomp paragraph under "Backends" and "What runs outside the
+    sandbox".
 
-    * ``deny_network``: ``socket(2)`` fails with ``EPERM`` for every address family (TCP, UDP,
-      raw, netlink and Unix sockets alike: a Unix socket on the read-only filesystem, such as
-      ``docker.sock``, is still connectable, so it is refused too); ``socketpair(2)`` stays
-      allowed (it reaches nothing); ``io_uring_setup`` is refused because io_uring can open
-      sockets without ``socket(2)``.
-    * ``deny_ipc``: System V IPC, POSIX message queues and the keyrings fail with ``EPERM``
-      (for backends without an IPC namespace: what a command left there would outlive the run).
-    * ``deny_setid``: ``chmod``/``fchmod``/``fchmodat(2)``, ``open``/``openat``/``creat`` and
-      ``mknod(at)`` fail with ``EPERM`` when the mode has the set-user-ID or set-group-ID bit,
-      ``openat2`` (whose mode the filter cannot read) with ``ENOSYS``, so callers fall back to
-      ``openat``, and ``io_uring_setup`` with ``EPERM`` (an io_uring ``OPENAT`` carries a mode the
-      filter never sees).
-    * ``deny_chmod``: every ``chmod``/``fchmod``/``fchmodat(2)`` and every extended-attribute write
-      (``setxattr``, ``removexattr`` and their variants: a POSIX ACL changes permissions too)
-      fails with ``EPERM`` (a root command under Landlock: root owns the system's files, and
-      Landlock does not cover modes or attributes).
+    Args:
+        machine: ``os.uname().machine``, a key of ``SECCOMP_ARCH``.
+        deny_network: ``socket(2)`` for every family, Unix sockets included (``socketpair(2)``
+            stays allowed), and ``io_uring_setup``.
+        deny_ipc: System V IPC, POSIX message queues and the keyrings.
+        deny_setid: Set-user-ID or set-group-ID modes in ``chmod``/``fchmod``/``fchmodat``,
+            ``open``/``openat``/``creat`` and ``mknod(at)``; every ``openat2`` (whose mode the filter
+            cannot read); ``io_uring_setup`` (an io_uring ``OPENAT`` carries a mode unseen).
+        deny_chmod: Every ``chmod``/``fchmod``/``fchmodat`` and extended-attribute write
+            (``setxattr``, ``removexattr`` and their variants).
 
     Raises:
         SetupError: For a machine the filter has no syscall numbers for.

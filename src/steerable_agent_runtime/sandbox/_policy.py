@@ -43,15 +43,11 @@ def child_environment(
 ) -> dict[str, str]:
     """Return the environment a sandboxed child gets: the allowlist, nothing else.
 
-    Only ``PATH``, ``HOME``, ``TMPDIR`` / ``TEMP`` / ``TMP``, ``LANG``, every ``LC_*``,
-    ``PYTHONPATH`` (and ``SYSTEMROOT`` / ``SYSTEMDRIVE`` on Windows) are copied, plus
-    ``PYTHONDONTWRITEBYTECODE=1``. Everything else, ``STEERABLE_API_KEY`` and every ``*_API_KEY``
-    and ``*_TOKEN`` included, is left out: the import guard of ``run_code`` does not stop the
-    ``__subclasses__`` route to ``os.environ``, so the only safe secret is an absent one.
-    Spec: ``run_code`` › Child environment.
-
-    The runner then points ``TMPDIR`` / ``TEMP`` / ``TMP`` at the run's private temporary
-    directory.
+    The allowlist (``PATH``, ``HOME``, ``TMPDIR`` / ``TEMP`` / ``TMP``, ``LANG``, ``LC_*``,
+    ``PYTHONPATH``, on Windows ``SYSTEMROOT`` / ``SYSTEMDRIVE``) plus ``PYTHONDONTWRITEBYTECODE=1``;
+    every key and token is left out. Spec: ``run_code`` › Child environment; why only absence is
+    safe: ``docs/run-code.md``. The runner then points ``TMPDIR`` / ``TEMP`` / ``TMP`` at the run's
+    private temporary directory.
 
     Args:
         environ: The parent environment (default ``os.environ``).
@@ -104,29 +100,23 @@ class ResourceLimits:
 class SandboxPolicy:
     """What one sandboxed command may do.
 
-    Everything is readable; only ``writable_roots`` (the workspace first) and the run's private
-    temporary directory are writable; the network is off unless ``network`` is set. Backends
-    add what they can on top (a private ``/tmp``, their own PID namespace): see
-    ``docs/sandbox.md``.
-
-    A private ``/tmp`` hides the host's ``/tmp``; paths under it that the command must still see
-    go in ``readable_roots`` (the Python running steerable and steerable's own package are always
-    kept visible, so a venv or a checkout under ``/tmp`` still works).
+    Everything is readable; only ``writable_roots`` and the run's private temporary directory are
+    writable; the network is off unless ``network`` is set. What each backend adds on top (a private
+    ``/tmp``, its own PID namespace): ``docs/sandbox.md``, "Policy" and the backends table.
 
     Attributes:
         writable_roots: Directories the command may change, the workspace first. Each must exist.
             Empty for a command that may write only its private temporary directory (then
             ``cwd`` is required).
-        readable_roots: Extra directories that must stay visible (read-only) even where the
-            backend hides their parent, e.g. under a private ``/tmp``.
+        readable_roots: Extra directories that must stay visible (read-only) where the backend hides
+            their parent, e.g. under a private ``/tmp`` (steerable's Python and package always are).
         cwd: Working directory (default: the first writable root).
         network: Allow network access (default off).
         limits: Resource limits.
-        read_only: Paths inside the writable roots to keep read-only where the backend can:
-            bubblewrap binds each one that is a real file or directory reached through no
-            symbolic link; Landlock and Seatbelt cannot. ``None`` (the default): the protected
-            paths (FILE-15, ``steerable_agent_runtime._protected``) the backend finds under each
-            writable root; ``()``: none (the opt-out).
+        read_only: Paths inside the writable roots to keep read-only where the backend can
+            (bubblewrap binds them; Landlock and Seatbelt cannot). ``None`` (the default): the
+            protected paths (FILE-15) the backend finds under each writable root; ``()``: none (the
+            opt-out).
     """
 
     writable_roots: tuple[Path, ...]

@@ -1,21 +1,12 @@
 """The async runner shared by ``bash`` and ``run_code``: spawn under a backend, capture, time out, kill.
 
-:func:`spawn_sandboxed` starts a command and returns a :class:`SandboxedProcess`: stderr (and
-stdout, unless the caller asks for a pipe) is captured with a byte cap, ``stdin`` can be a pipe,
-and a wall-clock deadline or a cancellation tears down the whole process tree. :func:`run_sandboxed`
-is the one-shot form: run, wait, return a :class:`RunResult`.
-
-Two ways in: **bubblewrap** (a ``direct`` plan) is started by the runner itself, without the
-Python launcher, its sandbox let go once its limits and cgroups are set from outside
-(``_handshake.py``); **the other backends** run through the launcher (``_launch.py``, pinned by
-``_pinning.py``), which applies the limits, joins the cgroups and confines the command itself.
-``_process.py`` starts the process in the run's cgroups and watches it exit.
-
-Teardown, per backend: bubblewrap's PID namespace dies with its init, which the runner kills
-directly (once released, ``--die-with-parent`` also ties it to bubblewrap); Landlock and
-inherited runs are supervised by the launcher, which on ``SIGTERM`` kills every descendant (it
-is their subreaper, so even processes that left the process group come back to it); a run's
-cgroups are emptied too. In every case the runner ends with ``SIGKILL`` to the process group as a backstop.
+:func:`spawn_sandboxed` starts a command and returns a :class:`SandboxedProcess` (stderr, and
+stdout unless piped, captured with a byte cap; ``stdin`` optionally a pipe; a deadline or a
+cancellation tears the whole tree down); :func:`run_sandboxed` is the one-shot form returning a
+:class:`RunResult`. A ``direct`` plan (bubblewrap) is started here and released once
+``_handshake.py`` set its limits and cgroups; the others go through the launcher (``_launch.py``,
+pinned by ``_pinning.py``); ``_process.py`` starts the process in the run's cgroups and watches
+it exit. The teardown per backend: ``docs/sandbox.md``, "Starting a command".
 """
 
 from __future__ import annotations
@@ -328,23 +319,14 @@ async def spawn_sandboxed(
     stdout: Literal["capture", "pipe"] = "capture",
     timeout_s: float | None = None,
 ) -> SandboxedProcess:
-    r"""Start ``argv`` under ``backend`` with ``policy``; the caller talks to it, then closes it.
+    """Start ``argv`` under ``backend`` with ``policy``; the caller talks to it, then closes it.
 
     The command runs in its own session and process group, in ``policy.workdir``, with ``env``
     (default: :func:`child_environment` of this process) plus the run's private ``TMPDIR``.
     stderr is always captured (clipped at ``policy.limits.max_output_bytes``). When this returns,
     the sandbox is set up and the command has been let go (or the setup failed, and
-    :meth:`SandboxedProcess.finish` reports exit status 125).
-
-    For a JSON-lines child (``run_code``): ``stdin=True, stdout="pipe"``, then write frames to
-    ``proc.stdin`` and ``await proc.stdout.readline()``; ``await proc.finish()`` ends with the
-    exit status and the captured stderr::
-
-        async with await spawn_sandboxed(argv, policy, backend=b, stdin=True, stdout="pipe",
-                                         timeout_s=30) as proc:
-            proc.stdin.write(b'{"call": 1}\n')
-            reply = await proc.stdout.readline()   # b"" once the deadline killed it
-            result = await proc.finish()
+    :meth:`SandboxedProcess.finish` reports exit status 125). A JSON-lines child (``run_code``)
+    takes ``stdin=True, stdout="pipe"``: the example in ``docs/sandbox.md``, "Building on it".
 
     Args:
         argv: The command and its arguments.
@@ -354,7 +336,7 @@ async def spawn_sandboxed(
         stdin: Give the command a stdin pipe (``proc.stdin``); otherwise it reads ``/dev/null``.
         stdout: ``"capture"`` (clipped, in the result) or ``"pipe"`` (``proc.stdout``, unclipped,
             lines up to :data:`PIPE_LIMIT_BYTES`).
-        timeout_s: Wall-clock deadline from now; when it passes the tree is killed and
+        timeout_s: Wall-clock deadline from now, in seconds; when it passes the tree is killed and
             ``timed_out`` set.
 
     Returns:

@@ -40,11 +40,10 @@ def select_backend(
     """Pick the backend that runs sandboxed commands here.
 
     Confined (``STEERABLE_SIDECAR_CONFINED=1``): the :class:`InheritedBackend`, whatever else is
-    configured. Otherwise ``config.backend`` decides: ``auto`` walks :data:`LADDERS` for the
-    platform and takes the first backend whose :meth:`~SandboxBackend.unavailable_reason` is
-    ``None`` (bubblewrap only after its functional probe ran a command); a backend name takes that
-    one or refuses; ``none`` refuses. The first call may run a probe (tens of milliseconds, once
-    per process); call it from a worker thread in async code.
+    configured. Otherwise ``config.backend``: ``auto`` takes the first backend of the platform's
+    :data:`LADDERS` whose :meth:`~SandboxBackend.unavailable_reason` is ``None``; a name takes that
+    one or refuses; ``none`` refuses (``docs/sandbox.md``, "Selection"). The first call may run a
+    probe (tens of milliseconds, once per process): call it from a worker thread in async code.
 
     Args:
         config: The configuration (default: resolved from the environment).
