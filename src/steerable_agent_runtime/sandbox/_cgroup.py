@@ -239,12 +239,9 @@ def memory_headroom(cgroup: Path, *, version: Literal[1, 2], meminfo: str) -> in
 
     The smallest, over ``cgroup`` and each ancestor in its hierarchy that has a memory limit, of
     the limit minus what is in use that cannot simply be dropped (usage less inactive file pages),
-    and ``MemAvailable`` from ``meminfo``. ``None`` when nothing could be read.
-
-    A run whose limit is above this would exhaust an ancestor (a container's limit, the machine)
-    before its own limit: then the kernel's OOM killer chooses among *all* the ancestor's
-    processes, and may choose the sidecar (found by the attack review: a command's memory held in
-    a memfd counts in no process's RSS).
+    and ``MemAvailable`` from ``meminfo``. ``None`` when nothing could be read. A run's limit is
+    clamped below it, so the OOM killer acts in the run's cgroup, not among the sidecar's
+    (``docs/sandbox.md``, "Starting a command", memory per command).
     """
     room: list[int] = []
     for line in meminfo.splitlines():
@@ -390,14 +387,11 @@ class RunCgroup:
     Get one with :meth:`acquire`; every method but :meth:`kill_all` and
     :meth:`memory_exceeded` blocks (cgroupfs writes, sleeps), so call them off the event loop.
 
-    Two ways in for the run's first process. :meth:`inside` moves the *calling thread* into the
-    cgroup v1 directories (writing ``0`` to ``tasks``: the kernel skips the threadgroup lock, and
-    its RCU grace period, when a thread moves itself; 0.2 ms here) so that the process it forks
-    starts there, then moves it back; the limits are lifted meanwhile (a sidecar thread is briefly
-    counted there, so the OOM killer must have no reason to look) and applied by
-    :meth:`apply_limits` once it is out. :meth:`join` moves a process in from outside
-    (``cgroup.procs``: one grace period, 7 to 12 ms here); cgroup v2 only allows that (its domain
-    cgroups take no single threads).
+    Two ways in for the run's first process: :meth:`inside` moves the *calling thread* into the
+    cgroup v1 directories (``0`` to ``tasks``) so that the process it forks starts there, then moves
+    it back, with the limits lifted meanwhile and applied by :meth:`apply_limits` once it is out;
+    :meth:`join` moves a process in from outside (``cgroup.procs``), the only way on cgroup v2. Why
+    and what each costs: ``docs/sandbox.md``, "Getting into the cgroups".
 
     Args:
         key: The parent directories and the controllers used in each (the pool key).
