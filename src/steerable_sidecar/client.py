@@ -224,7 +224,7 @@ class SidecarClient:
                 went away first.
         """
         try:
-            return await self.peer.request(method, params, timeout=timeout_s)
+            return await self.peer.request(method, params, timeout_s=timeout_s)
         except RemoteError as exc:
             typed = typed_remote_error(exc)
             if typed is exc:

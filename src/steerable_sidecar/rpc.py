@@ -144,7 +144,7 @@ class JsonRpcPeer:
             answer = await peer.request("ask_user.request", {"questions": [...]})
 
     End of input (EOF) fails every pending :meth:`request` with :class:`PeerClosedError`, then
-    gives handlers still running ``drain_timeout`` seconds to finish and write their responses
+    gives handlers still running ``drain_timeout_s`` seconds to finish and write their responses
     (the write side may still be open: a request piped into a sidecar gets its answer) before
     cancelling them. :meth:`aclose` cancels them at once. The peer never closes the streams: they
     belong to whoever opened them.
@@ -155,7 +155,7 @@ class JsonRpcPeer:
         name: A label for log lines (``"sidecar"``, ``"host"``).
         max_frame_bytes: Longest accepted incoming frame in bytes; a longer one is answered with
             ``-32600`` and skipped, and serving goes on.
-        drain_timeout: Seconds in-flight handlers get after EOF before they are cancelled.
+        drain_timeout_s: Seconds in-flight handlers get after EOF before they are cancelled.
         scrub: Applied to every error message this peer sends (e.g. redacting credentials that a
             handler's exception quotes).
         strict_ids: MCP's rules (2025-06-18, basic): a request's ``id`` must not be ``null``
@@ -170,7 +170,7 @@ class JsonRpcPeer:
         *,
         name: str = "peer",
         max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES,
-        drain_timeout: float = 5.0,
+        drain_timeout_s: float = 5.0,
         scrub: Callable[[str], str] | None = None,
         strict_ids: bool = False,
     ) -> None:
@@ -180,7 +180,7 @@ class JsonRpcPeer:
         self._reader = reader
         self._writer = writer
         self._max_frame_bytes = max_frame_bytes
-        self._drain_timeout = drain_timeout
+        self._drain_timeout_s = drain_timeout_s
         self._methods: dict[str, MethodHandler] = {}
         self._notifications: dict[str, NotificationHandler] = {}
         self._pending: dict[int, tuple[str, asyncio.Future[Any]]] = {}
@@ -233,13 +233,13 @@ class JsonRpcPeer:
         """``True`` once the peer reached EOF or was closed: requests fail fast."""
         return self._closed
 
-    async def request(self, method: str, params: Params = None, *, timeout: float | None = None) -> Any:
+    async def request(self, method: str, params: Params = None, *, timeout_s: float | None = None) -> Any:
         """Call ``method`` on the other peer and return its result.
 
         Args:
             method: The remote method name.
             params: An object or an array, or ``None`` to send no ``params``.
-            timeout: Seconds to wait for the answer (``None``: no limit). On timeout the request
+            timeout_s: Seconds to wait for the answer (``None``: no limit). On timeout the request
                 is forgotten; a late answer is logged and dropped.
 
         Returns:
@@ -248,7 +248,7 @@ class JsonRpcPeer:
         Raises:
             RemoteError: The peer answered with an error object (``code``, ``message``, ``data``).
             PeerClosedError: The connection closed before the answer arrived (or was closed).
-            TimeoutError: No answer within ``timeout``.
+            TimeoutError: No answer within ``timeout_s``.
             TypeError: ``params`` holds a value JSON cannot represent (nothing was sent).
             ValueError: ``params`` holds NaN, an infinity or a reference cycle (nothing was sent).
         """
@@ -263,11 +263,11 @@ class JsonRpcPeer:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (method, future)
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout_s):
                 await self._write(frame, method)
                 return await future
         except TimeoutError:
-            raise TimeoutError(f"{self.name}: no answer to {method} within {timeout} s") from None
+            raise TimeoutError(f"{self.name}: no answer to {method} within {timeout_s} s") from None
         finally:
             self._pending.pop(request_id, None)
 
@@ -329,7 +329,7 @@ class JsonRpcPeer:
         """Read and dispatch frames until EOF or :meth:`aclose`, then shut down.
 
         Shutting down fails pending outgoing requests with :class:`PeerClosedError`, waits up to
-        ``drain_timeout`` seconds (after EOF; not after :meth:`aclose`) for in-flight handlers,
+        ``drain_timeout_s`` seconds (after EOF; not after :meth:`aclose`) for in-flight handlers,
         cancels those still running and awaits them. A read error (a reset pipe) counts as EOF.
 
         Raises:
@@ -352,10 +352,10 @@ class JsonRpcPeer:
                 self.on_eof()
             except Exception:
                 logger.exception("%s: the on_eof callback failed", self.name)
-        await self._shut_down(grace=0 if self._closing else self._drain_timeout)
+        await self._shut_down(grace=0 if self._closing else self._drain_timeout_s)
 
-    async def drain(self, timeout: float) -> None:
-        """Wait up to ``timeout`` seconds for the handlers in flight (other than the caller) to answer.
+    async def drain(self, timeout_s: float) -> None:
+        """Wait up to ``timeout_s`` seconds for the handlers in flight (other than the caller) to answer.
 
         A graceful stop: ``system.shutdown`` lets calls already running write their answers
         before the connection closes, as end of input does.
@@ -363,7 +363,7 @@ class JsonRpcPeer:
         current = asyncio.current_task()
         tasks = {task for task in self._tasks if task is not current}
         if tasks:
-            await asyncio.wait(tasks, timeout=timeout)
+            await asyncio.wait(tasks, timeout=timeout_s)
 
     async def aclose(self) -> None:
         """Stop serving: fail pending requests, cancel in-flight handlers, and wait for both.

@@ -696,7 +696,7 @@ class Sidecar:
             answer = await self.peer.request(
                 "approval.request",
                 {"chatId": chat_id, "call": call.model_dump(), "mode": mode.value},
-                timeout=HOST_CALL_TIMEOUT_S,
+                timeout_s=HOST_CALL_TIMEOUT_S,
             )
             return isinstance(answer, Mapping) and answer.get("approved") is True
 
@@ -706,7 +706,9 @@ class Sidecar:
         state = read_file_state_from_messages(history)
         try:
             await self.peer.request(
-                "read_state.seed", {"sessionId": session_id, "readState": state}, timeout=HOST_CALL_TIMEOUT_S
+                "read_state.seed",
+                {"sessionId": session_id, "readState": state},
+                timeout_s=HOST_CALL_TIMEOUT_S,
             )
         except (RemoteError, TimeoutError) as exc:  # one fewer CAS check on the host, never a wrong write
             logger.warning("read_state.seed failed: %s", exc)

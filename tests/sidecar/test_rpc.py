@@ -562,7 +562,7 @@ async def test_eof_fails_pending_requests_with_peer_closed(wire):
 
 async def test_a_timeout_forgets_the_request_and_a_late_answer_is_dropped(wire, caplog):
     with pytest.raises(TimeoutError):
-        await wire.peer.request("host.never", timeout=0.05)
+        await wire.peer.request("host.never", timeout_s=0.05)
     request = await wire.frame()
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         await wire.send(b'{"jsonrpc":"2.0","id":%d,"result":"too late"}\n' % request["id"])
@@ -588,7 +588,7 @@ async def test_after_eof_in_flight_handlers_may_finish_and_answer(wire):
 
 
 async def test_after_eof_handlers_past_the_drain_timeout_are_cancelled(make_wire):
-    wire = await make_wire(drain_timeout=0.05)
+    wire = await make_wire(drain_timeout_s=0.05)
     started = asyncio.Event()
     cancelled = asyncio.Event()
 
