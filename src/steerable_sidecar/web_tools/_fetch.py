@@ -553,18 +553,7 @@ class WebFetcher:
     async def _send(self, url: httpx.URL) -> httpx.Response:
         """One hop: DNS, the SSRF check of every answer, the (pinned) request; headers only."""
         host = url_host(url)
-        if _is_ip(host):
-            addresses: Sequence[str] = [host]
-        else:
-            try:
-                addresses = await self._resolver(host, url.port or _DEFAULT_PORTS[url.scheme])
-            except OSError as exc:
-                raise WebError(
-                    WebErrorCode.DNS_FAILED,
-                    f"web_fetch could not reach {url}: the DNS lookup of {host} failed ({_reason(exc)}); "
-                    "check the host name (or whether this machine can resolve names at all)",
-                    data={"host": host},
-                ) from None
+        addresses = await self._addresses(url, host)
         check_addresses(host, addresses, url=str(url))
         self._policy.check_answers(host, addresses, url=str(url))
         if self._proxied:
@@ -594,6 +583,24 @@ class WebFetcher:
                 raise self._network_error(exc, url) from None
         assert failure is not None
         raise self._network_error(failure, url) from None
+
+    async def _addresses(self, url: httpx.URL, host: str) -> Sequence[str]:
+        """The addresses ``host`` resolves to (an IP literal is its own), for the SSRF check.
+
+        Raises:
+            WebError: ``dns_failed`` when the lookup fails.
+        """
+        if _is_ip(host):
+            return [host]
+        try:
+            return await self._resolver(host, url.port or _DEFAULT_PORTS[url.scheme])
+        except OSError as exc:
+            raise WebError(
+                WebErrorCode.DNS_FAILED,
+                f"web_fetch could not reach {url}: the DNS lookup of {host} failed ({_reason(exc)}); "
+                "check the host name (or whether this machine can resolve names at all)",
+                data={"host": host},
+            ) from None
 
     def _refused_redirect(self, url: httpx.URL, exc: RedirectRefused) -> WebError:
         """``invalid_redirect`` for a ``Location`` httpx refused while reading the answer (``mailto:``...)."""
