@@ -45,8 +45,9 @@ from typing import Any
 import httpx
 
 from steerable_sidecar.web_tools._config import WebToolsConfig
-from steerable_sidecar.web_tools._content import HtmlConverter, markdown_from_html
+from steerable_sidecar.web_tools._converter import HtmlConverter
 from steerable_sidecar.web_tools._fetch import WebFetcher
+from steerable_sidecar.web_tools._html import markdown_from_html
 
 # Where web_servers (the scripted test servers) lives; the server child imports it from there too.
 WEB_TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web_tools")
