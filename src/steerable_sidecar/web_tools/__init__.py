@@ -11,6 +11,7 @@ command does so unless told ``--no-web-tools``. The pieces:
   address, same-origin redirects, streaming bounds, HTML to Markdown;
 * :class:`WebSearchProvider` with :class:`TavilySearchProvider`, :class:`DuckDuckGoSearchProvider`
   and :class:`HostSearchProvider`, chosen by :func:`default_web_search_provider`;
+  :class:`StaticSearchProvider` answers from a fixed list of hits (tests, demos; no network);
 * :class:`WebTools`: the two tools, their per-process session caps, and the HTTP clients' lifetime.
 
 Each public name is imported from its module on first use (PEP 562 ``__getattr__``): registering
@@ -36,6 +37,7 @@ if _typing.TYPE_CHECKING:
         WebSearchProvider,
         default_web_search_provider,
     )
+    from ._static_search import SearchQuery, StaticSearchProvider
     from ._tools import WEB_FETCH_TOOL_NAME, WEB_SEARCH_TOOL_NAME, WEB_TOOL_NAMES, WebTools, install_web_tools
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
@@ -52,6 +54,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "WebSearchProvider",
         "default_web_search_provider",
     ),
+    "_static_search": ("SearchQuery", "StaticSearchProvider"),
     "_tools": (
         "WEB_FETCH_TOOL_NAME",
         "WEB_SEARCH_TOOL_NAME",
@@ -73,6 +76,8 @@ __all__ = [
     "HostSearchProvider",
     "Resolver",
     "SearchHit",
+    "SearchQuery",
+    "StaticSearchProvider",
     "TavilySearchProvider",
     "WebErrorCode",
     "WebFetcher",

@@ -24,6 +24,8 @@ from steerable_sidecar.web_tools import (
     WEB_TOOL_NAMES,
     DuckDuckGoSearchProvider,
     SearchHit,
+    SearchQuery,
+    StaticSearchProvider,
     TavilySearchProvider,
     WebTools,
     WebToolsConfig,
@@ -33,30 +35,6 @@ from steerable_sidecar.web_tools import (
 from .web_servers import PUBLIC_IP, PinRecorder, Reply, ScriptedResolver, ScriptedServer
 
 HOST = "docs.example.com"
-
-
-class FakeProvider:
-    """A search backend returning scripted hits (and recording what it was asked)."""
-
-    name = "fake"
-    supports_domain_lists = False
-
-    def __init__(self, hits: list[SearchHit], *, delay: float = 0.0) -> None:
-        self.hits, self.delay, self.asked = hits, delay, []
-
-    async def search(
-        self,
-        query: str,
-        *,
-        max_results: int,
-        allowed_domains: tuple[str, ...] = (),
-        blocked_domains: tuple[str, ...] = (),
-    ) -> list[SearchHit]:
-        import asyncio
-
-        self.asked.append((query, max_results, allowed_domains, blocked_domains))
-        await asyncio.sleep(self.delay)
-        return list(self.hits)
 
 
 def call(name: str, **arguments: Any) -> ToolCall:
@@ -92,7 +70,7 @@ def web_router(site: ScriptedServer, provider: Any = None, **config: Any) -> tup
 
 async def test_both_tools_register_at_the_direct_tier_in_read_mode_by_exact_name(site: ScriptedServer):
     """WEB-3."""
-    router, tools = web_router(site, provider=FakeProvider([]))
+    router, tools = web_router(site, provider=StaticSearchProvider([], name="fake"))
     try:
         assert [t.name for t in router] == ["web_search", "web_fetch"]
         for name in WEB_TOOL_NAMES:
@@ -103,8 +81,10 @@ async def test_both_tools_register_at_the_direct_tier_in_read_mode_by_exact_name
             )
         offered = {d["function"]["name"] for d in router.describe_model()}
         assert {"web_search", "web_fetch"} <= offered
-        assert set(router.get("web_fetch").parameters["properties"]) == {"url"}
-        assert set(router.get("web_search").parameters["properties"]) == {"query", "max_results"}
+        fetch, search = router.get("web_fetch"), router.get("web_search")
+        assert fetch is not None and search is not None
+        assert set(fetch.parameters["properties"]) == {"url"}
+        assert set(search.parameters["properties"]) == {"query", "max_results"}
     finally:
         await tools.aclose()
 
@@ -265,13 +245,13 @@ async def test_the_fetch_session_cap_counts_fetches_that_reach_the_network(site:
 
 async def test_the_search_session_cap_and_zero_disables_a_cap(site: ScriptedServer):
     """WEB-10."""
-    provider = FakeProvider([SearchHit("T", "https://docs.example.com/a", "s")])
+    provider = StaticSearchProvider([SearchHit("T", "https://docs.example.com/a", "s")], name="fake")
     router, tools = web_router(site, provider=provider, session_search_cap=1)
     try:
         assert (await router.dispatch(call("web_search", query="one"))).success
         capped = await router.dispatch(call("web_search", query="two"))
         assert capped.data is not None and capped.data["code"] == "session_cap"
-        assert "STEERABLE_WEB_SESSION_SEARCH_CAP" in (capped.error or "") and len(provider.asked) == 1
+        assert "STEERABLE_WEB_SESSION_SEARCH_CAP" in (capped.error or "") and len(provider.queries) == 1
     finally:
         await tools.aclose()
     router, tools = web_router(site, provider=provider, session_search_cap=0)
@@ -292,7 +272,7 @@ async def test_search_hits_are_filtered_by_the_domain_policy_and_capped(site: Sc
         SearchHit("allowed sub", "https://api.docs.example.com/c", "c"),
         SearchHit("third", "https://example.com/d", "d"),
     ]
-    provider = FakeProvider(hits)
+    provider = StaticSearchProvider(hits, name="fake")
     router, tools = web_router(
         site, provider=provider, allowed_domains=("example.com",), blocked_domains=("ads.example.com",)
     )
@@ -303,14 +283,17 @@ async def test_search_hits_are_filtered_by_the_domain_policy_and_capped(site: Sc
             "https://docs.example.com/a",
             "https://api.docs.example.com/c",
         ]
-        assert provider.asked == [("docs", 2, ("example.com",), ("ads.example.com",))]
-        assert "limited to example.com" in router.get("web_search").description
+        assert provider.queries == [SearchQuery("docs", 2, ("example.com",), ("ads.example.com",))]
+        search = router.get("web_search")
+        assert search is not None and "limited to example.com" in search.description
     finally:
         await tools.aclose()
 
 
 async def test_search_arguments_and_deadline_are_checked(site: ScriptedServer):
-    router, tools = web_router(site, provider=FakeProvider([], delay=5), search_timeout_ms=50)
+    router, tools = web_router(
+        site, provider=StaticSearchProvider([], name="fake", delay_s=5), search_timeout_ms=50
+    )
     try:
         too_many = await router.dispatch(call("web_search", query="x", max_results=21))
         assert not too_many.success and too_many.needs_followup and "max_results" in (too_many.error or "")
