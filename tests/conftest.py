@@ -1,14 +1,23 @@
-"""The ``fake_openai`` fixture: a local OpenAI-compatible server (see ``tests/fake_openai.py``)."""
+"""Fixtures for every test: ``workspace`` (an empty directory) and ``fake_openai`` (``tests/fake_openai.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from fake_openai import FakeOpenAI
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """An empty directory to work in, ``tmp_path / "ws"`` (tests/sidecar/conftest.py seeds a file)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    return root
 
 
 @pytest.fixture(scope="session")

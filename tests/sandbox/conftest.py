@@ -25,13 +25,6 @@ def _no_sandbox_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    root.mkdir()
-    return root
-
-
-@pytest.fixture
 def outside(tmp_path: Path) -> Path:
     """A directory next to the workspace, outside every writable root."""
     path = tmp_path / "outside"

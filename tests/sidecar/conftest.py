@@ -44,6 +44,13 @@ def _run_cli(*args: str, stdin: str | None = None, **env: str) -> subprocess.Com
 
 
 @pytest.fixture
+def workspace(workspace: Path) -> Path:
+    """The shared ``workspace`` (tests/conftest.py) with ``notes.txt`` (``alpha``, ``beta``) in it."""
+    (workspace / "notes.txt").write_text("alpha\nbeta\n")
+    return workspace
+
+
+@pytest.fixture
 def child_env() -> Callable[..., dict[str, str]]:
     """Build a child process environment: ours minus every STEERABLE_* knob, plus keyword overrides."""
     return _child_env

@@ -50,14 +50,6 @@ def _bwrap_or_skip() -> SandboxConfig:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("alpha\nbeta\n")
-    return ws
-
-
-@pytest.fixture
 def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     """Canary secrets in this process's environment: the sidecar's position."""
     monkeypatch.setenv("STEERABLE_API_KEY", CANARY)

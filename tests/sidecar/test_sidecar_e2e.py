@@ -23,14 +23,6 @@ def read_call(path: str, id: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "notes.txt").write_text("alpha\nbeta\n")
-    return ws
-
-
-@pytest.fixture
 def start(tmp_path: Path, workspace: Path, child_env: Callable[..., dict[str, str]]) -> Callable[..., Any]:
     """Start a sidecar whose scripted model plays ``turns``."""
     clients: list[SidecarClient] = []
