@@ -44,7 +44,7 @@ def _sse(event: str, data: dict[str, Any]) -> bytes:
 def _events(message_id: str, model: str, blocks: list[dict[str, Any]]) -> list[bytes]:
     """The Messages API's stream for an answer made of ``blocks``."""
     stop_reason = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-    start = {
+    start: dict[str, Any] = {
         "id": message_id,
         "type": "message",
         "role": "assistant",

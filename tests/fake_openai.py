@@ -74,7 +74,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 DEFAULT_USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
-DEEPSEEK_REASONING_400 = {
+DEEPSEEK_REASONING_400: dict[str, Any] = {
     "error": {
         "message": "The reasoning_content in the thinking mode must be passed back to the API.",
         "type": "invalid_request_error",
@@ -166,7 +166,7 @@ class FakeOpenAI:
 
     # -- control ---------------------------------------------------------------------------------
 
-    def script(self, turns: Iterable[Mapping[str, Any]]) -> None:
+    def script(self, turns: Iterable[Mapping[str, Any] | str]) -> None:
         """Queue turns (answered in order, one per chat-completions request).
 
         The scripted provider's shorthands are accepted too: a bare string is a text turn, and

@@ -24,22 +24,29 @@ def tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return {m["tool_call_id"]: json.loads(m["content"]) for m in messages if m.get("role") == "tool"}
 
 
-def echo_router() -> ToolRouter:
+class EchoRouter(ToolRouter):
+    """A router whose ``calls`` logs what its echo tools ran, as ``(tool name, text)``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, Any]] = []
+
+
+def echo_router() -> EchoRouter:
     """A router with echo, slow_echo, finish and fragile; ``calls`` logs what echo and slow_echo ran."""
-    r = ToolRouter()
-    r.calls: list[tuple[str, Any]] = []  # type: ignore[misc]
+    r = EchoRouter()
 
     @r.tool
     async def echo(text: str) -> dict[str, Any]:
         """Echo text back."""
-        r.calls.append(("echo", text))  # type: ignore[attr-defined]
+        r.calls.append(("echo", text))
         return {"echo": text}
 
     @r.tool
     async def slow_echo(text: str, delay_ms: int = 50) -> dict[str, Any]:
         """Echo after a delay."""
         await asyncio.sleep(delay_ms / 1000)
-        r.calls.append(("slow_echo", text))  # type: ignore[attr-defined]
+        r.calls.append(("slow_echo", text))
         return {"echo": text}
 
     @r.tool

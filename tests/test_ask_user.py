@@ -331,12 +331,14 @@ async def test_every_problem_is_reported_at_once_ask_4():
         '"text"; questions[2] is a "select" question without "options": give it a non-empty "options" '
         'array of strings, or make it a "text" question. Fix and call ask_user again.'
     )
+    assert result.data is not None
     assert [e["field"] for e in result.data["errors"]] == ["questions[0]", "questions[1]", "questions[2]"]
 
 
 def test_normalise_raises_tool_retry_directly_ask_4():
     with pytest.raises(ToolRetry) as caught:
         normalise_ask_user_arguments({"questions": [{"message": "no id"}]})
+    assert caught.value.data is not None
     assert caught.value.data["code"] == "invalid_questions"
 
 
@@ -534,6 +536,7 @@ def test_normalise_raises_only_tool_retry_and_returns_canonical_payloads_ask_4(r
     try:
         payload = normalise_ask_user_arguments(raw)
     except ToolRetry as exc:
+        assert exc.data is not None
         assert exc.data["code"] == "invalid_questions"
         assert exc.data["errors"]
         return
@@ -563,6 +566,7 @@ def test_pathological_values_give_tool_retry_or_a_payload_ask_4(raw):
     try:
         _check_canonical(normalise_ask_user_arguments(raw))
     except ToolRetry as exc:
+        assert exc.data is not None
         assert exc.data["code"] == "invalid_questions"
 
 

@@ -53,12 +53,16 @@ def test_contract_vectors_cover_the_required_cases():
 def test_tool_inputs_match_the_contract_con_1(tmp_path):
     router = workspace_tools_for_cwd(tmp_path)
     for name, entry in CONTRACT["tools"].items():
-        params = router.get(name).parameters
+        spec = router.get(name)
+        assert spec is not None, name
+        params = spec.parameters
         required = set(params.get("required", []))
         assert required == set(entry["input"]["required"]), name
         assert set(params["properties"]) - required == set(entry["input"]["optional"]), name
-        assert router.get(name).mode.value == entry["mode"], name
-    item = router.get("edit_file").parameters["$defs"]["EditSpec"]
+        assert spec.mode.value == entry["mode"], name
+    edit = router.get("edit_file")
+    assert edit is not None
+    item = edit.parameters["$defs"]["EditSpec"]
     assert set(item["required"]) == set(CONTRACT["tools"]["edit_file"]["editItem"]["required"])
     assert set(item["properties"]) - set(item["required"]) == set(
         CONTRACT["tools"]["edit_file"]["editItem"]["optional"]
@@ -79,6 +83,7 @@ async def test_tool_results_carry_the_contract_fields_con_1(tmp_path):
         result = await router.dispatch({"id": name, "name": name, "arguments": arguments})
         assert result.success, result.error
         spec = CONTRACT["tools"][name]["result"]
+        assert result.data is not None
         assert set(spec["required"]) <= set(result.data), name
         assert set(result.data) <= set(spec["required"]) | set(spec["optional"]), name
 

@@ -106,7 +106,9 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], where: str) -> subproc
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{where}: still running after {TIMEOUT_S} s\nstdout: {exc.stdout}\nstderr: {exc.stderr}")
+        pytest.fail(
+            f"{where}: still running after {TIMEOUT_S} s\nstdout: {exc.stdout!r}\nstderr: {exc.stderr!r}"
+        )
 
 
 def _squeeze(line: str) -> str:

@@ -63,6 +63,7 @@ def test_the_lazy_table_matches_the_type_checking_imports(module_name):
     import ast
 
     package = importlib.import_module(module_name)
+    assert package.__file__ is not None
     tree = ast.parse(Path(package.__file__).read_text(encoding="utf-8"))
     static: dict[str, tuple[str, ...]] = {}
     for node in ast.walk(tree):

@@ -99,7 +99,7 @@ def test_progressive_refuses_a_router_that_lost_its_tool_search_har_2(router):
         harness.offered()
 
 
-def test_progressive_will_not_replace_a_foreign_tool_search(router):
+def test_progressive_will_not_replace_a_foreign_tool_search(router: ToolRouter):
     @router.tool(name="tool_search")
     async def impostor(query: str) -> str:
         """Not ours."""
@@ -147,7 +147,7 @@ def test_full_and_minimal_need_a_router_too(strategy):
         AssembledHarness(strategy).offered()
 
 
-def test_the_offered_list_is_computed_at_call_time(router):
+def test_the_offered_list_is_computed_at_call_time(router: ToolRouter):
     harness = assemble_harness("progressive", router)
 
     @router.tool

@@ -305,7 +305,7 @@ async def test_resume_after_a_crash_mid_call_answers_the_dangling_calls(
 
 
 async def test_a_dangling_call_inside_the_history_is_answered_in_place(router: ToolRouter) -> None:
-    history = [
+    history: list[dict[str, Any]] = [
         {"role": "user", "content": "a"},
         {
             "role": "assistant",

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -31,12 +32,12 @@ def _env() -> dict[str, str]:
     }
 
 
-def _loaded(code: str, cwd: Path) -> dict[str, object]:
+def _loaded(code: str, cwd: Path) -> dict[str, Any]:
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=_env(), capture_output=True, text=True, check=False
     )
     assert done.returncode == 0, done.stderr
-    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
 
@@ -224,11 +225,18 @@ async def test_a_prebuilt_tool_is_the_tool_from_function_builds(tmp_path: Path):
     )
     rebuilt = ToolRouter()
     for tool in prebuilt:
-        fields = {"name": tool.name, "description": tool.description, "mode": tool.mode}
-        rebuilt.register(Tool.from_function(tool.handler, timeout_ms=tool.timeout_ms, **fields))
+        rebuilt.register(
+            Tool.from_function(
+                tool.handler,
+                timeout_ms=tool.timeout_ms,
+                name=tool.name,
+                description=tool.description,
+                mode=tool.mode,
+            )
+        )
     assert json.dumps(prebuilt.describe()) == json.dumps(rebuilt.describe())
     assert [t.timeout_ms for t in prebuilt] == [t.timeout_ms for t in rebuilt]
-    calls = [
+    calls: list[tuple[str, dict[str, Any]]] = [
         ("read_file", {"path": "notes.txt", "limit": "1"}),  # an exact literal, coerced
         ("read_file", {"path": "notes.txt", "limit": 0}),
         ("read_file", {"path": "notes.txt", "limit": "yes"}),

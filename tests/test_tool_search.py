@@ -63,9 +63,15 @@ async def search(router: ToolRouter, query: Any, **extra: Any) -> ToolResult:
 
 
 def names(result: ToolResult) -> list[str]:
+    return [t["name"] for t in hits(result)]
+
+
+def hits(result: ToolResult) -> list[dict[str, Any]]:
+    """A successful search's ``data.tools``."""
     assert result.success, result.error
     assert result.data is not None
-    return [t["name"] for t in result.data["tools"]]
+    tools: list[dict[str, Any]] = result.data["tools"]
+    return tools
 
 
 # -- the contract (TS-4) -------------------------------------------------------------------------
@@ -161,6 +167,7 @@ async def test_ranks_the_deferred_tier_only_tier_1_ts_1(router):
         "mcp__github__search_issues",
     ]
     # the scores are the contract's: direct and hidden tools are not in the corpus (N = 8)
+    assert result.data is not None
     assert result.data["tools"][0]["score"] == pytest.approx(1.443104830718, abs=TOLERANCE)
 
 
@@ -182,6 +189,7 @@ def test_a_foreign_tool_named_tool_search_is_not_replaced():
 
 async def test_results_carry_full_schemas_callable_next_round_ts_1_tier_2(router):
     result = await search(router, "post a slack message", max_results=1)
+    assert result.data is not None
     [hit] = result.data["tools"]
     registered = router.get(hit["name"])
     assert registered is not None
@@ -192,7 +200,7 @@ async def test_results_carry_full_schemas_callable_next_round_ts_1_tier_2(router
         "score": hit["score"],
     }
     assert hit["score"] > 0
-    assert hit["name"] in result.message
+    assert result.message is not None and hit["name"] in result.message
     called = await router.dispatch({"id": "c2", "name": hit["name"], "arguments": {"text": "hi"}})
     assert called.success and called.data["ran"] is True
 
@@ -229,6 +237,7 @@ async def test_default_8_ceiling_20_and_out_of_range_values_clamp_ts_2(crowded, 
     extra = {} if given is None else {"max_results": given}
     result = await search(crowded, "widget", **extra)
     assert len(names(result)) == count
+    assert result.data is not None
     assert result.data["maxResults"] == count
 
 
@@ -240,8 +249,9 @@ async def test_max_results_accepts_the_camel_case_alias_ts_2(crowded):
 async def test_a_max_results_that_is_no_number_asks_the_model_to_fix_it(crowded, given):
     result = await search(crowded, "widget", max_results=given)
     assert not result.success and result.needs_followup
+    assert result.data is not None
     assert result.data["code"] == "invalid_arguments"
-    assert "max_results" in result.error
+    assert result.error is not None and "max_results" in result.error
 
 
 @pytest.mark.parametrize("query", [None, 7, ["github"]])
@@ -261,6 +271,7 @@ def test_clamp_max_results_is_the_rule_ts_2():
 async def test_off_vocabulary_query_gives_an_empty_list_with_a_note_ts_3(router, query):
     result = await search(router, query)
     assert result.success
+    assert result.data is not None
     assert result.data["tools"] == []
     assert "No deferred tool matches" in result.data["note"]
     assert result.message == result.data["note"]
@@ -306,12 +317,12 @@ async def test_changes_show_at_the_next_call_without_a_rebuild(router, monkeypat
 async def test_scores_follow_the_inventory_at_call_time_ts_4(router):
     # N, n and avgdl come from the deferred tier when the call runs: one more tool changes the
     # scores, removing it restores the contract's figures exactly
-    before = (await search(router, "github")).data["tools"]
+    before = hits(await search(router, "github"))
     router.register(make_tool("mcp__gitlab__create_issue", "Create a new issue in a GitLab project"))
-    during = (await search(router, "github")).data["tools"]
+    during = hits(await search(router, "github"))
     assert during[0]["score"] != before[0]["score"]
     router.unregister("mcp__gitlab__create_issue")
-    assert (await search(router, "github")).data["tools"] == before
+    assert hits(await search(router, "github")) == before
 
 
 def test_the_index_matches_a_fresh_build_after_any_sequence_of_changes():

@@ -2,7 +2,7 @@
 
 import asyncio
 import logging
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 from pydantic import Field
@@ -16,6 +16,7 @@ from steerable_agent_runtime import (
     ToolResult,
     ToolRetry,
     ToolRouter,
+    TraceSpan,
     UserError,
     is_terminal_result,
     tool,
@@ -34,7 +35,7 @@ def make_router():
         return f"hello {name}"
 
     @tool(router=router, exposure="deferred")
-    def get_forecast(city: str, days: int = 3) -> dict:
+    def get_forecast(city: str, days: int = 3) -> dict[str, Any]:
         """Forecast for a city.
 
         Args:
@@ -92,7 +93,7 @@ def test_annotated_field_constraints_reach_the_schema():
     def get_page(n: Annotated[int, Field(ge=1, description="Page number")]) -> int:
         return n
 
-    spec = get_page.__steerable_tool__
+    spec: Tool = get_page.__steerable_tool__  # type: ignore[attr-defined]  # set by @tool, documented
     assert spec.parameters["properties"]["n"]["minimum"] == 1
     assert spec.parameters["properties"]["n"]["description"] == "Page number"
     assert get_page(2) == 2  # the decorated function stays callable
@@ -112,8 +113,10 @@ def test_bare_decorator_and_name_override():
     router.add(whatever)
     router.add(whatever, name="get_alias", exposure="deferred")
     assert router.names() == ["list_things", "custom_name", "get_alias"]
-    assert router.get("get_alias").mode.value == "read"
-    assert router.get("get_alias").exposure is ToolExposure.DEFERRED
+    alias = router.get("get_alias")
+    assert alias is not None
+    assert alias.mode.value == "read"
+    assert alias.exposure is ToolExposure.DEFERRED
 
 
 def test_describe_model_offers_only_the_direct_tier_tier_1_tier_3():
@@ -192,11 +195,11 @@ async def test_return_values_are_normalised_once():
         return passthrough
 
     @tool(router=router)
-    def get_mapping() -> dict:
+    def get_mapping() -> dict[str, int]:
         return {"a": 1}
 
     @tool(router=router)
-    def get_list() -> list:
+    def get_list() -> list[int]:
         return [1, 2]
 
     @tool(router=router)
@@ -333,13 +336,14 @@ async def test_schema_given_tools_validate_with_jsonschema():
         "code": "invalid_arguments",  # the same code as signature-derived tools
         "errors": [{"field": "title", "message": "3 is not of type 'string'"}],
     }
-    assert router.get("create_issue").mode.value == "safe_write"
+    created = router.get("create_issue")
+    assert created is not None and created.mode.value == "safe_write"
     with pytest.raises(UserError, match="invalid JSON Schema"):
         Tool.from_schema("x", {"type": "object", "properties": 5}, handler)
 
 
 async def test_trace_span_per_call_env_3():
-    spans = []
+    spans: list[TraceSpan] = []
     router = ToolRouter(trace=spans.append)
 
     @tool(router=router)

@@ -108,7 +108,7 @@ def test_to_wire_replaces_lone_surrogates_so_transports_never_fail():
 
 
 def test_a_result_no_json_writer_takes_is_sent_as_a_failure_the_model_can_act_on():
-    value: list = []
+    value: list[object] = []
     for _ in range(400):
         value = [value]
     wire = ToolResult(success=True, data={"value": value}).to_wire()

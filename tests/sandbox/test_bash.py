@@ -83,7 +83,8 @@ async def test_output_is_clipped_with_the_total_reported(workspace: Path):
     assert result.data["stdout"].startswith("1\n2\n")
     assert "bytes clipped; 48894 bytes in total ...]" in result.data["stdout"]
     assert result.data["stdout"].endswith("9999\n10000\n")
-    assert "clipped to 100 bytes" in router.get("bash").description
+    spec = router.get("bash")
+    assert spec is not None and "clipped to 100 bytes" in spec.description
 
 
 async def test_a_timeout_kills_the_process_group_and_says_so(router):

@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -256,7 +257,9 @@ def _memory_dir(path: Path, *, limit: str, usage: int, inactive: int, version: i
 
 
 @pytest.mark.parametrize("version", [1, 2])
-def test_a_run_never_gets_more_memory_than_its_ancestors_can_give(tmp_path: Path, version: int) -> None:
+def test_a_run_never_gets_more_memory_than_its_ancestors_can_give(
+    tmp_path: Path, version: Literal[1, 2]
+) -> None:
     """Found by the attack review: a run limited above its container's limit exhausts the container
     first, and the kernel's OOM killer may then kill the sidecar instead of the command."""
     from steerable_agent_runtime.sandbox._cgroup import MIN_RUN_MEMORY, clamped_memory, memory_headroom

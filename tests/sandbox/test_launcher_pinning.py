@@ -17,7 +17,7 @@ import pytest
 from sbx_helpers import real_backend
 
 from steerable_agent_runtime.errors import SandboxUnavailableError
-from steerable_agent_runtime.sandbox import ResourceLimits, SandboxPolicy, _bwrap, _pinning, run_sandboxed
+from steerable_agent_runtime.sandbox import ResourceLimits, SandboxPolicy, _pinning, run_sandboxed
 
 
 def test_the_launcher_runs_a_pinned_interpreter_and_a_private_copy_of_its_code_run_9() -> None:
@@ -45,7 +45,7 @@ async def test_bwrap_keeps_a_workspace_venv_and_git_read_only_run_9(
     (workspace / ".git" / "hooks").mkdir(parents=True)
     (workspace / "src.txt").write_text("x\n")
     # as if steerable ran from that venv: its prefix is a runtime root inside the workspace
-    monkeypatch.setattr(_bwrap.sys, "prefix", str(workspace / ".venv"))
+    monkeypatch.setattr(sys, "prefix", str(workspace / ".venv"))  # the sys the launcher reads
     policy = SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=4096))
     script = (
         "echo planted > .venv/bin/python; echo hook > .git/hooks/pre-commit; "

@@ -141,6 +141,7 @@ async def test_a_pooled_cgroup_starts_the_next_run_clean(workspace: Path):
         backend=bwrap,
         timeout_s=30,
     )
+    assert first._cgroup is not None
     paths = first._cgroup.paths
     async with first:
         result = await first.finish()
@@ -158,6 +159,7 @@ async def test_a_pooled_cgroup_starts_the_next_run_clean(workspace: Path):
         if (path / "pids.current").exists():
             assert (path / "pids.current").read_text().strip() == "0"
     second = await spawn_sandboxed(["/bin/sh", "-c", f"{hog('0')} && echo fits"], policy, backend=bwrap)
+    assert second._cgroup is not None
     assert second._cgroup.paths == paths  # the OOM-killed run's cgroups, reused
     async with second:
         result = await second.finish()

@@ -52,7 +52,7 @@ class Fake:
         return LaunchPlan(argv=tuple(argv))
 
 
-def fakes(**reasons: str | None) -> dict[str, SandboxBackend]:
+def fakes(**reasons: str | None) -> dict[str, Fake]:
     return {name: Fake(name, reason) for name, reason in reasons.items()}
 
 
@@ -152,7 +152,10 @@ def test_landlock_abi_is_detected_with_the_syscall():
     assert abi >= 4, f"this kernel reports Landlock ABI {abi}; the network rules need 4"
     assert LandlockBackend().unavailable_reason() is None
     assert LandlockBackend().info.as_data() == {"backend": "landlock", "enforcement": "partial"}
-    candidates = {"bwrap": Fake("bwrap", "no user namespaces"), "landlock": LandlockBackend()}
+    candidates: dict[str, SandboxBackend] = {
+        "bwrap": Fake("bwrap", "no user namespaces"),
+        "landlock": LandlockBackend(),
+    }
     assert isinstance(select_backend(SandboxConfig(), backends=candidates), LandlockBackend)
 
 

@@ -4,6 +4,7 @@ speaking the real SSE wire format (tests/fake_openai.py)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from steerable_sidecar.client import SidecarClient
 KEY = "sk-test-never-logged-0123456789"
 
 
-def env_for(fake: FakeOpenAI, child_env: Any) -> dict[str, str]:
+def env_for(fake: FakeOpenAI, child_env: Callable[..., dict[str, str]]) -> dict[str, str]:
     return child_env(
         STEERABLE_PROVIDER="openai",
         STEERABLE_MODEL="fake-model",

@@ -331,7 +331,8 @@ async def test_tool_search_finds_real_mcp_tools_ts_1(catalogue, query, expected)
     hits = body["data"]["tools"]
     assert hits[0]["name"] == expected, [h["name"] for h in hits]
     assert len(hits) == 8  # TS-2 default
-    assert hits[0]["parameters"] == router.get(expected).parameters
+    spec = router.get(expected)
+    assert spec is not None and hits[0]["parameters"] == spec.parameters
 
 
 async def test_catalogue_tools_are_not_connected(catalogue):

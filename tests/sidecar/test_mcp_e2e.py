@@ -71,7 +71,8 @@ def wire(result: mcp_types.CallToolResult) -> dict[str, Any]:
     assert isinstance(block, mcp_types.TextContent)
     assert json.loads(block.text) == result.structured_content
     assert result.is_error is (result.structured_content["success"] is not True)  # ENV-4
-    return result.structured_content
+    structured: dict[str, Any] = result.structured_content
+    return structured
 
 
 def ok(result: mcp_types.CallToolResult) -> dict[str, Any]:

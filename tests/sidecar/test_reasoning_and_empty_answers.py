@@ -21,7 +21,7 @@ from run_helpers import summary_of
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime import AgentLoop, ScriptedProvider, ToolRouter
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ReasoningDelta, parse_tool_call
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider, ProviderName
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -167,7 +167,7 @@ def test_without_the_round_trip_deepseek_answers_400_and_the_run_exits_4(
     assert "reasoning_content" not in assistant_messages(fake_openai.requests[1].body)[0]
 
 
-HISTORY = [
+HISTORY: list[dict[str, Any]] = [
     {"role": "user", "content": "hi"},
     {
         "role": "assistant",
@@ -191,7 +191,7 @@ HISTORY = [
     ],
 )
 async def test_each_provider_profile_sends_reasoning_back_its_own_way(  # LOOP-2
-    fake_openai: FakeOpenAI, provider: str, sent: dict[str, Any]
+    fake_openai: FakeOpenAI, provider: ProviderName, sent: dict[str, Any]
 ) -> None:
     fake_openai.script(["ok"])
     config = LLMConfig(provider=provider, model="m", base_url=fake_openai.base_url, api_key=SecretStr("sk-t"))
@@ -343,7 +343,7 @@ def test_resume_repairs_a_record_holding_an_empty_answer(  # REC-1
 async def test_a_null_content_message_from_a_host_is_sent_with_empty_content(fake_openai: FakeOpenAI) -> None:
     fake_openai.script([{"text": "ok", "reject_null_content": True}])
     config = LLMConfig(provider="ollama", model="m", base_url=fake_openai.base_url)
-    history = [{"role": "user", "content": "a"}, {"role": "assistant", "content": None}]
+    history: list[dict[str, Any]] = [{"role": "user", "content": "a"}, {"role": "assistant", "content": None}]
     async with OpenAICompatibleProvider(config) as llm:
         assert (
             await llm.complete(ChatRequest(messages=[*history, {"role": "user", "content": "b"}]))

@@ -12,7 +12,9 @@ import pkgutil
 import re
 import subprocess
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pydantic
 import pytest
@@ -53,7 +55,14 @@ async def _close(writer):
 class Wire:
     """A peer under test, serving, and the raw other end of its pipes (bytes in, lines out)."""
 
-    def __init__(self, peer, serving, reader, writer, peer_writer):
+    def __init__(
+        self,
+        peer: JsonRpcPeer,
+        serving: asyncio.Task[None],
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        peer_writer: asyncio.StreamWriter,
+    ):
         self.peer = peer
         self.serving = serving
         self.reader = reader
@@ -95,10 +104,10 @@ async def _echo(params):
 
 
 @pytest.fixture
-async def make_wire():
-    wires = []
+async def make_wire() -> AsyncIterator[Callable[..., Awaitable[Wire]]]:
+    wires: list[Wire] = []
 
-    async def make(**options) -> Wire:
+    async def make(**options: Any) -> Wire:
         (raw_reader, raw_writer), (reader, writer) = await _stream_pair()
         peer = JsonRpcPeer(reader, writer, name="under-test", **options)
         peer.add_method("echo", _echo)
@@ -112,7 +121,7 @@ async def make_wire():
 
 
 @pytest.fixture
-async def wire(make_wire) -> Wire:
+async def wire(make_wire: Callable[..., Awaitable[Wire]]) -> Wire:
     return await make_wire()
 
 
@@ -186,14 +195,14 @@ async def test_concurrent_requests_are_answered_out_of_order(pair):
     sidecar.add_method("wait", wait)
     sidecar.add_method("open", open_gate)
 
-    async def call(method):
+    async def call(method: str) -> Any:
         result = await host.request(method)
         finished.append(method)
         return result
 
     async with asyncio.timeout(5):
         results = await asyncio.gather(call("wait"), call("open"))
-    assert results == ["waited", "opened"]
+    assert list(results) == ["waited", "opened"]
     assert finished == ["open", "wait"]
 
 
@@ -216,7 +225,7 @@ async def test_responses_on_the_wire_follow_completion_not_arrival(wire):
 
 
 async def test_notifications_run_their_handler_and_are_never_answered(wire):
-    seen = asyncio.Queue()
+    seen: asyncio.Queue[Any] = asyncio.Queue()
 
     async def progress(params):
         await seen.put(params)
@@ -242,7 +251,7 @@ async def test_notifications_run_their_handler_and_are_never_answered(wire):
 
 async def test_notify_and_add_notification_between_peers(pair):
     host, sidecar = pair
-    got = asyncio.Queue()
+    got: asyncio.Queue[Any] = asyncio.Queue()
 
     async def on_log(params):
         await got.put(params)
@@ -427,7 +436,7 @@ async def test_a_lone_surrogate_survives_a_round_trip_between_peers(pair):
 
 
 async def test_a_mixed_batch_gets_one_array_with_an_answer_per_request(wire):
-    hello = asyncio.Queue()
+    hello: asyncio.Queue[Any] = asyncio.Queue()
 
     async def total(params):
         return sum(params)
@@ -835,6 +844,7 @@ async def test_a_child_on_its_real_stdio_answers_and_stray_output_goes_to_stderr
         stderr=subprocess.PIPE,
         env=child_env(),
     )
+    assert proc.stdin is not None
     async with asyncio.timeout(30):
         proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"echo","params":{"text":"hi \xc3\xa9"}}\n')
         proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"echo","params":[2]}\n')
@@ -858,6 +868,7 @@ async def test_a_child_peer_makes_reverse_calls_to_its_host(child_env):
         stderr=subprocess.DEVNULL,
         env=child_env(),
     )
+    assert proc.stdout is not None and proc.stdin is not None
     host = JsonRpcPeer(proc.stdout, proc.stdin, name="host")
 
     async def add(params):

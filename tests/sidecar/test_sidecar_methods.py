@@ -201,7 +201,7 @@ async def test_auto_approve_runs_without_a_prompt(pair: Pair) -> None:
 
 
 async def test_chat_param_errors(pair: Pair) -> None:
-    for params, fragment in [
+    cases: list[tuple[dict[str, Any], str]] = [
         ({}, "needs 'message'"),
         ({"message": "x", "toolsViaHost": True}, "toolsViaHost needs 'tools'"),
         ({"message": "x", "sessionId": "../escape"}, "invalid sessionId"),
@@ -209,7 +209,8 @@ async def test_chat_param_errors(pair: Pair) -> None:
             {"message": "x", "toolsViaHost": True, "tools": [{"description": "nameless"}]},
             "needs a string 'name'",
         ),
-    ]:
+    ]
+    for params, fragment in cases:
         with pytest.raises(RemoteError) as info:
             await pair.host.request("agent.chat.stream", params)
         assert fragment in info.value.message, (params, info.value.message)

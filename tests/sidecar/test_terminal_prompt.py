@@ -11,20 +11,25 @@ from prompt_toolkit.output import DummyOutput
 from prompt_toolkit.output.plain_text import PlainTextOutput
 
 from steerable_agent_runtime import ToolCall, ToolRouter
-from steerable_agent_runtime.ask_user import make_ask_user_tool
+from steerable_agent_runtime.ask_user import AskUserQuestion, AskUserQuestionsPayload, make_ask_user_tool
 from steerable_sidecar.terminal_prompt import terminal_ask_user_handler
 
 DOWN, ENTER, SPACE, CTRL_C = "\x1b[B", "\r", " ", "\x03"
 
-SELECT = {"id": "lang", "text": "Which language?", "type": "select", "options": ["Python", "Go", "Rust"]}
-CHECKBOX = {**SELECT, "id": "langs", "multiSelect": True}
-TEXT = {"id": "name", "text": "Project name?", "type": "text"}
-PASSWORD = {"id": "token", "text": "API token?", "type": "password"}
+SELECT: AskUserQuestion = {
+    "id": "lang",
+    "text": "Which language?",
+    "type": "select",
+    "options": ["Python", "Go", "Rust"],
+}
+CHECKBOX: AskUserQuestion = {**SELECT, "id": "langs", "multiSelect": True}
+TEXT: AskUserQuestion = {"id": "name", "text": "Project name?", "type": "text"}
+PASSWORD: AskUserQuestion = {"id": "token", "text": "API token?", "type": "password"}
 
 
 async def answer(questions, keys, *, intro="", outro=None, output=None):
     """Run the handler on ``questions`` with ``keys`` already typed; bounded, never hangs."""
-    payload = {"intro": intro, "questions": questions}
+    payload: AskUserQuestionsPayload = {"intro": intro, "questions": questions}
     if outro is not None:
         payload["outro"] = outro
     with create_pipe_input() as pipe:

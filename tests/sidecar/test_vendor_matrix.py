@@ -35,12 +35,12 @@ from steerable_agent_runtime import ToolCall
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.finish import finish_kind
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, Usage
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider, ProviderName
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 
 # vendor slug: (the name in the docs table, STEERABLE_PROVIDER, the model name a user would set)
-VENDORS: dict[str, tuple[str, str, str]] = {
+VENDORS: dict[str, tuple[str, ProviderName, str]] = {
     "openai": ("OpenAI", "openai", "gpt-4.1"),
     "openrouter": ("OpenRouter", "openrouter", "anthropic/claude-sonnet-4"),
     "deepseek": ("DeepSeek", "deepseek", "deepseek-reasoner"),
@@ -505,7 +505,7 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
     assert "reasoning" not in sent and "reasoning_content" not in sent
 
     # a model that sends plain reasoning and no blocks gets its text back under "reasoning"
-    plain = [openrouter_chunk({"role": "assistant", "content": "", "reasoning": "Just read it."})]
+    plain: list[Any] = [openrouter_chunk({"role": "assistant", "content": "", "reasoning": "Just read it."})]
     plain += [
         openrouter_chunk(
             {"role": "assistant", "content": None, "tool_calls": [whole_call(0, "call_P", "read_file", TODO)]}

@@ -1,4 +1,6 @@
 import itertools
+from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,10 +12,10 @@ _ids = itertools.count()
 class Session:
     """A workspace router plus a helper to call it like a model would."""
 
-    def __init__(self, root, **options):
+    def __init__(self, root: Path, **options: Any):
         self.root = root
         self.router = workspace_tools_for_cwd(root, **options)
-        self.workspace = self.router.workspace
+        self.workspace = self.router.workspace  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
 
     async def __call__(self, tool_name, /, **arguments):
         return await self.router.dispatch(ToolCall(id=f"c{next(_ids)}", name=tool_name, arguments=arguments))
@@ -28,7 +30,7 @@ class Session:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
-    def raw(self, path) -> bytes:
+    def raw(self, path: str) -> bytes:
         return (self.root / path).read_bytes()
 
     def names(self, sub=".") -> list[str]:

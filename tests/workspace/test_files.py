@@ -5,7 +5,7 @@ import stat
 
 import pytest
 
-from steerable_agent_runtime import Workspace, version_of
+from steerable_agent_runtime import Workspace, WorkspaceError, version_of
 
 
 async def test_read_reports_lines_and_style(session):
@@ -140,7 +140,7 @@ async def test_binary_and_non_utf8_files_are_refused_not_mangled_file_11(session
 async def test_huge_file_is_refused_with_a_clear_error(tmp_path):
     (tmp_path / "big.log").write_bytes(b"x" * 2048)
     ws = Workspace(tmp_path, max_file_bytes=1024)
-    with pytest.raises(Exception) as info:
+    with pytest.raises(WorkspaceError) as info:
         await ws.read_file("big.log")
     assert info.value.code == "file_too_large"
     assert str(info.value) == (
@@ -189,8 +189,8 @@ async def test_a_file_that_grows_past_the_limit_while_read_is_refused(tmp_path, 
             more.write(b"y" * 100)
         return before
 
-    monkeypatch.setattr(_disk.os, "fstat", fstat_then_grow)
-    with pytest.raises(Exception) as info:
+    monkeypatch.setattr(os, "fstat", fstat_then_grow)  # the os module _disk reads
+    with pytest.raises(WorkspaceError) as info:
         _disk.read_bytes(target, root=tmp_path, display="grow.log", max_bytes=50)
     assert info.value.code == "file_too_large"
     assert str(info.value) == "grow.log is over the file tools' limit of 50 bytes"
@@ -212,7 +212,7 @@ async def test_symlink_swapped_in_after_resolution_is_not_followed(tmp_path):
     outside.write_text("s", encoding="utf-8")
     link = tmp_path / "ws_file"
     os.symlink(outside, link)  # what an attacker swaps in after the path was resolved
-    with pytest.raises(Exception) as info:
+    with pytest.raises(WorkspaceError) as info:
         _disk.read_bytes(link, root=tmp_path, display="ws_file", max_bytes=100)
     assert info.value.code == "not_a_file"
 
@@ -308,10 +308,11 @@ async def test_a_return_value_without_a_json_form_is_a_failed_result_not_a_crash
     router = ToolRouter()
 
     @tool(router=router)
-    def get_odd() -> dict:
+    def get_odd() -> dict[str, int]:
         return {"caf\udce9": 1}
 
     result = await router.dispatch(ToolCall(id="1", name="get_odd", arguments={}))
+    assert result.data is not None
     assert result.success is False and result.data["code"] == "tool_exception"
 
 

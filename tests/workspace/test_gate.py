@@ -2,6 +2,7 @@
 
 import os
 import time
+from typing import Any
 
 import pytest
 
@@ -68,10 +69,11 @@ async def test_outside_change_after_read_is_a_conflict_file_4(session):
     session.write_raw("a.txt", b"mine\n")
     data = await session.read("a.txt")
     session.write_raw("a.txt", b"someone else's\n")
-    for name, args in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("write_file", {"content": "x\n"}),
         ("edit_file", {"edits": [{"oldText": "else", "newText": "other"}]}),
-    ]:
+    ]
+    for name, args in cases:
         result = await session(name, path="a.txt", **args)
         assert result.success is False and result.needs_followup is True
         assert result.data["code"] == "conflict"
@@ -104,10 +106,11 @@ async def test_state_lives_in_the_tool_owning_process_file_6(tmp_path, make_sess
 
 async def test_unread_existing_file_is_refused_with_the_fix_file_8(session):
     session.write_raw("a.txt", b"precious\n")
-    for name, args in [
+    cases: list[tuple[str, dict[str, Any]]] = [
         ("write_file", {"content": "x"}),
         ("edit_file", {"edits": [{"oldText": "precious", "newText": "gone"}]}),
-    ]:
+    ]
+    for name, args in cases:
         result = await session(name, path="a.txt", **args)
         assert result.to_wire() == {
             "success": False,

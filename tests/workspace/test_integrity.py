@@ -130,7 +130,7 @@ async def test_a_held_lock_makes_a_writer_wait_then_fail_with_file_locked_file_1
     holder = _hold_lock(tmp_path, ["."])
     try:
         router = workspace_tools_for_cwd(tmp_path, bash=False)
-        router.workspace.lock_timeout_s = 0.3
+        router.workspace.lock_timeout_s = 0.3  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
         await router.dispatch(ToolCall(id="r", name="read_file", arguments={"path": "a.txt"}))
         started = time.monotonic()
         result = await router.dispatch(
@@ -275,7 +275,7 @@ async def test_an_uncommitted_patch_is_dropped_and_its_temp_files_removed_file_1
     ws = Workspace(tmp_path, require_read_before_write=False)
     intent = ws.begin_intent("apply_patch")
     created: list[Path] = []
-    plan_final = {tmp_path / "a.txt": b"new\n", tmp_path / "new/dir/c.txt": b"c\n"}
+    plan_final: dict[Path, bytes | None] = {tmp_path / "a.txt": b"new\n", tmp_path / "new/dir/c.txt": b"c\n"}
     _stage(ws, intent, plan_final, {}, created, {})
     intent.abandon()  # killed before the commit record
     assert leftovers(tmp_path) != []
@@ -433,10 +433,13 @@ async def test_listings_never_show_steerables_own_files_file_13(tmp_path):
     await router.dispatch(ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "b\n"}))
     assert (tmp_path / ".steerable").is_dir()
     listing = await router.dispatch(ToolCall(id="l", name="list_dir", arguments={}))
+    assert listing.data is not None
     assert [e["name"] for e in listing.data["entries"]] == ["sub", "a.txt"]
     found = await router.dispatch(ToolCall(id="g", name="glob", arguments={"pattern": "**/*"}))
+    assert found.data is not None
     assert found.data["files"] == ["a.txt"]
     grep = await router.dispatch(ToolCall(id="s", name="grep", arguments={"pattern": "."}))
+    assert grep.data is not None
     assert {m["path"] for m in grep.data["matches"]} == {"a.txt"}
 
 
@@ -456,7 +459,7 @@ async def test_the_state_folder_is_ignored_by_git_file_13(tmp_path):
 
 async def test_a_write_without_the_lock_still_works_when_turned_off_file_12(tmp_path):
     router = workspace_tools_for_cwd(tmp_path, bash=False, environ={"STEERABLE_CROSS_PROCESS_LOCK": "0"})
-    assert router.workspace.cross_process is None
+    assert router.workspace.cross_process is None  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
     result = await router.dispatch(
         ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "a\n"})
     )
@@ -537,6 +540,7 @@ async def test_a_full_disk_fails_a_patch_before_any_file_changes_file_13(small_d
     big = "".join(f"+{'y' * 99}\n" for _ in range(12_000))  # 1.2 MB: more than the disk holds
     patch = f"*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n*** Add File: c.txt\n{big}*** End Patch"
     result = await router.dispatch(ToolCall(id="p", name="apply_patch", arguments={"patch": patch}))
+    assert result.data is not None
     assert result.data["code"] == "write_failed"
     assert result.error == "could not apply the patch: No space left on device (c.txt); nothing was changed"
     assert (small_disk / "a.txt").read_text() == "a\n" and not (small_disk / "c.txt").exists()
@@ -548,10 +552,12 @@ async def test_a_created_file_returns_a_diff_of_its_lines_file_11(tmp_path):
     result = await router.dispatch(
         ToolCall(id="w", name="write_file", arguments={"path": "new.txt", "content": "one\ntwo\n"})
     )
+    assert result.data is not None
     assert result.data["created"] is True
     assert result.data["diff"] == "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
     patch = "*** Begin Patch\n*** Add File: added.txt\n+hello\n*** End Patch"
     added = await router.dispatch(ToolCall(id="p", name="apply_patch", arguments={"patch": patch}))
+    assert added.data is not None
     assert added.data["diff"] == "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+hello\n"
 
 
@@ -671,6 +677,7 @@ async def test_a_process_locking_a_folder_the_write_just_created_makes_it_a_conf
             pytest.fail("the holder never locked new/")
     finally:
         _stop(holder)
+    assert result.data is not None
     assert result.data["code"] == "conflict", result.error
     assert result.error == (
         "another steerable process is writing in new at the same time as this write of new/a.txt; read "

@@ -250,6 +250,7 @@ async def test_the_routers_bash_follows_the_same_opt_out_file_15(tmp_path, allow
         assert result.success, result.error
         assert (tmp_path / ".mcp.json").read_text() == "{}\n"
     else:
+        assert result.data is not None
         assert result.success is False and result.data["code"] == "protected_reverted", result.error
         assert result.data["protectedReverted"] == [".mcp.json"]
         assert not (tmp_path / ".mcp.json").exists()
@@ -280,6 +281,7 @@ async def test_a_first_write_during_a_bash_call_is_not_blamed_on_the_command_fil
     )
     assert write.success, write.error
     assert bash.success, bash.error
+    assert bash.data is not None
     assert "protectedReverted" not in bash.data
     assert (tmp_path / ".steerable" / "txn").is_dir() and (tmp_path / ".steerable" / ".gitignore").exists()
 
@@ -301,9 +303,10 @@ async def test_steerables_own_environment_inside_the_workspace_is_protected_file
         )
     finally:
         probe.unlink(missing_ok=True)
+    assert result.data is not None
     assert result.data["code"] == "protected_path", result.error
     assert result.data["rule"] == "<steerable's interpreter and package>"
-    assert "the Python environment running steerable" in result.error
+    assert result.error is not None and "the Python environment running steerable" in result.error
 
 
 async def test_a_hooks_directory_the_repository_configures_is_protected_file_15(repo):

@@ -35,7 +35,7 @@ class Tools:
         self.root = root
         env = {"HOME": str(root.parent / "home"), "PATH": os.environ.get("PATH", "")}
         self.router = workspace_tools_for_cwd(root, bash=False, environ={**env, **(environ or {})})
-        self.workspace = self.router.workspace
+        self.workspace = self.router.workspace  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
         self.calls = 0
 
     async def __call__(self, name, **arguments):
@@ -55,7 +55,8 @@ class Tools:
     async def listed(self, pattern="**", **arguments) -> list[str]:
         result = await self("glob", pattern=pattern, **arguments)
         assert result.success, result.error
-        return result.data["files"]
+        files: list[str] = result.data["files"]
+        return files
 
 
 @pytest.fixture(params=sorted(ENGINES))
@@ -467,7 +468,8 @@ async def test_a_file_swapped_for_a_symlink_out_never_leaks(rg_tools, tmp_path):
     thread = threading.Thread(target=swapper)
     thread.start()
     try:
-        shown, answers = set(), []
+        shown: set[str] = set()
+        answers: list[str] = []
         for _ in range(150):
             for arguments in ({"path": "f.txt"}, {}):
                 result = await rg_tools("grep", pattern="harmless", **arguments)

@@ -520,6 +520,7 @@ def test_a_miss_in_a_large_file_finds_the_nearest_lines_far_from_the_start():
     wanted = "value_40000 = compute(item_0, factor=99)\nvalue_40001 = compute(item_1, factor=9)"
     with pytest.raises(EditError) as caught:
         apply_edits(text, [Edit(wanted, "x")])
+    assert caught.value.data is not None
     assert caught.value.data["nearest"] == {
         "startLine": 40_001,
         "endLine": 40_002,

@@ -153,6 +153,7 @@ async def test_web_search_ends_a_non_http_redirect_as_search_failed_WEB_16(
             await tools.aclose()
     error = caught.value
     label = LABELS[name]
+    assert error.data is not None
     assert error.code == "search_failed" and error.data["provider"] == name
     if location in HOSTLESS:
         assert error.error == (
@@ -160,6 +161,7 @@ async def test_web_search_ends_a_non_http_redirect_as_search_failed_WEB_16(
         )
     else:  # a redirect is never followed: its status is the failure
         assert error.error.startswith(f"{label} answered HTTP 302")
+    assert result.data is not None
     assert (result.success, result.needs_followup, result.data["code"]) == (False, True, "search_failed")
 
 

@@ -161,7 +161,7 @@ def test_every_backend_satisfies_the_provider_protocol_web_4(client):
     async def invoke(request: dict[str, Any]) -> dict[str, Any]:
         return {"results": []}
 
-    backends = [
+    backends: list[WebSearchProvider] = [
         TavilySearchProvider(KEY, client=client),
         DuckDuckGoSearchProvider(client=client),
         HostSearchProvider(invoke),
@@ -451,9 +451,11 @@ async def test_tavily_429_with_an_http_date_or_no_retry_after(server, tavily):
     server.script(json_reply({"detail": {"error": "slow down"}}, 429, **{"Retry-After": when}))
     server.script(json_reply({"detail": {"error": "slow down"}}, 429))
     dated = await search_error(tavily)
+    assert dated.data is not None
     assert 118 <= dated.data["retryAfterSeconds"] <= 120
     bare = await search_error(tavily)
     assert bare.error == "Tavily is rate-limiting searches (HTTP 429: slow down); wait before searching again"
+    assert bare.data is not None
     assert "retryAfterSeconds" not in bare.data
 
 
@@ -509,6 +511,7 @@ async def test_tavily_429_with_an_http_date_or_no_retry_after(server, tavily):
 async def test_tavily_failures_are_search_failed_naming_the_provider(server, tavily, reply, message):
     server.script(reply)
     error = await search_error(tavily)
+    assert error.data is not None
     assert (error.code, error.error, error.data["provider"]) == ("search_failed", message, "tavily")
     assert len(server.requests) == 1
 
@@ -826,6 +829,7 @@ async def test_ddg_bot_challenge_is_a_failure_not_an_empty_search(server, ddg, s
 async def test_ddg_failures(server, ddg, reply, code, message):
     server.script(reply)
     error = await search_error(ddg)
+    assert error.data is not None
     assert (error.code, error.error, error.data["provider"]) == (code, message, "ddg")
 
 
@@ -1216,6 +1220,7 @@ async def test_retry_after_in_any_form_ends_in_search_rate_limited(
     server.script(Reply(429, b"{}", {"Retry-After": retry_after}))
     error = await search_error(provider)
     assert error.code == "search_rate_limited"
+    assert error.data is not None
     assert error.data.get("retryAfterSeconds") == seconds
     if seconds is None:
         assert error.error.endswith("; wait before searching again")
@@ -1225,6 +1230,7 @@ async def test_an_http_date_retry_after_far_ahead_is_counted_in_seconds(server, 
     server.script(Reply(429, b"{}", {"Retry-After": "Fri, 31 Dec 9999 23:59:59 GMT"}))
     error = await search_error(tavily)
     expected = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp() - datetime.now(UTC).timestamp()
+    assert error.data is not None
     assert abs(error.data["retryAfterSeconds"] - expected) < 5
 
 
@@ -1238,6 +1244,7 @@ async def test_hostile_answers_reach_the_model_as_search_failed_not_a_tool_excep
     seen = []
     for _ in range(2):
         result = await router.dispatch({"id": "1", "name": "web_search", "arguments": {"query": "x"}})
+        assert result.data is not None
         seen.append((result.success, result.needs_followup, result.data["code"]))
     await web.aclose()
     assert seen == [(False, True, "search_failed"), (False, True, "search_rate_limited")]
@@ -1334,7 +1341,7 @@ def random_answer(rng: random.Random) -> httpx.Response:
         )
     return httpx.Response(
         status,
-        headers=[(k, v.encode("latin-1", "replace")) for k, v in headers.items()],
+        headers=[(k.encode("ascii"), v.encode("latin-1", "replace")) for k, v in headers.items()],
         stream=httpx.ByteStream(raw),
     )
 
@@ -1344,7 +1351,7 @@ async def test_fuzzed_backend_answers_end_in_hits_or_a_web_error():
     answers: deque[httpx.Response] = deque()
     transport = httpx.MockTransport(lambda request: answers.popleft())
     async with httpx.AsyncClient(transport=transport) as client:
-        providers = [
+        providers: list[WebSearchProvider] = [
             TavilySearchProvider(KEY, base_url="http://tavily.test", client=client),
             DuckDuckGoSearchProvider(base_url="http://ddg.test/lite/", client=client),
         ]
