@@ -151,7 +151,7 @@ def test_every_config_is_frozen(tmp_path: Path) -> None:
     from steerable_sidecar.mcp_sources import McpServerConfig
     from steerable_sidecar.sidecar import SidecarConfig
 
-    configs = [
+    configs: list[Any] = [
         SandboxConfig(),
         ResourceLimits(),
         RunCodeConfig(),

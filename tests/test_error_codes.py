@@ -9,6 +9,7 @@ import json
 import re
 from enum import StrEnum
 from pathlib import Path
+from typing import cast
 
 import pytest
 
@@ -83,9 +84,10 @@ def test_file_error_codes_are_plain_strings_in_results_and_json():
     from steerable_agent_runtime.errors import WriteConflictError
 
     error = WriteConflictError(FileErrorCode.NOT_READ, "read it first")
+    assert error.data is not None
     assert type(error.code) is str and type(error.data["code"]) is str
     assert json.dumps(error.data) == '{"code": "not_read"}'
-    assert FileErrorCode.NOT_READ == "not_read"
+    assert cast(str, FileErrorCode.NOT_READ) == "not_read"  # a StrEnum member is its text
 
 
 def test_the_workspace_raises_codes_only_through_its_registry():
@@ -102,6 +104,7 @@ def test_web_error_codes_are_plain_strings_in_results_and_json():
     from steerable_agent_runtime.errors import WebError
 
     error = WebError(WebErrorCode.SSRF_BLOCKED, "refused")
+    assert error.data is not None
     assert type(error.code) is str and type(error.data["code"]) is str
     assert json.dumps(error.data) == '{"code": "ssrf_blocked"}'
 
@@ -183,7 +186,8 @@ async def test_a_registry_member_in_result_data_goes_on_the_wire_as_plain_text()
     from steerable_agent_runtime import ToolRouter
 
     result = await ToolRouter().dispatch({"id": "c1", "name": "nope", "arguments": {}})
-    assert result.data is not None and result.data["code"] == ToolErrorCode.UNKNOWN_TOOL == "unknown_tool"
+    assert result.data is not None
+    assert result.data["code"] == cast(str, ToolErrorCode.UNKNOWN_TOOL) == "unknown_tool"
     wire = result.to_wire()
     assert type(wire["data"]["code"]) is str
     assert '"data": {"code": "unknown_tool", "suggestions": []}' in json.dumps(wire)

@@ -32,10 +32,12 @@ from steerable_agent_runtime import (
     PluginStateError,
     RemoteSource,
     Tool,
+    ToolRegistrar,
     ToolRouter,
     UserError,
     default_plugin_sources,
     register_tool_search,
+    tool,
 )
 from steerable_agent_runtime.plugins import ENTRY_POINT_GROUP, PLUGIN_DIR_ENV
 from steerable_agent_runtime.types import ToolResult
@@ -729,13 +731,13 @@ def test_any_object_with_a_name_and_discover_is_a_source_plg_6():
 
 
 async def test_the_in_memory_source_offers_what_it_is_given_and_reloads_to_the_latest_plg_6():
-    def register_one(router: Any) -> None:
-        @router.tool
+    def register_one(router: ToolRegistrar) -> None:
+        @tool(router=router)
         async def one() -> str:
             return "one"
 
-    def register_two(router: Any) -> None:
-        @router.tool(name="one")
+    def register_two(router: ToolRegistrar) -> None:
+        @tool(router=router, name="one")
         async def renamed() -> str:
             return "two"
 

@@ -124,4 +124,5 @@ async def test_select_returns_the_given_backend_or_refuses_as_select_backend_doe
     assert await SandboxSpawner(SandboxConfig(), backend=backend).select() is backend
     with pytest.raises(SandboxUnavailableError) as refused:
         await SandboxSpawner(SandboxConfig(backend="none")).select()
-    assert refused.value.tried and "STEERABLE_SANDBOX=none" in refused.value.message
+    message = refused.value.message
+    assert refused.value.tried and message is not None and "STEERABLE_SANDBOX=none" in message

@@ -56,13 +56,15 @@ def _example(cls: type[errors.SteerableError]) -> errors.SteerableError:
     if cls in examples:
         return examples[cls]
     if issubclass(cls, (errors.WorkspaceError,)) or cls.__name__ == "WebError":
-        return cls("file_not_found", "boom")  # type: ignore[call-arg]
+        return cls("file_not_found", "boom")
     if issubclass(cls, errors.ToolRetry) or cls.__name__ in ("ToolSignal", "ToolFailed"):
         return cls("boom", next_action="retry")  # type: ignore[call-arg]
     return cls("boom")
 
 
-@pytest.mark.parametrize("cls", sorted(ERROR_CODES, key=lambda c: ERROR_CODES[c]), ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls", [cls for cls, _ in sorted(ERROR_CODES.items(), key=lambda item: item[1])], ids=lambda c: c.__name__
+)
 def test_every_server_code_comes_back_as_its_class(cls: type[errors.SteerableError]) -> None:
     sent = _example(cls)
     code, data = error_code_for(sent), error_data_for(sent)

@@ -15,7 +15,7 @@ class Session:
     def __init__(self, root: Path, **options: Any):
         self.root = root
         self.router = workspace_tools_for_cwd(root, **options)
-        self.workspace = self.router.workspace  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
+        self.workspace = self.router.workspace
 
     async def __call__(self, tool_name, /, **arguments):
         return await self.router.dispatch(ToolCall(id=f"c{next(_ids)}", name=tool_name, arguments=arguments))

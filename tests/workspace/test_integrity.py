@@ -130,7 +130,7 @@ async def test_a_held_lock_makes_a_writer_wait_then_fail_with_file_locked_file_1
     holder = _hold_lock(tmp_path, ["."])
     try:
         router = workspace_tools_for_cwd(tmp_path, bash=False)
-        router.workspace.lock_timeout_s = 0.3  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
+        router.workspace.lock_timeout_s = 0.3
         await router.dispatch(ToolCall(id="r", name="read_file", arguments={"path": "a.txt"}))
         started = time.monotonic()
         result = await router.dispatch(
@@ -459,7 +459,7 @@ async def test_the_state_folder_is_ignored_by_git_file_13(tmp_path):
 
 async def test_a_write_without_the_lock_still_works_when_turned_off_file_12(tmp_path):
     router = workspace_tools_for_cwd(tmp_path, bash=False, environ={"STEERABLE_CROSS_PROCESS_LOCK": "0"})
-    assert router.workspace.cross_process is None  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
+    assert router.workspace.cross_process is None
     result = await router.dispatch(
         ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "a\n"})
     )

@@ -35,7 +35,7 @@ class Tools:
         self.root = root
         env = {"HOME": str(root.parent / "home"), "PATH": os.environ.get("PATH", "")}
         self.router = workspace_tools_for_cwd(root, bash=False, environ={**env, **(environ or {})})
-        self.workspace = self.router.workspace  # type: ignore[attr-defined]  # set by workspace_tools_for_cwd
+        self.workspace = self.router.workspace
         self.calls = 0
 
     async def __call__(self, name, **arguments):

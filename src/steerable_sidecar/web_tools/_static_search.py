@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from ._search import SearchHit
+from ._hits import SearchHit
 
 __all__ = ["SearchQuery", "StaticSearchProvider"]
 
