@@ -1,7 +1,8 @@
 """How every entry point builds its tools: the same order everywhere.
 
-Issue 4 (and spec: Third-party tools): ``sidecar``, ``session``, ``call``, ``mcp``, ``run`` and
-``tools`` all boot the same way, so a newcomer's plugin shows up everywhere at once:
+Spec: Third-party tools; docs/plugins.md, Sources and boot. ``sidecar``, ``session``, ``call``,
+``mcp``, ``run`` and ``tools`` all boot the same way, so a newcomer's plugin shows up everywhere
+at once:
 
 1. the workspace tools for the workspace root (``workspace_tools_for_cwd``), the web pair
    (``web_search`` / ``web_fetch``, unless ``--no-web-tools``; ``web_search`` only with a search

@@ -4,7 +4,8 @@ Matching tries the levels of :mod:`._levels` in order: the exact text; then line
 trailing whitespace ignored; with both ends' whitespace ignored; and with Unicode punctuation
 folded as well. A tolerant match replaces whole lines of the file, so everything outside the
 matched lines keeps the file's own bytes; where leading whitespace was ignored, the replacement is
-re-indented the way the match was (:mod:`._indent`) or the edit is refused (FILE-14, issue 11).
+re-indented the way the match was (:mod:`._indent`) or the edit is refused (FILE-14;
+docs/file-tools.md, edit_file matching).
 A text found in several places at the level where it matched is refused unless ``replace_all``.
 Every edit is located against the *original* text; overlapping edits are an error. Error codes
 are listed in ``spec/tool_contract.json`` (``editErrorCodes``).

@@ -1,4 +1,4 @@
-"""Re-indent a replacement after a match that ignored leading whitespace (FILE-14, issue 11).
+"""Re-indent a replacement after a match that ignored leading whitespace (FILE-14).
 
 At the ``whitespace`` and ``unicode-punctuation`` levels the model's old lines may be indented
 differently from the file's lines they matched. :func:`reindent` works out how the model's

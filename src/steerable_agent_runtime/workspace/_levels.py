@@ -10,7 +10,7 @@ A tolerant match compares whole lines after a level's normalisation, strictest l
 =======================  ==============================================================
 
 At ``whitespace`` and ``unicode-punctuation`` a line's indentation may differ from the file's,
-so the replacement is re-indented (:mod:`._indent`) or refused (FILE-14, issue 11).
+so the replacement is re-indented (:mod:`._indent`) or refused (FILE-14).
 
 :class:`TextLines` finds runs of whole lines without normalising the whole file: a line
 normalised at any level is a substring of the raw line (of the folded line at

@@ -2,7 +2,7 @@
 
 When an ``oldText`` or a hunk is not found, the error names the file's real lines most like it,
 with their line numbers, so the model can regenerate the edit without re-reading the file
-(FILE-14, issue 11). The cost stays bounded on a 64 MiB file: candidate places come from
+(FILE-14). The cost stays bounded on a 64 MiB file: candidate places come from
 ``str.find`` over the text (the model's lines, then its longest words, each abandoned after a few
 hundred hits), each window scored by comparing its first lines' words and punctuation with
 :class:`difflib.SequenceMatcher` (tokens, not characters, so the cost stays linear in practice);

@@ -1,7 +1,7 @@
 """The ``web_fetch`` engine: DNS, the SSRF check, a pinned connection, redirects, streaming bounds.
 
 Spec: Web tools (sidecar), sections Bounds, SSRF policy and Egress-proxy interaction (requirements
-WEB-8, WEB-9, WEB-12, WEB-13, WEB-14); DESIGN.md, Security posture.
+WEB-8, WEB-9, WEB-12, WEB-13, WEB-14); docs/web-tools.md, ``web_fetch {url}``, Pinned connection.
 
 One :meth:`WebFetcher.fetch` runs, in this order: the URL checks (:func:`validate_url`), the
 domain policy (before any DNS or network work), the caller's ``admit()`` (the session cap), then
@@ -323,7 +323,8 @@ class WebFetcher:
 
     **Direct mode** (``config.egress_confined`` false): proxy variables are ignored, and each hop
     connects to the address its SSRF check validated (the first answer; the next ones only if
-    connecting fails), with ``Host`` and TLS SNI on the real host (DESIGN.md, Security posture; WEB-13).
+    connecting fails), with ``Host`` and TLS SNI on the real host (WEB-13; docs/web-tools.md,
+    Pinned connection).
 
     **Egress-proxy mode** (``config.egress_confined``; spec: Egress-proxy interaction, WEB-14):
     requests go through the proxy named by ``https_proxy`` / ``http_proxy`` / ``all_proxy`` in
