@@ -1,34 +1,8 @@
-"""The exception tree of steerable.
+"""The exception tree of steerable: every exception the runtime raises derives from SteerableError.
 
-Every exception the runtime raises derives from one root, so an embedder can write a single
-``except SteerableError``::
-
-    SteerableError
-    ├── ToolSignal                  raised *by a tool*; the router turns it into a ToolResult
-    │   ├── ToolRetry               the model can fix this: needsFollowup=true
-    │   └── ToolFailed              stop the run: terminal=true
-    ├── UserError                   a developer mistake (bad decorator use, name clash)
-    │   ├── DuplicateToolError      a tool name registered twice
-    │   ├── PluginLoadError         a plugin could not be discovered or loaded (names the plugin)
-    │   └── PluginStateError        a lifecycle call on an unknown plugin or in the wrong state
-    ├── ConfigError                 an invalid environment variable or config value
-    ├── ProviderError               the LLM provider failed (HTTP status, network, broken stream)
-    ├── SidecarStartError           a sidecar subprocess exited or stayed silent before it was ready
-    ├── McpServerError              a configured MCP tool server could not be started or registered
-    └── RemoteError                 a JSON-RPC peer answered a request with an error
-        └── PeerClosedError         the peer went away (EOF) before answering
-
-    ToolRetry
-    ├── WorkspaceError              a file-tool refusal with a machine-readable ``code``
-    │   ├── PathEscapeError         a path that leaves the workspace root
-    │   ├── WriteConflictError      the CAS gate rejected a write (stale or unread file)
-    │   ├── EditError               edit_file could not apply its edits
-    │   └── PatchError              apply_patch could not parse or apply its patch
-    ├── SandboxUnavailableError     no layer-2 sandbox can run a command (error "sandbox_unavailable")
-    └── WebError                    web_fetch / web_search refused or failed, with a machine-readable ``code``
-
-``ToolSignal`` subclasses are the only exceptions the router converts into a ``ToolResult``
-on purpose; ``UserError`` is never converted: it is raised to the developer.
+:class:`ToolSignal` subclasses are the only exceptions the router converts into a ``ToolResult``
+on purpose; :class:`UserError` is never converted: it is raised to the developer. The whole tree,
+with what each class means: docs/runtime.md, Errors.
 """
 
 from __future__ import annotations

@@ -356,17 +356,11 @@ mapping ``{"text"?, "tool_calls"?: [{"id"?, "name", "arguments"?}], "usage"?: {"
 class ScriptedProvider:
     """An :class:`LLMProvider` that replays given turns: for tests, demos and offline runs.
 
-    Each turn is one of:
-
-    * a :class:`ChatResponse`;
-    * a string: a plain text answer;
-    * a mapping ``{"text": ..., "tool_calls": [{"id"?, "name", "arguments"}], "usage"?:
-      {"prompt_tokens", "completion_tokens"}}``; ``arguments`` may be a JSON string (even an
-      invalid one, to script a model's slip) or an object;
-    * a callable receiving the :class:`ChatRequest` and returning a :class:`ChatResponse`.
-
-    String and mapping turns are checked against :data:`SCRIPTED_TURNS_SCHEMA` up front, so a
-    misspelt key fails here, not halfway through a run.
+    A turn is a :class:`ChatResponse`, a string (a plain text answer), a mapping shaped as
+    :data:`SCRIPTED_TURNS_SCHEMA` (``arguments`` may be an object or a JSON string, even an invalid
+    one, to script a model's slip), or a callable taking the :class:`ChatRequest` and returning a
+    :class:`ChatResponse` (docs/providers.md, ScriptedProvider). String and mapping turns are
+    checked up front, so a misspelt key fails here, not halfway through a run.
 
     Args:
         turns: The turns, in order.

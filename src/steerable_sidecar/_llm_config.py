@@ -69,8 +69,8 @@ _KEYLESS: Final = frozenset({"ollama", "scripted"})
 class LLMConfig:
     """Which model endpoint to call and how: validated once, immutable, safe to print.
 
-    Every field is checked when the object is built (by :meth:`from_env` or directly), so a typo
-    fails at start-up with the variable's name rather than at the first model call.
+    Every field is checked when the object is built (by :meth:`from_env` or directly); the long
+    form of each variable is in docs/providers.md and docs/configuration.md.
 
     Attributes:
         provider: ``STEERABLE_PROVIDER``: openai (default), openrouter, deepseek, glm, ollama or

@@ -10,28 +10,11 @@ handlers you set::
         sidecar.on_ask_user = my_question_card          # answers ask_user.request
         summary = await sidecar.chat("Fix the failing test", ask_user=True)
 
-Reverse-call handlers (all optional, all async):
-
-* ``on_ask_user(payload) -> {questionId: value} | None`` answers ``ask_user.request``
-  (``None`` = the user cancelled). Unset: every question is cancelled.
-* ``on_tool_invoke(params) -> ToolResult | dict`` runs a tool for a ``toolsViaHost`` chat.
-  Unset: ``-32602`` (the model then gets a ``host_error`` result).
-* ``on_approval(call, mode) -> bool`` answers ``approval.request``: ``call`` is ``{id, name,
-  arguments}`` as the model sent it (validated only after consent), ``mode`` the tool's mode
-  (``"local"``). Only ``True`` approves (as on the sidecar's side: a truthy ``"no"`` does not);
-  a handler that raises denies the call.
-  Unset: denied.
-* ``on_read_state_seed(params)`` receives ``read_state.seed``; every seed is also kept in
-  :attr:`SidecarClient.seeds`.
-* ``on_web_search(params) -> {results: [{title, url, snippet}]}`` runs a search for a sidecar
-  started with ``STEERABLE_WEB_SEARCH_PROVIDER=host`` (``params``: ``{query, maxResults,
-  allowedDomains, blockedDomains}``). Unset: ``-32602`` (the model gets a ``search_failed`` result).
-
-Errors: a method the sidecar refuses raises the :class:`SteerableError` its JSON-RPC code names
-(``ConfigError`` for -32040, ``PluginStateError`` for -32033...; the table is
-``steerable_sidecar.rpc.ERROR_CODES``), which is also a :class:`RemoteError` with the response's
-``code``, ``message`` and ``data``; other codes (-32602...) raise a plain ``RemoteError``. Call a
-method that has no wrapper (``plugin.list``...) through :meth:`SidecarClient.request` for the same.
+Reverse calls are answered by the optional async handlers ``on_ask_user``, ``on_approval``,
+``on_tool_invoke``, ``on_read_state_seed`` and ``on_web_search`` (signatures and what an unset
+one answers: docs/sidecar-protocol.md, SidecarClient's handlers). A method the sidecar refuses
+raises the :class:`SteerableError` its code names, which is also a :class:`RemoteError`
+(``steerable_sidecar.rpc.ERROR_CODES``; docs/sidecar-protocol.md, Errors).
 """
 
 from __future__ import annotations

@@ -1,23 +1,10 @@
 """MCP servers as tool sources: connect stdio MCP servers and register their tools on a router.
 
-Beyond the spec; the user guide is ``docs/mcp-sources.md``. The official
+Beyond the spec; the long form (names, tiers, modes by MODE-4, result mapping, failures,
+lifetime) is docs/mcp-sources.md. Server ``s``'s tool ``t`` is registered as ``mcp__s__t``
+(:func:`mcp_tool_name`), ``deferred`` by default, and called on the server as ``t``. The official
 ``mcp`` SDK is imported inside the functions that need it (about 0.7 s), so importing this module
 stays cheap.
-
-* Naming: server ``s``'s tool ``t`` is registered as ``mcp__s__t`` (:func:`mcp_tool_name`); the call
-  reaches the server under ``t``, its original name.
-* Tier: ``deferred`` by default, so ``tool_search`` finds the tools and the offered list stays small.
-* Mode: :func:`~steerable_agent_runtime.modes.mode_from_annotations` on the server's *original*
-  tool name (MODE-4): hints that say something decide, otherwise the spec's name rules on ``t``,
-  otherwise ``local``.
-* Results: ``isError`` is a failure with ``needsFollowup``; ``structuredContent`` becomes ``data``;
-  text becomes ``data.text`` (:func:`call_tool_result`).
-* Failures: a server that cannot start (or publishes an unusable tool) raises
-  :class:`~steerable_agent_runtime.errors.McpServerError` naming it, and nothing stays registered.
-  A server that dies later gives failed results (``data.code == "mcp_server_unavailable"``,
-  ``needsFollowup``) and every call is bounded by ``call_timeout_ms``.
-* Lifetime: each connection is owned by one long-lived task that enters and exits the SDK client
-  (its anyio task groups require both in the same task); calls are made from any task.
 """
 
 from __future__ import annotations
@@ -80,11 +67,10 @@ class McpToolSources:
         async with McpToolSources(router, load_mcp_config("mcp.json")):
             ...  # mcp__<server>__<tool> tools dispatch through router
 
-    Entering starts every server concurrently, lists its tools (following pagination) and
-    registers each one; it fails loud: if any server cannot start, list or register, everything
-    already started is closed, nothing stays registered, and :class:`McpServerError` names the
-    server (with its stderr's last lines). Leaving unregisters the tools and stops the servers
-    (stdin closed, then SIGTERM / SIGKILL to the process group, as the SDK does; bounded).
+    Entering starts every server concurrently and registers its tools, failing loud: if any
+    server cannot start, list or register, everything started is closed, nothing stays
+    registered, and :class:`McpServerError` names the server. Leaving unregisters the tools and
+    stops the servers (docs/mcp-sources.md, Failures and Lifetime).
 
     Args:
         router: Where the tools are registered.

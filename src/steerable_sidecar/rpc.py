@@ -1,22 +1,14 @@
 """A bidirectional JSON-RPC 2.0 peer over line-delimited byte streams.
 
 The sidecar and its host each hold one :class:`JsonRpcPeer` over the other's stdio. Both sides
-send requests: the host calls ``tool.invoke`` on the sidecar, and a sidecar handler calls back
-into the host (``ask_user.request``, ``tool.invoke``, ``read_state.seed``) while the host's
-request is still open. Framing, concurrency and error mapping are described in
-``docs/sidecar-protocol.md``; in short:
+send requests, and a handler may call back into the other side while its request is still open,
+so every incoming request runs in its own task and writes are serialised by a lock (framing,
+concurrency and error mapping: docs/sidecar-protocol.md, Transport and Errors).
 
-* one compact UTF-8 JSON value per newline-terminated line, nothing else on the stream;
-* the reader never runs a handler itself: every incoming request (or batch) gets its own task,
-  so a handler awaiting a reverse call cannot block the reply it is waiting for;
-* writes are serialised by a lock, so frames never interleave.
-
-The peer is the one place where exceptions become wire errors: :data:`ERROR_CODES` gives each
-:class:`~steerable_agent_runtime.errors.SteerableError` class its own code in the JSON-RPC
-server range, :func:`error_code_for` picks the most specific one (both in ``_rpc_errors``), and
-an unexpected exception becomes ``-32603`` with its traceback logged (to :mod:`logging`, never to
-the protocol stream). The stdio transport (:func:`open_stdio_streams`...) is in ``_rpc_stdio``;
-this module re-exports both modules' public names.
+The peer is the one place where exceptions become wire errors: :data:`ERROR_CODES` and
+:func:`error_code_for` (in ``_rpc_errors``) pick a ``SteerableError``'s code; any other exception
+is ``-32603``, its traceback logged, never written to the protocol stream. The stdio transport is
+in ``_rpc_stdio``; this module re-exports both modules' public names.
 """
 
 from __future__ import annotations
@@ -143,11 +135,9 @@ class JsonRpcPeer:
         async with peer:
             answer = await peer.request("ask_user.request", {"questions": [...]})
 
-    End of input (EOF) fails every pending :meth:`request` with :class:`PeerClosedError`, then
-    gives handlers still running ``drain_timeout_s`` seconds to finish and write their responses
-    (the write side may still be open: a request piped into a sidecar gets its answer) before
-    cancelling them. :meth:`aclose` cancels them at once. The peer never closes the streams: they
-    belong to whoever opened them.
+    EOF fails every pending :meth:`request` with :class:`PeerClosedError` and gives running
+    handlers ``drain_timeout_s`` to answer; :meth:`aclose` cancels them at once; the streams are
+    never closed (docs/sidecar-protocol.md, End of input and shutdown).
 
     Args:
         reader: The stream frames arrive on (any :class:`asyncio.StreamReader`).
