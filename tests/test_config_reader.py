@@ -123,7 +123,7 @@ def test_a_blank_mcp_config_variable_means_no_servers(tmp_path: Path) -> None:
 
 
 def test_a_blank_state_dir_variable_is_the_default_directory(tmp_path: Path) -> None:
-    from steerable_sidecar.sidecar import default_state_dir
+    from steerable_sidecar.state_dir import default_state_dir
 
     default = default_state_dir({"XDG_STATE_HOME": str(tmp_path)})
     assert default == tmp_path / "steerable"

@@ -461,7 +461,7 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
     import logging
 
     from ._logging import log_level
-    from .sidecar import STATE_DIR_ENV, checked_state_dir
+    from .state_dir import STATE_DIR_ENV, checked_state_dir
 
     section = "State and logs"
     source = (

@@ -278,38 +278,24 @@ async def _run_loop(
     stage: dict[str, bool],
     booted: Booted,
 ) -> dict[str, Any]:
-    from steerable_agent_runtime.executor import ApprovalGate, approve_all
-    from steerable_agent_runtime.loop import AgentLoop
-    from steerable_agent_runtime.record import DurableRecord
-    from steerable_agent_runtime.spill import SpillHooks
+    from steerable_agent_runtime.executor import approve_all
     from steerable_agent_runtime.types import new_call_id
-    from steerable_agent_runtime.workspace import read_file_state_from_messages
 
-    router, harness = booted.router, booted.harness
+    from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 
-    session_id = args.session_id or new_call_id()
-    record = DurableRecord.for_session(state_dir / "sessions", session_id)
-    spill = SpillHooks(state_dir / "sessions" / f"{session_id}.spill")
-    spill.register(router)
-    history = await record.load() if record.exists() else []
-    if history:  # the read state from the history just loaded: no second read of the record
-        booted.workspace.state.seed(read_file_state_from_messages(history))
-    progress = None if args.quiet else _Progress(sys.stderr)
-    loop = AgentLoop(
-        provider,
-        router,
-        executor=ApprovalGate.for_router(router, approve=approve_all),
-        offered=harness.offered,
-        max_rounds=args.max_rounds,
-        record=record,
-        spill=spill,
-        on_event=progress,
-        model_timeout_ms=args.model_timeout_ms,
+    session = await open_session(state_dir, args.session_id or new_call_id())
+    # every consent prompt is answered yes: the workspace is the jail (docs/runtime.md, Consent)
+    transport = Transport(
+        approve=approve_all,
+        on_event=None if args.quiet else _Progress(sys.stderr),
+        read_state=booted.workspace.state.seed,
     )
-    prompt: list[dict[str, Any]] = []
-    if not history:
-        prompt.append({"role": "system", "content": args.system or DEFAULT_SYSTEM_PROMPT.format(cwd=cwd)})
-    prompt.append({"role": "user", "content": instruction})
+    options = LoopOptions(max_rounds=args.max_rounds, model_timeout_ms=args.model_timeout_ms)
+    loop = await assemble_loop(
+        session, provider, booted.router, transport=transport, offered=booted.harness.offered, options=options
+    )
+    system = args.system or DEFAULT_SYSTEM_PROMPT.format(cwd=cwd)
+    prompt = session.opening(system, [{"role": "user", "content": instruction}])
     import asyncio
 
     event_loop = asyncio.get_running_loop()
@@ -320,10 +306,10 @@ async def _run_loop(
         pass
     started = time.perf_counter()
     stage["running"] = True
-    summary = await loop.run(history, prompt)
+    summary = await loop.run(session.history, prompt)
     out = {
         **summary.to_dict(),
-        "sessionId": session_id,
+        "sessionId": session.id,
         "durationMs": round((time.perf_counter() - started) * 1000, 1),
     }
     out["exitCode"] = _exit_code(summary)
@@ -354,7 +340,7 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         cwd = Path(args.workspace or os.getcwd()).resolve()
         if not cwd.is_dir():
             raise ValueError(f"--workspace {cwd} is not a directory")
-        from .sidecar import checked_state_dir
+        from .state_dir import checked_state_dir
 
         state_dir = checked_state_dir(args.state_dir)  # a ConfigError naming --state-dir or the variable
         if provider is None:

@@ -18,10 +18,11 @@ from pathlib import Path
 from steerable_agent_runtime import SteerableError
 
 from ._logging import LOG_LEVEL_ENV
-from .boot import boot_tools, mcp_sources_for
+from .boot import mcp_sources_for
 from .exit_codes import ExitCode
 from .rpc import JsonRpcPeer, open_stdio_streams
-from .sidecar import Sidecar, SidecarConfig, checked_state_dir
+from .sidecar import Sidecar, SidecarConfig, boot_for
+from .state_dir import checked_state_dir
 
 __all__ = ["LOG_LEVEL_ENV", "run_sidecar", "serve_stdio"]
 
@@ -49,11 +50,8 @@ async def serve_stdio(
     # {query, maxResults, allowedDomains, blockedDomains}; web_search's deadline bounds the wait, and
     # HostSearchProvider checks the answer's shape
     host_search = functools.partial(peer.request, "web_search.request")
-    booted = boot_tools(
-        config.workspace,
-        allow_outside=config.allow_outside,
-        allow_protected_writes=config.allow_protected_writes,
-        environ=config.environ,
+    booted = boot_for(
+        config,
         harness=harness,
         plugins=plugins,
         web_tools=web_tools,
@@ -89,7 +87,7 @@ def run_sidecar(
 
     Args:
         workspace: The workspace root (default: the working directory).
-        state_dir: Where session records go (default :func:`~steerable_sidecar.sidecar.default_state_dir`);
+        state_dir: Where session records go (default :func:`~steerable_sidecar.state_dir.default_state_dir`);
             one that is not a usable directory ends the command with exit 2.
         allow_outside: Accept file paths outside the workspace.
         allow_protected_writes: Let the tools write protected paths; ``None`` reads

@@ -28,7 +28,7 @@ from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
 from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
 from .mcp_sources import MCP_CONFIG_ENV
 from .run_code import RUN_CODE_ENV, RunCodeConfig
-from .sidecar import STATE_DIR_ENV
+from .state_dir import STATE_DIR_ENV
 from .web_tools._config import (
     ALLOWED_DOMAINS_ENV,
     BLOCKED_DOMAINS_ENV,

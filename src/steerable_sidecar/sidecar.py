@@ -15,11 +15,10 @@ notifications: ``lifecycle.ready`` (once, at boot) and ``agent.chat.event`` (pro
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import functools
 import logging
 import os
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -39,35 +38,28 @@ from steerable_agent_runtime import (
     ToolRouter,
     UserError,
     Workspace,
-    WorkspaceRouter,
     new_call_id,
-    read_file_state_from_messages,
-    workspace_tools_for_cwd,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
-from steerable_agent_runtime.config import env_text
-from steerable_agent_runtime.errors import ConfigError
-from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, approve_all
+from steerable_agent_runtime.executor import ApprovalGate, approve_all
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
 from steerable_agent_runtime.plugins import PluginInfo, PluginRegistry
-from steerable_agent_runtime.record import DurableRecord, valid_session_id
-from steerable_agent_runtime.spill import SpillHooks
+from steerable_agent_runtime.record import valid_session_id
 from steerable_agent_runtime.tool_search import is_tool_search
 from steerable_agent_runtime.tools import Tool
 from steerable_agent_runtime.trace import TraceSpan
 
+from ._assembly import LoopOptions, Transport, assemble_loop, open_session
+from .boot import Booted, boot_tools
 from .host_tools import register_host_tools
 from .rpc import InvalidParams, JsonRpcPeer
 
-__all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "checked_state_dir", "default_state_dir"]
+__all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "boot_for"]
 
 PROTOCOL_VERSION: Final = 1
 """The sidecar protocol version sent in ``lifecycle.ready``."""
-
-STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
-"""Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
 
 SHUTDOWN_DRAIN_S: Final = 5.0
 """After ``system.shutdown``, seconds the calls already running get to write their answers."""
@@ -76,111 +68,6 @@ HOST_CALL_TIMEOUT_S: Final = 600.0
 """Longest wait for a reverse call (``approval.request``, ``read_state.seed``), in seconds."""
 
 logger = logging.getLogger(__name__)
-
-
-def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Return where sessions are stored.
-
-    ``STEERABLE_STATE_DIR``, else ``$XDG_STATE_HOME/steerable``, else ``~/.local/state/steerable``.
-    """
-    env = os.environ if environ is None else environ
-    configured = env_text(STATE_DIR_ENV, env)  # blank: unset (docs/configuration.md)
-    if configured is not None:
-        return Path(configured).expanduser()
-    base = env.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
-    return Path(base) / "steerable"
-
-
-def checked_state_dir(
-    path: str | os.PathLike[str] | None = None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    create: bool = True,
-) -> Path:
-    """Return a usable state directory: ``path`` (``--state-dir``), else :func:`default_state_dir`.
-
-    A missing directory is created (mode ``0o700``: session records hold the conversation); an
-    existing one must take a new file (probed by creating and removing one).
-
-    Args:
-        path: The ``--state-dir`` value; ``None`` or ``""`` uses the default.
-        environ: The environment the default is read from (default ``os.environ``).
-        create: Create a missing directory (``steerable doctor`` passes ``False``: it checks that
-            the nearest existing parent could hold it, and changes nothing on disk).
-
-    Raises:
-        ConfigError: When the path is a file, cannot be created or is not writable; the message
-            names where the path came from, e.g. ``--state-dir /tmp/x is not a usable directory:
-            it is a file`` or ``STEERABLE_STATE_DIR=/tmp/x is not a usable directory: ...``.
-    """
-    env = os.environ if environ is None else environ
-    if path:
-        directory = Path(path).expanduser()
-        source = f"--state-dir {directory}"
-    else:
-        directory = default_state_dir(env)
-        source = (
-            f"{STATE_DIR_ENV}={directory}"
-            if env_text(STATE_DIR_ENV, env)
-            else f"the state directory {directory}"
-        )
-    try:
-        problem = _state_dir_problem(directory, create=create)
-    except OSError as exc:  # a parent we may not enter, a name too long, a symlink loop
-        problem = f"it cannot be checked ({exc.strerror or exc})"
-    if problem is not None:
-        raise ConfigError(f"{source} is not a usable directory: {problem}")
-    return directory
-
-
-def _nearest_existing(directory: Path) -> Path | None:
-    """The closest parent of ``directory`` that exists (a dangling symlink counts: it blocks)."""
-    return next((p for p in directory.parents if p.exists() or p.is_symlink()), None)
-
-
-def _state_dir_problem(directory: Path, *, create: bool) -> str | None:
-    """Why ``directory`` cannot hold the state (after creating it if missing), or ``None``.
-
-    Raises:
-        OSError: When a parent cannot be entered or the path is unusable (``os.stat`` fails).
-    """
-    if not directory.is_dir():
-        if directory.exists():
-            return "it is a file" if directory.is_file() else "it is not a directory"
-        if directory.is_symlink():
-            return "it is a symbolic link to nothing (or a loop)"
-        if not create:
-            parent = _nearest_existing(directory)
-            if parent is None or not parent.is_dir():
-                return f"it cannot be created: {parent} is not a directory"
-            if not os.access(parent, os.W_OK | os.X_OK):
-                return f"it cannot be created: {parent} is not writable"
-            return None
-        try:
-            directory.mkdir(mode=0o700, parents=True)
-        except FileExistsError:  # created meanwhile: judged below
-            pass
-        except OSError as exc:
-            blocker = _nearest_existing(directory)
-            if blocker is not None and not blocker.is_dir():
-                kind = "a file" if blocker.is_file() else "not a directory"
-                return f"it cannot be created: {blocker} is {kind}"
-            return f"it cannot be created ({exc.strerror or exc})"
-        if not directory.is_dir():
-            return "it is not a directory"
-    sessions = directory / "sessions"
-    if (sessions.exists() or sessions.is_symlink()) and not sessions.is_dir():
-        return f"{sessions} is not a directory"
-    if not create:  # no probe file: os.access also sees a read-only mount
-        return None if os.access(directory, os.W_OK | os.X_OK) else "it is not writable"
-    try:
-        fd, probe = tempfile.mkstemp(prefix=".steerable-probe-", dir=directory)
-    except OSError as exc:
-        return f"it is not writable ({exc.strerror or exc})"
-    os.close(fd)
-    with contextlib.suppress(OSError):
-        os.unlink(probe)
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +97,20 @@ class SidecarConfig:
     ask_user_timeout_ms: int = 600_000
     model_timeout_ms: int | None = 600_000
     default_harness: str = "full"
+
+
+def boot_for(config: SidecarConfig, **options: Any) -> Booted:
+    """:func:`~steerable_sidecar.boot.boot_tools` for ``config``'s workspace, paths and environment.
+
+    ``options`` are ``boot_tools``'s others (``harness``, ``plugins``, ``web_tools``...).
+    """
+    return boot_tools(
+        config.workspace,
+        allow_outside=config.allow_outside,
+        allow_protected_writes=config.allow_protected_writes,
+        environ=config.environ,
+        **options,
+    )
 
 
 def _no_params(method: str, params: Any) -> None:
@@ -276,7 +177,8 @@ class Sidecar:
     Args:
         peer: The connection to the host (stdio in production, any stream pair in tests).
         config: The process configuration.
-        router: The tools (default: the workspace tools for ``config.workspace``).
+        router: The tools (default: :func:`~steerable_sidecar.boot.boot_tools` for
+            ``config.workspace``, without plugins and web tools).
         plugins: The plugin registry over ``router`` (default: an empty one).
         workspace: The workspace behind ``router``'s file tools, whose read state a resumed chat
             seeds (default: the default router's; none for a given ``router``).
@@ -297,9 +199,10 @@ class Sidecar:
     ) -> None:
         self.peer = peer
         self.config = config
-        if router is None:
-            default = self._default_router()
-            router, workspace = default, default.workspace
+        if router is None:  # the tools every entry point boots (boot.py), offline and without plugins
+            booted = boot_for(config, plugins=False, web_tools=False)
+            router, workspace = booted.router, booted.workspace
+            plugins = plugins if plugins is not None else booted.plugins
         self.router = router
         self._workspace = workspace
         self.plugins = plugins if plugins is not None else PluginRegistry(self.router)
@@ -322,14 +225,6 @@ class Sidecar:
             "plugin.unload": self._plugin_call(PluginRegistry.unload),
         }.items():
             peer.add_method(name, handler)
-
-    def _default_router(self) -> WorkspaceRouter:
-        return workspace_tools_for_cwd(
-            self.config.workspace,
-            allow_outside=self.config.allow_outside,
-            allow_protected_writes=self.config.allow_protected_writes,
-            environ=self.config.environ,
-        )
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -535,23 +430,25 @@ class Sidecar:
         harness: AssembledHarness,
         provider: LLMProvider,
     ) -> RunSummary:
-        sessions = self.config.state_dir / "sessions"
-        record = DurableRecord.for_session(sessions, session_id)
-        spill = SpillHooks(sessions / f"{session_id}.spill")
-        history = await record.load() if record.exists() else []
+        session = await open_session(self.config.state_dir, session_id)
         try:
-            router, executor = await self._chat_tools(p, chat, chat_id, session_id, history, spill)
+            router, transport = self._chat_tools(p, chat, chat_id, session_id)
         except UserError as exc:  # a host tool descriptor without a name, an invalid schema...
             raise InvalidParams(str(exc)) from None
+        options = LoopOptions(p.max_rounds, p.model, self.config.model_timeout_ms)
+        loop = await assemble_loop(
+            session, provider, router, transport=transport, offered=harness.offered, options=options
+        )
         harness.wire_tools(router)
-        prompt: list[Message] = []
-        if p.system and not history:
-            prompt.append({"role": "system", "content": p.system})
-        if p.messages:
-            prompt.extend(p.messages)
+        said: list[Message] = [*(p.messages or [])]
         if p.message is not None:
-            prompt.append({"role": "user", "content": p.message})
+            said.append({"role": "user", "content": p.message})
+        chat.loop = loop
+        if chat.cancelled:  # cancelled while the chat was being set up
+            return RunSummary(RunOutcome.CANCELLED)
+        return await loop.run(session.history, session.opening(p.system, said))
 
+    def _chat_events(self, chat: _Chat, chat_id: str) -> Callable[[LoopEvent], Awaitable[None]]:
         async def emit(event: LoopEvent) -> None:
             if chat.stop_after_batch and event.get("type") == "tool_result" and chat.loop is not None:
                 # the batch is in the record and nobody is left to act for: stop before another
@@ -563,23 +460,7 @@ class Sidecar:
             except PeerClosedError:  # the host is gone; the run finishes into the record
                 pass
 
-        loop = AgentLoop(
-            provider,
-            router,
-            executor=executor,
-            offered=harness.offered,
-            max_rounds=p.max_rounds,
-            record=record,
-            spill=spill,
-            trace=self._trace,
-            on_event=emit,
-            model=p.model,
-            model_timeout_ms=self.config.model_timeout_ms,
-        )
-        chat.loop = loop
-        if chat.cancelled:  # cancelled while the chat was being set up
-            return RunSummary(RunOutcome.CANCELLED)
-        return await loop.run(history, prompt)
+        return emit
 
     def _follow_main_router(self, router: ToolRouter, chat: _Chat) -> None:
         """Give the chat the process's tools, and keep them in step while the chat runs.
@@ -600,15 +481,10 @@ class Sidecar:
             mirror(None, spec)
         chat.cleanup.append(main.subscribe(mirror))
 
-    async def _chat_tools(
-        self,
-        p: ChatParams,
-        chat: _Chat,
-        chat_id: str,
-        session_id: str,
-        history: list[Message],
-        spill: SpillHooks,
-    ) -> tuple[ToolRouter, ToolExecutor]:
+    def _chat_tools(
+        self, p: ChatParams, chat: _Chat, chat_id: str, session_id: str
+    ) -> tuple[ToolRouter, Transport]:
+        """The chat's router and its side of the session assembly (``_assembly.Transport``)."""
         router = ToolRouter(default_timeout_ms=self.router.default_timeout_ms)
         if p.tools_via_host:
             register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
@@ -623,16 +499,18 @@ class Sidecar:
         if p.ask_user:
             ask = make_ask_user_tool(self._host_ask_user(chat_id), timeout_ms=self.config.ask_user_timeout_ms)
             router.register(ask)
-        spill.register(router)
+        events = self._chat_events(chat, chat_id)
         if p.tools_via_host:
-            if history:  # a resume: the host owns the file tools, so it gets the rebuilt read state
-                await self._seed_host(session_id, history)
-            # the host executes its tools and owns their consent
-            return router, router.dispatch
-        if history and self._workspace is not None:
-            self._workspace.state.seed(read_file_state_from_messages(history))
+            # the host executes its tools and owns their consent; it gets a resume's read state
+            return router, Transport(
+                on_event=events,
+                trace=self._trace,
+                read_state=functools.partial(self._seed_host, session_id),
+                executor=router.dispatch,
+            )
         approve = approve_all if p.auto_approve else self._host_approval(chat_id)
-        return router, ApprovalGate.for_router(router, approve=approve)
+        seed = self._workspace.state.seed if self._workspace is not None else None
+        return router, Transport(approve=approve, on_event=events, trace=self._trace, read_state=seed)
 
     # -- reverse calls --------------------------------------------------------------------------
     def _host_invoke(self, chat_id: str) -> Callable[[ToolCall], Any]:
@@ -702,8 +580,7 @@ class Sidecar:
 
         return approve
 
-    async def _seed_host(self, session_id: str, history: list[Message]) -> None:
-        state = read_file_state_from_messages(history)
+    async def _seed_host(self, session_id: str, state: dict[str, str]) -> None:
         try:
             await self.peer.request(
                 "read_state.seed",
