@@ -285,6 +285,22 @@ def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQue
     if not isinstance(raw, Mapping):
         problems.add(where, f"is {_json_kind(raw)}, not an object: {_SHAPE_FIX}")
         return None
+    ident, text = _question_identity(raw, where, problems)
+    kind, options, multi = _question_choices(raw, where, problems)
+    if not ident or not text:
+        return None
+    if kind != "select":  # options and multiSelect mean nothing to a text or password question
+        options, multi = None, None
+    question: AskUserQuestion = {"id": ident, "text": text, "type": kind}
+    if options:
+        question["options"] = options
+    if multi is not None:
+        question["multiSelect"] = multi
+    return question
+
+
+def _question_identity(raw: Mapping[str, Any], where: str, problems: _Problems) -> tuple[str, str]:
+    """The question's ``id`` and ``text`` (``""`` for one that is missing or unusable, recorded)."""
     ident = _scalar_text(_first(raw, _ID_KEYS))
     text = _scalar_text(_first(raw, _TEXT_KEYS))
     ident = ident.strip() if ident is not None else ""
@@ -301,7 +317,13 @@ def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQue
             ident, text = (ident, "") if field == "text" else ("", text)
         elif len(value) > limit:
             problems.add(where, f'has a "{field}" of {len(value)} characters; keep it under {limit}')
+    return ident, text
 
+
+def _question_choices(
+    raw: Mapping[str, Any], where: str, problems: _Problems
+) -> tuple[_Kind, list[str] | None, bool | None]:
+    """The question's type, its options and ``multiSelect`` (problems recorded)."""
     raw_type = raw.get("type")
     type_key = raw_type.strip().lower() if isinstance(raw_type, str) else ""
     if type_key == "confirm":
@@ -311,7 +333,6 @@ def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQue
     default: tuple[_Kind, bool] = ("select", False) if options else ("text", False)
     kind, forced_multi = _TYPES.get(type_key, default)  # a missing or unknown type: by the options
     multi = True if forced_multi else _multi_select(_first(raw, _MULTI_KEYS))
-
     if kind == "select" and not options:
         problems.add(
             where,
@@ -320,16 +341,7 @@ def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQue
         )
     if options and not all(_valid_unicode(o) for o in options):
         problems.add(where, "has an option with an invalid character (a lone surrogate): send plain text")
-    if not ident or not text:
-        return None
-    if kind != "select":  # options and multiSelect mean nothing to a text or password question
-        options, multi = None, None
-    question: AskUserQuestion = {"id": ident, "text": text, "type": kind}
-    if options:
-        question["options"] = options
-    if multi is not None:
-        question["multiSelect"] = multi
-    return question
+    return kind, options, multi
 
 
 def _raw_questions(raw: Mapping[str, Any]) -> list[Any]:

@@ -401,22 +401,9 @@ class _TopK:
         out may enter through a later term with a partial score short of this term's weight: they
         cannot make the results anyway, and underestimates only lower theta.)
         """
-        entry = self.terms[self.order[j]]
-        idf = self.idfs[self.order[j]]
-        avgdl = self.avgdl
+        weighted = _weighted_groups(self.terms[self.order[j]], self.idfs[self.order[j]], self.avgdl)
         after = self.rest[j + 1]
         fresh = not acc
-        weighted: list[tuple[float, dict[str, None]]] = []
-        tf_max, dl_min = 0, 1 << 62
-        for (tf, dl), names in entry.groups.items():
-            weighted.append(
-                (idf * tf * _K1_PLUS_1 / (tf + BM25_K1 * (_ONE_MINUS_B + BM25_B * dl / avgdl)), names)
-            )
-            if tf > tf_max:
-                tf_max = tf
-            if dl < dl_min:
-                dl_min = dl
-        entry.tf_max, entry.dl_min = tf_max, dl_min  # exact again (removals leave them loose)
         if not fresh and after >= self.theta:  # no group can be cut: the plain walk
             for weight, names in weighted:
                 _add_all(acc, names, weight)
@@ -509,6 +496,25 @@ def _add_all(acc: dict[str, float], names: Iterable[str], weight: float) -> None
 
 def _heaviest(item: tuple[float, dict[str, None]]) -> float:
     return item[0]
+
+
+def _weighted_groups(entry: _Term, idf: float, avgdl: float) -> list[tuple[float, dict[str, None]]]:
+    """Each posting group of ``entry`` with its BM25 weight; ``tf_max`` / ``dl_min`` made exact again.
+
+    Removals leave the two bounds loose; walking every group anyway, this tightens them for free.
+    """
+    weighted: list[tuple[float, dict[str, None]]] = []
+    tf_max, dl_min = 0, 1 << 62
+    for (tf, dl), names in entry.groups.items():
+        weighted.append(
+            (idf * tf * _K1_PLUS_1 / (tf + BM25_K1 * (_ONE_MINUS_B + BM25_B * dl / avgdl)), names)
+        )
+        if tf > tf_max:
+            tf_max = tf
+        if dl < dl_min:
+            dl_min = dl
+    entry.tf_max, entry.dl_min = tf_max, dl_min
+    return weighted
 
 
 def _walk_is_cheaper(entry: _Term, survivors: int) -> bool:

@@ -616,10 +616,7 @@ class ToolRouter(ToolDecorator):
                 else:
                     result = await self._finish(spec, steps, pending)
         if self.trace is not None:
-            attrs: dict[str, Any] = {"mode": spec.mode} if spec is not None else {}  # a StrEnum
-            if context is not None:
-                attrs.update(context.attrs)
-            self.trace(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
+            _record(self.trace, call, spec, context, started, result)
         return result
 
     def check(self, call: ToolCall) -> ToolResult | None:
@@ -681,6 +678,21 @@ class ToolRouter(ToolDecorator):
         finally:
             self._deadlines.disarm(token)
         return _normalised(spec, value)
+
+
+def _record(
+    sink: TraceSink,
+    call: ToolCall,
+    spec: Tool | None,
+    context: CallContext | None,
+    started: int,
+    result: ToolResult,
+) -> None:
+    """Send one dispatched call's span to ``sink``: the tool's mode and the context's ``attrs``."""
+    attrs: dict[str, Any] = {"mode": spec.mode} if spec is not None else {}  # a StrEnum: equal to its string
+    if context is not None:
+        attrs.update(context.attrs)
+    sink(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
 
 
 def _normalised(spec: Tool, value: Any) -> ToolResult:
