@@ -1,15 +1,10 @@
 """Scalars sent as strings: ``"limit": "1"`` becomes ``1`` before a tool's arguments are validated.
 
 Weak models and MCP clients (the MCP Inspector's ``--tool-arg limit=1``) send numbers and booleans
-as strings. Where a tool's JSON Schema admits no string at a position (every branch of it is typed
-and none is ``string``) but admits an integer, a number or a boolean, a string is taken only when it
-is exactly a JSON literal of that type: ``"1"``, ``"-2"``, ``"1.5"``, ``"1e3"`` (a number; an
-integer only when integral in form: no fraction, no exponent), ``"true"``, ``"false"``. Nothing
-looser: ``" 1"``, ``"01"``, ``"+1"``, ``"1,000"``, ``"NaN"``, ``"yes"`` are refused there as the wrong
-type, whatever the validator behind the schema would have made of them. Positions that admit a
-string are never touched, so a call that was valid stays exactly as it was. Top-level properties,
-nested object properties and array items are walked (local ``$ref`` s followed). The runtime's own
-validators (``Tool.from_function``, ``Tool.from_schema``) are wrapped by :func:`exact_scalars`.
+as strings (ENV-9). Where a tool's JSON Schema admits no string at a position but admits an
+integer, a number or a boolean, a string that is exactly a JSON literal of that type is replaced by
+its value, and any other string there is refused as the wrong type; positions that admit a string
+are never touched. The accepted and refused strings are tabled in docs/runtime.md, Dispatch.
 """
 
 from __future__ import annotations

@@ -6,10 +6,9 @@ steerable's variables by the same rules (docs/configuration.md, "How values are 
 trimmed and an empty one counts as unset; a flag is 1/true/yes/on or 0/false/no/off; a whole
 number lies within inclusive bounds and may use ``_`` separators.
 
-A config's integer fields are declared with :func:`int_field`, which attaches an :class:`EnvInt`
-``(variable, default, floor, ceiling)`` to the field: the one description its default, its
-environment reading (:func:`read_int_fields`), its direct-construction check
-(:func:`check_int_fields`) and the docs table (``steerable_sidecar.settings``) all come from.
+A config's integer fields are declared with :func:`int_field`: one :class:`EnvInt`
+``(variable, default, floor, ceiling)`` gives the default, the environment reading
+(:func:`read_int_fields`), the construction check (:func:`check_int_fields`) and the docs table.
 Importing this module is cheap (no third-party imports).
 """
 

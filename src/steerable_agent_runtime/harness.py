@@ -1,20 +1,11 @@
 """Harness strategies: which tools a model is offered each round.
 
-Spec: the progressive harness strategy (REQUIREMENTS HAR-1..3). Three strategies:
-
-``full``
-    Everything a model may see: the direct tier *and* the deferred tier (never hidden). There is
-    nothing left to discover, so this module's ``tool_search`` is not offered.
-``minimal``
-    A fixed small core, :data:`MINIMAL_TOOLS` (whichever of them are registered and not hidden).
-``progressive``
-    The direct tier plus the ``tool_search`` descriptor (HAR-1); deferred tools are found through
-    it and called by name (dispatch never gates on exposure). It needs the run's router:
-    :meth:`AssembledHarness.wire_tools` registers the discovery tool (HAR-2), and a path whose
-    tools arrive over the wire (``host_tools=True``) refuses it (HAR-3).
-
-The offered list is computed from the router at each call of :meth:`AssembledHarness.offered`, so
-plugins enabled or disabled mid-session show up in the next round.
+Spec: the progressive harness strategy (docs/requirements.md HAR-1..3); what each of ``full``,
+``minimal`` and ``progressive`` offers is tabled in docs/harness.md. ``progressive`` needs the
+run's router: :meth:`AssembledHarness.wire_tools` registers ``tool_search`` (HAR-2), and a path
+whose tools arrive over the wire (``host_tools=True``) refuses it (HAR-3). The offered list is
+computed from the router at each :meth:`AssembledHarness.offered` call, so plugins enabled or
+disabled mid-session show up in the next round.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Spec: Exposure tiers (``tool_search``). One direct-tier, read-mode tool ranks th
 callable by name the next round (dispatch never gates on exposure).
 
 Ranking (the contract in ``spec/tool_contract.json`` → ``toolSearch``, shared with the desktop's
-TypeScript port; REQUIREMENTS TS-1..4):
+TypeScript port; docs/requirements.md TS-1..4):
 
 * Tokens are the runs of ``[a-z0-9]`` in the lowercased text (:func:`tokenize`). Tool names are
   identifiers, so a name also yields the camelCase parts of each ASCII run

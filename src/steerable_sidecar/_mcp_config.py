@@ -49,9 +49,8 @@ class McpServerConfig:
         name: The server's name in tool names (``mcp__<name>__<tool>``): ``[A-Za-z0-9_-]+``.
         command: The executable (looked up on ``PATH`` when it has no directory part).
         args: Its command-line arguments.
-        env: Extra environment variables. The server does not inherit ours: it gets the SDK's
-            safe set (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER`` on POSIX) plus
-            these, so no ``STEERABLE_*`` key or token leaks to it.
+        env: Extra environment variables, on top of the SDK's safe set: the server does not
+            inherit ours (docs/mcp-sources.md, Configuration).
 
     Raises:
         ConfigError: On an invalid name or an empty command.
@@ -78,11 +77,9 @@ class McpServerConfig:
 def load_mcp_config(source: str | os.PathLike[str]) -> list[McpServerConfig]:
     """Read MCP server configs from a JSON file.
 
-    Two shapes are accepted: a list ``[{"name", "command", "args"?, "env"?}, ...]``, or the
-    ``{"mcpServers": {name: {"command", "args"?, "env"?}}}`` object that Claude Desktop and Cursor
-    use (other top-level keys there belong to the host application and are ignored). An entry may
-    say ``"type": "stdio"``; other keys in an entry (and other transports) are refused rather than
-    ignored, so a typo never silently drops an argument.
+    Two shapes: a list ``[{"name", "command", "args"?, "env"?, "type"?: "stdio"}, ...]``, or
+    Claude Desktop's and Cursor's ``{"mcpServers": {name: {...}}}``; an unknown key or another
+    transport is refused, never ignored (docs/mcp-sources.md, Configuration).
 
     Args:
         source: Path of the JSON file.

@@ -98,17 +98,10 @@ def build_tool(
 def call_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolResult:
     """Map an MCP ``CallToolResult`` onto a :class:`ToolResult`.
 
-    * ``isError: true``: ``success: false, needsFollowup: true`` (MCP reports tool errors in the
-      result precisely so the model can self-correct); ``error`` is the text content, ``data`` is
-      ``{"code": "mcp_tool_error", "server", "tool"}`` plus ``structured`` when the server sent
-      ``structuredContent``.
-    * Otherwise ``success: true`` and ``data`` is the ``structuredContent`` (an object as is, any
-      other JSON value as ``{"value": ...}``); the text blocks are then left out, since MCP has
-      them carry the same content serialised. Without ``structuredContent``, ``data.text`` is the
-      text blocks joined by newlines and ``data.content`` lists any other blocks (images and
-      audio without their base64 payload, which a text transcript cannot use: ``bytes`` gives
-      its decoded size). No content at all gives ``{"success": true}``.
-    * ``message`` (user-facing text) is never set: MCP has no such notion.
+    ``isError`` is a ``needsFollowup`` failure (``data.code == "mcp_tool_error"``);
+    ``structuredContent`` becomes ``data`` (a non-object as ``{"value": ...}``), else text blocks
+    become ``data.text`` and other blocks ``data.content`` without their payload
+    (docs/mcp-sources.md, Result mapping).
 
     Args:
         result: The SDK's result.
