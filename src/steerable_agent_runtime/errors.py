@@ -153,9 +153,8 @@ class WorkspaceError(ToolRetry):
     """
 
     def __init__(self, code: str, message: str, *, data: dict[str, Any] | None = None) -> None:
-        code = str(code)  # a registry member (a StrEnum) becomes its plain text
-        super().__init__(message, data={"code": code, **(data or {})})
-        self.code = code
+        self.code, data = _coded(code, data)
+        super().__init__(message, data=data)
 
 
 class PathEscapeError(WorkspaceError):
@@ -217,9 +216,8 @@ class WebError(ToolRetry):
     """
 
     def __init__(self, code: str, message: str, *, data: dict[str, Any] | None = None) -> None:
-        code = str(code)  # a registry member (a StrEnum) becomes its plain text
-        super().__init__(message, data={"code": code, **(data or {})})
-        self.code = code
+        self.code, data = _coded(code, data)
+        super().__init__(message, data=data)
 
 
 class ProviderError(SteerableError):
@@ -285,3 +283,13 @@ class SidecarStartError(SteerableError):
     The message carries the tail of the sidecar's stderr (its own explanation, e.g. a configuration
     error naming the variable).
     """
+
+
+def _coded(code: str, data: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
+    """A coded refusal's ``code`` as plain text (a registry member is a ``StrEnum``) and its ``data``.
+
+    Returns:
+        ``(code, {"code": code, **data})``: :class:`WorkspaceError` and :class:`WebError` carry both.
+    """
+    code = str(code)
+    return code, {"code": code, **(data or {})}

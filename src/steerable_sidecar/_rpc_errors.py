@@ -12,29 +12,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from steerable_agent_runtime.errors import (
-    ConfigError,
-    DuplicateToolError,
-    EditError,
-    McpServerError,
-    PatchError,
-    PathEscapeError,
-    PeerClosedError,
-    PluginLoadError,
-    PluginStateError,
-    ProviderError,
-    RemoteError,
-    SandboxUnavailableError,
-    SidecarStartError,
-    SteerableError,
-    ToolFailed,
-    ToolRetry,
-    ToolSignal,
-    UserError,
-    WebError,
-    WorkspaceError,
-    WriteConflictError,
-)
+from steerable_agent_runtime import errors
 
 if TYPE_CHECKING:
     import pydantic
@@ -63,29 +41,29 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 """The handler raised an exception outside the :class:`SteerableError` tree."""
 
-ERROR_CODES: Final[Mapping[type[SteerableError], int]] = MappingProxyType(
+ERROR_CODES: Final[Mapping[type[errors.SteerableError], int]] = MappingProxyType(
     {
-        SteerableError: -32000,
-        ToolSignal: -32010,
-        ToolRetry: -32011,
-        ToolFailed: -32012,
-        SandboxUnavailableError: -32013,
-        WebError: -32014,
-        WorkspaceError: -32020,
-        PathEscapeError: -32021,
-        WriteConflictError: -32022,
-        EditError: -32023,
-        PatchError: -32024,
-        UserError: -32030,
-        DuplicateToolError: -32031,
-        PluginLoadError: -32032,
-        PluginStateError: -32033,
-        ConfigError: -32040,
-        ProviderError: -32050,
-        SidecarStartError: -32060,
-        McpServerError: -32080,
-        RemoteError: -32090,
-        PeerClosedError: -32099,
+        errors.SteerableError: -32000,
+        errors.ToolSignal: -32010,
+        errors.ToolRetry: -32011,
+        errors.ToolFailed: -32012,
+        errors.SandboxUnavailableError: -32013,
+        errors.WebError: -32014,
+        errors.WorkspaceError: -32020,
+        errors.PathEscapeError: -32021,
+        errors.WriteConflictError: -32022,
+        errors.EditError: -32023,
+        errors.PatchError: -32024,
+        errors.UserError: -32030,
+        errors.DuplicateToolError: -32031,
+        errors.PluginLoadError: -32032,
+        errors.PluginStateError: -32033,
+        errors.ConfigError: -32040,
+        errors.ProviderError: -32050,
+        errors.SidecarStartError: -32060,
+        errors.McpServerError: -32080,
+        errors.RemoteError: -32090,
+        errors.PeerClosedError: -32099,
     }
 )
 """The JSON-RPC error code of each :class:`SteerableError` class (all distinct, -32099..-32000).
@@ -125,7 +103,7 @@ def error_code_for(exc: BaseException) -> int:
         :data:`INTERNAL_ERROR` for anything else.
     """
     for cls in type(exc).__mro__:
-        if issubclass(cls, SteerableError) and cls in ERROR_CODES:
+        if issubclass(cls, errors.SteerableError) and cls in ERROR_CODES:
             return ERROR_CODES[cls]
     if isinstance(exc, InvalidParams) or validation_error(exc) is not None:
         return INVALID_PARAMS
@@ -139,7 +117,7 @@ def validation_error(exc: BaseException) -> pydantic.ValidationError | None:
     return exc if isinstance(exc, ValidationError) else None
 
 
-def error_data_for(exc: SteerableError) -> dict[str, Any]:
+def error_data_for(exc: errors.SteerableError) -> dict[str, Any]:
     """Return the error object's ``data`` for a :class:`SteerableError`.
 
     ``type`` is the class name; the other keys carry the class's machine-readable attributes:
@@ -151,28 +129,28 @@ def error_data_for(exc: SteerableError) -> dict[str, Any]:
     Absent values are left out.
     """
     data: dict[str, Any] = {"type": type(exc).__name__}
-    if isinstance(exc, ToolSignal):
+    if isinstance(exc, errors.ToolSignal):
         _put(data, "message", exc.message)
         _put(data, "nextAction", exc.next_action)
         _put(data, "data", exc.data)
-    if isinstance(exc, WorkspaceError):
+    if isinstance(exc, errors.WorkspaceError):
         data["code"] = exc.code
-    if isinstance(exc, DuplicateToolError):
+    if isinstance(exc, errors.DuplicateToolError):
         data["name"] = exc.name
-    if isinstance(exc, ProviderError):
+    if isinstance(exc, errors.ProviderError):
         _put(data, "status", exc.status)
         data["retryable"] = exc.retryable
-    if isinstance(exc, RemoteError) and not isinstance(exc, PeerClosedError):
+    if isinstance(exc, errors.RemoteError) and not isinstance(exc, errors.PeerClosedError):
         data["remoteCode"] = exc.code
         _put(data, "remoteData", exc.data)
-    if isinstance(exc, PluginLoadError):
+    if isinstance(exc, errors.PluginLoadError):
         _put(data, "plugin", exc.plugin)
         _put(data, "tool", exc.tool)
         _put(data, "otherPlugin", exc.other_plugin)
-    if isinstance(exc, PluginStateError):
+    if isinstance(exc, errors.PluginStateError):
         _put(data, "plugin", exc.plugin)
         _put(data, "state", exc.state)
-    if isinstance(exc, McpServerError):
+    if isinstance(exc, errors.McpServerError):
         data["server"] = exc.server
     return data
 
