@@ -5,13 +5,13 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import steerable_sidecar
+from steerable_cli import run_steerable
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,18 +29,11 @@ def _child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _run_cli(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m steerable_sidecar ARGS`` as a real process (no PATH lookup)."""
-    return subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=_child_env(**env),
-        timeout=30,
-        check=False,
-    )
+def _run_cli(
+    *args: str, stdin: str | None = None, cwd: Path | None = None, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m steerable_sidecar ARGS`` as a real process in :func:`_child_env` ``(**env)``."""
+    return run_steerable(*args, env=_child_env(**env), cwd=cwd, stdin=stdin)
 
 
 @pytest.fixture
@@ -58,7 +51,7 @@ def child_env() -> Callable[..., dict[str, str]]:
 
 @pytest.fixture
 def run_cli() -> Callable[..., subprocess.CompletedProcess[str]]:
-    """Run ``python -m steerable_sidecar *args`` (``stdin=`` text, keyword env overrides)."""
+    """Run ``python -m steerable_sidecar *args`` (``stdin=`` text, ``cwd=``, keyword env overrides)."""
     return _run_cli
 
 

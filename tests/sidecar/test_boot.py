@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from steerable_agent_runtime import RemoteError
+from steerable_cli import run_steerable
 from steerable_sidecar.client import SidecarClient, SidecarStartError
 
 GREET = textwrap.dedent(
@@ -46,17 +47,7 @@ def env(plugin_dir: Path, child_env: Callable[..., dict[str, str]], tmp_path: Pa
 def cli(
     env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        encoding="utf-8",
-        env=env,
-        cwd=cwd,
-        timeout=60,
-        check=False,
-    )
+    return run_steerable(*args, env=env, cwd=cwd, stdin=stdin)
 
 
 def test_a_directory_plugin_shows_up_in_tools_call_session_and_plugins_plg_2_plg_3(

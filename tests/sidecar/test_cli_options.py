@@ -17,6 +17,7 @@ from mcp import Client, StdioServerParameters
 
 import steerable_agent_runtime
 import steerable_sidecar
+from steerable_cli import run_steerable
 
 VERSION = steerable_agent_runtime.__version__
 
@@ -30,15 +31,7 @@ def env_without_steerable(**overrides: str) -> dict[str, str]:
 def steerable(
     *args: str, cwd: Path, env: dict[str, str] | None = None, stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env_without_steerable() if env is None else env,
-        timeout=120,
-    )
+    return run_steerable(*args, env=env_without_steerable() if env is None else env, cwd=cwd, stdin=stdin)
 
 
 @pytest.fixture

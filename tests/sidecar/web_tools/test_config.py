@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -351,31 +349,20 @@ def test_a_list_of_only_empty_entries_is_a_configuration_error_web_18(
     assert str(resolved.value) == expected
 
 
-def _steerable(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    return subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**environ, **env},
-        timeout=120,
-        stdin=subprocess.DEVNULL,
-    )
-
-
 @pytest.mark.parametrize("variable", ["STEERABLE_WEB_ALLOWED_DOMAINS", "STEERABLE_WEB_BLOCKED_DOMAINS"])
-def test_doctor_and_tools_refuse_a_list_of_only_empty_entries_web_18(tmp_path: Path, variable: str) -> None:
+def test_doctor_and_tools_refuse_a_list_of_only_empty_entries_web_18(
+    tmp_path: Path, variable: str, run_cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
     message = f"{variable}=' , ' lists no domain (every entry is empty)"
-    doctor = _steerable("doctor", "--json", "--no-plugins", cwd=tmp_path, **{variable: " , "})
+    doctor = run_cli("doctor", "--json", "--no-plugins", stdin="", cwd=tmp_path, **{variable: " , "})
     assert doctor.returncode == 2, doctor.stdout + doctor.stderr
     rows = {(c["section"], c["item"]): c for c in json.loads(doctor.stdout)["checks"]}
     row = rows[("Web tools", "configuration")]
     assert row["status"] == "error" and row["detail"].startswith(message)
-    tools = _steerable("tools", "--no-plugins", cwd=tmp_path, **{variable: " , "})
+    tools = run_cli("tools", "--no-plugins", stdin="", cwd=tmp_path, **{variable: " , "})
     assert tools.returncode == 2 and message in tools.stderr, tools.stderr
     assert "Traceback" not in tools.stderr
-    fine = _steerable("tools", "--json", "--no-plugins", cwd=tmp_path, **{variable: "   "})
+    fine = run_cli("tools", "--json", "--no-plugins", stdin="", cwd=tmp_path, **{variable: "   "})
     assert fine.returncode == 0, fine.stderr
 
 
