@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -215,3 +216,45 @@ async def test_a_host_tool_forwards_the_whole_call_even_with_an_argument_named_l
     )
     assert sent == [ToolCall(id="h1", name="remote_tool", arguments={"_context": "mine", "n": 2})]
     assert result.data == {"echo": {"_context": "mine", "n": 2}}
+
+
+async def test_a_sync_tool_past_its_timeout_is_told_to_stop() -> None:
+    import threading
+    import time
+
+    stopped = threading.Event()
+    router = ToolRouter()
+
+    @router.tool(mode="read", timeout_ms=100)
+    def crunch(context: CallContext) -> str:
+        """Sync work in a thread, which nothing can interrupt."""
+        deadline = time.monotonic() + 10
+        while not context.cancelled and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stopped.set()
+        return "late"
+
+    result = await router.dispatch(ToolCall(id="c", name="crunch", arguments={}))
+    assert result.data is not None and result.data["code"] == "timeout"
+    assert await asyncio.to_thread(stopped.wait, 5)  # the thread saw the flag, long before 10 s
+
+
+async def test_a_cancelled_call_marks_its_context() -> None:
+    router, _ = _seen_router()
+    started = asyncio.Event()
+
+    @router.tool(mode="read")
+    async def wait_forever(context: CallContext) -> None:
+        """Waits."""
+        started.set()
+        await asyncio.Event().wait()
+
+    request = ToolCall(id="w", name="wait_forever", arguments={})
+    context = CallContext(request)
+    task = asyncio.create_task(router.dispatch(request, context))
+    await started.wait()
+    assert not context.cancelled
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert context.cancelled

@@ -2,7 +2,8 @@
 
 The one object per call that passes down the executor chain (``AgentLoop`` -> ``ApprovalGate`` ->
 ``ToolRouter.dispatch``) and into a tool that asks for it, the way pydantic-ai's ``RunContext`` and
-the MCP SDK's ``Context`` are handed to tools. A tool opts in with a parameter annotated
+the MCP SDK's ``Context`` are handed to tools: it carries the call, the executor chain running it,
+cancellation and an output sink. A tool opts in with a parameter annotated
 ``CallContext``: dispatch passes the context there, and the parameter is not part of the tool's
 JSON Schema (the model never sees it, and cannot send it)::
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -69,6 +71,20 @@ class CallContext:
     executor: ToolExecutor | None = None
     output: OutputSink | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+
+    @property
+    def cancelled(self) -> bool:
+        """``True`` once the call was cancelled or ran past its timeout (thread-safe).
+
+        An async tool gets ``CancelledError`` at its next ``await`` anyway; a sync tool runs in a
+        worker thread that nothing can interrupt, and checks this to stop early.
+        """
+        return self._stopped.is_set()
+
+    def cancel(self) -> None:
+        """Mark the call cancelled (dispatch does, when the call's task is cancelled or times out)."""
+        self._stopped.set()
 
     async def send_output(self, text: str) -> None:
         """Stream one chunk of output while the call runs; nothing happens without a sink.

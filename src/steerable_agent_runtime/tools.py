@@ -601,6 +601,7 @@ class ToolRouter(ToolDecorator):
             except ToolSignal as signal:
                 result = signal_result(signal)
             else:
+                given = None  # the context the tool asked for: told when the call is cancelled
                 if spec.context_param is not None:
                     given = context if context is not None else CallContext(call)
                     kwargs = {**kwargs, spec.context_param: given}
@@ -614,7 +615,7 @@ class ToolRouter(ToolDecorator):
                 except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the process
                     result = failed_result(spec.name, exc)
                 else:
-                    result = await self._finish(spec, steps, pending)
+                    result = await self._finish(spec, steps, pending, given)
         if self.trace is not None:
             _record(self.trace, call, spec, context, started, result)
         return result
@@ -655,13 +656,17 @@ class ToolRouter(ToolDecorator):
             data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": close},
         )
 
-    async def _finish(self, spec: Tool, steps: Generator[Any, Any, Any], pending: Any) -> ToolResult:
+    async def _finish(
+        self, spec: Tool, steps: Generator[Any, Any, Any], pending: Any, context: CallContext | None
+    ) -> ToolResult:
         """Drive a handler that suspended, under its deadline (armed only now)."""
         timeout_ms = spec.timeout_ms if spec.timeout_ms is not None else self.default_timeout_ms
         token = self._deadlines.arm(timeout_ms / 1000) if timeout_ms else None
         try:
             value = await resume(steps, pending)
         except asyncio.CancelledError:
+            if context is not None:  # a sync tool's thread cannot be interrupted: it can stop itself
+                context.cancel()
             if token is None or not token.expired:
                 raise  # cancelled from outside: not ours to swallow
             current = asyncio.current_task()
