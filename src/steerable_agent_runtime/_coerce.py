@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Final, TypeVar
 
 from pydantic import ValidationError
 
@@ -29,6 +29,8 @@ _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+
 _MAX_DEPTH: Final = 64
 _MAX_DIGITS: Final = 4000  # below int()'s default str-conversion limit (4300 digits)
 _SCALAR_TYPES: Final = frozenset({"integer", "number", "boolean"})
+
+_Container = TypeVar("_Container", dict[str, Any], list[Any])
 
 
 def coerce_arguments(
@@ -173,12 +175,15 @@ def _walk(
         return _scalar(root, schema, value, path, problems)
     if isinstance(value, dict):
         properties = _properties(list(_leaves(root, schema)), value)
-        return value if properties is None else _object(root, properties, value, path, problems, depth)
+        if properties is None:
+            return value
+        slots = [(key, properties[key]) for key in value if key in properties]
+        return _children(root, value, slots, path, problems, depth)
     if isinstance(value, list):
         for leaf in _leaves(root, schema):
             items = leaf.get("items") if isinstance(leaf, Mapping) else None
             if isinstance(items, Mapping):
-                return _array(root, items, value, path, problems, depth)
+                return _children(root, value, [(i, items) for i in range(len(value))], path, problems, depth)
         return value
     return value
 
@@ -211,43 +216,28 @@ def _properties(leaves: list[Any], value: dict[str, Any]) -> Mapping[str, Any] |
     return merged
 
 
-def _object(
+def _children(
     root: Mapping[str, Any],
-    properties: Mapping[str, Any],
-    value: dict[str, Any],
+    value: _Container,
+    slots: Iterable[tuple[Any, Any]],
     path: tuple[str, ...],
     problems: list[dict[str, str]],
     depth: int,
-) -> dict[str, Any]:
-    out = value
-    for key, item in value.items():
-        if key not in properties or not isinstance(item, (str, dict, list)):
-            continue
-        new = _walk(root, properties[key], item, (*path, key), problems, depth + 1)
-        if new is not item:
-            if out is value:
-                out = dict(value)
-            out[key] = new
-    return out
+) -> _Container:
+    """``value`` with each ``(key or index, schema)`` child walked; copied at the first change.
 
-
-def _array(
-    root: Mapping[str, Any],
-    items: Mapping[str, Any],
-    value: list[Any],
-    path: tuple[str, ...],
-    problems: list[dict[str, str]],
-    depth: int,
-) -> list[Any]:
+    The caller's object or array is never changed: a coerced child goes into a shallow copy.
+    """
     out = value
-    for index, item in enumerate(value):
+    for slot, schema in slots:
+        item = value[slot]
         if not isinstance(item, (str, dict, list)):
             continue
-        new = _walk(root, items, item, (*path, str(index)), problems, depth + 1)
+        new = _walk(root, schema, item, (*path, str(slot)), problems, depth + 1)
         if new is not item:
             if out is value:
-                out = list(value)
-            out[index] = new
+                out = value.copy()
+            out[slot] = new
     return out
 
 
