@@ -6,8 +6,7 @@ from typing import Any
 
 import pytest
 
-from loop_script import call, echo_router, tool_results, turn
-from steerable_agent_runtime import ToolRouter
+from loop_script import EchoRouter, call, echo_router, tool_results, turn
 from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.loop import AgentLoop
@@ -15,12 +14,12 @@ from steerable_agent_runtime.trace import TraceSpan
 
 
 @pytest.fixture
-def router() -> ToolRouter:
+def router() -> EchoRouter:
     return echo_router()
 
 
 async def test_approval_gate_asks_for_local_mode_and_denial_is_a_followup(
-    router: ToolRouter,
+    router: EchoRouter,
 ) -> None:  # MODE-5
     asked: list[tuple[str, str]] = []
 
@@ -47,11 +46,11 @@ async def test_approval_gate_asks_for_local_mode_and_denial_is_a_followup(
         "continue another way or ask the user.",
         "data": {"code": "consent_denied", "mode": "local"},
     }
-    assert results["2"]["success"] is True and router.calls == []  # type: ignore[attr-defined]
+    assert results["2"]["success"] is True and router.calls == []
     assert {s.call_id: s.attrs.get("approved") for s in spans} == {"1": False, "2": None}
 
 
-async def test_approval_handler_failure_fails_closed(router: ToolRouter) -> None:
+async def test_approval_handler_failure_fails_closed(router: EchoRouter) -> None:
     async def broken(call: Any, mode: Any) -> bool:
         raise ConnectionError("host gone")
 
@@ -61,10 +60,10 @@ async def test_approval_handler_failure_fails_closed(router: ToolRouter) -> None
     )
     assert result.data == {"code": "consent_denied", "mode": "local"}
     assert "the consent prompt failed: ConnectionError" in (result.error or "")
-    assert router.calls == []  # type: ignore[attr-defined]
+    assert router.calls == []
 
 
-async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) -> None:
+async def test_a_tool_calling_sys_exit_is_a_failed_result(router: EchoRouter) -> None:
     @router.tool
     async def quitter() -> None:
         """Exits."""
@@ -77,7 +76,7 @@ async def test_a_tool_calling_sys_exit_is_a_failed_result(router: ToolRouter) ->
     }
 
 
-async def test_arguments_are_validated_before_anyone_is_asked(router: ToolRouter) -> None:  # MODE-5
+async def test_arguments_are_validated_before_anyone_is_asked(router: EchoRouter) -> None:  # MODE-5
     asked: list[str] = []
 
     async def approve(call: Any, mode: Any) -> bool:
@@ -102,7 +101,7 @@ async def test_arguments_are_validated_before_anyone_is_asked(router: ToolRouter
 
 
 async def test_without_a_prompt_a_consent_call_is_refused_after_its_arguments_are_checked(
-    router: ToolRouter,
+    router: EchoRouter,
 ) -> None:  # MODE-2
     gate = ApprovalGate.for_router(router, approve=None, unasked=": ask first")
     from steerable_agent_runtime import ToolCall
@@ -116,4 +115,4 @@ async def test_without_a_prompt_a_consent_call_is_refused_after_its_arguments_ar
         "error": "echo is a local-mode tool: ask first",
         "data": {"code": "consent_required", "mode": "local"},
     }
-    assert router.calls == []  # type: ignore[attr-defined]
+    assert router.calls == []

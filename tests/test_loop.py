@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from loop_script import call, echo_router, tool_results, turn
+from loop_script import EchoRouter, call, echo_router, tool_results, turn
 from steerable_agent_runtime import ToolRouter
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, Usage
@@ -19,11 +19,11 @@ from steerable_agent_runtime.trace import TraceSpan
 
 
 @pytest.fixture
-def router() -> ToolRouter:
+def router() -> EchoRouter:
     return echo_router()
 
 
-async def test_text_only_turn_completes(router: ToolRouter) -> None:
+async def test_text_only_turn_completes(router: EchoRouter) -> None:
     provider = ScriptedProvider(["All done."])
     summary = await AgentLoop(provider, router).run([], "hi")
     assert summary.outcome is RunOutcome.COMPLETED
@@ -32,7 +32,7 @@ async def test_text_only_turn_completes(router: ToolRouter) -> None:
     assert [t["function"]["name"] for t in provider.requests[0].tools] == router.names()
 
 
-async def test_tool_result_goes_back_to_the_model_as_result_json(router: ToolRouter) -> None:
+async def test_tool_result_goes_back_to_the_model_as_result_json(router: EchoRouter) -> None:
     provider = ScriptedProvider([turn(call("echo", {"text": "x"}, id="c1")), "done"])
     loop = AgentLoop(provider, router)
     summary = await loop.run([], "go")
@@ -47,7 +47,7 @@ async def test_tool_result_goes_back_to_the_model_as_result_json(router: ToolRou
     assert summary.usage == Usage(10, 2)  # the second turn reported none
 
 
-async def test_needs_followup_failure_reprompts_the_model(router: ToolRouter) -> None:  # ENV-7
+async def test_needs_followup_failure_reprompts_the_model(router: EchoRouter) -> None:  # ENV-7
     provider = ScriptedProvider(
         [turn(call("fragile", {"value": -1}, id="a")), turn(call("fragile", {"value": 3})), "ok"]
     )
@@ -61,7 +61,7 @@ async def test_needs_followup_failure_reprompts_the_model(router: ToolRouter) ->
     }
 
 
-async def test_failure_without_followup_ends_the_run(router: ToolRouter) -> None:  # ENV-7, ENV-6
+async def test_failure_without_followup_ends_the_run(router: EchoRouter) -> None:  # ENV-7, ENV-6
     provider = ScriptedProvider([turn(call("fragile", {"value": 0})), "never reached"])
     summary = await AgentLoop(provider, router).run([], "go")
     assert summary.outcome is RunOutcome.TERMINAL and summary.rounds == 1
@@ -69,7 +69,7 @@ async def test_failure_without_followup_ends_the_run(router: ToolRouter) -> None
     assert provider.remaining == 1 and not summary.succeeded
 
 
-async def test_terminal_success_ends_the_run_as_succeeded(router: ToolRouter) -> None:
+async def test_terminal_success_ends_the_run_as_succeeded(router: EchoRouter) -> None:
     provider = ScriptedProvider([turn(call("finish", {"summary": "shipped"})), "never"])
     summary = await AgentLoop(provider, router).run([], "go")
     assert summary.outcome is RunOutcome.TERMINAL and summary.succeeded
@@ -77,7 +77,7 @@ async def test_terminal_success_ends_the_run_as_succeeded(router: ToolRouter) ->
 
 
 async def test_every_call_of_a_batch_is_recorded_before_a_terminal_one_ends_the_run(
-    router: ToolRouter, tmp_path: Path
+    router: EchoRouter, tmp_path: Path
 ) -> None:  # ENV-8
     record = DurableRecord(tmp_path / "s.jsonl")
     provider = ScriptedProvider(
@@ -96,10 +96,10 @@ async def test_every_call_of_a_batch_is_recorded_before_a_terminal_one_ends_the_
     recorded = tool_results(record.messages())
     assert list(recorded) == ["c1", "c2", "c3"]  # the model's order, not completion order
     assert recorded["c1"]["success"] and recorded["c3"]["success"] and not recorded["c2"]["success"]
-    assert sorted(router.calls) == [("slow_echo", "a"), ("slow_echo", "b")]  # type: ignore[attr-defined]
+    assert sorted(router.calls) == [("slow_echo", "a"), ("slow_echo", "b")]
 
 
-async def test_batch_calls_run_concurrently(router: ToolRouter) -> None:
+async def test_batch_calls_run_concurrently(router: EchoRouter) -> None:
     calls = [call("slow_echo", {"text": str(i), "delay_ms": 200}) for i in range(5)]
     provider = ScriptedProvider([turn(*calls), "done"])
     started = asyncio.get_running_loop().time()
@@ -107,31 +107,31 @@ async def test_batch_calls_run_concurrently(router: ToolRouter) -> None:
     assert asyncio.get_running_loop().time() - started < 0.8  # 5 x 200 ms sequentially would be 1 s
 
 
-async def test_identical_duplicate_runs_once_and_is_recorded_once(router: ToolRouter) -> None:  # ENV-8
+async def test_identical_duplicate_runs_once_and_is_recorded_once(router: EchoRouter) -> None:  # ENV-8
     dup = call("echo", {"text": "same"}, id="d1")
     provider = ScriptedProvider([turn(dup, dup), "done"])
     loop = AgentLoop(provider, router)
     await loop.run([], "go")
-    assert router.calls == [("echo", "same")]  # type: ignore[attr-defined]
+    assert router.calls == [("echo", "same")]
     assistant = loop.messages[1]
     assert [c["id"] for c in assistant["tool_calls"]] == ["d1"]
     assert list(tool_results(loop.messages)) == ["d1"]
 
 
-async def test_different_calls_sharing_an_id_both_run_under_unique_ids(router: ToolRouter) -> None:  # ENV-8
+async def test_different_calls_sharing_an_id_both_run_under_unique_ids(router: EchoRouter) -> None:  # ENV-8
     provider = ScriptedProvider(
         [turn(call("echo", {"text": "one"}, id="x"), call("echo", {"text": "two"}, id="x")), "done"]
     )
     loop = AgentLoop(provider, router)
     await loop.run([], "go")
-    assert sorted(router.calls) == [("echo", "one"), ("echo", "two")]  # type: ignore[attr-defined]
+    assert sorted(router.calls) == [("echo", "one"), ("echo", "two")]
     ids = [c["id"] for c in loop.messages[1]["tool_calls"]]
     assert ids[0] == "x" and ids[1] != "x" and len(set(ids)) == 2
     results = tool_results(loop.messages)
     assert results[ids[0]]["data"] == {"echo": "one"} and results[ids[1]]["data"] == {"echo": "two"}
 
 
-async def test_an_id_reused_from_an_earlier_turn_is_renamed(router: ToolRouter) -> None:  # ENV-2
+async def test_an_id_reused_from_an_earlier_turn_is_renamed(router: EchoRouter) -> None:  # ENV-2
     provider = ScriptedProvider(
         [turn(call("echo", {"text": "1"}, id="c")), turn(call("echo", {"text": "2"}, id="c")), "done"]
     )
@@ -142,11 +142,11 @@ async def test_an_id_reused_from_an_earlier_turn_is_renamed(router: ToolRouter) 
     assert set(tool_results(loop.messages)) == set(ids)
 
 
-async def test_invalid_json_arguments_get_a_followup_failure_without_running(router: ToolRouter) -> None:
+async def test_invalid_json_arguments_get_a_followup_failure_without_running(router: EchoRouter) -> None:
     provider = ScriptedProvider([turn(call("echo", '{"text": "unterminated', id="bad")), "recovered"])
     loop = AgentLoop(provider, router)
     summary = await loop.run([], "go")
-    assert summary.outcome is RunOutcome.COMPLETED and router.calls == []  # type: ignore[attr-defined]
+    assert summary.outcome is RunOutcome.COMPLETED and router.calls == []
     result = tool_results(loop.messages)["bad"]
     assert result["success"] is False and result["needsFollowup"] is True
     assert result["data"] == {"code": "invalid_tool_call"}
@@ -155,13 +155,13 @@ async def test_invalid_json_arguments_get_a_followup_failure_without_running(rou
     assert loop.messages[1]["tool_calls"][0]["function"]["arguments"] == '{"text": "unterminated'
 
 
-async def test_max_rounds_stops_a_model_that_keeps_calling_tools(router: ToolRouter) -> None:
+async def test_max_rounds_stops_a_model_that_keeps_calling_tools(router: EchoRouter) -> None:
     provider = ScriptedProvider([turn(call("echo", {"text": str(i)})) for i in range(5)])
     summary = await AgentLoop(provider, router, max_rounds=3).run([], "go")
     assert summary.outcome is RunOutcome.MAX_ROUNDS and summary.rounds == 3 and summary.tool_calls == 3
 
 
-async def test_provider_error_ends_the_run_with_error(router: ToolRouter) -> None:
+async def test_provider_error_ends_the_run_with_error(router: EchoRouter) -> None:
     def boom(request: ChatRequest) -> ChatResponse:
         raise ProviderError("HTTP 500 from the model")
 
@@ -169,7 +169,7 @@ async def test_provider_error_ends_the_run_with_error(router: ToolRouter) -> Non
     assert summary.outcome is RunOutcome.ERROR and summary.error == "HTTP 500 from the model"
 
 
-async def test_per_tool_timeout_is_a_failed_result(router: ToolRouter) -> None:
+async def test_per_tool_timeout_is_a_failed_result(router: EchoRouter) -> None:
     provider = ScriptedProvider(
         [turn(call("slow_echo", {"text": "z", "delay_ms": 2000}, id="t")), "moved on"]
     )
@@ -198,7 +198,7 @@ async def test_router_timeout_of_a_tool_is_a_failed_result() -> None:
     assert result["success"] is False and result["data"]["code"] == "timeout"
 
 
-async def test_cancel_records_an_answer_for_every_call_in_flight(router: ToolRouter, tmp_path: Path) -> None:
+async def test_cancel_records_an_answer_for_every_call_in_flight(router: EchoRouter, tmp_path: Path) -> None:
     record = DurableRecord(tmp_path / "s.jsonl")
     provider = ScriptedProvider(
         [turn(call("slow_echo", {"text": "a", "delay_ms": 5000}, id="inflight")), "never"]
@@ -217,7 +217,7 @@ async def test_cancel_records_an_answer_for_every_call_in_flight(router: ToolRou
     assert events[-1]["type"] == "done" and loop.cancel() is False
 
 
-async def test_outside_cancellation_propagates(router: ToolRouter) -> None:
+async def test_outside_cancellation_propagates(router: EchoRouter) -> None:
     provider = ScriptedProvider([turn(call("slow_echo", {"text": "a", "delay_ms": 5000}))])
     loop = AgentLoop(provider, router)
     task = asyncio.create_task(loop.run([], "go"))
@@ -227,7 +227,7 @@ async def test_outside_cancellation_propagates(router: ToolRouter) -> None:
         await task
 
 
-async def test_trace_span_per_call_carries_mode_tier_outcome(router: ToolRouter) -> None:  # ENV-3
+async def test_trace_span_per_call_carries_mode_tier_outcome(router: EchoRouter) -> None:  # ENV-3
     spans: list[TraceSpan] = []
     provider = ScriptedProvider(
         [
@@ -247,7 +247,7 @@ async def test_trace_span_per_call_carries_mode_tier_outcome(router: ToolRouter)
     assert all(s.attrs["durationMs"] >= 0 for s in spans)
 
 
-async def test_events_stream_text_calls_results_and_done(router: ToolRouter) -> None:
+async def test_events_stream_text_calls_results_and_done(router: EchoRouter) -> None:
     events: list[dict[str, Any]] = []
 
     async def sink(event: dict[str, Any]) -> None:
@@ -265,7 +265,7 @@ async def test_events_stream_text_calls_results_and_done(router: ToolRouter) -> 
     assert events[-1]["summary"]["outcome"] == "completed"
 
 
-async def test_a_failing_event_sink_never_stops_the_run(router: ToolRouter) -> None:
+async def test_a_failing_event_sink_never_stops_the_run(router: EchoRouter) -> None:
     def sink(event: dict[str, Any]) -> None:
         raise RuntimeError("ui crashed")
 
@@ -274,7 +274,7 @@ async def test_a_failing_event_sink_never_stops_the_run(router: ToolRouter) -> N
 
 
 async def test_resume_after_a_crash_mid_call_answers_the_dangling_calls(
-    router: ToolRouter, tmp_path: Path
+    router: EchoRouter, tmp_path: Path
 ) -> None:
     # a process died while running c2: the record has the assistant message and only c1's result
     record = DurableRecord(tmp_path / "s.jsonl")
@@ -304,7 +304,7 @@ async def test_resume_after_a_crash_mid_call_answers_the_dangling_calls(
     assert [m.get("tool_call_id") for m in record.messages()][:4] == [None, None, "c1", "c2"]
 
 
-async def test_a_dangling_call_inside_the_history_is_answered_in_place(router: ToolRouter) -> None:
+async def test_a_dangling_call_inside_the_history_is_answered_in_place(router: EchoRouter) -> None:
     history: list[dict[str, Any]] = [
         {"role": "user", "content": "a"},
         {
@@ -320,7 +320,7 @@ async def test_a_dangling_call_inside_the_history_is_answered_in_place(router: T
     assert roles == ["user", "assistant", "tool", "user", "user"]
 
 
-async def test_identical_repeat_of_a_reused_id_still_runs_once(router: ToolRouter) -> None:  # ENV-8
+async def test_identical_repeat_of_a_reused_id_still_runs_once(router: EchoRouter) -> None:  # ENV-8
     # providers that restart ids each turn (call_0, call_1...) reuse ids across turns
     provider = ScriptedProvider(
         [
@@ -333,12 +333,12 @@ async def test_identical_repeat_of_a_reused_id_still_runs_once(router: ToolRoute
     )
     loop = AgentLoop(provider, router)
     await loop.run([], "go")
-    assert router.calls == [("echo", "first"), ("echo", "second")]  # type: ignore[attr-defined]
+    assert router.calls == [("echo", "first"), ("echo", "second")]
     ids = [c["id"] for m in loop.messages for c in m.get("tool_calls") or []]
     assert len(ids) == 2 and len(set(ids)) == 2
 
 
-async def test_model_timeout_ends_the_run_with_error(router: ToolRouter) -> None:
+async def test_model_timeout_ends_the_run_with_error(router: EchoRouter) -> None:
     class Stalling:
         async def complete(self, request: ChatRequest) -> ChatResponse:
             await asyncio.sleep(30)
@@ -357,7 +357,7 @@ async def test_model_timeout_ends_the_run_with_error(router: ToolRouter) -> None
 
 
 async def test_cancel_during_event_emission_still_answers_every_call(
-    router: ToolRouter, tmp_path: Path
+    router: EchoRouter, tmp_path: Path
 ) -> None:
     record = DurableRecord(tmp_path / "s.jsonl")
     provider = ScriptedProvider(
@@ -375,10 +375,10 @@ async def test_cancel_during_event_emission_still_answers_every_call(
     assert summary.outcome is RunOutcome.CANCELLED and summary.tool_calls == 2
     results = tool_results(record.messages())
     assert list(results) == ["k1", "k2"] and all(r["data"] == {"code": "cancelled"} for r in results.values())
-    assert router.calls == []  # type: ignore[attr-defined]
+    assert router.calls == []
 
 
-async def test_orphan_tool_messages_are_dropped_on_resume(router: ToolRouter) -> None:
+async def test_orphan_tool_messages_are_dropped_on_resume(router: EchoRouter) -> None:
     history = [
         {"role": "user", "content": "a"},
         {

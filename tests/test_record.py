@@ -6,19 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from loop_script import call, echo_router, tool_results, turn
-from steerable_agent_runtime import ToolRouter, workspace_tools_for_cwd
+from loop_script import EchoRouter, call, echo_router, tool_results, turn
+from steerable_agent_runtime import workspace_tools_for_cwd
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider
 from steerable_agent_runtime.loop import AgentLoop, RunOutcome
 from steerable_agent_runtime.record import DurableRecord
 
 
 @pytest.fixture
-def router() -> ToolRouter:
+def router() -> EchoRouter:
     return echo_router()
 
 
-async def test_record_is_written_before_the_next_model_call(router: ToolRouter, tmp_path: Path) -> None:
+async def test_record_is_written_before_the_next_model_call(router: EchoRouter, tmp_path: Path) -> None:
     record = DurableRecord(tmp_path / "s.jsonl")
     seen: list[list[str]] = []
 
@@ -81,7 +81,7 @@ def test_session_ids_cannot_escape_the_record_directory(tmp_path: Path) -> None:
     assert DurableRecord.for_session(tmp_path, "chat-1.2_x").path == tmp_path / "chat-1.2_x.jsonl"
 
 
-async def test_trace_entries_are_written_with_the_batch(router: ToolRouter, tmp_path: Path) -> None:  # ENV-3
+async def test_trace_entries_are_written_with_the_batch(router: EchoRouter, tmp_path: Path) -> None:  # ENV-3
     record = DurableRecord(tmp_path / "s.jsonl")
     provider = ScriptedProvider([turn(call("echo", {"text": "a"}, id="1"), call("nope", id="2")), "ok"])
     await AgentLoop(provider, router, record=record).run([], "go")

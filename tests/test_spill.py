@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from loop_script import call, echo_router, tool_results, turn
-from steerable_agent_runtime import ToolResult, ToolRouter
+from loop_script import EchoRouter, call, echo_router, tool_results, turn
+from steerable_agent_runtime import ToolResult
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.loop import AgentLoop, RunOutcome
 from steerable_agent_runtime.spill import SpillHooks
@@ -17,13 +17,13 @@ from steerable_agent_runtime.trace import TraceSpan
 
 
 @pytest.fixture
-def router() -> ToolRouter:
+def router() -> EchoRouter:
     return echo_router()
 
 
 @pytest.mark.parametrize("depth", [400, 3000])  # past pydantic's limit; past json's recursion too
 async def test_a_result_too_deep_for_json_is_an_answer_not_a_crash(
-    router: ToolRouter, tmp_path: Path, depth: int
+    router: EchoRouter, tmp_path: Path, depth: int
 ) -> None:
     @router.tool
     async def deep() -> ToolResult:
@@ -44,7 +44,7 @@ async def test_a_result_too_deep_for_json_is_an_answer_not_a_crash(
 
 
 async def test_oversized_data_is_spilled_and_readable_back(
-    router: ToolRouter, tmp_path: Path
+    router: EchoRouter, tmp_path: Path
 ) -> None:  # WEB-15
     @router.tool
     async def read_big(path: str) -> dict[str, Any]:
