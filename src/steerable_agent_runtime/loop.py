@@ -5,7 +5,7 @@ and every result is recorded, in the model's order, before the loop looks at the
 result (``is_terminal_result``) then ends the run; otherwise the results go back to the model.
 A turn without tool calls completes the run.
 
-Rules beyond the spec (ENV-8 and the issue's loop section):
+Rules beyond the spec (ENV-8; docs/agent-loop.md):
 
 * Call ids are unique within the chat (spec: ToolCall.id). A call whose id repeats an earlier
   call's id gets a fresh cuid2 id, in the recorded assistant message too, so every tool message

@@ -77,19 +77,17 @@ class LLMConfig:
             scripted. Case-insensitive in the environment.
         model: ``STEERABLE_MODEL``: the model name sent in each request. Required, except for
             scripted.
-        base_url: ``STEERABLE_BASE_URL``: an http(s) URL without credentials, query or fragment;
-            the provider posts to ``{base_url}/chat/completions``. ``None`` takes the provider's
-            default from :data:`DEFAULT_BASE_URLS` (and stays ``None`` for scripted). A trailing
-            ``/`` is dropped.
+        base_url: ``STEERABLE_BASE_URL``: an http(s) URL without credentials, query or fragment,
+            trailing ``/`` dropped; requests go to ``{base_url}/chat/completions``. ``None``: the
+            provider's default (:data:`DEFAULT_BASE_URLS`; still ``None`` for scripted).
         api_key: ``STEERABLE_API_KEY``: sent as ``Authorization: Bearer <key>``. Required, except
             for ollama and scripted. Masked in ``repr``/``str``; read it with
             ``get_secret_value()``.
         script: ``STEERABLE_SCRIPT``: a JSON file holding a list of turns for
             :meth:`ScriptedProvider.from_file`. Required for (and only used by) scripted.
         request_timeout_ms: ``STEERABLE_REQUEST_TIMEOUT_MS``: the longest wait, in milliseconds,
-            for any single network step (connecting, sending, each read of the stream). A stream
-            that goes silent this long fails; one that keeps sending does not. Default 600 000,
-            range 1 to 3 600 000.
+            for any single network step (connect, send, each read of the stream), 1 to 3 600 000
+            (default 600 000).
 
     Raises:
         ConfigError: On construction, naming the variable, when a value is missing or invalid.

@@ -62,10 +62,8 @@ _ROUTER_GRACE_MS: Final = 5_000  # the router's deadline backstops ours by this 
 class McpToolSources:
     """Connected MCP servers whose tools are registered on a router while the sources are open.
 
-    Use it as an async context manager; the servers run and their tools stay registered inside::
-
-        async with McpToolSources(router, load_mcp_config("mcp.json")):
-            ...  # mcp__<server>__<tool> tools dispatch through router
+    Use it as an async context manager (``async with McpToolSources(router, configs):``); the
+    servers run and their tools stay registered inside (an example: docs/mcp-sources.md, Lifetime).
 
     Entering starts every server concurrently and registers its tools, failing loud: if any
     server cannot start, list or register, everything started is closed, nothing stays

@@ -127,13 +127,9 @@ class JsonRpcPeer:
     """One end of a JSON-RPC 2.0 connection: serves requests and makes them, concurrently.
 
     The same class runs in the sidecar (over its stdio, see :func:`open_stdio_streams`) and in
-    the host (over the child's pipes). Register handlers, then run :meth:`serve` (or use the
-    peer as an async context manager, which serves in a background task)::
-
-        peer = JsonRpcPeer(reader, writer, name="sidecar")
-        peer.add_method("echo", echo)
-        async with peer:
-            answer = await peer.request("ask_user.request", {"questions": [...]})
+    the host (over the child's pipes). Register handlers, then run :meth:`serve` or use the peer
+    as an async context manager, which serves in a background task (an example:
+    docs/sidecar-protocol.md, The Python peer).
 
     EOF fails every pending :meth:`request` with :class:`PeerClosedError` and gives running
     handlers ``drain_timeout_s`` to answer; :meth:`aclose` cancels them at once; the streams are
