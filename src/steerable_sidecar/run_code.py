@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import (
     CallContext,
-    OutputSink,
     ToolCall,
     ToolErrorCode,
     ToolMode,
@@ -217,11 +216,11 @@ class _Run:
         executor: ToolExecutor,
         config: RunCodeConfig,
         sandbox: SandboxInfo,
-        output: OutputSink | None = None,
+        context: CallContext,
     ) -> None:
         self.code = code
         self.executor = executor
-        self.output = output  # the run_code call's output sink, handed on to its nested calls
+        self.context = context  # the run_code call's: its output sink takes the printed text
         self.config = config
         self.sandbox = sandbox
         self.calls: list[dict[str, Any]] = []
@@ -287,7 +286,10 @@ class _Run:
                 frame = None
             kind = frame.get("t") if isinstance(frame, dict) else None
             if kind == "log":
-                if self._log(frame.get("text")):
+                text = frame.get("text")
+                if isinstance(text, str) and text and self.log_bytes <= self.config.max_output_bytes:
+                    await self.context.send_output(text)  # printed text streams as it comes
+                if self._log(text):
                     return self.fail(
                         RunCodeErrorCode.OUTPUT_LIMIT,
                         f"The program printed more than {self.config.max_output_bytes} bytes "
@@ -346,7 +348,7 @@ class _Run:
             )
         else:
             call = ToolCall(id=call_id, name=name, arguments=arguments)
-            context = CallContext(call, executor=self.executor, output=self.output)
+            context = CallContext(call, executor=self.executor, output=self.context.output)
             try:
                 result = await self.executor(call, context)
             except asyncio.CancelledError:  # the run stopped (deadline, cancel) while the call ran
@@ -517,9 +519,7 @@ def run_code_tool(
                 root, chosen, allow=allow, cache=scans, tool="run_code"
             ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
-                result = await _execute(
-                    _Run(code, executor, cfg, chosen.info, context.output), policy, chosen
-                )
+                result = await _execute(_Run(code, executor, cfg, chosen.info, context), policy, chosen)
         except SnapshotTooLarge:
             refused = snapshot_too_large("program")
             return _failure(

@@ -19,7 +19,15 @@ from typing import Any
 
 import pytest
 
-from steerable_agent_runtime import ConfigError, ToolCall, ToolMode, ToolResult, ToolRetry, ToolRouter
+from steerable_agent_runtime import (
+    CallContext,
+    ConfigError,
+    ToolCall,
+    ToolMode,
+    ToolResult,
+    ToolRetry,
+    ToolRouter,
+)
 from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.loop import AgentLoop
@@ -195,6 +203,16 @@ async def test_a_syntax_error_is_a_followup_failure_naming_the_line(workspace: P
     data = data_of(result)
     assert data["code"] == "syntax_error" and data["exception"]["line"] == 2
     assert "line 2" in (result.error or "") and data["calls"] == [] and data["logs"] == ""
+
+
+async def test_printed_text_streams_through_the_call_context_as_it_comes(workspace: Path) -> None:
+    router = make_router(workspace)
+    chunks: list[str] = []
+    code = 'print("one")\ntools.echo(text="x")\nprint("two")\nreturn 1'
+    call = ToolCall(id="s", name="run_code", arguments={"code": code, "description": "stream"})
+    result = await router.dispatch(call, CallContext(call, output=chunks.append))
+    assert result.success is True, result
+    assert "".join(chunks) == data_of(result)["logs"] == "one\ntwo\n"
 
 
 async def test_print_output_never_mixes_into_the_protocol(workspace: Path) -> None:
