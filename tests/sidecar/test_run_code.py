@@ -66,20 +66,27 @@ def secrets(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
 
 
+class SeenRouter(ToolRouter):
+    """A router whose ``seen`` logs the echo and local_thing calls its tools ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[str, str | None]] = []
+
+
 def make_router(
     workspace: Path,
     *,
     config: RunCodeConfig | None = None,
     sandbox: SandboxConfig | None = None,
     backend: SandboxBackend | None = None,
-) -> ToolRouter:
-    router = ToolRouter()
-    router.seen = []  # type: ignore[attr-defined]
+) -> SeenRouter:
+    router = SeenRouter()
 
     @router.tool(mode="read")
     async def echo(text: str) -> str:
         """Echo text back."""
-        router.seen.append(("echo", text))  # type: ignore[attr-defined]
+        router.seen.append(("echo", text))
         return text
 
     @router.tool(mode="read")
@@ -101,7 +108,7 @@ def make_router(
     @router.tool(mode="local")
     async def local_thing() -> str:
         """Touches the machine."""
-        router.seen.append(("local_thing", None))  # type: ignore[attr-defined]
+        router.seen.append(("local_thing", None))
         return "touched"
 
     sandbox = sandbox if sandbox is not None else _bwrap_or_skip()
@@ -259,7 +266,7 @@ async def test_nested_calls_through_tools_call_and_tools_attribute_run_3(workspa
     ids = [c["id"] for c in data["calls"]]
     assert len(set(ids)) == 3 and "top" not in ids  # every nested call gets a fresh id
     assert data["logs"] == "got one two\n"
-    assert router.seen == [("echo", "one"), ("echo", "two")]  # type: ignore[attr-defined]
+    assert router.seen == [("echo", "one"), ("echo", "two")]
 
 
 async def test_a_failed_nested_call_raises_an_error_the_program_can_catch(workspace: Path) -> None:
@@ -334,7 +341,7 @@ async def test_without_a_live_executor_nested_calls_needing_consent_fail_closed(
         """,
     )
     assert data_of(result)["value"] == ["consent_required", "reads still run"]
-    assert ("local_thing", None) not in router.seen  # type: ignore[attr-defined]
+    assert ("local_thing", None) not in router.seen
 
 
 async def test_approval_applies_to_nested_calls_through_the_live_executor_run_4(workspace: Path) -> None:
@@ -365,7 +372,7 @@ async def test_approval_applies_to_nested_calls_through_the_live_executor_run_4(
     nested = result["data"]["calls"][0]
     assert nested["tool"] == "local_thing" and nested["approved"] is False
     assert asked == [("rc1", "run_code", ToolMode.LOCAL), (nested["id"], "local_thing", ToolMode.LOCAL)]
-    assert ("local_thing", None) not in router.seen  # type: ignore[attr-defined]
+    assert ("local_thing", None) not in router.seen
 
 
 # -- limits ----------------------------------------------------------------------------------------
