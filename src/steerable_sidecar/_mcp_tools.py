@@ -171,11 +171,10 @@ def load_mcp_catalogue(
 ) -> list[Tool]:
     """Load MCP tool definitions from an inventory file as schema-only tools (nothing is started).
 
-    For search and mode tests over real definitions: the ``tests/data/peer/mcp-inventories`` files,
-    either one ``*.json`` inventory (``{"servers": [{"server", "tools": [...]}]}``) or the flat
-    ``catalogue.jsonl`` (one ``{"server", "tool"}`` per line). Names, modes and schemas are built
-    exactly as for a connected server; every handler returns a failed result (``needsFollowup``,
-    ``data.code == "mcp_server_unavailable"``) saying the tool is catalogue only.
+    For search and mode tests over real definitions (docs/mcp-sources.md, A catalogue without
+    servers): one ``*.json`` inventory (``{"servers": [{"server", "tools": [...]}]}``) or the flat
+    ``catalogue.jsonl`` (one ``{"server", "tool"}`` per line). Tools are built as for a connected
+    server; every handler fails with ``data.code == "mcp_server_unavailable"``.
 
     Args:
         path: The inventory file.

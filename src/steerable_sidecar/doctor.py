@@ -1,15 +1,13 @@
 """``steerable doctor``: what the installed tool will do on this machine, and what is wrong.
 
 It resolves the configuration the way the commands do (the same boot, the same validation, so a
-problem shows the message a command would print) and reports, for the workspace, the tools, the
-sandbox (the probe result of every backend), ``run_code``, the web tools and their egress, the
-model provider, plugins, MCP servers, the state directory and logging. Then every ``STEERABLE_*``
-variable with its value and where it came from. Secrets are shown only as set or unset; URLs lose
-their userinfo, query and fragment, and MCP server arguments the value of any key/token/secret
-option (``--api-key X``, ``--token=X``): nothing a report shows can carry a credential.
+problem shows the message a command would print); what it reports is listed in README.md (Check
+what it will do here). Nothing a report shows can carry a credential: secrets appear only as set
+or unset, URLs lose their userinfo, query and fragment, and MCP server arguments the value of any
+key/token/secret option (``--api-key X``, ``--token=X``).
 
 Exit codes: 0 when nothing is wrong, 2 when a check failed (a misconfiguration: the same code the
-commands exit with). ``warn`` rows (no sandbox backend, a provider not configured) do not fail.
+commands exit with); ``warn`` rows (no sandbox backend, a provider not configured) do not fail.
 """
 
 from __future__ import annotations

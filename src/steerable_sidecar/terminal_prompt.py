@@ -32,11 +32,9 @@ def _shown(text: str) -> str:
 def terminal_ask_user_handler(*, input: Any = None, output: Any = None) -> AskUserHandler:
     """Return an ``ask_user`` handler that asks the questions on the terminal, one after another.
 
-    A ``select`` question is an arrow-key list (``questionary.select``), a ``select`` with
-    ``multiSelect`` a checkbox list (space toggles; the answer is a list), ``text`` a line prompt
-    and ``password`` a masked prompt. The intro is printed before the first question and the
-    outro after the last. The prompts run on the event loop (``questionary``'s async API), so
-    nothing else is blocked while the user thinks.
+    Each question kind gets its ``questionary`` prompt (docs/ask-user.md, The terminal handler);
+    the prompts run on the event loop (``questionary``'s async API), so nothing else is blocked
+    while the user thinks.
 
     Args:
         input: A prompt_toolkit ``Input`` to read keys from; ``None`` reads the terminal (stdin).
