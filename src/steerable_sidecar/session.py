@@ -37,9 +37,10 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
     try:
         raw = json.loads(line)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError, an over-long integer, too deep
-        message = getattr(exc, "msg", None) or (
-            "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
-        )
+        if isinstance(exc, json.JSONDecodeError):
+            message = exc.msg
+        else:
+            message = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
         result = ToolResult.retry(f"not a JSON line ({message}); send one ToolCall object per line")
         return {"id": None, "result": result.to_wire()}
     if not isinstance(raw, dict):
