@@ -26,6 +26,7 @@ from ..errors import WorkspaceError, WriteConflictError
 from ._codes import FileErrorCode
 
 __all__ = [
+    "DIR_FLAGS",
     "TEMP_NAME",
     "open_regular",
     "Snapshot",
@@ -53,7 +54,7 @@ def new_temp_name() -> str:
     return f".steerable-{secrets.token_hex(8)}.tmp"
 
 
-_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _default_mode() -> int:
@@ -100,13 +101,13 @@ def open_directory(
         base, parts = root, parent.relative_to(root).parts
     else:  # allow_outside: walk from the filesystem root
         base, parts = Path(parent.anchor), parent.parts[1:]
-    fd = os.open(base, _DIR_FLAGS)
+    fd = os.open(base, DIR_FLAGS)
     try:
         current = base
         for part in parts:
             current = current / part
             try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
             except FileNotFoundError:
                 if not create:
                     raise
@@ -116,7 +117,7 @@ def open_directory(
                         created.append(current)
                 except FileExistsError:  # another process made it meanwhile
                     pass
-                child = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                child = os.open(part, DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     link = stat.S_ISLNK(os.stat(part, dir_fd=fd, follow_symlinks=False).st_mode)

@@ -35,7 +35,7 @@ from typing import Any, Final
 
 from ..errors import WorkspaceError
 from ._codes import FileErrorCode
-from ._disk import _DIR_FLAGS, open_directory, open_regular, read_bytes
+from ._disk import DIR_FLAGS, open_directory, open_regular, read_bytes
 from ._globs import GlobPattern, compile_glob
 from ._paths import WorkspaceRoot, listing_text
 from ._regex import check_pattern, compile_python
@@ -337,7 +337,7 @@ class _Folders:
                     self._chain.append(("", os.dup(top)))
                 continue
             try:
-                child = os.open(part, _DIR_FLAGS, dir_fd=self._chain[-1][1])
+                child = os.open(part, DIR_FLAGS, dir_fd=self._chain[-1][1])
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
                     raise WorkspaceError(
