@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, ClassVar
 
 Answer = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -122,87 +122,87 @@ class FakeAnthropic:
         self._thread.join(timeout=5)
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
-        fake = self
+        return type("Handler", (_Handler,), {"fake": self})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
 
-            def log_message(self, format: str, *args: Any) -> None:
-                pass  # quiet: the requests are recorded instead
+class _Handler(BaseHTTPRequestHandler):
+    fake: ClassVar[FakeAnthropic]
+    protocol_version = "HTTP/1.1"
 
-            def _record(self) -> Received:
-                length = int(self.headers.get("Content-Length") or 0)
-                raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
-                try:
-                    body: Any = json.loads(raw) if raw else None
-                except json.JSONDecodeError:
-                    body = raw
-                received = Received(self.command, self.path, dict(self.headers.items()), body)
-                with fake._lock:
-                    fake.requests.append(received)
-                return received
+    def log_message(self, format: str, *args: Any) -> None:
+        pass  # quiet: the requests are recorded instead
 
-            def _json(self, status: int, payload: dict[str, Any]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+    def _record(self) -> Received:
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length).decode("utf-8", "replace") if length else ""
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            body = raw
+        received = Received(self.command, self.path, dict(self.headers.items()), body)
+        with self.fake._lock:
+            self.fake.requests.append(received)
+        return received
 
-            def _not_found(self) -> None:
-                error = {"type": "not_found_error", "message": f"no {self.command} {self.path} here"}
-                self._json(404, {"type": "error", "error": error})
+    def _json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
-            def do_GET(self) -> None:
-                self._record()
-                self._not_found()
+    def _not_found(self) -> None:
+        error = {"type": "not_found_error", "message": f"no {self.command} {self.path} here"}
+        self._json(404, {"type": "error", "error": error})
 
-            def do_HEAD(self) -> None:
-                self._record()
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
+    def do_GET(self) -> None:
+        self._record()
+        self._not_found()
 
-            def do_POST(self) -> None:
-                received = self._record()
-                if received.path.split("?")[0] != "/v1/messages" or not isinstance(received.body, dict):
-                    self._not_found()
-                    return
-                try:
-                    blocks = fake._answer(received.body)
-                except Exception as exc:  # reported to the test, and to the host as a 500
-                    fake.errors.append(repr(exc))
-                    self._json(500, {"type": "error", "error": {"type": "api_error", "message": repr(exc)}})
-                    return
-                with fake._lock:
-                    message_id = f"msg_fake_{len(fake.requests)}"
-                model = str(received.body.get("model", "fake-model"))
-                if not received.body.get("stream"):
-                    self._json(200, self._message(message_id, model, blocks))
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Cache-Control", "no-cache")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                for event in _events(message_id, model, blocks):
-                    self.wfile.write(event)
-                    self.wfile.flush()
-                self.close_connection = True
+    def do_HEAD(self) -> None:
+        self._record()
+        self.send_response(404)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
-            @staticmethod
-            def _message(message_id: str, model: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
-                stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
-                return {
-                    "id": message_id,
-                    "type": "message",
-                    "role": "assistant",
-                    "model": model,
-                    "content": blocks,
-                    "stop_reason": stop,
-                    "stop_sequence": None,
-                    "usage": {"input_tokens": 10, "output_tokens": 5},
-                }
+    def do_POST(self) -> None:
+        received = self._record()
+        if received.path.split("?")[0] != "/v1/messages" or not isinstance(received.body, dict):
+            self._not_found()
+            return
+        try:
+            blocks = self.fake._answer(received.body)
+        except Exception as exc:  # reported to the test, and to the host as a 500
+            self.fake.errors.append(repr(exc))
+            self._json(500, {"type": "error", "error": {"type": "api_error", "message": repr(exc)}})
+            return
+        with self.fake._lock:
+            message_id = f"msg_fake_{len(self.fake.requests)}"
+        model = str(received.body.get("model", "fake-model"))
+        if not received.body.get("stream"):
+            self._json(200, self._message(message_id, model, blocks))
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        for event in _events(message_id, model, blocks):
+            self.wfile.write(event)
+            self.wfile.flush()
+        self.close_connection = True
 
-        return Handler
+    @staticmethod
+    def _message(message_id: str, model: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
+        stop = "tool_use" if any(b["type"] == "tool_use" for b in blocks) else "end_turn"
+        return {
+            "id": message_id,
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": blocks,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 10, "output_tokens": 5},
+        }
