@@ -103,7 +103,7 @@ if _typing.TYPE_CHECKING:
         SpillHooks,
     )
     from .tool_search import (
-        SearchHit,
+        ToolSearchHit,
         ToolSearchIndex,
         register_tool_search,
     )
@@ -219,7 +219,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "record": ("DurableRecord",),
     "spill": ("SpillHooks",),
     "tool_search": (
-        "SearchHit",
+        "ToolSearchHit",
         "ToolSearchIndex",
         "register_tool_search",
     ),
@@ -298,7 +298,6 @@ __all__ = [
     "RunSummary",
     "SandboxUnavailableError",
     "ScriptedProvider",
-    "SearchHit",
     "SidecarStartError",
     "SpillHooks",
     "SteerableError",
@@ -315,6 +314,7 @@ __all__ = [
     "ToolResult",
     "ToolRetry",
     "ToolRouter",
+    "ToolSearchHit",
     "ToolSearchIndex",
     "ToolSignal",
     "TraceSink",

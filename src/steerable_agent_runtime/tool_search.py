@@ -50,7 +50,7 @@ __all__ = [
     "MAX_RESULTS_CEILING",
     "NAME_WEIGHT",
     "TOOL_SEARCH_TOOL_NAME",
-    "SearchHit",
+    "ToolSearchHit",
     "ToolSearchIndex",
     "clamp_max_results",
     "document_tokens",
@@ -115,7 +115,7 @@ def document_tokens(name: str, description: str) -> list[str]:
 
 
 @dataclass(frozen=True, slots=True)
-class SearchHit:
+class ToolSearchHit:
     """One ranked deferred tool.
 
     Attributes:
@@ -256,7 +256,7 @@ class ToolSearchIndex:
         return iter([doc.tool for doc in self._docs.values()])
 
     # -- ranking -------------------------------------------------------------------------------
-    def search(self, query: str, limit: int | None = DEFAULT_MAX_RESULTS) -> list[SearchHit]:
+    def search(self, query: str, limit: int | None = DEFAULT_MAX_RESULTS) -> list[ToolSearchHit]:
         """Rank the indexed tools against ``query``.
 
         Args:
@@ -268,7 +268,7 @@ class ToolSearchIndex:
             when no indexed tool contains a query term.
         """
         scores = self.scores(query, limit)
-        return [SearchHit(self._docs[name].tool, score) for name, score in scores]
+        return [ToolSearchHit(self._docs[name].tool, score) for name, score in scores]
 
     def scores(self, query: str, limit: int | None = DEFAULT_MAX_RESULTS) -> list[tuple[str, float]]:
         """Like :meth:`search`, as ``(name, score)`` pairs."""

@@ -21,7 +21,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
@@ -68,6 +68,13 @@ HOST_CALL_TIMEOUT_S: Final = 600.0
 """Longest wait for a reverse call (``approval.request``, ``read_state.seed``), in seconds."""
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class _Closable(Protocol):
+    """A provider that owns an HTTP client (``OpenAICompatibleProvider``); the protocol does not ask it."""
+
+    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,10 +259,9 @@ class Sidecar:
             if not serving.done():
                 serving.cancel()
             await asyncio.gather(serving, stopping, return_exceptions=True)
-            aclose = getattr(self._provider, "aclose", None)
-            if aclose is not None:  # the provider's shared HTTP client
+            if isinstance(self._provider, _Closable):  # the provider's shared HTTP client
                 try:
-                    await aclose()
+                    await self._provider.aclose()
                 except Exception:
                     logger.exception("closing the model provider failed")
 

@@ -351,3 +351,36 @@ async def test_schema_errors_name_the_field_in_the_message(pair: Pair) -> None:
     with pytest.raises(RemoteError) as info:
         await pair.host.request("agent.chat.stream", {"message": "x", "maxRounds": 0})
     assert info.value.code == -32602 and "maxRounds" in info.value.message
+
+
+class ClosingProvider(ScriptedProvider):
+    """A provider owning a resource, as OpenAICompatibleProvider owns its HTTP client."""
+
+    closed = 0
+
+    async def aclose(self) -> None:
+        self.closed += 1
+
+
+async def test_the_sidecar_closes_a_provider_that_owns_a_client_when_it_stops(tmp_path: Path) -> None:
+    a_read, a_write = os.pipe()
+    b_read, b_write = os.pipe()
+    s_reader, s_writer = await open_fd_streams(a_read, b_write)
+    h_reader, h_writer = await open_fd_streams(b_read, a_write)
+    provider = ClosingProvider(["hello"])
+    config = SidecarConfig(
+        workspace=tmp_path, state_dir=tmp_path / "state", provider_factory=lambda: provider
+    )
+    sidecar = Sidecar(JsonRpcPeer(s_reader, s_writer, name="sidecar"), config, router=ToolRouter())
+    host = JsonRpcPeer(h_reader, h_writer, name="host")
+    runner = asyncio.create_task(sidecar.run())
+    serving = asyncio.create_task(host.serve())
+    summary = await host.request("agent.chat.stream", {"chatId": "c1", "message": "hi"})
+    assert summary["outcome"] == "completed"
+    assert provider.closed == 0
+    h_writer.close()  # type: ignore[attr-defined]  # end of input: the sidecar stops
+    await asyncio.wait_for(runner, 10)
+    assert provider.closed == 1
+    await host.aclose()
+    await asyncio.gather(serving, return_exceptions=True)
+    s_writer.close()  # type: ignore[attr-defined]
