@@ -13,6 +13,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, Final
 
+from ._choice import enum_member
 from .errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so the CLI's parser can read HarnessStrategy cheaply
@@ -50,11 +51,11 @@ class HarnessStrategy(StrEnum):
 
 
 def _coerce(strategy: HarnessStrategy | str) -> HarnessStrategy:
-    try:
-        return HarnessStrategy(strategy)
-    except ValueError:
-        choices = ", ".join(s.value for s in HarnessStrategy)
-        raise UserError(f"unknown harness strategy {strategy!r}; choose one of: {choices}") from None
+    return enum_member(
+        HarnessStrategy,
+        strategy,
+        lambda choices: f"unknown harness strategy {strategy!r}; choose one of: {choices}",
+    )
 
 
 class AssembledHarness:

@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 from pydantic import ValidationError
 
+from ._choice import enum_member
 from ._codes import ToolErrorCode
 from ._coerce import exact_scalars
 from ._deadlines import Deadlines, resume
@@ -372,19 +373,15 @@ def _codepoint(char: str) -> str:
 def _coerce_mode(mode: ToolMode | str | None, name: str) -> ToolMode:
     if mode is None:
         return decide_tool_mode(name)
-    try:
-        return ToolMode(mode)
-    except ValueError:
-        allowed = ", ".join(m.value for m in ToolMode)
-        raise UserError(f"tool {name!r}: unknown mode {mode!r}; use one of {allowed}") from None
+    return enum_member(
+        ToolMode, mode, lambda allowed: f"tool {name!r}: unknown mode {mode!r}; use one of {allowed}"
+    )
 
 
 def _coerce_exposure(exposure: ToolExposure | str) -> ToolExposure:
-    try:
-        return ToolExposure(exposure)
-    except ValueError:
-        allowed = ", ".join(e.value for e in ToolExposure)
-        raise UserError(f"unknown exposure {exposure!r}; use one of {allowed}") from None
+    return enum_member(
+        ToolExposure, exposure, lambda allowed: f"unknown exposure {exposure!r}; use one of {allowed}"
+    )
 
 
 class ToolRouter(ToolDecorator):

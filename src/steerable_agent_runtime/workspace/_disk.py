@@ -55,6 +55,8 @@ def new_temp_name() -> str:
 
 
 DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ_FLAGS: Final = os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC
+"""A file opened to read: ``O_NONBLOCK`` (a FIFO cannot block the open), ``O_NOFOLLOW`` (no symlink)."""
 
 
 def _default_mode() -> int:
@@ -168,30 +170,45 @@ def open_regular(dir_fd: int, name: str, display: str) -> tuple[int, os.stat_res
             ``permission_denied``.
     """
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
-    except FileNotFoundError:
-        return None
+        fd = _open_for_reading(dir_fd, name, display)
     except PermissionError:
         raise WorkspaceError(
             FileErrorCode.PERMISSION_DENIED, f"{display}: permission denied", data={"path": display}
         ) from None
     except IsADirectoryError:
         raise _is_directory(display) from None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise WorkspaceError(
-                FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
-            ) from None
-        raise
+    if fd is None:
+        return None
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
         if stat.S_ISDIR(info.st_mode):
             raise _is_directory(display)
-        raise WorkspaceError(
-            FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
-        )
+        raise _not_a_file(display)
     return fd, info
+
+
+def _open_for_reading(dir_fd: int, name: str, display: str) -> int | None:
+    """``name`` in ``dir_fd`` opened with :data:`_READ_FLAGS`; ``None`` when it does not exist.
+
+    Raises:
+        WorkspaceError: ``not_a_file`` for a symlink (``ELOOP``).
+        OSError: Any other failure of the open, as raised.
+    """
+    try:
+        return os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise _not_a_file(display) from None
+        raise
+
+
+def _not_a_file(display: str) -> WorkspaceError:
+    return WorkspaceError(
+        FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
+    )
 
 
 def _is_directory(display: str) -> WorkspaceError:
@@ -296,7 +313,7 @@ class WriteGuard:
         if not stat.S_ISREG(info.st_mode) or info.st_size != len(before.data):
             raise self.conflict("was changed by another program while this write was being prepared")
         try:
-            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
         except OSError:
             raise self.conflict("was replaced by another program while this write was prepared") from None
         with os.fdopen(fd, "rb") as handle:
@@ -323,21 +340,15 @@ def file_version(real: Path, *, root: Path, display: str, max_bytes: int) -> str
     """
     try:
         with _parent_dir(root, real, display) as dir_fd:
-            fd = os.open(real.name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
+            fd = _open_for_reading(dir_fd, real.name, display)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise WorkspaceError(
-                FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
-            ) from None
-        raise
+    if fd is None:
+        return None
     with os.fdopen(fd, "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):
-            raise WorkspaceError(
-                FileErrorCode.NOT_A_FILE, f"{display} is not a regular file", data={"path": display}
-            )
+            raise _not_a_file(display)
         if info.st_size > max_bytes:
             raise WorkspaceError(
                 FileErrorCode.FILE_TOO_LARGE, f"{display} is over {max_bytes} bytes", data={"path": display}
