@@ -28,6 +28,7 @@ import re
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TextIO
 
@@ -241,19 +242,35 @@ def _finish_router(args: argparse.Namespace, router: ToolRouter) -> None:
         router.register(make_ask_user_tool(terminal_ask_user_handler()))
 
 
-async def _run(
-    args: argparse.Namespace,
-    provider: LLMProvider,
-    instruction: str,
-    cwd: Path,
-    state_dir: Path,
-    stage: dict[str, bool],
-) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """One ``steerable run`` as :func:`run_headless` resolved it.
+
+    Attributes:
+        args: The parsed command line.
+        provider: The model.
+        instruction: The task text.
+        cwd: The workspace folder (resolved).
+        state_dir: Where the session record goes.
+        stage: ``{"running": bool}``, set true when the loop starts (a later failure is internal).
+    """
+
+    args: argparse.Namespace
+    provider: LLMProvider
+    instruction: str
+    cwd: Path
+    state_dir: Path
+    stage: dict[str, bool]
+
+
+async def _run(run: _Run) -> dict[str, Any]:
     from .boot import boot_tools, mcp_sources_for
+
+    args = run.args
 
     # --no-web-tools omits the pair entirely (spec: Web tools); an invalid STEERABLE_WEB_* fails the load
     booted = boot_tools(
-        cwd,
+        run.cwd,
         allow_protected_writes=args.allow_protected_writes,
         harness=args.harness,
         plugins=not args.no_plugins,
@@ -264,26 +281,19 @@ async def _run(
         _finish_router(args, router)
         sources = mcp_sources_for(router, args.mcp)
         async with sources if sources is not None else contextlib.nullcontext():
-            return await _run_loop(args, provider, instruction, cwd, state_dir, stage, booted)
+            return await _run_loop(run, booted)
     finally:
         await booted.aclose()
 
 
-async def _run_loop(
-    args: argparse.Namespace,
-    provider: LLMProvider,
-    instruction: str,
-    cwd: Path,
-    state_dir: Path,
-    stage: dict[str, bool],
-    booted: Booted,
-) -> dict[str, Any]:
+async def _run_loop(run: _Run, booted: Booted) -> dict[str, Any]:
     from steerable_agent_runtime.executor import approve_all
     from steerable_agent_runtime.types import new_call_id
 
     from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 
-    session = await open_session(state_dir, args.session_id or new_call_id())
+    args = run.args
+    session = await open_session(run.state_dir, args.session_id or new_call_id())
     # every consent prompt is answered yes: the workspace is the jail (docs/runtime.md, Consent)
     transport = Transport(
         approve=approve_all,
@@ -292,10 +302,15 @@ async def _run_loop(
     )
     options = LoopOptions(max_rounds=args.max_rounds, model_timeout_ms=args.model_timeout_ms)
     loop = await assemble_loop(
-        session, provider, booted.router, transport=transport, offered=booted.harness.offered, options=options
+        session,
+        run.provider,
+        booted.router,
+        transport=transport,
+        offered=booted.harness.offered,
+        options=options,
     )
-    system = args.system or DEFAULT_SYSTEM_PROMPT.format(cwd=cwd)
-    prompt = session.opening(system, [{"role": "user", "content": instruction}])
+    system = args.system or DEFAULT_SYSTEM_PROMPT.format(cwd=run.cwd)
+    prompt = session.opening(system, [{"role": "user", "content": run.instruction}])
     import asyncio
 
     event_loop = asyncio.get_running_loop()
@@ -305,7 +320,7 @@ async def _run_loop(
     except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         pass
     started = time.perf_counter()
-    stage["running"] = True
+    run.stage["running"] = True
     summary = await loop.run(session.history, prompt)
     out = {
         **summary.to_dict(),
@@ -350,7 +365,7 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         import asyncio  # the parser (every command) does not need it
 
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the summary line alone
-            out = asyncio.run(_run(args, provider, instruction, cwd, state_dir, stage))
+            out = asyncio.run(_run(_Run(args, provider, instruction, cwd, state_dir, stage)))
     except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
         _usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
         return EXIT_CODES[RunOutcome.CANCELLED]

@@ -274,6 +274,15 @@ def _same_origin(a: httpx.URL, b: httpx.URL) -> bool:
     )
 
 
+def _unusable_location(url: httpx.URL, status: int, detail: str) -> WebError:
+    """``invalid_redirect`` for a redirect (HTTP ``status``) whose ``Location`` cannot be followed."""
+    return WebError(
+        WebErrorCode.INVALID_REDIRECT,
+        f"{url} answered HTTP {status} with an unusable Location header: {detail}",
+        data={"status": status},
+    )
+
+
 def _ssl_reason(exc: BaseException) -> str | None:
     """The TLS failure somewhere in an exception's chain, as text, or ``None``."""
     seen: set[int] = set()
@@ -511,11 +520,8 @@ class WebFetcher:
                     try:
                         target = redirect_target(url, location).copy_with(fragment=None)
                     except RedirectRefused as exc:
-                        raise WebError(
-                            WebErrorCode.INVALID_REDIRECT,
-                            f"{url} answered HTTP {response.status_code} with an unusable Location header: "
-                            f"{exc}; web_fetch follows http(s) redirects only",
-                            data={"status": response.status_code},
+                        raise _unusable_location(
+                            url, response.status_code, f"{exc}; web_fetch follows http(s) redirects only"
                         ) from None
                     if not _same_origin(url, target):
                         return {
@@ -537,12 +543,7 @@ class WebFetcher:
                     try:
                         url = validate_url(str(target))
                     except WebError as exc:
-                        raise WebError(
-                            WebErrorCode.INVALID_REDIRECT,
-                            f"{url} answered HTTP {response.status_code} with an unusable Location header: "
-                            f"{exc.error}",
-                            data={"status": response.status_code},
-                        ) from None
+                        raise _unusable_location(url, response.status_code, exc.error) from None
                     self._policy.check(url_host(url))
                     continue
                 if response.status_code >= 300:
