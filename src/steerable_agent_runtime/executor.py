@@ -129,10 +129,8 @@ class ApprovalGate:
         if problem is not None:  # an invalid call never reaches a human
             return problem
         if self.approve is None:
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"{call.name} is a {mode.value}-mode tool{self.unasked}",
+            return ToolResult.retry(
+                f"{call.name} is a {mode.value}-mode tool{self.unasked}",
                 data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value},
             )
         try:
@@ -146,10 +144,8 @@ class ApprovalGate:
             context.attrs["approved"] = approved
         if approved:
             return await self.inner(call, context)
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=f"The user did not allow {call.name}{reason}. Do not retry the same call; "
+        return ToolResult.retry(
+            f"The user did not allow {call.name}{reason}. Do not retry the same call; "
             "continue another way or ask the user.",
             data={"code": ToolErrorCode.CONSENT_DENIED, "mode": mode.value},
         )

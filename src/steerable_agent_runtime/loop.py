@@ -447,18 +447,14 @@ class AgentLoop:
             async with asyncio.timeout(self.tool_timeout_ms / 1000):
                 return await self.executor(call, context)
         except TimeoutError:
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"{call.name} timed out after {self.tool_timeout_ms} ms",
+            return ToolResult.retry(
+                f"{call.name} timed out after {self.tool_timeout_ms} ms",
                 data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": self.tool_timeout_ms},
             )
         except Exception as exc:  # an executor broke its contract: still an answer, never a crash
             logger.exception("executor raised for %s", call.name)
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"{call.name} failed: {type(exc).__name__}: {exc}",
+            return ToolResult.retry(
+                f"{call.name} failed: {type(exc).__name__}: {exc}",
                 data={"code": ToolErrorCode.TOOL_EXCEPTION},
             )
 
@@ -524,10 +520,8 @@ class AgentLoop:
             logger.exception("event sink failed on %s", event.get("type"))
 
 
-INTERRUPTED_RESULT: Final = ToolResult(
-    success=False,
-    needs_followup=True,
-    error="interrupted: the process stopped before this call finished; check its effect before retrying it",
+INTERRUPTED_RESULT: Final = ToolResult.retry(
+    "interrupted: the process stopped before this call finished; check its effect before retrying it",
     data={"code": ToolErrorCode.INTERRUPTED},
 )
 """The answer a resume gives a recorded call that never got a result (the process died mid-call)."""

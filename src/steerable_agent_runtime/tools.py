@@ -638,18 +638,14 @@ class ToolRouter(ToolDecorator):
     def _unknown(self, name: str) -> ToolResult:
         reason = self._unavailable.get(name)
         if reason is not None:
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"The tool {name!r} is not available here: {reason} Carry on with the offered tools.",
+            return ToolResult.retry(
+                f"The tool {name!r} is not available here: {reason} Carry on with the offered tools.",
                 data={"code": ToolErrorCode.TOOL_UNAVAILABLE, "reason": reason},
             )
         close = self.suggest(name)
         hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=f"Unknown tool {name!r}.{hint} Call one of the offered tools.",
+        return ToolResult.retry(
+            f"Unknown tool {name!r}.{hint} Call one of the offered tools.",
             data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": close},
         )
 
@@ -669,10 +665,8 @@ class ToolRouter(ToolDecorator):
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"{spec.name} timed out after {timeout_ms} ms",
+            return ToolResult.retry(
+                f"{spec.name} timed out after {timeout_ms} ms",
                 data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": timeout_ms},
             )
         except (Exception, SystemExit) as exc:

@@ -192,9 +192,7 @@ def child_argv(python: str | None = None) -> list[str]:
 
 
 def _failure(code: str, error: str, data: dict[str, Any], *, message: str | None = None) -> ToolResult:
-    return ToolResult(
-        success=False, needs_followup=True, error=error, message=message, data={**data, "code": code}
-    )
+    return ToolResult.retry(error, message=message, data={**data, "code": code})
 
 
 def _direct_executor(router: ToolRouter) -> ToolExecutor:

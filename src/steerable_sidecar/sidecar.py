@@ -539,19 +539,15 @@ class Sidecar:
                     data={"code": ToolErrorCode.HOST_UNREACHABLE},
                 )
             except RemoteError as exc:
-                return ToolResult(
-                    success=False,
-                    needs_followup=True,
-                    error=f"the host could not run {call.name}: {exc.message}",
+                return ToolResult.retry(
+                    f"the host could not run {call.name}: {exc.message}",
                     data={"code": ToolErrorCode.HOST_ERROR, "rpcCode": exc.code},
                 )
             try:
                 return ToolResult.model_validate(answer, strict=True)
             except ValueError:
-                return ToolResult(
-                    success=False,
-                    needs_followup=True,
-                    error=f"the host answered {call.name} with something that is not a ToolResult",
+                return ToolResult.retry(
+                    f"the host answered {call.name} with something that is not a ToolResult",
                     data={"code": ToolErrorCode.HOST_ERROR},
                 )
 
