@@ -25,6 +25,7 @@ __all__ = [
     "not_a_call",
     "parse_envelope",
     "signal_result",
+    "timed_out_result",
     "validation_problems",
 ]
 
@@ -89,6 +90,18 @@ def failed_result(name: str, exc: Exception | SystemExit) -> ToolResult:
         success=False,
         error=f"{type(exc).__name__}: {exc}",
         data={"code": ToolErrorCode.TOOL_EXCEPTION, "exceptionType": type(exc).__name__},
+    )
+
+
+def timed_out_result(name: str, timeout_ms: int | None) -> ToolResult:
+    """The answer to a call of tool ``name`` stopped at its deadline of ``timeout_ms`` milliseconds.
+
+    ``timeout_ms`` is ``None`` where no deadline was set and the executor itself raised
+    ``TimeoutError`` (the agent loop); the message and ``data.timeoutMs`` then say ``None``/null.
+    """
+    return ToolResult.retry(
+        f"{name} timed out after {timeout_ms} ms",
+        data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": timeout_ms},
     )
 
 

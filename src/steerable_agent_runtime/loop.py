@@ -39,6 +39,7 @@ from typing import Any, Final
 from ._codes import ToolErrorCode
 from ._outcome import DEFAULT_MAX_ROUNDS as DEFAULT_MAX_ROUNDS  # public here, defined there
 from ._outcome import RunOutcome
+from ._results import timed_out_result
 from .context import CallContext, ToolExecutor
 from .errors import ProviderError, UserError
 from .finish import finish_kind, finish_problem
@@ -447,10 +448,7 @@ class AgentLoop:
             async with asyncio.timeout(self.tool_timeout_ms / 1000):
                 return await self.executor(call, context)
         except TimeoutError:
-            return ToolResult.retry(
-                f"{call.name} timed out after {self.tool_timeout_ms} ms",
-                data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": self.tool_timeout_ms},
-            )
+            return timed_out_result(call.name, self.tool_timeout_ms)
         except Exception as exc:  # an executor broke its contract: still an answer, never a crash
             logger.exception("executor raised for %s", call.name)
             return ToolResult.retry(

@@ -33,6 +33,7 @@ from ._results import (
     not_a_call,
     parse_envelope,
     signal_result,
+    timed_out_result,
 )
 from ._signature import context_parameter, describe_function, function_schema
 from .context import CallContext
@@ -665,10 +666,7 @@ class ToolRouter(ToolDecorator):
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
-            return ToolResult.retry(
-                f"{spec.name} timed out after {timeout_ms} ms",
-                data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": timeout_ms},
-            )
+            return timed_out_result(spec.name, timeout_ms)
         except (Exception, SystemExit) as exc:
             return failed_result(spec.name, exc)
         finally:
