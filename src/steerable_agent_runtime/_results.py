@@ -107,19 +107,14 @@ def timed_out_result(name: str, timeout_ms: int | None) -> ToolResult:
 
 def invalid_arguments_result(name: str, exc: ValidationError) -> ToolResult:
     problems = validation_problems(exc)
-    return ToolResult(
-        success=False,
-        needs_followup=True,
-        error=invalid_text(name, problems),
-        data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems},
+    return ToolResult.retry(
+        invalid_text(name, problems), data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems}
     )
 
 
 def not_a_call(value: object) -> ToolResult:
-    return ToolResult(
-        success=False,
-        needs_followup=True,
-        error=f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
+    return ToolResult.retry(
+        f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
         data={"code": ToolErrorCode.INVALID_ENVELOPE},
     )
 
@@ -131,17 +126,13 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
         try:
             payload["arguments"] = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
+            return ToolResult.retry(
+                f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
                 data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
         except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
-            return ToolResult(
-                success=False,
-                needs_followup=True,
-                error=f"arguments is not usable JSON ({exc or 'nested too deeply'}); send a JSON object",
+            return ToolResult.retry(
+                f"arguments is not usable JSON ({exc or 'nested too deeply'}); send a JSON object",
                 data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
     try:
@@ -149,9 +140,7 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
     except ValidationError as exc:
         problems = validation_problems(exc)
         listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
+        return ToolResult.retry(
+            f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
             data={"code": ToolErrorCode.INVALID_ENVELOPE, "errors": problems},
         )

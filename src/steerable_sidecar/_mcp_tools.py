@@ -114,11 +114,8 @@ def call_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolR
         if result.structured_content is not None:
             data["structured"] = result.structured_content
         text = "\n".join(texts).strip()
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=text or f"MCP tool {tool!r} of server {server!r} reported an error without a message",
-            data=data,
+        return ToolResult.retry(
+            text or f"MCP tool {tool!r} of server {server!r} reported an error without a message", data=data
         )
     structured = result.structured_content
     if structured is not None:
@@ -155,12 +152,7 @@ def _decoded_size(encoded: str) -> int:
 
 def failure(code: str, error: str, *, server: str, tool: str, **extra: Any) -> ToolResult:
     """A failed call the model can act on: ``needsFollowup``, ``data = {code, server, tool, **extra}``."""
-    return ToolResult(
-        success=False,
-        needs_followup=True,
-        error=error,
-        data={"code": code, "server": server, "tool": tool, **extra},
-    )
+    return ToolResult.retry(error, data={"code": code, "server": server, "tool": tool, **extra})
 
 
 # -- the catalogue ------------------------------------------------------------------------------

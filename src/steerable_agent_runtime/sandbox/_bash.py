@@ -154,7 +154,7 @@ def _read_only_hint(result: ToolResult, read_only: tuple[Path, ...], root: Path)
         f"from them outside the sandbox; to allow changes, the user can set {PROTECTED_ENV}=1 or start "
         f"steerable with {PROTECTED_FLAG}."
     )
-    return ToolResult(success=False, needs_followup=True, error=f"{result.error}{hint}", data=result.data)
+    return ToolResult.retry(f"{result.error}{hint}", data=result.data)
 
 
 def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:
@@ -169,19 +169,13 @@ def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolRe
         "_sandbox": run.sandbox.as_data(),
     }
     if run.timed_out:
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=(
-                f"The command timed out after {timeout_ms} ms; it and every process it started were killed."
-            ),
+        return ToolResult.retry(
+            (f"The command timed out after {timeout_ms} ms; it and every process it started were killed."),
             data={**data, "code": SandboxErrorCode.TIMEOUT},
         )
     if run.memory_exceeded:
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=(
+        return ToolResult.retry(
+            (
                 f"The command was killed: it and the processes it started went over the memory limit of "
                 f"{memory_bytes} bytes together (files written to /tmp and /dev/shm count too; "
                 f"{LIMIT_ENV['memory_bytes']}), so all of them were stopped."
@@ -189,10 +183,8 @@ def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolRe
             data={**data, "code": SandboxErrorCode.MEMORY_LIMIT},
         )
     if run.exit_code != 0:
-        return ToolResult(
-            success=False,
-            needs_followup=True,
-            error=f"The command exited with status {run.exit_code}.",
+        return ToolResult.retry(
+            f"The command exited with status {run.exit_code}.",
             data={**data, "code": SandboxErrorCode.EXIT_STATUS},
         )
     return ToolResult(success=True, data=data)

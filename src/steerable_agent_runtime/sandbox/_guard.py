@@ -158,5 +158,5 @@ def protected_result(result: ToolResult, outcome: AuditOutcome | None, what: str
     sentence = _sentence(outcome, what)
     if result.success:
         data["code"] = SandboxErrorCode.PROTECTED_REVERTED
-        return ToolResult(success=False, needs_followup=True, error=sentence, data=data)
-    return ToolResult(success=False, needs_followup=True, error=f"{result.error} {sentence}", data=data)
+        return ToolResult.retry(sentence, data=data)
+    return ToolResult.retry(f"{result.error} {sentence}", data=data)
