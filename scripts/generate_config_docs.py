@@ -27,8 +27,8 @@ How values are read:
 
 - An empty variable counts as unset; values are trimmed.
 - Flags (`0 or 1`) accept `1/true/yes/on` and `0/false/no/off`, case-insensitive.
-- Whole numbers must lie within the range shown (inclusive); `_` separators are accepted
-  (`1_000_000`).
+- Whole numbers (ASCII digits) must lie within the range shown (inclusive); `_` separators
+  are accepted between digits (`1_000_000`).
 - Choices are case-insensitive.
 - A flag on the command line wins over its variable.
 - A feature that is off does not read its variables: `run_code`'s limits are checked only with

@@ -56,13 +56,33 @@ def test_every_config_declares_its_integer_fields_on_the_field() -> None:
 
 
 @pytest.mark.parametrize(("label", "name", "spec"), CASES, ids=IDS)
-@pytest.mark.parametrize("raw", ["below_floor", "above_ceiling", "garbage", "fraction"])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "below_floor",
+        "above_ceiling",
+        "garbage",
+        "fraction",
+        "lone_separator",
+        "double_separator",
+        "leading_separator",
+        "fullwidth_digits",
+        "arabic_indic_digit",
+        "exponent",
+    ],
+)
 def test_a_bad_value_is_refused_naming_the_variable(label: str, name: str, spec: EnvInt, raw: str) -> None:
     value = {
         "below_floor": str(spec.floor - 1),
         "above_ceiling": str(spec.ceiling + 1),
         "garbage": "lots",
         "fraction": "1.5",
+        "lone_separator": "_",
+        "double_separator": "1__0",
+        "leading_separator": "_1",
+        "fullwidth_digits": "\uff11\uff12",
+        "arabic_indic_digit": "\u0663",
+        "exponent": "1e3",
     }[raw]
     _cls, resolve, _get = CONFIGS[label]
     with pytest.raises(ConfigError) as caught:

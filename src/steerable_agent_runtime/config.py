@@ -28,6 +28,12 @@ _FALSE: Final = frozenset({"0", "false", "no", "off"})
 _METADATA_KEY: Final = "steerable_env_int"
 
 
+def _whole_number(raw: str) -> bool:
+    """ASCII digits, an optional sign, ``_`` only between digits (what ``int`` takes, minus the rest)."""
+    body = raw[1:] if raw.startswith(("+", "-")) else raw
+    return all(part.isascii() and part.isdigit() for part in body.split("_"))
+
+
 def env_text(name: str, environ: Mapping[str, str] | None = None) -> str | None:
     """Read a text variable, trimmed.
 
@@ -91,19 +97,19 @@ class EnvInt:
             )
 
     def read(self, environ: Mapping[str, str] | None = None) -> int:
-        """The variable's value (``_`` separators allowed), or :attr:`default` when unset or blank.
+        """The variable's value, or :attr:`default` when unset or blank.
+
+        A value is ASCII digits with an optional sign, ``_`` allowed between digits (``1_000_000``):
+        ``_``, ``1__0``, ``1e3``, ``0x10`` and other scripts' digits (``１２``) are refused.
 
         Raises:
             ConfigError: For a value that is not an integer in range, naming the variable and the range.
         """
         env = os.environ if environ is None else environ
-        raw = (env_text(self.variable, env) or "").replace("_", "")
-        if not raw:
+        raw = env_text(self.variable, env)
+        if raw is None:
             return self.default
-        try:
-            value = int(raw)
-        except ValueError:
-            value = self.floor - 1
+        value = int(raw) if _whole_number(raw) else self.floor - 1
         if not self.floor <= value <= self.ceiling:
             raise self._refusal(self.variable, env[self.variable])
         return value
