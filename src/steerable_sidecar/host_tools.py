@@ -66,7 +66,7 @@ def register_host_tools(
             Tool.from_schema(
                 name,
                 parameters,
-                _forwarder(invoke, key),
+                _forwarder(invoke, name, key),
                 description=str(descriptor.get("description") or ""),
                 mode=descriptor.get("mode"),
                 exposure=descriptor.get("exposure") or "direct",
@@ -77,11 +77,17 @@ def register_host_tools(
     return names
 
 
-def _forwarder(invoke: HostInvoke, key: str) -> Callable[..., Awaitable[ToolResult]]:
-    """A host tool's handler: the whole call (its id included, from the context) goes to the host."""
+def _forwarder(invoke: HostInvoke, name: str, key: str) -> Callable[..., Awaitable[ToolResult]]:
+    """A host tool's handler: the call as dispatched goes to the host, its id from the context.
+
+    The arguments are the ones the router validated against the host's schema (exact literals
+    coerced), not ``context.call``'s: an executor that rewrote the call before dispatching it
+    keeps the context it was given, and the host must see what was checked
+    (docs/sidecar-protocol.md, "the host never sees invalid arguments").
+    """
 
     async def forward(**arguments: Any) -> ToolResult:
-        context: CallContext = arguments[key]
-        return await invoke(context.call)
+        context: CallContext = arguments.pop(key)
+        return await invoke(ToolCall(id=context.call.id, name=name, arguments=arguments))
 
     return forward

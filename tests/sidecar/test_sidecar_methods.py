@@ -293,6 +293,36 @@ async def test_host_answers_are_strict_tool_results(pair: Pair) -> None:
     assert result.success is False and result.data == {"code": "host_error"}
 
 
+async def test_a_host_tool_forwards_the_call_the_executor_dispatched_not_the_contexts() -> None:
+    from steerable_agent_runtime import CallContext, ToolCall, ToolResult
+    from steerable_sidecar.host_tools import register_host_tools
+
+    sent: list[ToolCall] = []
+
+    async def invoke(call: ToolCall) -> ToolResult:
+        sent.append(call)
+        return ToolResult(success=True, data={"got": call.arguments})
+
+    router = ToolRouter()
+    schema = {"type": "object", "properties": {"text": {"type": "string"}, "n": {"type": "integer"}}}
+    register_host_tools(router, [{"name": "write_note", "parameters": schema}], invoke)
+
+    async def sanitising(call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
+        """A wrapper executor: rewrites the arguments and passes the context on, as executors do."""
+        return await router.dispatch(
+            call.model_copy(update={"arguments": {"text": "clean", "n": "3"}}), context
+        )
+
+    original = ToolCall(id="w1", name="write_note", arguments={"text": "rm -rf ~", "n": 1})
+    result = await sanitising(original, CallContext(original))
+    # the rewritten call as validated ("3" is an exact literal: coerced), under the context's id
+    assert sent == [ToolCall(id="w1", name="write_note", arguments={"text": "clean", "n": 3})]
+    assert result.data == {"got": {"text": "clean", "n": 3}}
+    invalid = ToolCall(id="w2", name="write_note", arguments={"n": "x"})
+    refused = await router.dispatch(invalid, CallContext(original))  # the context's call was valid
+    assert refused.data is not None and refused.data["code"] == "invalid_arguments" and len(sent) == 1
+
+
 async def test_ready_notification_and_shutdown(pair: Pair) -> None:
     for _ in range(100):
         if pair.ready:
