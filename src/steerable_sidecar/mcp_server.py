@@ -41,7 +41,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import ToolErrorCode, __version__
@@ -197,6 +197,50 @@ class _ProgressClock:
         """0 the first time (the start), then the elapsed milliseconds, one more than last at least."""
         self._last = 0 if self._last < 0 else max(self._last + 1, int(self.elapsed_s() * 1000))
         return self._last
+
+
+class _CallProgress:
+    """One call's ``notifications/progress`` under its token, until :meth:`close` (docs/mcp.md).
+
+    The sink is closed when the call's answer is due: a tool that kept its
+    :class:`CallContext` (or another call holding it) sends nothing under a finished call's
+    token; such a late chunk is dropped, with a debug log line.
+    """
+
+    def __init__(
+        self,
+        token: str | int,
+        name: str,
+        notify: Callable[[str, Params], Awaitable[None]],
+        redact: Callable[[str], str],
+    ) -> None:
+        self._token = token
+        self._name = name
+        self._notify = notify
+        self._redact = redact
+        self._clock = _ProgressClock()
+        self._open = True
+
+    def close(self) -> None:
+        """Send nothing more under this token (idempotent)."""
+        self._open = False
+
+    async def started(self) -> None:
+        await self._send(f"{self._name} started")
+
+    async def running(self) -> None:
+        await self._send(f"{self._name} running for {self._clock.elapsed_s():.1f} s")
+
+    async def output(self, text: str) -> None:
+        """One chunk of the tool's output (redacted); dropped once the call is answered."""
+        await self._send(self._redact(text))
+
+    async def _send(self, message: str) -> None:
+        if not self._open:
+            logger.debug("mcp: %s's output after its answer dropped (%d chars)", self._name, len(message))
+            return
+        progress = {"progressToken": self._token, "progress": self._clock.next(), "message": message}
+        await self._notify("notifications/progress", progress)
 
 
 class McpServer:
@@ -424,18 +468,13 @@ class McpServer:
 
         call = ToolCall(id=new_call_id(), name=name, arguments=arguments)
         if isinstance(token, str) or type(token) is int:
-            clock = _ProgressClock()
-            start = {"progressToken": token, "progress": clock.next(), "message": f"{name} started"}
-            await self._notify("notifications/progress", start)  # before the tool's own output
-            beat = asyncio.create_task(self._heartbeat(token, name, clock), name=f"mcp-progress-{name}")
-
-            async def output(text: str) -> None:
-                progress = {"progressToken": token, "progress": clock.next(), "message": self.redact(text)}
-                await self._notify("notifications/progress", progress)
-
+            progress = _CallProgress(token, name, self._notify, self.redact)
+            await progress.started()  # before the tool's own output
+            beat = asyncio.create_task(self._heartbeat(progress), name=f"mcp-progress-{name}")
             try:
-                result = await router.dispatch(call, CallContext(call, output=output))
+                result = await router.dispatch(call, CallContext(call, output=progress.output))
             finally:
+                progress.close()  # the answer is written next: nothing under its token after it
                 beat.cancel()
                 await asyncio.gather(beat, return_exceptions=True)
         else:
@@ -448,12 +487,10 @@ class McpServer:
             result = result.model_copy(update={"error": self.redact(result.error)})
         return to_call_tool_result(result)
 
-    async def _heartbeat(self, token: str | int, name: str, clock: _ProgressClock) -> None:
+    async def _heartbeat(self, progress: _CallProgress) -> None:
         while True:
             await asyncio.sleep(self._heartbeat_s)
-            progress = {"progressToken": token, "progress": clock.next()}
-            progress["message"] = f"{name} running for {clock.elapsed_s():.1f} s"
-            await self._notify("notifications/progress", progress)
+            await progress.running()
 
     async def _set_level(self, params: Params) -> dict[str, Any]:
         level = params.get("level") if isinstance(params, dict) else None

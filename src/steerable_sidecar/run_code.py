@@ -32,6 +32,7 @@ import functools
 import json
 import marshal
 import os
+import re
 import sys
 import time
 from collections.abc import Mapping
@@ -286,7 +287,8 @@ class _Run:
             if kind == "log":
                 text = frame.get("text")
                 if isinstance(text, str) and text and self.log_bytes <= self.config.max_output_bytes:
-                    await self.context.send_output(text)  # printed text streams as it comes
+                    # printed text streams as it comes, cleaned as the result's logs are (to_wire)
+                    await self.context.send_output(_utf8_safe(text))
                 if self._log(text):
                     return self.fail(
                         RunCodeErrorCode.OUTPUT_LIMIT,
@@ -569,6 +571,18 @@ RECORDED_CALL_BYTES: Final = 4_096
 
 _RECORDED_DEPTH: Final = 64
 """Recorded arguments and results nested deeper than this are replaced (JSON writers have limits)."""
+
+
+_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
+
+
+def _utf8_safe(text: str) -> str:
+    """``text`` with each lone surrogate as U+FFFD, as ``ToolResult.to_wire`` cleans the logs.
+
+    Streamed output then encodes as strict UTF-8 JSON on every transport: no lone surrogate
+    escape, which strict parsers (serde_json) refuse.
+    """
+    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _depth(value: Any, limit: int) -> int:

@@ -36,6 +36,7 @@ class Wire:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
         self.notifications: list[dict[str, Any]] = []
+        self.lines: list[bytes] = []  # every frame as it came, for checks stricter than json.loads
 
     async def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -46,6 +47,7 @@ class Wire:
         assert self.proc.stdout is not None
         line = await asyncio.wait_for(self.proc.stdout.readline(), timeout)
         assert line, "the server closed its stdout"
+        self.lines.append(line)
         message: dict[str, Any] = json.loads(line)
         return message
 
@@ -363,6 +365,80 @@ async def test_output_chunks_travel_in_progress_messages(
     assert values[0] == 0 and values == sorted(set(values))  # strictly increasing, heartbeat included
     assert quiet["result"]["isError"] is False
     assert len(wire.of("notifications/progress")) == len(progress)  # no token: the chunks go nowhere
+
+
+LATE_PLUGIN = """
+import asyncio
+from steerable_agent_runtime import CallContext, tool
+
+KEPT = []
+
+def register(router):
+    @tool(router=router, mode="read")
+    async def keep_context(context: CallContext) -> str:
+        \"\"\"Keep the call's context and send through it after returning.\"\"\"
+        async def later():
+            await asyncio.sleep(0.3)
+            await context.send_output("AFTER-THE-ANSWER")
+        KEPT.append((context, asyncio.get_running_loop().create_task(later())))
+        await context.send_output("DURING-THE-CALL")
+        return "kept"
+
+    @tool(router=router, mode="read")
+    async def borrow_context(context: CallContext) -> str:
+        \"\"\"Send through the first call's context, after its late send.\"\"\"
+        kept, late = KEPT[0]
+        await late
+        await kept.send_output("FROM-ANOTHER-CALL")
+        await context.send_output("MINE")
+        return "borrowed"
+"""
+
+
+async def test_nothing_is_sent_under_a_calls_token_after_its_answer(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, LATE_PLUGIN)))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        first = await wire.call(2, "tools/call", {"name": "keep_context", "_meta": {"progressToken": "p1"}})
+        answered = len(wire.notifications)
+        second = await wire.call(
+            3, "tools/call", {"name": "borrow_context", "_meta": {"progressToken": "p2"}}
+        )
+        assert (await wire.call(4, "ping"))["result"] == {}
+    assert first["result"]["isError"] is False and second["result"]["isError"] is False, (first, second)
+    before = [n["params"] for n in wire.notifications[:answered] if n["method"] == "notifications/progress"]
+    after = [n["params"] for n in wire.notifications[answered:] if n["method"] == "notifications/progress"]
+    assert "DURING-THE-CALL" in [p["message"] for p in before if p["progressToken"] == "p1"]
+    assert [p for p in after if p["progressToken"] == "p1"] == []  # neither its own late send nor another's
+    chunks = [p["message"] for p in after if " running for " not in p["message"]]  # heartbeats aside
+    assert chunks == ["borrow_context started", "MINE"]  # the borrowed send went nowhere
+
+
+def _strict_json(line: bytes) -> Any:
+    """``line`` parsed as a strict parser (serde_json) would: no lone surrogate, escaped or not."""
+    value = json.loads(line.decode("utf-8"))
+    json.dumps(value, ensure_ascii=False).encode("utf-8")  # a lone \\udXXX escape raises here
+    return value
+
+
+async def test_run_codes_streamed_output_is_strict_json_like_its_logs(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    code = 'print("x\\ud800y")\nprint("ok")\nreturn 1'
+    params = {
+        "name": "run_code",
+        "arguments": {"code": code, "description": "print"},
+        "_meta": {"progressToken": 5},
+    }
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env(STEERABLE_RUN_CODE="1")) as wire:
+        await wire.handshake()
+        answer = await wire.call(2, "tools/call", params)
+    assert answer["result"]["structuredContent"]["data"]["logs"] == "x\ufffdy\nok\n", answer
+    frames = [_strict_json(line) for line in wire.lines]  # every frame, not only the progress ones
+    chunks = [f["params"]["message"] for f in frames if f.get("method") == "notifications/progress"]
+    assert "x\ufffdy\n" in chunks and "ok\n" in chunks, chunks
 
 
 def _running(marker: str) -> bool:
