@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from loop_script import EchoRouter, call, echo_router, tool_results, turn
+from steerable_agent_runtime import CallContext, ToolCall, ToolResult
 from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.loop import AgentLoop
@@ -116,3 +117,36 @@ async def test_without_a_prompt_a_consent_call_is_refused_after_its_arguments_ar
         "data": {"code": "consent_required", "mode": "local"},
     }
     assert router.calls == []
+
+
+@pytest.mark.parametrize("answer", ["no", "false", "yes", {"approved": False}, 1, None, [], "True"])
+async def test_only_an_answer_that_is_exactly_true_is_consent(router: EchoRouter, answer: Any) -> None:
+    async def approve(call: Any, mode: Any) -> Any:
+        return answer
+
+    gate = ApprovalGate.for_router(router, approve=approve)
+    request = ToolCall(id="1", name="echo", arguments={"text": "a"})
+    context = CallContext(request)
+    result = await gate(request, context)
+    assert result.data is not None and result.data["code"] == "consent_denied"
+    assert router.calls == [] and context.approved is False  # fail closed: nothing ran
+
+
+async def test_an_old_one_argument_executor_still_runs_calls(router: EchoRouter) -> None:
+    seen: list[str] = []
+
+    async def old(call: ToolCall) -> ToolResult:  # the shape before executors took a context
+        seen.append(call.id)
+        return await router.dispatch(call)
+
+    async def approve(call: Any, mode: Any) -> bool:
+        return True
+
+    gate = ApprovalGate(old, approve=approve, mode_of=mode_lookup(router))
+    for executor in (old, gate):  # taken directly, and wrapped in the gate
+        provider = ScriptedProvider([turn(call("echo", {"text": "a"}, id="1")), "ok"])
+        loop = AgentLoop(provider, router, executor=executor)
+        summary = await loop.run([], "go")
+        assert summary.outcome.value == "completed"
+        assert tool_results(loop.messages)["1"] == {"success": True, "data": {"echo": "a"}}
+    assert seen == ["1", "1"] and router.calls == [("echo", "a"), ("echo", "a")]

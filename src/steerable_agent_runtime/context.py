@@ -13,18 +13,21 @@ JSON Schema (the model never sees it, and cannot send it)::
         return "built"
 
 Spec: ToolCall ("new per-call metadata should go through the harness's TraceSpan.attrs, not into
-ToolCall"): :attr:`CallContext.attrs` lands in the call's ``TraceSpan.attrs``.
+ToolCall"): :attr:`CallContext.attrs` lands in the call's ``TraceSpan.attrs`` (as
+:meth:`CallContext.trace_attrs` gives it; docs/runtime.md, "The call context").
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .errors import UserError
 from .types import ToolCall, ToolResult
 
 __all__ = ["CallContext", "OutputSink", "ToolExecutor"]
@@ -36,7 +39,10 @@ class ToolExecutor(Protocol):
     """Runs one call; answers with a result (a failed one for bad input), never raises for it.
 
     ``context`` is the call's :class:`CallContext` (``None``: the innermost dispatch makes one);
-    a wrapper passes it on to the executor it wraps.
+    a wrapper passes it on to the executor it wraps. A one-argument executor
+    (``async def ex(call) -> ToolResult``, the older shape) still works where an executor is
+    taken (``AgentLoop``, ``ApprovalGate``): it is adapted once, when they are built; it does not
+    see the call's context (docs/agent-loop.md).
     """
 
     def __call__(self, call: ToolCall, context: CallContext | None = None, /) -> Awaitable[ToolResult]:
@@ -62,9 +68,10 @@ class CallContext:
             consent.
         output: Where :meth:`send_output` chunks go (the MCP server's progress notifications), or
             ``None``: nobody watches.
-        attrs: Per-call metadata for the call's ``TraceSpan.attrs``: ``approved`` (set by the
-            :class:`~steerable_agent_runtime.executor.ApprovalGate` when a consent prompt ran),
-            ``context`` (the sidecar's ``tool.invoke`` context).
+        attrs: Free-form per-call metadata for the call's ``TraceSpan.attrs`` (the sidecar's
+            ``tool.invoke`` ``context``, anything a tool notes). The span's own fields (``mode``,
+            ``tier``, ``outcome``, ``approved``...) are never taken from here, and a value JSON
+            cannot encode is shown as its ``repr`` (see :meth:`trace_attrs`).
     """
 
     call: ToolCall
@@ -72,6 +79,47 @@ class CallContext:
     output: OutputSink | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+    _approved: bool | None = field(default=None, init=False, repr=False)
+    _sealed: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def approved(self) -> bool | None:
+        """The consent decision for this call: ``True``/``False`` when a prompt ran, else ``None``.
+
+        Only the executor chain records it (:meth:`record_approval`, before the tool runs), so a
+        tool cannot forge its own consent; it lands in the span as ``approved``.
+        """
+        return self._approved
+
+    def record_approval(self, approved: bool) -> None:
+        """Record the consent decision (the :class:`~steerable_agent_runtime.executor.ApprovalGate` does).
+
+        Raises:
+            UserError: Once the call's tool has started (:meth:`seal`): a tool does not decide
+                its own consent.
+        """
+        if self._sealed:
+            raise UserError(f"the consent decision of {self.call.name} is the executor chain's to record")
+        self._approved = approved
+
+    def seal(self) -> None:
+        """Close :meth:`record_approval`: dispatch calls it right before the tool runs."""
+        self._sealed = True
+
+    def trace_attrs(self, fixed: Collection[str] = ()) -> dict[str, Any]:
+        """:attr:`attrs` as they land in a ``TraceSpan``: JSON-ready, never a crash.
+
+        Args:
+            fixed: The span's own field names (``mode``, ``approved``...): such keys are left
+                out, so a tool can neither overwrite nor fake them.
+
+        Returns:
+            A new dict with string keys (another key becomes its ``str``); a value ``json`` cannot
+            encode (a set, an object, a cycle; also nested inside a list or dict) is replaced by its
+            ``repr``, so the durable record can always be written.
+        """
+        noted = {(k if isinstance(k, str) else str(k)): v for k, v in list(self.attrs.items())}
+        return {k: _json_ready(v) for k, v in noted.items() if k not in fixed}
 
     @property
     def cancelled(self) -> bool:
@@ -98,6 +146,20 @@ class CallContext:
                 await _settled(sink(text))
             except Exception:
                 logger.exception("the output sink of %s failed", self.call.name)
+
+
+def _json_ready(value: Any) -> Any:
+    """``value`` itself when ``json`` encodes it, else its ``repr`` (or its type, when even that fails)."""
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        pass
+    else:
+        return value
+    try:
+        return repr(value)
+    except Exception:  # a broken __repr__, or nesting too deep even for repr
+        return f"<{type(value).__name__}>"
 
 
 async def _settled(value: object) -> None:

@@ -1,8 +1,9 @@
 """The executor chain: what sits between the agent loop and the tools.
 
 Spec: ToolMode ("approval gating is the executor wrapper's job on interactive paths, not the
-registry's"). A :class:`ToolExecutor` is any async callable from :class:`ToolCall` to
-:class:`ToolResult` that never raises for a bad call. The innermost one is a router's ``dispatch``;
+registry's"). A :class:`ToolExecutor` is an async callable from a :class:`ToolCall` and its
+optional :class:`~steerable_agent_runtime.context.CallContext` to a :class:`ToolResult` that never
+raises for a bad call. The innermost one is a router's ``dispatch``;
 wrappers compose around it::
 
     executor = ApprovalGate(router.dispatch, approve=ask_the_user, mode_of=mode_lookup(router))
@@ -15,7 +16,9 @@ Every executor takes the call's :class:`~steerable_agent_runtime.context.CallCon
 optional second argument and passes it on. The agent loop makes one per call, with itself as
 ``context.executor``: a tool that makes tool calls of its own (``run_code``) sends them through it,
 so its nested calls take the same path as a top-level call (consent, host forwarding). A consent
-decision lands in ``context.attrs["approved"]`` (the call's ``TraceSpan.attrs``).
+decision lands in ``context.approved`` (the call's ``TraceSpan.attrs["approved"]``), which only the
+executor chain records. A one-argument executor (``async def ex(call) -> ToolResult``) is still
+accepted where an executor is taken; it does not see the call's context.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection
 
 from ._codes import ToolErrorCode
+from ._executor_shape import AnyExecutor, taking_context
 from .context import CallContext, ToolExecutor
 from .modes import ToolMode, decide_tool_mode, requires_consent
 from .tools import ToolRouter
@@ -38,7 +42,7 @@ __all__ = [
 
 
 ApprovalHandler = Callable[[ToolCall, ToolMode], Awaitable[bool]]
-"""Asks for consent for one call of the given mode; ``True`` runs it."""
+"""Asks for consent for one call of the given mode; ``True`` (exactly: ``is True``) runs it."""
 
 
 async def approve_all(call: ToolCall, mode: ToolMode) -> bool:
@@ -73,7 +77,8 @@ class ApprovalGate:
     Which entry point uses which gate: ``docs/runtime.md`` (Consent).
 
     Args:
-        inner: The executor that runs approved calls.
+        inner: The executor that runs approved calls (a one-argument one still works; it does
+            not see the call's context).
         approve: The consent prompt (a host reverse call, a terminal prompt, :func:`approve_all`),
             or ``None`` when nobody can be asked.
         mode_of: ``name -> mode`` (see :func:`mode_lookup`); ``None`` runs the call without a prompt.
@@ -84,14 +89,16 @@ class ApprovalGate:
         unasked: With ``approve=None``, the end of the refusal's error after "<name> is a
             <mode>-mode tool" (what the caller should do instead).
 
-    A decision ``approve`` made is written to the call's context as ``attrs["approved"]``
-    (``True``/``False``): the agent loop puts it in the call's ``TraceSpan.attrs``, ``run_code`` in
-    its ``calls`` list.
+    Only an answer that is exactly ``True`` is consent; anything else (``"no"``, ``1``, ``None``,
+    ``{"approved": False}``) is a refusal. A decision ``approve`` made is recorded on the call's
+    context (:meth:`~steerable_agent_runtime.context.CallContext.record_approval`, so
+    ``context.approved`` is ``True``/``False``): the agent loop puts it in the call's
+    ``TraceSpan.attrs["approved"]``, ``run_code`` in its ``calls`` list.
     """
 
     def __init__(
         self,
-        inner: ToolExecutor,
+        inner: AnyExecutor,
         *,
         approve: ApprovalHandler | None,
         mode_of: Callable[[str], ToolMode | None] = decide_tool_mode,
@@ -99,7 +106,7 @@ class ApprovalGate:
         check: Callable[[ToolCall], ToolResult | None] | None = None,
         unasked: str = " and needs the user's consent, which nobody can give here",
     ) -> None:
-        self.inner = inner
+        self.inner = taking_context(inner)
         self.approve = approve
         self.mode_of = mode_of
         self.check = check
@@ -134,14 +141,14 @@ class ApprovalGate:
                 data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value},
             )
         try:
-            approved = bool(await self.approve(call, mode))
+            approved = await self.approve(call, mode) is True  # only a plain True is consent
         except Exception as exc:  # fail closed: no answer is no consent
             approved = False
             reason = f" (the consent prompt failed: {type(exc).__name__})"
         else:
             reason = ""
         if context is not None:
-            context.attrs["approved"] = approved
+            context.record_approval(approved)
         if approved:
             return await self.inner(call, context)
         return ToolResult.retry(

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ._codes import ToolErrorCode
+from ._executor_shape import AnyExecutor, taking_context
 from ._outcome import DEFAULT_MAX_ROUNDS as DEFAULT_MAX_ROUNDS  # public here, defined there
 from ._outcome import RunOutcome
 from ._results import timed_out_result
@@ -147,7 +148,8 @@ class AgentLoop:
         provider: The model.
         router: The tools (for the offered list and each call's mode and tier).
         executor: Runs calls (default ``router.dispatch``); wrap it in an
-            :class:`~steerable_agent_runtime.executor.ApprovalGate` for consent.
+            :class:`~steerable_agent_runtime.executor.ApprovalGate` for consent. A one-argument
+            executor (``async def ex(call)``) still works; it does not see the call's context.
         offered: Returns the tool descriptors offered each round (default
             ``router.describe_model``, the direct tier).
         max_rounds: Model calls per run, at least 1 (else ``UserError``).
@@ -174,7 +176,7 @@ class AgentLoop:
         provider: LLMProvider,
         router: ToolRouter,
         *,
-        executor: ToolExecutor | None = None,
+        executor: AnyExecutor | None = None,
         offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         record: DurableRecord | None = None,
@@ -190,7 +192,7 @@ class AgentLoop:
             raise UserError("max_rounds must be at least 1")
         self.provider = provider
         self.router = router
-        self.executor: ToolExecutor = executor if executor is not None else router.dispatch
+        self.executor: ToolExecutor = taking_context(executor) if executor is not None else router.dispatch
         self.offered = offered if offered is not None else router.describe_model
         self.max_rounds = max_rounds
         self.record = record
@@ -420,23 +422,22 @@ class AgentLoop:
         started = time.perf_counter_ns()
         if isinstance(call, InvalidToolCall):
             result = ToolResult.retry(call.error, data={"code": ToolErrorCode.INVALID_TOOL_CALL})
-            attrs: dict[str, Any] = {}
-            context = None
-        else:
-            context = CallContext(call, executor=self.executor)
-            result = await self._execute(call, context)
-            attrs = {}
-            if self.spill is not None:
-                try:
-                    spilled = await self.spill.apply(call, result)
-                except OSError:  # cannot store it: keep the whole result rather than lose it
-                    logger.exception("could not spill the result of %s", call.name)
-                    spilled = result
-                attrs["spilled"] = spilled is not result
-                result = spilled
-        if context is not None:
-            attrs.update(context.attrs)  # what the executor chain noted (``approved``)
-        self._trace(call, result, started, attrs)
+            self._trace(call, result, started, {}, {})
+            return result
+        context = CallContext(call, executor=self.executor)
+        result = await self._execute(call, context)
+        fixed: dict[str, Any] = {}
+        if self.spill is not None:
+            try:
+                spilled = await self.spill.apply(call, result)
+            except OSError:  # cannot store it: keep the whole result rather than lose it
+                logger.exception("could not spill the result of %s", call.name)
+                spilled = result
+            fixed["spilled"] = spilled is not result
+            result = spilled
+        if context.approved is not None:  # the gate's decision, when a consent prompt ran
+            fixed["approved"] = context.approved
+        self._trace(call, result, started, context.trace_attrs(_SPAN_FIELDS), fixed)
         return result
 
     async def _execute(self, call: ToolCall, context: CallContext) -> ToolResult:
@@ -457,16 +458,23 @@ class AgentLoop:
             )
 
     def _trace(
-        self, call: ToolCall | InvalidToolCall, result: ToolResult, started: int, attrs: dict[str, Any]
+        self,
+        call: ToolCall | InvalidToolCall,
+        result: ToolResult,
+        started: int,
+        noted: dict[str, Any],
+        fixed: dict[str, Any],
     ) -> None:
+        """Record the call's span: what the tool noted (JSON-ready), then the fixed fields, which win."""
         ended = time.perf_counter_ns()
         spec = self.router.get(call.name)
         attrs = {
+            **noted,
             "mode": spec.mode.value if spec is not None else None,
             "tier": spec.exposure.value if spec is not None else None,
             "durationMs": (ended - started) / 1e6,
             "outcome": "terminal" if is_terminal_result(result) else ("ok" if result.success else "retry"),
-            **attrs,
+            **fixed,
         }
         span = TraceSpan(call.name, call.id, started, ended, result.success, attrs)
         self._spans.append(
@@ -516,6 +524,10 @@ class AgentLoop:
             raise
         except Exception:
             logger.exception("event sink failed on %s", event.get("type"))
+
+
+_SPAN_FIELDS: Final = frozenset({"mode", "tier", "durationMs", "outcome", "spilled", "approved"})
+"""The attrs the loop itself sets on a call's span; a tool's ``context.attrs`` never supplies them."""
 
 
 INTERRUPTED_RESULT: Final = ToolResult.retry(

@@ -602,6 +602,7 @@ class ToolRouter(ToolDecorator):
                 given = None  # the context the tool asked for: told when the call is cancelled
                 if spec.context_param is not None:
                     given = context if context is not None else CallContext(call)
+                    given.seal()  # the tool runs now: its consent decision is fixed
                     kwargs = {**kwargs, spec.context_param: given}
                 # The handler's first step runs inline (the await protocol by hand): most tools finish
                 # without suspending, and those never need a deadline armed.
@@ -682,10 +683,10 @@ def _record(
     started: int,
     result: ToolResult,
 ) -> None:
-    """Send one dispatched call's span to ``sink``: the tool's mode and the context's ``attrs``."""
-    attrs: dict[str, Any] = {"mode": spec.mode} if spec is not None else {}  # a StrEnum: equal to its string
-    if context is not None:
-        attrs.update(context.attrs)
+    """Send one dispatched call's span to ``sink``: the context's ``attrs`` (JSON-ready), the tool's mode."""
+    attrs: dict[str, Any] = context.trace_attrs(("mode", "approved")) if context is not None else {}
+    if spec is not None:
+        attrs["mode"] = spec.mode  # a StrEnum: equal to its string; wins over a tool's own key
     sink(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
 
 

@@ -348,7 +348,9 @@ class _Run:
             )
         else:
             call = ToolCall(id=call_id, name=name, arguments=arguments)
-            context = CallContext(call, executor=self.executor, output=self.context.output)
+            context = CallContext(
+                call, executor=self.executor, output=self.context.output, attrs=dict(self.context.attrs)
+            )
             try:
                 result = await self.executor(call, context)
             except asyncio.CancelledError:  # the run stopped (deadline, cancel) while the call ran
@@ -360,7 +362,7 @@ class _Run:
                 result = ToolResult.retry(
                     f"{name} failed: {type(exc).__name__}: {exc}", data={"code": ToolErrorCode.TOOL_EXCEPTION}
                 )
-            approved = context.attrs.get("approved")  # the gate's decision, when a prompt ran
+            approved = context.approved  # the gate's decision, when a prompt ran
         wire = result.to_wire()
         # the record keeps a bounded copy: a program making many calls with big arguments or results
         # must not grow the sidecar's memory (and the transcript) without bound

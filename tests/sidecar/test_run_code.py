@@ -28,7 +28,7 @@ from steerable_agent_runtime import (
     ToolRetry,
     ToolRouter,
 )
-from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
+from steerable_agent_runtime.executor import ApprovalGate, approve_all, mode_lookup
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.loop import AgentLoop
 from steerable_agent_runtime.sandbox import (
@@ -373,6 +373,23 @@ async def test_approval_applies_to_nested_calls_through_the_live_executor_run_4(
     assert nested["tool"] == "local_thing" and nested["approved"] is False
     assert asked == [("rc1", "run_code", ToolMode.LOCAL), (nested["id"], "local_thing", ToolMode.LOCAL)]
     assert ("local_thing", None) not in router.seen
+
+
+async def test_nested_calls_spans_carry_the_parent_calls_trace_attrs_not_its_consent(workspace: Path) -> None:
+    router = make_router(workspace)
+    spans: list[Any] = []
+    router.trace = spans.append
+    call = ToolCall(
+        id="top", name="run_code", arguments={"code": 'return tools.echo(text="in")', "description": "d"}
+    )
+    context = CallContext(call, attrs={"context": {"turn": "T2"}})  # what tool.invoke puts there
+    gate = ApprovalGate.for_router(router, approve=approve_all)
+    result = await gate(call, context)
+    assert data_of(result)["value"] == "in" and context.approved is True
+    nested, top = spans
+    assert (nested.name, top.name) == ("echo", "run_code")
+    assert nested.attrs["context"] == {"turn": "T2"} and top.attrs["context"] == {"turn": "T2"}
+    assert "approved" not in data_of(result)["calls"][0]  # the parent's consent is not the nested call's
 
 
 # -- limits ----------------------------------------------------------------------------------------
