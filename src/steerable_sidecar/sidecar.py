@@ -41,7 +41,7 @@ from steerable_agent_runtime import (
     new_call_id,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
-from steerable_agent_runtime.executor import ApprovalGate, approve_all
+from steerable_agent_runtime.executor import ApprovalGate, ApprovalHandler, approve_all, mode_lookup
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
@@ -492,8 +492,9 @@ class Sidecar:
     ) -> tuple[ToolRouter, Transport]:
         """The chat's router and its side of the session assembly (``_assembly.Transport``)."""
         router = ToolRouter(default_timeout_ms=self.router.default_timeout_ms)
+        forwarded: frozenset[str] = frozenset()
         if p.tools_via_host:
-            register_host_tools(router, p.tools or [], self._host_invoke(chat_id))
+            forwarded = frozenset(register_host_tools(router, p.tools or [], self._host_invoke(chat_id)))
             # run_code is answered here, never forwarded (LOCAL_ONLY_TOOLS); its nested calls reach
             # the host through this chat's executor, which the agent loop hands each call
             # (CallContext.executor)
@@ -506,15 +507,15 @@ class Sidecar:
             ask = make_ask_user_tool(self._host_ask_user(chat_id), timeout_ms=self.config.ask_user_timeout_ms)
             router.register(ask)
         events = self._chat_events(chat, chat_id)
+        approve = approve_all if p.auto_approve else self._host_approval(chat_id)
         if p.tools_via_host:
             # the host executes its tools and owns their consent; it gets a resume's read state
             return router, Transport(
                 on_event=events,
                 trace=self._trace,
                 read_state=functools.partial(self._seed_host, session_id),
-                executor=router.dispatch,
+                executor=_gate_all_but(router, forwarded, approve),
             )
-        approve = approve_all if p.auto_approve else self._host_approval(chat_id)
         seed = self._workspace.state.seed if self._workspace is not None else None
         return router, Transport(approve=approve, on_event=events, trace=self._trace, read_state=seed)
 
@@ -602,3 +603,18 @@ class Sidecar:
         if chat.loop is not None:
             chat.loop.cancel()
         return {"cancelled": True}
+
+
+def _gate_all_but(router: ToolRouter, forwarded: frozenset[str], approve: ApprovalHandler) -> ApprovalGate:
+    """A ``toolsViaHost`` chat's executor: consent for the tools the sidecar runs itself.
+
+    The host executes the ``forwarded`` tools and owns their consent, so they pass ungated; a
+    tool answered here (``run_code``: it runs in the sidecar, LOCAL_ONLY_TOOLS) asks ``approve``
+    like any chat's call (docs/runtime.md, Consent).
+    """
+    modes = mode_lookup(router)
+
+    def mode_of(name: str) -> ToolMode | None:
+        return None if name in forwarded else modes(name)
+
+    return ApprovalGate(router.dispatch, approve=approve, mode_of=mode_of, check=router.check)

@@ -763,6 +763,18 @@ async def _wait_for_reaped_cgroups() -> None:
 
 
 # -- the live executor under toolsViaHost (RUN-4, end to end) --------------------------------------
+async def _scripted_run_code_sidecar(
+    tmp_path: Path, workspace: Path, env: dict[str, str], turns: list[Any]
+) -> SidecarClient:
+    """A real sidecar with run_code on, its model the scripted ``turns``."""
+    script = tmp_path / "turns.json"
+    script.write_text(json.dumps(turns))
+    env.update(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script), STEERABLE_RUN_CODE="1")
+    return await SidecarClient.start(
+        workspace=workspace, state_dir=tmp_path / "state", args=["--no-plugins"], env=env
+    )
+
+
 async def test_tools_via_host_nested_read_file_is_run_by_the_host_run_4(
     tmp_path: Path, workspace: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
@@ -778,14 +790,7 @@ async def test_tools_via_host_nested_read_file_is_run_by_the_host_run_4(
         },
         "finished",
     ]
-    script = tmp_path / "turns.json"
-    script.write_text(json.dumps(turns))
-    client = await SidecarClient.start(
-        workspace=workspace,
-        state_dir=tmp_path / "state",
-        args=["--no-plugins"],
-        env=child_env(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script), STEERABLE_RUN_CODE="1"),
-    )
+    client = await _scripted_run_code_sidecar(tmp_path, workspace, child_env(), turns)
     async with client as sidecar:
         listed = {t["name"]: t for t in await sidecar.list_tools()}
         assert "run_code" in listed
@@ -802,6 +807,7 @@ async def test_tools_via_host_nested_read_file_is_run_by_the_host_run_4(
             "go",
             tools_via_host=True,
             tools=[listed["read_file"], {"name": "run_code", "parameters": {"type": "object"}}],
+            auto_approve=True,  # run_code runs in the sidecar: consent first, even under toolsViaHost
         )
         summary = await asyncio.wait_for(handle.result(), 30)
         assert summary["outcome"] == "completed"
@@ -812,6 +818,44 @@ async def test_tools_via_host_nested_read_file_is_run_by_the_host_run_4(
         assert result["success"] is True and result["data"]["value"] == "FROM THE HOST"
         assert result["data"]["logs"] == "read 13\n"
         assert result["data"]["calls"][0]["id"] == invoked[0]["id"]
+
+
+async def test_tools_via_host_run_code_asks_the_host_for_consent_first(
+    tmp_path: Path, workspace: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    _bwrap_or_skip()
+    program = "return tools.read_file(path='host.txt')['content']"
+    run = {"name": "run_code", "arguments": {"code": program, "description": "read on the host"}}
+    turns = [{"tool_calls": [{"id": "rc1", **run}]}, "refused", {"tool_calls": [{"id": "rc2", **run}]}, "ran"]
+    client = await _scripted_run_code_sidecar(tmp_path, workspace, child_env(), turns)
+    seen: list[tuple[str, str]] = []
+    async with client as sidecar:
+        read_file = next(t for t in await sidecar.list_tools() if t["name"] == "read_file")
+
+        async def run_tool(params: dict[str, Any]) -> ToolResult:
+            seen.append(("tool.invoke", params["name"]))
+            return ToolResult(
+                success=True, data={"path": "host.txt", "content": "on the host", "version": "h1"}
+            )
+
+        async def approve(call: dict[str, Any], mode: str) -> bool:
+            seen.append(("approval.request", f"{call['name']} {mode}"))
+            return True
+
+        sidecar.on_tool_invoke = run_tool
+        refused = sidecar.start_chat("go", tools_via_host=True, tools=[read_file])  # no approval handler
+        assert (await asyncio.wait_for(refused.result(), 30))["outcome"] == "completed"
+        first = next(e["result"] for e in refused.events_seen if e["type"] == "tool_result")
+        assert first["success"] is False and first["data"]["code"] == "consent_denied", first
+        assert seen == []  # the program never ran: no nested call reached the host
+
+        sidecar.on_approval = approve
+        asked = sidecar.start_chat("again", tools_via_host=True, tools=[read_file])
+        assert (await asyncio.wait_for(asked.result(), 30))["outcome"] == "completed"
+        second = next(e["result"] for e in asked.events_seen if e["type"] == "tool_result")
+        assert second["success"] is True and second["data"]["value"] == "on the host", second
+        # consent for run_code first; its nested read_file is the host's to run (no second prompt)
+        assert seen == [("approval.request", "run_code local"), ("tool.invoke", "read_file")]
 
 
 async def test_recorded_calls_keep_bounded_copies_of_big_arguments(workspace: Path) -> None:
