@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+from typing import Annotated, Any, Optional
 
 import pytest
 
@@ -346,3 +346,84 @@ async def test_the_routers_span_keeps_its_mode_and_makes_attrs_json_ready() -> N
     await router.dispatch(noting, CallContext(noting))
     assert spans[0].attrs["mode"] == "read" and "approved" not in spans[0].attrs
     assert spans[0].attrs["context"] == {"turn": 1} and spans[1].attrs["bad"] == "{1, 2}"
+
+
+async def test_an_optional_or_annotated_context_parameter_gets_the_context() -> None:
+    router = ToolRouter()
+
+    @router.tool(mode="read")
+    async def get_optional(label: str, context: Optional[CallContext] = None) -> str:  # noqa: UP045
+        """Optional spelled the old way."""
+        assert context is not None
+        return f"{label}:{context.call.id}"
+
+    @router.tool(mode="read")
+    async def get_union(context: CallContext | None = None) -> str:
+        """Optional spelled with a union."""
+        assert context is not None
+        return context.call.id
+
+    @router.tool(mode="read")
+    def get_annotated(context: Annotated[CallContext, "the call"], n: int = 1) -> str:
+        """Annotated, in a worker thread."""
+        return context.call.id * n
+
+    async def unstringed(context: Any) -> str:  # its annotation set as an object, not a string
+        return str(context.call.id)
+
+    unstringed.__annotations__ = {"context": Annotated[CallContext | None, "x"], "return": str}
+    router.add(unstringed, name="get_unstringed", mode="read")
+    for name in ("get_optional", "get_union", "get_annotated", "get_unstringed"):
+        spec = router.get(name)
+        assert spec is not None and spec.context_param == "context"
+        assert "context" not in spec.parameters["properties"], name
+    one = await router.dispatch(ToolCall(id="o", name="get_optional", arguments={"label": "x"}))
+    two = await router.dispatch(ToolCall(id="u", name="get_union", arguments={}))
+    three = await router.dispatch(ToolCall(id="a", name="get_annotated", arguments={"n": 2}))
+    four = await router.dispatch(ToolCall(id="s", name="get_unstringed", arguments={}))
+    assert [r.data for r in (one, two, three, four)] == [
+        {"value": "x:o"},
+        {"value": "u"},
+        {"value": "aa"},
+        {"value": "s"},
+    ]
+
+
+def test_a_context_declaration_dispatch_cannot_fill_is_refused_at_registration() -> None:
+    async def two(a: str, first: CallContext, second: CallContext) -> str:
+        return a
+
+    async def listed(items: list[CallContext]) -> str:
+        return ""
+
+    async def either(context: CallContext | int) -> str:
+        return ""
+
+    def positional(context: CallContext, /) -> str:
+        return ""
+
+    with pytest.raises(
+        UserError, match=r"tool 'two': parameters 'first', 'second' both ask for the call context"
+    ):
+        Tool.from_function(two)
+    with pytest.raises(UserError, match=r"tool 'listed': parameter 'items' names CallContext inside"):
+        Tool.from_function(listed)
+    with pytest.raises(UserError, match=r"tool 'either': parameter 'context' names CallContext inside"):
+        Tool.from_function(either)
+    with pytest.raises(
+        UserError, match=r"tool 'positional': the CallContext parameter 'context' must be a plain"
+    ):
+        Tool.from_function(positional)
+    prebuilt = {"type": "object", "properties": {}}  # a precomputed schema does not skip the check
+    with pytest.raises(UserError, match=r"tool 'two': parameters"):
+        Tool.from_function(two, parameters=prebuilt)
+
+
+def test_a_schema_tools_context_keyword_cannot_be_one_of_its_properties() -> None:
+    async def handler(**arguments: Any) -> str:
+        return "ok"
+
+    schema = {"type": "object", "properties": {"x": {"type": "string"}, "ctx": {"type": "string"}}}
+    with pytest.raises(UserError, match=r"tool 'sch': context_param 'ctx' is a property of its schema"):
+        Tool.from_schema("sch", schema, handler, context_param="ctx")
+    assert Tool.from_schema("sch", schema, handler, context_param="_ctx").context_param == "_ctx"

@@ -13,7 +13,8 @@ import inspect
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, NotRequired, Required, get_type_hints
+from types import UnionType
+from typing import Annotated, Any, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
 from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic_core import to_jsonable_python
@@ -73,26 +74,75 @@ def _docstring_args(fn: Callable[..., Any]) -> dict[str, str]:
     return out
 
 
-def context_parameter(fn: Callable[..., Any]) -> str | None:
-    """The name of ``fn``'s parameter annotated :class:`~steerable_agent_runtime.context.CallContext`.
+def context_parameter(fn: Callable[..., Any], *, name: str | None = None) -> str | None:
+    """The name of ``fn``'s parameter that receives the call's context, or ``None``.
 
-    Dispatch passes the call's context there; :func:`function_schema` leaves it out of the schema.
-    Cheap for the common case: the hints are resolved only when an annotation names the class.
+    Such a parameter is annotated :class:`~steerable_agent_runtime.context.CallContext`,
+    ``CallContext | None`` (``Optional``) or either inside ``Annotated[...]``. Dispatch passes the
+    call's context there; :func:`function_schema` leaves it out of the schema. Cheap for the common
+    case: the hints are resolved only when an annotation names the class.
+
+    Args:
+        fn: The tool's function.
+        name: The tool's name, for error messages (default ``fn.__name__``).
 
     Raises:
-        UserError: When the annotations naming it cannot be resolved.
+        UserError: Naming the tool and the parameter: the annotations naming it cannot be
+            resolved; two parameters ask for the context; one names ``CallContext`` in another
+            form (``list[CallContext]``, ``CallContext | int``); it is positional-only or ``*args``.
     """
-    from .context import CallContext
-
     raw = inspect.get_annotations(fn)
-    named = [k for k, v in raw.items() if v is CallContext or (isinstance(v, str) and "CallContext" in v)]
+    named = [
+        k for k, v in raw.items() if k != "return" and "CallContext" in (v if isinstance(v, str) else repr(v))
+    ]
     if not named:
         return None
+    tool = name if name is not None else fn.__name__
     try:
         hints = get_type_hints(fn, include_extras=True)
     except Exception as exc:
-        raise UserError(f"cannot resolve the type hints of {fn.__name__!r}: {exc}") from exc
-    return next((k for k in named if hints.get(k) is CallContext), None)
+        raise UserError(f"cannot resolve the type hints of tool {tool!r}: {exc}") from exc
+    found = [k for k in named if _is_context(hints.get(k), tool, k)]
+    if len(found) > 1:
+        raise UserError(
+            f"tool {tool!r}: parameters {', '.join(map(repr, found))} both ask for the call context; "
+            "declare one CallContext parameter"
+        )
+    if not found:
+        return None
+    param = inspect.signature(fn).parameters.get(found[0])
+    if param is None or param.kind not in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+        raise UserError(
+            f"tool {tool!r}: the CallContext parameter {found[0]!r} must be a plain named parameter "
+            "(dispatch passes it by keyword)"
+        )
+    return found[0]
+
+
+def _is_context(hint: Any, tool: str, param: str) -> bool:
+    """``True`` for ``CallContext``, ``CallContext | None`` and those in ``Annotated``; ``False`` without it.
+
+    Raises:
+        UserError: When ``CallContext`` sits in any other form, which dispatch cannot fill.
+    """
+    from .context import CallContext
+
+    bare = get_args(hint)[0] if get_origin(hint) is Annotated else hint
+    if bare is CallContext:
+        return True
+    if get_origin(bare) in (Union, UnionType) and set(get_args(bare)) == {CallContext, type(None)}:
+        return True
+    if _mentions(bare, CallContext):
+        raise UserError(
+            f"tool {tool!r}: parameter {param!r} names CallContext inside {hint!r}; annotate it "
+            "CallContext (or CallContext | None) to receive the call's context"
+        )
+    return False
+
+
+def _mentions(hint: Any, target: type) -> bool:
+    """``True`` when ``target`` appears anywhere inside the type expression ``hint``."""
+    return hint is target or any(_mentions(arg, target) for arg in get_args(hint))
 
 
 def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
@@ -104,11 +154,12 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
 
     Returns:
         A :class:`FunctionSchema` with an ``object`` schema (``additionalProperties: false``);
-        a parameter annotated ``CallContext`` is not in it (dispatch injects it).
+        the :func:`context_parameter` is not in it (dispatch injects it).
 
     Raises:
         UserError: When the signature has ``*args``/``**kwargs`` or positional-only parameters,
-            or an annotation pydantic cannot turn into a schema.
+            an annotation pydantic cannot turn into a schema, or a context parameter
+            :func:`context_parameter` refuses.
     """
     signature = inspect.signature(fn)
     try:
@@ -118,10 +169,9 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
     docs = _docstring_args(fn)
     fields: dict[str, Any] = {}
     defaults: dict[str, Any] = {}
-    from .context import CallContext
-
+    context = context_parameter(fn, name=name)
     for param in signature.parameters.values():
-        if hints.get(param.name) is CallContext:
+        if param.name == context:
             continue  # injected by dispatch, never sent by the model
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
             raise UserError(

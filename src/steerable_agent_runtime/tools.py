@@ -140,8 +140,8 @@ class Tool:
 
         Args:
             fn: The implementation. Sync functions run in a worker thread. A parameter annotated
-                :class:`~steerable_agent_runtime.context.CallContext` receives the call's context
-                and is left out of the schema.
+                :class:`~steerable_agent_runtime.context.CallContext` (or ``CallContext | None``,
+                either in ``Annotated``) receives the call's context and is left out of the schema.
             parameters: The JSON Schema ``fn``'s signature gives, computed ahead of time (copied).
                 The tool is the same; only its argument validator (pydantic's, from the
                 signature) is built at the first call instead of now, which is most of what
@@ -153,7 +153,9 @@ class Tool:
             The tool, not yet registered anywhere.
 
         Raises:
-            UserError: When the signature cannot be turned into a schema, or a value is invalid.
+            UserError: When the signature cannot be turned into a schema, asks for the context
+                twice or in a form dispatch cannot fill (naming the parameter), or a value is
+                invalid.
         """
         tool_name = options.get("name") or fn.__name__
         validate_python: Callable[[dict[str, Any]], dict[str, Any]]
@@ -184,7 +186,7 @@ class Tool:
             exposure=_coerce_exposure(options.get("exposure") or ToolExposure.DIRECT),
             timeout_ms=options.get("timeout_ms"),
             validate=exact_scalars(tool_name, shape, validate_python),
-            context_param=context_parameter(fn),
+            context_param=context_parameter(fn, name=tool_name),
         )
 
     @classmethod
@@ -222,7 +224,8 @@ class Tool:
             The tool, not yet registered anywhere.
 
         Raises:
-            UserError: When ``parameters`` is not a valid JSON Schema.
+            UserError: When ``parameters`` is not a valid JSON Schema, or ``context_param`` names
+                one of its properties.
         """
         import jsonschema  # heavy (~70 ms); only schema-given tools need it
 
@@ -235,6 +238,12 @@ class Tool:
         except jsonschema.SchemaError as exc:
             raise UserError(f"tool {name!r}: invalid JSON Schema: {exc.message}") from exc
         validator = validator_cls(schema)
+        properties = schema.get("properties")
+        if context_param is not None and isinstance(properties, Mapping) and context_param in properties:
+            raise UserError(
+                f"tool {name!r}: context_param {context_param!r} is a property of its schema, so the "
+                "call context would replace the model's argument; name another keyword"
+            )
 
         def check(arguments: dict[str, Any]) -> dict[str, Any]:
             errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.path))
