@@ -14,7 +14,8 @@ Reverse calls are answered by the optional async handlers ``on_ask_user``, ``on_
 ``on_tool_invoke``, ``on_read_state_seed`` and ``on_web_search`` (signatures and what an unset
 one answers: docs/sidecar-protocol.md, SidecarClient's handlers). A method the sidecar refuses
 raises the :class:`SteerableError` its code names, which is also a :class:`RemoteError`
-(``steerable_sidecar.rpc.ERROR_CODES``; docs/sidecar-protocol.md, Errors).
+(``steerable_sidecar.rpc.ERROR_CODES``; docs/sidecar-protocol.md, Errors); an answer that is not
+the shape its method answers raises a plain :class:`RemoteError` with code ``-32603``.
 """
 
 from __future__ import annotations
@@ -27,14 +28,32 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from types import TracebackType
 from typing import Any
 
+from pydantic import ValidationError
+
 from steerable_agent_runtime import RemoteError, SidecarStartError, SteerableError, ToolResult, new_call_id
 
 from ._remote_errors import typed_remote_error
-from .rpc import InvalidParams, JsonRpcPeer, Params
+from .rpc import INTERNAL_ERROR, InvalidParams, JsonRpcPeer, Params
 
 __all__ = ["ChatHandle", "SidecarClient", "SidecarStartError"]
 
 _STDERR_TAIL_BYTES = 64 * 1024
+_SHOWN_CHARS = 200  # of a malformed result, in its error's message
+
+
+def _malformed_result(method: str, result: Any, expected: str) -> RemoteError:
+    """The error for an answer to ``method`` that is not the shape it answers (a broken sidecar).
+
+    A :class:`RemoteError` with the JSON-RPC internal-error code ``-32603``, its message naming
+    the method, what was expected and the result's ``repr`` (at most 200 characters), and
+    ``data == {"method": method}``: ``except RemoteError`` catches it like any failed method
+    (docs/sidecar-protocol.md, Errors).
+    """
+    shown = repr(result)
+    if len(shown) > _SHOWN_CHARS:
+        shown = f"{shown[:_SHOWN_CHARS]}... ({len(shown)} characters)"
+    message = f"the sidecar answered {method} with {shown}, not {expected}"
+    return RemoteError(INTERNAL_ERROR, message, {"method": method})
 
 
 class ChatHandle:
@@ -69,12 +88,16 @@ class ChatHandle:
 
         Raises:
             RemoteError: The sidecar refused the chat: bad params (-32602), ``ConfigError`` (no model
-                provider), ``UserError`` (the chat or session is already running).
+                provider), ``UserError`` (the chat or session is already running); or answered
+                something that is no summary (-32603).
         """
         try:
-            return dict(await self._request)
+            answer = await self._request
         finally:
             self._client._chats.pop(self.chat_id, None)
+        if not isinstance(answer, Mapping) or not isinstance(answer.get("outcome"), str):
+            raise _malformed_result("agent.chat.stream", answer, "a summary with a string 'outcome'")
+        return dict(answer)
 
     async def cancel(self) -> bool:
         """Ask the sidecar to cancel this chat; ``True`` when it was running."""
@@ -215,13 +238,31 @@ class SidecarClient:
             raise typed from None
 
     async def ping(self) -> dict[str, Any]:
-        """``system.ping``."""
-        return dict(await self.request("system.ping"))
+        """``system.ping``: the sidecar's answer (an object).
+
+        Raises:
+            RemoteError: As :meth:`request`; -32603 when the answer is not an object
+                (a malformed result).
+        """
+        answer = await self.request("system.ping")
+        if not isinstance(answer, Mapping):
+            raise _malformed_result("system.ping", answer, "an object")
+        return dict(answer)
 
     async def list_tools(self) -> list[dict[str, Any]]:
-        """``tool.list``: the full inventory ``[{name, description, parameters, mode, exposure}]``."""
+        """``tool.list``: the full inventory ``[{name, description, parameters, mode, exposure}]``.
+
+        Raises:
+            RemoteError: As :meth:`request`; -32603 when the answer has no ``tools`` list of
+                objects with a string ``name`` (a malformed result).
+        """
         answer = await self.request("tool.list")
-        return list(answer["tools"])
+        tools = answer.get("tools") if isinstance(answer, Mapping) else None
+        if not isinstance(tools, list) or not all(
+            isinstance(tool, Mapping) and isinstance(tool.get("name"), str) for tool in tools
+        ):
+            raise _malformed_result("tool.list", answer, "{'tools': [{'name': str, ...}, ...]}")
+        return [dict(tool) for tool in tools]
 
     async def invoke(
         self,
@@ -242,13 +283,21 @@ class SidecarClient:
             consent_granted: Set after the user allowed a consent-mode (``local``) tool.
             context: Free-form metadata for the call's trace span.
             timeout_s: Seconds to wait for the answer.
+
+        Raises:
+            RemoteError: As :meth:`request` (a tool's failure is a result, not an error); -32603
+                when the answer is not a ``ToolResult`` (a malformed result).
         """
         params: dict[str, Any] = {"id": id or new_call_id(), "name": name, "arguments": dict(arguments or {})}
         if consent_granted:
             params["consentGranted"] = True
         if context is not None:
             params["context"] = dict(context)
-        return ToolResult.model_validate(await self.request("tool.invoke", params, timeout_s=timeout_s))
+        answer = await self.request("tool.invoke", params, timeout_s=timeout_s)
+        try:
+            return ToolResult.model_validate(answer, strict=True)
+        except ValidationError:
+            raise _malformed_result("tool.invoke", answer, "a ToolResult") from None
 
     def start_chat(
         self,

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from steerable_agent_runtime import RemoteError, errors
+from steerable_agent_runtime import RemoteError, ToolResult, errors
 from steerable_sidecar._remote_errors import typed_remote_error
 from steerable_sidecar.client import SidecarClient
 from steerable_sidecar.rpc import ERROR_CODES, error_code_for, error_data_for
@@ -82,3 +86,78 @@ def test_every_server_code_comes_back_as_its_class(cls: type[errors.SteerableErr
         assert rebuilt.tried == sent.tried  # type: ignore[attr-defined]
     if hasattr(sent, "next_action"):
         assert rebuilt.next_action == sent.next_action  # type: ignore[attr-defined]
+
+
+FAKE_SIDECAR = """
+import json, sys
+
+answers = json.loads(sys.argv[1])  # method -> the results to answer it with, in turn
+
+def out(message):
+    sys.stdout.write(json.dumps(message) + "\\n")
+    sys.stdout.flush()
+
+out({"jsonrpc": "2.0", "method": "lifecycle.ready", "params": {"version": "0", "protocolVersion": 1}})
+for line in sys.stdin:
+    request = json.loads(line)
+    if "id" not in request:
+        continue
+    if request["method"] == "system.shutdown":
+        out({"jsonrpc": "2.0", "id": request["id"], "result": {"ok": True}})
+        break
+    out({"jsonrpc": "2.0", "id": request["id"], "result": answers[request["method"]].pop(0)})
+"""
+
+NOT_OBJECTS: list[Any] = [None, [], "str", 5, 1.5, True, [["a", 1]]]  # [["a", 1]] once passed dict()
+GOOD: dict[str, dict[str, Any]] = {
+    "system.ping": {"ok": True},
+    "tool.list": {"tools": [{"name": "read_file"}]},
+    "tool.invoke": {"success": True, "data": {"n": 1}},
+    "agent.chat.stream": {"chatId": "c", "sessionId": "s", "outcome": "completed"},
+}
+BAD_OBJECTS: dict[str, list[Any]] = {  # objects missing a field, or with one of the wrong type
+    "system.ping": [],
+    "tool.list": [{}, {"tools": "x"}, {"tools": [1, 2]}, {"tools": [{"description": "no name"}]}],
+    "tool.invoke": [{}, {"success": "maybe"}, {"success": True, "data": "not an object"}],
+    "agent.chat.stream": [{}, {"chatId": "c"}, {"outcome": 3}],
+}
+
+
+async def test_a_garbage_result_raises_a_remote_error_naming_the_method(tmp_path: Path) -> None:
+    script = tmp_path / "fake_sidecar.py"
+    script.write_text(FAKE_SIDECAR, encoding="utf-8")
+    answers = {method: [*NOT_OBJECTS, *bad, GOOD[method]] for method, bad in BAD_OBJECTS.items()}
+    sidecar = await SidecarClient.start(
+        command=[sys.executable, str(script), json.dumps(answers)], env=_env()
+    )
+    methods: dict[str, Callable[[], Awaitable[Any]]] = {
+        "system.ping": sidecar.ping,
+        "tool.list": sidecar.list_tools,
+        "tool.invoke": lambda: sidecar.invoke("read_file", {}),
+        "agent.chat.stream": lambda: sidecar.chat("hi"),
+    }
+    async with sidecar:
+        for method, call in methods.items():
+            for garbage in answers[method][:-1]:
+                with pytest.raises(RemoteError) as raised:  # never a TypeError or a ValidationError
+                    await call()
+                assert raised.value.code == -32603 and raised.value.data == {"method": method}, garbage
+                assert raised.value.message.startswith(f"the sidecar answered {method} with {garbage!r}")
+        # a well-formed answer still comes back as before
+        assert await sidecar.ping() == GOOD["system.ping"]
+        assert await sidecar.list_tools() == GOOD["tool.list"]["tools"]
+        assert await sidecar.invoke("read_file", {}) == ToolResult(success=True, data={"n": 1})
+        assert await sidecar.chat("hi") == GOOD["agent.chat.stream"]
+
+
+async def test_a_huge_garbage_result_is_clipped_in_the_message(tmp_path: Path) -> None:
+    script = tmp_path / "fake_sidecar.py"
+    script.write_text(FAKE_SIDECAR, encoding="utf-8")
+    answers = {"system.ping": ["x" * 100_000]}
+    sidecar = await SidecarClient.start(
+        command=[sys.executable, str(script), json.dumps(answers)], env=_env()
+    )
+    async with sidecar:
+        with pytest.raises(RemoteError) as raised:
+            await sidecar.ping()
+    assert len(raised.value.message) < 400 and "(100002 characters)" in raised.value.message
