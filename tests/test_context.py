@@ -149,6 +149,23 @@ async def test_output_chunks_go_to_the_sink_and_a_failing_sink_never_fails_the_t
     assert result.success and "the output sink of build failed" in caplog.text
 
 
+async def test_an_output_chunk_reaches_the_sink_as_strict_utf8_like_a_result() -> None:
+    chunks: list[str] = []
+    router = ToolRouter()
+
+    @tool(router=router, mode="read")
+    async def show(context: CallContext) -> str:
+        """Show a file name that was not UTF-8."""
+        await context.send_output("caf\udce9.txt")  # os.listdir's surrogateescape spelling
+        return "caf\udce9.txt"
+
+    request = ToolCall(id="s", name="show", arguments={})
+    result = await router.dispatch(request, CallContext(request, output=chunks.append))
+    assert chunks == ["caf\ufffd.txt"]
+    assert result.to_wire()["data"] == {"value": "caf\ufffd.txt"}
+    chunks[0].encode("utf-8")  # a lone surrogate would raise here
+
+
 async def test_context_attrs_reach_the_routers_trace_span() -> None:
     spans: list[TraceSpan] = []
     router = echo_router()

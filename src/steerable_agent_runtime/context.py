@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ._utf8 import utf8_safe
 from .errors import UserError
 from .types import ToolCall, ToolResult
 
@@ -137,13 +138,15 @@ class CallContext:
     async def send_output(self, text: str) -> None:
         """Stream one chunk of output while the call runs; nothing happens without a sink.
 
-        The chunk is not part of the result: return what the model should see. Best effort: a
-        sink that fails (a client gone) is logged, never raised into the tool.
+        The chunk is not part of the result: return what the model should see. A lone surrogate
+        in it reaches the sink as U+FFFD, as in a result (``ToolResult.to_wire``), so every
+        transport sends strict UTF-8 JSON. Best effort: a sink that fails (a client gone) is
+        logged, never raised into the tool.
         """
         sink = self.output
         if sink is not None:
             try:
-                await _settled(sink(text))
+                await _settled(sink(utf8_safe(text)))
             except Exception:
                 logger.exception("the output sink of %s failed", self.call.name)
 

@@ -8,7 +8,6 @@ Spec: ToolCall, ToolResult, Completion semantics. JSON on the wire is camelCase
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ._codes import ToolErrorCode
+from ._utf8 import utf8_safe
 
 if TYPE_CHECKING:
     from cuid2 import Cuid
@@ -156,18 +156,11 @@ class ToolResult(_WireModel):
 
 
 _EMPTY_FIELDS: dict[str, Any] = {name: None for name in ToolResult.model_fields} | {"success": True}
-_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def _wire_safe(value: Any) -> Any:
     if isinstance(value, str):
-        if value.isascii():
-            return value
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return _SURROGATES.sub("\ufffd", value)
-        return value
+        return utf8_safe(value)
     if isinstance(value, dict):
         return {_wire_safe(k): _wire_safe(v) for k, v in value.items()}
     if isinstance(value, list):

@@ -32,7 +32,6 @@ import functools
 import json
 import marshal
 import os
-import re
 import sys
 import time
 from collections.abc import Mapping
@@ -288,7 +287,7 @@ class _Run:
                 text = frame.get("text")
                 if isinstance(text, str) and text and self.log_bytes <= self.config.max_output_bytes:
                     # printed text streams as it comes, cleaned as the result's logs are (to_wire)
-                    await self.context.send_output(_utf8_safe(text))
+                    await self.context.send_output(text)
                 if self._log(text):
                     return self.fail(
                         RunCodeErrorCode.OUTPUT_LIMIT,
@@ -573,18 +572,6 @@ RECORDED_CALL_BYTES: Final = 4_096
 
 _RECORDED_DEPTH: Final = 64
 """Recorded arguments and results nested deeper than this are replaced (JSON writers have limits)."""
-
-
-_LONE_SURROGATE: Final = re.compile("[\ud800-\udfff]")
-
-
-def _utf8_safe(text: str) -> str:
-    """``text`` with each lone surrogate as U+FFFD, as ``ToolResult.to_wire`` cleans the logs.
-
-    Streamed output then encodes as strict UTF-8 JSON on every transport: no lone surrogate
-    escape, which strict parsers (serde_json) refuse.
-    """
-    return text if text.isascii() else _LONE_SURROGATE.sub("\ufffd", text)
 
 
 def _depth(value: Any, limit: int) -> int:
