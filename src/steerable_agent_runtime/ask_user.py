@@ -374,14 +374,9 @@ def _raw_questions(raw: Mapping[str, Any]) -> list[Any]:
 def normalise_ask_user_arguments(raw: Mapping[str, Any]) -> AskUserQuestionsPayload:
     """Turn the model's ``ask_user`` arguments into the canonical payload (the model-JSON boundary).
 
-    Accepted beyond the canonical shape: Inquirer-style ``name`` / ``message`` / ``choices``
-    (choices as strings or ``{name|label|title, value}`` objects; the label is the option);
-    Inquirer types (``list`` / ``rawlist`` / ``expand`` -> select, ``checkbox`` -> select with
-    ``multiSelect``, ``input`` / ``editor`` / ``number`` -> text, ``confirm`` -> select over
-    ``["Yes", "No"]``); a missing or unknown type (select when there are options, else text);
-    ``questions`` sent as a JSON string or as one object; a single question sent as the whole
-    arguments object. A missing ``intro`` becomes ``""``; keys outside the canonical payload are
-    dropped. Blank and duplicate options are dropped. Spec: ``ask_user`` (structured user questions).
+    Spec: ``ask_user`` (structured user questions). Inquirer-style and other aliases models send
+    are mapped as docs/ask-user.md, "Aliases: what models really send" lists; keys outside the
+    canonical payload, blank and duplicate options are dropped.
 
     Args:
         raw: The model's arguments object.
@@ -392,9 +387,8 @@ def normalise_ask_user_arguments(raw: Mapping[str, Any]) -> AskUserQuestionsPayl
 
     Raises:
         ToolRetry: With ``data == {"code": "invalid_questions", "errors": [{field, message}, ...]}``
-            and an error naming the fix, when a question lacks a non-empty ``id`` or ``text``, ids
-            repeat, a select has no options, a question is not an object, ``questions`` is missing
-            or empty, or a limit (:data:`MAX_QUESTIONS`, :data:`MAX_OPTIONS`) is exceeded.
+            and an error naming the fix, for the cases docs/ask-user.md, "Invalid calls" lists
+            (limits :data:`MAX_QUESTIONS`, :data:`MAX_OPTIONS`).
     """
     if not isinstance(raw, Mapping):
         raise _fail("(arguments)", f"must be an object {{intro, questions, outro?}}: {_SHAPE_FIX}")
@@ -496,31 +490,22 @@ def _answers_result(payload: AskUserQuestionsPayload, answers: Mapping[str, Any]
 def make_ask_user_tool(handler: AskUserHandler, *, timeout_ms: int = 600_000) -> Tool:
     """Build the ``ask_user`` tool around a product-injected handler (the framework seam).
 
-    Register it on a router with ``router.register(make_ask_user_tool(handler))``. The arguments
-    go through :func:`normalise_ask_user_arguments` before the handler runs, so the handler only
-    sees canonical payloads. The mode is ``read``: asking the user changes nothing on the machine
-    or outside it, and the user is in the loop by construction, so a consent prompt would only ask
-    permission to ask. The tool sets ``timeout_ms=0`` on itself (no router deadline): it enforces
-    ``timeout_ms`` itself, so a timeout yields an empty answer rather than a failed call. Spec:
-    ``ask_user`` (structured user questions).
+    Spec: ``ask_user``. Arguments go through :func:`normalise_ask_user_arguments` first; mode
+    ``read``; the tool enforces ``timeout_ms`` itself (docs/ask-user.md, "The result").
 
     Args:
         handler: Awaited with the canonical payload; returns ``{questionId: value}`` or ``None``
-            (the user cancelled). Raising means the user could not be reached. A
-            :class:`~steerable_agent_runtime.errors.ToolSignal` it raises passes through as the
-            router's usual retry / terminal result.
+            (the user cancelled). Raising means the user could not be reached; a
+            :class:`~steerable_agent_runtime.errors.ToolSignal` passes through.
         timeout_ms: How long to wait for the handler, in milliseconds (default 600 000, ten
             minutes); ``0`` waits forever.
 
     Returns:
-        The tool (not registered). A dispatch results in ``data == {"answers": {questionId:
-        value}}`` (only the ids that were asked, in question order, values as the handler gave
-        them); a cancel, a timeout or a handler failure results in a *successful*
-        ``data == {"answers": {}, "cancelled": True, "reason": "cancelled" | "timeout" | "error"}``
-        with a ``message`` telling the model to go on without the answers. Invalid arguments give
-        the :class:`~steerable_agent_runtime.errors.ToolRetry` of
-        :func:`normalise_ask_user_arguments` (``needsFollowup``, ``data.code == "invalid_questions"``).
-        Cancelling the dispatch from outside propagates ``asyncio.CancelledError``.
+        The tool (not registered). A dispatch gives ``data == {"answers": {questionId: value}}``;
+        a cancel, timeout or handler failure a *successful* ``data == {"answers": {},
+        "cancelled": True, "reason": "cancelled" | "timeout" | "error"}``; invalid arguments the
+        ``invalid_questions`` :class:`~steerable_agent_runtime.errors.ToolRetry`. Cancelling the
+        dispatch from outside propagates ``asyncio.CancelledError``.
 
     Raises:
         UserError: When ``timeout_ms`` is negative.

@@ -1,24 +1,16 @@
 """The executor chain: what sits between the agent loop and the tools.
 
 Spec: ToolMode ("approval gating is the executor wrapper's job on interactive paths, not the
-registry's"). A :class:`ToolExecutor` is an async callable from a :class:`ToolCall` and its
-optional :class:`~steerable_agent_runtime.context.CallContext` to a :class:`ToolResult` that never
-raises for a bad call. The innermost one is a router's ``dispatch``;
-wrappers compose around it::
+registry's"). A :class:`ToolExecutor` is an async callable ``(ToolCall, CallContext | None) ->
+ToolResult`` that never raises for a bad call and passes the context on; the innermost one is a
+router's ``dispatch``, wrappers compose around it::
 
     executor = ApprovalGate(router.dispatch, approve=ask_the_user, mode_of=mode_lookup(router))
 
-Host forwarding (``toolsViaHost``) is not a wrapper: the sidecar registers the host's tools on a
-router as schema-only tools whose handlers call the host, so validation, timeouts and results are
-the same on both paths.
-
-Every executor takes the call's :class:`~steerable_agent_runtime.context.CallContext` as an
-optional second argument and passes it on. The agent loop makes one per call, with itself as
-``context.executor``: a tool that makes tool calls of its own (``run_code``) sends them through it,
-so its nested calls take the same path as a top-level call (consent, host forwarding). A consent
-decision lands in ``context.approved`` (the call's ``TraceSpan.attrs["approved"]``), which only the
-executor chain records. A one-argument executor (``async def ex(call) -> ToolResult``) is still
-accepted where an executor is taken; it does not see the call's context.
+Host forwarding (``toolsViaHost``) is not a wrapper: host tools are schema-only router tools
+whose handlers call the host. How the loop's per-call context carries the executor to nested calls
+and the consent decision back: docs/agent-loop.md, "The executor chain"; docs/runtime.md,
+"The call context".
 """
 
 from __future__ import annotations
@@ -66,15 +58,11 @@ def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode | None]:
 class ApprovalGate:
     """Decide consent for every call (the one place that does): run it, ask, or refuse.
 
-    Spec: ToolMode (``local`` requires consent; the other modes auto-run). A call whose mode needs
-    consent is first checked (``check``: unknown tool, invalid arguments), so the model gets its
-    validation error without a human being asked; then ``approve`` is asked. A denied call does not
-    run and answers ``success: false, needsFollowup: true`` with ``data.code == "consent_denied"``,
-    so the model can choose another way instead of ending the run. A handler that raises counts
-    as a refusal (fail closed). With ``approve=None`` nobody can be asked (a host's direct
-    ``tool.invoke`` without ``consentGranted``, a ``run_code`` program no agent loop runs): such a
-    call is refused with ``data.code == "consent_required"`` and an error ending in ``unasked``.
-    Which entry point uses which gate: ``docs/runtime.md`` (Consent).
+    Spec: ToolMode (``local`` requires consent). A call needing consent is checked, then put to
+    ``approve``: only exactly ``True`` is consent; a refusal or a raising prompt gives
+    ``consent_denied``, ``approve=None`` gives ``consent_required`` (both ``needsFollowup``), and
+    the decision lands in ``context.approved``. The rules and which entry point uses which gate:
+    docs/runtime.md, "Consent: which gate each entry point uses".
 
     Args:
         inner: The executor that runs approved calls (a one-argument one still works; it does
@@ -88,12 +76,6 @@ class ApprovalGate:
             :meth:`ToolRouter.check`); ``None`` asks without checking first.
         unasked: With ``approve=None``, the end of the refusal's error after "<name> is a
             <mode>-mode tool" (what the caller should do instead).
-
-    Only an answer that is exactly ``True`` is consent; anything else (``"no"``, ``1``, ``None``,
-    ``{"approved": False}``) is a refusal. A decision ``approve`` made is recorded on the call's
-    context (:meth:`~steerable_agent_runtime.context.CallContext.record_approval`, so
-    ``context.approved`` is ``True``/``False``): the agent loop puts it in the call's
-    ``TraceSpan.attrs["approved"]``, ``run_code`` in its ``calls`` list.
     """
 
     def __init__(

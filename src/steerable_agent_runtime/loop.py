@@ -1,27 +1,10 @@
 """The agent loop: messages -> model -> tool calls -> executor -> tool messages -> repeat.
 
-Spec: Completion semantics. After each model turn every tool call of the turn runs (concurrently)
-and every result is recorded, in the model's order, before the loop looks at them: a terminal
-result (``is_terminal_result``) then ends the run; otherwise the results go back to the model.
-A turn without tool calls completes the run.
-
-Rules beyond the spec (ENV-8; docs/agent-loop.md):
-
-* Call ids are unique within the chat (spec: ToolCall.id). A call whose id repeats an earlier
-  call's id gets a fresh cuid2 id, in the recorded assistant message too, so every tool message
-  answers exactly one call. Within one turn, an *identical* repeat (same id, name and arguments)
-  is one call the model sent twice: it runs once and is recorded once. A different call that
-  reuses an id runs too, under a fresh id. No call runs twice and none is dropped.
-* A tool call whose arguments are not a JSON object never runs; it gets a failed result with
-  ``needsFollowup`` (``data.code == "invalid_tool_call"``).
-* Every message is appended to the :class:`~steerable_agent_runtime.record.DurableRecord` (and
-  fsync'd) before the next model call.
-* Oversized result data goes through :class:`~steerable_agent_runtime.spill.SpillHooks`.
-* One :class:`~steerable_agent_runtime.trace.TraceSpan` per call, with ``attrs`` ``mode``,
-  ``tier``, ``durationMs``, ``outcome`` (``ok`` | ``retry`` | ``terminal``), ``approved`` when a
-  consent prompt ran, ``spilled`` when the data was externalised.
-* :meth:`AgentLoop.cancel` stops the run; calls in flight get a cancelled result in the record,
-  so a resumed conversation has an answer for every call.
+Spec: Completion semantics. Every call of a model turn runs concurrently and every result is
+recorded, in the model's order, before a terminal result (``is_terminal_result``) ends the run; a
+turn without tool calls completes it. The rules beyond the spec (ENV-8: unique call ids, calls
+whose arguments are not a JSON object, the durable record, spills, trace spans, cancelling) are in
+docs/agent-loop.md, "Batches of parallel calls" through "Progress events".
 """
 
 from __future__ import annotations

@@ -87,19 +87,11 @@ def decide_tool_mode(name: str) -> ToolMode:
 def mode_from_annotations(name: str, annotations: Mapping[str, Any] | None) -> ToolMode:
     """Classify an MCP (or host) tool from its MCP tool annotations, falling back to its name.
 
-    The server's own hints are better informed than a name prefix, so they decide when they say
-    something (MCP spec: ToolAnnotations; all hints are advisory):
-
-    1. ``readOnlyHint: true`` -> ``read``
-    2. ``destructiveHint: true`` with ``openWorldHint: true`` -> ``local``: a tool that says it may
-       destroy and reach the outside (a shell) asks for consent, as steerable's own ``local``
-       tools do (their annotations state exactly these hints, so they keep their mode when
-       another steerable fronts them)
-    3. ``destructiveHint: true`` -> ``destructive``
-    4. ``destructiveHint: false`` -> ``safe_write``
-    5. ``openWorldHint: true`` (and none of the above) -> ``external``
-    6. otherwise (no annotations, or only ``readOnlyHint: false`` / ``idempotentHint`` / ``title``)
-       -> :func:`decide_tool_mode` on the name, so an unknown write still defaults to ``local``.
+    The server's hints decide when they say something (MCP spec: ToolAnnotations; all hints are
+    advisory), first match wins: ``readOnlyHint: true`` -> ``read``; ``destructiveHint`` and
+    ``openWorldHint`` both true -> ``local``; ``destructiveHint: true`` -> ``destructive``;
+    ``destructiveHint: false`` -> ``safe_write``; ``openWorldHint: true`` -> ``external``; else
+    :func:`decide_tool_mode` on the name. Why: docs/runtime.md, "ToolMode".
 
     Args:
         name: The tool name.

@@ -2,27 +2,12 @@
 
 Spec: Exposure tiers (``tool_search``). One direct-tier, read-mode tool ranks the *deferred* tier
 (never direct, never hidden) over name + description and returns full schemas, so a match is
-callable by name the next round (dispatch never gates on exposure).
-
-Ranking (the contract in ``spec/tool_contract.json`` → ``toolSearch``, shared with the desktop's
-TypeScript port; docs/requirements.md TS-1..4):
-
-* Tokens are the runs of ``[a-z0-9]`` in the lowercased text (:func:`tokenize`). Tool names are
-  identifiers, so a name also yields the camelCase parts of each ASCII run
-  (:func:`name_tokens`: ``mcp__x__sendFile`` -> ``mcp x sendfile send file``); prose is not split,
-  so ``GitHub`` in a description is the token ``github``.
-* A document is the name's tokens twice (names weigh double) followed by the description's.
-* Okapi BM25 with ``k1 = 1.2``, ``b = 0.75`` and ``idf = ln(1 + (N - n + 0.5) / (n + 0.5))`` over
-  the N deferred tools (always positive, so a matching term never scores 0). Query terms are
-  de-duplicated; a tool's score is the sum of its matching terms' weights in query order.
-* Relevance floor: a tool containing no query term scores 0 and is dropped, so an
-  off-vocabulary query gives an empty list. Order: score descending, then name ascending.
-
-The index (:class:`ToolSearchIndex`) follows a router through :meth:`ToolRouter.subscribe`:
-registering, unregistering or re-tiering one tool costs O(its tokens), and no query rebuilds
-anything. A query walks the posting lists of its terms, rarest first, and stops visiting new
-tools once the remaining terms' upper bounds cannot lift an unseen tool into the results
-(MaxScore); the returned scores are exact.
+callable by name the next round. The ranking is the contract in ``spec/tool_contract.json`` ->
+``toolSearch`` (shared with the desktop's TypeScript port; docs/requirements.md TS-1..4): tokens,
+Okapi BM25 (``k1 = 1.2``, ``b = 0.75``), relevance floor and order are in docs/tool-search.md,
+"Ranking (the contract)". :class:`ToolSearchIndex` follows a router through
+:meth:`ToolRouter.subscribe`, O(a tool's tokens) per change, and answers with exact MaxScore
+top-k (docs/tool-search.md, "The index").
 """
 
 from __future__ import annotations

@@ -142,11 +142,9 @@ class Tool:
             fn: The implementation. Sync functions run in a worker thread. A parameter annotated
                 :class:`~steerable_agent_runtime.context.CallContext` (or ``CallContext | None``,
                 either in ``Annotated``) receives the call's context and is left out of the schema.
-            parameters: The JSON Schema ``fn``'s signature gives, computed ahead of time (copied).
-                The tool is the same; only its argument validator (pydantic's, from the
-                signature) is built at the first call instead of now, which is most of what
-                registering a tool costs (start-up: ``benchmarks/startup.py``). The runtime's own
-                tools keep theirs in ``_tool_schemas``, which a test checks against the signatures.
+            parameters: The JSON Schema ``fn``'s signature gives, computed ahead of time (copied):
+                the validator is then built at the first call, not now (start-up cost:
+                ``benchmarks/startup.py``; the runtime's own tools use ``_tool_schemas``).
             options: :class:`ToolOptions`.
 
         Returns:

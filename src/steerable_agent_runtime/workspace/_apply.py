@@ -1,23 +1,11 @@
 """``apply_patch`` at the file layer: plan every operation, then commit all of them or none.
 
 The grammar and the text-level matching live in :mod:`._patch`. Here each operation is checked
-against the disk and the read-before-write gate before anything is written:
-
-* ``Add File`` onto an existing file and ``Move to`` onto an existing file are refused (Codex
-  overwrites silently; we never do).
-* ``Delete File`` follows ``write_file``'s rules (read first; a partial view is not enough);
-  ``Update File`` follows ``edit_file``'s (read first; CAS against the tracked version).
-* The whole patch is atomic: a patch whose second file fails leaves the first untouched (Codex
-  keeps earlier operations, peer scenario 015).
-* Protected paths (FILE-15) are refused for every operation: add, update, delete, and both ends of a move.
-
-The commit is crash-atomic too (FILE-13): every new content is first written to an fsynced temp file
-beside its target; then a multi-file patch appends a commit record listing every rename to its intent
-file in ``.steerable/txn`` and fsyncs it; only then are the files renamed into place (and their
-directories fsynced). A process killed during the renames leaves a committed journal that the next
-steerable process to open the workspace rolls forward (:func:`~._txn.recover`). If a rename fails
-in-process, the files already replaced get their original bytes back through a second commit record,
-so a crash during that rollback is finished the same way.
+against the disk, the read-before-write gate and the protected paths (FILE-15) before anything is
+written, and the commit is crash-atomic (FILE-13: fsynced temp files, a commit record in the
+intent file, then the renames; :func:`~._txn.recover` rolls a killed one forward). Where this
+differs from Codex (no silent overwrite, all-or-nothing) and the commit sequence:
+docs/file-tools.md, "apply_patch" and "Crash-atomic patches and the journal".
 """
 
 from __future__ import annotations

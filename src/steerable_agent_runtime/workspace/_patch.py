@@ -12,14 +12,11 @@ The grammar, as the model writes it::
     *** End of File                 optional: the hunk sits at the end of the file
     *** End Patch
 
-Leniency follows Codex: the text is trimmed, the envelope markers and the file-operation headers may be
-padded with whitespace, a heredoc wrapper (``<<'EOF'`` ... ``EOF``) is stripped, blank lines between
-hunks are skipped and an empty line inside a hunk is an empty context line. :func:`apply_chunks`
-locates hunks at the match levels of :mod:`._levels` (exact, trailing whitespace ignored, both ends
-ignored, typographic punctuation folded), keeps the file's own text for the lines a hunk leaves alone,
-re-indents its '+' lines after a match that ignored indentation, and refuses a hunk that matches
-several places at a tolerant level (FILE-14).
-Reading, writing and atomicity across files belong to the file layer (FILE-11).
+Leniency follows Codex (trimming, padded markers, a heredoc wrapper; docs/file-tools.md,
+"apply_patch"). :func:`apply_chunks` locates hunks at the match levels of :mod:`._levels`, keeps the
+file's own text for lines a hunk leaves alone, re-indents '+' lines after an indentation-blind
+match and refuses a hunk matching several places at a tolerant level (FILE-14). Reading, writing
+and atomicity across files belong to the file layer (FILE-11).
 """
 
 from __future__ import annotations
@@ -568,12 +565,8 @@ class _Applier:
 def apply_chunks_detailed(original: str, chunks: Sequence[Chunk], *, path: str) -> PatchOutcome:
     """Apply an Update File's hunks to a file's text; say where and at which level each matched.
 
-    Each hunk is looked for after the previous one (and after its ``@@`` line when it has one), trying
-    the levels of ``MATCH_LEVELS`` in order; lines the hunk keeps keep the file's own text. At
-    ``exact`` the first match after the cursor wins, as in Codex; at a tolerant level a hunk matching
-    several places is refused, and where leading whitespace was ignored the '+' lines are re-indented
-    the way the match was, or the hunk is refused (FILE-14). A ``*** End of File`` hunk is tried at
-    the end of the file first. A hunk with only '+' lines goes after its ``@@`` line, or at the end.
+    Each hunk is looked for after the previous one (and after its ``@@`` line), at the levels of
+    ``MATCH_LEVELS`` in order, with the rules of docs/file-tools.md, "apply_patch" (FILE-14).
 
     Args:
         original: The file's text with LF newlines (the caller converts CRLF before and after).

@@ -719,14 +719,12 @@ async def grep_files(
         time_budget_s: Wall-clock bound, in seconds: the search is killed then.
 
     Returns:
-        ``{pattern, matches: [{path, line, text}], truncated, skipped}``, sorted by path and line;
-        ``line`` is 1-based, ``text`` is clipped at 500 characters, with a CR line ending dropped;
+        ``{pattern, matches: [{path, line, text}], truncated, skipped}``, sorted by path and line
+        (``line`` 1-based, ``text`` clipped at 500 characters, a CR line ending dropped);
         ``skipped`` lists (up to 20) files not searched or not shown, with the reason
-        (``binary_file``: a binary file the pattern matched in; ``permission_denied``,
-        ``path_changed``, ``not_a_file``...). ``timedOut: true``, ``truncated: true`` and a
-        ``message`` when the bound stopped it, with the matches found so far. When more than
-        ``5 x maxResults`` (at least 1,000, at most 10,000) lines match, the search stops there
-        and which ones are returned depends on the walk's order.
+        (``binary_file``, ``permission_denied``, ``path_changed``...); ``timedOut: true`` and a
+        ``message`` when the bound stopped it. Bounds: docs/file-tools.md, "Results, bounds and
+        safety".
 
     Raises:
         WorkspaceError: ``invalid_regex`` (syntax; over 1000 characters; huge counted repeats);

@@ -126,10 +126,8 @@ def workspace_tools_for_cwd(
 ) -> ToolRouter:
     """Register the workspace file tools for one session on a router.
 
-    Tools: ``read_file``, ``list_dir``, ``glob``, ``grep`` (read); ``write_file``, ``edit_file``,
-    ``apply_patch`` (safe_write: bounded to the workspace, CAS-checked, with a diff preview);
-    ``bash`` (local: it needs consent; runs under the layer-2 sandbox, see ``docs/sandbox.md``).
-    All at the direct exposure tier.
+    The seven file tools and ``bash`` (local: it needs consent; layer-2 sandbox), all direct
+    tier: docs/file-tools.md (table at the top) and docs/sandbox.md.
 
     Args:
         cwd: The workspace root (default: the current directory).
@@ -146,11 +144,9 @@ def workspace_tools_for_cwd(
         environ: Environment to resolve variables from (default ``os.environ``); ``bash`` passes
             its allowlist on to commands.
         bash: Register ``bash`` (:func:`~steerable_agent_runtime.sandbox.bash_tool`).
-        web_tools: How ``web_search`` / ``web_fetch`` get registered: an installer called with the
-            router once the file tools are on it (``steerable_sidecar.web_tools.install_web_tools``,
-            which needs the network this package never touches), or ``False`` / ``None`` to omit
-            both, as an offline task contract wants (spec: Web tools, WEB-2). Every ``steerable``
-            entry point passes the installer unless told ``--no-web-tools``.
+        web_tools: An installer called with the router once the file tools are on it
+            (``steerable_sidecar.web_tools.install_web_tools``, docs/web-tools.md), or ``False`` /
+            ``None`` to omit ``web_search`` and ``web_fetch`` (spec: Web tools, WEB-2).
 
     Returns:
         The router: a new :class:`WorkspaceRouter` (its :class:`Workspace` is ``router.workspace``),

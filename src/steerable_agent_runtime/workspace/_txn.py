@@ -1,23 +1,11 @@
 """Cross-process write locks, the write journal and crash recovery (FILE-12, FILE-13).
 
-**The lock.** A write holds an exclusive ``flock`` on the directory of every file it changes (for a
-file whose directory does not exist yet, the nearest one that does), from the version check to the
-rename. A directory is the same inode for every process, whatever workspace root it was given (a
-session on the repository and another on a sub-folder), so they all exclude each other. The kernel
-drops the lock when the holder's descriptor closes, so a killed holder never leaves it held. Several
-directories are taken in ascending ``(st_dev, st_ino)`` order, so two patches cannot deadlock.
-
-**The journal** lives in the workspace's state folder, ``<root>/.steerable/`` (created on the first
-write, with a ``.gitignore`` of ``*`` so git never shows it; the file tools never list it and refuse
-to write it, and ``bash`` sees it read-only where the sandbox can express that): ``txn/<token>.json``
-holds one intent file per write in flight, locked by its writer for as long as it
-  runs. JSON lines: a header, then one ``{"temp": ...}`` line before each temp file is created, then,
-  for a multi-file ``apply_patch``, a ``{"commit": [entries]}`` line written and fsynced once every
-  new file is complete and before the first rename. At start-up (every surface builds a
-  :class:`~steerable_agent_runtime.workspace.Workspace`), :func:`recover` takes every intent file whose
-  owner is gone: a committed patch is rolled forward (each target still at its old version gets its
-  new content; one at its new version is done; one changed since by someone else is left alone), an
-  uncommitted one is dropped; either way its temp files and the directories it created are removed.
+The lock is an exclusive ``flock`` on the directory of every file a write changes (the nearest
+existing one for a new directory), held from the version check to the rename; several are taken
+in ascending ``(st_dev, st_ino)`` order. The journal is one JSON-lines intent file per write in
+flight under ``<root>/.steerable/txn/``, locked by its writer; :func:`recover` rolls a dead
+writer's committed patch forward and drops an uncommitted one. The long form: docs/file-tools.md,
+"The cross-process lock", "Crash-atomic patches and the journal" and "The ``.steerable`` folder".
 
 Blocking functions: the workspace calls them through ``asyncio.to_thread``.
 """
