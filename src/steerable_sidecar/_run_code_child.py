@@ -1,10 +1,10 @@
 """The child side of ``run_code``: the model's program runs here, in a sandboxed interpreter.
 
 :mod:`steerable_sidecar.run_code` starts it as ``python -S -P -c <this file's text>`` under the
-layer-2 sandbox; the sidecar never imports it. Passing the text (not a path) means the program
-needs nothing of this checkout to be visible inside the sandbox. It uses only modules a ``-S``
-interpreter has already loaded, plus the C halves of ``json`` and ``ast`` (``_json``, ``_ast``):
-importing ``json`` itself would pull in ``re`` and ``enum`` and add about 7 ms to every start.
+layer-2 sandbox; the sidecar never imports it. It uses only modules a ``-S`` interpreter has
+loaded plus ``_json`` and ``_ast`` (docs/run-code.md, "Speed"). The frames travel on private
+duplicates of fds 0 and 1, and the import guard is a convenience, not the boundary
+(docs/run-code.md, "The child and its boundary").
 
 Protocol: JSON lines, one ASCII object per line.
 
@@ -15,15 +15,6 @@ Protocol: JSON lines, one ASCII object per line.
 * child -> parent, last: ``{"t": "done", "ok": true, "value": ..., "repr": bool}`` or
   ``{"t": "done", "ok": false, "error": {"type", "message", "line", "column", "traceback", "phase"}}``
   (``phase``: ``syntax``, ``runtime`` or ``value``)
-
-The frames travel on private duplicates of fds 0 and 1, made before the program starts; fd 0 then
-reads ``/dev/null`` and fd 1 writes to stderr, so nothing the program prints (not even a C
-library writing to fd 1) can be taken for a frame.
-
-The import guard is a convenience, not the boundary: it turns ``import os`` (and the other escape
-hatches in :data:`BLOCKED`) into an error naming the module, but ``().__class__.__subclasses__()``
-and frame tricks still reach ``os``. What holds is the OS sandbox around this process and the
-allowlisted environment it was started with.
 """
 
 from __future__ import annotations

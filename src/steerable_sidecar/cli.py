@@ -1,25 +1,12 @@
 """The ``steerable`` command: inspect, call and serve the workspace tools.
 
-Every sub-command boots the same way (``steerable_sidecar.boot``): workspace tools, plugins,
-``--harness``, then the MCP servers of ``STEERABLE_MCP_CONFIG``. The shared options
-(``--workspace/-w``, ``--harness``, ``--no-web-tools``, ``--no-plugins``,
-``--allow-protected-writes``, ``--allow-outside-workspace``, ``--verbose/-v``) work before or after
-the command name. Sub-commands:
-
-* ``steerable tools``: the offered tools as a table (name, mode, tier, description), exactly what
-  ``steerable mcp`` lists for the same ``--harness``; ``--all`` every registered tool; ``--json``.
-* ``steerable call NAME 'JSON'``: one tool call; prints the ToolResult JSON. Exit 0 on success,
-  1 on a failed result, 2 on a usage error.
-* ``steerable session``: ToolCall JSON lines on stdin, ``{"id", "result"}`` lines on stdout.
-* ``steerable mcp``: serve the tools over MCP stdio (one line on stderr at start says what).
-* ``steerable plugins``: the plugins, their origins and tools.
-* ``steerable doctor``: the resolved configuration and what it does here
-  (``steerable_sidecar.doctor``); exit 2 on a misconfiguration.
-* ``steerable run --instruction TEXT``: one headless agent run (``steerable_sidecar.headless``).
-* ``steerable sidecar``: serve the tools and the agent loop to a host over JSON-RPC 2.0 on stdio
-  (``docs/sidecar-protocol.md``).
-
-Logs go to stderr at ``--verbose`` or ``STEERABLE_LOG_LEVEL`` (``steerable_sidecar._logging``).
+Every sub-command boots the same way (:mod:`steerable_sidecar.boot`): workspace tools, plugins,
+``--harness``, then the MCP servers of ``STEERABLE_MCP_CONFIG``; the shared options work before or
+after the command name. Sub-commands: ``tools`` (what ``mcp`` lists), ``call NAME 'JSON'`` (one
+ToolResult), ``session`` (docs/mcp.md, "The line session"), ``mcp`` (docs/mcp.md), ``plugins``,
+``doctor`` (:mod:`steerable_sidecar.doctor`), ``run`` (docs/headless.md) and ``sidecar``
+(docs/sidecar-protocol.md). Exit codes are :class:`~steerable_sidecar.exit_codes.ExitCode`
+(docs/headless.md, "Exit codes"). Logs go to stderr at ``--verbose`` or ``STEERABLE_LOG_LEVEL``.
 """
 
 from __future__ import annotations

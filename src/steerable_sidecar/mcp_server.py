@@ -1,38 +1,13 @@
 """Serve a :class:`ToolRouter` over MCP (stdio) on the project's own JSON-RPC peer (:mod:`.rpc`).
 
-Why not the ``mcp`` SDK's server: importing ``mcp.server.lowlevel`` costs about 0.85 s here, so an
-SDK server answers ``initialize`` after 0.7-1 s where the Node reference servers answer in about
-0.33 s, and hosts with a short start-up window (Codex) begin their first turn without our tools.
-The wire is small (the MCP specification, 2025-06-18 and 2025-11-25: lifecycle, tools, logging,
-progress, cancellation), :class:`~.rpc.JsonRpcPeer` already survives every bad frame we tried, and
-the official SDK stays on the client side (``mcp_sources.py``) and in the tests that drive this
-server. docs/mcp.md ("Start-up") has the figures.
-
-What is served:
-
-* ``initialize`` (version negotiation: the client's version when we speak it, else the newest),
-  ``ping``, ``notifications/initialized``;
-* ``tools/list``: the offered tools (the harness's list), each with a ``title`` and all four
-  annotation hints from its :class:`ToolMode` (:func:`mode_annotations`);
-* ``tools/call``: dispatch by name (any tier: dispatch never gates on exposure). The whole
-  :class:`ToolResult` travels as ``structuredContent`` and as JSON text; ``success: false`` is an
-  MCP tool error (``isError: true``), so the model sees it and can self-correct. A name that is
-  no tool at all is a protocol error, JSON-RPC ``-32602``, whose message keeps the router's
-  "Did you mean" suggestions (MCP 2025-06-18, tools: error handling);
-* ``notifications/progress`` while a call that carries a ``progressToken`` runs: one at the start,
-  then a heartbeat every ``heartbeat_s`` seconds; ``progress`` counts milliseconds since the start
-  (strictly increasing); a chunk the tool sends through its ``CallContext.send_output`` is one
-  more notification whose ``message`` is the chunk (redacted; MCP 2025-03-26 progress ``message``);
-* ``notifications/cancelled``: the call's task is cancelled (a ``bash`` child is killed) and the
-  request gets no response, as the specification asks;
-* ``logging/setLevel`` and ``notifications/message``: this process's log records at or above the
-  level (``warning`` until the client sets one), with every known secret redacted;
-* ``notifications/tools/list_changed`` when the router changes after start (a plugin enabled, an
-  MCP source connected).
-
-The tools may arrive after the handshake: :meth:`McpServer.attach` hands them over (``steerable
-mcp`` boots while the host initialises), and ``tools/list`` or ``tools/call`` received before that
-wait for them.
+The MCP specification, 2025-06-18 and 2025-11-25: lifecycle, tools, logging, progress and
+cancellation. The ``mcp`` SDK's server is not used: importing it costs about 0.85 s, past a short
+host start-up window (docs/mcp.md, "Start-up", has the figures); the SDK stays on the client side
+(``mcp_sources.py``) and in the tests. docs/mcp.md, "What is served", maps every method to what
+it does here. ``tools/call`` dispatches any tier (dispatch never gates on exposure); an unknown
+name is JSON-RPC ``-32602`` with the router's suggestions. The tools may arrive after the
+handshake: :meth:`McpServer.attach` hands them over, and ``tools/list`` or ``tools/call`` received
+before that wait for them.
 """
 
 from __future__ import annotations

@@ -111,30 +111,14 @@ class _PartialCall:
 class _Assembler:
     """Folds chat-completion chunks into events and, at the end, one :class:`ChatResponse`.
 
-    Wire behaviour handled here (OpenAI's streaming reference is the baseline):
-
-    * tool calls are keyed by ``index``: ``id`` and ``function.name`` arrive in a call's first
-      delta, ``function.arguments`` in text fragments (OpenAI). The fragments are joined and
-      parsed exactly once, by :func:`parse_tool_call`, when the response is complete, so invalid
-      JSON becomes an ``InvalidToolCall`` and never an exception.
-    * a whole call in one delta (Ollama sends each call fully assembled);
-    * the same ``index`` reused for a different call ``id`` (Ollama sends ``index: 0`` for every
-      parallel call), and no ``index`` at all (older Ollama builds): a new ``id``, or a new name
-      without an ``id``, starts the next call; other fragments continue the latest call;
-    * ``arguments`` as a JSON object rather than a string (some gateways): serialised once and
-      parsed with the rest;
-    * ``reasoning_content`` (DeepSeek, vLLM, GLM) and ``reasoning`` (OpenRouter, Ollama) deltas:
-      :class:`ReasoningDelta` events, joined into ``ChatResponse.reasoning``; OpenRouter's
-      ``reasoning_details`` blocks are kept (fragments of one block, by ``index``, are joined);
-    * ``usage`` in a final chunk whose ``choices`` is empty (``stream_options.include_usage``);
-    * ``{"error": {...}}`` in a data event or an ``event: error`` (OpenRouter reports failures
-      after the 200 this way), an error object without ``choices`` (``{"object": "error", ...}``
-      from vLLM, ``{"code": 500, "message": ...}``) or llama.cpp's ``error:`` line: a
-      :class:`ProviderError` carrying the vendor's message;
-    * the legacy ``function_call`` delta (``{"name", "arguments"}`` in pieces, no id): one tool
-      call, given a fresh id;
-    * a whole ``chat.completion`` body (``choices[0].message``) from a server that ignored
-      ``stream: true``.
+    OpenAI's streaming reference is the baseline; the vendors' variants it accepts (Ollama's whole or
+    re-indexed calls, object ``arguments``, ``reasoning_content`` / ``reasoning`` /
+    ``reasoning_details`` deltas, usage in a last chunk, in-stream errors, the legacy
+    ``function_call`` delta, a whole ``chat.completion`` body) are listed in docs/providers.md,
+    "Assembling tool calls", "Reasoning (thinking models)" and "Errors and retries". Tool-call
+    arguments are joined per call and parsed once, by :func:`parse_tool_call`, when the response is
+    complete, so invalid JSON becomes an ``InvalidToolCall``, never an exception; an error the vendor
+    sends in the stream becomes a :class:`ProviderError` carrying its message.
     """
 
     def __init__(self) -> None:
@@ -431,20 +415,12 @@ class _Attempt:
 class OpenAICompatibleProvider(ClientOwner):
     """An :class:`~steerable_agent_runtime.llm.LLMProvider` over an OpenAI-compatible HTTP endpoint.
 
-    Each call POSTs ``{base_url}/chat/completions`` with ``stream: true`` and
-    ``stream_options: {"include_usage": true}``, reads the server-sent events, yields
-    :class:`TextDelta` and :class:`ToolCallDelta` events as they arrive and ends with exactly one
-    :class:`ResponseComplete`. :meth:`complete` consumes :meth:`stream` (one code path).
-
-    Retries: a failure marked ``retryable`` (HTTP 408/409/429/5xx, a network error, a timeout, a
-    stream that broke off) is retried up to ``max_retries`` times, but only while nothing has
-    been yielded yet, so a caller never sees output twice. The wait is ``Retry-After`` (or
-    OpenAI's ``retry-after-ms``) when the server sends one, else ``retry_base_delay_ms`` doubled
-    per retry; either way at most ``retry_max_delay_ms``. No jitter: one process, one session.
-
-    One ``httpx.AsyncClient`` is shared by every call (a client per request pays the TLS set-up,
-    about 16 ms, each time). It honours ``HTTPS_PROXY`` (httpx ``trust_env``). Close the provider
-    with :meth:`aclose` or ``async with``; an injected ``client`` is left open for its owner.
+    Each call POSTs ``{base_url}/chat/completions`` with ``stream: true``, yields :class:`TextDelta`
+    and :class:`ToolCallDelta` events as they arrive and ends with exactly one
+    :class:`ResponseComplete`; :meth:`complete` consumes :meth:`stream`. A ``retryable`` failure is
+    retried only while nothing has been yielded (docs/providers.md, "Errors and retries"). One shared
+    ``httpx.AsyncClient`` serves every call; close the provider with :meth:`aclose` or ``async with``
+    (an injected ``client`` is left open for its owner).
 
     Args:
         config: The endpoint configuration (not ``scripted``: use :func:`default_llm_provider`).

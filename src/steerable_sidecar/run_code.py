@@ -1,27 +1,14 @@
 """``run_code``: the model's Python program, run in a sandboxed child interpreter, calling tools.
 
-Spec: ``run_code`` (programmatic tool calls), Child environment, Inheriting layer-1. Opt-in with
-``STEERABLE_RUN_CODE=1``. The arguments are ``{code, description}``; ``code`` is the body of a
-Python function whose ``return`` value is the result.
+Spec: ``run_code`` (programmatic tool calls), Child environment, Inheriting layer-1; docs/run-code.md
+holds the long form. Opt-in with ``STEERABLE_RUN_CODE=1``; the arguments are ``{code, description}``.
 
-The sidecar holds the API key, so it never executes model Python: the program runs in a child
-interpreter (``_run_code_child.py``) started under the same layer-2 backend as ``bash``
-(:func:`~steerable_agent_runtime.sandbox.select_backend`), with the allowlisted environment. The
-child talks JSON lines over its stdin/stdout: ``tools.call(name, **kwargs)`` and
-``tools.<name>(...)`` send a call frame and block for the reply, ``print`` output comes back as log
-frames, and a last frame carries the return value or the error.
-
-Each nested call goes through the *live* executor, the one running this ``run_code`` call
-(``CallContext.executor``, set by the agent loop, see :mod:`steerable_agent_runtime.context`): the consent
-prompt, the host's ``tool.invoke`` under ``toolsViaHost``, exactly like a call the model made
-itself, with a fresh call id. Without a live executor (a host invoking ``run_code`` directly over
-``tool.invoke``) the calls go to the router the tool was built with, and a call that needs consent
-is refused (``consent_required``): nobody is there to ask. A nested ``run_code`` is refused.
-
-Every failure is a ``needsFollowup`` result whose ``data.code`` says what happened
-(``syntax_error``, ``runtime_error``, ``timeout``, ``call_limit``, ``source_too_large``,
-``output_limit``, ``value_limit``, ``memory_limit``, ``child_exited``, ``protocol_error``,
-``sandbox_unavailable``) and that carries the calls and the logs so far. See ``docs/run-code.md``.
+The child (``_run_code_child.py``, whose docstring has the frame protocol) runs under the same
+layer-2 backend as ``bash``. Each nested call goes through the live executor
+(``CallContext.executor``, :mod:`steerable_agent_runtime.context`), consent included; without one
+the calls go to the router the tool was built with and one that needs consent is refused
+(``consent_required``). Every failure is a ``needsFollowup`` result whose ``data.code`` is listed
+in docs/run-code.md, "Result", with the calls and the logs so far.
 """
 
 from __future__ import annotations

@@ -208,31 +208,20 @@ class WebToolsConfig:
 def parse_domain_list(raw: str, *, variable: str) -> tuple[str, ...]:
     """Parse a comma-separated domain list such as ``STEERABLE_WEB_ALLOWED_DOMAINS``.
 
-    Each entry is trimmed, mapped with UTS-46 (which lowercases it and folds full-width forms and
-    ideographic dots), stripped of one leading and one trailing dot, and encoded to IDNA A-labels
-    (``Bücher.example`` -> ``xn--bcher-kva.example``), so it compares equal to the host of a URL
-    checked by ``validate_url``. A ``*.`` prefix is accepted and dropped: an entry already covers
-    every subdomain, so ``*.example.com`` means the same as ``example.com`` (spec: Domain policy).
-    An IP address entry is accepted in its canonical form and matches only that address. Empty
-    entries are dropped, and so are repeats (the first one stays in place). An empty value (or
-    only whitespace) is the empty list, as if unset; a value whose entries are all empty (``" , "``)
-    is refused: it looks like a list but names nothing, and an empty allow-list means every
-    public host (WEB-18).
+    The rules (UTS-46 mapping, IDNA A-labels, ``*.`` dropped, IP entries canonical, repeats and empty
+    entries dropped, RFC 3696's all-numeric top-level label refused) are in docs/web-tools.md,
+    "Configuration"; entries compare equal to hosts ``validate_url`` returns.
 
     Args:
         raw: The variable's text.
         variable: The variable's name, for error messages.
 
     Returns:
-        The normalized entries, in order.
+        The normalized entries, in order; ``()`` for an empty or all-whitespace value.
 
     Raises:
-        ConfigError: Naming the variable, for a value whose entries are all empty (``" , "``).
-            Naming the variable and the entry, for an entry that is not a host name: a
-            scheme, path, port, userinfo, space, a ``*`` other than a leading ``*.``, an empty or
-            invalid label (IDNA 2008 via UTS-46: ``_``, a leading or trailing hyphen, a label over
-            63 bytes), a name over 253 bytes, or an all-numeric top-level label that is not an
-            IPv4 address (RFC 3696 section 2: no top-level domain is all-numeric).
+        ConfigError: Naming the variable, for a value whose entries are all empty (``" , "``, WEB-18),
+            or naming the variable and the entry, for an entry that is not a host name or IP address.
     """
     entries = [part for part in raw.split(",") if part.strip()]
     if not entries and raw.strip():

@@ -221,28 +221,12 @@ def capped(text: str, max_chars: int, fallback: str | None = None) -> Rendered:
 class HtmlConverter:
     """HTML to Markdown in a sandboxed child process held to a memory ceiling and the fetch deadline.
 
-    The child parses hostile HTML, so it runs under the same layer-2 sandbox as ``bash`` and
-    ``run_code`` (``docs/sandbox.md``): the backend is chosen once, off the event loop, by
-    :func:`~steerable_agent_runtime.sandbox.select_backend` (bubblewrap, else Landlock; Seatbelt
-    on macOS; the inherited layer-1 boundary under ``STEERABLE_SIDECAR_CONFINED=1``), and the
-    policy has no writable root (only the run's private temporary directory), the network off
-    whatever ``STEERABLE_SANDBOX_NETWORK`` says, the allowlisted environment
-    (:func:`~steerable_agent_runtime.sandbox.child_environment`: no key reaches it), at most 4
-    processes, ``STEERABLE_SANDBOX_CPU_SECONDS`` of CPU, and :func:`sandbox_memory_bytes` of
-    memory. Under bubblewrap it cannot see the sidecar's ``/proc/<pid>/environ`` (its own PID
-    namespace), write outside its ``/tmp`` tmpfs, or open a socket. **No backend** (and not
-    confined): no child is started and every HTML page comes back as its text, with the fallback
-    line saying so and one warning logged: the sandbox's rule is that nothing runs unconfined,
-    and the converter is the part of the sidecar that parses the most hostile input.
-
-    One child serves one conversion at a time. A conversion takes an idle child or starts one
-    (``sys.executable -P -c ...`` from ``/``, importing only ``html_to_markdown``), and a child
-    that finished cleanly is kept for the next one (at most ``keep_idle``, only after pages under
-    2 MB, and only while its conversions took under half its CPU limit, so that a kept child never
-    meets ``RLIMIT_CPU``). Before each page the child lowers its address-space ceiling to its size
-    plus the page's allowance. A child that overran its ceiling, crashed or outlived the deadline
-    is killed with its whole sandbox before :meth:`convert` returns. The child reads stdin until
-    EOF, so it also ends when this process dies. Call :meth:`aclose` when done.
+    docs/web-tools.md, ``web_fetch {url}`` (the Content and No sandbox paragraphs), has the child's
+    policy, its memory ceiling and when a child is kept; docs/sandbox.md the backends. The backend is
+    chosen once, off the event loop, by :func:`~steerable_agent_runtime.sandbox.select_backend`;
+    with none (and not confined) no child starts and every page comes back as its text. A child that
+    overran its ceiling, crashed or outlived the deadline is killed with its whole sandbox before
+    :meth:`convert` returns. Call :meth:`aclose` when done.
 
     Args:
         keep_idle: How many finished children to keep for later conversions.

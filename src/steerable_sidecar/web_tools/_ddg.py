@@ -37,17 +37,11 @@ DDG_LITE_URL: Final = "https://lite.duckduckgo.com/lite/"
 class DuckDuckGoSearchProvider(HttpBackend):
     """DuckDuckGo's lite HTML page (https://lite.duckduckgo.com/lite/): the explicit free backend.
 
-    Chosen only by ``STEERABLE_WEB_SEARCH_PROVIDER=ddg``, never as a fallback for a missing Tavily
-    key (WEB-6). The request is the lite page's own form submission: ``POST`` with the form field
-    ``q=<query>``. The answer is parsed with the standard library's :mod:`html.parser`: titles and
-    links from ``a.result-link``, snippets from ``td.result-snippet``; rows of
-    ``tr.result-sponsored`` and ``duckduckgo.com/y.js`` ad links are dropped, and redirect links
-    ``//duckduckgo.com/l/?uddg=<target>&rut=...`` are unwrapped to the target.
-
-    DuckDuckGo has no domain-list parameter, so ``supports_domain_lists`` is ``False``; the
-    ``site:`` operator is not used (its behaviour on the lite page is undocumented). The lists are
-    applied to the whole result page (about 30 hits) before it is cut to ``max_results``, so a
-    restrictive allow-list keeps as many hits as the page holds.
+    Chosen only by ``STEERABLE_WEB_SEARCH_PROVIDER=ddg``, never as a fallback (WEB-6). The request is
+    the lite page's own form (``POST``, field ``q``), parsed with :mod:`html.parser`; what is kept,
+    dropped and unwrapped is in docs/web-tools.md, ``web_search {query, max_results?}``.
+    ``supports_domain_lists`` is ``False``: the lists are applied to the whole page before it is cut
+    to ``max_results``.
 
     Args:
         base_url: The lite page's URL.

@@ -1,32 +1,13 @@
 """The ``web_fetch`` engine: DNS, the SSRF check, a pinned connection, redirects, streaming bounds.
 
 Spec: Web tools (sidecar), sections Bounds, SSRF policy and Egress-proxy interaction (requirements
-WEB-8, WEB-9, WEB-12, WEB-13, WEB-14); docs/web-tools.md, ``web_fetch {url}``, Pinned connection.
+WEB-8, WEB-9, WEB-12, WEB-13, WEB-14). docs/web-tools.md, ``web_fetch {url}``, holds the long form:
+the order of the checks, absolute-name DNS, the pinned connection, redirects and the byte bounds.
 
-One :meth:`WebFetcher.fetch` runs, in this order: the URL checks (:func:`validate_url`), the
-domain policy (before any DNS or network work), the caller's ``admit()`` (the session cap), then
-for each hop: DNS, the SSRF check of every answer, the request. In direct mode the request goes to
-the address that was checked (the URL host replaced by the IP, the ``Host`` header and the TLS SNI
-name kept on the real host, so certificates are verified against the real name): a DNS answer
-that changes between the check and the connect (DNS rebinding) cannot redirect the connection, which
-closes the residual gap the spec's SSRF section describes. Connections are pooled per real host name,
-so a TLS connection verified for one name never carries a request for another name that happens to
-resolve to the same address.
-
-Redirects are never followed by httpx: a same-origin ``Location`` is re-validated in full (URL
-checks, domain policy, DNS, SSRF) and followed, at most ``fetch_max_redirects`` times; a
-cross-origin one is reported, never requested. ``fetch_timeout_ms`` is one deadline over DNS, every
-hop, the body and its conversion. ``fetch_max_bytes`` caps the body after content decoding, which
-this module does itself from the raw stream with bounded output per step, so a gzip bomb inflates no
-further than the cap; the raw bytes read are capped too (ten times the cap plus 64 KB), so a body
-that inflates to nothing cannot be streamed until the deadline. The body is then decoded in a worker
-thread and (HTML) converted to Markdown in a child process held to a memory ceiling and the same
-deadline, the result cut at twice ``fetch_max_bytes`` characters (``_converter``). Whatever a server
-sends, :meth:`WebFetcher.fetch` raises nothing but :class:`WebError`.
-
-Names are resolved as absolute names (``/etc/hosts``, then DNS for ``name.``), so the resolver's
-search domains never turn ``http://wiki/`` into ``wiki.corp.example.com`` behind the domain policy's
-back; every answer is checked against the SSRF policy and against the block-list's IP entries.
+:meth:`WebFetcher.fetch` runs :func:`validate_url`, the domain policy, the caller's ``admit()``,
+then per hop DNS, the SSRF check of every answer and the request. It inflates the body itself
+(``_content``), decodes it in a worker thread, converts HTML in a sandboxed child
+(``_converter``), and raises nothing but :class:`WebError`, whatever a server sends.
 """
 
 from __future__ import annotations
@@ -325,23 +306,10 @@ class _Page:
 class WebFetcher:
     """Fetches a URL for ``web_fetch`` under the deployment's bounds and policies.
 
-    One shared ``httpx.AsyncClient`` serves the fetcher's life (a client per fetch spends about
-    16 ms building TLS state); call :meth:`aclose` when done. The client never keeps cookies,
-    never reads ``~/.netrc`` and sends no credentials (``trust_env`` is off; proxies and CA files
-    are read from ``environ`` explicitly), and identifies as ``steerable/<version> (+web_fetch)``.
-
-    **Direct mode** (``config.egress_confined`` false): proxy variables are ignored, and each hop
-    connects to the address its SSRF check validated (the first answer; the next ones only if
-    connecting fails), with ``Host`` and TLS SNI on the real host (WEB-13; docs/web-tools.md,
-    Pinned connection).
-
-    **Egress-proxy mode** (``config.egress_confined``; spec: Egress-proxy interaction, WEB-14):
-    requests go through the proxy named by ``https_proxy`` / ``http_proxy`` / ``all_proxy`` in
-    ``environ`` (either case), else ``config.egress_proxy``; ``NO_PROXY`` is ignored (direct egress is
-    what the confinement forbids). The domain policy and the DNS/SSRF pre-check still run, but the
-    connection cannot be pinned: the proxy resolves the name again, so a rebinding answer between
-    the two lookups is the proxy's to judge. A refusal by the proxy names
-    ``STEERABLE_WEB_ALLOWED_DOMAINS``, which feeds the proxy's exact-host allow-list.
+    One shared ``httpx.AsyncClient`` serves the fetcher's life; call :meth:`aclose` when done. In
+    direct mode each hop connects to the address its SSRF check validated (WEB-13); in egress-proxy
+    mode (``config.egress_confined``; WEB-14) requests go through the proxy and cannot be pinned.
+    docs/web-tools.md, "Pinned connection", "Sent" and "Behind the desktop's egress proxy", has both.
 
     Args:
         config: The bounds and policies.

@@ -104,20 +104,17 @@ _V6_NAMED: Final[tuple[tuple[ipaddress.IPv6Network, str], ...]] = (
 def validate_url(url: str) -> httpx.URL:
     """Check the shape of a URL the model asked for (or a redirect target) and parse it.
 
-    The URL is parsed by ``httpx.URL``, the parser that makes the request, so the host checked is
-    the host connected to. Surrounding whitespace is ignored. A trailing dot on the host is
-    dropped; IDN hosts are held as IDNA A-labels (``http://BÜCHER.example/`` ->
-    ``xn--bcher-kva.example``, see :func:`url_host`). A host spelled the way ``inet_aton(3)`` reads
-    an IPv4 address but httpx does not (``0x7f000001``, ``2130706433``, ``127.1``,
-    ``93.184.55330``, ``0x5d.0270.55330``) is rewritten to that address (``http://127.0.0.1/``):
-    the system resolver would connect there, so the domain policy must see it as that address.
+    Parsed by ``httpx.URL``, the parser that makes the request, so the host checked is the host
+    connected to; an ``inet_aton(3)`` IPv4 spelling httpx does not read (``0x7f000001``) is rewritten
+    to its address (docs/web-tools.md, ``web_fetch {url}``, URL checks).
 
     Args:
-        url: The URL text.
+        url: The URL text; surrounding whitespace is ignored.
 
     Returns:
-        The parsed URL, its host lowercase with no trailing dot (an IPv6 literal in its
-        canonical compressed form, a numeric IPv4 spelling as a dotted quad).
+        The parsed URL, its host lowercase with no trailing dot, IDN hosts as IDNA A-labels
+        (:func:`url_host`), an IPv6 literal in its canonical compressed form, a numeric IPv4
+        spelling as a dotted quad.
 
     Raises:
         WebError: ``invalid_url`` (spec: SSRF policy, WEB-12) unless ``url`` is a string of at most
@@ -221,20 +218,10 @@ def url_host(url: httpx.URL) -> str:
 class DomainPolicy:
     """The deployment's allow and block lists (spec: Domain policy, WEB-11).
 
-    An entry matches its exact host and every subdomain, on a label boundary: ``example.com``
-    covers ``example.com`` and ``docs.example.com``, not ``badexample.com``. An IP address entry
-    matches only that address (and an IP host matches only an equal entry), compared with
-    IPv4-mapped and NAT64 (``64:ff9b::/96``) forms unwrapped: a blocked ``93.184.216.34`` also
-    refuses ``[::ffff:93.184.216.34]``. Blocked wins over allowed; an empty allow-list allows every
-    host. Entries are normalized as :func:`~steerable_sidecar.web_tools._config.parse_domain_list`
-    does (IDN entries become A-labels).
-
-    Names and addresses meet twice. Before DNS, :meth:`check` judges the URL's host: a name by the
-    name entries, an address by the IP entries. After DNS, :meth:`check_answers` refuses a name
-    that resolves to a blocked address. An IP entry in the allow-list admits that address written
-    as an address (in any spelling :func:`validate_url` reads); it never admits a name, whatever
-    the name resolves to, so an allow-list of only IP entries admits only those addresses. A name
-    admitted by a name entry may resolve to any public address the block-list does not name.
+    An entry matches its host and every subdomain on a label boundary; an IP entry matches only that
+    address, IPv4-mapped and NAT64 forms unwrapped; blocked wins; an empty allow-list allows every
+    host. Before DNS, :meth:`check` judges the URL's host; after DNS, :meth:`check_answers` refuses a
+    name that resolves to a blocked address. docs/web-tools.md, "Configuration", has the long form.
 
     Args:
         allowed: Domains that may be reached; empty means every host.
@@ -368,18 +355,12 @@ class DomainPolicy:
 def address_refusal(address: str) -> str | None:
     """Why an address must not be connected to, or ``None`` when it is globally reachable.
 
-    Rules (spec: SSRF policy, WEB-12, WEB-13): ``ipaddress``'s ``is_global`` must hold, and the
-    IANA special-purpose ranges are refused whatever the Python version says (loopback, private,
-    link-local such as the 169.254.169.254 metadata endpoint, CGNAT, benchmarking, documentation,
-    multicast, broadcast, reserved). IPv4-mapped ``::ffff:a.b.c.d`` and NAT64 ``64:ff9b::/96``
-    addresses get the verdict of their embedded IPv4 address. Refused outright although Python
-    may call them global, because they reach inside a network or through a path the machine
-    chooses: IPv4-compatible ``::a.b.c.d`` (deprecated, RFC 4291), site-local ``fec0::/10``
-    (RFC 3879), 6to4 ``2002::/16`` (even with a public embedded IPv4 address: a 6to4 address is
-    routed through whatever relay or tunnel the machine has, and no site needs it), Teredo
-    ``2001::/32`` (its client address is obfuscated), the local-use NAT64 prefix
-    ``64:ff9b:1::/48`` (RFC 8215) and any IPv6 address outside global unicast ``2000::/3``.
-    An IPv6 zone id (``fe80::1%eth0``) is refused, and so is anything that is not an IP address.
+    Rules (spec: SSRF policy, WEB-12, WEB-13; the list is in docs/web-tools.md, "SSRF policy"):
+    ``is_global`` must hold and the IANA special-purpose ranges are refused; IPv4-mapped and NAT64
+    ``64:ff9b::/96`` addresses are judged by their IPv4; refused although Python may call them
+    global: IPv4-compatible ``::a.b.c.d`` (RFC 4291), site-local ``fec0::/10`` (RFC 3879), 6to4
+    ``2002::/16``, Teredo ``2001::/32``, local-use NAT64 ``64:ff9b:1::/48`` (RFC 8215) and anything
+    outside ``2000::/3``. A zone id (``fe80::1%eth0``) or a non-address is refused.
 
     Args:
         address: An address as the resolver returns it, e.g. ``"10.0.0.5"`` or ``"::1"``.

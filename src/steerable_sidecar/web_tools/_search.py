@@ -1,35 +1,18 @@
 """web_search backends: the :class:`WebSearchProvider` protocol, Tavily, DuckDuckGo lite and the host.
 
-Spec: Web tools (sidecar) › Provider seam. ``web_search`` goes through :class:`WebSearchProvider`,
-the same grain as :class:`~steerable_agent_runtime.llm.LLMProvider`: a protocol, a default factory
-(:func:`default_web_search_provider`) and explicit injection at registration. Three backends ship:
+Spec: Web tools (sidecar) › Provider seam and Domain policy (WEB-6, WEB-11, WEB-16);
+docs/web-tools.md, ``web_search {query, max_results?}``, has the backends, their errors and bounds.
 
-* :class:`TavilySearchProvider`: the in-process default, ``POST {base_url}/search`` with its own
-  bearer key (``STEERABLE_WEB_SEARCH_API_KEY`` or ``TAVILY_API_KEY``, never the LLM key);
-* :class:`DuckDuckGoSearchProvider`: the explicit free backend (``STEERABLE_WEB_SEARCH_PROVIDER=ddg``),
-  which parses the DuckDuckGo lite HTML page; never a silent fallback from Tavily (WEB-6);
-* :class:`HostSearchProvider`: the host runs the search over the sidecar's reverse channel
-  (``STEERABLE_WEB_SEARCH_PROVIDER=host``).
+:func:`default_web_search_provider` picks one of :class:`TavilySearchProvider` (the default),
+:class:`DuckDuckGoSearchProvider` (``ddg``, never a fallback) and :class:`HostSearchProvider`
+(``host``, over the sidecar's reverse channel). Every failure is a
+:class:`~steerable_agent_runtime.errors.WebError` with code ``search_auth``,
+``search_rate_limited`` or ``search_failed``; the Tavily key is scrubbed from every hit and message.
 
-Domain policy (spec: Web tools › Domain policy, WEB-11): the allowed / blocked lists go to a
-backend that applies them natively (Tavily's ``include_domains`` / ``exclude_domains``, the host's
-request), and :func:`filter_hits` applies them again to the returned hits, so the policy holds for
-every provider, a custom one included.
-
-Every failure is a :class:`~steerable_agent_runtime.errors.WebError` (a ``needsFollowup`` result):
-``search_auth`` (HTTP 401/403: the key), ``search_rate_limited`` (HTTP 429) or ``search_failed``
-(anything else: 5xx, a timeout, a connection error, a redirect (never followed; one whose
-``Location`` is not an http(s) URL included, WEB-16), a malformed, oversized, too deeply nested or
-undecodable answer), each naming the provider. No answer a backend can send raises anything else.
-Error bodies and ``Retry-After`` are read by :mod:`steerable_sidecar._http`, shared with the model
-provider.
-The Tavily key goes only in the ``Authorization`` header and is scrubbed from every hit, error
-message and log line, even when a server echoes it back.
-
-Where the rest lives: :class:`~._hits.SearchHit`, :func:`~._hits.filter_hits` and the hit bounds
-in :mod:`._hits`; the HTTP exchange both in-process backends share (the answer's size cap, its
-bounded inflation, the deadline) in :mod:`._search_http`; DuckDuckGo and its page parser in
-:mod:`._ddg`. JSON and HTML are parsed in a worker thread.
+Where the rest lives: :class:`~._hits.SearchHit` and :func:`~._hits.filter_hits` (the domain policy
+applied to every provider's hits) in :mod:`._hits`; the HTTP exchange both in-process backends share
+in :mod:`._search_http`; error bodies and ``Retry-After`` in :mod:`steerable_sidecar._http`;
+DuckDuckGo's page parser in :mod:`._ddg`.
 """
 
 from __future__ import annotations
