@@ -93,10 +93,8 @@ class DuckDuckGoSearchProvider(HttpBackend):
             WebError: ``search_rate_limited`` for HTTP 429; ``search_failed`` for a bot-challenge
                 page (DuckDuckGo answers HTTP 202 with no results), any other non-200 status, a
                 timeout, a network error, an oversized answer or one with another
-                ``Content-Encoding`` than one of gzip or deflate, HTML :mod:`html.parser` cannot
-                read, or a page with neither results nor DuckDuckGo's "No results." notice (the
-                markup changed). A charset label outside the WHATWG text encodings (``base64``,
-                ``idna``) decodes as UTF-8.
+                ``Content-Encoding`` than gzip or deflate, HTML :mod:`html.parser` cannot read, or a
+                page with neither results nor DuckDuckGo's "No results." notice (the markup changed).
         """
         wanted = clamp_results(max_results)
         request = self._client.build_request(

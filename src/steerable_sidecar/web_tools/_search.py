@@ -324,15 +324,10 @@ def default_web_search_provider(
 ) -> WebSearchProvider | None:
     """The provider ``config.search_provider`` names, or ``None`` when web_search stays unregistered.
 
-    Spec: Web tools › Provider seam (WEB-4, WEB-5, WEB-6):
-
-    * ``"tavily"``: :class:`TavilySearchProvider` with ``search_api_key``, ``search_base_url`` and
-      ``search_timeout_ms``; ``None`` when the key is empty (web_search is not offered);
-    * ``"host"``: :class:`HostSearchProvider` over ``host_invoke``; ``None`` without one (the
-      caller has no host to run the search);
-    * ``"ddg"``: :class:`DuckDuckGoSearchProvider` with ``search_timeout_ms``.
-
-    An empty Tavily key never falls back to DuckDuckGo: the free backend is chosen explicitly.
+    Spec: Web tools › Provider seam (WEB-4, WEB-5, WEB-6). ``"tavily"``: :class:`TavilySearchProvider`,
+    ``None`` when the key is empty (never a DuckDuckGo fallback); ``"host"``:
+    :class:`HostSearchProvider` over ``host_invoke``, ``None`` without one; ``"ddg"``:
+    :class:`DuckDuckGoSearchProvider`. The HTTP backends take ``search_timeout_ms``.
 
     Args:
         config: The resolved web-tools configuration.
