@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 
+_UNASKED = " and needs the user's consent, which nobody can give here"
+
 ApprovalHandler = Callable[[ToolCall, ToolMode], Awaitable[bool]]
 """Asks for consent for one call of the given mode; ``True`` (exactly: ``is True``) runs it."""
 
@@ -75,7 +77,8 @@ class ApprovalGate:
         check: ``call -> the failed result it would get without running, or None`` (see
             :meth:`ToolRouter.check`); ``None`` asks without checking first.
         unasked: With ``approve=None``, the end of the refusal's error after "<name> is a
-            <mode>-mode tool" (what the caller should do instead).
+            <mode>-mode tool" (what the caller should do instead); ``None``: "and needs the
+            user's consent, which nobody can give here".
     """
 
     def __init__(
@@ -86,13 +89,13 @@ class ApprovalGate:
         mode_of: Callable[[str], ToolMode | None] = decide_tool_mode,
         consent_modes: Collection[ToolMode] | None = None,
         check: Callable[[ToolCall], ToolResult | None] | None = None,
-        unasked: str = " and needs the user's consent, which nobody can give here",
+        unasked: str | None = None,
     ) -> None:
         self.inner = taking_context(inner)
         self.approve = approve
         self.mode_of = mode_of
         self.check = check
-        self.unasked = unasked
+        self.unasked = _UNASKED if unasked is None else unasked
         self.consent_modes = (
             frozenset(consent_modes)
             if consent_modes is not None
@@ -104,10 +107,9 @@ class ApprovalGate:
         cls, router: ToolRouter, *, approve: ApprovalHandler | None, unasked: str | None = None
     ) -> ApprovalGate:
         """The gate over ``router.dispatch``: the router's modes, its validation before any prompt."""
-        gate = cls(router.dispatch, approve=approve, mode_of=mode_lookup(router), check=router.check)
-        if unasked is not None:
-            gate.unasked = unasked
-        return gate
+        return cls(
+            router.dispatch, approve=approve, mode_of=mode_lookup(router), check=router.check, unasked=unasked
+        )
 
     async def __call__(self, call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
         """Run ``call`` if its mode needs no consent or ``approve`` grants it."""
