@@ -363,6 +363,8 @@ async def test_the_routers_span_keeps_its_mode_and_makes_attrs_json_ready() -> N
     await router.dispatch(noting, CallContext(noting))
     assert spans[0].attrs["mode"] == "read" and "approved" not in spans[0].attrs
     assert spans[0].attrs["context"] == {"turn": 1} and spans[1].attrs["bad"] == "{1, 2}"
+    await router.dispatch(noting)  # no context given: the one made for the tool is the span's
+    assert spans[2].attrs["bad"] == "{1, 2}" and spans[2].attrs["mode"] == "read"
 
 
 async def test_an_optional_or_annotated_context_parameter_gets_the_context() -> None:

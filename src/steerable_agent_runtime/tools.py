@@ -596,6 +596,7 @@ class ToolRouter(ToolDecorator):
                 return parsed
             call = parsed
         spec = self._tools.get(call.name)
+        given = context  # the context the tool runs with: told when the call is cancelled
         if spec is None:
             result = self._unknown(call.name)
         else:
@@ -606,7 +607,6 @@ class ToolRouter(ToolDecorator):
             except ToolSignal as signal:
                 result = signal_result(signal)
             else:
-                given = None  # the context the tool asked for: told when the call is cancelled
                 if spec.context_param is not None:
                     given = context if context is not None else CallContext(call)
                     given.seal()  # the tool runs now: its consent decision is fixed
@@ -622,8 +622,8 @@ class ToolRouter(ToolDecorator):
                     result = failed_result(spec.name, exc)
                 else:
                     result = await self._finish(spec, steps, pending, given)
-        if self.trace is not None:
-            _record(self.trace, call, spec, context, started, result)
+        if self.trace is not None:  # with what the tool noted, in a context made for it too
+            _record(self.trace, call, spec, given, started, result)
         return result
 
     def check(self, call: ToolCall) -> ToolResult | None:
