@@ -14,14 +14,23 @@ in ``_rpc_stdio``; this module re-exports both modules' public names.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any, Final, TypeAlias
 
 from steerable_agent_runtime.errors import PeerClosedError, RemoteError, SteerableError, UserError
 
+from ._jsonrpc_frames import (
+    FrameError,
+    decode_frame,
+    encode_frame,
+    error_response,
+    is_response,
+    line_frames,
+    request_problem,
+    valid_id,
+)
 from ._rpc_errors import (
     ERROR_CODES,
     INTERNAL_ERROR,
@@ -34,7 +43,7 @@ from ._rpc_errors import (
     error_data_for,
     validation_error,
 )
-from ._rpc_stdio import READ_CHUNK, LineWriter, isolate_stdio, open_fd_streams, open_stdio_streams
+from ._rpc_stdio import LineWriter, isolate_stdio, open_fd_streams, open_stdio_streams
 
 __all__ = [
     "DEFAULT_MAX_FRAME_BYTES",
@@ -70,50 +79,9 @@ NotificationHandler: TypeAlias = Callable[[Params], Awaitable[None]]
 """``async (params) -> None``; notifications are never answered."""
 
 
-def _encode(message: Any) -> bytes:
-    """One frame: compact JSON plus a newline; ASCII escapes when a string is not valid UTF-8.
-
-    Raises:
-        TypeError: ``message`` holds a value JSON cannot represent.
-        ValueError: ``message`` holds NaN or an infinity (not JSON), or a reference cycle.
-    """
-    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    try:
-        return text.encode("utf-8") + b"\n"
-    except UnicodeEncodeError:  # a lone surrogate: escape it as \udXXX, which is valid JSON
-        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
-
-
-def _error(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": code, "message": message}
-    if data is not None:
-        error["data"] = data
-    return {"jsonrpc": "2.0", "id": id_, "error": error}
-
-
-def _valid_id(value: Any) -> bool:
-    """A request id: a string, a number (not a boolean) or null."""
-    return value is None or isinstance(value, str | float) or type(value) is int
-
-
-def _request_problem(message: dict[str, Any]) -> str | None:
-    """Why ``message`` is not a valid request or notification, or ``None``."""
-    if message.get("jsonrpc") != "2.0":
-        return "'jsonrpc' must be \"2.0\""
-    if "method" not in message:
-        return "'method' is missing"
-    if not isinstance(message["method"], str):
-        return "'method' must be a string"
-    if "id" in message and not _valid_id(message["id"]):
-        return "'id' must be a string, a number or null"
-    if message.get("params") is not None and not isinstance(message["params"], dict | list):
-        return "'params' must be an object or an array"
-    return None
-
-
 def _id_key(request_id: Any) -> tuple[bool, Any] | None:
     """How an incoming request is found by :meth:`JsonRpcPeer.cancel_request` (``"1"`` is not ``1``)."""
-    if request_id is None or not _valid_id(request_id):
+    if request_id is None or not valid_id(request_id):
         return None
     return (isinstance(request_id, str), request_id)
 
@@ -245,7 +213,7 @@ class JsonRpcPeer:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
         if params is not None:
             message["params"] = params
-        frame = _encode(message)
+        frame = encode_frame(message)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = (method, future)
         try:
@@ -268,7 +236,7 @@ class JsonRpcPeer:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
         if params is not None:
             message["params"] = params
-        await self._write(_encode(message), method)
+        await self._write(encode_frame(message), method)
 
     async def _write(self, frame: bytes, method: str) -> None:
         try:
@@ -281,11 +249,11 @@ class JsonRpcPeer:
     async def _send(self, message: dict[str, Any] | list[dict[str, Any]]) -> None:
         """Write a response (or a batch of them); a failed write is logged, not raised."""
         try:
-            frame = _encode(message)
+            frame = encode_frame(message)
         except (TypeError, ValueError, RecursionError) as exc:
             items = message if isinstance(message, list) else [message]
             fixed = [self._jsonable_response(item) for item in items]
-            frame = _encode(fixed if isinstance(message, list) else fixed[0])
+            frame = encode_frame(fixed if isinstance(message, list) else fixed[0])
             logger.error("%s: a response was not JSON (%s: %s)", self.name, type(exc).__name__, exc)
         try:
             async with self._write_lock:
@@ -298,15 +266,15 @@ class JsonRpcPeer:
     def _jsonable_response(response: dict[str, Any]) -> dict[str, Any]:
         """``response`` if it encodes, else an error that does (a result that is not JSON)."""
         try:
-            _encode(response)
+            encode_frame(response)
         except (TypeError, ValueError, RecursionError) as exc:
             if "error" in response:  # keep code and message, drop the data that would not encode
                 error = response["error"]
                 data = error.get("data")
                 kept = {"type": data["type"]} if isinstance(data, dict) and "type" in data else None
-                return _error(response["id"], error["code"], str(error["message"]), kept)
+                return error_response(response["id"], error["code"], str(error["message"]), kept)
             message = f"Internal error: the result is not JSON ({type(exc).__name__}: {exc})"
-            return _error(response["id"], INTERNAL_ERROR, message, {"type": type(exc).__name__})
+            return error_response(response["id"], INTERNAL_ERROR, message, {"type": type(exc).__name__})
         return response
 
     # -- serving ------------------------------------------------------------------------------
@@ -410,51 +378,12 @@ class JsonRpcPeer:
 
     async def _read_loop(self) -> None:
         try:
-            async for frame in self._frames():
+            async for frame in line_frames(self._reader, self._max_frame_bytes):
                 self._dispatch(frame)
         except OSError as exc:  # a reset pipe or socket: the same as EOF
             logger.warning("%s: reading stopped: %s", self.name, exc)
         except Exception:
             logger.exception("%s: reading stopped by an unexpected error", self.name)
-
-    async def _frames(self) -> AsyncIterator[bytes | None]:
-        """Yield each line without its newline, or ``None`` for a line over the size limit.
-
-        An oversized line is reported as soon as it crosses the limit, then skipped up to its
-        newline without being kept in memory.
-        """
-        limit = self._max_frame_bytes
-        buffer = bytearray()
-        start = 0  # where the current frame begins in buffer
-        scan = 0  # where the search for its newline resumes
-        skipping = False
-        while True:
-            newline = buffer.find(b"\n", scan)
-            if newline >= 0:
-                if skipping:
-                    skipping = False
-                elif newline - start > limit:
-                    yield None
-                else:
-                    yield bytes(buffer[start:newline])
-                start = scan = newline + 1
-                continue
-            if skipping:
-                buffer.clear()
-            elif len(buffer) - start > limit:
-                yield None
-                skipping = True
-                buffer.clear()
-            else:
-                del buffer[:start]
-            start = 0
-            scan = len(buffer)
-            chunk = await self._reader.read(READ_CHUNK)
-            if not chunk:
-                if buffer and not skipping:
-                    yield bytes(buffer)  # a last frame without its newline
-                return
-            buffer += chunk
 
     def _spawn(self, coroutine: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coroutine)
@@ -468,29 +397,19 @@ class JsonRpcPeer:
 
     def _dispatch(self, frame: bytes | None) -> None:
         """Handle one frame: answer it from a task, never from the reader itself."""
-        if frame is None:
-            message = f"Invalid Request: frame too large (over {self._max_frame_bytes} bytes)"
-            self._spawn(self._send(_error(None, INVALID_REQUEST, message)))
+        decoded = decode_frame(frame, self._max_frame_bytes)
+        if isinstance(decoded, FrameError):
+            self._spawn(self._send(decoded.response))
             return
-        try:
-            text = frame.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            self._spawn(self._send(_error(None, PARSE_ERROR, f"Parse error: the frame is not UTF-8 ({exc})")))
-            return
-        if not text.strip():
+        if decoded is None:
             return  # blank lines are ignored
-        try:
-            value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
-        except (ValueError, RecursionError) as exc:  # JSONDecodeError, a huge integer, too deep
-            detail = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
-            self._spawn(self._send(_error(None, PARSE_ERROR, f"Parse error: {detail}")))
-            return
+        value = decoded.value
         if isinstance(value, list):
             if not value:
-                self._spawn(self._send(_error(None, INVALID_REQUEST, "Invalid Request: empty batch")))
+                self._spawn(self._send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch")))
             else:
                 self._spawn(self._batch(value))
-        elif isinstance(value, dict) and _is_response(value):
+        elif isinstance(value, dict) and is_response(value):
             self._resolve(value)  # inline: cheap, and keeps answers in arrival order
         else:
             self._spawn(self._single(value))
@@ -540,27 +459,27 @@ class JsonRpcPeer:
     async def _handle(self, value: Any) -> dict[str, Any] | None:
         """Run one request, notification or response; return the response to send, if any."""
         if not isinstance(value, dict):
-            return _error(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
-        if _is_response(value):
+            return error_response(None, INVALID_REQUEST, "Invalid Request: a message must be a JSON object")
+        if is_response(value):
             self._resolve(value)
             return None
-        problem = _request_problem(value)
+        problem = request_problem(value)
         if problem is not None:
-            request_id = value.get("id") if _valid_id(value.get("id")) else None
-            return _error(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+            request_id = value.get("id") if valid_id(value.get("id")) else None
+            return error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
         method: str = value["method"]
         params: Params = value.get("params")
         if "id" not in value:
             await self._notification(method, params)
             return None
         if self._strict_ids and value["id"] is None:
-            return _error(None, INVALID_REQUEST, "Invalid Request: 'id' must be a string or a number")
+            return error_response(None, INVALID_REQUEST, "Invalid Request: 'id' must be a string or a number")
         return await self._request(value["id"], method, params)
 
     async def _request(self, request_id: Any, method: str, params: Params) -> dict[str, Any]:
         handler = self._methods.get(method)
         if handler is None:
-            return _error(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+            return error_response(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
         try:
             result = await handler(params)
         except asyncio.CancelledError as exc:
@@ -603,7 +522,7 @@ class JsonRpcPeer:
         code = error_code_for(exc)
         self._log_failure(method, exc)
         if isinstance(exc, InvalidParams):
-            return _error(request_id, code, f"Invalid params: {exc}", exc.data)
+            return error_response(request_id, code, f"Invalid params: {exc}", exc.data)
         invalid = validation_error(exc)
         if invalid is not None:
             # loc, msg and type only: the rejected input may be huge, or a secret
@@ -614,17 +533,17 @@ class JsonRpcPeer:
             summary = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or 'params'}: {e['msg']}" for e in errors
             )
-            return _error(
+            return error_response(
                 request_id, code, f"Invalid params: {summary}", {"type": "ValidationError", "errors": errors}
             )
         if isinstance(exc, SteerableError):
-            return _error(request_id, code, str(exc) or type(exc).__name__, error_data_for(exc))
+            return error_response(request_id, code, str(exc) or type(exc).__name__, error_data_for(exc))
         message = (
             f"Internal error: {type(exc).__name__}: {exc}"
             if str(exc)
             else f"Internal error: {type(exc).__name__}"
         )
-        return _error(request_id, code, message, {"type": type(exc).__name__})
+        return error_response(request_id, code, message, {"type": type(exc).__name__})
 
     def _log_failure(self, method: str, exc: BaseException) -> None:
         if isinstance(exc, SteerableError | InvalidParams) or validation_error(exc) is not None:
@@ -656,20 +575,3 @@ class JsonRpcPeer:
                 future.set_exception(RemoteError(INTERNAL_ERROR, f"malformed error object: {error!r:.300}"))
         else:
             future.set_result(response.get("result"))
-
-
-def _no_constant(name: str) -> Any:
-    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259 section 6)."""
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    """A JSON number too large for a float (``1e999``) is refused rather than read as infinity."""
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise ValueError(f"the number {text[:40]} is out of range")
-    return value
-
-
-def _is_response(message: dict[str, Any]) -> bool:
-    return "method" not in message and ("result" in message or "error" in message)

@@ -1,0 +1,167 @@
+"""JSON-RPC 2.0 over newline-delimited frames: reading, decoding, checking and encoding one frame.
+
+Shared by every line-framed peer the package runs: :class:`~steerable_sidecar.rpc.JsonRpcPeer`
+(the sidecar, ``steerable mcp``) and ``steerable acp``'s transport under the ACP SDK
+(:mod:`steerable_sidecar._acp_wire`). A bad frame is answered the same way everywhere: an
+over-long line, bytes that are not UTF-8 and text that is not JSON get ``-32700`` / ``-32600``
+with ``id: null`` (JSON-RPC 2.0, section 5.1), and the reader carries on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from ._rpc_errors import INVALID_REQUEST, PARSE_ERROR
+from ._rpc_stdio import READ_CHUNK
+
+__all__ = [
+    "FrameError",
+    "FrameValue",
+    "decode_frame",
+    "encode_frame",
+    "error_response",
+    "is_response",
+    "line_frames",
+    "request_problem",
+    "valid_id",
+]
+
+
+def encode_frame(message: Any) -> bytes:
+    """One frame: compact JSON plus a newline; ASCII escapes when a string is not valid UTF-8.
+
+    Raises:
+        TypeError: ``message`` holds a value JSON cannot represent.
+        ValueError: ``message`` holds NaN or an infinity (not JSON), or a reference cycle.
+    """
+    text = json.dumps(message, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    try:
+        return text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError:  # a lone surrogate: escape it as \udXXX, which is valid JSON
+        return json.dumps(message, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+def error_response(id_: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    """A JSON-RPC error response object (``data`` left out when ``None``)."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def valid_id(value: Any) -> bool:
+    """A request id: a string, a number (not a boolean) or null."""
+    return value is None or isinstance(value, str | float) or type(value) is int
+
+
+def request_problem(message: dict[str, Any]) -> str | None:
+    """Why ``message`` is not a valid request or notification, or ``None``."""
+    if message.get("jsonrpc") != "2.0":
+        return "'jsonrpc' must be \"2.0\""
+    if "method" not in message:
+        return "'method' is missing"
+    if not isinstance(message["method"], str):
+        return "'method' must be a string"
+    if "id" in message and not valid_id(message["id"]):
+        return "'id' must be a string, a number or null"
+    if message.get("params") is not None and not isinstance(message["params"], dict | list):
+        return "'params' must be an object or an array"
+    return None
+
+
+def is_response(message: dict[str, Any]) -> bool:
+    """Whether ``message`` answers a request (no ``method``; a ``result`` or an ``error``)."""
+    return "method" not in message and ("result" in message or "error" in message)
+
+
+async def line_frames(reader: asyncio.StreamReader, limit: int) -> AsyncIterator[bytes | None]:
+    """Yield each line without its newline, or ``None`` for a line over ``limit`` bytes.
+
+    An oversized line is reported as soon as it crosses the limit, then skipped up to its
+    newline without being kept in memory. A last line without a newline is yielded at EOF.
+    """
+    buffer = bytearray()
+    start = 0  # where the current frame begins in buffer
+    scan = 0  # where the search for its newline resumes
+    skipping = False
+    while True:
+        newline = buffer.find(b"\n", scan)
+        if newline >= 0:
+            if skipping:
+                skipping = False
+            elif newline - start > limit:
+                yield None
+            else:
+                yield bytes(buffer[start:newline])
+            start = scan = newline + 1
+            continue
+        if skipping:
+            buffer.clear()
+        elif len(buffer) - start > limit:
+            yield None
+            skipping = True
+            buffer.clear()
+        else:
+            del buffer[:start]
+        start = 0
+        scan = len(buffer)
+        chunk = await reader.read(READ_CHUNK)
+        if not chunk:
+            if buffer and not skipping:
+                yield bytes(buffer)  # a last frame without its newline
+            return
+        buffer += chunk
+
+
+@dataclass(frozen=True, slots=True)
+class FrameValue:
+    """A frame that parsed: its JSON ``value`` (any JSON, not yet checked as a message)."""
+
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class FrameError:
+    """A frame that did not parse: the error ``response`` to send (``id: null``)."""
+
+    response: dict[str, Any]
+
+
+def decode_frame(frame: bytes | None, limit: int) -> FrameValue | FrameError | None:
+    """Decode one frame from :func:`line_frames`; ``None`` for a blank line (ignored).
+
+    NaN, the infinities and numbers out of a float's range are refused (RFC 8259, section 6),
+    and so is nesting too deep for the parser.
+    """
+    if frame is None:
+        return FrameError(
+            error_response(None, INVALID_REQUEST, f"Invalid Request: frame too large (over {limit} bytes)")
+        )
+    try:
+        text = frame.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FrameError(error_response(None, PARSE_ERROR, f"Parse error: the frame is not UTF-8 ({exc})"))
+    if not text.strip():
+        return None
+    try:
+        return FrameValue(json.loads(text, parse_constant=_no_constant, parse_float=_finite_float))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a huge integer, too deep
+        detail = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
+        return FrameError(error_response(None, PARSE_ERROR, f"Parse error: {detail}"))
+
+
+def _no_constant(name: str) -> Any:
+    """``NaN``, ``Infinity`` and ``-Infinity`` are not JSON (RFC 8259 section 6)."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    """A JSON number too large for a float (``1e999``) is refused rather than read as infinity."""
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:40]} is out of range")
+    return value
