@@ -1,7 +1,8 @@
 """One session assembly for every front end: the record, the spill store, the read state, the loop.
 
-The sidecar's chat (``agent.chat.stream``) and the headless run (``steerable run``) put a session
-together the same way, and so will the ACP adapter: :func:`open_session` opens the durable record
+The sidecar's chat (``agent.chat.stream``), the headless run (``steerable run``) and ``steerable
+acp`` (:mod:`steerable_sidecar.acp_agent`) put a session together the same way:
+:func:`open_session` opens the durable record
 (``<state>/sessions/<id>.jsonl``) and the spill store (``<state>/sessions/<id>.spill``) and loads the
 history in a worker thread (no blocking I/O on the event loop); :func:`assemble_loop` registers
 ``read_spilled``, seeds the read state from the history on a resume (spec: File tools, "resume
@@ -56,6 +57,8 @@ class Transport:
         read_state: Where a resume's read state goes (``None``: nowhere, one fewer CAS check).
         executor: Runs the calls instead of the consent gate over the router, for tools whose
             consent the host owns (the sidecar's ``toolsViaHost``); ``None`` gates the router.
+        wrap: Wraps the executor the run uses (gate or ``executor``): ``steerable acp`` shows each
+            call running and the diff an edit made around it; ``None`` leaves it as it is.
     """
 
     approve: ApprovalHandler | None = None
@@ -63,6 +66,7 @@ class Transport:
     trace: TraceSink | None = None
     read_state: ReadStateSink | None = None
     executor: ToolExecutor | None = None
+    wrap: Callable[[ToolExecutor], ToolExecutor] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +144,8 @@ async def assemble_loop(
     executor = transport.executor
     if executor is None:
         executor = ApprovalGate.for_router(router, approve=transport.approve)
+    if transport.wrap is not None:
+        executor = transport.wrap(executor)
     return AgentLoop(
         provider,
         router,

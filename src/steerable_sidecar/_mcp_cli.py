@@ -32,7 +32,7 @@ from .rpc import open_stdio_streams
 if TYPE_CHECKING:
     from .boot import Booted
 
-__all__ = ["refused_workspace", "run_mcp"]
+__all__ = ["person_homes", "refused_workspace", "run_mcp"]
 
 _LEFT_DURING_BOOT_S: Final = 2.0
 """Seconds a boot may still take after the host left (then the process ends without it)."""
@@ -79,7 +79,7 @@ def refused_workspace(workspace: str | None, cwd: Path, homes: Sequence[Path]) -
     )
 
 
-def _homes() -> list[Path]:
+def person_homes() -> list[Path]:
     """``$HOME`` (when set to an absolute path), this account's home and every person's, resolved.
 
     Every person's (root and uids from 500, the first uid of people on macOS; Linux starts at
@@ -124,7 +124,7 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
             )
             return ExitCode.USAGE
         cwd = Path(args.workspace).resolve()
-    refusal = refused_workspace(args.workspace, cwd, _homes())
+    refusal = refused_workspace(args.workspace, cwd, person_homes())
     if refusal is not None:
         print(refusal, file=sys.stderr)
         return ExitCode.USAGE

@@ -3,8 +3,9 @@
 Every sub-command boots the same way (:mod:`steerable_sidecar.boot`): workspace tools, plugins,
 ``--harness``, then the MCP servers of ``STEERABLE_MCP_CONFIG``; the shared options work before or
 after the command name. Sub-commands: ``tools`` (what ``mcp`` lists), ``call NAME 'JSON'`` (one
-ToolResult), ``session`` (docs/mcp.md, "The line session"), ``mcp`` (docs/mcp.md), ``plugins``,
-``doctor`` (:mod:`steerable_sidecar.doctor`), ``run`` (docs/headless.md) and ``sidecar``
+ToolResult), ``session`` (docs/mcp.md, "The line session"), ``mcp`` (docs/mcp.md), ``acp``
+(docs/acp.md), ``plugins``, ``doctor`` (:mod:`steerable_sidecar.doctor`), ``run`` (docs/headless.md)
+and ``sidecar``
 (docs/sidecar-protocol.md). Exit codes are :class:`~steerable_sidecar.exit_codes.ExitCode`
 (docs/headless.md, "Exit codes"). Logs go to stderr at ``--verbose`` or ``STEERABLE_LOG_LEVEL``.
 """
@@ -143,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     call.add_argument("arguments", nargs="?", default=None, help="JSON object of arguments (default {})")
     sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
     sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
+    acp = sub.add_parser(
+        "acp", parents=[common], help="run the agent for an ACP editor (Agent Client Protocol on stdio)"
+    )
+    from ._acp_cli import add_acp_arguments
+
+    add_acp_arguments(acp)
     plugins = sub.add_parser("plugins", parents=[common], help="list the plugins, their origins and tools")
     plugins.add_argument("--json", action="store_true", help="print the plugins as JSON")
     doctor = sub.add_parser(
@@ -348,6 +355,24 @@ def _main(argv: Sequence[str] | None) -> int:
             return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    served = _served(args)
+    if served is not None:
+        return served
+    import asyncio  # here, not at the top: --version and the parser do without it (~45 ms)
+
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
+            booted = _boot(args)
+        if args.command == "plugins":  # listing plugins needs no MCP server started
+            return asyncio.run(_closing(booted, _command(args, booted)))
+        return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
+    except SteerableError as exc:
+        print(f"steerable: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+
+
+def _served(args: argparse.Namespace) -> int | None:
+    """Run the commands that manage their own start-up (run, sidecar, doctor, acp, mcp)."""
     if args.command == "run":
         from .headless import run_headless
 
@@ -368,21 +393,15 @@ def _main(argv: Sequence[str] | None) -> int:
         from .doctor import run_doctor
 
         return run_doctor(args)
+    if args.command == "acp":  # answers the editor's initialize first (docs/acp.md: Start-up)
+        from ._acp_cli import run_acp
+
+        return run_acp(args)
     if args.command == "mcp":  # answers the host's handshake first, then boots (docs/mcp.md: Start-up)
         from ._mcp_cli import run_mcp
 
         return run_mcp(args, boot=lambda: _boot(args))
-    import asyncio  # here, not at the top: --version and the parser do without it (~45 ms)
-
-    try:
-        with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
-            booted = _boot(args)
-        if args.command == "plugins":  # listing plugins needs no MCP server started
-            return asyncio.run(_closing(booted, _command(args, booted)))
-        return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
-    except SteerableError as exc:
-        print(f"steerable: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+    return None
 
 
 async def _command(args: argparse.Namespace, booted: Booted) -> int:

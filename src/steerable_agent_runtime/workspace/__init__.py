@@ -13,6 +13,7 @@ if _typing.TYPE_CHECKING:
     from ._codes import FileErrorCode
     from ._edit import EDIT_ERROR_CODES, Edit, EditMatch, EditOutcome, apply_edits, apply_edits_detailed
     from ._levels import MATCH_LEVELS, MatchLevel
+    from ._patch import patch_paths
     from ._rg import RIPGREP_ENV, Ripgrep, SearchEngine, ripgrep_setting
     from ._state import FileView, ReadFileState, read_file_state_from_messages
     from ._text import version_of
@@ -33,6 +34,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MATCH_LEVELS",
         "MatchLevel",
     ),
+    "._patch": ("patch_paths",),
     "._rg": (
         "RIPGREP_ENV",
         "Ripgrep",
@@ -81,6 +83,7 @@ __all__ = [
     "WorkspaceRouter",
     "apply_edits",
     "apply_edits_detailed",
+    "patch_paths",
     "read_file_state_from_messages",
     "ripgrep_setting",
     "version_of",

@@ -52,6 +52,7 @@ __all__ = [
     "apply_chunks",
     "apply_chunks_detailed",
     "parse_patch",
+    "patch_paths",
 ]
 
 _BEGIN: Final = "*** Begin Patch"
@@ -264,6 +265,27 @@ def parse_patch(text: str) -> list[PatchOp]:
         if error is not None:
             raise error
     return _Parser(lines, first_lineno).parse()
+
+
+def patch_paths(text: str) -> list[str]:
+    """The paths an ``apply_patch`` text names, in patch order, each once (a move's both ends).
+
+    For showing what a patch will touch (the ACP adapter's diffs) before it runs.
+
+    Returns:
+        The paths as written in the patch; ``[]`` when it does not parse (``apply_patch`` then
+        refuses it with the reason).
+    """
+    try:
+        ops = parse_patch(text)
+    except PatchError:
+        return []
+    paths: list[str] = []
+    for op in ops:
+        for path in (op.path, op.move_to if isinstance(op, UpdateFile) else None):
+            if path is not None and path not in paths:
+                paths.append(path)
+    return paths
 
 
 class _Ambiguous(Exception):

@@ -1,0 +1,131 @@
+"""``steerable acp``: serve the Agent Client Protocol on stdio (docs/acp.md).
+
+Start-up order, for the client's handshake window (docs/acp.md, "Start-up"): stdio is isolated
+first (a stray ``print`` lands on stderr, never in the protocol stream); the ACP SDK, the agent
+module and the model's configuration load in a worker thread; meanwhile the client's
+``initialize`` is answered here (:func:`~steerable_sidecar._acp_wire.early_initialize`); every
+later message waits for the SDK. The process ends when the client closes stdin.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from steerable_agent_runtime.errors import SteerableError
+
+from ._acp_wire import LineTransport, early_initialize
+from .exit_codes import ExitCode
+from .rpc import open_stdio_streams
+
+if TYPE_CHECKING:
+    from steerable_agent_runtime.llm import LLMProvider
+
+    from .acp_agent import AcpOptions
+
+__all__ = ["add_acp_arguments", "run_acp"]
+
+
+def add_acp_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``steerable acp``'s own options to ``parser`` (the shared ones come from the CLI)."""
+    parser.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="where session records go (default: $STEERABLE_STATE_DIR or $XDG_STATE_HOME/steerable)",
+    )
+    parser.add_argument(
+        "--max-rounds", type=int, default=None, metavar="N", help="model calls per prompt at most"
+    )
+    parser.add_argument(
+        "--model-timeout-ms", type=int, default=600_000, metavar="MS", help="deadline of one model call"
+    )
+    parser.add_argument("--system", default=None, metavar="TEXT", help="replace the default system prompt")
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """What the worker thread loaded: the agent module's names, the model or why there is none."""
+
+    options: AcpOptions
+    provider: LLMProvider | None
+    provider_error: str | None
+
+
+def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) -> int:
+    """Run ``steerable acp`` until the client disconnects.
+
+    Args:
+        args: The parsed command line.
+        provider: The model (default: from the ``STEERABLE_*`` environment, read once).
+
+    Returns:
+        0 when the client disconnected; 2 for a bad option or state directory (said on stderr).
+    """
+    for name in ("max_rounds", "model_timeout_ms"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            print(
+                f"steerable acp: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr
+            )
+            return ExitCode.USAGE
+    from .state_dir import checked_state_dir
+
+    try:
+        state_dir = checked_state_dir(args.state_dir)
+    except SteerableError as exc:
+        print(f"steerable acp: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    return asyncio.run(_serve(args, state_dir, provider))
+
+
+def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> _Loaded:
+    """The slow part of start-up (the SDK's import, the model's configuration): a worker thread."""
+    from steerable_agent_runtime import DEFAULT_MAX_ROUNDS
+
+    from .acp_agent import AcpOptions
+
+    options = AcpOptions(
+        state_dir=state_dir,
+        harness=args.harness,
+        plugins=not args.no_plugins,
+        web_tools=not args.no_web_tools,
+        allow_protected_writes=args.allow_protected_writes,
+        max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS,
+        model_timeout_ms=args.model_timeout_ms,
+        system=args.system,
+    )
+    if provider is not None:
+        return _Loaded(options, provider, None)
+    from .providers import default_llm_provider
+
+    try:
+        return _Loaded(options, default_llm_provider(), None)
+    except SteerableError as exc:  # said to the client at session/new, and here on stderr
+        print(f"steerable acp: {exc}", file=sys.stderr)
+        return _Loaded(options, None, str(exc))
+
+
+async def _serve(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> int:
+    reader, writer = await open_stdio_streams()  # first: a print() from here on lands on stderr
+    loading = asyncio.ensure_future(asyncio.to_thread(_load, args, state_dir, provider))
+    transport = LineTransport(reader, writer)
+    hello = await early_initialize(transport)
+    if hello is None:  # the client left without a word
+        loading.cancel()
+        return ExitCode.OK
+    loaded = await loading
+    from .acp_agent import SteerableAcpAgent, serve_acp
+
+    agent = SteerableAcpAgent(
+        loaded.options,
+        provider=loaded.provider,
+        provider_error=loaded.provider_error,
+        hello=hello if isinstance(hello, dict) else None,
+    )
+    await serve_acp(agent, transport)
+    return ExitCode.OK

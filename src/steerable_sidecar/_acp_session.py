@@ -1,0 +1,387 @@
+"""One ACP session of ``steerable acp``: its tools, its consent, and what the client is shown.
+
+:class:`AcpSession` holds a session's booted workspace tools (rooted at the client's ``cwd``),
+the MCP servers the client named, the "allow always" choices, and the turn in progress. It is
+the front end's :class:`~steerable_sidecar._assembly.Transport` for every prompt: it asks for
+consent with ``session/request_permission``, turns the loop's events into ``session/update``
+notifications, and wraps each call to show it running and, for edits, the diff it made. The
+protocol methods are in :mod:`steerable_sidecar.acp_agent`; docs/acp.md has the whole picture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from acp import helpers
+from acp.interfaces import Client
+from acp.schema import (
+    AllowedOutcome,
+    ClientCapabilities,
+    ElicitationFormSessionMode,
+    ElicitationSchema,
+    PermissionOption,
+    PlanEntry,
+    ToolCallUpdate,
+)
+
+from steerable_agent_runtime import AgentLoop, ToolCall, ToolExecutor, ToolResult
+from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
+from steerable_agent_runtime.context import CallContext
+from steerable_agent_runtime.llm import Message
+from steerable_agent_runtime.loop import LoopEvent
+from steerable_agent_runtime.modes import ToolMode, requires_consent
+from steerable_agent_runtime.tools import Tool, ToolExposure
+from steerable_agent_runtime.workspace import patch_paths
+
+from ._acp_updates import (
+    FileDiff,
+    cancelled_update,
+    result_update,
+    start_update,
+    tool_kind,
+    tool_title,
+)
+from .boot import Booted
+
+__all__ = ["MAX_DIFF_BYTES", "AcpSession"]
+
+logger = logging.getLogger(__name__)
+
+MAX_DIFF_BYTES: Final = 1024 * 1024
+"""Largest file, in bytes, whose before and after texts are sent as a diff (a bigger one: no diff)."""
+
+_ALLOW_ONCE: Final = "allow_once"
+_ALLOW_ALWAYS: Final = "allow_always"
+_REJECT_ONCE: Final = "reject_once"
+
+_NO_ELICITATION: Final = (
+    "the editor (ACP client) does not support questions (elicitation forms), so nobody can answer "
+    "here; decide yourself, and say in your answer what you assumed"
+)
+
+_PLAN_PARAMETERS: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {
+        "plan": {
+            "type": "array",
+            "description": "The whole plan, in order; send it again whenever a step's status changes.",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "step": {"type": "string", "minLength": 1},
+                    "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]},
+                },
+                "required": ["step", "status"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    "required": ["plan"],
+    "additionalProperties": False,
+}
+
+
+class AcpSession:
+    """A live ACP session (see the module docstring).
+
+    Args:
+        session_id: The session's id (its durable record's name).
+        root: The workspace: the client's ``cwd``, resolved.
+        booted: The workspace tools, booted for ``root``.
+        stack: What closes with the session (the MCP servers the client named, the tools).
+        client: The connection to the client.
+        capabilities: What the client said it supports in ``initialize``.
+    """
+
+    def __init__(
+        self,
+        session_id: str,
+        root: Path,
+        booted: Booted,
+        stack: contextlib.AsyncExitStack,
+        client: Client,
+        capabilities: ClientCapabilities,
+    ) -> None:
+        self.id = session_id
+        self.root = root
+        self.booted = booted
+        self.stack = stack
+        self.client = client
+        self.capabilities = capabilities
+        self.always: set[str] = set()
+        """Tool names the user allowed for the rest of this session (``allow_always``)."""
+        self.loop: AgentLoop | None = None
+        self.turn: asyncio.Task[Any] | None = None
+        self._announced: dict[str, str] = {}  # call id -> tool name, for the calls the client was shown
+        self._diffs: dict[str, list[FileDiff]] = {}
+        self._texted = False  # whether this round's answer text was streamed
+        self._install_tools()
+
+    # -- the session's own tools ----------------------------------------------------------------
+    def _install_tools(self) -> None:
+        router = self.booted.router
+        elicitation = self.capabilities.elicitation
+        if elicitation is not None and elicitation.form is not None:
+            router.register(make_ask_user_tool(self.ask_user))
+        else:
+            router.mark_unavailable("ask_user", _NO_ELICITATION)
+        if "update_plan" not in router:
+            router.register(
+                Tool(
+                    name="update_plan",
+                    description=(
+                        "Keep a short plan of the task's steps, shown to the user beside the chat. Send "
+                        "the whole list each time a step starts or finishes; at most one in_progress."
+                    ),
+                    parameters=_PLAN_PARAMETERS,
+                    handler=self._update_plan,
+                    mode=ToolMode.READ,
+                    exposure=ToolExposure.DIRECT,
+                )
+            )
+
+    async def _update_plan(self, plan: list[dict[str, str]]) -> ToolResult:
+        entries = [PlanEntry(content=item["step"], priority="medium", status=item["status"]) for item in plan]  # type: ignore[arg-type]
+        await self.send(helpers.update_plan(entries))
+        return ToolResult(success=True, message=f"Plan updated ({len(entries)} steps).")
+
+    async def ask_user(self, payload: AskUserQuestionsPayload) -> Mapping[str, Any] | None:
+        """``ask_user``'s handler: one ``elicitation/create`` form, one field per question.
+
+        Returns:
+            The answers by question id; ``None`` when the user declined or cancelled.
+        """
+        properties: dict[str, Any] = {}
+        for question in payload["questions"]:
+            field: dict[str, Any] = {"title": question["text"]}
+            options = question.get("options")
+            if question["type"] == "select" and options and question.get("multiSelect"):
+                field.update(type="array", items={"type": "string", "enum": options})
+            elif question["type"] == "select" and options:
+                field.update(type="string", enum=options)
+            else:
+                field["type"] = "string"
+            properties[question["id"]] = field
+        message = "\n\n".join(part for part in (payload["intro"], payload.get("outro", "")) if part)
+        schema = ElicitationSchema.model_validate(
+            {"type": "object", "properties": properties, "required": list(properties)}
+        )
+        mode = ElicitationFormSessionMode(session_id=self.id, requested_schema=schema)
+        response = await self.client.create_elicitation(
+            message=message or "Questions from the agent", mode=mode
+        )
+        if response.action != "accept":
+            return None
+        return dict(response.content or {})
+
+    # -- consent ---------------------------------------------------------------------------------
+    async def approve(self, call: ToolCall, mode: ToolMode) -> bool:
+        """Ask the client with ``session/request_permission`` (allow once, allow always, reject)."""
+        if call.name in self.always:
+            await self.send(helpers.update_tool_call(call.id, status="in_progress"))
+            return True
+        options = [
+            PermissionOption(option_id=_ALLOW_ONCE, name="Allow once", kind="allow_once"),
+            PermissionOption(
+                option_id=_ALLOW_ALWAYS, name=f"Always allow {call.name} in this session", kind="allow_always"
+            ),
+            PermissionOption(option_id=_REJECT_ONCE, name="Reject", kind="reject_once"),
+        ]
+        shown = ToolCallUpdate(
+            tool_call_id=call.id,
+            title=tool_title(call.name, call.arguments),
+            kind=tool_kind(call.name, mode),
+            status="pending",
+            raw_input=call.arguments,
+        )
+        response = await self.client.request_permission(session_id=self.id, tool_call=shown, options=options)
+        outcome = response.outcome
+        if not isinstance(outcome, AllowedOutcome):
+            return False  # cancelled: the turn is being cancelled
+        if outcome.option_id == _ALLOW_ALWAYS:
+            self.always.add(call.name)
+        allowed = outcome.option_id in (_ALLOW_ONCE, _ALLOW_ALWAYS)
+        if allowed:
+            await self.send(helpers.update_tool_call(call.id, status="in_progress"))
+        return allowed
+
+    # -- what the client is shown ----------------------------------------------------------------
+    async def send(self, update: Any) -> None:
+        """One ``session/update``; a client that is gone is logged, never raised into the loop."""
+        try:
+            await self.client.session_update(session_id=self.id, update=update)
+        except Exception as exc:  # the connection closed under the turn: the record still has it all
+            logger.debug("session %s: an update was not delivered: %s", self.id, exc)
+
+    def _mode(self, name: str) -> ToolMode | None:
+        tool = self.booted.router.get(name)
+        return tool.mode if tool is not None else None
+
+    async def on_event(self, event: LoopEvent) -> None:
+        """The loop's event sink: text, reasoning and tool calls become ``session/update``s."""
+        kind = event["type"]
+        if kind == "round":
+            self._texted = False
+        elif kind == "text" and event["text"]:
+            self._texted = True
+            await self.send(helpers.update_agent_message_text(event["text"]))
+        elif kind == "reasoning" and event["text"]:
+            await self.send(helpers.update_agent_thought_text(event["text"]))
+        elif kind == "assistant" and not self._texted:
+            content = event.get("message", {}).get("content")
+            if isinstance(content, str) and content:  # a provider that does not stream
+                await self.send(helpers.update_agent_message_text(content))
+        elif kind == "tool_call":
+            call = event["call"]
+            self._announced[call["id"]] = call["name"]
+            arguments = _arguments(call.get("arguments"))
+            await self.send(
+                start_update(call["id"], call["name"], arguments, self._mode(call["name"]), self.root)
+            )
+        elif kind == "tool_result":
+            call_id = event["id"]
+            self._announced.pop(call_id, None)
+            diffs = self._diffs.pop(call_id, [])
+            await self.send(result_update(call_id, event["name"], event["result"], diffs))
+
+    async def close_open_calls(self) -> None:
+        """Mark the calls still shown as running ``failed`` (the turn was cancelled under them)."""
+        announced, self._announced = self._announced, {}
+        self._diffs.clear()
+        for call_id in announced:
+            await self.send(cancelled_update(call_id))
+
+    def wrap(self, inner: ToolExecutor) -> ToolExecutor:
+        """The executor of a turn: ``in_progress`` before each shown call, its diff after an edit."""
+
+        async def run(call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
+            if call.id not in self._announced:  # a nested call (run_code's): the client never saw it
+                return await inner(call, context)
+            mode = self._mode(call.name)
+            if mode is None or not requires_consent(mode):  # else shown running once allowed
+                await self.send(helpers.update_tool_call(call.id, status="in_progress"))
+            paths = _edited_paths(call)
+            before = await asyncio.to_thread(self._texts, paths) if paths else {}
+            result = await inner(call, context)
+            if paths and result.success:
+                after = await asyncio.to_thread(self._texts, paths)
+                self._diffs[call.id] = [
+                    (shown, before.get(shown), after.get(shown))
+                    for shown in {**before, **after}
+                    if before.get(shown) != after.get(shown)
+                ]
+            return result
+
+        return run
+
+    def _texts(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Each path's text now (``None``: absent), by absolute path; unreadable or big ones left out."""
+        texts: dict[str, str | None] = {}
+        for path in paths:
+            try:
+                real, _ = self.booted.workspace.resolve_file(path)
+            except Exception:  # a refused path: the tool says why, no diff to show
+                continue
+            try:
+                if real.stat().st_size > MAX_DIFF_BYTES:
+                    continue
+                texts[str(real)] = real.read_bytes().decode("utf-8", errors="replace")
+            except FileNotFoundError:
+                texts[str(real)] = None
+            except OSError:
+                continue
+        return texts
+
+    # -- session/load ----------------------------------------------------------------------------
+    async def replay(self, history: Sequence[Message]) -> None:
+        """Send a loaded session's history as updates: user and agent messages, thoughts, tool calls."""
+        results = _results_by_call(history)
+        for message in history:
+            role = message.get("role")
+            content = message.get("content")
+            if role == "user" and _text_of(content):
+                await self.send(helpers.update_user_message_text(_text_of(content)))
+            if role != "assistant":
+                continue
+            reasoning = message.get("reasoning_content")
+            if isinstance(reasoning, str) and reasoning:
+                await self.send(helpers.update_agent_thought_text(reasoning))
+            if _text_of(content):
+                await self.send(helpers.update_agent_message_text(_text_of(content)))
+            for call in message.get("tool_calls") or []:
+                await self._replay_call(call, results)
+
+    async def _replay_call(self, call: Any, results: Mapping[str, Mapping[str, Any]]) -> None:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        call_id = call.get("id") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(call_id, str):
+            return
+        name = str(function.get("name") or "tool")
+        arguments = _arguments(function.get("arguments"))
+        await self.send(start_update(call_id, name, arguments, self._mode(name), self.root))
+        result = results.get(call_id)
+        if result is not None:
+            await self.send(result_update(call_id, name, result))
+
+    async def aclose(self) -> None:
+        """Stop the turn in progress (recorded as cancelled), then the MCP servers and the tools."""
+        if self.loop is not None:
+            self.loop.cancel()
+        if self.turn is not None:
+            with contextlib.suppress(BaseException):
+                await self.turn
+        await self.stack.aclose()
+
+
+def _arguments(raw: Any) -> Any:
+    """A call's arguments as an object when they are JSON text (the record's shape)."""
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _edited_paths(call: ToolCall) -> list[str]:
+    """The files an edit tool's call may change, as the model named them."""
+    arguments = call.arguments
+    if call.name in ("write_file", "edit_file") and isinstance(arguments.get("path"), str):
+        return [arguments["path"]]
+    if call.name == "apply_patch" and isinstance(arguments.get("patch"), str):
+        return patch_paths(arguments["patch"])
+    return []
+
+
+def _text_of(content: Any) -> str:
+    """A message's text: a string, or the text parts of a content list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            part.get("text", "")
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "text"
+        )
+    return ""
+
+
+def _results_by_call(history: Sequence[Message]) -> dict[str, Mapping[str, Any]]:
+    """The recorded result of each call, by call id (a tool message's JSON content)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for message in history:
+        if message.get("role") != "tool" or not isinstance(message.get("tool_call_id"), str):
+            continue
+        try:
+            result = json.loads(str(message.get("content")))
+        except ValueError:
+            result = {"success": True, "message": str(message.get("content"))}
+        if isinstance(result, Mapping):
+            found[message["tool_call_id"]] = result
+    return found

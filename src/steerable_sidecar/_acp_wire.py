@@ -1,0 +1,189 @@
+"""``steerable acp``'s stdio wire: the line transport under the ACP SDK, and the early ``initialize``.
+
+The ACP SDK (``agent-client-protocol``, imported as ``acp``) costs about 0.8 s to import here,
+more than a whole Node MCP server's handshake, so ``steerable acp`` answers the client's
+``initialize`` itself while the SDK loads in a worker thread (docs/acp.md, "Start-up"); every
+later message goes through the SDK. :func:`initialize_result` is the one answer both paths give.
+
+:class:`LineTransport` is the SDK's message-level ``Transport`` (``send`` / ``receive`` /
+``close``) over our line framing (:mod:`steerable_sidecar._jsonrpc_frames`): the SDK's own stdio
+framing drops a line that is not JSON without an answer and stops at a message that is not an
+object, where this one answers each bad frame with the JSON-RPC error and reads on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, Final
+
+from steerable_agent_runtime import __version__
+
+from ._jsonrpc_frames import (
+    FrameError,
+    decode_frame,
+    encode_frame,
+    error_response,
+    is_response,
+    line_frames,
+    request_problem,
+    valid_id,
+)
+from ._rpc_errors import INVALID_REQUEST
+from ._rpc_stdio import LineWriter
+
+__all__ = [
+    "ACP_PROTOCOL_VERSION",
+    "MAX_ACP_FRAME_BYTES",
+    "LineTransport",
+    "early_initialize",
+    "initialize_result",
+]
+
+ACP_PROTOCOL_VERSION: Final = 1
+"""The ACP protocol version spoken (the SDK's ``acp.PROTOCOL_VERSION``; a test holds them equal)."""
+
+MAX_ACP_FRAME_BYTES: Final = 50 * 1024 * 1024
+"""Longest accepted message, in bytes: the SDK's own stdio limit (images and embedded files)."""
+
+
+def initialize_result(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``initialize`` answer: ACP version 1 and what this agent supports.
+
+    ACP's negotiation: the agent answers the client's version when it supports it, else the
+    latest it supports; both are 1 here. Session loading, embedded context (``resource``
+    blocks) and stdio MCP servers are supported; images, audio and HTTP/SSE MCP servers are not.
+    """
+    del params  # one version: nothing to negotiate yet
+    return {
+        "protocolVersion": ACP_PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": True,
+            "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+            "mcpCapabilities": {"http": False, "sse": False},
+        },
+        "agentInfo": {"name": "steerable", "title": "steerable", "version": __version__},
+        "authMethods": [],
+    }
+
+
+class LineTransport:
+    """JSON-RPC messages over a line-framed byte stream, for the ACP SDK's connection.
+
+    Args:
+        reader: The client's messages (our stdin).
+        writer: Where the answers go (our stdout); writes are serialised.
+        max_frame_bytes: Longest accepted line, in bytes.
+    """
+
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: LineWriter, *, max_frame_bytes: int = MAX_ACP_FRAME_BYTES
+    ) -> None:
+        self._frames: AsyncIterator[bytes | None] = line_frames(reader, max_frame_bytes)
+        self._writer = writer
+        self._limit = max_frame_bytes
+        self._lock = asyncio.Lock()
+        self._held: deque[dict[str, Any]] = deque()
+        self._closed = False
+
+    def hold(self, message: dict[str, Any]) -> None:
+        """Give ``message`` back: the next :meth:`receive` returns it first."""
+        self._held.appendleft(message)
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next valid message (a request, a notification or a response); ``None`` at EOF.
+
+        A frame that is not one is answered here (``-32700`` / ``-32600``) and skipped.
+        """
+        if self._held:
+            return self._held.popleft()
+        while not self._closed:
+            try:
+                frame = await anext(self._frames)
+            except (StopAsyncIteration, OSError):  # EOF, or a reset pipe: the client is gone
+                return None
+            decoded = decode_frame(frame, self._limit)
+            if decoded is None:
+                continue
+            if isinstance(decoded, FrameError):
+                await self._answer(decoded.response)
+                continue
+            message = decoded.value
+            problem = _problem(message)
+            if problem is None:
+                return dict(message)
+            request_id = (
+                message.get("id") if isinstance(message, dict) and valid_id(message.get("id")) else None
+            )
+            await self._answer(error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"))
+        return None
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Write one message as a line.
+
+        Raises:
+            ConnectionError: The transport is closed or the client is gone.
+        """
+        if self._closed:
+            raise ConnectionError("the ACP client is gone")
+        frame = encode_frame(message)
+        async with self._lock:
+            try:
+                self._writer.write(frame)
+                await self._writer.drain()
+            except OSError as exc:  # a broken pipe: the client went away
+                raise ConnectionError(f"the ACP client is gone: {exc}") from exc
+
+    async def close(self) -> None:
+        """Stop reading; later sends raise :class:`ConnectionError`."""
+        self._closed = True
+
+    async def _answer(self, response: dict[str, Any]) -> None:
+        try:
+            await self.send(response)
+        except ConnectionError:
+            pass  # nobody left to tell
+
+
+def _problem(message: Any) -> str | None:
+    """Why a decoded frame is not an ACP message, or ``None`` (ACP sends no batches)."""
+    if isinstance(message, list):
+        return "batches are not part of ACP: send one message per line"
+    if not isinstance(message, dict):
+        return "a message must be a JSON object"
+    if is_response(message):
+        return (
+            None
+            if valid_id(message.get("id")) and message.get("id") is not None
+            else "a response needs its 'id'"
+        )
+    return request_problem(message)
+
+
+async def early_initialize(transport: LineTransport) -> dict[str, Any] | None | bool:
+    """Answer the client's first message when it is a well-formed ``initialize``.
+
+    Returns:
+        The ``initialize`` params when it was answered here; ``True`` when the first message was
+        something else (held for the SDK to answer); ``None`` when the client sent nothing.
+    """
+    first = await transport.receive()
+    if first is None:
+        return None
+    params = first.get("params")
+    version = params.get("protocolVersion") if isinstance(params, dict) else None
+    plain = (
+        first.get("method") == "initialize"
+        and first.get("id") is not None
+        and type(version) is int
+        and 0 <= version <= 65535
+    )
+    if not plain or not isinstance(params, dict):
+        transport.hold(first)
+        return True
+    try:
+        await transport.send({"jsonrpc": "2.0", "id": first["id"], "result": initialize_result(params)})
+    except ConnectionError:
+        return None
+    return params

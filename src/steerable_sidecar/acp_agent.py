@@ -1,0 +1,407 @@
+"""``steerable acp``: steerable as an Agent Client Protocol agent, for Zed, JetBrains and others.
+
+:class:`SteerableAcpAgent` implements the ACP SDK's ``Agent`` (``agent-client-protocol``,
+imported as ``acp``): ``session/new`` boots the workspace tools for the client's ``cwd``
+(confined as everywhere) and starts the MCP servers it names as deferred tools; ``session/prompt``
+runs the agent loop (:mod:`steerable_sidecar._assembly`, the one session assembly) and streams
+what happens as ``session/update``s; ``session/cancel`` stops the turn; ``session/load`` replays a
+durable record and re-seeds the read state from it. Sessions are recorded under the state
+directory, as ``steerable run`` records them. How a client registers it: docs/acp.md.
+
+:func:`serve_acp` runs an agent over a :class:`~steerable_sidecar._acp_wire.LineTransport`
+until the client leaves; ``steerable acp`` (:mod:`steerable_sidecar._acp_cli`) is the command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, cast
+
+from acp import RequestError, run_agent
+from acp.interfaces import Agent, Client
+from acp.schema import (
+    AudioContentBlock,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    HttpMcpServer,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    LoadSessionResponse,
+    McpServerStdio,
+    NewSessionResponse,
+    PromptResponse,
+    ResourceContentBlock,
+    SseMcpServer,
+    StopReason,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from steerable_agent_runtime import DEFAULT_MAX_ROUNDS, RunOutcome
+from steerable_agent_runtime.errors import SteerableError
+from steerable_agent_runtime.llm import LLMProvider
+from steerable_agent_runtime.loop import RunSummary
+from steerable_agent_runtime.types import new_call_id
+from steerable_agent_runtime.workspace import read_file_state_from_messages
+
+from ._acp_session import AcpSession
+from ._acp_wire import LineTransport, initialize_result
+from ._assembly import LoopOptions, Transport, assemble_loop, open_session
+from ._mcp_cli import person_homes, refused_workspace
+from .boot import boot_tools
+
+__all__ = ["ACP_SYSTEM_PROMPT", "STOP_REASONS", "AcpOptions", "SteerableAcpAgent", "serve_acp", "stop_reason"]
+
+logger = logging.getLogger(__name__)
+
+ACP_SYSTEM_PROMPT: Final = (
+    "You are a coding agent working in the user's project at {cwd}, driven from their editor. Use "
+    "the tools to inspect and change files there; paths are relative to it. Read a file before you "
+    "change it. For a task of several steps keep a plan with update_plan. When the task is done, "
+    "answer with a short summary and call no more tools."
+)
+
+STOP_REASONS: Final[Mapping[RunOutcome, StopReason]] = {
+    RunOutcome.COMPLETED: "end_turn",
+    RunOutcome.TERMINAL: "end_turn",
+    RunOutcome.EMPTY_ANSWER: "end_turn",
+    RunOutcome.MAX_ROUNDS: "max_turn_requests",
+    RunOutcome.CANCELLED: "cancelled",
+}
+"""The ACP stop reason of each outcome; ``incomplete`` depends on why, ``error`` is a JSON-RPC error."""
+
+_REFUSAL_FINISHES: Final = frozenset({"content_filter", "sensitive"})
+_SERVER_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]+")
+
+
+def stop_reason(summary: RunSummary) -> StopReason:
+    """The ``session/prompt`` stop reason of a finished run (docs/acp.md, "Stop reasons").
+
+    Raises:
+        RequestError: The provider failed (``error``): ``-32603`` with the provider's message.
+    """
+    if summary.outcome is RunOutcome.ERROR:
+        raise RequestError(
+            -32603, f"the model failed: {summary.error}", {"outcome": "error", "error": summary.error}
+        )
+    if summary.outcome is RunOutcome.INCOMPLETE:
+        return "refusal" if summary.finish_reason in _REFUSAL_FINISHES else "max_tokens"
+    return STOP_REASONS[summary.outcome]
+
+
+@dataclass(frozen=True, slots=True)
+class AcpOptions:
+    """How ``steerable acp`` runs its sessions (from its command line).
+
+    Attributes:
+        state_dir: Where session records go (``<state_dir>/sessions/<id>.jsonl``).
+        harness: The offered tools: ``full``, ``minimal`` or ``progressive``.
+        plugins: Load plugins.
+        web_tools: Offer ``web_search`` / ``web_fetch``.
+        allow_protected_writes: Let the tools write protected paths (``None``: the environment's).
+        max_rounds: Model calls per prompt at most.
+        model_timeout_ms: Deadline of one model call, in milliseconds (``None``: none).
+        system: The system prompt (``{cwd}`` is replaced); default :data:`ACP_SYSTEM_PROMPT`.
+    """
+
+    state_dir: Path
+    harness: str = "full"
+    plugins: bool = True
+    web_tools: bool = True
+    allow_protected_writes: bool | None = None
+    max_rounds: int = DEFAULT_MAX_ROUNDS
+    model_timeout_ms: int | None = 600_000
+    system: str | None = None
+
+
+class SteerableAcpAgent:
+    """The ACP ``Agent`` (see the module docstring).
+
+    Args:
+        options: How sessions run.
+        provider: The model; ``None`` with ``provider_error`` set when its configuration is bad
+            (every ``session/new`` is then answered with that error, naming the variable).
+        provider_error: Why there is no provider.
+        hello: The ``initialize`` params when the command answered ``initialize`` itself.
+    """
+
+    def __init__(
+        self,
+        options: AcpOptions,
+        *,
+        provider: LLMProvider | None,
+        provider_error: str | None = None,
+        hello: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.options = options
+        self.provider = provider
+        self.provider_error = provider_error
+        self.sessions: dict[str, AcpSession] = {}
+        self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
+        self._client: Client | None = None
+
+    def on_connect(self, conn: Client) -> None:
+        """The SDK hands over the connection to the client."""
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        """The connection to the client (set by the SDK before the first request)."""
+        if self._client is None:
+            raise RequestError.internal_error({"details": "not connected"})
+        return self._client
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Answer ``initialize`` (when the command did not answer it early)."""
+        self.capabilities = client_capabilities or ClientCapabilities()
+        return InitializeResponse.model_validate(initialize_result({"protocolVersion": protocol_version}))
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[HttpMcpServer | SseMcpServer | McpServerStdio] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        """Open a session on the workspace ``cwd`` with the client's MCP servers.
+
+        Raises:
+            RequestError: ``-32602`` for a ``cwd`` that is not an absolute directory or is ``/`` or
+                a home folder, or an MCP server that is not stdio; ``-32603`` when the model's
+                configuration, the tools or an MCP server fail (the message says which).
+        """
+        session = await self._open(new_call_id(), cwd, mcp_servers or [])
+        return NewSessionResponse(session_id=session.id)
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[HttpMcpServer | SseMcpServer | McpServerStdio] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse:
+        """Reopen a recorded session: replay its history to the client, re-seed its read state.
+
+        Raises:
+            RequestError: ``-32002`` (resource not found) for a session with no record; the
+                errors of :meth:`new_session`.
+        """
+        try:
+            opened = await open_session(self.options.state_dir, session_id)
+        except SteerableError as exc:  # not a safe file name: no such session
+            raise RequestError.resource_not_found(session_id) from exc
+        if not opened.history and not opened.record.exists():
+            raise RequestError.resource_not_found(session_id)
+        old = self.sessions.pop(session_id, None)
+        if old is not None:
+            await old.aclose()
+        session = await self._open(session_id, cwd, mcp_servers or [])
+        # spec: File tools, "the ACP adapter seeds its session on hydration"
+        session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
+        await session.replay(opened.history)
+        return LoadSessionResponse()
+
+    async def _open(
+        self, session_id: str, cwd: str, servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]
+    ) -> AcpSession:
+        if self.provider is None:
+            raise RequestError(-32603, self.provider_error or "no model is configured", None)
+        root = _workspace(cwd)
+        configs = _mcp_configs(servers)
+        stack = contextlib.AsyncExitStack()
+        try:
+            booted = await asyncio.to_thread(
+                boot_tools,
+                root,
+                allow_protected_writes=self.options.allow_protected_writes,
+                harness=self.options.harness,
+                plugins=self.options.plugins,
+                web_tools=self.options.web_tools,
+            )
+        except SteerableError as exc:
+            raise RequestError(-32603, f"the tools could not start: {exc}", None) from exc
+        stack.push_async_callback(booted.aclose)
+        try:
+            if configs:
+                from .mcp_sources import McpToolSources
+
+                await stack.enter_async_context(McpToolSources(booted.router, configs))
+        except Exception as exc:
+            await stack.aclose()
+            raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
+        session = AcpSession(session_id, root, booted, stack, self.client, self.capabilities)
+        self.sessions[session_id] = session
+        return session
+
+    def _session(self, session_id: str) -> AcpSession:
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise RequestError.resource_not_found(session_id)
+        return session
+
+    # -- a turn ----------------------------------------------------------------------------------
+    async def prompt(
+        self,
+        prompt: list[
+            TextContentBlock
+            | ImageContentBlock
+            | AudioContentBlock
+            | ResourceContentBlock
+            | EmbeddedResourceContentBlock
+        ],
+        session_id: str,
+        **kwargs: Any,
+    ) -> PromptResponse:
+        """Run one turn of the agent loop on ``prompt``; stream it; answer how it stopped.
+
+        Raises:
+            RequestError: ``-32002`` for an unknown session; ``-32600`` while another turn of the
+                session runs (ACP v1 has one turn at a time: cancel it first); ``-32602`` for an
+                image or audio block; ``-32603`` when the model failed.
+        """
+        session = self._session(session_id)
+        if session.turn is not None and not session.turn.done():
+            raise RequestError.invalid_request(
+                {
+                    "sessionId": session_id,
+                    "reason": "a turn is already running; cancel it (session/cancel) first",
+                }
+            )
+        text = _prompt_text(prompt)
+        assert self.provider is not None  # a session exists only with a provider
+        opened = await open_session(self.options.state_dir, session_id)
+        loop = await assemble_loop(
+            opened,
+            self.provider,
+            session.booted.router,
+            transport=Transport(approve=session.approve, on_event=session.on_event, wrap=session.wrap),
+            offered=session.booted.harness.offered,
+            options=LoopOptions(
+                max_rounds=self.options.max_rounds, model_timeout_ms=self.options.model_timeout_ms
+            ),
+        )
+        system = (self.options.system or ACP_SYSTEM_PROMPT).replace("{cwd}", str(session.root))
+        turn = asyncio.ensure_future(
+            loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
+        )
+        session.loop, session.turn = loop, turn
+        try:
+            summary: RunSummary = await asyncio.shield(turn)
+        except asyncio.CancelledError:  # the connection closed: stop the turn, keep the record whole
+            loop.cancel()
+            with contextlib.suppress(BaseException):
+                await turn
+            raise
+        finally:
+            await session.close_open_calls()
+        return PromptResponse(stop_reason=stop_reason(summary))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """``session/cancel``: stop the session's turn; its ``session/prompt`` answers ``cancelled``."""
+        session = self.sessions.get(session_id)
+        if session is not None and session.loop is not None:
+            session.loop.cancel()
+
+    async def aclose(self) -> None:
+        """Stop every turn (each recorded as cancelled) and close every session."""
+        sessions, self.sessions = list(self.sessions.values()), {}
+        for session in sessions:
+            try:
+                await session.aclose()
+            except Exception:
+                logger.exception("session %s did not close cleanly", session.id)
+
+
+def _capabilities(raw: Any) -> ClientCapabilities:
+    try:
+        return ClientCapabilities.model_validate(raw or {})
+    except ValueError:
+        return ClientCapabilities()
+
+
+def _workspace(cwd: str) -> Path:
+    """The session's workspace: ``cwd`` absolute, a directory, not ``/`` nor a home folder."""
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
+    root = Path(cwd).resolve()
+    if not root.is_dir():
+        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd is not a directory"})
+    if refused_workspace(None, root, person_homes()) is not None:
+        raise RequestError.invalid_params(
+            {
+                "cwd": cwd,
+                "reason": "steerable will not hand the model a whole disk or a home folder: open a project",
+            }
+        )
+    return root
+
+
+def _mcp_configs(servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]) -> list[Any]:
+    """The client's MCP servers as our stdio server configurations, names made tool-name safe."""
+    from ._mcp_config import McpServerConfig
+
+    configs: list[McpServerConfig] = []
+    taken: set[str] = set()
+    for server in servers:
+        if not isinstance(server, McpServerStdio):
+            raise RequestError.invalid_params(
+                {
+                    "mcpServers": server.name,
+                    "reason": "only stdio MCP servers are supported (mcpCapabilities)",
+                }
+            )
+        base = _SERVER_NAME_CHARS.sub("_", server.name).replace("__", "_").strip("_")[:28] or "server"
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
+        taken.add(name)
+        env = {variable.name: variable.value for variable in server.env}
+        configs.append(McpServerConfig(name=name, command=server.command, args=tuple(server.args), env=env))
+    return configs
+
+
+def _prompt_text(blocks: Sequence[Any]) -> str:
+    """The user message of a prompt: its text, embedded files as tagged context, links by name."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[{block.name}]({block.uri})")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            if isinstance(resource, TextResourceContents):
+                parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
+            else:
+                parts.append(f"[binary resource {resource.uri} not shown]")
+        else:
+            raise RequestError.invalid_params(
+                {"prompt": block.type, "reason": "images and audio are not supported (promptCapabilities)"}
+            )
+    return "\n\n".join(parts)
+
+
+async def serve_acp(agent: SteerableAcpAgent, transport: LineTransport) -> None:
+    """Serve ``agent`` to the client on ``transport`` until it leaves, then close every session."""
+    try:
+        # the SDK's Agent protocol lists every optional method; the router answers the missing
+        # ones (session/list, session/set_mode, ...) with "method not found"
+        await run_agent(cast("Agent", agent), transport, use_unstable_protocol=True)
+    finally:
+        await agent.aclose()

@@ -1,0 +1,151 @@
+"""An editor's side of ACP for the ``steerable acp`` tests: the official SDK's client, recording.
+
+:class:`EditorClient` is what Zed would be: it records every ``session/update``, answers
+``session/request_permission`` from a script of choices, answers ``elicitation/create`` with
+canned answers, and may serve ``fs/read_text_file`` from an in-memory buffer. :func:`spawn_acp`
+starts ``python -m steerable_sidecar acp`` as a real process and connects the SDK's
+``ClientSideConnection`` to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp.client.connection import ClientSideConnection
+from acp.schema import (
+    AcceptElicitationResponse,
+    AllowedOutcome,
+    ClientCapabilities,
+    DeclineElicitationResponse,
+    DeniedOutcome,
+    ElicitationCapabilities,
+    ElicitationFormCapabilities,
+    PermissionOption,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+
+
+class EditorClient:
+    """The ACP client (see the module docstring).
+
+    Args:
+        permissions: Option ids to pick, one per permission request, in order (``"cancelled"``
+            answers the cancelled outcome); when they run out, ``reject_once``.
+        answers: ``elicitation/create`` answers, in order (``None`` declines).
+        hold_permission: When set, a permission request waits on it before answering.
+    """
+
+    def __init__(
+        self,
+        *,
+        permissions: list[str] | None = None,
+        answers: list[Mapping[str, Any] | None] | None = None,
+        hold_permission: asyncio.Event | None = None,
+    ) -> None:
+        self.updates: list[Any] = []
+        self.asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = []
+        self.elicitations: list[tuple[str, Any]] = []
+        self._permissions = deque(permissions or [])
+        self._answers = deque(answers or [])
+        self._hold = hold_permission
+        self.changed = asyncio.Event()
+
+    async def request_permission(
+        self, options: list[PermissionOption], session_id: str, tool_call: ToolCallUpdate, **kwargs: Any
+    ) -> RequestPermissionResponse:
+        self.asked.append((tool_call, options))
+        self.changed.set()
+        if self._hold is not None:
+            await self._hold.wait()
+        choice = self._permissions.popleft() if self._permissions else "reject_once"
+        if choice == "cancelled":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=choice))
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append(update)
+        self.changed.set()
+
+    async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
+        self.elicitations.append((message, mode))
+        answer = self._answers.popleft() if self._answers else None
+        if answer is None:
+            return DeclineElicitationResponse(action="decline")
+        return AcceptElicitationResponse(action="accept", content=dict(answer))
+
+    def on_connect(self, conn: Any) -> None:
+        pass
+
+    # -- reading what was shown ----------------------------------------------------------------
+    def of_kind(self, kind: str) -> list[Any]:
+        """The updates whose ``sessionUpdate`` is ``kind`` (``tool_call``, ``agent_message_chunk``...)."""
+        return [u for u in self.updates if u.session_update == kind]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        """The text of every ``kind`` chunk, joined."""
+        return "".join(u.content.text for u in self.of_kind(kind))
+
+    def call_updates(self, call_id: str) -> list[Any]:
+        """Every ``tool_call`` / ``tool_call_update`` of one call, in order."""
+        return [
+            u
+            for u in self.updates
+            if u.session_update in ("tool_call", "tool_call_update") and u.tool_call_id == call_id
+        ]
+
+    async def wait_for(self, predicate: Any, timeout_s: float = 30) -> None:
+        """Wait until ``predicate(self)`` holds."""
+        async with asyncio.timeout(timeout_s):
+            while not predicate(self):
+                self.changed.clear()
+                await self.changed.wait()
+
+
+def capabilities(*, elicitation: bool = False) -> ClientCapabilities:
+    """What the editor offers in ``initialize``."""
+    form = ElicitationCapabilities(form=ElicitationFormCapabilities()) if elicitation else None
+    return ClientCapabilities(elicitation=form)
+
+
+def write_script(path: Path, turns: list[Any]) -> Path:
+    """The scripted model's turns as ``STEERABLE_SCRIPT`` reads them."""
+    path.write_text(json.dumps(turns), encoding="utf-8")
+    return path
+
+
+@contextlib.asynccontextmanager
+async def spawn_acp(
+    client: EditorClient, env: Mapping[str, str], *args: str, stderr: Path | None = None
+) -> AsyncIterator[tuple[ClientSideConnection, asyncio.subprocess.Process]]:
+    """``python -m steerable_sidecar acp ARGS`` as a real process, with the SDK's client on its stdio."""
+    with open(stderr or "/dev/null", "ab") as err:
+        async with spawn_agent_process(
+            client,
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "acp",
+            "--no-plugins",
+            "--no-web-tools",
+            *args,
+            env=dict(env),
+            transport_kwargs={"stderr": err.fileno()},
+            use_unstable_protocol=True,
+        ) as (conn, process):
+            yield conn, process
+
+
+async def start(conn: ClientSideConnection, *, elicitation: bool = False) -> Any:
+    """``initialize`` as an editor sends it."""
+    return await conn.initialize(
+        protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(elicitation=elicitation)
+    )
