@@ -1,0 +1,367 @@
+"""``steerable acp`` driven by the official ACP SDK's client, as an editor drives it (docs/acp.md).
+
+Each test starts ``python -m steerable_sidecar acp`` as a real process with the scripted model
+(or ``tests/fake_openai.py`` for a thinking model) and checks what the editor is shown, what the
+model is sent back, and what is on disk and in the durable record.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from acp import RequestError
+from acp_client import EditorClient, spawn_acp, start, write_script
+
+from steerable_agent_runtime import DurableRecord
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def acp_env(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> Callable[[list[Any]], dict[str, str]]:
+    """The agent's environment with the scripted model playing ``turns``."""
+
+    def make(turns: list[Any]) -> dict[str, str]:
+        script = write_script(tmp_path / f"turns-{time.monotonic_ns()}.json", turns)
+        return child_env(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script))
+
+    return make
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    path = tmp_path / "state"
+    path.mkdir()
+    return path
+
+
+def _text(text: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": text}]
+
+
+def _record(state: Path, session_id: str) -> list[dict[str, Any]]:
+    return DurableRecord.for_session(state / "sessions", session_id).messages()
+
+
+def _tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m["tool_call_id"]: json.loads(m["content"]) for m in messages if m["role"] == "tool"}
+
+
+async def test_a_whole_turn_reads_edits_with_a_diff_and_runs_an_approved_bash(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]], tmp_path: Path
+) -> None:
+    """Streamed text, a read with its location, an edit shown as a diff, bash asked (MODE-2) and run."""
+    env = acp_env(
+        [
+            {
+                "text": "Reading.",
+                "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}],
+            },
+            {
+                "tool_calls": [
+                    {
+                        "id": "c2",
+                        "name": "edit_file",
+                        "arguments": {
+                            "path": "notes.txt",
+                            "edits": [{"oldText": "beta", "newText": "gamma"}],
+                        },
+                    }
+                ]
+            },
+            {"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "cat notes.txt"}}]},
+            "Done: beta is gamma now.",
+        ]
+    )
+    client = EditorClient(permissions=["allow_once"])
+    async with spawn_acp(client, env, "--state-dir", str(state), stderr=tmp_path / "err.log") as (conn, _):
+        hello = await start(conn)
+        assert hello.protocol_version == 1
+        assert hello.agent_capabilities.load_session is True
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("change beta to gamma"))
+    assert answer.stop_reason == "end_turn"
+    assert (workspace / "notes.txt").read_text() == "alpha\ngamma\n"
+    assert client.text() == "Reading.Done: beta is gamma now."
+    path = str(workspace / "notes.txt")
+
+    read = client.call_updates("c1")
+    assert [u.status for u in read] == ["pending", "in_progress", "completed"]
+    assert (read[0].title, read[0].kind, read[0].locations[0].path) == ("Read notes.txt", "read", path)
+
+    edit = client.call_updates("c2")
+    assert (edit[0].title, edit[0].kind) == ("Edit notes.txt", "edit")
+    diff = edit[-1].content[0]
+    assert (diff.type, diff.path, diff.old_text, diff.new_text) == (
+        "diff",
+        path,
+        "alpha\nbeta\n",
+        "alpha\ngamma\n",
+    )
+
+    bash = client.call_updates("c3")
+    assert (bash[0].title, bash[0].kind) == ("Run `cat notes.txt`", "execute")
+    # shown running only once allowed, then its output
+    assert [u.status for u in bash] == ["pending", "in_progress", "completed"]
+    assert bash[-1].content[0].content.text == "```\nalpha\ngamma\n```"
+    asked, options = client.asked[0]
+    assert asked.tool_call_id == "c3"
+    assert [(o.option_id, o.kind) for o in options] == [
+        ("allow_once", "allow_once"),
+        ("allow_always", "allow_always"),
+        ("reject_once", "reject_once"),
+    ]
+    record = _record(state, session.session_id)
+    assert record[0]["role"] == "system" and str(workspace) in record[0]["content"]
+    assert _tool_results(record)["c3"]["data"]["stdout"] == "alpha\ngamma\n"
+
+
+async def test_a_refused_permission_runs_nothing_and_the_model_is_told(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    """A rejected ``session/request_permission``: the command never runs, the call shows failed."""
+    env = acp_env(
+        [
+            {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch made.txt"}}]},
+            "Understood.",
+        ]
+    )
+    client = EditorClient(permissions=["reject_once"])
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("make a file"))
+    assert answer.stop_reason == "end_turn"
+    assert not (workspace / "made.txt").exists()
+    updates = client.call_updates("b1")
+    assert [u.status for u in updates] == ["pending", "failed"]
+    result = _tool_results(_record(state, session.session_id))["b1"]
+    assert result["success"] is False and result["data"]["code"] == "consent_denied"
+    assert updates[-1].content[0].content.text == result["error"]
+
+
+async def test_allow_always_asks_once_per_tool_for_the_session(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    env = acp_env(
+        [
+            {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo one"}}]},
+            {"tool_calls": [{"id": "b2", "name": "bash", "arguments": {"command": "echo two"}}]},
+            "Both ran.",
+        ]
+    )
+    client = EditorClient(permissions=["allow_always"])
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("run both"))
+    assert [asked.tool_call_id for asked, _ in client.asked] == ["b1"]
+    results = _tool_results(_record(state, session.session_id))
+    assert results["b2"]["data"]["stdout"] == "two\n"
+
+
+async def test_cancel_during_a_tool_stops_it_and_the_prompt_answers_cancelled(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    """``session/cancel`` while bash sleeps: the call ends cancelled (shown and recorded) at once."""
+    env = acp_env(
+        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
+    )
+    client = EditorClient(permissions=["allow_once"])
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
+        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        started = time.monotonic()
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(turn, 20)
+        elapsed = time.monotonic() - started
+        # the session takes the next prompt after a cancel
+        again = await conn.prompt(session_id=session.session_id, prompt=_text("hello?"))
+    assert answer.stop_reason == "cancelled"
+    assert elapsed < 10
+    assert again.stop_reason == "end_turn"
+    last = client.call_updates("s1")[-1]
+    assert last.status == "failed" and last.content[0].content.text == "cancelled"
+    result = _tool_results(_record(state, session.session_id))["s1"]
+    assert result["success"] is False and result["data"]["code"] == "cancelled"
+
+
+async def test_load_replays_the_history_and_a_write_is_checked_against_the_recorded_read(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    """``session/load`` in a new process re-seeds the read state: a write without a re-read passes
+    the CAS gate (FILE-7); in a fresh session the same write is refused as never read (FILE-8)."""
+    first = acp_env(
+        [{"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}]}, "Read it."]
+    )
+    async with spawn_acp(EditorClient(), first, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("read notes"))
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "notes.txt", "content": "rewritten\n"}}
+    second = acp_env([{"tool_calls": [write]}, "Written."])
+    loaded = EditorClient()
+    async with spawn_acp(loaded, second, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        replayed = list(loaded.updates)
+        await conn.prompt(session_id=session.session_id, prompt=_text("now rewrite it"))
+    assert (workspace / "notes.txt").read_text() == "rewritten\n"
+    assert [u.session_update for u in replayed] == [
+        "user_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
+    assert replayed[0].content.text == "read notes"
+    assert replayed[2].status == "completed"
+    assert _tool_results(_record(state, session.session_id))["w1"]["success"] is True
+
+    fresh = acp_env([{"tool_calls": [write]}, "Tried."])
+    async with spawn_acp(EditorClient(), fresh, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        other = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=other.session_id, prompt=_text("rewrite it"))
+    refused = _tool_results(_record(state, other.session_id))["w1"]
+    assert refused["success"] is False and refused["data"]["code"] == "not_read"
+
+
+async def test_a_load_of_an_unknown_session_is_resource_not_found(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    async with spawn_acp(EditorClient(), acp_env(["hi"]), "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        for session_id in ("no-such-session", "../escape"):
+            with pytest.raises(RequestError) as caught:
+                await conn.load_session(cwd=str(workspace), session_id=session_id, mcp_servers=[])
+            assert caught.value.code == -32002
+        with pytest.raises(RequestError) as caught:
+            await conn.prompt(session_id="no-such-session", prompt=_text("hello"))
+        assert caught.value.code == -32002
+
+
+async def test_ask_user_goes_to_the_client_as_an_elicitation_form_ask_8(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    question = {
+        "intro": "Two choices.",
+        "questions": [
+            {"id": "db", "text": "Which database?", "type": "select", "options": ["sqlite", "postgres"]},
+            {"id": "name", "text": "Project name?", "type": "text"},
+        ],
+    }
+    env = acp_env([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "Thanks."])
+    client = EditorClient(answers=[{"db": "postgres", "name": "demo"}])
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+        await start(conn, elicitation=True)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("ask me"))
+    message, mode = client.elicitations[0]
+    assert message == "Two choices."
+    schema = mode.requested_schema.model_dump(by_alias=True, exclude_none=True)
+    assert schema["properties"]["db"]["enum"] == ["sqlite", "postgres"]
+    assert schema["required"] == ["db", "name"]
+    result = _tool_results(_record(state, session.session_id))["q1"]
+    assert result["data"]["answers"] == {"db": "postgres", "name": "demo"}
+
+
+async def test_ask_user_without_elicitation_fails_saying_so_and_never_hangs(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    question = {"intro": "", "questions": [{"id": "x", "text": "Yes?", "type": "text"}]}
+    env = acp_env([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "Assumed yes."])
+    async with spawn_acp(EditorClient(), env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("ask")), 30)
+    assert answer.stop_reason == "end_turn"
+    result = _tool_results(_record(state, session.session_id))["q1"]
+    assert result["success"] is False
+    assert result["data"]["code"] == "tool_unavailable"
+    assert "does not support questions" in result["error"]
+
+
+async def test_update_plan_is_shown_as_a_plan(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    plan = {
+        "plan": [
+            {"step": "Read the code", "status": "completed"},
+            {"step": "Fix it", "status": "in_progress"},
+        ]
+    }
+    env = acp_env([{"tool_calls": [{"id": "p1", "name": "update_plan", "arguments": plan}]}, "Working."])
+    client = EditorClient()
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("plan"))
+    (shown,) = client.of_kind("plan")
+    assert [(e.content, e.status) for e in shown.entries] == [
+        ("Read the code", "completed"),
+        ("Fix it", "in_progress"),
+    ]
+
+
+async def test_a_client_that_disappears_mid_turn_ends_the_turn_with_the_record_intact(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    env = acp_env(
+        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
+    )
+    client = EditorClient(permissions=["allow_once"])
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, process):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
+        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        started = time.monotonic()
+        assert process.stdin is not None
+        process.stdin.close()  # the editor is gone: no more frames, ever
+        code = await asyncio.wait_for(process.wait(), 20)
+        turn.cancel()
+    assert code == 0
+    assert time.monotonic() - started < 10
+    record = _record(state, session.session_id)
+    result = _tool_results(record)["s1"]
+    assert result["data"]["code"] == "cancelled"
+    assert [m["role"] for m in record] == ["system", "user", "assistant", "tool"]
+
+
+async def test_a_model_configuration_error_is_the_session_new_error(
+    workspace: Path, state: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    env = child_env(STEERABLE_PROVIDER="no-such-vendor")
+    async with spawn_acp(EditorClient(), env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        with pytest.raises(RequestError) as caught:
+            await conn.new_session(cwd=str(workspace), mcp_servers=[])
+    assert "STEERABLE_PROVIDER" in str(caught.value)
+
+
+async def test_a_cwd_that_is_not_a_project_is_invalid_params(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    async with spawn_acp(EditorClient(), acp_env(["hi"]), "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        for cwd, reason in (
+            ("/", "home folder"),
+            ("relative/path", "absolute"),
+            (str(workspace / "missing"), "not a directory"),
+            (os.path.expanduser("~"), "home folder"),
+        ):
+            with pytest.raises(RequestError) as caught:
+                await conn.new_session(cwd=cwd, mcp_servers=[])
+            assert caught.value.code == -32602
+            assert reason in caught.value.data["reason"]
