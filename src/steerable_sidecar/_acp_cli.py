@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -20,14 +21,14 @@ from steerable_agent_runtime.errors import SteerableError
 
 from ._acp_wire import LineTransport, early_initialize
 from .exit_codes import ExitCode
-from .rpc import open_stdio_streams
+from .rpc import LineWriter, open_stdio_streams
 
 if TYPE_CHECKING:
     from steerable_agent_runtime.llm import LLMProvider
 
     from .acp_agent import AcpOptions
 
-__all__ = ["add_acp_arguments", "run_acp"]
+__all__ = ["AcpSetup", "add_acp_arguments", "run_acp", "serve_streams"]
 
 
 def add_acp_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +49,8 @@ def add_acp_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Loaded:
-    """What the worker thread loaded: the agent module's names, the model or why there is none."""
+class AcpSetup:
+    """What the start-up's worker thread loaded: the options, the model or why there is none."""
 
     options: AcpOptions
     provider: LLMProvider | None
@@ -83,7 +84,7 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
     return asyncio.run(_serve(args, state_dir, provider))
 
 
-def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> _Loaded:
+def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> AcpSetup:
     """The slow part of start-up (the SDK's import, the model's configuration): a worker thread."""
     from steerable_agent_runtime import DEFAULT_MAX_ROUNDS
 
@@ -100,31 +101,47 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
         system=args.system,
     )
     if provider is not None:
-        return _Loaded(options, provider, None)
+        return AcpSetup(options, provider, None)
     from .providers import default_llm_provider
 
     try:
-        return _Loaded(options, default_llm_provider(), None)
+        return AcpSetup(options, default_llm_provider(), None)
     except SteerableError as exc:  # said to the client at session/new, and here on stderr
         print(f"steerable acp: {exc}", file=sys.stderr)
-        return _Loaded(options, None, str(exc))
+        return AcpSetup(options, None, str(exc))
 
 
 async def _serve(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> int:
     reader, writer = await open_stdio_streams()  # first: a print() from here on lands on stderr
-    loading = asyncio.ensure_future(asyncio.to_thread(_load, args, state_dir, provider))
+    return await serve_streams(reader, writer, lambda: _load(args, state_dir, provider))
+
+
+async def serve_streams(
+    reader: asyncio.StreamReader, writer: LineWriter, load: Callable[[], AcpSetup]
+) -> int:
+    """Serve ACP on a pair of line streams until the client leaves (what ``steerable acp`` runs).
+
+    Args:
+        reader: The client's messages.
+        writer: Where the agent's messages go.
+        load: Builds the setup; run in a worker thread while ``initialize`` is answered.
+
+    Returns:
+        0.
+    """
+    loading = asyncio.ensure_future(asyncio.to_thread(load))
     transport = LineTransport(reader, writer)
     hello = await early_initialize(transport)
     if hello is None:  # the client left without a word
         loading.cancel()
         return ExitCode.OK
-    loaded = await loading
+    setup = await loading
     from .acp_agent import SteerableAcpAgent, serve_acp
 
     agent = SteerableAcpAgent(
-        loaded.options,
-        provider=loaded.provider,
-        provider_error=loaded.provider_error,
+        setup.options,
+        provider=setup.provider,
+        provider_error=setup.provider_error,
         hello=hello if isinstance(hello, dict) else None,
     )
     await serve_acp(agent, transport)

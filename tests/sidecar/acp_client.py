@@ -4,7 +4,8 @@
 ``session/request_permission`` from a script of choices, answers ``elicitation/create`` with
 canned answers, and may serve ``fs/read_text_file`` from an in-memory buffer. :func:`spawn_acp`
 starts ``python -m steerable_sidecar acp`` as a real process and connects the SDK's
-``ClientSideConnection`` to it.
+``ClientSideConnection`` to it; :func:`in_process_acp` serves the same agent in this process (the
+same start-up path, over real pipes), where coverage sees it and a turn costs no interpreter start.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from acp import PROTOCOL_VERSION, spawn_agent_process
+from acp import PROTOCOL_VERSION, connect_to_agent, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.schema import (
     AcceptElicitationResponse,
@@ -32,6 +34,11 @@ from acp.schema import (
     RequestPermissionResponse,
     ToolCallUpdate,
 )
+
+from steerable_agent_runtime.llm import LLMProvider
+from steerable_sidecar._acp_cli import AcpSetup, serve_streams
+from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.rpc import open_fd_streams
 
 
 class EditorClient:
@@ -149,3 +156,40 @@ async def start(conn: ClientSideConnection, *, elicitation: bool = False) -> Any
     return await conn.initialize(
         protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(elicitation=elicitation)
     )
+
+
+@contextlib.asynccontextmanager
+async def in_process_acp(
+    client: EditorClient, options: AcpOptions, provider: LLMProvider
+) -> AsyncIterator[ClientSideConnection]:
+    """``steerable acp``'s :func:`serve_streams` in this process, the SDK's client over two pipes.
+
+    Leaving closes the client's side; the agent then ends every turn and closes its sessions.
+    """
+    to_agent_read, to_agent_write = os.pipe()
+    to_client_read, to_client_write = os.pipe()
+    agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
+    client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
+    assert isinstance(client_writer, asyncio.StreamWriter)
+    serving = asyncio.ensure_future(
+        serve_streams(agent_reader, agent_writer, lambda: AcpSetup(options, provider, None))
+    )
+    conn = connect_to_agent(client, client_writer, client_reader, use_unstable_protocol=True)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+        await close_pipes(serving, client_reader, client_writer, agent_writer)
+
+
+async def close_pipes(
+    serving: asyncio.Future[int], client_reader: asyncio.StreamReader, client_writer: Any, agent_writer: Any
+) -> None:
+    """End an in-process agent as an editor that quits does: EOF to it, its exit, both pipes drained."""
+    client_writer.close()  # EOF: the agent ends its turns and returns
+    assert await asyncio.wait_for(serving, 30) == 0
+    agent_writer.close()
+    while await client_reader.read(65536):  # to EOF: the read side's transport closes itself
+        pass
+    for writer in (client_writer, agent_writer):
+        await writer.wait_closed()

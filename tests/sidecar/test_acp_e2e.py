@@ -1,15 +1,19 @@
 """``steerable acp`` driven by the official ACP SDK's client, as an editor drives it (docs/acp.md).
 
-Each test starts ``python -m steerable_sidecar acp`` as a real process with the scripted model
-(or ``tests/fake_openai.py`` for a thinking model) and checks what the editor is shown, what the
-model is sent back, and what is on disk and in the durable record.
+Most tests serve the agent in this process (``in_process_acp``: the command's own start-up path
+over real pipes, with a :class:`ScriptedProvider`); the ones about processes (a resume in a new
+process, a client that disappears, the model's configuration from the environment) start
+``python -m steerable_sidecar acp`` for real. Each checks what the editor is shown, what the model
+is sent back, and what is on disk and in the durable record.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -17,9 +21,17 @@ from typing import Any
 
 import pytest
 from acp import RequestError
-from acp_client import EditorClient, spawn_acp, start, write_script
+from acp.client.connection import ClientSideConnection
+from acp.schema import HttpMcpServer, McpServerStdio
+from acp_client import EditorClient, in_process_acp, spawn_acp, start, write_script
+from pydantic import SecretStr
 
-from steerable_agent_runtime import DurableRecord
+from fake_openai import FakeOpenAI
+from steerable_agent_runtime import DurableRecord, RunOutcome
+from steerable_agent_runtime.llm import ChatResponse, ScriptedProvider, parse_tool_call
+from steerable_agent_runtime.loop import RunSummary
+from steerable_sidecar.acp_agent import AcpOptions, stop_reason
+from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
 
 pytestmark = pytest.mark.slow
 
@@ -44,6 +56,22 @@ def state(tmp_path: Path) -> Path:
     return path
 
 
+Serve = Callable[[EditorClient, list[Any]], contextlib.AbstractAsyncContextManager[ClientSideConnection]]
+
+
+@pytest.fixture
+def serve(state: Path) -> Serve:
+    """``steerable acp`` in this process for ``client``, the scripted model playing ``turns``."""
+
+    def make(
+        client: EditorClient, turns: list[Any]
+    ) -> contextlib.AbstractAsyncContextManager[ClientSideConnection]:
+        options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+        return in_process_acp(client, options, ScriptedProvider(turns))
+
+    return make
+
+
 def _text(text: str) -> list[dict[str, str]]:
     return [{"type": "text", "text": text}]
 
@@ -57,33 +85,31 @@ def _tool_results(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
 
 async def test_a_whole_turn_reads_edits_with_a_diff_and_runs_an_approved_bash(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]], tmp_path: Path
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
     """Streamed text, a read with its location, an edit shown as a diff, bash asked (MODE-2) and run."""
-    env = acp_env(
-        [
-            {
-                "text": "Reading.",
-                "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}],
-            },
-            {
-                "tool_calls": [
-                    {
-                        "id": "c2",
-                        "name": "edit_file",
-                        "arguments": {
-                            "path": "notes.txt",
-                            "edits": [{"oldText": "beta", "newText": "gamma"}],
-                        },
-                    }
-                ]
-            },
-            {"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "cat notes.txt"}}]},
-            "Done: beta is gamma now.",
-        ]
-    )
+    turns = [
+        {
+            "text": "Reading.",
+            "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}],
+        },
+        {
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "name": "edit_file",
+                    "arguments": {
+                        "path": "notes.txt",
+                        "edits": [{"oldText": "beta", "newText": "gamma"}],
+                    },
+                }
+            ]
+        },
+        {"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "cat notes.txt"}}]},
+        "Done: beta is gamma now.",
+    ]
     client = EditorClient(permissions=["allow_once"])
-    async with spawn_acp(client, env, "--state-dir", str(state), stderr=tmp_path / "err.log") as (conn, _):
+    async with serve(client, turns) as conn:
         hello = await start(conn)
         assert hello.protocol_version == 1
         assert hello.agent_capabilities.load_session is True
@@ -126,17 +152,15 @@ async def test_a_whole_turn_reads_edits_with_a_diff_and_runs_an_approved_bash(
 
 
 async def test_a_refused_permission_runs_nothing_and_the_model_is_told(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
     """A rejected ``session/request_permission``: the command never runs, the call shows failed."""
-    env = acp_env(
-        [
-            {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch made.txt"}}]},
-            "Understood.",
-        ]
-    )
+    turns = [
+        {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch made.txt"}}]},
+        "Understood.",
+    ]
     client = EditorClient(permissions=["reject_once"])
-    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+    async with serve(client, turns) as conn:
         await start(conn)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         answer = await conn.prompt(session_id=session.session_id, prompt=_text("make a file"))
@@ -150,17 +174,15 @@ async def test_a_refused_permission_runs_nothing_and_the_model_is_told(
 
 
 async def test_allow_always_asks_once_per_tool_for_the_session(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
-    env = acp_env(
-        [
-            {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo one"}}]},
-            {"tool_calls": [{"id": "b2", "name": "bash", "arguments": {"command": "echo two"}}]},
-            "Both ran.",
-        ]
-    )
+    turns = [
+        {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo one"}}]},
+        {"tool_calls": [{"id": "b2", "name": "bash", "arguments": {"command": "echo two"}}]},
+        "Both ran.",
+    ]
     client = EditorClient(permissions=["allow_always"])
-    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+    async with serve(client, turns) as conn:
         await start(conn)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=_text("run both"))
@@ -170,14 +192,12 @@ async def test_allow_always_asks_once_per_tool_for_the_session(
 
 
 async def test_cancel_during_a_tool_stops_it_and_the_prompt_answers_cancelled(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
     """``session/cancel`` while bash sleeps: the call ends cancelled (shown and recorded) at once."""
-    env = acp_env(
-        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
-    )
+    turns = [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
     client = EditorClient(permissions=["allow_once"])
-    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+    async with serve(client, turns) as conn:
         await start(conn)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
@@ -238,9 +258,9 @@ async def test_load_replays_the_history_and_a_write_is_checked_against_the_recor
 
 
 async def test_a_load_of_an_unknown_session_is_resource_not_found(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
-    async with spawn_acp(EditorClient(), acp_env(["hi"]), "--state-dir", str(state)) as (conn, _):
+    async with serve(EditorClient(), ["hi"]) as conn:
         await start(conn)
         for session_id in ("no-such-session", "../escape"):
             with pytest.raises(RequestError) as caught:
@@ -252,7 +272,7 @@ async def test_a_load_of_an_unknown_session_is_resource_not_found(
 
 
 async def test_ask_user_goes_to_the_client_as_an_elicitation_form_ask_8(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
     question = {
         "intro": "Two choices.",
@@ -261,9 +281,9 @@ async def test_ask_user_goes_to_the_client_as_an_elicitation_form_ask_8(
             {"id": "name", "text": "Project name?", "type": "text"},
         ],
     }
-    env = acp_env([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "Thanks."])
+    turns = [{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "Thanks."]
     client = EditorClient(answers=[{"db": "postgres", "name": "demo"}])
-    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+    async with serve(client, turns) as conn:
         await start(conn, elicitation=True)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=_text("ask me"))
@@ -277,11 +297,11 @@ async def test_ask_user_goes_to_the_client_as_an_elicitation_form_ask_8(
 
 
 async def test_ask_user_without_elicitation_fails_saying_so_and_never_hangs(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
     question = {"intro": "", "questions": [{"id": "x", "text": "Yes?", "type": "text"}]}
-    env = acp_env([{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "Assumed yes."])
-    async with spawn_acp(EditorClient(), env, "--state-dir", str(state)) as (conn, _):
+    turns = [{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "Assumed yes."]
+    async with serve(EditorClient(), turns) as conn:
         await start(conn)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("ask")), 30)
@@ -292,18 +312,16 @@ async def test_ask_user_without_elicitation_fails_saying_so_and_never_hangs(
     assert "does not support questions" in result["error"]
 
 
-async def test_update_plan_is_shown_as_a_plan(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
-) -> None:
+async def test_update_plan_is_shown_as_a_plan(workspace: Path, state: Path, serve: Serve) -> None:
     plan = {
         "plan": [
             {"step": "Read the code", "status": "completed"},
             {"step": "Fix it", "status": "in_progress"},
         ]
     }
-    env = acp_env([{"tool_calls": [{"id": "p1", "name": "update_plan", "arguments": plan}]}, "Working."])
+    turns = [{"tool_calls": [{"id": "p1", "name": "update_plan", "arguments": plan}]}, "Working."]
     client = EditorClient()
-    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+    async with serve(client, turns) as conn:
         await start(conn)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         await conn.prompt(session_id=session.session_id, prompt=_text("plan"))
@@ -351,9 +369,9 @@ async def test_a_model_configuration_error_is_the_session_new_error(
 
 
 async def test_a_cwd_that_is_not_a_project_is_invalid_params(
-    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+    workspace: Path, state: Path, serve: Serve
 ) -> None:
-    async with spawn_acp(EditorClient(), acp_env(["hi"]), "--state-dir", str(state)) as (conn, _):
+    async with serve(EditorClient(), ["hi"]) as conn:
         await start(conn)
         for cwd, reason in (
             ("/", "home folder"),
@@ -365,3 +383,139 @@ async def test_a_cwd_that_is_not_a_project_is_invalid_params(
                 await conn.new_session(cwd=cwd, mcp_servers=[])
             assert caught.value.code == -32602
             assert reason in caught.value.data["reason"]
+
+
+async def test_load_in_a_new_agent_replays_thoughts_calls_and_results(workspace: Path, state: Path) -> None:
+    """The same as the two-process load, in one process: two agents, one after the other."""
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    reasoned = ChatResponse(
+        text="Reading.",
+        reasoning="I should read the notes.",
+        tool_calls=(parse_tool_call("r1", "read_file", '{"path": "notes.txt"}'),),
+        finish_reason="tool_calls",
+    )
+    async with in_process_acp(EditorClient(), options, ScriptedProvider([reasoned, "Read it."])) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("read notes"))
+    (workspace / "notes.txt").write_text("changed behind the session's back\n")
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "notes.txt", "content": "mine\n"}}
+    loaded = EditorClient()
+    async with in_process_acp(loaded, options, ScriptedProvider([{"tool_calls": [write]}, "Stale."])) as conn:
+        await start(conn)
+        await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        replayed = list(loaded.updates)
+        await conn.prompt(session_id=session.session_id, prompt=_text("overwrite it"))
+    assert [u.session_update for u in replayed] == [
+        "user_message_chunk",
+        "agent_thought_chunk",
+        "agent_message_chunk",
+        "tool_call",
+        "tool_call_update",
+        "agent_message_chunk",
+    ]
+    assert replayed[1].content.text == "I should read the notes."
+    assert replayed[3].title == "Read notes.txt" and replayed[3].kind == "read"
+    # the re-seeded version is the one read: the outside change is a conflict, not a blind write (FILE-4)
+    refused = _tool_results(_record(state, session.session_id))["w1"]
+    assert refused["success"] is False and refused["data"]["code"] == "conflict"
+    assert (workspace / "notes.txt").read_text() == "changed behind the session's back\n"
+
+
+MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+
+
+async def test_the_clients_mcp_servers_become_tools_of_the_session(workspace: Path, serve: Serve) -> None:
+    call = {"id": "m1", "name": "mcp__Fixture_Tools__echo", "arguments": {"text": "hello"}}
+    server = McpServerStdio(name="Fixture Tools", command=sys.executable, args=[MCP_SERVER], env=[])
+    client = EditorClient()
+    async with serve(client, [{"tool_calls": [call]}, "Echoed."]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[server])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("echo"))
+        with pytest.raises(RequestError) as http:
+            await conn.new_session(
+                cwd=str(workspace),
+                mcp_servers=[
+                    HttpMcpServer(type="http", name="web", url="http://127.0.0.1:9/mcp", headers=[])
+                ],
+            )
+        failing = McpServerStdio(
+            name="broken", command=sys.executable, args=[MCP_SERVER, "--fail-at-start"], env=[]
+        )
+        with pytest.raises(RequestError) as broken:
+            await conn.new_session(cwd=str(workspace), mcp_servers=[failing])
+    assert answer.stop_reason == "end_turn"
+    (shown,) = client.of_kind("tool_call")
+    assert shown.title == "mcp__Fixture_Tools__echo"
+    assert client.call_updates("m1")[-1].status == "completed"
+    assert http.value.code == -32602 and "only stdio" in http.value.data["reason"]
+    assert broken.value.code == -32603 and "broken" in str(broken.value)
+
+
+async def test_a_thinking_models_reasoning_streams_as_thoughts_and_goes_back_to_it(
+    workspace: Path, state: Path, fake_openai: FakeOpenAI
+) -> None:
+    """DeepSeek's thinking mode over the loopback server: the second round must carry the reasoning."""
+    call = {"id": "r1", "name": "read_file", "arguments": '{"path": "notes.txt"}'}
+    fake_openai.script(
+        [
+            {"reasoning": "The user wants the notes. Read them.", "tool_calls": [call]},
+            {"text": "They say alpha and beta.", "require_reasoning": "reasoning_content"},
+        ]
+    )
+    config = LLMConfig(
+        provider="deepseek", model="m", base_url=fake_openai.base_url, api_key=SecretStr("sk-t")
+    )
+    client = EditorClient()
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    async with OpenAICompatibleProvider(config) as llm, in_process_acp(client, options, llm) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("what do the notes say?"))
+    assert answer.stop_reason == "end_turn"
+    assert client.text("agent_thought_chunk") == "The user wants the notes. Read them."
+    assert client.text() == "They say alpha and beta."
+    assert len(fake_openai.requests) == 2
+
+
+@pytest.mark.parametrize(
+    ("outcome", "finish", "expected"),
+    [
+        (RunOutcome.COMPLETED, "stop", "end_turn"),
+        (RunOutcome.TERMINAL, "tool_calls", "end_turn"),
+        (RunOutcome.EMPTY_ANSWER, "stop", "end_turn"),
+        (RunOutcome.MAX_ROUNDS, "tool_calls", "max_turn_requests"),
+        (RunOutcome.CANCELLED, None, "cancelled"),
+        (RunOutcome.INCOMPLETE, "length", "max_tokens"),
+        (RunOutcome.INCOMPLETE, "content_filter", "refusal"),
+        (RunOutcome.INCOMPLETE, "sensitive", "refusal"),
+    ],
+)
+def test_stop_reasons_map_from_the_loops_outcomes(
+    outcome: RunOutcome, finish: str | None, expected: str
+) -> None:
+    assert stop_reason(RunSummary(outcome, finish_reason=finish)) == expected
+
+
+def test_a_provider_failure_is_a_json_rpc_error_naming_it() -> None:
+    summary = RunSummary(RunOutcome.ERROR, error="openai at http://127.0.0.1:9/v1: connection refused")
+    with pytest.raises(RequestError) as caught:
+        stop_reason(summary)
+    assert caught.value.code == -32603
+    assert "connection refused" in str(caught.value)
+
+
+async def test_a_max_rounds_turn_and_a_provider_failure_reach_the_client(
+    workspace: Path, state: Path
+) -> None:
+    looping = [{"tool_calls": [{"name": "list_dir", "arguments": {}}]}] * 3
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False, max_rounds=2)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(looping)) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("loop"))
+        assert answer.stop_reason == "max_turn_requests"
+        with pytest.raises(RequestError) as caught:  # the script ran out: the provider fails
+            await conn.prompt(session_id=session.session_id, prompt=_text("again"))
+    assert caught.value.code == -32603 and "the model failed" in str(caught.value)

@@ -1,13 +1,15 @@
 """``steerable acp`` on the raw wire: the early ``initialize``, bad frames, and one turn at a time.
 
-These tests write bytes to the agent's stdin and read its stdout lines themselves (no SDK on the
-client side), so they see exactly what an editor with a buggy or hostile ACP client would.
+These tests write bytes to the agent and read its lines themselves (no SDK on the client side), so
+they see exactly what an editor with a buggy or hostile ACP client would: in this process over
+pipes (``serve_streams``, what the command runs), and once as the real command.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -16,36 +18,33 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import InitializeResponse
-from acp_client import write_script
+from acp_client import close_pipes, write_script
 
+from steerable_agent_runtime.llm import ScriptedProvider
+from steerable_sidecar._acp_cli import AcpSetup, serve_streams
 from steerable_sidecar._acp_wire import ACP_PROTOCOL_VERSION, initialize_result
+from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.rpc import open_fd_streams
 
 pytestmark = pytest.mark.slow
 
 
 class RawClient:
-    """Lines in, lines out: ``send`` a frame (text or JSON), ``next`` the next message from the agent."""
+    """Lines in, lines out: ``send`` a frame (bytes, text or JSON), ``next`` the agent's next message."""
 
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
-        self.process = process
-        self.seen: list[dict[str, Any]] = []
+    def __init__(self, reader: asyncio.StreamReader, writer: Any) -> None:
+        self.reader = reader
+        self.writer = writer
 
     async def send(self, frame: bytes | str | dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        data = (
-            frame
-            if isinstance(frame, bytes)
-            else (frame if isinstance(frame, str) else json.dumps(frame)).encode()
-        )
-        self.process.stdin.write(data + b"\n")
-        await self.process.stdin.drain()
+        text = frame if isinstance(frame, str | bytes) else json.dumps(frame)
+        self.writer.write((text if isinstance(text, bytes) else text.encode()) + b"\n")
+        await self.writer.drain()
 
     async def next(self, timeout_s: float = 30) -> dict[str, Any]:
-        assert self.process.stdout is not None
-        line = await asyncio.wait_for(self.process.stdout.readline(), timeout_s)
+        line = await asyncio.wait_for(self.reader.readline(), timeout_s)
         assert line, "the agent closed its stdout"
         message: dict[str, Any] = json.loads(line)
-        self.seen.append(message)
         return message
 
     async def answer_to(self, request_id: Any, timeout_s: float = 30) -> dict[str, Any]:
@@ -57,37 +56,24 @@ class RawClient:
 
 
 @pytest.fixture
-async def raw_agent(
-    tmp_path: Path, child_env: Callable[..., dict[str, str]]
-) -> AsyncIterator[Callable[[list[Any]], Any]]:
-    processes: list[asyncio.subprocess.Process] = []
+async def raw_agent(tmp_path: Path) -> AsyncIterator[Callable[[list[Any]], Any]]:
+    """``steerable acp``'s :func:`serve_streams` in this process, with raw pipes for the client."""
+    running: list[tuple[asyncio.Future[int], asyncio.StreamReader, Any, Any]] = []
 
     async def start(turns: list[Any]) -> RawClient:
-        script = write_script(tmp_path / f"turns{len(processes)}.json", turns)
-        env = child_env(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script))
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "acp",
-            "--no-plugins",
-            "--no-web-tools",
-            "--state-dir",
-            str(tmp_path / "state"),
-            env=env,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.DEVNULL,
-            limit=2**24,
-        )
-        processes.append(process)
-        return RawClient(process)
+        to_agent_read, to_agent_write = os.pipe()
+        to_client_read, to_client_write = os.pipe()
+        agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
+        client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
+        options = AcpOptions(state_dir=tmp_path / "state", plugins=False, web_tools=False)
+        setup = AcpSetup(options, ScriptedProvider(turns), None)
+        serving = asyncio.ensure_future(serve_streams(agent_reader, agent_writer, lambda: setup))
+        running.append((serving, client_reader, client_writer, agent_writer))
+        return RawClient(client_reader, client_writer)
 
     yield start
-    for process in processes:
-        if process.returncode is None:
-            process.kill()
-            await process.wait()
+    for serving, client_reader, client_writer, agent_writer in running:
+        await close_pipes(serving, client_reader, client_writer, agent_writer)
 
 
 def _request(request_id: int, method: str, params: Any) -> dict[str, Any]:
@@ -165,3 +151,38 @@ async def test_a_prompt_while_a_turn_runs_is_refused_and_cancel_ends_the_turn(
     assert "already running" in busy["error"]["data"]["reason"]
     await client.send({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}})
     assert (await client.answer_to(2))["result"]["stopReason"] == "cancelled"
+
+
+async def test_the_real_command_answers_initialize_before_the_sdk_is_loaded(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    """Spawn to ``initialize`` answer well inside the SDK's own import time (benchmarks/startup.py)."""
+    env = child_env(
+        STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(write_script(tmp_path / "t.json", ["hi"]))
+    )
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "steerable_sidecar",
+        "acp",
+        "--no-plugins",
+        "--state-dir",
+        str(tmp_path / "state"),
+        env=env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    client = RawClient(process.stdout, process.stdin)
+    try:
+        await client.send(_INIT)
+        answer = await client.answer_to(0)
+        # the answer came before the SDK was loaded: a request that needs it is still answered after
+        await client.send(_request(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        assert "sessionId" in (await client.answer_to(1))["result"]
+    finally:
+        process.stdin.close()
+        code = await asyncio.wait_for(process.wait(), 20)
+    assert answer["result"] == initialize_result({})
+    assert code == 0
