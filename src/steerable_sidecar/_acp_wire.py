@@ -8,7 +8,10 @@ later message goes through the SDK. :func:`initialize_result` is the one answer 
 :class:`LineTransport` is the SDK's message-level ``Transport`` (``send`` / ``receive`` /
 ``close``) over our line framing (:mod:`steerable_sidecar._jsonrpc_frames`): the SDK's own stdio
 framing drops a line that is not JSON without an answer and stops at a message that is not an
-object, where this one answers each bad frame with the JSON-RPC error and reads on.
+object, where this one answers each bad frame with the JSON-RPC error and reads on. It also
+serves ACP's ``$/cancel_request`` (protocol/v1/cancellation), which the SDK does not know: for a
+``session/prompt`` in flight it is that session's ``session/cancel`` (the prompt answers
+``cancelled``, a valid response); any other ``$/`` notification is dropped, as ACP allows.
 """
 
 from __future__ import annotations
@@ -46,6 +49,9 @@ ACP_PROTOCOL_VERSION: Final = 1
 
 MAX_ACP_FRAME_BYTES: Final = 50 * 1024 * 1024
 """Longest accepted message, in bytes: the SDK's own stdio limit (images and embedded files)."""
+
+CANCEL_REQUEST: Final = "$/cancel_request"
+"""ACP's protocol-level request cancellation (a notification: ``{"requestId": id}``)."""
 
 
 def initialize_result(params: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,6 +92,7 @@ class LineTransport:
         self._lock = asyncio.Lock()
         self._held: deque[dict[str, Any]] = deque()
         self._closed = False
+        self._prompts: dict[tuple[bool, Any], str] = {}  # session/prompt in flight: its id -> session id
 
     def hold(self, message: dict[str, Any]) -> None:
         """Give ``message`` back: the next :meth:`receive` returns it first."""
@@ -112,12 +119,41 @@ class LineTransport:
             message = decoded.value
             problem = _problem(message)
             if problem is None:
-                return dict(message)
+                routed = self._route(dict(message))
+                if routed is not None:
+                    return routed
+                continue
             request_id = (
                 message.get("id") if isinstance(message, dict) and valid_id(message.get("id")) else None
             )
             await self._answer(error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"))
         return None
+
+    def _route(self, message: dict[str, Any]) -> dict[str, Any] | None:
+        """What the SDK gets for a valid message: itself, a ``session/cancel``, or ``None`` (dropped).
+
+        A ``$/cancel_request`` naming a ``session/prompt`` in flight becomes that session's
+        ``session/cancel``; any other ``$/`` notification is dropped ("free to ignore", and the SDK
+        would log each one as an unhandled error).
+        """
+        method = message.get("method")
+        params = message.get("params")
+        if not isinstance(method, str):  # a response
+            return message
+        if "id" in message:  # a request
+            session_id = params.get("sessionId") if isinstance(params, dict) else None
+            if method == "session/prompt" and isinstance(session_id, str):
+                self._prompts[_id_key(message["id"])] = session_id
+            return message
+        if not method.startswith("$/"):
+            return message
+        request_id = params.get("requestId") if isinstance(params, dict) else None
+        if method != CANCEL_REQUEST or request_id is None or not valid_id(request_id):
+            return None
+        session_id = self._prompts.get(_id_key(request_id))
+        if session_id is None:  # not a prompt, or already answered: nothing to stop
+            return None
+        return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
 
     async def send(self, message: dict[str, Any]) -> None:
         """Write one message as a line.
@@ -127,6 +163,8 @@ class LineTransport:
         """
         if self._closed:
             raise ConnectionError("the ACP client is gone")
+        if "method" not in message and "id" in message:  # a response: that request is no longer in flight
+            self._prompts.pop(_id_key(message["id"]), None)
         frame = encode_frame(message)
         async with self._lock:
             try:
@@ -144,6 +182,11 @@ class LineTransport:
             await self.send(response)
         except ConnectionError:
             pass  # nobody left to tell
+
+
+def _id_key(request_id: Any) -> tuple[bool, Any]:
+    """A request id as a key: ``1`` and ``"1"`` are different ids."""
+    return (isinstance(request_id, str), request_id)
 
 
 def _problem(message: Any) -> str | None:

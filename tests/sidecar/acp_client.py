@@ -18,10 +18,11 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from acp import PROTOCOL_VERSION, connect_to_agent, spawn_agent_process
 from acp.client.connection import ClientSideConnection
+from acp.interfaces import Client
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
@@ -136,7 +137,7 @@ async def spawn_acp(
     """``python -m steerable_sidecar acp ARGS`` as a real process, with the SDK's client on its stdio."""
     with open(stderr or "/dev/null", "ab") as err:
         async with spawn_agent_process(
-            client,
+            cast("Client", client),
             sys.executable,
             "-m",
             "steerable_sidecar",
@@ -174,7 +175,7 @@ async def in_process_acp(
     serving = asyncio.ensure_future(
         serve_streams(agent_reader, agent_writer, lambda: AcpSetup(options, provider, None))
     )
-    conn = connect_to_agent(client, client_writer, client_reader, use_unstable_protocol=True)
+    conn = connect_to_agent(cast("Client", client), client_writer, client_reader, use_unstable_protocol=True)
     try:
         yield conn
     finally:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError
+from acp import RequestError, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import HttpMcpServer, McpServerStdio
 from acp_client import EditorClient, in_process_acp, spawn_acp, start, write_script
@@ -67,13 +67,16 @@ def serve(state: Path) -> Serve:
         client: EditorClient, turns: list[Any]
     ) -> contextlib.AbstractAsyncContextManager[ClientSideConnection]:
         options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
-        return in_process_acp(client, options, ScriptedProvider(turns))
+        served: contextlib.AbstractAsyncContextManager[ClientSideConnection] = in_process_acp(
+            client, options, ScriptedProvider(turns)
+        )
+        return served
 
     return make
 
 
-def _text(text: str) -> list[dict[str, str]]:
-    return [{"type": "text", "text": text}]
+def _text(text: str) -> list[Any]:
+    return [text_block(text)]
 
 
 def _record(state: Path, session_id: str) -> list[dict[str, Any]]:
@@ -382,7 +385,7 @@ async def test_a_cwd_that_is_not_a_project_is_invalid_params(
             with pytest.raises(RequestError) as caught:
                 await conn.new_session(cwd=cwd, mcp_servers=[])
             assert caught.value.code == -32602
-            assert reason in caught.value.data["reason"]
+            assert reason in str(caught.value.data)
 
 
 async def test_load_in_a_new_agent_replays_thoughts_calls_and_results(workspace: Path, state: Path) -> None:
@@ -449,7 +452,7 @@ async def test_the_clients_mcp_servers_become_tools_of_the_session(workspace: Pa
     (shown,) = client.of_kind("tool_call")
     assert shown.title == "mcp__Fixture_Tools__echo"
     assert client.call_updates("m1")[-1].status == "completed"
-    assert http.value.code == -32602 and "only stdio" in http.value.data["reason"]
+    assert http.value.code == -32602 and "only stdio" in str(http.value.data)
     assert broken.value.code == -32603 and "broken" in str(broken.value)
 
 

@@ -35,6 +35,7 @@ class RawClient:
     def __init__(self, reader: asyncio.StreamReader, writer: Any) -> None:
         self.reader = reader
         self.writer = writer
+        self.seen: list[dict[str, Any]] = []
 
     async def send(self, frame: bytes | str | dict[str, Any]) -> None:
         text = frame if isinstance(frame, str | bytes) else json.dumps(frame)
@@ -45,6 +46,7 @@ class RawClient:
         line = await asyncio.wait_for(self.reader.readline(), timeout_s)
         assert line, "the agent closed its stdout"
         message: dict[str, Any] = json.loads(line)
+        self.seen.append(message)
         return message
 
     async def answer_to(self, request_id: Any, timeout_s: float = 30) -> dict[str, Any]:
@@ -186,3 +188,37 @@ async def test_the_real_command_answers_initialize_before_the_sdk_is_loaded(
         code = await asyncio.wait_for(process.wait(), 20)
     assert answer["result"] == initialize_result({})
     assert code == 0
+
+
+async def test_a_cancel_request_for_the_prompt_cancels_the_turn_and_other_dollar_notes_are_dropped(
+    raw_agent: Any, workspace: Path
+) -> None:
+    """``$/cancel_request`` (ACP's request cancellation, which the TypeScript SDK sends when a
+    request is aborted) of a ``session/prompt`` is its session's ``session/cancel``; one naming
+    no prompt in flight, and any other ``$/`` notification, get no answer and change nothing."""
+    bash = {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "echo hi"}}]}
+    client = await raw_agent([bash, "done"])
+    await client.send(_INIT)
+    await client.answer_to(0)
+    await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+    session_id = (await client.answer_to(1))["result"]["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+    await client.send(_request(2, "session/prompt", prompt))
+    while True:  # the turn now waits for a permission nobody gives
+        message = await client.next()
+        if message.get("method") == "session/request_permission":
+            break
+    for ignored in (
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 1}},  # answered already
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "2"}},  # not 2
+        {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": [2]}},
+        {"jsonrpc": "2.0", "method": "$/progress", "params": {}},
+    ):
+        await client.send(ignored)
+    await client.send(
+        _request(3, "session/load", {"sessionId": "none", "cwd": str(workspace), "mcpServers": []})
+    )
+    assert (await client.answer_to(3))["error"]["code"] == -32002  # still serving, the turn still waits
+    await client.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}})
+    assert (await client.answer_to(2))["result"]["stopReason"] == "cancelled"
+    assert not any("error" in m and m.get("id") is None for m in client.seen)  # nothing answered the notes
