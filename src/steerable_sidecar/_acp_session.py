@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping, Sequence
@@ -131,6 +132,9 @@ class AcpSession:
             router.register(make_ask_user_tool(self.ask_user))
         else:
             router.mark_unavailable("ask_user", _NO_ELICITATION)
+        fs = self.capabilities.fs
+        if fs is not None and fs.read_text_file and "read_file" in router:
+            self._read_from_the_editor()
         if "update_plan" not in router:
             router.register(
                 Tool(
@@ -145,6 +149,43 @@ class AcpSession:
                     exposure=ToolExposure.DIRECT,
                 )
             )
+
+    def _read_from_the_editor(self) -> None:
+        """``read_file`` reads the editor's buffer (``fs/read_text_file``): unsaved changes included.
+
+        Where the buffer holds what the disk holds (line endings aside), the result is the disk
+        read itself. Where it differs, the result is the buffer's text with ``version`` its hash
+        (the hash of what was returned) and ``unsavedChanges: true``: a write is then checked
+        against the disk, whose version differs, and refused as a conflict until the editor
+        saves (docs/acp.md, "Editor buffers"). A buffer the editor cannot give reads the disk.
+        """
+        router = self.booted.router
+        disk = router.unregister("read_file")
+        workspace = self.booted.workspace
+
+        async def read_file(path: str, offset: int | None = None, limit: int | None = None) -> Any:
+            real, display = workspace.resolve_file(path)
+            try:
+                answer = await self.client.read_text_file(session_id=self.id, path=str(real))
+            except Exception as exc:  # not known to the editor, or it failed: the disk answers
+                logger.debug("session %s: the editor did not give %s: %s", self.id, display, exc)
+                return await disk.handler(path=path, offset=offset, limit=limit)
+            buffer = answer.content.encode("utf-8", errors="surrogatepass")
+            on_disk = await workspace.load(real, display)
+            if len(buffer) > workspace.max_file_bytes or (
+                on_disk is not None and _same_text(on_disk, answer.content)
+            ):
+                return await disk.handler(path=path, offset=offset, limit=limit)
+            shown = await workspace.read_file(path, offset, limit, raw=buffer)
+            shown["unsavedChanges"] = True
+            shown["note"] = (
+                "This is the editor's text, with changes not saved to disk; version is its hash. A write "
+                "is checked against the file on disk and refused until the editor saves: ask the user "
+                "to save, then read again."
+            )
+            return shown
+
+        router.register(dataclasses.replace(disk, handler=read_file))
 
     async def _update_plan(self, plan: list[dict[str, str]]) -> ToolResult:
         entries = [PlanEntry(content=item["step"], priority="medium", status=item["status"]) for item in plan]  # type: ignore[arg-type]
@@ -347,6 +388,15 @@ def _arguments(raw: Any) -> Any:
         except ValueError:
             return raw
     return raw
+
+
+def _same_text(on_disk: bytes, buffer: str) -> bool:
+    """Whether an editor's buffer holds the file's text (a BOM and CRLF line ends aside)."""
+    try:
+        text = on_disk.decode("utf-8").removeprefix("\ufeff")
+    except UnicodeDecodeError:
+        return False
+    return text.replace("\r\n", "\n") == buffer.replace("\r\n", "\n")
 
 
 def _edited_paths(call: ToolCall) -> list[str]:

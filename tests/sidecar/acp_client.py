@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from acp import PROTOCOL_VERSION, connect_to_agent, spawn_agent_process
+from acp import PROTOCOL_VERSION, RequestError, connect_to_agent, spawn_agent_process
 from acp.client.connection import ClientSideConnection
 from acp.interfaces import Client
 from acp.schema import (
@@ -31,7 +31,9 @@ from acp.schema import (
     DeniedOutcome,
     ElicitationCapabilities,
     ElicitationFormCapabilities,
+    FileSystemCapabilities,
     PermissionOption,
+    ReadTextFileResponse,
     RequestPermissionResponse,
     ToolCallUpdate,
 )
@@ -50,6 +52,8 @@ class EditorClient:
             answers the cancelled outcome); when they run out, ``reject_once``.
         answers: ``elicitation/create`` answers, in order (``None`` declines).
         hold_permission: When set, a permission request waits on it before answering.
+        buffers: Open editor buffers, by absolute path, served to ``fs/read_text_file`` (a path
+            not in it is answered "resource not found").
     """
 
     def __init__(
@@ -58,6 +62,7 @@ class EditorClient:
         permissions: list[str] | None = None,
         answers: list[Mapping[str, Any] | None] | None = None,
         hold_permission: asyncio.Event | None = None,
+        buffers: Mapping[str, str] | None = None,
     ) -> None:
         self.updates: list[Any] = []
         self.asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = []
@@ -65,6 +70,8 @@ class EditorClient:
         self._permissions = deque(permissions or [])
         self._answers = deque(answers or [])
         self._hold = hold_permission
+        self.buffers = dict(buffers or {})
+        self.reads: list[str] = []
         self.changed = asyncio.Event()
 
     async def request_permission(
@@ -89,6 +96,14 @@ class EditorClient:
         if answer is None:
             return DeclineElicitationResponse(action="decline")
         return AcceptElicitationResponse(action="accept", content=dict(answer))
+
+    async def read_text_file(
+        self, path: str, session_id: str, line: int | None = None, limit: int | None = None, **kwargs: Any
+    ) -> ReadTextFileResponse:
+        self.reads.append(path)
+        if path not in self.buffers:
+            raise RequestError.resource_not_found(path)
+        return ReadTextFileResponse(content=self.buffers[path])
 
     def on_connect(self, conn: Any) -> None:
         pass
@@ -118,10 +133,10 @@ class EditorClient:
                 await self.changed.wait()
 
 
-def capabilities(*, elicitation: bool = False) -> ClientCapabilities:
+def capabilities(*, elicitation: bool = False, fs: bool = False) -> ClientCapabilities:
     """What the editor offers in ``initialize``."""
     form = ElicitationCapabilities(form=ElicitationFormCapabilities()) if elicitation else None
-    return ClientCapabilities(elicitation=form)
+    return ClientCapabilities(elicitation=form, fs=FileSystemCapabilities(read_text_file=fs))
 
 
 def write_script(path: Path, turns: list[Any]) -> Path:
@@ -152,10 +167,10 @@ async def spawn_acp(
             yield conn, process
 
 
-async def start(conn: ClientSideConnection, *, elicitation: bool = False) -> Any:
+async def start(conn: ClientSideConnection, *, elicitation: bool = False, fs: bool = False) -> Any:
     """``initialize`` as an editor sends it."""
     return await conn.initialize(
-        protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(elicitation=elicitation)
+        protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities(elicitation=elicitation, fs=fs)
     )
 
 

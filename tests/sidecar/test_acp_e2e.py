@@ -30,6 +30,7 @@ from fake_openai import FakeOpenAI
 from steerable_agent_runtime import DurableRecord, RunOutcome
 from steerable_agent_runtime.llm import ChatResponse, ScriptedProvider, parse_tool_call
 from steerable_agent_runtime.loop import RunSummary
+from steerable_agent_runtime.workspace import version_of
 from steerable_sidecar.acp_agent import AcpOptions, stop_reason
 from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
 
@@ -522,3 +523,48 @@ async def test_a_max_rounds_turn_and_a_provider_failure_reach_the_client(
         with pytest.raises(RequestError) as caught:  # the script ran out: the provider fails
             await conn.prompt(session_id=session.session_id, prompt=_text("again"))
     assert caught.value.code == -32603 and "the model failed" in str(caught.value)
+
+
+async def test_read_file_reads_the_editors_unsaved_buffer_and_a_write_waits_for_the_save(
+    workspace: Path, state: Path, serve: Serve
+) -> None:
+    """``fs/read_text_file``: the buffer's text with the hash of what was returned as its version;
+    a write is checked against the disk (FILE-4) and refused until the editor saves."""
+    notes = str(workspace / "notes.txt")
+    read = {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "notes.txt", "content": "over\n"}}
+    client = EditorClient(buffers={notes: "alpha\nbeta\nunsaved line\n"})
+    async with serve(client, [{"tool_calls": [read]}, {"tool_calls": [write]}, "Asked to save."]) as conn:
+        await start(conn, fs=True)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("rewrite notes"))
+    results = _tool_results(_record(state, session.session_id))
+    shown = results["r1"]["data"]
+    assert client.reads == [notes]
+    assert shown["content"] == "alpha\nbeta\nunsaved line\n"
+    assert shown["version"] == version_of(b"alpha\nbeta\nunsaved line\n")
+    assert shown["unsavedChanges"] is True and "save" in shown["note"]
+    assert results["w1"]["success"] is False and results["w1"]["data"]["code"] == "conflict"
+    assert (workspace / "notes.txt").read_text() == "alpha\nbeta\n"
+
+
+async def test_a_saved_buffer_or_one_the_editor_lacks_is_the_disk_read(
+    workspace: Path, state: Path, serve: Serve
+) -> None:
+    (workspace / "crlf.txt").write_bytes(b"one\r\ntwo\r\n")
+    calls = [
+        {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}},
+        {"id": "r2", "name": "read_file", "arguments": {"path": "crlf.txt"}},
+    ]
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "notes.txt", "content": "over\n"}}
+    client = EditorClient(buffers={str(workspace / "crlf.txt"): "one\ntwo\n"})  # notes.txt: not open
+    async with serve(client, [{"tool_calls": calls}, {"tool_calls": [write]}, "Done."]) as conn:
+        await start(conn, fs=True)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("read both"))
+    results = _tool_results(_record(state, session.session_id))
+    assert results["r1"]["data"]["version"] == version_of(b"alpha\nbeta\n")
+    assert results["r2"]["data"]["version"] == version_of(b"one\r\ntwo\r\n")
+    assert "unsavedChanges" not in results["r2"]["data"]
+    assert results["w1"]["success"] is True
+    assert (workspace / "notes.txt").read_text() == "over\n"

@@ -478,7 +478,7 @@ class Workspace:
 
     # -- read_file -----------------------------------------------------------------------------
     async def read_file(
-        self, path: str, offset: int | None = None, limit: int | None = None
+        self, path: str, offset: int | None = None, limit: int | None = None, *, raw: bytes | None = None
     ) -> dict[str, Any]:
         """Read a text file; records the version in the session state.
 
@@ -486,6 +486,9 @@ class Workspace:
             path: Workspace-relative (or absolute under the root) path.
             offset: First line to show, 1-based (default 1).
             limit: Number of lines to show (default: to the end).
+            raw: The file's bytes as another party holds them, read instead of the disk (an
+                editor's unsaved buffer: docs/acp.md, "Editor buffers"); ``version`` is then their
+                hash, so a write is checked against the disk and refused until the two agree.
 
         Returns:
             ``{path, content, version, partial, startLine, endLine, totalLines, lineEnding, bom}``;
@@ -496,7 +499,8 @@ class Workspace:
             WorkspaceError: ``file_not_found``, ``invalid_range`` and the load/decode codes.
         """
         real, display = self.resolve_file(path)
-        raw = await self.load(real, display)
+        if raw is None:
+            raw = await self.load(real, display)
         if raw is None:
             raise WorkspaceError(
                 FileErrorCode.FILE_NOT_FOUND,
