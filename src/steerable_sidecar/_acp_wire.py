@@ -28,6 +28,7 @@ from ._jsonrpc_frames import (
     decode_frame,
     encode_frame,
     error_response,
+    id_key,
     is_response,
     line_frames,
     request_problem,
@@ -143,14 +144,17 @@ class LineTransport:
         if "id" in message:  # a request
             session_id = params.get("sessionId") if isinstance(params, dict) else None
             if method == "session/prompt" and isinstance(session_id, str):
-                self._prompts[_id_key(message["id"])] = session_id
+                key = id_key(message["id"])
+                if key is not None:
+                    self._prompts[key] = session_id
             return message
         if not method.startswith("$/"):
             return message
         request_id = params.get("requestId") if isinstance(params, dict) else None
         if method != CANCEL_REQUEST or request_id is None or not valid_id(request_id):
             return None
-        session_id = self._prompts.get(_id_key(request_id))
+        key = id_key(request_id)
+        session_id = self._prompts.get(key) if key is not None else None
         if session_id is None:  # not a prompt, or already answered: nothing to stop
             return None
         return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
@@ -164,7 +168,9 @@ class LineTransport:
         if self._closed:
             raise ConnectionError("the ACP client is gone")
         if "method" not in message and "id" in message:  # a response: that request is no longer in flight
-            self._prompts.pop(_id_key(message["id"]), None)
+            key = id_key(message["id"])
+            if key is not None:
+                self._prompts.pop(key, None)
         frame = encode_frame(message)
         async with self._lock:
             try:
@@ -182,11 +188,6 @@ class LineTransport:
             await self.send(response)
         except ConnectionError:
             pass  # nobody left to tell
-
-
-def _id_key(request_id: Any) -> tuple[bool, Any]:
-    """A request id as a key: ``1`` and ``"1"`` are different ids."""
-    return (isinstance(request_id, str), request_id)
 
 
 def _problem(message: Any) -> str | None:

@@ -24,6 +24,7 @@ __all__ = [
     "decode_frame",
     "encode_frame",
     "error_response",
+    "id_key",
     "is_response",
     "line_frames",
     "request_problem",
@@ -71,6 +72,13 @@ def request_problem(message: dict[str, Any]) -> str | None:
     if message.get("params") is not None and not isinstance(message["params"], dict | list):
         return "'params' must be an object or an array"
     return None
+
+
+def id_key(request_id: Any) -> tuple[bool, Any] | None:
+    """A request id as a dictionary key (``"1"`` is not ``1``); ``None`` for a null or invalid id."""
+    if request_id is None or not valid_id(request_id):
+        return None
+    return (isinstance(request_id, str), request_id)
 
 
 def is_response(message: dict[str, Any]) -> bool:

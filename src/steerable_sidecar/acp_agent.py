@@ -80,6 +80,9 @@ STOP_REASONS: Final[Mapping[RunOutcome, StopReason]] = {
 
 _REFUSAL_FINISHES: Final = frozenset({"content_filter", "sensitive"})
 _SERVER_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]+")
+_UNDERSCORES: Final = re.compile(r"_{2,}")  # "__" separates the parts of an MCP tool's name
+CLOSE_TIMEOUT_S: Final = 10.0
+"""How long closing a session waits for its turn and its MCP servers before the agent goes on."""
 
 
 def stop_reason(summary: RunSummary) -> StopReason:
@@ -284,6 +287,8 @@ class SteerableAcpAgent:
                 }
             )
         text = _prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
         assert self.provider is not None  # a session exists only with a provider
         opened = await open_session(self.options.state_dir, session_id)
         loop = await assemble_loop(
@@ -323,7 +328,9 @@ class SteerableAcpAgent:
         sessions, self.sessions = list(self.sessions.values()), {}
         for session in sessions:
             try:
-                await session.aclose()
+                await asyncio.wait_for(session.aclose(), CLOSE_TIMEOUT_S)
+            except TimeoutError:  # a tool or an MCP server that ignores its cancel: go all the same
+                logger.error("session %s did not close within %.0f s", session.id, CLOSE_TIMEOUT_S)
             except Exception:
                 logger.exception("session %s did not close cleanly", session.id)
 
@@ -366,13 +373,18 @@ def _mcp_configs(servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio
                     "reason": "only stdio MCP servers are supported (mcpCapabilities)",
                 }
             )
-        base = _SERVER_NAME_CHARS.sub("_", server.name).replace("__", "_").strip("_")[:28] or "server"
+        base = _UNDERSCORES.sub("_", _SERVER_NAME_CHARS.sub("_", server.name)).strip("_")[:28] or "server"
         name, n = base, 2
         while name in taken:
             name, n = f"{base}_{n}", n + 1
         taken.add(name)
         env = {variable.name: variable.value for variable in server.env}
-        configs.append(McpServerConfig(name=name, command=server.command, args=tuple(server.args), env=env))
+        try:
+            configs.append(
+                McpServerConfig(name=name, command=server.command, args=tuple(server.args), env=env)
+            )
+        except SteerableError as exc:  # an empty command
+            raise RequestError.invalid_params({"mcpServers": server.name, "reason": str(exc)}) from exc
     return configs
 
 

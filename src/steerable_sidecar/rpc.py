@@ -26,6 +26,7 @@ from ._jsonrpc_frames import (
     decode_frame,
     encode_frame,
     error_response,
+    id_key,
     is_response,
     line_frames,
     request_problem,
@@ -77,13 +78,6 @@ MethodHandler: TypeAlias = Callable[[Params], Awaitable[Any]]
 """``async (params) -> result``; the result must be JSON-serialisable."""
 NotificationHandler: TypeAlias = Callable[[Params], Awaitable[None]]
 """``async (params) -> None``; notifications are never answered."""
-
-
-def _id_key(request_id: Any) -> tuple[bool, Any] | None:
-    """How an incoming request is found by :meth:`JsonRpcPeer.cancel_request` (``"1"`` is not ``1``)."""
-    if request_id is None or not valid_id(request_id):
-        return None
-    return (isinstance(request_id, str), request_id)
 
 
 def _being_cancelled() -> bool:
@@ -415,7 +409,7 @@ class JsonRpcPeer:
             self._spawn(self._single(value))
 
     async def _single(self, value: Any) -> None:
-        key = _id_key(value.get("id")) if isinstance(value, dict) and "method" in value else None
+        key = id_key(value.get("id")) if isinstance(value, dict) and "method" in value else None
         task = asyncio.current_task()
         if key is not None and task is not None:
             self._incoming[key] = task
@@ -441,7 +435,7 @@ class JsonRpcPeer:
         Returns:
             ``True`` when a running handler was cancelled; ``False`` for an unknown or finished id.
         """
-        key = _id_key(request_id)
+        key = id_key(request_id)
         task = self._incoming.get(key) if key is not None else None
         if task is None or task.done():
             return False

@@ -568,3 +568,28 @@ async def test_a_saved_buffer_or_one_the_editor_lacks_is_the_disk_read(
     assert "unsavedChanges" not in results["r2"]["data"]
     assert results["w1"]["success"] is True
     assert (workspace / "notes.txt").read_text() == "over\n"
+
+
+async def test_mcp_server_names_become_safe_distinct_tool_prefixes(workspace: Path, serve: Serve) -> None:
+    servers = [
+        McpServerStdio(name="My Server!", command=sys.executable, args=[MCP_SERVER], env=[]),
+        McpServerStdio(name="My___Server", command=sys.executable, args=[MCP_SERVER], env=[]),
+    ]
+    calls = [
+        {"id": "a", "name": "mcp__My_Server__echo", "arguments": {"text": "one"}},
+        {"id": "b", "name": "mcp__My_Server_2__echo", "arguments": {"text": "two"}},
+    ]
+    client = EditorClient()
+    async with serve(client, [{"tool_calls": calls}, "Both."]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=servers)
+        await conn.prompt(session_id=session.session_id, prompt=_text("echo twice"))
+        with pytest.raises(RequestError) as empty:
+            await conn.prompt(session_id=session.session_id, prompt=_text("  "))
+        with pytest.raises(RequestError) as no_command:
+            await conn.new_session(
+                cwd=str(workspace), mcp_servers=[McpServerStdio(name="x", command=" ", args=[], env=[])]
+            )
+    assert [client.call_updates(i)[-1].status for i in ("a", "b")] == ["completed", "completed"]
+    assert empty.value.code == -32602 and "no text" in str(empty.value.data)
+    assert no_command.value.code == -32602 and "command" in str(no_command.value.data)
