@@ -593,3 +593,43 @@ async def test_mcp_server_names_become_safe_distinct_tool_prefixes(workspace: Pa
     assert [client.call_updates(i)[-1].status for i in ("a", "b")] == ["completed", "completed"]
     assert empty.value.code == -32602 and "no text" in str(empty.value.data)
     assert no_command.value.code == -32602 and "command" in str(no_command.value.data)
+
+
+async def test_apply_patch_shows_a_diff_for_every_file_it_touched(workspace: Path, serve: Serve) -> None:
+    (workspace / "old.txt").write_text("keep\ngo\n")
+    patch = "\n".join(
+        [
+            "*** Begin Patch",
+            "*** Update File: notes.txt",
+            "@@",
+            " alpha",
+            "-beta",
+            "+BETA",
+            "*** Add File: new.txt",
+            "+fresh",
+            "*** Delete File: old.txt",
+            "*** End Patch",
+        ]
+    )
+    calls = [
+        {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}},
+        {"id": "r2", "name": "read_file", "arguments": {"path": "old.txt"}},
+    ]
+    turns = [
+        {"tool_calls": calls},
+        {"tool_calls": [{"id": "p1", "name": "apply_patch", "arguments": {"patch": patch}}]},
+        "ok",
+    ]
+    client = EditorClient()
+    async with serve(client, turns) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("patch"))
+    final = client.call_updates("p1")[-1]
+    assert final.status == "completed"
+    diffs = {d.path: (d.old_text, d.new_text) for d in final.content if d.type == "diff"}
+    assert diffs == {
+        str(workspace / "notes.txt"): ("alpha\nbeta\n", "alpha\nBETA\n"),
+        str(workspace / "new.txt"): (None, "fresh\n"),
+        str(workspace / "old.txt"): ("keep\ngo\n", ""),
+    }
