@@ -65,8 +65,18 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
         provider: The model (default: from the ``STEERABLE_*`` environment, read once).
 
     Returns:
-        0 when the client disconnected; 2 for a bad option or state directory (said on stderr).
+        0 when the client disconnected; 2 for a bad option or state directory (said on stderr),
+        ``--workspace`` and ``--allow-outside-workspace`` included: the editor names each session's
+        folder.
     """
+    if args.workspace is not None or args.allow_outside_workspace:
+        flag = "--workspace" if args.workspace is not None else "--allow-outside-workspace"
+        print(
+            f"steerable acp: {flag} is not accepted: each session's workspace is the folder the editor "
+            "opens (session/new's cwd), confined to it",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     for name in ("max_rounds", "model_timeout_ms"):
         value = getattr(args, name)
         if value is not None and value < 1:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -222,3 +223,21 @@ async def test_a_cancel_request_for_the_prompt_cancels_the_turn_and_other_dollar
     await client.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 2}})
     assert (await client.answer_to(2))["result"]["stopReason"] == "cancelled"
     assert not any("error" in m and m.get("id") is None for m in client.seen)  # nothing answered the notes
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--workspace", "/tmp"], "--workspace is not accepted"),
+        (["--allow-outside-workspace"], "--allow-outside-workspace is not accepted"),
+        (["--max-rounds", "0"], "--max-rounds must be at least 1"),
+        (["--state-dir", "/proc/no/such"], "--state-dir /proc/no/such is not a usable directory"),
+    ],
+)
+def test_bad_options_exit_2_before_serving(
+    args: list[str], said: str, run_cli: Callable[..., subprocess.CompletedProcess[str]]
+) -> None:
+    done = run_cli("acp", "--no-plugins", *args, stdin="")
+    assert done.returncode == 2
+    assert said in done.stderr
+    assert done.stdout == ""
