@@ -571,7 +571,7 @@ async def test_a_saved_buffer_or_one_the_editor_lacks_is_the_disk_read(
 
 
 async def test_mcp_server_names_become_safe_distinct_tool_prefixes(workspace: Path, serve: Serve) -> None:
-    servers = [
+    servers: list[Any] = [
         McpServerStdio(name="My Server!", command=sys.executable, args=[MCP_SERVER], env=[]),
         McpServerStdio(name="My___Server", command=sys.executable, args=[MCP_SERVER], env=[]),
     ]
