@@ -44,7 +44,15 @@ from .tools import ToolRouter
 from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult, is_terminal_result, new_call_id
 
-__all__ = ["AgentLoop", "EventSink", "LoopEvent", "RunOutcome", "RunSummary", "tool_message"]
+__all__ = [
+    "INTERRUPTED_RESULT",
+    "AgentLoop",
+    "EventSink",
+    "LoopEvent",
+    "RunOutcome",
+    "RunSummary",
+    "tool_message",
+]
 
 logger = logging.getLogger(__name__)
 

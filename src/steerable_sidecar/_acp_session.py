@@ -35,7 +35,7 @@ from steerable_agent_runtime import AgentLoop, ToolCall, ToolExecutor, ToolResul
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
 from steerable_agent_runtime.context import CallContext
 from steerable_agent_runtime.llm import Message
-from steerable_agent_runtime.loop import LoopEvent
+from steerable_agent_runtime.loop import INTERRUPTED_RESULT, LoopEvent
 from steerable_agent_runtime.modes import ToolMode, requires_consent
 from steerable_agent_runtime.tools import Tool, ToolExposure
 from steerable_agent_runtime.workspace import patch_paths
@@ -367,8 +367,10 @@ class AcpSession:
         arguments = _arguments(function.get("arguments"))
         await self.send(start_update(call_id, name, arguments, self._mode(name), self.root))
         result = results.get(call_id)
-        if result is not None:
-            await self.send(result_update(call_id, name, result))
+        # a call the record never answered: the process that ran it died mid-call (the next
+        # turn answers it so for the model too, AgentLoop's interrupted result)
+        shown = result if result is not None else INTERRUPTED_RESULT.to_wire()
+        await self.send(result_update(call_id, name, shown))
 
     async def aclose(self) -> None:
         """Stop the turn in progress (recorded as cancelled), then the MCP servers and the tools."""

@@ -633,3 +633,33 @@ async def test_apply_patch_shows_a_diff_for_every_file_it_touched(workspace: Pat
         str(workspace / "new.txt"): (None, "fresh\n"),
         str(workspace / "old.txt"): ("keep\ngo\n", ""),
     }
+
+
+async def test_an_agent_killed_mid_call_reloads_with_the_call_shown_interrupted(
+    workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
+) -> None:
+    """``kill -9`` while ``bash`` runs: the record has the call and no answer; a load shows it failed
+    (interrupted), and the next turn answers it for the model too (REC-1)."""
+    env = acp_env(
+        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
+    )
+    client = EditorClient(permissions=["allow_once"])
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, process):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
+        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        process.kill()
+        await process.wait()
+        turn.cancel()
+    assert [m["role"] for m in _record(state, session.session_id)] == ["system", "user", "assistant"]
+    loaded = EditorClient()
+    async with spawn_acp(loaded, acp_env(["Picked up again."]), "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        shown = loaded.call_updates("s1")
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("go on"))
+    assert [u.status for u in shown] == ["pending", "failed"]
+    assert "interrupted" in shown[-1].content[0].content.text
+    assert answer.stop_reason == "end_turn"
+    assert _tool_results(_record(state, session.session_id))["s1"]["data"]["code"] == "interrupted"
