@@ -113,6 +113,9 @@ class AcpOptions:
         max_rounds: Model calls per prompt at most.
         model_timeout_ms: Deadline of one model call, in milliseconds (``None``: none).
         system: The system prompt (``{cwd}`` is replaced); default :data:`ACP_SYSTEM_PROMPT`.
+        max_live_sessions: Sessions kept booted at once (each holds its tools and MCP servers);
+            past it the least recently used idle one is closed, and booted again (its read state
+            re-seeded from its record) when the editor next uses it.
     """
 
     state_dir: Path
@@ -123,6 +126,16 @@ class AcpOptions:
     max_rounds: int = DEFAULT_MAX_ROUNDS
     model_timeout_ms: int | None = 600_000
     system: str | None = None
+    max_live_sessions: int = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _Parked:
+    """How to boot a closed idle session again: its folder, its MCP servers, its "always" choices."""
+
+    cwd: str
+    servers: tuple[HttpMcpServer | SseMcpServer | McpServerStdio, ...]
+    always: frozenset[str]
 
 
 class SteerableAcpAgent:
@@ -148,6 +161,11 @@ class SteerableAcpAgent:
         self.provider = provider
         self.provider_error = provider_error
         self.sessions: dict[str, AcpSession] = {}
+        """The live sessions, least recently used first."""
+        self._parked: dict[str, _Parked] = {}
+        self._opened_with: dict[
+            str, tuple[str, tuple[HttpMcpServer | SseMcpServer | McpServerStdio, ...]]
+        ] = {}
         self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
         self._client: Client | None = None
 
@@ -212,6 +230,7 @@ class SteerableAcpAgent:
         if not opened.history and not opened.record.exists():
             raise RequestError.resource_not_found(session_id)
         old = self.sessions.pop(session_id, None)
+        self._parked.pop(session_id, None)
         if old is not None:
             await old.aclose()
         session = await self._open(session_id, cwd, mcp_servers or [])
@@ -250,12 +269,37 @@ class SteerableAcpAgent:
             raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
         session = AcpSession(session_id, root, booted, stack, self.client, self.capabilities)
         self.sessions[session_id] = session
+        self._opened_with[session_id] = (cwd, tuple(servers))
+        await self._park_idle(keep=session_id)
         return session
 
-    def _session(self, session_id: str) -> AcpSession:
-        session = self.sessions.get(session_id)
-        if session is None:
+    async def _park_idle(self, *, keep: str) -> None:
+        """Close the least recently used idle sessions past ``max_live_sessions`` (never ``keep``)."""
+        while len(self.sessions) > max(self.options.max_live_sessions, 1):
+            idle = next(
+                (s for s in self.sessions.values() if s.id != keep and (s.turn is None or s.turn.done())),
+                None,
+            )
+            if idle is None:
+                return  # every one runs a turn: none to close
+            del self.sessions[idle.id]
+            cwd, servers = self._opened_with[idle.id]
+            self._parked[idle.id] = _Parked(cwd, servers, frozenset(idle.always))
+            await idle.aclose()
+
+    async def _session(self, session_id: str) -> AcpSession:
+        """The live session ``session_id`` (a parked one booted again), now the most recently used."""
+        session = self.sessions.pop(session_id, None)
+        if session is not None:
+            self.sessions[session_id] = session
+            return session
+        parked = self._parked.pop(session_id, None)
+        if parked is None:
             raise RequestError.resource_not_found(session_id)
+        session = await self._open(session_id, parked.cwd, parked.servers)
+        opened = await open_session(self.options.state_dir, session_id)
+        session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
+        session.always.update(parked.always)
         return session
 
     # -- a turn ----------------------------------------------------------------------------------
@@ -278,7 +322,7 @@ class SteerableAcpAgent:
                 session runs (ACP v1 has one turn at a time: cancel it first); ``-32602`` for an
                 image or audio block; ``-32603`` when the model failed.
         """
-        session = self._session(session_id)
+        session = await self._session(session_id)
         if session.turn is not None and not session.turn.done():
             raise RequestError.invalid_request(
                 {

@@ -663,3 +663,34 @@ async def test_an_agent_killed_mid_call_reloads_with_the_call_shown_interrupted(
     assert "interrupted" in shown[-1].content[0].content.text
     assert answer.stop_reason == "end_turn"
     assert _tool_results(_record(state, session.session_id))["s1"]["data"]["code"] == "interrupted"
+
+
+async def test_idle_sessions_past_the_limit_are_closed_and_come_back_when_used(
+    workspace: Path, state: Path
+) -> None:
+    """``max_live_sessions``: a parked session boots again on its next prompt, its read state
+    re-seeded from its record (FILE-7) and its "always allow" choices kept."""
+    read = {"tool_calls": [{"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}}]}
+    write = {
+        "tool_calls": [
+            {"id": "w1", "name": "write_file", "arguments": {"path": "notes.txt", "content": "x\n"}}
+        ]
+    }
+    bash = {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "echo a"}}]}
+    again = {"tool_calls": [{"id": "b2", "name": "bash", "arguments": {"command": "echo b"}}]}
+    turns = [bash, "ran", read, "read", "other", write, "written", again, "ran again"]
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False, max_live_sessions=1)
+    client = EditorClient(permissions=["allow_always"])
+    async with in_process_acp(client, options, ScriptedProvider(turns)) as conn:
+        await start(conn)
+        first = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=first.session_id, prompt=_text("run a"))
+        await conn.prompt(session_id=first.session_id, prompt=_text("read"))
+        second = await conn.new_session(cwd=str(workspace), mcp_servers=[])  # the first is parked
+        await conn.prompt(session_id=second.session_id, prompt=_text("hello"))
+        await conn.prompt(session_id=first.session_id, prompt=_text("write it"))  # booted again
+        await conn.prompt(session_id=first.session_id, prompt=_text("run b"))
+    results = _tool_results(_record(state, first.session_id))
+    assert results["w1"]["success"] is True  # the recorded read still counts
+    assert results["b2"]["data"]["stdout"] == "b\n"
+    assert len(client.asked) == 1  # allow_always survived the parking
