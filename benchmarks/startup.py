@@ -1,4 +1,4 @@
-"""Start-up cost: importing the framework, one ``steerable call``, and ``steerable mcp``'s handshake.
+"""Start-up cost: importing the framework, one ``steerable call``, the ``mcp`` and ``acp`` handshakes.
 
 What it measures
     Wall time (``time.perf_counter_ns``) of fresh processes, same ``sys.executable``, cwd =
@@ -20,6 +20,13 @@ What it measures
       ``@modelcontextprotocol/server-filesystem`` and ``server-memory`` (``benchmarks/peers``,
       installed with ``npm ci`` on first run), and a minimal server on the ``mcp`` SDK (for scale:
       why ``steerable mcp`` does not serve on it).
+    * ACP agents over stdio, the way an editor starts them: spawn, write ``initialize`` at once,
+      time the answer; then ``session/new`` (``cwd`` = TMP, no MCP servers), timed from the spawn
+      too (by then the ACP SDK is loaded and the workspace tools booted).
+      ``steerable acp --no-plugins --state-dir TMP`` (``STEERABLE_PROVIDER=scripted``, a
+      ``STEERABLE_SCRIPT`` file; it answers ``initialize`` itself while the SDK loads in a worker
+      thread), beside a minimal agent on the ACP SDK alone (``acp.run_agent``, answering
+      ``initialize`` and ``session/new``; for scale: what serving on the SDK from the start costs).
 
     A second check runs one subprocess that imports ``steerable_agent_runtime`` and one that runs
     the CLI's ``main`` for a ``call``, each printing which of the heavy dependencies ``mcp``,
@@ -27,6 +34,8 @@ What it measures
 
 Goals (issue 15)
     * ``steerable mcp`` answers ``initialize`` no slower than ``server-filesystem`` (<= 1.0x);
+    * ``steerable acp`` answers ``initialize`` no slower than ``server-filesystem`` (<= 1.0x; the
+      ACP issue: the same start-up budget as ``steerable mcp``);
     * ``steerable call read_file`` costs <= 150 ms over ``python -c pass``;
     * ``import steerable_agent_runtime`` costs <= 150 ms over ``python -c pass``;
     * none of the heavy dependencies is imported by the framework, nor by ``steerable call``.
@@ -35,8 +44,9 @@ Run
     python benchmarks/startup.py [--rounds R] [--check] [--no-peers]
 
     Goals are printed as PASS/FAIL lines; the exit code is 0 unless ``--check`` is given and a goal
-    is missed (then 1). Without Node and npm (or with ``--no-peers``) the MCP comparison is skipped
-    and said so. For a breakdown: ``python -X importtime -c "import steerable_agent_runtime"``.
+    is missed (then 1). Without Node and npm (or with ``--no-peers``) the comparisons with
+    ``server-filesystem`` (MCP and ACP) are skipped and said so. For a breakdown:
+    ``python -X importtime -c "import steerable_agent_runtime"``.
 """
 
 from __future__ import annotations
@@ -58,7 +68,8 @@ PEERS = Path(__file__).resolve().parent / "peers"
 MAX_IMPORT_MS = 150.0
 MAX_CALL_MS = 150.0
 MAX_MCP_RATIO = 1.0
-MCP_TIMEOUT_S = 30.0
+MAX_ACP_RATIO = 1.0
+HANDSHAKE_TIMEOUT_S = 30.0
 HEAVY = ("mcp", "jsonschema", "httpx", "html_to_markdown")
 # --no-plugins: an installed plugin may import anything (the test fixture plugin uses jsonschema)
 CALL_ARGS = ["call", "read_file", '{"path": "README.md"}', "--no-plugins"]
@@ -162,6 +173,31 @@ INITIALIZE = {
 }
 
 
+SDK_AGENT = """
+import asyncio, uuid
+from acp import PROTOCOL_VERSION, InitializeResponse, NewSessionResponse, run_agent
+
+class Minimal:
+    def on_connect(self, conn):
+        pass
+
+    async def initialize(self, protocol_version, client_capabilities=None, client_info=None, **kwargs):
+        return InitializeResponse(protocol_version=PROTOCOL_VERSION)
+
+    async def new_session(self, cwd, mcp_servers=None, **kwargs):
+        return NewSessionResponse(session_id=uuid.uuid4().hex)
+
+asyncio.run(run_agent(Minimal()))
+"""
+
+ACP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {"protocolVersion": 1, "clientCapabilities": {}},
+}
+
+
 def mcp_servers(workspace: Path, peers: bool) -> tuple[dict[str, list[str]], str | None]:
     """The MCP servers to time, and why the Node peers are missing (``None`` when present)."""
     servers = {
@@ -193,6 +229,26 @@ def mcp_servers(workspace: Path, peers: bool) -> tuple[dict[str, list[str]], str
     return servers, None
 
 
+def acp_agents(scratch: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The ACP agents to time, and what ``steerable acp`` needs in its environment (the scripted
+    model's turns; it reads them at start-up, the SDK agent ignores them)."""
+    script = scratch / "turns.json"
+    script.write_text(json.dumps(["hello"]), encoding="utf-8")
+    agents = {
+        "steerable acp": [
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "acp",
+            "--no-plugins",
+            "--state-dir",
+            str(scratch / "state"),
+        ],
+        "ACP SDK minimal agent": [sys.executable, "-c", SDK_AGENT],
+    }
+    return agents, {"STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
+
+
 class _Lines:
     """Lines from a child's stdout, read with ``os.read`` (a buffered reader's leftover lines would
     hide from ``select``, and an unbuffered ``readline`` reads a byte per system call)."""
@@ -209,7 +265,7 @@ class _Lines:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([self._fd], [], [], left)[0]:
                     raise SystemExit(
-                        f"{self._proc.args!r}: no answer to {request_id} within {MCP_TIMEOUT_S} s"
+                        f"{self._proc.args!r}: no answer to {request_id} within {HANDSHAKE_TIMEOUT_S} s"
                     )
                 chunk = os.read(self._fd, 1 << 16)
                 if not chunk:
@@ -226,7 +282,7 @@ class _Lines:
 
 def time_mcp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, int]:
     """Spawn an MCP server; ns to the ``initialize`` answer and to the ``tools/list`` answer."""
-    deadline = time.monotonic() + MCP_TIMEOUT_S
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
     start = time.perf_counter_ns()
     proc = subprocess.Popen(
         argv, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
@@ -253,6 +309,36 @@ def time_mcp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int
     return initialized, listed
 
 
+def time_acp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, int]:
+    """Spawn an ACP agent; ns to the ``initialize`` answer and to the ``session/new`` answer."""
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+    start = time.perf_counter_ns()
+    proc = subprocess.Popen(
+        argv, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdin is not None
+    lines = _Lines(proc)
+    new_session = {"cwd": str(workspace), "mcpServers": []}
+    try:
+        proc.stdin.write(json.dumps(ACP_INITIALIZE).encode() + b"\n")
+        proc.stdin.flush()
+        lines.answer(0, deadline)
+        initialized = time.perf_counter_ns() - start
+        message = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new_session}
+        proc.stdin.write(json.dumps(message).encode() + b"\n")
+        proc.stdin.flush()
+        lines.answer(1, deadline)
+        opened = time.perf_counter_ns() - start
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return initialized, opened
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=7, help="timed rounds; the median is reported")
@@ -264,18 +350,26 @@ def main(argv: list[str] | None = None) -> int:
     workspace = Path(scratch.name)
     (workspace / "README.md").write_text("# a workspace\n", encoding="utf-8")
     servers, no_peers = mcp_servers(workspace, not args.no_peers)
+    acp_scratch = tempfile.TemporaryDirectory(prefix="startup-acp-")
+    agents, acp_env = acp_agents(Path(acp_scratch.name))
+    acp_env = {**env, **acp_env}
 
     for command in COMMANDS.values():  # warm-up: bytecode caches, page cache
         run_once(command, env)
     for command in servers.values():
         time_mcp(command, env, workspace)
+    for command in agents.values():
+        time_acp(command, acp_env, workspace)
     samples: dict[str, list[int]] = {label: [] for label in COMMANDS}
     handshakes: dict[str, list[tuple[int, int]]] = {label: [] for label in servers}
+    acp_handshakes: dict[str, list[tuple[int, int]]] = {label: [] for label in agents}
     for _ in range(args.rounds):
         for label, command in COMMANDS.items():
             samples[label].append(run_once(command, env))
         for label, command in servers.items():
             handshakes[label].append(time_mcp(command, env, workspace))
+        for label, command in agents.items():
+            acp_handshakes[label].append(time_acp(command, acp_env, workspace))
     med = {label: statistics.median(values) / 1e6 for label, values in samples.items()}
     base = med["python -c pass"]
     framework = med["import steerable_agent_runtime"] - base
@@ -304,6 +398,16 @@ def main(argv: list[str] | None = None) -> int:
     if no_peers:
         print(f"  (the Node reference servers are not measured: {no_peers})")
 
+    print("ACP over stdio: spawn to the initialize answer, and to the session/new answer (medians)")
+    acp_init = {label: statistics.median(i for i, _ in runs) / 1e6 for label, runs in acp_handshakes.items()}
+    acp_new = {label: statistics.median(n for _, n in runs) / 1e6 for label, runs in acp_handshakes.items()}
+    for label in agents:
+        versus = f"  {acp_init[label] / init_ms[peer]:5.2f}x {peer}" if peer in init_ms else ""
+        shown = f"initialize {acp_init[label]:7.1f} ms  session/new {acp_new[label]:7.1f} ms"
+        print(f"  {label:<36} {shown}{versus}")
+    if no_peers:
+        print(f"  (no {peer} to compare with: {no_peers})")
+
     loaded_import = probe(PROBE_IMPORT, env)
     loaded_call = probe(PROBE_CALL, env)
     heavy_import = [m for m in HEAVY if loaded_import.get(m)]
@@ -327,13 +431,24 @@ def main(argv: list[str] | None = None) -> int:
         ),
     ]
     if peer in init_ms:
-        ratio = init_ms["steerable mcp"] / init_ms[peer]
+        mcp_ratio = init_ms["steerable mcp"] / init_ms[peer]
         goals.append(
-            (f"steerable mcp initialize <= {MAX_MCP_RATIO:g}x {peer} ({ratio:.2f}x)", ratio <= MAX_MCP_RATIO)
+            (
+                f"steerable mcp initialize <= {MAX_MCP_RATIO:g}x {peer} ({mcp_ratio:.2f}x)",
+                mcp_ratio <= MAX_MCP_RATIO,
+            )
+        )
+        acp_ratio = acp_init["steerable acp"] / init_ms[peer]
+        goals.append(
+            (
+                f"steerable acp initialize <= {MAX_ACP_RATIO:g}x {peer} ({acp_ratio:.2f}x)",
+                acp_ratio <= MAX_ACP_RATIO,
+            )
         )
     for text, ok in goals:
         print(f"{'PASS' if ok else 'FAIL'}: {text}")
     scratch.cleanup()
+    acp_scratch.cleanup()
     return 1 if args.check and not all(ok for _, ok in goals) else 0
 
 
