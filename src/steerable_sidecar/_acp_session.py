@@ -15,6 +15,8 @@ import contextlib
 import dataclasses
 import json
 import logging
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -118,7 +120,11 @@ class AcpSession:
         self.always: set[str] = set()
         """Tool names the user allowed for the rest of this session (``allow_always``)."""
         self.loop: AgentLoop | None = None
-        self.turn: asyncio.Task[Any] | None = None
+        """The running turn's loop, once assembled."""
+        self.turn: asyncio.Future[Any] | None = None
+        """The running (or last) turn: set before the turn's first await."""
+        self.cancelling = False
+        """Whether the running turn was told to stop."""
         self._announced: dict[str, str] = {}  # call id -> tool name, for the calls the client was shown
         self._diffs: dict[str, list[FileDiff]] = {}
         self._texted = False  # whether this round's answer text was streamed
@@ -322,7 +328,11 @@ class AcpSession:
         return run
 
     def _texts(self, paths: Sequence[str]) -> dict[str, str | None]:
-        """Each path's text now (``None``: absent), by absolute path; unreadable or big ones left out."""
+        """Each path's text now (``None``: absent), by absolute path; unreadable or big ones left out.
+
+        Blocking (a worker thread). Only a regular file is read: a FIFO, a device or a socket
+        named by the model is opened without blocking and left out, never waited on.
+        """
         texts: dict[str, str | None] = {}
         for path in paths:
             try:
@@ -330,13 +340,21 @@ class AcpSession:
             except Exception:  # a refused path: the tool says why, no diff to show
                 continue
             try:
-                if real.stat().st_size > MAX_DIFF_BYTES:
-                    continue
-                texts[str(real)] = real.read_bytes().decode("utf-8", errors="replace")
+                fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # non-inheritable (PEP 446)
             except FileNotFoundError:
                 texts[str(real)] = None
+                continue
             except OSError:
                 continue
+            try:
+                info = os.fstat(fd)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_DIFF_BYTES:
+                    with os.fdopen(fd, "rb", closefd=False) as file:
+                        texts[str(real)] = file.read(MAX_DIFF_BYTES + 1).decode("utf-8", errors="replace")
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
         return texts
 
     # -- session/load ----------------------------------------------------------------------------
@@ -372,10 +390,18 @@ class AcpSession:
         shown = result if result is not None else INTERRUPTED_RESULT.to_wire()
         await self.send(result_update(call_id, name, shown))
 
+    def stop(self) -> None:
+        """Stop the running turn: its loop (which records the cancel), or its assembly still."""
+        turn = self.turn
+        if turn is None or turn.done():
+            return
+        self.cancelling = True
+        if self.loop is None or not self.loop.cancel():  # the loop not assembled, or not yet running
+            turn.cancel()
+
     async def aclose(self) -> None:
         """Stop the turn in progress (recorded as cancelled), then the MCP servers and the tools."""
-        if self.loop is not None:
-            self.loop.cancel()
+        self.stop()
         if self.turn is not None:
             with contextlib.suppress(BaseException):
                 await self.turn

@@ -322,19 +322,42 @@ class SteerableAcpAgent:
                 session runs (ACP v1 has one turn at a time: cancel it first); ``-32602`` for an
                 image or audio block; ``-32603`` when the model failed.
         """
+        text = _prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
         session = await self._session(session_id)
+        running = session.turn
+        if running is not None and not running.done() and session.cancelling:
+            await asyncio.wait({running}, timeout=CLOSE_TIMEOUT_S)  # a cancelled turn winds down first
         if session.turn is not None and not session.turn.done():
             raise RequestError.invalid_request(
                 {
                     "sessionId": session_id,
-                    "reason": "a turn is already running; cancel it (session/cancel) first",
+                    "reason": "a turn is already running: cancel it (session/cancel) first",
                 }
             )
-        text = _prompt_text(prompt)
-        if not text.strip():
-            raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
+        # the turn is the session's from here, before any await: a second prompt is refused and a
+        # cancel reaches it even while its loop is still being assembled
+        turn = asyncio.ensure_future(self._turn(session, text))
+        session.turn, session.loop, session.cancelling = turn, None, False
+        try:
+            summary: RunSummary = await asyncio.shield(turn)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if turn.cancelled() and task is not None and not task.cancelling():
+                return PromptResponse(stop_reason="cancelled")  # cancelled before its loop ran
+            session.stop()  # the connection closed: stop the turn, keep the record whole
+            with contextlib.suppress(BaseException):
+                await turn
+            raise
+        finally:
+            await session.close_open_calls()
+        return PromptResponse(stop_reason=stop_reason(summary))
+
+    async def _turn(self, session: AcpSession, text: str) -> RunSummary:
+        """Assemble the turn's loop over the session's record (read again: it grew) and run it."""
         assert self.provider is not None  # a session exists only with a provider
-        opened = await open_session(self.options.state_dir, session_id)
+        opened = await open_session(self.options.state_dir, session.id)
         loop = await assemble_loop(
             opened,
             self.provider,
@@ -345,27 +368,15 @@ class SteerableAcpAgent:
                 max_rounds=self.options.max_rounds, model_timeout_ms=self.options.model_timeout_ms
             ),
         )
+        session.loop = loop
         system = (self.options.system or ACP_SYSTEM_PROMPT).replace("{cwd}", str(session.root))
-        turn = asyncio.ensure_future(
-            loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
-        )
-        session.loop, session.turn = loop, turn
-        try:
-            summary: RunSummary = await asyncio.shield(turn)
-        except asyncio.CancelledError:  # the connection closed: stop the turn, keep the record whole
-            loop.cancel()
-            with contextlib.suppress(BaseException):
-                await turn
-            raise
-        finally:
-            await session.close_open_calls()
-        return PromptResponse(stop_reason=stop_reason(summary))
+        return await loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """``session/cancel``: stop the session's turn; its ``session/prompt`` answers ``cancelled``."""
         session = self.sessions.get(session_id)
-        if session is not None and session.loop is not None:
-            session.loop.cancel()
+        if session is not None:
+            session.stop()
 
     async def aclose(self) -> None:
         """Stop every turn (each recorded as cancelled) and close every session."""

@@ -694,3 +694,50 @@ async def test_idle_sessions_past_the_limit_are_closed_and_come_back_when_used(
     assert results["w1"]["success"] is True  # the recorded read still counts
     assert results["b2"]["data"]["stdout"] == "b\n"
     assert len(client.asked) == 1  # allow_always survived the parking
+
+
+async def test_an_edit_of_a_fifo_is_refused_and_never_waited_on(workspace: Path, serve: Serve) -> None:
+    """The diff capture opens what the model names without blocking: a FIFO hangs nothing."""
+    os.mkfifo(workspace / "pipe")
+    edits = [
+        {"id": f"e{i}", "name": "write_file", "arguments": {"path": "pipe", "content": "x"}} for i in range(8)
+    ]
+    client = EditorClient()
+    async with serve(client, [{"tool_calls": edits}, "Could not."]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("w")), 30)
+        again = await asyncio.wait_for(conn.new_session(cwd=str(workspace), mcp_servers=[]), 30)
+    assert answer.stop_reason == "end_turn" and again.session_id
+    assert {client.call_updates(f"e{i}")[-1].status for i in range(8)} == {"failed"}
+
+
+async def test_two_prompts_at_once_run_one_turn_and_refuse_the_other(
+    workspace: Path, state: Path, serve: Serve
+) -> None:
+    client = EditorClient()
+    async with serve(client, ["one", "two"]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answers = await asyncio.gather(
+            conn.prompt(session_id=session.session_id, prompt=_text("first")),
+            conn.prompt(session_id=session.session_id, prompt=_text("second")),
+            return_exceptions=True,
+        )
+    refused = [a for a in answers if isinstance(a, RequestError)]
+    assert len(refused) == 1 and refused[0].code == -32600
+    assert [m["role"] for m in _record(state, session.session_id)] == ["system", "user", "assistant"]
+
+
+async def test_a_prompt_right_behind_a_cancel_mid_tool_is_taken(workspace: Path, serve: Serve) -> None:
+    sleep = {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}
+    client = EditorClient(permissions=["allow_once"])
+    async with serve(client, [sleep, "after"]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
+        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        await conn.cancel(session_id=session.session_id)
+        after = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("next")), 20)
+        first = await turn
+    assert (first.stop_reason, after.stop_reason) == ("cancelled", "end_turn")

@@ -241,3 +241,35 @@ def test_bad_options_exit_2_before_serving(
     assert done.returncode == 2
     assert said in done.stderr
     assert done.stdout == ""
+
+
+async def test_a_cancel_in_the_same_read_as_its_prompt_stops_the_turn_before_anything_runs(
+    raw_agent: Any, workspace: Path
+) -> None:
+    """The prompt and its cancel arrive together: the cancel reaches the turn while its loop is
+    still being assembled, so the approved command never runs; the next prompt is taken."""
+    bash = {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch ran.txt"}}]}
+    client = await raw_agent([bash, "done", "next"])
+    await client.send(_INIT)
+    await client.answer_to(0)
+    await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+    session_id = (await client.answer_to(1))["result"]["sessionId"]
+    prompt = _request(
+        2, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+    )
+    cancel = {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+    await client.send(json.dumps(prompt) + "\n" + json.dumps(cancel))  # one write, two lines
+    assert (await client.answer_to(2))["result"]["stopReason"] == "cancelled"
+    again = _request(
+        3, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "hi"}]}
+    )
+    await client.send(again)
+    while True:  # the scripted model's first turn (the bash call) comes now: allow it
+        message = await client.next()
+        if message.get("method") == "session/request_permission":
+            outcome = {"outcome": {"outcome": "selected", "optionId": "reject_once"}}
+            await client.send({"jsonrpc": "2.0", "id": message["id"], "result": outcome})
+        elif message.get("id") == 3 and "method" not in message:
+            break
+    assert message["result"]["stopReason"] == "end_turn"
+    assert not (workspace / "ran.txt").exists()
