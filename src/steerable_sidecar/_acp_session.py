@@ -266,6 +266,13 @@ class AcpSession:
         except Exception as exc:  # the connection closed under the turn: the record still has it all
             logger.debug("session %s: an update was not delivered: %s", self.id, exc)
 
+    def _inside(self, path: str) -> Path | None:
+        """``path``'s real path when the workspace would accept it, else ``None``."""
+        try:
+            return self.booted.workspace.root.resolve(path)
+        except Exception:  # refused (outside, a symlink out, a bad name): no location to show
+            return None
+
     def _mode(self, name: str) -> ToolMode | None:
         tool = self.booted.router.get(name)
         return tool.mode if tool is not None else None
@@ -289,7 +296,7 @@ class AcpSession:
             self._announced[call["id"]] = call["name"]
             arguments = _arguments(call.get("arguments"))
             await self.send(
-                start_update(call["id"], call["name"], arguments, self._mode(call["name"]), self.root)
+                start_update(call["id"], call["name"], arguments, self._mode(call["name"]), self._inside)
             )
         elif kind == "tool_result":
             call_id = event["id"]
@@ -383,7 +390,7 @@ class AcpSession:
             return
         name = str(function.get("name") or "tool")
         arguments = _arguments(function.get("arguments"))
-        await self.send(start_update(call_id, name, arguments, self._mode(name), self.root))
+        await self.send(start_update(call_id, name, arguments, self._mode(name), self._inside))
         result = results.get(call_id)
         # a call the record never answered: the process that ran it died mid-call (the next
         # turn answers it so for the model too, AgentLoop's interrupted result)

@@ -9,7 +9,7 @@ comes from the tool's name for the tools we know and from its :class:`ToolMode` 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -29,6 +29,10 @@ from steerable_agent_runtime.modes import ToolMode
 __all__ = [
     "MAX_SHOWN_CHARS",
     "FileDiff",
+    "Resolver",
+    "cancelled_update",
+    "locations_of",
+    "result_content",
     "result_update",
     "start_update",
     "tool_kind",
@@ -63,6 +67,9 @@ _KIND_BY_MODE: Final[Mapping[ToolMode, ToolKind]] = {
     ToolMode.LOCAL: "execute",
     ToolMode.EXTERNAL: "fetch",
 }
+
+Resolver = Callable[[str], Path | None]
+"""A path the model named -> its real path when it lies inside the workspace, else ``None``."""
 
 FileDiff = tuple[str, str | None, str | None]
 """One file an edit changed: ``(absolute path, text before, text after)``; ``None``: no such file."""
@@ -101,18 +108,27 @@ def tool_title(name: str, arguments: Mapping[str, Any]) -> str:
     return name
 
 
-def locations_of(name: str, arguments: Mapping[str, Any], root: Path) -> list[ToolCallLocation]:
-    """The files a file tool's call names (absolute), with the first line for a ranged read."""
+def locations_of(name: str, arguments: Mapping[str, Any], inside: Resolver) -> list[ToolCallLocation]:
+    """The file a file tool's call names, with the first line of a ranged read.
+
+    Only a path that resolves inside the workspace (``inside`` gives its real path, else
+    ``None``) is shown: an editor that follows the agent opens it, and a path the tool will
+    refuse (outside, through a symlink out) must not send it elsewhere.
+    """
     path = arguments.get("path")
     if name not in ("read_file", "write_file", "edit_file", "list_dir") or not isinstance(path, str):
         return []
+    real = inside(path)
+    if real is None:
+        return []
     line = arguments.get("offset") if name == "read_file" else None
-    shown = str((root / path).resolve(strict=False)) if not Path(path).is_absolute() else path
     start = line if isinstance(line, int) and not isinstance(line, bool) and line >= 1 else None
-    return [ToolCallLocation(path=shown, line=start)]
+    return [ToolCallLocation(path=str(real), line=start)]
 
 
-def start_update(call_id: str, name: str, arguments: Any, mode: ToolMode | None, root: Path) -> ToolCallStart:
+def start_update(
+    call_id: str, name: str, arguments: Any, mode: ToolMode | None, inside: Resolver
+) -> ToolCallStart:
     """The ``tool_call`` update announcing a call (status ``pending``)."""
     args = arguments if isinstance(arguments, Mapping) else {}
     return helpers.start_tool_call(
@@ -120,7 +136,7 @@ def start_update(call_id: str, name: str, arguments: Any, mode: ToolMode | None,
         tool_title(name, args),
         kind=tool_kind(name, mode),
         status="pending",
-        locations=locations_of(name, args, root) or None,
+        locations=locations_of(name, args, inside) or None,
         raw_input=arguments,
     )
 

@@ -229,22 +229,29 @@ class SteerableAcpAgent:
             raise RequestError.resource_not_found(session_id) from exc
         if not opened.history and not opened.record.exists():
             raise RequestError.resource_not_found(session_id)
+        # the new session is opened first: a bad cwd or MCP server leaves the live one as it was
+        session = await self._open(session_id, cwd, mcp_servers or [], register=False)
         old = self.sessions.pop(session_id, None)
         self._parked.pop(session_id, None)
         if old is not None:
             await old.aclose()
-        session = await self._open(session_id, cwd, mcp_servers or [])
+        await self._register(session, cwd, mcp_servers or [])
         # spec: File tools, "the ACP adapter seeds its session on hydration"
         session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
         await session.replay(opened.history)
         return LoadSessionResponse()
 
     async def _open(
-        self, session_id: str, cwd: str, servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]
+        self,
+        session_id: str,
+        cwd: str,
+        servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio],
+        *,
+        register: bool = True,
     ) -> AcpSession:
         if self.provider is None:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
-        root = _workspace(cwd)
+        root = _workspace(cwd, self.options.state_dir)
         configs = _mcp_configs(servers)
         stack = contextlib.AsyncExitStack()
         try:
@@ -268,10 +275,16 @@ class SteerableAcpAgent:
             await stack.aclose()
             raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
         session = AcpSession(session_id, root, booted, stack, self.client, self.capabilities)
-        self.sessions[session_id] = session
-        self._opened_with[session_id] = (cwd, tuple(servers))
-        await self._park_idle(keep=session_id)
+        if register:
+            await self._register(session, cwd, servers)
         return session
+
+    async def _register(
+        self, session: AcpSession, cwd: str, servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]
+    ) -> None:
+        self.sessions[session.id] = session
+        self._opened_with[session.id] = (cwd, tuple(servers))
+        await self._park_idle(keep=session.id)
 
     async def _park_idle(self, *, keep: str) -> None:
         """Close the least recently used idle sessions past ``max_live_sessions`` (never ``keep``)."""
@@ -397,8 +410,12 @@ def _capabilities(raw: Any) -> ClientCapabilities:
         return ClientCapabilities()
 
 
-def _workspace(cwd: str) -> Path:
-    """The session's workspace: ``cwd`` absolute, a directory, not ``/`` nor a home folder."""
+def _workspace(cwd: str, state_dir: Path) -> Path:
+    """The session's workspace: ``cwd`` absolute, a directory, not ``/`` nor a home folder.
+
+    Nor the state directory, a folder inside it or one holding it: the model could forge
+    session records there, which a later ``session/load`` would replay as real.
+    """
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
     root = Path(cwd).resolve()
@@ -409,6 +426,15 @@ def _workspace(cwd: str) -> Path:
             {
                 "cwd": cwd,
                 "reason": "steerable will not hand the model a whole disk or a home folder: open a project",
+            }
+        )
+    state = state_dir.resolve()
+    if root == state or root.is_relative_to(state) or state.is_relative_to(root):
+        raise RequestError.invalid_params(
+            {
+                "cwd": cwd,
+                "reason": f"the folder holds steerable's state directory ({state}), where session records "
+                "are kept: open a project that does not, or move the state (--state-dir)",
             }
         )
     return root

@@ -741,3 +741,59 @@ async def test_a_prompt_right_behind_a_cancel_mid_tool_is_taken(workspace: Path,
         after = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("next")), 20)
         first = await turn
     assert (first.stop_reason, after.stop_reason) == ("cancelled", "end_turn")
+
+
+async def test_a_failed_load_leaves_the_live_session_as_it_was(workspace: Path, serve: Serve) -> None:
+    client = EditorClient()
+    async with serve(client, ["first", "second"]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("one"))
+        with pytest.raises(RequestError) as bad:
+            await conn.load_session(cwd="/", session_id=session.session_id, mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("two"))
+    assert bad.value.code == -32602
+    assert answer.stop_reason == "end_turn"
+
+
+async def test_a_folder_holding_or_inside_the_state_directory_is_refused(tmp_path: Path) -> None:
+    """Else the model could write session records that a later load replays as real."""
+    project = tmp_path / "project"
+    state = project / ".state"
+    state.mkdir(parents=True)
+    (state / "inner").mkdir()
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["hi"])) as conn:
+        await start(conn)
+        for cwd in (project, state, state / "inner"):
+            with pytest.raises(RequestError) as caught:
+                await conn.new_session(cwd=str(cwd), mcp_servers=[])
+            assert caught.value.code == -32602 and "state directory" in str(caught.value.data)
+
+
+async def test_locations_name_only_files_inside_the_workspace(
+    workspace: Path, tmp_path: Path, serve: Serve
+) -> None:
+    """A path the tool will refuse (outside, a symlink out) is shown with no location to follow."""
+    (tmp_path / "secret.txt").write_text("s3cr3t-token\n")
+    (workspace / "link.txt").symlink_to(tmp_path / "secret.txt")
+    calls = [
+        {"id": "o1", "name": "read_file", "arguments": {"path": "../secret.txt"}},
+        {"id": "o2", "name": "read_file", "arguments": {"path": str(tmp_path / "secret.txt")}},
+        {"id": "o3", "name": "read_file", "arguments": {"path": "link.txt"}},
+        {"id": "i1", "name": "read_file", "arguments": {"path": "notes.txt", "offset": 2}},
+    ]
+    client = EditorClient()
+    async with serve(client, [{"tool_calls": calls}, "done"]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("read"))
+    for outside in ("o1", "o2", "o3"):
+        shown = client.call_updates(outside)
+        assert shown[0].locations is None
+        assert shown[-1].status == "failed"
+        assert "outside" not in json.dumps([u.model_dump(mode="json") for u in shown]).replace(
+            '"outside"', ""
+        )
+    (inside,) = client.call_updates("i1")[0].locations
+    assert (inside.path, inside.line) == (str(workspace / "notes.txt"), 2)
