@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import logging
 import os
 import re
@@ -162,6 +163,7 @@ class SteerableAcpAgent:
         self.provider_error = provider_error
         self.sessions: dict[str, AcpSession] = {}
         """The live sessions, least recently used first."""
+        self._locks = _SessionLocks(options.state_dir / "sessions")
         self._parked: dict[str, _Parked] = {}
         self._opened_with: dict[
             str, tuple[str, tuple[HttpMcpServer | SseMcpServer | McpServerStdio, ...]]
@@ -253,6 +255,24 @@ class SteerableAcpAgent:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
         root = _workspace(cwd, self.options.state_dir)
         configs = _mcp_configs(servers)
+        acquired = await asyncio.to_thread(self._locks.hold, session_id)
+        try:
+            return await self._boot(session_id, root, cwd, configs, servers, register=register)
+        except BaseException:
+            if acquired:
+                self._locks.release(session_id)
+            raise
+
+    async def _boot(
+        self,
+        session_id: str,
+        root: Path,
+        cwd: str,
+        configs: Sequence[Any],
+        servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio],
+        *,
+        register: bool,
+    ) -> AcpSession:
         stack = contextlib.AsyncExitStack()
         try:
             booted = await asyncio.to_thread(
@@ -401,6 +421,51 @@ class SteerableAcpAgent:
                 logger.error("session %s did not close within %.0f s", session.id, CLOSE_TIMEOUT_S)
             except Exception:
                 logger.exception("session %s did not close cleanly", session.id)
+        self._locks.release_all()
+
+
+class _SessionLocks:
+    """The sessions this process has open, each holding ``<sessions>/<id>.lock``.
+
+    An exclusive ``flock`` per session: a second process (another editor window) opening the
+    same session gets ``-32600`` instead of interleaving its turns into the one record; the
+    lock goes when the process does, however it ends.
+    """
+
+    def __init__(self, sessions: Path) -> None:
+        self._dir = sessions
+        self._held: dict[str, int] = {}
+
+    def hold(self, session_id: str) -> bool:
+        """Take ``session_id``'s lock (blocking I/O: a worker thread); ``False``: already held here.
+
+        Raises:
+            RequestError: ``-32600``: another process has the session open.
+        """
+        if session_id in self._held:
+            return False
+        self._dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "reason": "the session is open in another steerable process"}
+            ) from None
+        self._held[session_id] = fd
+        return True
+
+    def release(self, session_id: str) -> None:
+        """Give ``session_id``'s lock back (nothing when it is not held)."""
+        fd = self._held.pop(session_id, None)
+        if fd is not None:
+            os.close(fd)
+
+    def release_all(self) -> None:
+        """Give every lock back (the parked sessions' too)."""
+        for session_id in list(self._held):
+            self.release(session_id)
 
 
 def _capabilities(raw: Any) -> ClientCapabilities:

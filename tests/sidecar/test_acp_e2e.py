@@ -795,3 +795,27 @@ async def test_locations_name_only_files_inside_the_workspace(
         assert "s3cr3t-token" not in json.dumps([u.model_dump(mode="json") for u in shown])
     (inside,) = client.call_updates("i1")[0].locations
     assert (inside.path, inside.line) == (str(workspace / "notes.txt"), 2)
+
+
+async def test_a_session_open_in_one_agent_is_refused_to_another_until_it_closes(
+    workspace: Path, state: Path
+) -> None:
+    """Two editor windows on one session would interleave two turns in one record: the second
+    agent gets -32600 while the first has it open, and the session once the first is gone."""
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["one"])) as first:
+        await start(first)
+        session = await first.new_session(cwd=str(workspace), mcp_servers=[])
+        await first.prompt(session_id=session.session_id, prompt=_text("hi"))
+        async with in_process_acp(EditorClient(), options, ScriptedProvider(["two"])) as second:
+            await start(second)
+            with pytest.raises(RequestError) as busy:
+                await second.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        # the same agent may load it again (its own lock)
+        await first.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+    assert busy.value.code == -32600 and "another steerable process" in str(busy.value.data)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["three"])) as third:
+        await start(third)
+        await third.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        answer = await third.prompt(session_id=session.session_id, prompt=_text("again"))
+    assert answer.stop_reason == "end_turn"
