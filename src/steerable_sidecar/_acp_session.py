@@ -225,7 +225,7 @@ class AcpSession:
         )
         if response.action != "accept":
             return None
-        return dict(response.content or {})
+        return _checked_answers(payload, response.content or {})
 
     # -- consent ---------------------------------------------------------------------------------
     async def approve(self, call: ToolCall, mode: ToolMode) -> bool:
@@ -423,6 +423,27 @@ def _arguments(raw: Any) -> Any:
         except ValueError:
             return raw
     return raw
+
+
+def _checked_answers(payload: AskUserQuestionsPayload, content: Mapping[str, Any]) -> dict[str, Any]:
+    """The form's answers the questions allow: a choice among the options, text as text.
+
+    An editor's form may not enforce the schema it was given: a value off the list (or of the
+    wrong type) is left out, as an unanswered question, rather than handed to the model.
+    """
+    answers: dict[str, Any] = {}
+    for question in payload["questions"]:
+        value = content.get(question["id"])
+        options = question.get("options") or []
+        if question["type"] == "select" and options and question.get("multiSelect"):
+            if isinstance(value, list) and all(isinstance(v, str) and v in options for v in value):
+                answers[question["id"]] = value
+        elif question["type"] == "select" and options:
+            if isinstance(value, str) and value in options:
+                answers[question["id"]] = value
+        elif isinstance(value, str):
+            answers[question["id"]] = value
+    return answers
 
 
 def _same_text(on_disk: bytes, buffer: str) -> bool:

@@ -65,7 +65,7 @@ _KIND_BY_MODE: Final[Mapping[ToolMode, ToolKind]] = {
     ToolMode.SAFE_WRITE: "edit",
     ToolMode.DESTRUCTIVE: "delete",
     ToolMode.LOCAL: "execute",
-    ToolMode.EXTERNAL: "fetch",
+    ToolMode.EXTERNAL: "other",  # calls an outside service, maybe to change it: not only a fetch
 }
 
 Resolver = Callable[[str], Path | None]

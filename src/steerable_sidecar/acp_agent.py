@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import html
 import logging
 import os
 import re
@@ -82,6 +83,8 @@ STOP_REASONS: Final[Mapping[RunOutcome, StopReason]] = {
 _REFUSAL_FINISHES: Final = frozenset({"content_filter", "sensitive"})
 _SERVER_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]+")
 _UNDERSCORES: Final = re.compile(r"_{2,}")  # "__" separates the parts of an MCP tool's name
+MAX_EMBEDDED_CHARS: Final = 100_000
+"""The most characters of one embedded file put in the prompt (``read_file``'s display clip)."""
 CLOSE_TIMEOUT_S: Final = 10.0
 """How long closing a session waits for its turn and its MCP servers before the agent goes on."""
 
@@ -534,6 +537,16 @@ def _mcp_configs(servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio
     return configs
 
 
+def _clipped(text: str) -> str:
+    """An embedded file's text, at most :data:`MAX_EMBEDDED_CHARS` (the record keeps every turn)."""
+    if len(text) <= MAX_EMBEDDED_CHARS:
+        return text
+    left = len(text) - MAX_EMBEDDED_CHARS
+    return (
+        text[:MAX_EMBEDDED_CHARS] + f"\n[... {left} more characters not included: read the file for the rest]"
+    )
+
+
 def _prompt_text(blocks: Sequence[Any]) -> str:
     """The user message of a prompt: its text, embedded files as tagged context, links by name."""
     parts: list[str] = []
@@ -544,10 +557,11 @@ def _prompt_text(blocks: Sequence[Any]) -> str:
             parts.append(f"[{block.name}]({block.uri})")
         elif isinstance(block, EmbeddedResourceContentBlock):
             resource = block.resource
+            uri = html.escape(resource.uri, quote=True)
             if isinstance(resource, TextResourceContents):
-                parts.append(f'<context uri="{resource.uri}">\n{resource.text}\n</context>')
+                parts.append(f'<context uri="{uri}">\n{_clipped(resource.text)}\n</context>')
             else:
-                parts.append(f"[binary resource {resource.uri} not shown]")
+                parts.append(f"[binary resource {uri} not shown]")
         else:
             raise RequestError.invalid_params(
                 {"prompt": block.type, "reason": "images and audio are not supported (promptCapabilities)"}

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp import RequestError, text_block
+from acp import RequestError, embedded_text_resource, resource_block, text_block
 from acp.client.connection import ClientSideConnection
 from acp.schema import HttpMcpServer, McpServerStdio
 from acp_client import EditorClient, in_process_acp, spawn_acp, start, write_script
@@ -819,3 +819,39 @@ async def test_a_session_open_in_one_agent_is_refused_to_another_until_it_closes
         await third.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
         answer = await third.prompt(session_id=session.session_id, prompt=_text("again"))
     assert answer.stop_reason == "end_turn"
+
+
+async def test_form_answers_off_the_schema_are_left_unanswered(
+    workspace: Path, state: Path, serve: Serve
+) -> None:
+    question = {
+        "intro": "Pick.",
+        "questions": [
+            {"id": "color", "text": "Color?", "type": "select", "options": ["red", "blue"]},
+            {"id": "tags", "text": "Tags?", "type": "select", "options": ["a", "b"], "multiSelect": True},
+            {"id": "name", "text": "Name?", "type": "text"},
+            {"id": "ok", "text": "Fine?", "type": "select", "options": ["yes", "no"]},
+        ],
+    }
+    client = EditorClient(answers=[{"color": "green", "tags": ["a", "z"], "name": 5, "ok": "yes"}])
+    turns = [{"tool_calls": [{"id": "q1", "name": "ask_user", "arguments": question}]}, "ok"]
+    async with serve(client, turns) as conn:
+        await start(conn, elicitation=True)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("ask"))
+    assert _tool_results(_record(state, session.session_id))["q1"]["data"]["answers"] == {"ok": "yes"}
+
+
+async def test_an_embedded_file_is_clipped_and_its_uri_escaped(
+    workspace: Path, state: Path, serve: Serve
+) -> None:
+    big = "x" * 150_000
+    block = resource_block(embedded_text_resource('file:///a".txt"><evil>', big))
+    async with serve(EditorClient(), ["seen"]) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("look"), block])
+    user = next(m for m in _record(state, session.session_id) if m["role"] == "user")["content"]
+    assert '<context uri="file:///a&quot;.txt&quot;&gt;&lt;evil&gt;">' in user
+    assert "x" * 100_000 + "\n[..." in user and "x" * 100_001 not in user
+    assert "50000 more characters not included" in user
