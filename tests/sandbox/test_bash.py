@@ -185,3 +185,15 @@ async def test_a_given_backend_and_config_are_used_as_is(workspace: Path):
     assert "network is on" in tool.description
     result = await tool.handler(command="echo via-landlock")
     assert result.data["_sandbox"]["backend"] == "landlock" and result.data["stdout"] == "via-landlock\n"
+
+
+async def test_a_command_with_a_lone_surrogate_is_refused_with_the_fix(router, workspace: Path):
+    """Half a UTF-16 pair (a ``\\ud83d`` escape in a model's JSON) cannot be passed to the OS."""
+    result = await bash(router, "echo \ud83d > made.txt")
+    assert result.success is False and result.needs_followup is True
+    assert result.data["code"] == "invalid_arguments"
+    assert "'\\ud83d', half of a UTF-16 pair" in result.error
+    assert not (workspace / "made.txt").exists()
+    # a file name's undecodable byte (surrogateescape) still reaches the shell as that byte
+    escaped = await bash(router, "printf x > 'b\udcffd.txt'")
+    assert escaped.success is True and (workspace / "b\udcffd.txt").exists()

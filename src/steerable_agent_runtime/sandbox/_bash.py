@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from pydantic import Field
 
+from .._codes import ToolErrorCode
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .._tool_schemas import TOOL_PARAMETERS
 from ..config import env_flag
@@ -99,6 +100,15 @@ def bash_tool(
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
         from ._protect import ScanCache
 
+        try:
+            os.fsencode(command)
+        except UnicodeEncodeError as exc:  # a lone surrogate (a "\\ud83d" escape in the model's JSON)
+            bad = ascii(command[exc.start : exc.end])
+            return ToolResult.retry(
+                f"the command holds {bad}, half of a UTF-16 pair that is no character: send it as "
+                "valid Unicode text",
+                data={"code": ToolErrorCode.INVALID_ARGUMENTS},
+            )
         nonlocal scans
         if scans is None:
             scans = ScanCache()
