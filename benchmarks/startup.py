@@ -280,63 +280,53 @@ class _Lines:
                 return
 
 
-def time_mcp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, int]:
+def time_handshake(
+    argv: list[str], env: dict[str, str], workspace: Path, steps: list[tuple[list[bytes], int]]
+) -> tuple[int, ...]:
+    """Spawn a server; for each step write its lines, then ns from the spawn to its answer (by id)."""
+    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
+    start = time.perf_counter_ns()
+    proc = subprocess.Popen(
+        argv, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert proc.stdin is not None
+    lines = _Lines(proc)
+    answered: list[int] = []
+    try:
+        for frames, request_id in steps:
+            proc.stdin.write(b"".join(frame + b"\n" for frame in frames))
+            proc.stdin.flush()
+            lines.answer(request_id, deadline)
+            answered.append(time.perf_counter_ns() - start)
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return tuple(answered)
+
+
+def time_mcp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, ...]:
     """Spawn an MCP server; ns to the ``initialize`` answer and to the ``tools/list`` answer."""
-    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
-    start = time.perf_counter_ns()
-    proc = subprocess.Popen(
-        argv, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+    listing = b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}'
+    return time_handshake(
+        argv, env, workspace, [([json.dumps(INITIALIZE).encode()], 1), ([initialized, listing], 2)]
     )
-    assert proc.stdin is not None
-    lines = _Lines(proc)
-    try:
-        proc.stdin.write(json.dumps(INITIALIZE).encode() + b"\n")
-        proc.stdin.flush()
-        lines.answer(1, deadline)
-        initialized = time.perf_counter_ns() - start
-        proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        proc.stdin.write(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n')
-        proc.stdin.flush()
-        lines.answer(2, deadline)
-        listed = time.perf_counter_ns() - start
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return initialized, listed
 
 
-def time_acp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, int]:
+def time_acp(argv: list[str], env: dict[str, str], workspace: Path) -> tuple[int, ...]:
     """Spawn an ACP agent; ns to the ``initialize`` answer and to the ``session/new`` answer."""
-    deadline = time.monotonic() + HANDSHAKE_TIMEOUT_S
-    start = time.perf_counter_ns()
-    proc = subprocess.Popen(
-        argv, cwd=workspace, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
-    )
-    assert proc.stdin is not None
-    lines = _Lines(proc)
-    new_session = {"cwd": str(workspace), "mcpServers": []}
-    try:
-        proc.stdin.write(json.dumps(ACP_INITIALIZE).encode() + b"\n")
-        proc.stdin.flush()
-        lines.answer(0, deadline)
-        initialized = time.perf_counter_ns() - start
-        message = {"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": new_session}
-        proc.stdin.write(json.dumps(message).encode() + b"\n")
-        proc.stdin.flush()
-        lines.answer(1, deadline)
-        opened = time.perf_counter_ns() - start
-    finally:
-        proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return initialized, opened
+    new_session = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "session/new",
+        "params": {"cwd": str(workspace), "mcpServers": []},
+    }
+    steps = [([json.dumps(ACP_INITIALIZE).encode()], 0), ([json.dumps(new_session).encode()], 1)]
+    return time_handshake(argv, env, workspace, steps)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -361,8 +351,8 @@ def main(argv: list[str] | None = None) -> int:
     for command in agents.values():
         time_acp(command, acp_env, workspace)
     samples: dict[str, list[int]] = {label: [] for label in COMMANDS}
-    handshakes: dict[str, list[tuple[int, int]]] = {label: [] for label in servers}
-    acp_handshakes: dict[str, list[tuple[int, int]]] = {label: [] for label in agents}
+    handshakes: dict[str, list[tuple[int, ...]]] = {label: [] for label in servers}
+    acp_handshakes: dict[str, list[tuple[int, ...]]] = {label: [] for label in agents}
     for _ in range(args.rounds):
         for label, command in COMMANDS.items():
             samples[label].append(run_once(command, env))

@@ -358,10 +358,10 @@ class SteerableAcpAgent:
                 session runs (ACP v1 has one turn at a time: cancel it first); ``-32602`` for an
                 image or audio block; ``-32603`` when the model failed.
         """
+        session = await self._session(session_id)
         text = _prompt_text(prompt)
         if not text.strip():
             raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
-        session = await self._session(session_id)
         running = session.turn
         if running is not None and not running.done() and session.cancelling:
             await asyncio.wait({running}, timeout=CLOSE_TIMEOUT_S)  # a cancelled turn winds down first

@@ -43,6 +43,31 @@ from steerable_sidecar._acp_cli import AcpSetup, serve_streams
 from steerable_sidecar.acp_agent import AcpOptions
 from steerable_sidecar.rpc import open_fd_streams
 
+WHOLE_TURN: list[Any] = [
+    {
+        "text": "Reading.",
+        "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}],
+    },
+    {
+        "tool_calls": [
+            {
+                "id": "c2",
+                "name": "edit_file",
+                "arguments": {"path": "notes.txt", "edits": [{"oldText": "beta", "newText": "gamma"}]},
+            }
+        ]
+    },
+    {"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "cat notes.txt"}}]},
+    "Done: beta is gamma now.",
+]
+"""A scripted turn over the seeded ``notes.txt``: read it (c1), edit beta to gamma (c2), bash (c3)."""
+
+SLEEPING: list[Any] = [
+    {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]},
+    "never",
+]
+"""A scripted turn whose one call (s1) is a bash ``sleep 60``: for cancels and disappearing clients."""
+
 
 class EditorClient:
     """The ACP client (see the module docstring).

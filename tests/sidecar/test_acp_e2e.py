@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from acp import RequestError, embedded_text_resource, resource_block, text_block
 from acp.client.connection import ClientSideConnection
-from acp.schema import HttpMcpServer, McpServerStdio
-from acp_client import EditorClient, in_process_acp, spawn_acp, start, write_script
+from acp.schema import HttpMcpServer, McpServerStdio, NewSessionResponse
+from acp_client import SLEEPING, WHOLE_TURN, EditorClient, in_process_acp, spawn_acp, start, write_script
 from pydantic import SecretStr
 
 from fake_openai import FakeOpenAI
@@ -80,6 +80,17 @@ def _text(text: str) -> list[Any]:
     return [text_block(text)]
 
 
+async def _sleep_under_way(
+    conn: ClientSideConnection, client: EditorClient, workspace: Path
+) -> tuple[NewSessionResponse, asyncio.Future[Any]]:
+    """A session whose turn runs ``SLEEPING``'s ``sleep 60``, allowed and shown ``in_progress``."""
+    await start(conn)
+    session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+    turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
+    await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+    return session, turn
+
+
 def _record(state: Path, session_id: str) -> list[dict[str, Any]]:
     return DurableRecord.for_session(state / "sessions", session_id).messages()
 
@@ -92,26 +103,7 @@ async def test_a_whole_turn_reads_edits_with_a_diff_and_runs_an_approved_bash(
     workspace: Path, state: Path, serve: Serve
 ) -> None:
     """Streamed text, a read with its location, an edit shown as a diff, bash asked (MODE-2) and run."""
-    turns = [
-        {
-            "text": "Reading.",
-            "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}],
-        },
-        {
-            "tool_calls": [
-                {
-                    "id": "c2",
-                    "name": "edit_file",
-                    "arguments": {
-                        "path": "notes.txt",
-                        "edits": [{"oldText": "beta", "newText": "gamma"}],
-                    },
-                }
-            ]
-        },
-        {"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "cat notes.txt"}}]},
-        "Done: beta is gamma now.",
-    ]
+    turns = WHOLE_TURN
     client = EditorClient(permissions=["allow_once"])
     async with serve(client, turns) as conn:
         hello = await start(conn)
@@ -199,13 +191,10 @@ async def test_cancel_during_a_tool_stops_it_and_the_prompt_answers_cancelled(
     workspace: Path, state: Path, serve: Serve
 ) -> None:
     """``session/cancel`` while bash sleeps: the call ends cancelled (shown and recorded) at once."""
-    turns = [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
+    turns = SLEEPING
     client = EditorClient(permissions=["allow_once"])
     async with serve(client, turns) as conn:
-        await start(conn)
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
-        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        session, turn = await _sleep_under_way(conn, client, workspace)
         started = time.monotonic()
         await conn.cancel(session_id=session.session_id)
         answer = await asyncio.wait_for(turn, 20)
@@ -339,15 +328,10 @@ async def test_update_plan_is_shown_as_a_plan(workspace: Path, state: Path, serv
 async def test_a_client_that_disappears_mid_turn_ends_the_turn_with_the_record_intact(
     workspace: Path, state: Path, acp_env: Callable[[list[Any]], dict[str, str]]
 ) -> None:
-    env = acp_env(
-        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
-    )
+    env = acp_env(SLEEPING)
     client = EditorClient(permissions=["allow_once"])
     async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, process):
-        await start(conn)
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
-        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        session, turn = await _sleep_under_way(conn, client, workspace)
         started = time.monotonic()
         assert process.stdin is not None
         process.stdin.close()  # the editor is gone: no more frames, ever
@@ -640,15 +624,10 @@ async def test_an_agent_killed_mid_call_reloads_with_the_call_shown_interrupted(
 ) -> None:
     """``kill -9`` while ``bash`` runs: the record has the call and no answer; a load shows it failed
     (interrupted), and the next turn answers it for the model too (REC-1)."""
-    env = acp_env(
-        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"]
-    )
+    env = acp_env(SLEEPING)
     client = EditorClient(permissions=["allow_once"])
     async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, process):
-        await start(conn)
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
-        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+        session, turn = await _sleep_under_way(conn, client, workspace)
         process.kill()
         await process.wait()
         turn.cancel()
@@ -730,13 +709,9 @@ async def test_two_prompts_at_once_run_one_turn_and_refuse_the_other(
 
 
 async def test_a_prompt_right_behind_a_cancel_mid_tool_is_taken(workspace: Path, serve: Serve) -> None:
-    sleep = {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}
     client = EditorClient(permissions=["allow_once"])
-    async with serve(client, [sleep, "after"]) as conn:
-        await start(conn)
-        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=_text("sleep")))
-        await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("s1")))
+    async with serve(client, [SLEEPING[0], "after"]) as conn:
+        session, turn = await _sleep_under_way(conn, client, workspace)
         await conn.cancel(session_id=session.session_id)
         after = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("next")), 20)
         first = await turn

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_client import SLEEPING, WHOLE_TURN, write_script
 
 from steerable_agent_runtime import DurableRecord
 
@@ -62,8 +63,7 @@ def ts_turn(tmp_path: Path, state: Path, child_env: Callable[..., dict[str, str]
     acp_client.mjs reads it. Returns the client's JSON report (problems already checked empty)."""
 
     async def run(turns: list[Any], **plan: Any) -> dict[str, Any]:
-        script = tmp_path / f"turns-{time.monotonic_ns()}.json"
-        script.write_text(json.dumps(turns), encoding="utf-8")
+        script = write_script(tmp_path / f"turns-{time.monotonic_ns()}.json", turns)
         env = child_env(STEERABLE_PROVIDER="scripted", STEERABLE_SCRIPT=str(script))
         env["ACP_PLAN"] = json.dumps({"timeoutMs": CLIENT_TIMEOUT_MS, **plan})
         assert NODE is not None
@@ -131,26 +131,7 @@ async def test_a_whole_turn_reads_edits_with_a_diff_and_runs_an_approved_bash(
     workspace: Path, state: Path, ts_turn: Callable[..., Any]
 ) -> None:
     report = await ts_turn(
-        [
-            {
-                "text": "Reading.",
-                "tool_calls": [{"id": "c1", "name": "read_file", "arguments": {"path": "notes.txt"}}],
-            },
-            {
-                "tool_calls": [
-                    {
-                        "id": "c2",
-                        "name": "edit_file",
-                        "arguments": {
-                            "path": "notes.txt",
-                            "edits": [{"oldText": "beta", "newText": "gamma"}],
-                        },
-                    }
-                ]
-            },
-            {"tool_calls": [{"id": "c3", "name": "bash", "arguments": {"command": "cat notes.txt"}}]},
-            "Done: beta is gamma now.",
-        ],
+        WHOLE_TURN,
         cwd=str(workspace),
         prompt="change beta to gamma",
         permissions=["allow_once"],
@@ -229,7 +210,7 @@ async def test_a_cancel_while_an_allowed_sleep_runs_stops_the_turn_cancelled(
 ) -> None:
     started = time.monotonic()
     report = await ts_turn(
-        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"],
+        SLEEPING,
         cwd=str(workspace),
         prompt="sleep",
         permissions=["allow_once"],
@@ -252,7 +233,7 @@ async def test_aborting_the_prompt_request_cancels_the_turn_as_session_cancel_do
     """The SDK's own request cancellation (an aborted ``cancellationSignal``: ``$/cancel_request``
     with the prompt's id) stops the turn too, and the prompt still answers, ``cancelled``."""
     report = await ts_turn(
-        [{"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 60"}}]}, "never"],
+        SLEEPING,
         cwd=str(workspace),
         prompt="sleep",
         permissions=["allow_once"],

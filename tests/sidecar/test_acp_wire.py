@@ -50,6 +50,21 @@ class RawClient:
         self.seen.append(message)
         return message
 
+    async def open_session(self, workspace: Path) -> str:
+        """``initialize`` (id 0), then ``session/new`` on ``workspace`` (id 1); the session's id."""
+        await self.send(_INIT)
+        await self.answer_to(0)
+        await self.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+        session_id: str = (await self.answer_to(1))["result"]["sessionId"]
+        return session_id
+
+    async def until(self, method: str) -> dict[str, Any]:
+        """Read on to the agent's next message calling ``method``."""
+        while True:
+            message = await self.next()
+            if message.get("method") == method:
+                return message
+
     async def answer_to(self, request_id: Any, timeout_s: float = 30) -> dict[str, Any]:
         """The response to ``request_id``, skipping notifications and the agent's own requests."""
         while True:
@@ -138,16 +153,10 @@ async def test_a_prompt_while_a_turn_runs_is_refused_and_cancel_ends_the_turn(
 ) -> None:
     bash = {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "echo hi"}}]}
     client = await raw_agent([bash, "done"])
-    await client.send(_INIT)
-    await client.answer_to(0)
-    await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
-    session_id = (await client.answer_to(1))["result"]["sessionId"]
+    session_id = await client.open_session(workspace)
     prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
     await client.send(_request(2, "session/prompt", prompt))
-    while True:  # the turn now waits for a permission nobody gives
-        message = await client.next()
-        if message.get("method") == "session/request_permission":
-            break
+    await client.until("session/request_permission")  # the turn now waits for a permission nobody gives
     await client.send(_request(3, "session/prompt", prompt))
     busy = await client.answer_to(3)
     assert busy["error"]["code"] == -32600
@@ -157,7 +166,7 @@ async def test_a_prompt_while_a_turn_runs_is_refused_and_cancel_ends_the_turn(
 
 
 async def test_the_real_command_answers_initialize_before_the_sdk_is_loaded(
-    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+    tmp_path: Path, workspace: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
     """Spawn to ``initialize`` answer well inside the SDK's own import time (benchmarks/startup.py)."""
     env = child_env(
@@ -182,7 +191,7 @@ async def test_the_real_command_answers_initialize_before_the_sdk_is_loaded(
         await client.send(_INIT)
         answer = await client.answer_to(0)
         # the answer came before the SDK was loaded: a request that needs it is still answered after
-        await client.send(_request(1, "session/new", {"cwd": str(tmp_path), "mcpServers": []}))
+        await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
         assert "sessionId" in (await client.answer_to(1))["result"]
     finally:
         process.stdin.close()
@@ -199,16 +208,10 @@ async def test_a_cancel_request_for_the_prompt_cancels_the_turn_and_other_dollar
     no prompt in flight, and any other ``$/`` notification, get no answer and change nothing."""
     bash = {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "echo hi"}}]}
     client = await raw_agent([bash, "done"])
-    await client.send(_INIT)
-    await client.answer_to(0)
-    await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
-    session_id = (await client.answer_to(1))["result"]["sessionId"]
+    session_id = await client.open_session(workspace)
     prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
     await client.send(_request(2, "session/prompt", prompt))
-    while True:  # the turn now waits for a permission nobody gives
-        message = await client.next()
-        if message.get("method") == "session/request_permission":
-            break
+    await client.until("session/request_permission")  # the turn now waits for a permission nobody gives
     for ignored in (
         {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 1}},  # answered already
         {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "2"}},  # not 2
@@ -250,10 +253,7 @@ async def test_a_cancel_in_the_same_read_as_its_prompt_stops_the_turn_before_any
     still being assembled, so the approved command never runs; the next prompt is taken."""
     bash = {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch ran.txt"}}]}
     client = await raw_agent([bash, "done", "next"])
-    await client.send(_INIT)
-    await client.answer_to(0)
-    await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
-    session_id = (await client.answer_to(1))["result"]["sessionId"]
+    session_id = await client.open_session(workspace)
     prompt = _request(
         2, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
     )
