@@ -69,6 +69,17 @@ SLEEPING: list[Any] = [
 """A scripted turn whose one call (s1) is a bash ``sleep 60``: for cancels and disappearing clients."""
 
 
+AGENT_COMMAND: tuple[str, ...] = (
+    sys.executable,
+    "-m",
+    "steerable_sidecar",
+    "acp",
+    "--no-plugins",
+    "--no-web-tools",
+)
+"""The agent as the tests start it: this interpreter's ``steerable acp``, offline, no plugins."""
+
+
 class EditorClient:
     """The ACP client (see the module docstring).
 
@@ -178,12 +189,7 @@ async def spawn_acp(
     with open(stderr or "/dev/null", "ab") as err:
         async with spawn_agent_process(
             cast("Client", client),
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "acp",
-            "--no-plugins",
-            "--no-web-tools",
+            *AGENT_COMMAND,
             *args,
             env=dict(env),
             transport_kwargs={"stderr": err.fileno()},

@@ -17,14 +17,13 @@ import json
 import os
 import shutil
 import signal
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_client import SLEEPING, WHOLE_TURN, write_script
+from acp_client import AGENT_COMMAND, SLEEPING, WHOLE_TURN, write_script
 
 from steerable_agent_runtime import DurableRecord
 
@@ -72,12 +71,7 @@ def ts_turn(tmp_path: Path, state: Path, child_env: Callable[..., dict[str, str]
             NODE,
             str(CLIENT),
             "--",
-            sys.executable,
-            "-m",
-            "steerable_sidecar",
-            "acp",
-            "--no-plugins",
-            "--no-web-tools",
+            *AGENT_COMMAND,
             "--state-dir",
             str(state),
             env=env,
