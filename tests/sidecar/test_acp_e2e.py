@@ -830,3 +830,33 @@ async def test_an_embedded_file_is_clipped_and_its_uri_escaped(
     assert '<context uri="file:///a&quot;.txt&quot;&gt;&lt;evil&gt;">' in user
     assert "x" * 100_000 + "\n[..." in user and "x" * 100_001 not in user
     assert "50000 more characters not included" in user
+
+
+async def test_the_real_command_with_an_openai_compatible_model_over_loopback(
+    workspace: Path, state: Path, fake_openai: FakeOpenAI, child_env: Callable[..., dict[str, str]]
+) -> None:
+    """``steerable acp`` as a process, its model the loopback server speaking DeepSeek's stream:
+    thoughts, a read, and a second round that must carry the reasoning back."""
+    call = {"id": "r1", "name": "read_file", "arguments": '{"path": "notes.txt"}'}
+    fake_openai.script(
+        [
+            {"reasoning": "Read the notes first.", "text": "Looking.", "tool_calls": [call]},
+            {"text": "alpha and beta.", "require_reasoning": "reasoning_content"},
+        ]
+    )
+    env = child_env(
+        STEERABLE_PROVIDER="deepseek",
+        STEERABLE_MODEL="deepseek-reasoner",
+        STEERABLE_BASE_URL=fake_openai.base_url,
+        STEERABLE_API_KEY="sk-test-acp",
+    )
+    client = EditorClient()
+    async with spawn_acp(client, env, "--state-dir", str(state)) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await conn.prompt(session_id=session.session_id, prompt=_text("what do the notes say?"))
+    assert answer.stop_reason == "end_turn"
+    assert client.text("agent_thought_chunk") == "Read the notes first."
+    assert client.text() == "Looking.alpha and beta."
+    assert client.call_updates("r1")[-1].status == "completed"
+    assert fake_openai.requests[0].body["stream"] is True and len(fake_openai.requests) == 2
