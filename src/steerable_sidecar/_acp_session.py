@@ -52,9 +52,15 @@ from ._acp_updates import (
 )
 from .boot import Booted
 
-__all__ = ["MAX_DIFF_BYTES", "AcpSession"]
+__all__ = ["EDITOR_READ_TIMEOUT_S", "MAX_DIFF_BYTES", "MAX_EDITOR_READ_BYTES", "AcpSession"]
 
 logger = logging.getLogger(__name__)
+
+EDITOR_READ_TIMEOUT_S: Final = 10.0
+"""How long ``read_file`` waits for the editor's ``fs/read_text_file`` before it reads the disk."""
+
+MAX_EDITOR_READ_BYTES: Final = 16 * 1024 * 1024
+"""Largest file on disk asked of the editor (its answer, JSON-escaped, must fit one 50 MiB frame)."""
 
 MAX_DIFF_BYTES: Final = 1024 * 1024
 """Largest file, in bytes, whose before and after texts are sent as a diff (a bigger one: no diff)."""
@@ -171,9 +177,14 @@ class AcpSession:
 
         async def read_file(path: str, offset: int | None = None, limit: int | None = None) -> Any:
             real, display = workspace.resolve_file(path)
+            size = await asyncio.to_thread(_size_on_disk, real)
+            if size is not None and size > min(workspace.max_file_bytes, MAX_EDITOR_READ_BYTES):
+                return await disk.handler(path=path, offset=offset, limit=limit)  # its answer would not fit
             try:
-                answer = await self.client.read_text_file(session_id=self.id, path=str(real))
-            except Exception as exc:  # not known to the editor, or it failed: the disk answers
+                answer = await asyncio.wait_for(
+                    self.client.read_text_file(session_id=self.id, path=str(real)), EDITOR_READ_TIMEOUT_S
+                )
+            except Exception as exc:  # not known to the editor, it failed or is slow: the disk answers
                 logger.debug("session %s: the editor did not give %s: %s", self.id, display, exc)
                 return await disk.handler(path=path, offset=offset, limit=limit)
             buffer = answer.content.encode("utf-8", errors="surrogatepass")
@@ -444,6 +455,14 @@ def _checked_answers(payload: AskUserQuestionsPayload, content: Mapping[str, Any
         elif isinstance(value, str):
             answers[question["id"]] = value
     return answers
+
+
+def _size_on_disk(real: Path) -> int | None:
+    """``real``'s size in bytes, ``None`` when it is not there (blocking: a worker thread)."""
+    try:
+        return real.stat().st_size
+    except OSError:
+        return None
 
 
 def _same_text(on_disk: bytes, buffer: str) -> bool:

@@ -116,6 +116,8 @@ def locations_of(name: str, arguments: Mapping[str, Any], inside: Resolver) -> l
     refuse (outside, through a symlink out) must not send it elsewhere.
     """
     path = arguments.get("path")
+    if name == "list_dir" and path in (None, ""):
+        path = "."  # its default: the workspace root
     if name not in ("read_file", "write_file", "edit_file", "list_dir") or not isinstance(path, str):
         return []
     real = inside(path)

@@ -168,6 +168,10 @@ class SteerableAcpAgent:
         """The live sessions, least recently used first."""
         self._locks = _SessionLocks(options.state_dir / "sessions")
         self._parked: dict[str, _Parked] = {}
+        self._opening: dict[str, asyncio.Lock] = {}  # one load or reboot of an id at a time
+        self._cancels: dict[
+            str, int
+        ] = {}  # session/cancel count per id: a prompt that saw an older one stops
         self._opened_with: dict[
             str, tuple[str, tuple[HttpMcpServer | SseMcpServer | McpServerStdio, ...]]
         ] = {}
@@ -234,13 +238,14 @@ class SteerableAcpAgent:
             raise RequestError.resource_not_found(session_id) from exc
         if not opened.history and not opened.record.exists():
             raise RequestError.resource_not_found(session_id)
-        # the new session is opened first: a bad cwd or MCP server leaves the live one as it was
-        session = await self._open(session_id, cwd, mcp_servers or [], register=False)
-        old = self.sessions.pop(session_id, None)
-        self._parked.pop(session_id, None)
-        if old is not None:
-            await old.aclose()
-        await self._register(session, cwd, mcp_servers or [])
+        async with self._opening.setdefault(session_id, asyncio.Lock()):
+            # the new session is opened first: a bad cwd or MCP server leaves the live one as it was
+            session = await self._open(session_id, cwd, mcp_servers or [], register=False)
+            old = self.sessions.pop(session_id, None)
+            self._parked.pop(session_id, None)
+            if old is not None:
+                await old.aclose()
+            await self._register(session, cwd, mcp_servers or [])
         # spec: File tools, "the ACP adapter seeds its session on hydration"
         session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
         await session.replay(opened.history)
@@ -262,7 +267,7 @@ class SteerableAcpAgent:
         try:
             return await self._boot(session_id, root, cwd, configs, servers, register=register)
         except BaseException:
-            if acquired:
+            if acquired and session_id not in self.sessions:  # nobody else here holds it
                 self._locks.release(session_id)
             raise
 
@@ -322,6 +327,7 @@ class SteerableAcpAgent:
             cwd, servers = self._opened_with[idle.id]
             self._parked[idle.id] = _Parked(cwd, servers, frozenset(idle.always))
             await idle.aclose()
+            self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
 
     async def _session(self, session_id: str) -> AcpSession:
         """The live session ``session_id`` (a parked one booted again), now the most recently used."""
@@ -329,11 +335,21 @@ class SteerableAcpAgent:
         if session is not None:
             self.sessions[session_id] = session
             return session
-        parked = self._parked.pop(session_id, None)
-        if parked is None:
-            raise RequestError.resource_not_found(session_id)
-        session = await self._open(session_id, parked.cwd, parked.servers)
-        opened = await open_session(self.options.state_dir, session_id)
+        async with self._opening.setdefault(session_id, asyncio.Lock()):
+            if session_id in self.sessions:  # booted again meanwhile, by a prompt before this one
+                return self.sessions[session_id]
+            parked = self._parked.pop(session_id, None)
+            if parked is None:
+                raise RequestError.resource_not_found(session_id)
+            try:
+                session = await self._open(session_id, parked.cwd, parked.servers)
+                opened = await open_session(self.options.state_dir, session_id)
+            except BaseException:
+                self._parked[session_id] = parked  # the same error next time, and back once it is fixed
+                if session_id in self.sessions:
+                    await self.sessions.pop(session_id).aclose()
+                    self._locks.release(session_id)
+                raise
         session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
         session.always.update(parked.always)
         return session
@@ -358,6 +374,7 @@ class SteerableAcpAgent:
                 session runs (ACP v1 has one turn at a time: cancel it first); ``-32602`` for an
                 image or audio block; ``-32603`` when the model failed.
         """
+        cancels = self._cancels.get(session_id, 0)  # before any await: a cancel from now on stops it
         session = await self._session(session_id)
         text = _prompt_text(prompt)
         if not text.strip():
@@ -365,6 +382,8 @@ class SteerableAcpAgent:
         running = session.turn
         if running is not None and not running.done() and session.cancelling:
             await asyncio.wait({running}, timeout=CLOSE_TIMEOUT_S)  # a cancelled turn winds down first
+        if self._cancels.get(session_id, 0) != cancels:  # cancelled while it waited to start
+            return PromptResponse(stop_reason="cancelled")
         if session.turn is not None and not session.turn.done():
             raise RequestError.invalid_request(
                 {
@@ -378,6 +397,12 @@ class SteerableAcpAgent:
         session.turn, session.loop, session.cancelling = turn, None, False
         try:
             summary: RunSummary = await asyncio.shield(turn)
+        except OSError as exc:  # the record could not be written (a full disk): the turn stopped there
+            raise RequestError(
+                -32603,
+                f"the session's record could not be written: {exc.strerror or exc}",
+                {"sessionId": session_id, "path": str(exc.filename or "")},
+            ) from exc
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if turn.cancelled() and task is not None and not task.cancelling():
@@ -410,6 +435,7 @@ class SteerableAcpAgent:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """``session/cancel``: stop the session's turn; its ``session/prompt`` answers ``cancelled``."""
+        self._cancels[session_id] = self._cancels.get(session_id, 0) + 1  # a prompt still on its way too
         session = self.sessions.get(session_id)
         if session is not None:
             session.stop()
@@ -447,8 +473,17 @@ class _SessionLocks:
         """
         if session_id in self._held:
             return False
-        self._dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self._dir / f"{session_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        path = self._dir / f"{session_id}.lock"
+        try:
+            self._dir.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as exc:  # a read-only or full state directory, a directory in the way
+            raise RequestError(
+                -32603,
+                f"the session's lock {path} cannot be opened: {exc.strerror or exc}; the state "
+                "directory must be writable (--state-dir)",
+                {"path": str(path)},
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

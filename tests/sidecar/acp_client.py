@@ -90,6 +90,7 @@ class EditorClient:
         hold_permission: When set, a permission request waits on it before answering.
         buffers: Open editor buffers, by absolute path, served to ``fs/read_text_file`` (a path
             not in it is answered "resource not found").
+        hold_reads: When set, ``fs/read_text_file`` waits on it before answering.
     """
 
     def __init__(
@@ -99,6 +100,7 @@ class EditorClient:
         answers: list[Mapping[str, Any] | None] | None = None,
         hold_permission: asyncio.Event | None = None,
         buffers: Mapping[str, str] | None = None,
+        hold_reads: asyncio.Event | None = None,
     ) -> None:
         self.updates: list[Any] = []
         self.asked: list[tuple[ToolCallUpdate, list[PermissionOption]]] = []
@@ -107,6 +109,7 @@ class EditorClient:
         self._answers = deque(answers or [])
         self._hold = hold_permission
         self.buffers = dict(buffers or {})
+        self._hold_reads = hold_reads
         self.reads: list[str] = []
         self.changed = asyncio.Event()
 
@@ -137,6 +140,8 @@ class EditorClient:
         self, path: str, session_id: str, line: int | None = None, limit: int | None = None, **kwargs: Any
     ) -> ReadTextFileResponse:
         self.reads.append(path)
+        if self._hold_reads is not None:
+            await self._hold_reads.wait()
         if path not in self.buffers:
             raise RequestError.resource_not_found(path)
         return ReadTextFileResponse(content=self.buffers[path])

@@ -860,3 +860,119 @@ async def test_the_real_command_with_an_openai_compatible_model_over_loopback(
     assert client.text() == "Looking.alpha and beta."
     assert client.call_updates("r1")[-1].status == "completed"
     assert fake_openai.requests[0].body["stream"] is True and len(fake_openai.requests) == 2
+
+
+async def test_two_loads_at_once_one_failing_keep_the_session_locked(workspace: Path, state: Path) -> None:
+    """Loads of one id are serialised: the failed one does not give back the lock the other holds."""
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["one"])) as first:
+        await start(first)
+        session = await first.new_session(cwd=str(workspace), mcp_servers=[])
+        await first.prompt(session_id=session.session_id, prompt=_text("hi"))
+    failing = McpServerStdio(
+        name="broken", command=sys.executable, args=[MCP_SERVER, "--fail-at-start"], env=[]
+    )
+    async with in_process_acp(EditorClient(), options, ScriptedProvider([])) as second:
+        await start(second)
+        results = await asyncio.gather(
+            second.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[failing]),
+            second.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[]),
+            return_exceptions=True,
+        )
+        assert isinstance(results[0], RequestError) and not isinstance(results[1], BaseException)
+        async with in_process_acp(EditorClient(), options, ScriptedProvider([])) as third:
+            await start(third)
+            with pytest.raises(RequestError) as busy:
+                await third.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+    assert busy.value.code == -32600
+
+
+async def test_a_parked_session_gives_its_lock_back_and_takes_it_again(workspace: Path, state: Path) -> None:
+    """A closed idle session holds no lock (no descriptor per session ever opened); booting it
+    again takes it back, or says another process has it."""
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False, max_live_sessions=1)
+    other_options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["a", "b"])) as conn:
+        await start(conn)
+        first = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=first.session_id, prompt=_text("one"))
+        await conn.new_session(cwd=str(workspace), mcp_servers=[])  # the first is parked
+        async with in_process_acp(EditorClient(), other_options, ScriptedProvider([])) as other:
+            await start(other)
+            await other.load_session(cwd=str(workspace), session_id=first.session_id, mcp_servers=[])
+            with pytest.raises(RequestError) as busy:
+                await conn.prompt(session_id=first.session_id, prompt=_text("two"))
+        answer = await conn.prompt(session_id=first.session_id, prompt=_text("two"))  # free again
+    assert busy.value.code == -32600 and "another steerable process" in str(busy.value.data)
+    assert answer.stop_reason == "end_turn"
+
+
+async def test_a_parked_session_whose_folder_went_stays_parked_until_it_is_back(
+    tmp_path: Path, state: Path
+) -> None:
+    project, other = tmp_path / "project", tmp_path / "other"
+    project.mkdir()
+    other.mkdir()
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False, max_live_sessions=1)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["a", "b"])) as conn:
+        await start(conn)
+        first = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.new_session(cwd=str(other), mcp_servers=[])  # the first is parked
+        project.rename(tmp_path / "away")
+        for _ in range(2):  # the same answer each time, not "unknown session" the second time
+            with pytest.raises(RequestError) as gone:
+                await conn.prompt(session_id=first.session_id, prompt=_text("hi"))
+            assert gone.value.code == -32602 and "not a directory" in str(gone.value.data)
+        (tmp_path / "away").rename(project)
+        answer = await conn.prompt(session_id=first.session_id, prompt=_text("hi"))
+    assert answer.stop_reason == "end_turn"
+
+
+async def test_a_lock_that_cannot_be_taken_is_a_worded_error(workspace: Path, state: Path) -> None:
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    async with in_process_acp(EditorClient(), options, ScriptedProvider(["one"])) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("hi"))
+    (state / "sessions" / f"{session.session_id}.lock").unlink()
+    (state / "sessions" / f"{session.session_id}.lock").mkdir()  # something in the way
+    async with in_process_acp(EditorClient(), options, ScriptedProvider([])) as conn:
+        await start(conn)
+        with pytest.raises(RequestError) as caught:
+            await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+    assert caught.value.code == -32603
+    assert "lock" in str(caught.value) and "cannot be opened" in str(caught.value)
+
+
+async def test_an_editor_that_does_not_answer_or_a_big_file_reads_the_disk(
+    workspace: Path, state: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("steerable_sidecar._acp_session.EDITOR_READ_TIMEOUT_S", 0.5)
+    monkeypatch.setattr("steerable_sidecar._acp_session.MAX_EDITOR_READ_BYTES", 1000)
+    (workspace / "big.txt").write_text("y\n" * 1000)
+    calls = [
+        {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}},
+        {"id": "r2", "name": "read_file", "arguments": {"path": "big.txt"}},
+    ]
+    client = EditorClient(hold_reads=asyncio.Event())  # an editor that never answers fs/read_text_file
+    async with serve(client, [{"tool_calls": calls}, "read"]) as conn:
+        await start(conn, fs=True)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("r")), 20)
+    results = _tool_results(_record(state, session.session_id))
+    assert answer.stop_reason == "end_turn"
+    assert results["r1"]["data"]["content"] == "alpha\nbeta\n"
+    assert results["r2"]["data"]["totalLines"] == 1000
+    assert client.reads == [str(workspace / "notes.txt")]  # the big file was not asked of the editor
+
+
+async def test_list_dir_without_a_path_is_located_at_the_root(workspace: Path, serve: Serve) -> None:
+    client = EditorClient()
+    async with serve(
+        client, [{"tool_calls": [{"id": "l1", "name": "list_dir", "arguments": {}}]}, "ok"]
+    ) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=_text("ls"))
+    (where,) = client.call_updates("l1")[0].locations
+    assert where.path == str(workspace)

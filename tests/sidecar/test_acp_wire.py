@@ -273,3 +273,80 @@ async def test_a_cancel_in_the_same_read_as_its_prompt_stops_the_turn_before_any
             break
     assert message["result"]["stopReason"] == "end_turn"
     assert not (workspace / "ran.txt").exists()
+
+
+def _prompt(request_id: int, session_id: str, text: str = "go") -> dict[str, Any]:
+    return _request(
+        request_id, "session/prompt", {"sessionId": session_id, "prompt": [{"type": "text", "text": text}]}
+    )
+
+
+def _cancel(session_id: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
+
+
+async def _answers(client: RawClient, ids: set[int], *, allow: bool = True) -> dict[int, dict[str, Any]]:
+    """Read until each of ``ids`` is answered, allowing (or rejecting) every permission asked."""
+    got: dict[int, dict[str, Any]] = {}
+    while not ids <= got.keys():
+        message = await client.next()
+        if message.get("method") == "session/request_permission":
+            option = "allow_once" if allow else "reject_once"
+            outcome = {"outcome": {"outcome": "selected", "optionId": option}}
+            await client.send({"jsonrpc": "2.0", "id": message["id"], "result": outcome})
+        elif "method" not in message and message.get("id") in ids:
+            got[message["id"]] = message
+    return got
+
+
+async def test_a_cancel_stops_a_prompt_still_waiting_behind_a_cancelled_turn(
+    raw_agent: Any, workspace: Path
+) -> None:
+    """cancel, prompt, cancel in one write while a command runs: both turns end cancelled, and
+    neither the first command nor the second prompt's runs to its end."""
+    slow = {
+        "tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "sleep 3; echo A >> ran.txt"}}]
+    }
+    again = {"tool_calls": [{"id": "s2", "name": "bash", "arguments": {"command": "echo B >> ran.txt"}}]}
+    client = await raw_agent([slow, "never", again, "never"])
+    session_id = await client.open_session(workspace)
+    await client.send(_prompt(2, session_id))
+    while True:  # allow the first command and wait for it to run
+        message = await client.next()
+        if message.get("method") == "session/request_permission":
+            outcome = {"outcome": {"outcome": "selected", "optionId": "allow_once"}}
+            await client.send({"jsonrpc": "2.0", "id": message["id"], "result": outcome})
+        elif message.get("params", {}).get("update", {}).get("status") == "in_progress":
+            break
+    frames = [_cancel(session_id), _prompt(3, session_id, "next"), _cancel(session_id)]
+    await client.send("\n".join(json.dumps(f) for f in frames))
+    answers = await _answers(client, {2, 3})
+    assert [answers[i]["result"]["stopReason"] for i in (2, 3)] == ["cancelled", "cancelled"]
+    assert not (workspace / "ran.txt").exists()
+
+
+async def test_a_cancel_while_a_parked_session_boots_again_stops_its_prompt(
+    tmp_path: Path, workspace: Path
+) -> None:
+    to_agent_read, to_agent_write = os.pipe()
+    to_client_read, to_client_write = os.pipe()
+    agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
+    client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
+    bash = {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch ran.txt"}}]}
+    options = AcpOptions(state_dir=tmp_path / "state", plugins=False, web_tools=False, max_live_sessions=1)
+    setup = AcpSetup(options, ScriptedProvider([bash, "never", "ok"]), None)
+    serving = asyncio.ensure_future(serve_streams(agent_reader, agent_writer, lambda: setup))
+    client = RawClient(client_reader, client_writer)
+    try:
+        first = await client.open_session(workspace)
+        await client.send(_request(5, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+        await client.answer_to(5)  # the first session is parked now
+        await client.send(json.dumps(_prompt(6, first)) + "\n" + json.dumps(_cancel(first)))
+        answers = await _answers(client, {6})
+        await client.send(_prompt(7, first, "again"))
+        later = await _answers(client, {7}, allow=False)
+    finally:
+        await close_pipes(serving, client_reader, client_writer, agent_writer)
+    assert answers[6]["result"]["stopReason"] == "cancelled"
+    assert later[7]["result"]["stopReason"] == "end_turn"
+    assert not (workspace / "ran.txt").exists()
