@@ -59,8 +59,9 @@ logger = logging.getLogger(__name__)
 EDITOR_READ_TIMEOUT_S: Final = 10.0
 """How long ``read_file`` waits for the editor's ``fs/read_text_file`` before it reads the disk."""
 
-MAX_EDITOR_READ_BYTES: Final = 16 * 1024 * 1024
-"""Largest file on disk asked of the editor (its answer, JSON-escaped, must fit one 50 MiB frame)."""
+MAX_EDITOR_READ_BYTES: Final = 8 * 1024 * 1024
+"""Largest file on disk asked of the editor: JSON escapes a control character in six bytes, so
+its answer stays inside one 50 MiB message (MAX_ACP_FRAME_BYTES) whatever the text."""
 
 MAX_DIFF_BYTES: Final = 1024 * 1024
 """Largest file, in bytes, whose before and after texts are sent as a diff (a bigger one: no diff)."""
@@ -131,6 +132,10 @@ class AcpSession:
         """The running (or last) turn: set before the turn's first await."""
         self.cancelling = False
         """Whether the running turn was told to stop."""
+        self.pins = 0
+        """Prompts holding the session live between their lookup and their turn's start."""
+        self.editor_answers = True
+        """Whether ``read_file`` asks the editor: not after one read it left unanswered."""
         self._announced: dict[str, str] = {}  # call id -> tool name, for the calls the client was shown
         self._diffs: dict[str, list[FileDiff]] = {}
         self._texted = False  # whether this round's answer text was streamed
@@ -178,13 +183,20 @@ class AcpSession:
         async def read_file(path: str, offset: int | None = None, limit: int | None = None) -> Any:
             real, display = workspace.resolve_file(path)
             size = await asyncio.to_thread(_size_on_disk, real)
-            if size is not None and size > min(workspace.max_file_bytes, MAX_EDITOR_READ_BYTES):
-                return await disk.handler(path=path, offset=offset, limit=limit)  # its answer would not fit
+            too_big = size is not None and size > min(workspace.max_file_bytes, MAX_EDITOR_READ_BYTES)
+            if too_big or not self.editor_answers:  # its answer would not fit, or will not come
+                return await disk.handler(path=path, offset=offset, limit=limit)
             try:
                 answer = await asyncio.wait_for(
                     self.client.read_text_file(session_id=self.id, path=str(real)), EDITOR_READ_TIMEOUT_S
                 )
-            except Exception as exc:  # not known to the editor, it failed or is slow: the disk answers
+            except TimeoutError:
+                logger.warning(
+                    "session %s: the editor did not answer fs/read_text_file; reading the disk", self.id
+                )
+                self.editor_answers = False
+                return await disk.handler(path=path, offset=offset, limit=limit)
+            except Exception as exc:  # not known to the editor, or it failed: the disk answers
                 logger.debug("session %s: the editor did not give %s: %s", self.id, display, exc)
                 return await disk.handler(path=path, offset=offset, limit=limit)
             buffer = answer.content.encode("utf-8", errors="surrogatepass")

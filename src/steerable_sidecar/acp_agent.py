@@ -258,6 +258,7 @@ class SteerableAcpAgent:
         servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio],
         *,
         register: bool = True,
+        pin: bool = False,
     ) -> AcpSession:
         if self.provider is None:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
@@ -265,7 +266,7 @@ class SteerableAcpAgent:
         configs = _mcp_configs(servers)
         acquired = await asyncio.to_thread(self._locks.hold, session_id)
         try:
-            return await self._boot(session_id, root, cwd, configs, servers, register=register)
+            return await self._boot(session_id, root, cwd, configs, servers, register=register, pin=pin)
         except BaseException:
             if acquired and session_id not in self.sessions:  # nobody else here holds it
                 self._locks.release(session_id)
@@ -280,6 +281,7 @@ class SteerableAcpAgent:
         servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio],
         *,
         register: bool,
+        pin: bool,
     ) -> AcpSession:
         stack = contextlib.AsyncExitStack()
         try:
@@ -303,6 +305,7 @@ class SteerableAcpAgent:
             await stack.aclose()
             raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
         session = AcpSession(session_id, root, booted, stack, self.client, self.capabilities)
+        session.pins = 1 if pin else 0  # a prompt's: not to be parked before its turn starts
         if register:
             await self._register(session, cwd, servers)
         return session
@@ -315,34 +318,55 @@ class SteerableAcpAgent:
         await self._park_idle(keep=session.id)
 
     async def _park_idle(self, *, keep: str) -> None:
-        """Close the least recently used idle sessions past ``max_live_sessions`` (never ``keep``)."""
+        """Close the least recently used idle sessions past ``max_live_sessions`` (never ``keep``).
+
+        Idle: no turn running, none about to start (a prompt pins its session from the lookup to
+        its turn), no load or reboot of its id under way. The close and the lock's release hold
+        the id's opening lock, so a reboot of it waits for both and takes the lock afresh.
+        """
         while len(self.sessions) > max(self.options.max_live_sessions, 1):
-            idle = next(
-                (s for s in self.sessions.values() if s.id != keep and (s.turn is None or s.turn.done())),
-                None,
-            )
+            idle = next((s for s in self.sessions.values() if s.id != keep and self._idle(s)), None)
             if idle is None:
-                return  # every one runs a turn: none to close
-            del self.sessions[idle.id]
-            cwd, servers = self._opened_with[idle.id]
-            self._parked[idle.id] = _Parked(cwd, servers, frozenset(idle.always))
-            await idle.aclose()
-            self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
+                return  # every one is busy: none to close
+            async with self._opening.setdefault(idle.id, asyncio.Lock()):  # free: no wait
+                del self.sessions[idle.id]
+                cwd, servers = self._opened_with[idle.id]
+                self._parked[idle.id] = _Parked(cwd, servers, frozenset(idle.always))
+                await idle.aclose()
+                self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
+
+    def _idle(self, session: AcpSession) -> bool:
+        opening = self._opening.get(session.id)
+        running = session.turn is not None and not session.turn.done()
+        return not running and session.pins == 0 and (opening is None or not opening.locked())
+
+    def _known(self, session_id: str) -> bool:
+        """Whether ``session_id`` is live, parked, or being loaded or booted again here."""
+        opening = self._opening.get(session_id)
+        return session_id in self.sessions or session_id in self._parked or bool(opening and opening.locked())
 
     async def _session(self, session_id: str) -> AcpSession:
-        """The live session ``session_id`` (a parked one booted again), now the most recently used."""
+        """The live session ``session_id`` (a parked one booted again), now the most recently used.
+
+        The session comes back pinned (``pins``): the caller unpins it once its turn is set.
+        """
         session = self.sessions.pop(session_id, None)
         if session is not None:
             self.sessions[session_id] = session
+            session.pins += 1
             return session
+        if not self._known(session_id):
+            raise RequestError.resource_not_found(session_id)
         async with self._opening.setdefault(session_id, asyncio.Lock()):
             if session_id in self.sessions:  # booted again meanwhile, by a prompt before this one
-                return self.sessions[session_id]
+                session = self.sessions[session_id]
+                session.pins += 1
+                return session
             parked = self._parked.pop(session_id, None)
             if parked is None:
                 raise RequestError.resource_not_found(session_id)
             try:
-                session = await self._open(session_id, parked.cwd, parked.servers)
+                session = await self._open(session_id, parked.cwd, parked.servers, pin=True)
                 opened = await open_session(self.options.state_dir, session_id)
             except BaseException:
                 self._parked[session_id] = parked  # the same error next time, and back once it is fixed
@@ -375,26 +399,29 @@ class SteerableAcpAgent:
                 image or audio block; ``-32603`` when the model failed.
         """
         cancels = self._cancels.get(session_id, 0)  # before any await: a cancel from now on stops it
-        session = await self._session(session_id)
-        text = _prompt_text(prompt)
-        if not text.strip():
-            raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
-        running = session.turn
-        if running is not None and not running.done() and session.cancelling:
-            await asyncio.wait({running}, timeout=CLOSE_TIMEOUT_S)  # a cancelled turn winds down first
-        if self._cancels.get(session_id, 0) != cancels:  # cancelled while it waited to start
-            return PromptResponse(stop_reason="cancelled")
-        if session.turn is not None and not session.turn.done():
-            raise RequestError.invalid_request(
-                {
-                    "sessionId": session_id,
-                    "reason": "a turn is already running: cancel it (session/cancel) first",
-                }
-            )
-        # the turn is the session's from here, before any await: a second prompt is refused and a
-        # cancel reaches it even while its loop is still being assembled
-        turn = asyncio.ensure_future(self._turn(session, text))
-        session.turn, session.loop, session.cancelling = turn, None, False
+        session = await self._session(session_id)  # pinned: not parked before its turn is set
+        try:
+            text = _prompt_text(prompt)
+            if not text.strip():
+                raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
+            running = session.turn
+            if running is not None and not running.done() and session.cancelling:
+                await asyncio.wait({running}, timeout=CLOSE_TIMEOUT_S)  # a cancelled turn winds down first
+            if self._cancels.get(session_id, 0) != cancels:  # cancelled while it waited to start
+                return PromptResponse(stop_reason="cancelled")
+            if session.turn is not None and not session.turn.done():
+                raise RequestError.invalid_request(
+                    {
+                        "sessionId": session_id,
+                        "reason": "a turn is already running: cancel it (session/cancel) first",
+                    }
+                )
+            # the turn is the session's from here, before any await: a second prompt is refused
+            # and a cancel reaches it even while its loop is still being assembled
+            turn = asyncio.ensure_future(self._turn(session, text))
+            session.turn, session.loop, session.cancelling = turn, None, False
+        finally:
+            session.pins -= 1
         try:
             summary: RunSummary = await asyncio.shield(turn)
         except OSError as exc:  # the record could not be written (a full disk): the turn stopped there
@@ -435,6 +462,8 @@ class SteerableAcpAgent:
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """``session/cancel``: stop the session's turn; its ``session/prompt`` answers ``cancelled``."""
+        if not self._known(session_id):
+            return  # nothing to stop (and nothing kept: an editor may send any id)
         self._cancels[session_id] = self._cancels.get(session_id, 0) + 1  # a prompt still on its way too
         session = self.sessions.get(session_id)
         if session is not None:

@@ -954,8 +954,9 @@ async def test_an_editor_that_does_not_answer_or_a_big_file_reads_the_disk(
         {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}},
         {"id": "r2", "name": "read_file", "arguments": {"path": "big.txt"}},
     ]
+    again = {"id": "r3", "name": "read_file", "arguments": {"path": "notes.txt"}}
     client = EditorClient(hold_reads=asyncio.Event())  # an editor that never answers fs/read_text_file
-    async with serve(client, [{"tool_calls": calls}, "read"]) as conn:
+    async with serve(client, [{"tool_calls": calls}, {"tool_calls": [again]}, "read"]) as conn:
         await start(conn, fs=True)
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         answer = await asyncio.wait_for(conn.prompt(session_id=session.session_id, prompt=_text("r")), 20)
@@ -963,7 +964,9 @@ async def test_an_editor_that_does_not_answer_or_a_big_file_reads_the_disk(
     assert answer.stop_reason == "end_turn"
     assert results["r1"]["data"]["content"] == "alpha\nbeta\n"
     assert results["r2"]["data"]["totalLines"] == 1000
-    assert client.reads == [str(workspace / "notes.txt")]  # the big file was not asked of the editor
+    assert results["r3"]["data"]["content"] == "alpha\nbeta\n"
+    # the big file was not asked of the editor, nor anything after the one read it left unanswered
+    assert client.reads == [str(workspace / "notes.txt")]
 
 
 async def test_list_dir_without_a_path_is_located_at_the_root(workspace: Path, serve: Serve) -> None:
@@ -976,3 +979,35 @@ async def test_list_dir_without_a_path_is_located_at_the_root(workspace: Path, s
         await conn.prompt(session_id=session.session_id, prompt=_text("ls"))
     (where,) = client.call_updates("l1")[0].locations
     assert where.path == str(workspace)
+
+
+async def test_sessions_booted_again_together_keep_their_locks_while_their_turns_run(
+    tmp_path: Path, state: Path
+) -> None:
+    """Three parked sessions prompted at once, two live at most: none is parked again between its
+    reboot and its turn, so each holds its lock while it runs and another process is refused."""
+    projects = [tmp_path / f"p{i}" for i in range(5)]
+    for project in projects:
+        project.mkdir()
+    slow = {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 1"}}]}
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False, max_live_sessions=2)
+    other_options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    client = EditorClient(permissions=["allow_always"] * 3)
+    async with in_process_acp(client, options, ScriptedProvider([slow, slow, slow, "a", "b", "c"])) as conn:
+        await start(conn)
+        ids = [(await conn.new_session(cwd=str(p), mcp_servers=[])).session_id for p in projects]
+        parked = ids[:3]  # the two most recent stay live
+        turns = [asyncio.ensure_future(conn.prompt(session_id=i, prompt=_text("sleep"))) for i in parked]
+        await client.wait_for(
+            lambda c: sum(u.status == "in_progress" for u in c.of_kind("tool_call_update")) >= 3
+        )
+        async with in_process_acp(EditorClient(), other_options, ScriptedProvider([])) as other:
+            await start(other)
+            refused = []
+            for session_id, project in zip(parked, projects, strict=False):
+                with pytest.raises(RequestError) as busy:
+                    await other.load_session(cwd=str(project), session_id=session_id, mcp_servers=[])
+                refused.append(busy.value.code)
+        answers = await asyncio.gather(*turns)
+    assert refused == [-32600, -32600, -32600]
+    assert [a.stop_reason for a in answers] == ["end_turn"] * 3
