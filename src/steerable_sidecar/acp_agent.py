@@ -133,6 +133,9 @@ class AcpOptions:
     max_live_sessions: int = 16
 
 
+_McpServer = HttpMcpServer | SseMcpServer | McpServerStdio
+
+
 @dataclass(frozen=True, slots=True)
 class _Parked:
     """How to boot a closed idle session again: its folder, its MCP servers, its "always" choices."""
@@ -169,12 +172,9 @@ class SteerableAcpAgent:
         self._locks = _SessionLocks(options.state_dir / "sessions")
         self._parked: dict[str, _Parked] = {}
         self._opening: dict[str, asyncio.Lock] = {}  # one load or reboot of an id at a time
-        self._cancels: dict[
-            str, int
-        ] = {}  # session/cancel count per id: a prompt that saw an older one stops
-        self._opened_with: dict[
-            str, tuple[str, tuple[HttpMcpServer | SseMcpServer | McpServerStdio, ...]]
-        ] = {}
+        # session/cancel count per id: a prompt that saw an older count when it came stops
+        self._cancels: dict[str, int] = {}
+        self._opened_with: dict[str, tuple[str, tuple[_McpServer, ...]]] = {}
         self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
         self._client: Client | None = None
 
@@ -229,8 +229,9 @@ class SteerableAcpAgent:
         """Reopen a recorded session: replay its history to the client, re-seed its read state.
 
         Raises:
-            RequestError: ``-32002`` (resource not found) for a session with no record; the
-                errors of :meth:`new_session`.
+            RequestError: ``-32002`` (resource not found) for a session with no record;
+                ``-32600`` while a turn of it runs here, or when another process has it open;
+                the errors of :meth:`new_session`.
         """
         try:
             opened = await open_session(self.options.state_dir, session_id)
@@ -239,17 +240,30 @@ class SteerableAcpAgent:
         if not opened.history and not opened.record.exists():
             raise RequestError.resource_not_found(session_id)
         async with self._opening.setdefault(session_id, asyncio.Lock()):
+            self._refuse_if_busy(session_id)
             # the new session is opened first: a bad cwd or MCP server leaves the live one as it was
             session = await self._open(session_id, cwd, mcp_servers or [], register=False)
+            try:
+                self._refuse_if_busy(session_id)  # a prompt may have started a turn meanwhile
+            except RequestError:
+                await session.aclose()
+                raise
+            # spec: File tools, "the ACP adapter seeds its session on hydration"
+            session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
             old = self.sessions.pop(session_id, None)
             self._parked.pop(session_id, None)
             if old is not None:
                 await old.aclose()
             await self._register(session, cwd, mcp_servers or [])
-        # spec: File tools, "the ACP adapter seeds its session on hydration"
-        session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
         await session.replay(opened.history)
         return LoadSessionResponse()
+
+    def _refuse_if_busy(self, session_id: str) -> None:
+        live = self.sessions.get(session_id)
+        if live is not None and ((live.turn is not None and not live.turn.done()) or live.pins):
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "reason": "a turn is running: cancel it (session/cancel) first"}
+            )
 
     async def _open(
         self,

@@ -1011,3 +1011,19 @@ async def test_sessions_booted_again_together_keep_their_locks_while_their_turns
         answers = await asyncio.gather(*turns)
     assert refused == [-32600, -32600, -32600]
     assert [a.stop_reason for a in answers] == ["end_turn"] * 3
+
+
+async def test_a_load_while_its_turn_runs_is_refused_and_the_turn_goes_on(
+    workspace: Path, serve: Serve
+) -> None:
+    client = EditorClient(permissions=["allow_once"])
+    async with serve(client, [SLEEPING[0], "done"]) as conn:
+        session, turn = await _sleep_under_way(conn, client, workspace)
+        with pytest.raises(RequestError) as busy:
+            await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+        assert not turn.done()
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(turn, 20)
+        await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+    assert busy.value.code == -32600 and "a turn is running" in str(busy.value.data)
+    assert answer.stop_reason == "cancelled"
