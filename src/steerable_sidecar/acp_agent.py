@@ -342,7 +342,9 @@ class SteerableAcpAgent:
             idle = next((s for s in self.sessions.values() if s.id != keep and self._idle(s)), None)
             if idle is None:
                 return  # every one is busy: none to close
-            async with self._opening.setdefault(idle.id, asyncio.Lock()):  # free: no wait
+            async with self._opening.setdefault(idle.id, asyncio.Lock()):  # may wait: a waiter goes first
+                if self.sessions.get(idle.id) is not idle or not self._unused(idle):
+                    continue  # replaced, closed or taken while this waited: look again
                 del self.sessions[idle.id]
                 cwd, servers = self._opened_with[idle.id]
                 self._parked[idle.id] = _Parked(cwd, servers, frozenset(idle.always))
@@ -351,8 +353,12 @@ class SteerableAcpAgent:
 
     def _idle(self, session: AcpSession) -> bool:
         opening = self._opening.get(session.id)
-        running = session.turn is not None and not session.turn.done()
-        return not running and session.pins == 0 and (opening is None or not opening.locked())
+        return self._unused(session) and (opening is None or not opening.locked())
+
+    @staticmethod
+    def _unused(session: AcpSession) -> bool:
+        """No turn running and none about to start (no prompt holds a pin)."""
+        return (session.turn is None or session.turn.done()) and session.pins == 0
 
     def _known(self, session_id: str) -> bool:
         """Whether ``session_id`` is live, parked, or being loaded or booted again here."""
