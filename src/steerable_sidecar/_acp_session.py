@@ -145,7 +145,9 @@ class AcpSession:
     def _install_tools(self) -> None:
         router = self.booted.router
         elicitation = self.capabilities.elicitation
-        if elicitation is not None and elicitation.form is not None:
+        if "ask_user" in router:  # a plugin's own: left as it is
+            pass
+        elif elicitation is not None and elicitation.form is not None:
             router.register(make_ask_user_tool(self.ask_user))
         else:
             router.mark_unavailable("ask_user", _NO_ELICITATION)
