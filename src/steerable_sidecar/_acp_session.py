@@ -107,6 +107,7 @@ class AcpSession:
         stack: What closes with the session (the MCP servers the client named, the tools).
         client: The connection to the client.
         capabilities: What the client said it supports in ``initialize``.
+        servers: The MCP servers the client named (booted again with the session).
     """
 
     def __init__(
@@ -117,6 +118,8 @@ class AcpSession:
         stack: contextlib.AsyncExitStack,
         client: Client,
         capabilities: ClientCapabilities,
+        *,
+        servers: tuple[Any, ...] = (),
     ) -> None:
         self.id = session_id
         self.root = root
@@ -124,6 +127,7 @@ class AcpSession:
         self.stack = stack
         self.client = client
         self.capabilities = capabilities
+        self.servers = servers
         self.always: set[str] = set()
         """Tool names the user allowed for the rest of this session (``allow_always``)."""
         self.loop: AgentLoop | None = None
@@ -136,6 +140,9 @@ class AcpSession:
         """Prompts holding the session live between their lookup and their turn's start."""
         self.editor_answers = True
         """Whether ``read_file`` asks the editor: not after one read it left unanswered."""
+        self.reseed = False
+        """Whether the next turn seeds the read state from the record (a session booted from one:
+        ``session/load``, a parked session booted again), through the assembly's ``read_state``."""
         self._announced: dict[str, str] = {}  # call id -> tool name, for the calls the client was shown
         self._diffs: dict[str, list[FileDiff]] = {}
         self._texted = False  # whether this round's answer text was streamed
@@ -422,14 +429,18 @@ class AcpSession:
         shown = result if result is not None else INTERRUPTED_RESULT.to_wire()
         await self.send(result_update(call_id, name, shown))
 
+    @property
+    def running(self) -> bool:
+        """Whether a turn is running (or still being assembled)."""
+        return self.turn is not None and not self.turn.done()
+
     def stop(self) -> None:
         """Stop the running turn: its loop (which records the cancel), or its assembly still."""
-        turn = self.turn
-        if turn is None or turn.done():
+        if self.turn is None or not self.running:
             return
         self.cancelling = True
         if self.loop is None or not self.loop.cancel():  # the loop not assembled, or not yet running
-            turn.cancel()
+            self.turn.cancel()
 
     async def aclose(self) -> None:
         """Stop the turn in progress (recorded as cancelled), then the MCP servers and the tools."""

@@ -52,7 +52,6 @@ from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.llm import LLMProvider
 from steerable_agent_runtime.loop import RunSummary
 from steerable_agent_runtime.types import new_call_id
-from steerable_agent_runtime.workspace import read_file_state_from_messages
 
 from ._acp_session import AcpSession
 from ._acp_wire import LineTransport, initialize_result
@@ -141,7 +140,7 @@ class _Parked:
     """How to boot a closed idle session again: its folder, its MCP servers, its "always" choices."""
 
     cwd: str
-    servers: tuple[HttpMcpServer | SseMcpServer | McpServerStdio, ...]
+    servers: tuple[_McpServer, ...]
     always: frozenset[str]
 
 
@@ -174,7 +173,6 @@ class SteerableAcpAgent:
         self._opening: dict[str, asyncio.Lock] = {}  # one load or reboot of an id at a time
         # session/cancel count per id: a prompt that saw an older count when it came stops
         self._cancels: dict[str, int] = {}
-        self._opened_with: dict[str, tuple[str, tuple[_McpServer, ...]]] = {}
         self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
         self._client: Client | None = None
 
@@ -216,6 +214,7 @@ class SteerableAcpAgent:
                 configuration, the tools or an MCP server fail (the message says which).
         """
         session = await self._open(new_call_id(), cwd, mcp_servers or [])
+        await self._register(session)
         return NewSessionResponse(session_id=session.id)
 
     async def load_session(
@@ -242,25 +241,26 @@ class SteerableAcpAgent:
         async with self._opening.setdefault(session_id, asyncio.Lock()):
             self._refuse_if_busy(session_id)
             # the new session is opened first: a bad cwd or MCP server leaves the live one as it was
-            session = await self._open(session_id, cwd, mcp_servers or [], register=False)
+            session = await self._open(session_id, cwd, mcp_servers or [])
             try:
                 self._refuse_if_busy(session_id)  # a prompt may have started a turn meanwhile
             except RequestError:
                 await session.aclose()
                 raise
-            # spec: File tools, "the ACP adapter seeds its session on hydration"
-            session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
+            # spec: File tools, "the ACP adapter seeds its session on hydration": its first turn
+            # seeds the read state from the record, through the assembly (assemble_loop)
+            session.reseed = True
             old = self.sessions.pop(session_id, None)
             self._parked.pop(session_id, None)
             if old is not None:
                 await old.aclose()
-            await self._register(session, cwd, mcp_servers or [])
+            await self._register(session)
         await session.replay(opened.history)
         return LoadSessionResponse()
 
     def _refuse_if_busy(self, session_id: str) -> None:
         live = self.sessions.get(session_id)
-        if live is not None and ((live.turn is not None and not live.turn.done()) or live.pins):
+        if live is not None and not self._unused(live):
             raise RequestError.invalid_request(
                 {"sessionId": session_id, "reason": "a turn is running: cancel it (session/cancel) first"}
             )
@@ -270,19 +270,17 @@ class SteerableAcpAgent:
         session_id: str,
         cwd: str,
         servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio],
-        *,
-        register: bool = True,
-        pin: bool = False,
     ) -> AcpSession:
+        """Boot a session on ``cwd`` (not live yet: the caller registers it) with its lock taken."""
         if self.provider is None:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
         root = _workspace(cwd, self.options.state_dir)
         configs = _mcp_configs(servers)
         acquired = await asyncio.to_thread(self._locks.hold, session_id)
         try:
-            return await self._boot(session_id, root, cwd, configs, servers, register=register, pin=pin)
+            return await self._boot(session_id, root, configs, servers)
         except BaseException:
-            if acquired and session_id not in self.sessions:  # nobody else here holds it
+            if acquired:  # taken for this boot alone: nobody else here holds it
                 self._locks.release(session_id)
             raise
 
@@ -290,12 +288,8 @@ class SteerableAcpAgent:
         self,
         session_id: str,
         root: Path,
-        cwd: str,
         configs: Sequence[Any],
         servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio],
-        *,
-        register: bool,
-        pin: bool,
     ) -> AcpSession:
         stack = contextlib.AsyncExitStack()
         try:
@@ -318,17 +312,13 @@ class SteerableAcpAgent:
         except Exception as exc:
             await stack.aclose()
             raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
-        session = AcpSession(session_id, root, booted, stack, self.client, self.capabilities)
-        session.pins = 1 if pin else 0  # a prompt's: not to be parked before its turn starts
-        if register:
-            await self._register(session, cwd, servers)
-        return session
+        return AcpSession(
+            session_id, root, booted, stack, self.client, self.capabilities, servers=tuple(servers)
+        )
 
-    async def _register(
-        self, session: AcpSession, cwd: str, servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]
-    ) -> None:
+    async def _register(self, session: AcpSession) -> None:
+        """Make ``session`` live (the most recently used); park idle ones past the limit."""
         self.sessions[session.id] = session
-        self._opened_with[session.id] = (cwd, tuple(servers))
         await self._park_idle(keep=session.id)
 
     async def _park_idle(self, *, keep: str) -> None:
@@ -346,8 +336,7 @@ class SteerableAcpAgent:
                 if self.sessions.get(idle.id) is not idle or not self._unused(idle):
                     continue  # replaced, closed or taken while this waited: look again
                 del self.sessions[idle.id]
-                cwd, servers = self._opened_with[idle.id]
-                self._parked[idle.id] = _Parked(cwd, servers, frozenset(idle.always))
+                self._parked[idle.id] = _Parked(str(idle.root), idle.servers, frozenset(idle.always))
                 await idle.aclose()
                 self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
 
@@ -358,7 +347,7 @@ class SteerableAcpAgent:
     @staticmethod
     def _unused(session: AcpSession) -> bool:
         """No turn running and none about to start (no prompt holds a pin)."""
-        return (session.turn is None or session.turn.done()) and session.pins == 0
+        return not session.running and session.pins == 0
 
     def _known(self, session_id: str) -> bool:
         """Whether ``session_id`` is live, parked, or being loaded or booted again here."""
@@ -386,16 +375,14 @@ class SteerableAcpAgent:
             if parked is None:
                 raise RequestError.resource_not_found(session_id)
             try:
-                session = await self._open(session_id, parked.cwd, parked.servers, pin=True)
-                opened = await open_session(self.options.state_dir, session_id)
+                session = await self._open(session_id, parked.cwd, parked.servers)
             except BaseException:
                 self._parked[session_id] = parked  # the same error next time, and back once it is fixed
-                if session_id in self.sessions:
-                    await self.sessions.pop(session_id).aclose()
-                    self._locks.release(session_id)
                 raise
-        session.booted.workspace.state.seed(read_file_state_from_messages(opened.history))
-        session.always.update(parked.always)
+            session.pins = 1  # the caller's: not parked again before its turn starts
+            session.reseed = True  # its next turn seeds the read state from the record
+            session.always.update(parked.always)
+            await self._register(session)
         return session
 
     # -- a turn ----------------------------------------------------------------------------------
@@ -424,12 +411,13 @@ class SteerableAcpAgent:
             text = _prompt_text(prompt)
             if not text.strip():
                 raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
-            running = session.turn
-            if running is not None and not running.done() and session.cancelling:
-                await asyncio.wait({running}, timeout=CLOSE_TIMEOUT_S)  # a cancelled turn winds down first
+            if session.turn is not None and session.running and session.cancelling:
+                await asyncio.wait(
+                    {session.turn}, timeout=CLOSE_TIMEOUT_S
+                )  # a cancelled turn winds down first
             if self._cancels.get(session_id, 0) != cancels:  # cancelled while it waited to start
                 return PromptResponse(stop_reason="cancelled")
-            if session.turn is not None and not session.turn.done():
+            if session.running:
                 raise RequestError.invalid_request(
                     {
                         "sessionId": session_id,
@@ -444,10 +432,10 @@ class SteerableAcpAgent:
             session.pins -= 1
         try:
             summary: RunSummary = await asyncio.shield(turn)
-        except OSError as exc:  # the record could not be written (a full disk): the turn stopped there
+        except OSError as exc:  # the record could not be read or written (a full disk): the turn stopped
             raise RequestError(
                 -32603,
-                f"the session's record could not be written: {exc.strerror or exc}",
+                f"the session's record could not be read or written: {exc.strerror or exc}",
                 {"sessionId": session_id, "path": str(exc.filename or "")},
             ) from exc
         except asyncio.CancelledError:
@@ -470,13 +458,18 @@ class SteerableAcpAgent:
             opened,
             self.provider,
             session.booted.router,
-            transport=Transport(approve=session.approve, on_event=session.on_event, wrap=session.wrap),
+            transport=Transport(
+                approve=session.approve,
+                on_event=session.on_event,
+                wrap=session.wrap,
+                read_state=session.booted.workspace.state.seed if session.reseed else None,
+            ),
             offered=session.booted.harness.offered,
             options=LoopOptions(
                 max_rounds=self.options.max_rounds, model_timeout_ms=self.options.model_timeout_ms
             ),
         )
-        session.loop = loop
+        session.loop, session.reseed = loop, False
         system = (self.options.system or ACP_SYSTEM_PROMPT).replace("{cwd}", str(session.root))
         return await loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
 
