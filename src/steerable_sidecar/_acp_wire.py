@@ -27,14 +27,12 @@ from ._jsonrpc_frames import (
     FrameError,
     decode_frame,
     encode_frame,
-    error_response,
     id_key,
+    invalid_request,
     is_response,
     line_frames,
     request_problem,
-    valid_id,
 )
-from ._rpc_errors import INVALID_REQUEST
 from ._rpc_stdio import LineWriter
 
 __all__ = [
@@ -124,10 +122,7 @@ class LineTransport:
                 if routed is not None:
                     return routed
                 continue
-            request_id = (
-                message.get("id") if isinstance(message, dict) and valid_id(message.get("id")) else None
-            )
-            await self._answer(error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}"))
+            await self._answer(invalid_request(message, problem))
         return None
 
     def _route(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -150,10 +145,9 @@ class LineTransport:
             return message
         if not method.startswith("$/"):
             return message
-        request_id = params.get("requestId") if isinstance(params, dict) else None
-        if method != CANCEL_REQUEST or request_id is None or not valid_id(request_id):
-            return None
-        key = id_key(request_id)
+        key = (
+            id_key(params.get("requestId")) if method == CANCEL_REQUEST and isinstance(params, dict) else None
+        )
         session_id = self._prompts.get(key) if key is not None else None
         if session_id is None:  # not a prompt, or already answered: nothing to stop
             return None
@@ -167,7 +161,7 @@ class LineTransport:
         """
         if self._closed:
             raise ConnectionError("the ACP client is gone")
-        if "method" not in message and "id" in message:  # a response: that request is no longer in flight
+        if is_response(message):  # that request is no longer in flight
             key = id_key(message["id"])
             if key is not None:
                 self._prompts.pop(key, None)
@@ -197,11 +191,7 @@ def _problem(message: Any) -> str | None:
     if not isinstance(message, dict):
         return "a message must be a JSON object"
     if is_response(message):
-        return (
-            None
-            if valid_id(message.get("id")) and message.get("id") is not None
-            else "a response needs its 'id'"
-        )
+        return None if id_key(message.get("id")) is not None else "a response needs its 'id'"
     return request_problem(message)
 
 

@@ -25,6 +25,7 @@ __all__ = [
     "encode_frame",
     "error_response",
     "id_key",
+    "invalid_request",
     "is_response",
     "line_frames",
     "request_problem",
@@ -52,6 +53,12 @@ def error_response(id_: Any, code: int, message: str, data: Any = None) -> dict[
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def invalid_request(message: Any, problem: str) -> dict[str, Any]:
+    """The ``-32600`` answer to ``message``: with its ``id`` when it has a valid one, else ``null``."""
+    request_id = message.get("id") if isinstance(message, dict) and valid_id(message.get("id")) else None
+    return error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
 
 
 def valid_id(value: Any) -> bool:

@@ -27,10 +27,10 @@ from ._jsonrpc_frames import (
     encode_frame,
     error_response,
     id_key,
+    invalid_request,
     is_response,
     line_frames,
     request_problem,
-    valid_id,
 )
 from ._rpc_errors import (
     ERROR_CODES,
@@ -459,8 +459,7 @@ class JsonRpcPeer:
             return None
         problem = request_problem(value)
         if problem is not None:
-            request_id = value.get("id") if valid_id(value.get("id")) else None
-            return error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+            return invalid_request(value, problem)
         method: str = value["method"]
         params: Params = value.get("params")
         if "id" not in value:
