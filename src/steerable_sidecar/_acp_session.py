@@ -15,8 +15,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-import os
-import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -36,6 +34,7 @@ from acp.schema import (
 from steerable_agent_runtime import AgentLoop, ToolCall, ToolExecutor, ToolResult
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
 from steerable_agent_runtime.context import CallContext
+from steerable_agent_runtime.errors import WorkspaceError
 from steerable_agent_runtime.llm import Message
 from steerable_agent_runtime.loop import INTERRUPTED_RESULT, LoopEvent
 from steerable_agent_runtime.modes import ToolMode, requires_consent
@@ -353,10 +352,10 @@ class AcpSession:
             if mode is None or not requires_consent(mode):  # else shown running once allowed
                 await self.send(helpers.update_tool_call(call.id, status="in_progress"))
             paths = _edited_paths(call)
-            before = await asyncio.to_thread(self._texts, paths) if paths else {}
+            before = await self._texts(paths) if paths else {}
             result = await inner(call, context)
             if paths and result.success:
-                after = await asyncio.to_thread(self._texts, paths)
+                after = await self._texts(paths)
                 self._diffs[call.id] = [
                     (shown, before.get(shown), after.get(shown))
                     for shown in {**before, **after}
@@ -366,34 +365,27 @@ class AcpSession:
 
         return run
 
-    def _texts(self, paths: Sequence[str]) -> dict[str, str | None]:
-        """Each path's text now (``None``: absent), by absolute path; unreadable or big ones left out.
+    async def _texts(self, paths: Sequence[str]) -> dict[str, str | None]:
+        """Each path's text now (``None``: absent), by absolute path; refused, odd or big ones left out.
 
-        Blocking (a worker thread). Only a regular file is read: a FIFO, a device or a socket
-        named by the model is opened without blocking and left out, never waited on.
+        Read as the file tools read (``Workspace.load``: a FIFO, a device or a symlink swapped in
+        is refused without blocking), after a size check so a big file is not read for nothing.
         """
+        workspace = self.booted.workspace
         texts: dict[str, str | None] = {}
         for path in paths:
             try:
-                real, _ = self.booted.workspace.resolve_file(path)
-            except Exception:  # a refused path: the tool says why, no diff to show
+                real, display = workspace.resolve_file(path)
+                size = await asyncio.to_thread(_size_on_disk, real)
+                if size is not None and size > MAX_DIFF_BYTES:
+                    continue
+                data = await workspace.load(real, display)
+            except (WorkspaceError, OSError):  # refused or unreadable: the tool says why, no diff
                 continue
-            try:
-                fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)  # non-inheritable (PEP 446)
-            except FileNotFoundError:
+            if data is None:
                 texts[str(real)] = None
-                continue
-            except OSError:
-                continue
-            try:
-                info = os.fstat(fd)
-                if stat.S_ISREG(info.st_mode) and info.st_size <= MAX_DIFF_BYTES:
-                    with os.fdopen(fd, "rb", closefd=False) as file:
-                        texts[str(real)] = file.read(MAX_DIFF_BYTES + 1).decode("utf-8", errors="replace")
-            except OSError:
-                pass
-            finally:
-                os.close(fd)
+            elif len(data) <= MAX_DIFF_BYTES:
+                texts[str(real)] = data.decode("utf-8", errors="replace")
         return texts
 
     # -- session/load ----------------------------------------------------------------------------
