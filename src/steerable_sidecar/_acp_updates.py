@@ -31,6 +31,7 @@ __all__ = [
     "FileDiff",
     "Resolver",
     "cancelled_update",
+    "clipped",
     "locations_of",
     "result_content",
     "result_update",
@@ -143,10 +144,11 @@ def start_update(
     )
 
 
-def _clip(text: str) -> str:
-    if len(text) <= MAX_SHOWN_CHARS:
+def clipped(text: str, limit: int = MAX_SHOWN_CHARS, missing: str = "not shown") -> str:
+    """``text``'s first ``limit`` characters, and a line saying how many more are ``missing``."""
+    if len(text) <= limit:
         return text
-    return text[:MAX_SHOWN_CHARS] + f"\n[... {len(text) - MAX_SHOWN_CHARS} more characters not shown]"
+    return text[:limit] + f"\n[... {len(text) - limit} more characters {missing}]"
 
 
 def _fenced(text: str) -> str:
@@ -174,16 +176,16 @@ def result_content(
     if name in ("bash", "run_code") and isinstance(data, Mapping):
         output = "".join(str(data.get(k) or "") for k in ("stdout", "stderr"))
         if output:
-            shown.append(_text(_fenced(_clip(output))))
+            shown.append(_text(_fenced(clipped(output))))
     problem = result.get("error")
     if isinstance(problem, str) and problem:
-        shown.append(_text(_clip(problem)))
+        shown.append(_text(clipped(problem)))
     elif not shown:
         message = result.get("message")
         if isinstance(message, str) and message:
-            shown.append(_text(_clip(message)))
+            shown.append(_text(clipped(message)))
         elif name not in ("read_file", "read_spilled") and data:
-            shown.append(_text(_fenced(_clip(json.dumps(data, ensure_ascii=False, indent=2)))))
+            shown.append(_text(_fenced(clipped(json.dumps(data, ensure_ascii=False, indent=2)))))
     return shown
 
 

@@ -54,6 +54,7 @@ from steerable_agent_runtime.loop import RunSummary
 from steerable_agent_runtime.types import new_call_id
 
 from ._acp_session import AcpSession
+from ._acp_updates import clipped
 from ._acp_wire import LineTransport, initialize_result
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 from ._mcp_cli import person_homes, refused_workspace
@@ -614,16 +615,6 @@ def _mcp_configs(servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio
     return configs
 
 
-def _clipped(text: str) -> str:
-    """An embedded file's text, at most :data:`MAX_EMBEDDED_CHARS` (the record keeps every turn)."""
-    if len(text) <= MAX_EMBEDDED_CHARS:
-        return text
-    left = len(text) - MAX_EMBEDDED_CHARS
-    return (
-        text[:MAX_EMBEDDED_CHARS] + f"\n[... {left} more characters not included: read the file for the rest]"
-    )
-
-
 def _prompt_text(blocks: Sequence[Any]) -> str:
     """The user message of a prompt: its text, embedded files as tagged context, links by name."""
     parts: list[str] = []
@@ -636,7 +627,8 @@ def _prompt_text(blocks: Sequence[Any]) -> str:
             resource = block.resource
             uri = html.escape(resource.uri, quote=True)
             if isinstance(resource, TextResourceContents):
-                parts.append(f'<context uri="{uri}">\n{_clipped(resource.text)}\n</context>')
+                text = clipped(resource.text, MAX_EMBEDDED_CHARS, "not included: read the file for the rest")
+                parts.append(f'<context uri="{uri}">\n{text}\n</context>')
             else:
                 parts.append(f"[binary resource {uri} not shown]")
         else:
