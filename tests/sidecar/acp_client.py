@@ -17,6 +17,7 @@ import os
 import sys
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -210,6 +211,44 @@ async def start(conn: ClientSideConnection, *, elicitation: bool = False, fs: bo
     )
 
 
+@dataclass
+class Served:
+    """``steerable acp``'s :func:`serve_streams` running in this process over two pipes.
+
+    Attributes:
+        serving: The agent (its exit code once the client's side closes).
+        reader: What the agent sends, for the client.
+        writer: What the client sends to the agent.
+        agent_writer: The agent's end of the second pipe (closed by :meth:`close`).
+    """
+
+    serving: asyncio.Future[int]
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    agent_writer: Any
+
+    @classmethod
+    async def start(cls, options: AcpOptions, provider: LLMProvider) -> Served:
+        to_agent_read, to_agent_write = os.pipe()
+        to_client_read, to_client_write = os.pipe()
+        agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
+        client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
+        assert isinstance(client_writer, asyncio.StreamWriter)
+        setup = AcpSetup(options, provider, None)
+        serving = asyncio.ensure_future(serve_streams(agent_reader, agent_writer, lambda: setup))
+        return cls(serving, client_reader, client_writer, agent_writer)
+
+    async def close(self) -> None:
+        """End the agent as an editor that quits does: EOF to it, its exit, both pipes drained."""
+        self.writer.close()  # EOF: the agent ends its turns and returns
+        assert await asyncio.wait_for(self.serving, 30) == 0
+        self.agent_writer.close()
+        while await self.reader.read(65536):  # to EOF: the read side's transport closes itself
+            pass
+        for writer in (self.writer, self.agent_writer):
+            await writer.wait_closed()
+
+
 @contextlib.asynccontextmanager
 async def in_process_acp(
     client: EditorClient, options: AcpOptions, provider: LLMProvider
@@ -218,30 +257,10 @@ async def in_process_acp(
 
     Leaving closes the client's side; the agent then ends every turn and closes its sessions.
     """
-    to_agent_read, to_agent_write = os.pipe()
-    to_client_read, to_client_write = os.pipe()
-    agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
-    client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
-    assert isinstance(client_writer, asyncio.StreamWriter)
-    serving = asyncio.ensure_future(
-        serve_streams(agent_reader, agent_writer, lambda: AcpSetup(options, provider, None))
-    )
-    conn = connect_to_agent(cast("Client", client), client_writer, client_reader, use_unstable_protocol=True)
+    served = await Served.start(options, provider)
+    conn = connect_to_agent(cast("Client", client), served.writer, served.reader, use_unstable_protocol=True)
     try:
         yield conn
     finally:
         await conn.close()
-        await close_pipes(serving, client_reader, client_writer, agent_writer)
-
-
-async def close_pipes(
-    serving: asyncio.Future[int], client_reader: asyncio.StreamReader, client_writer: Any, agent_writer: Any
-) -> None:
-    """End an in-process agent as an editor that quits does: EOF to it, its exit, both pipes drained."""
-    client_writer.close()  # EOF: the agent ends its turns and returns
-    assert await asyncio.wait_for(serving, 30) == 0
-    agent_writer.close()
-    while await client_reader.read(65536):  # to EOF: the read side's transport closes itself
-        pass
-    for writer in (client_writer, agent_writer):
-        await writer.wait_closed()
+        await served.close()

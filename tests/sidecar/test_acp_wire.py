@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -19,13 +18,11 @@ from typing import Any
 import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import InitializeResponse
-from acp_client import close_pipes, write_script
+from acp_client import Served, write_script
 
 from steerable_agent_runtime.llm import ScriptedProvider
-from steerable_sidecar._acp_cli import AcpSetup, serve_streams
 from steerable_sidecar._acp_wire import ACP_PROTOCOL_VERSION, initialize_result
 from steerable_sidecar.acp_agent import AcpOptions
-from steerable_sidecar.rpc import open_fd_streams
 
 pytestmark = pytest.mark.slow
 
@@ -76,22 +73,17 @@ class RawClient:
 @pytest.fixture
 async def raw_agent(tmp_path: Path) -> AsyncIterator[Callable[[list[Any]], Any]]:
     """``steerable acp``'s :func:`serve_streams` in this process, with raw pipes for the client."""
-    running: list[tuple[asyncio.Future[int], asyncio.StreamReader, Any, Any]] = []
+    running: list[Served] = []
 
-    async def start(turns: list[Any]) -> RawClient:
-        to_agent_read, to_agent_write = os.pipe()
-        to_client_read, to_client_write = os.pipe()
-        agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
-        client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
-        options = AcpOptions(state_dir=tmp_path / "state", plugins=False, web_tools=False)
-        setup = AcpSetup(options, ScriptedProvider(turns), None)
-        serving = asyncio.ensure_future(serve_streams(agent_reader, agent_writer, lambda: setup))
-        running.append((serving, client_reader, client_writer, agent_writer))
-        return RawClient(client_reader, client_writer)
+    async def start(turns: list[Any], **options: Any) -> RawClient:
+        settings = AcpOptions(state_dir=tmp_path / "state", plugins=False, web_tools=False, **options)
+        served = await Served.start(settings, ScriptedProvider(turns))
+        running.append(served)
+        return RawClient(served.reader, served.writer)
 
     yield start
-    for serving, client_reader, client_writer, agent_writer in running:
-        await close_pipes(serving, client_reader, client_writer, agent_writer)
+    for served in running:
+        await served.close()
 
 
 def _request(request_id: int, method: str, params: Any) -> dict[str, Any]:
@@ -326,27 +318,17 @@ async def test_a_cancel_stops_a_prompt_still_waiting_behind_a_cancelled_turn(
 
 
 async def test_a_cancel_while_a_parked_session_boots_again_stops_its_prompt(
-    tmp_path: Path, workspace: Path
+    raw_agent: Any, workspace: Path
 ) -> None:
-    to_agent_read, to_agent_write = os.pipe()
-    to_client_read, to_client_write = os.pipe()
-    agent_reader, agent_writer = await open_fd_streams(to_agent_read, to_client_write)
-    client_reader, client_writer = await open_fd_streams(to_client_read, to_agent_write)
     bash = {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch ran.txt"}}]}
-    options = AcpOptions(state_dir=tmp_path / "state", plugins=False, web_tools=False, max_live_sessions=1)
-    setup = AcpSetup(options, ScriptedProvider([bash, "never", "ok"]), None)
-    serving = asyncio.ensure_future(serve_streams(agent_reader, agent_writer, lambda: setup))
-    client = RawClient(client_reader, client_writer)
-    try:
-        first = await client.open_session(workspace)
-        await client.send(_request(5, "session/new", {"cwd": str(workspace), "mcpServers": []}))
-        await client.answer_to(5)  # the first session is parked now
-        await client.send(json.dumps(_prompt(6, first)) + "\n" + json.dumps(_cancel(first)))
-        answers = await _answers(client, {6})
-        await client.send(_prompt(7, first, "again"))
-        later = await _answers(client, {7}, allow=False)
-    finally:
-        await close_pipes(serving, client_reader, client_writer, agent_writer)
+    client = await raw_agent([bash, "never", "ok"], max_live_sessions=1)
+    first = await client.open_session(workspace)
+    await client.send(_request(5, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+    await client.answer_to(5)  # the first session is parked now
+    await client.send(json.dumps(_prompt(6, first)) + "\n" + json.dumps(_cancel(first)))
+    answers = await _answers(client, {6})
+    await client.send(_prompt(7, first, "again"))
+    later = await _answers(client, {7}, allow=False)
     assert answers[6]["result"]["stopReason"] == "cancelled"
     assert later[7]["result"]["stopReason"] == "end_turn"
     assert not (workspace / "ran.txt").exists()
