@@ -57,13 +57,15 @@ def test_steerable_call_imports_no_heavy_dependency(tmp_path: Path):
 
 
 def test_the_cli_parser_imports_neither_pydantic_nor_the_agent_loop(tmp_path: Path):
-    """Every command builds the parser, ``steerable run``'s options included (``steerable --version``)."""
+    """Every command builds the parser, ``steerable run``'s and ``acp``'s options included
+    (``steerable --version``): asyncio (~35 ms), the RPC peer and the ACP SDK wait for a command."""
     code = (
         "import json, sys\n"
         "from steerable_sidecar.cli import build_parser\n"
         "build_parser()\n"
         "print(json.dumps({'loaded': [m for m in "
-        "('pydantic', 'steerable_agent_runtime.loop', 'steerable_sidecar.sidecar') if m in sys.modules]}))\n"
+        "('pydantic', 'steerable_agent_runtime.loop', 'steerable_sidecar.sidecar', 'asyncio', "
+        "'steerable_sidecar.rpc', 'acp') if m in sys.modules]}))\n"
     )
     assert _loaded(code, tmp_path) == {"loaded": []}
 

@@ -10,7 +10,6 @@ later message waits for the SDK. The process ends when the client closes stdin.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,14 +18,15 @@ from typing import TYPE_CHECKING
 
 from steerable_agent_runtime.errors import SteerableError
 
-from ._acp_wire import LineTransport, early_initialize
 from .exit_codes import ExitCode
-from .rpc import LineWriter, open_stdio_streams
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the parser (every command) imports this module: asyncio and the wire wait
+    import asyncio
+
     from steerable_agent_runtime.llm import LLMProvider
 
     from .acp_agent import AcpOptions
+    from .rpc import LineWriter
 
 __all__ = ["AcpSetup", "add_acp_arguments", "run_acp", "serve_streams"]
 
@@ -91,6 +91,8 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
     except SteerableError as exc:
         print(f"steerable acp: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    import asyncio
+
     return asyncio.run(_serve(args, state_dir, provider))
 
 
@@ -122,6 +124,8 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
 
 
 async def _serve(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> int:
+    from .rpc import open_stdio_streams
+
     reader, writer = await open_stdio_streams()  # first: a print() from here on lands on stderr
     return await serve_streams(reader, writer, lambda: _load(args, state_dir, provider))
 
@@ -139,6 +143,10 @@ async def serve_streams(
     Returns:
         0.
     """
+    import asyncio
+
+    from ._acp_wire import LineTransport, early_initialize
+
     loading = asyncio.ensure_future(asyncio.to_thread(load))
     transport = LineTransport(reader, writer)
     hello = await early_initialize(transport)
