@@ -9,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from steerable_agent_runtime import version_of, workspace_tools_for_cwd
+from steerable_agent_runtime import (
+    ToolMode,
+    ToolResult,
+    decide_tool_mode,
+    is_terminal_result,
+    version_of,
+    workspace_tools_for_cwd,
+)
+from steerable_agent_runtime.modes import DEFAULT_TOOL_MODE, OPEN_WORLD_READS
 from steerable_agent_runtime.workspace import EDIT_ERROR_CODES, FileErrorCode
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,3 +130,39 @@ def test_clip_limit_matches_the_contract():
     from steerable_agent_runtime.workspace import DEFAULT_MAX_OUTPUT_CHARS
 
     assert CONTRACT["limits"]["readFileMaxOutputChars"] == DEFAULT_MAX_OUTPUT_CHARS == 100_000
+
+
+# -- toolMode and completion: the vectors the TypeScript port (js/test/contract.test.ts) checks too
+
+
+@pytest.mark.parametrize("vector", CONTRACT["toolMode"]["vectors"], ids=lambda v: repr(v["name"]))
+def test_tool_mode_vectors_mode_1_mode_4(vector):
+    assert decide_tool_mode(vector["name"]).value == vector["mode"]
+
+
+def test_tool_mode_table_is_the_code_s_mode_1():
+    table = CONTRACT["toolMode"]
+    assert table["modes"] == [mode.value for mode in ToolMode]
+    assert table["default"] == DEFAULT_TOOL_MODE.value
+    assert set(table["exact"]) == OPEN_WORLD_READS and set(table["exact"].values()) == {"read"}
+    for rule in table["rules"]:  # each prefix alone, and followed by a word, gives its mode
+        for prefix in rule["prefixes"]:
+            assert decide_tool_mode(prefix).value == rule["mode"]
+            assert decide_tool_mode(prefix + "thing").value == rule["mode"]
+            assert decide_tool_mode(prefix.upper() + "thing").value == table["default"]
+    covered = {prefix for rule in table["rules"] for prefix in rule["prefixes"]}
+    assert {v["name"] for v in table["vectors"]} >= set(OPEN_WORLD_READS)
+    assert len(covered) == 15
+
+
+@pytest.mark.parametrize("vector", CONTRACT["completion"]["vectors"], ids=lambda v: json.dumps(v["result"]))
+def test_completion_vectors_env_6(vector):
+    assert is_terminal_result(vector["result"]) is vector["terminal"]
+    if isinstance(vector["result"], dict) and set(vector["result"]) <= {
+        "success",
+        "terminal",
+        "needsFollowup",
+    }:
+        typed = vector["result"]
+        if all(isinstance(typed.get(k, False), bool) for k in typed) and "success" in typed:
+            assert is_terminal_result(ToolResult.model_validate(typed)) is vector["terminal"]
