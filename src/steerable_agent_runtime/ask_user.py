@@ -24,9 +24,10 @@ import copy
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Literal, NotRequired, TypedDict
+from typing import Any, Final, Literal, NotRequired
 
 from pydantic_core import to_jsonable_python
+from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (spec/sidecar.schema.json)
 
 from ._codes import ToolErrorCode
 from .errors import ToolRetry, ToolSignal, UserError
