@@ -1,0 +1,331 @@
+/**
+ * `SidecarClient`: spawn `steerable sidecar` and drive it over its JSON-RPC line protocol.
+ *
+ * Spec: the host side of the sidecar protocol (docs/sidecar-protocol.md); the Python twin is
+ * `steerable_sidecar.client.SidecarClient`. The client waits for `lifecycle.ready`, calls the
+ * sidecar's methods, streams a chat's `agent.chat.event`s, and answers the sidecar's reverse
+ * calls with the handlers you give it, each under a timeout.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+
+import { PeerClosedError, RemoteError } from "./errors-base.js";
+import { malformedResult } from "./errors.js";
+import { SidecarStartError } from "./generated/errors.js";
+import type {
+  ChatEvent,
+  ChatEventParams,
+  ChatParams,
+  ChatSummary,
+  HostMethods,
+  PingResult,
+  ReadStateSeedParams,
+  ReadyParams,
+  SidecarMethods,
+  ToolDescriptor,
+  ToolResult,
+} from "./generated/protocol.js";
+import { ChatHandle } from "./chat.js";
+import { InvalidParamsError, JsonRpcPeer, type RequestOptions } from "./peer.js";
+import { type ReverseHandlers, type ReverseTimeouts, serveReverseCalls } from "./reverse.js";
+import { type SidecarLogger, StderrLines, defaultLogger } from "./stderr.js";
+
+/** How to start a sidecar ({@link SidecarClient.start}). */
+export interface SidecarStartOptions extends ReverseHandlers {
+  /** The program and its leading arguments (default `["steerable", "sidecar"]`). */
+  readonly command?: readonly string[];
+  /** `--workspace` (default: the child's working directory). */
+  readonly workspace?: string;
+  /** `--state-dir`, where durable session records live. */
+  readonly stateDir?: string;
+  /** More arguments after those (`--no-plugins`, `--harness`, ...). */
+  readonly args?: readonly string[];
+  /** The child's working directory. */
+  readonly cwd?: string;
+  /** The child's environment (default: this process's); the model comes from its `STEERABLE_*`. */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Milliseconds to wait for `lifecycle.ready` (default 30 000). */
+  readonly readyTimeoutMs?: number;
+  /** Receives the sidecar's stderr, line by line, and the client's own warnings. */
+  readonly logger?: SidecarLogger;
+  /** Per reverse method, milliseconds its handler may take (defaults: {@link DEFAULT_TIMEOUTS_MS}). */
+  readonly handlerTimeoutsMs?: ReverseTimeouts;
+  /** Longest accepted frame from the sidecar, in bytes (default 64 MiB). */
+  readonly maxFrameBytes?: number;
+}
+
+/** Options of {@link SidecarClient.invoke}. */
+export interface InvokeOptions extends RequestOptions {
+  /** The call's id (default: the sidecar makes one). */
+  readonly id?: string;
+  /** The user allowed this `local`-mode call (otherwise it answers `consent_required`). */
+  readonly consentGranted?: boolean;
+  /** Free-form metadata for the call's trace span (never part of the ToolCall). */
+  readonly context?: Record<string, unknown>;
+}
+
+/** How the process ended. */
+export interface SidecarExit {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+}
+
+const READY_TIMEOUT_MS = 30_000;
+const CLOSE_TIMEOUT_MS = 10_000;
+
+/**
+ * A running `steerable sidecar` and the host's end of its connection.
+ *
+ * The reverse-call handlers (`onAskUser`, `onApproval`, `onToolInvoke`, `onReadStateSeed`,
+ * `onWebSearch`: {@link ReverseHandlers}) are read when a call arrives: pass them to `start` or
+ * set them any time before a chat needs them.
+ */
+export class SidecarClient implements ReverseHandlers {
+  onAskUser: ReverseHandlers["onAskUser"];
+  onApproval: ReverseHandlers["onApproval"];
+  onToolInvoke: ReverseHandlers["onToolInvoke"];
+  onReadStateSeed: ReverseHandlers["onReadStateSeed"];
+  onWebSearch: ReverseHandlers["onWebSearch"];
+  /** The `lifecycle.ready` params: `{version, protocolVersion, pid, workspace}`. */
+  ready!: ReadyParams;
+  /** Every `read_state.seed` received, in order. */
+  readonly seeds: ReadStateSeedParams[] = [];
+  /** Settles when the process has exited. */
+  readonly exited: Promise<SidecarExit>;
+  readonly process: ChildProcess;
+  readonly #peer: JsonRpcPeer;
+  readonly #stderr: StderrLines;
+  readonly #chats = new Map<string, ChatHandle>();
+  #exit: SidecarExit | undefined;
+
+  private constructor(child: ChildProcess, options: SidecarStartOptions) {
+    this.process = child;
+    const logger = options.logger ?? defaultLogger;
+    this.#stderr = new StderrLines(logger);
+    child.stderr?.on("data", (chunk: Buffer) => this.#stderr.feed(chunk));
+    this.exited = new Promise((resolve) => {
+      child.once("exit", (code, signal) => {
+        this.#exit = { code, signal };
+        resolve(this.#exit);
+      });
+    });
+    if (child.stdout === null || child.stdin === null) throw new Error("the sidecar has no stdio pipes");
+    this.#peer = new JsonRpcPeer(child.stdout, child.stdin, {
+      ...(options.maxFrameBytes !== undefined && { maxFrameBytes: options.maxFrameBytes }),
+      log: (level, message) => logger({ source: "client", level, message }),
+      onClose: () => this.#whyClosed(),
+    });
+    this.#peer.addNotification("agent.chat.event", (params) => this.#event(params));
+    this.onAskUser = options.onAskUser;
+    this.onApproval = options.onApproval;
+    this.onToolInvoke = options.onToolInvoke;
+    this.onReadStateSeed = options.onReadStateSeed;
+    this.onWebSearch = options.onWebSearch;
+    serveReverseCalls(this.#peer, this, options.handlerTimeoutsMs ?? {}, this.seeds, logger);
+  }
+
+  /**
+   * Spawn the sidecar and wait for its `lifecycle.ready`.
+   *
+   * @returns A connected client.
+   * @throws SidecarStartError (code -32060) - the program could not start, or it exited or
+   *   stayed silent for `readyTimeoutMs` first; the message carries its stderr.
+   */
+  static async start(options: SidecarStartOptions = {}): Promise<SidecarClient> {
+    const [program, ...leading] = options.command ?? ["steerable", "sidecar"];
+    if (program === undefined) throw new SidecarStartError(-32060, "command is empty");
+    const argv = [
+      ...leading,
+      ...(options.workspace !== undefined ? ["--workspace", options.workspace] : []),
+      ...(options.stateDir !== undefined ? ["--state-dir", options.stateDir] : []),
+      ...(options.args ?? []),
+    ];
+    const child = spawn(program, argv, {
+      stdio: ["pipe", "pipe", "pipe"],
+      ...(options.cwd !== undefined && { cwd: options.cwd }),
+      ...(options.env !== undefined && { env: options.env }),
+    });
+    const client = new SidecarClient(child, options);
+    const timeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
+    let timer: NodeJS.Timeout | undefined;
+    const outcome = await new Promise<string | ReadyParams>((resolve) => {
+      client.#peer.addNotification("lifecycle.ready", (params) => resolve(params as ReadyParams));
+      child.once("error", (error) => resolve(`could not be started (${program}: ${error.message})`));
+      void client.exited.then((exit) => resolve(`exited with ${describeExit(exit)}`));
+      timer = setTimeout(() => resolve(`sent nothing in ${timeoutMs} ms`), timeoutMs);
+    });
+    clearTimeout(timer);
+    if (typeof outcome === "string") {
+      await client.#kill();
+      const stderr = client.stderrTail;
+      throw new SidecarStartError(-32060, `the sidecar ${outcome} before lifecycle.ready; stderr:\n${stderr}`);
+    }
+    client.ready = outcome;
+    return client;
+  }
+
+  /** The last 64 Ki characters the sidecar wrote to stderr (its logs). */
+  get stderrTail(): string {
+    return this.#stderr.tail;
+  }
+
+  // -- host -> sidecar ---------------------------------------------------------------------------
+
+  /**
+   * Call one sidecar method; the wrappers below all go through it. The result is typed from
+   * spec/sidecar.schema.json but not checked (the wrappers check the shapes they return).
+   *
+   * @throws RemoteError - the error response, as the class its code names (`ConfigError`...);
+   *   PeerClosedError when the sidecar went away first; RequestTimeoutError past `timeoutMs`.
+   */
+  async request<M extends keyof SidecarMethods>(
+    method: M,
+    params?: SidecarMethods[M]["params"],
+    options?: RequestOptions,
+  ): Promise<SidecarMethods[M]["result"]> {
+    return (await this.#peer.request(method, params, options)) as SidecarMethods[M]["result"];
+  }
+
+  /** `system.ping`: `{pong: true, pid}`. */
+  async ping(options?: RequestOptions): Promise<PingResult> {
+    const answer = await this.request("system.ping", undefined, options);
+    if (!isObject(answer) || answer.pong !== true) throw malformedResult("system.ping", answer, "{pong: true}");
+    return answer;
+  }
+
+  /** `tool.list`: the full inventory (every tier) with schemas, modes and exposure. */
+  async list(options?: RequestOptions): Promise<ToolDescriptor[]> {
+    const answer: unknown = await this.request("tool.list", undefined, options);
+    const tools = isObject(answer) ? answer.tools : undefined;
+    if (!Array.isArray(tools) || !tools.every((t) => isObject(t) && typeof t.name === "string")) {
+      throw malformedResult("tool.list", answer, "{tools: [{name, ...}]}");
+    }
+    return tools as ToolDescriptor[];
+  }
+
+  /**
+   * `tool.invoke`: run one tool in the sidecar. Everything a tool can go wrong with is a result,
+   * not an error: an unknown name, invalid arguments, `consent_required` for a `local` tool.
+   *
+   * @param name - The tool's name.
+   * @param args - Its arguments (validated by the tool's schema).
+   * @returns The ToolResult (wire form).
+   */
+  async invoke(name: string, args: Record<string, unknown> = {}, options: InvokeOptions = {}): Promise<ToolResult> {
+    const params = {
+      name,
+      arguments: args,
+      ...(options.id !== undefined && { id: options.id }),
+      ...(options.consentGranted === true && { consentGranted: true }),
+      ...(options.context !== undefined && { context: options.context }),
+    };
+    const answer: unknown = await this.request("tool.invoke", params, options);
+    if (!isObject(answer) || typeof answer.success !== "boolean") {
+      throw malformedResult("tool.invoke", answer, "a ToolResult");
+    }
+    return answer as ToolResult;
+  }
+
+  /**
+   * Start `agent.chat.stream` and return at once: iterate the handle for the chat's events,
+   * await `handle.result` for its summary.
+   *
+   * @param message - The user's message, or the whole params (`chatId`, `sessionId`, `askUser`,
+   *   `toolsViaHost` with `tools`, `autoApprove`, `maxRounds`, `model`, `harness`...).
+   */
+  chat(message: string | ChatParams, options: RequestOptions = {}): ChatHandle {
+    const params: ChatParams = typeof message === "string" ? { message } : { ...message };
+    const chatId = params.chatId ?? randomUUID();
+    const request = this.request("agent.chat.stream", { ...params, chatId }, options).then((answer: unknown) => {
+      if (!isObject(answer) || typeof answer.outcome !== "string") {
+        throw malformedResult("agent.chat.stream", answer, "a summary with a string 'outcome'");
+      }
+      return answer as unknown as ChatSummary;
+    });
+    const handle = new ChatHandle(chatId, request, () => this.cancel(chatId));
+    this.#chats.set(chatId, handle);
+    void request.then(
+      () => this.#chats.delete(chatId),
+      () => this.#chats.delete(chatId),
+    );
+    return handle;
+  }
+
+  /** `agent.chat.cancel`: `true` when the chat was running; its result then says `cancelled`. */
+  async cancel(chatId: string, options?: RequestOptions): Promise<boolean> {
+    const answer: unknown = await this.request("agent.chat.cancel", { chatId }, options);
+    if (!isObject(answer) || typeof answer.cancelled !== "boolean") {
+      throw malformedResult("agent.chat.cancel", answer, "{cancelled: boolean}");
+    }
+    return answer.cancelled;
+  }
+
+  // -- the end ------------------------------------------------------------------------------------
+
+  /**
+   * `system.shutdown`, then wait for the exit (running chats are cancelled; calls in flight get
+   * 5 s); kills the process if it is still there after `timeoutMs` (default 10 000).
+   *
+   * @returns The exit code (`null` when it ended by a signal).
+   */
+  async shutdown(timeoutMs = CLOSE_TIMEOUT_MS): Promise<number | null> {
+    if (this.#exit === undefined && !this.#peer.isClosed) {
+      await this.request("system.shutdown", undefined, { timeoutMs }).catch(() => undefined);
+    }
+    return this.#waitOrKill(timeoutMs);
+  }
+
+  /** Close the sidecar's stdin (it exits at EOF), wait up to `timeoutMs`, then kill it. */
+  async close(timeoutMs = CLOSE_TIMEOUT_MS): Promise<number | null> {
+    this.process.stdin?.end();
+    return this.#waitOrKill(timeoutMs);
+  }
+
+  /** `await using sidecar = await SidecarClient.start()` closes it at the end of the scope. */
+  async [Symbol.asyncDispose](): Promise<void> {
+    await this.close();
+  }
+
+  async #waitOrKill(timeoutMs: number): Promise<number | null> {
+    const exit = await Promise.race([this.exited, delay(timeoutMs)]);
+    if (exit === undefined) await this.#kill();
+    return (await this.exited).code;
+  }
+
+  async #kill(): Promise<void> {
+    if (this.#exit === undefined && this.process.exitCode === null && this.process.pid !== undefined) {
+      this.process.kill("SIGKILL");
+      await this.exited;
+    }
+    this.process.stdin?.destroy();
+  }
+
+  // -- sidecar -> host ----------------------------------------------------------------------------
+
+  #event(params: unknown): void {
+    if (!isObject(params) || typeof params.chatId !== "string" || !isObject(params.event)) return;
+    this.#chats.get(params.chatId)?.push((params as unknown as ChatEventParams).event as ChatEvent);
+  }
+
+  async #whyClosed(): Promise<string> {
+    const exit = await Promise.race([this.exited, delay(2_000)]);
+    const last = this.#stderr.lastLines(3);
+    const said = last ? `; its last stderr lines:\n${last}` : "";
+    if (exit === undefined) return `the sidecar closed its output${said}`;
+    return `the sidecar exited with ${describeExit(exit)}${said}`;
+  }
+}
+
+function describeExit(exit: SidecarExit): string {
+  return exit.signal !== null ? `signal ${exit.signal}` : `code ${exit.code}`;
+}
+
+function delay(ms: number): Promise<undefined> {
+  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+export { InvalidParamsError, PeerClosedError, RemoteError, type HostMethods };

@@ -1,0 +1,141 @@
+/**
+ * The host's answers to the sidecar's reverse calls, each through an optional handler and under
+ * a timeout (docs/sidecar-protocol.md, Reverse calls; the Python client's handlers).
+ *
+ * | Method | Handler | Unset, or past its timeout |
+ * | --- | --- | --- |
+ * | `ask_user.request` | `onAskUser` | `{cancelled: true}`: the questions get empty answers |
+ * | `approval.request` | `onApproval` | `{approved: false}`: the model gets `consent_denied` |
+ * | `tool.invoke` | `onToolInvoke` | unset: -32602 (`host_error`); late: a failed result with `needsFollowup` |
+ * | `read_state.seed` | `onReadStateSeed` | `{ok: true}` (the seed is kept in `client.seeds` either way) |
+ * | `web_search.request` | `onWebSearch` | -32602: the model gets `search_failed` |
+ *
+ * A handler that throws answers with an error (-32603 for a plain Error, the error's own code for
+ * a RemoteError such as InvalidParamsError): for the sidecar, a refused approval, a failed tool.
+ */
+import { InvalidParamsError } from "./errors-base.js";
+import type {
+  ApprovalRequestParams,
+  AskUserRequestParams,
+  HostInvokeParams,
+  HostMethods,
+  ReadStateSeedParams,
+  ToolResult,
+  WebSearchRequestParams,
+  WebSearchResult,
+} from "./generated/protocol.js";
+import type { JsonRpcPeer } from "./peer.js";
+import type { SidecarLogger } from "./stderr.js";
+
+type Maybe<T> = T | Promise<T>;
+
+/** The reverse-call handlers; each gets an AbortSignal, aborted at its timeout or when the sidecar exits. */
+export interface ReverseHandlers {
+  /** Show the question card; return `{questionId: answer}`, or `null` when the user dismissed it. */
+  onAskUser?: ((payload: AskUserRequestParams, signal: AbortSignal) => Maybe<Record<string, unknown> | null>) | undefined;
+  /** Ask the user whether `request.call` may run; only `true` approves. */
+  onApproval?: ((request: ApprovalRequestParams, signal: AbortSignal) => Maybe<boolean>) | undefined;
+  /** Run a tool of a `toolsViaHost` chat (its arguments already validated by your schema). */
+  onToolInvoke?: ((params: HostInvokeParams, signal: AbortSignal) => Maybe<ToolResult>) | undefined;
+  /** Take a resumed session's read state into your CAS gate. */
+  onReadStateSeed?: ((params: ReadStateSeedParams, signal: AbortSignal) => Maybe<void>) | undefined;
+  /** Run a hosted web search (`STEERABLE_WEB_SEARCH_PROVIDER=host`). */
+  onWebSearch?: ((params: WebSearchRequestParams, signal: AbortSignal) => Maybe<WebSearchResult>) | undefined;
+}
+
+/** Milliseconds each reverse method's handler may take. */
+export type ReverseTimeouts = Partial<Record<keyof HostMethods, number>>;
+
+/**
+ * The defaults: the sidecar itself waits 10 minutes for a question or a consent prompt (a
+ * person answers those), so the handlers get as long; a tool gets 10 minutes too (the sidecar's
+ * own tools default to 120 s, but a host's may be slower); a seed 30 s, a search 60 s.
+ */
+export const DEFAULT_TIMEOUTS_MS: Readonly<Required<ReverseTimeouts>> = {
+  "ask_user.request": 600_000,
+  "approval.request": 600_000,
+  "tool.invoke": 600_000,
+  "read_state.seed": 30_000,
+  "web_search.request": 60_000,
+};
+
+const TIMED_OUT = Symbol("timed out");
+
+/** @internal Register the reverse methods on `peer`; handlers are read at each call. */
+export function serveReverseCalls(
+  peer: JsonRpcPeer,
+  handlers: ReverseHandlers,
+  timeouts: ReverseTimeouts,
+  seeds: ReadStateSeedParams[],
+  logger: SidecarLogger,
+): void {
+  const within = async <T>(
+    method: keyof HostMethods,
+    closed: AbortSignal,
+    run: (signal: AbortSignal) => Maybe<T>,
+  ): Promise<T | typeof TIMED_OUT> => {
+    const ms = timeouts[method] ?? DEFAULT_TIMEOUTS_MS[method];
+    const controller = new AbortController();
+    const onClosed = () => controller.abort(closed.reason);
+    closed.addEventListener("abort", onClosed, { once: true });
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<typeof TIMED_OUT>((resolve) => {
+      timer = setTimeout(() => {
+        logger({ source: "client", level: "warning", message: `${method}: the handler took over ${ms} ms` });
+        controller.abort(new Error(`${method}: timed out after ${ms} ms`));
+        resolve(TIMED_OUT);
+      }, ms);
+    });
+    try {
+      return await Promise.race([Promise.resolve().then(() => run(controller.signal)), late]);
+    } finally {
+      clearTimeout(timer);
+      closed.removeEventListener("abort", onClosed);
+    }
+  };
+
+  peer.addMethod("ask_user.request", async (params, { signal }) => {
+    const handler = handlers.onAskUser;
+    if (handler === undefined) return { cancelled: true };
+    const answers = await within("ask_user.request", signal, (s) => handler(params as AskUserRequestParams, s));
+    return answers === TIMED_OUT || answers === null || typeof answers !== "object" ? { cancelled: true } : { answers };
+  });
+
+  peer.addMethod("approval.request", async (params, { signal }) => {
+    const handler = handlers.onApproval;
+    if (handler === undefined) return { approved: false };
+    const answer = await within("approval.request", signal, (s) => handler(params as ApprovalRequestParams, s));
+    return { approved: answer === true }; // consent is never inferred from a truthy value
+  });
+
+  peer.addMethod("tool.invoke", async (params, { signal }) => {
+    const handler = handlers.onToolInvoke;
+    if (handler === undefined) throw new InvalidParamsError("this host runs no tools (no onToolInvoke handler)");
+    const call = params as HostInvokeParams;
+    const result = await within("tool.invoke", signal, (s) => handler(call, s));
+    if (result !== TIMED_OUT) return result;
+    const ms = timeouts["tool.invoke"] ?? DEFAULT_TIMEOUTS_MS["tool.invoke"];
+    return {
+      success: false,
+      needsFollowup: true,
+      error: `the host's ${call.name} did not finish in ${ms} ms`,
+      data: { code: "timeout" },
+    } satisfies ToolResult;
+  });
+
+  peer.addMethod("read_state.seed", async (params, { signal }) => {
+    const seed = params as ReadStateSeedParams;
+    seeds.push(seed);
+    const handler = handlers.onReadStateSeed;
+    if (handler !== undefined) await within("read_state.seed", signal, (s) => handler(seed, s));
+    return { ok: true };
+  });
+
+  peer.addMethod("web_search.request", async (params, { signal }) => {
+    const handler = handlers.onWebSearch;
+    if (handler === undefined) throw new InvalidParamsError("this host runs no web search (no onWebSearch handler)");
+    const answer = await within("web_search.request", signal, (s) => handler(params as WebSearchRequestParams, s));
+    if (answer === TIMED_OUT) throw new Error(`web_search.request: the host's search took over its timeout`);
+    return answer;
+  });
+}

@@ -1,0 +1,62 @@
+/**
+ * The sidecar's stderr: split into lines, each handed to a logger with the level its Python
+ * logging format names (`2026-12-02 10:00:00,123 WARNING steerable_sidecar.rpc: ...`; a
+ * traceback's lines keep the level of the line that started it); the last 64 Ki characters are kept.
+ */
+
+/** One line for a {@link SidecarLogger}. */
+export interface SidecarLogEntry {
+  /** `sidecar`: a line of its stderr; `client`: this package's own warning. */
+  readonly source: "sidecar" | "client";
+  readonly level: "debug" | "info" | "warning" | "error";
+  readonly message: string;
+}
+
+/** Receives the sidecar's logs and the client's warnings; must not throw. */
+export type SidecarLogger = (entry: SidecarLogEntry) => void;
+
+/** Writes each line to this process's stderr (sidecar lines as they are). */
+export const defaultLogger: SidecarLogger = (entry) => {
+  process.stderr.write(entry.source === "sidecar" ? `${entry.message}\n` : `steerable host: ${entry.message}\n`);
+};
+
+const TAIL_CHARS = 64 * 1024;
+const LEVEL = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) /;
+const LEVELS = { DEBUG: "debug", INFO: "info", WARNING: "warning", ERROR: "error", CRITICAL: "error" } as const;
+
+/** @internal */
+export class StderrLines {
+  readonly #logger: SidecarLogger;
+  readonly #decoder = new TextDecoder("utf-8");
+  #partial = "";
+  #tail = "";
+  #level: SidecarLogEntry["level"] = "warning";
+
+  constructor(logger: SidecarLogger) {
+    this.#logger = logger;
+  }
+
+  get tail(): string {
+    return this.#tail + this.#partial;
+  }
+
+  lastLines(count: number): string {
+    return this.tail.trimEnd().split("\n").slice(-count).join("\n");
+  }
+
+  feed(chunk: Buffer): void {
+    const text = this.#decoder.decode(chunk, { stream: true });
+    this.#tail = (this.#tail + text).slice(-TAIL_CHARS);
+    const lines = (this.#partial + text).split("\n");
+    this.#partial = lines.pop() ?? "";
+    for (const line of lines) {
+      const level = LEVEL.exec(line)?.[1] as keyof typeof LEVELS | undefined;
+      if (level !== undefined) this.#level = LEVELS[level];
+      try {
+        this.#logger({ source: "sidecar", level: this.#level, message: line.replace(/\r$/, "") });
+      } catch {
+        // a logger that throws loses its line, never the connection
+      }
+    }
+  }
+}
