@@ -1,0 +1,366 @@
+/**
+ * `tool_search`'s ranking: Okapi BM25 over the deferred tier's names and descriptions.
+ *
+ * Spec: "Exposure tiers" (`tool_search`); the contract's `toolSearch` section
+ * (`spec/tool_contract.json`); REQUIREMENTS TS-1..TS-4. Port of the ranking in
+ * `steerable_agent_runtime.tool_search` (tokens, BM25, floor, order, `max_results` clamping), so
+ * a host that registers deferred tools itself ranks them exactly as the Python runtime does.
+ *
+ * @packageDocumentation
+ */
+
+/** A tool's tier (spec: "Exposure tiers"): only `deferred` tools are found by search. */
+export type ToolExposure = "direct" | "deferred" | "hidden";
+
+/** What the ranker reads of an inventory entry; any other fields ride along untouched. */
+export interface RankableTool {
+  /** The tool's registered name (unique in the corpus; see {@link ToolIndex}). */
+  readonly name: string;
+  /** Its description; missing (or not a string) ranks as the empty text. */
+  readonly description?: string | undefined;
+  /** Its tier; an entry without one counts as `deferred` (see {@link inSearchCorpus}). */
+  readonly exposure?: ToolExposure | undefined;
+}
+
+/** Options of a search. */
+export interface RankOptions {
+  /**
+   * Most results to return: default {@link MAX_RESULTS_DEFAULT}; clamped into
+   * 1..{@link MAX_RESULTS_CEILING} as {@link clampMaxResults} does, never an error for a number.
+   */
+  readonly maxResults?: number | undefined;
+}
+
+/** One ranked tool. */
+export interface RankedTool<T extends RankableTool = RankableTool> {
+  /** The tool's name (`tool.name`). */
+  readonly name: string;
+  /** Its BM25 score, always positive. */
+  readonly score: number;
+  /** The inventory entry itself, so a host can send its schema. */
+  readonly tool: T;
+}
+
+/** The BM25 parameters (contract: `toolSearch.bm25`). */
+export const BM25 = Object.freeze({
+  /** Term-frequency saturation. */
+  k1: 1.2,
+  /** Document-length normalisation. */
+  b: 0.75,
+  /** How many times a tool's name tokens are counted in its document. */
+  nameWeight: 2,
+});
+
+/** Results returned when no `maxResults` is given (TS-2; contract: `toolSearch.maxResults`). */
+export const MAX_RESULTS_DEFAULT = 8;
+/** Per-call ceiling on results: each carries a full schema, so the payload stays bounded (TS-2). */
+export const MAX_RESULTS_CEILING = 20;
+
+const TOKEN = /[a-z0-9]+/g;
+const ASCII_RUN = /[A-Za-z0-9]+/g;
+/** Where {@link tokenizeName} splits an ASCII run (contract: `toolSearch.tokens.camelCaseBoundary`). */
+export const CAMEL_CASE_BOUNDARY: RegExp = /(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])/;
+const K1_PLUS_1 = BM25.k1 + 1;
+const ONE_MINUS_B = 1 - BM25.b;
+
+/**
+ * Tokenize prose (a description or a query): lowercase the text (Unicode default case mapping),
+ * then take every maximal run of `[a-z0-9]` (contract: `toolSearch.tokens.prose`).
+ *
+ * `String.prototype.toLowerCase` and Python's `str.lower()` agree on every character that
+ * lowercases to ASCII (`"İ"` → `"i̇"`, the Kelvin sign `"K"` → `"k"`); other differences (final
+ * sigma, newer Unicode versions) only touch non-ASCII output, which separates tokens either way.
+ *
+ * @param text - Any text.
+ * @returns Its tokens, in order, repeats kept.
+ */
+export function tokenizeProse(text: string): string[] {
+  return text.toLowerCase().match(TOKEN) ?? [];
+}
+
+/**
+ * Tokenize a tool name (contract: `toolSearch.tokens.name`): its prose tokens, then, for every
+ * maximal `[A-Za-z0-9]` run of the name as written that the camelCase boundary splits into two or
+ * more parts, those parts lowercased. The whole run stays a token too, so `sendFile` is found by
+ * `sendFile` and by `send file`.
+ *
+ * @param name - A tool name, as written.
+ * @returns Its tokens, e.g. `mcp__x__sendFile` → `["mcp", "x", "sendfile", "send", "file"]`.
+ */
+export function tokenizeName(name: string): string[] {
+  const tokens = tokenizeProse(name);
+  for (const run of name.match(ASCII_RUN) ?? []) {
+    const parts = run.split(CAMEL_CASE_BOUNDARY);
+    if (parts.length > 1) tokens.push(...parts.map((part) => part.toLowerCase()));
+  }
+  return tokens;
+}
+
+/**
+ * A tool's BM25 document (contract: `toolSearch.tokens.document`): its name tokens
+ * {@link BM25}.nameWeight times, then its description's prose tokens.
+ *
+ * @param name - The tool name.
+ * @param description - Its description.
+ * @returns The document's tokens.
+ */
+export function documentTokens(name: string, description: string): string[] {
+  const nameTokens = tokenizeName(name);
+  const tokens: string[] = [];
+  for (let i = 0; i < BM25.nameWeight; i++) tokens.push(...nameTokens);
+  tokens.push(...tokenizeProse(description));
+  return tokens;
+}
+
+/**
+ * Tell whether an inventory entry is in the search corpus (contract: `toolSearch.corpus`; TS-1).
+ *
+ * `deferred` entries are; `direct` and `hidden` ones (and any other value) never are. An entry
+ * without `exposure` counts as deferred, so a host can pass the deferred list it keeps itself.
+ *
+ * @param tool - An inventory entry.
+ * @returns `true` when search ranks it.
+ */
+export function inSearchCorpus(tool: RankableTool): boolean {
+  return tool.exposure === undefined || tool.exposure === "deferred";
+}
+
+// Python's str.isspace() characters, which clamp_max_results strips from a numeric string.
+const PY_SPACE = "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const PY_STRIP = new RegExp(`^${PY_SPACE}+|${PY_SPACE}+$`, "g");
+const ND = /^\p{Nd}$/u;
+const DIGITS = "[0-9](?:_?[0-9])*";
+// Python's float() syntax (decimal digits already made ASCII): a decimal with optional `_` between digits, or inf/infinity/nan.
+const PY_FLOAT = new RegExp(
+  `^[+-]?(?:(?:(?:${DIGITS})?\\.${DIGITS}|${DIGITS}\\.?)(?:e[+-]?${DIGITS})?|inf(?:inity)?|nan)$`,
+  "i",
+);
+
+/**
+ * The result count for a `max_results` argument (contract: `toolSearch.maxResults`; TS-2), as the
+ * Python `clamp_max_results`: `undefined`/`null` give {@link MAX_RESULTS_DEFAULT}; a number is
+ * clamped into 1..{@link MAX_RESULTS_CEILING} with its fraction truncated (`2.7` → 2, `0` and
+ * negatives → 1, `25` and `Infinity` → 20, `NaN` → the default); a bigint is clamped; a string
+ * in Python's `float()` syntax (`" 5 "`, `"2.7"`, `"1_0"`, `"inf"`, `"nan"`, any Unicode decimal
+ * digits) counts as its number.
+ *
+ * @param value - The argument as received.
+ * @returns An integer in 1..20.
+ * @throws TypeError When the value is not a number at all (a boolean, a word, an object...).
+ */
+export function clampMaxResults(value: unknown): number {
+  if (value === undefined || value === null) return MAX_RESULTS_DEFAULT;
+  if (typeof value === "bigint") {
+    return value < 1n ? 1 : value > BigInt(MAX_RESULTS_CEILING) ? MAX_RESULTS_CEILING : Number(value);
+  }
+  let number: number;
+  if (typeof value === "number") number = value;
+  else if (typeof value === "string") number = parsePythonFloat(value);
+  else throw invalidMaxResults(value);
+  if (Number.isNaN(number)) return MAX_RESULTS_DEFAULT;
+  if (number >= MAX_RESULTS_CEILING) return MAX_RESULTS_CEILING;
+  if (number < 1) return 1;
+  return Math.trunc(number);
+}
+
+function parsePythonFloat(text: string): number {
+  const stripped = text.replace(PY_STRIP, "").replace(/\p{Nd}/gu, decimalDigit);
+  if (!PY_FLOAT.test(stripped)) throw invalidMaxResults(text);
+  const lower = stripped.toLowerCase();
+  if (lower.endsWith("nan")) return Number.NaN;
+  if (lower.endsWith("inf") || lower.endsWith("infinity")) {
+    return lower.startsWith("-") ? -Infinity : Infinity;
+  }
+  return Number(stripped.replaceAll("_", ""));
+}
+
+/**
+ * The ASCII digit of a Unicode decimal digit, as Python's float() reads it: decimal digits come in
+ * runs of ten code points, 0 to 9, so the digit is its distance from the run's start, mod 10.
+ */
+function decimalDigit(digit: string): string {
+  let cp = digit.codePointAt(0) ?? 0x30;
+  let offset = 0;
+  while (ND.test(String.fromCodePoint(cp - 1))) {
+    cp--;
+    offset++;
+  }
+  return String(offset % 10);
+}
+
+function invalidMaxResults(value: unknown): TypeError {
+  const shown = typeof value === "string" ? JSON.stringify(value) : typeof value;
+  return new TypeError(`max_results: ${shown} is not a number; give an integer 1..${MAX_RESULTS_CEILING}`);
+}
+
+/**
+ * Compare two strings by Unicode code points (Python's `str` order), not by UTF-16 code units
+ * (JavaScript's `<`) nor by locale (`localeCompare`). They differ once an astral character meets
+ * one in U+E000..U+FFFF: `"\u{1F600}" < "\uFF01"` is true in JavaScript, false here.
+ *
+ * @returns A negative number, zero or a positive number, as `a` sorts before, with or after `b`.
+ */
+export function compareCodePoints(a: string, b: string): number {
+  if (a === b) return 0;
+  const shorter = Math.min(a.length, b.length);
+  let i = 0;
+  while (i < shorter && a.charCodeAt(i) === b.charCodeAt(i)) i++;
+  // step back into a surrogate pair the two strings share the first half of
+  if (i > 0 && isHighSurrogate(a.charCodeAt(i - 1))) i--;
+  for (;;) {
+    const x = a.codePointAt(i);
+    const y = b.codePointAt(i);
+    if (x === undefined || y === undefined) return (x === undefined ? 0 : 1) - (y === undefined ? 0 : 1);
+    if (x !== y) return x < y ? -1 : 1;
+    i += x > 0xffff ? 2 : 1;
+  }
+}
+
+function isHighSurrogate(unit: number): boolean {
+  return unit >= 0xd800 && unit <= 0xdbff;
+}
+
+interface Doc<T> {
+  readonly tool: T;
+  readonly length: number;
+}
+
+interface Posting<T> {
+  readonly doc: Doc<T>;
+  readonly tf: number;
+}
+
+interface Hit<T> {
+  readonly doc: Doc<T>;
+  readonly score: number;
+}
+
+/**
+ * A BM25 index over an inventory's search corpus, to reuse across queries
+ * (contract: `toolSearch`; TS-1..TS-4).
+ *
+ * Built once in O(the corpus's tokens); a search walks only the posting lists of the query's
+ * terms, O(matching postings × maxResults), maxResults being at most 20. The index does not
+ * follow later changes to the inventory: build a new one when it changes.
+ *
+ * Entries outside the corpus ({@link inSearchCorpus}) are ignored. Names are unique in the
+ * corpus: when two entries share one, the later replaces the earlier, as a re-registration does
+ * in the Python index.
+ *
+ * @typeParam T - The inventory's entry type, returned as each result's `tool`.
+ */
+export class ToolIndex<T extends RankableTool = RankableTool> {
+  readonly #postings = new Map<string, Posting<T>[]>();
+  readonly #size: number;
+  readonly #totalLength: number;
+
+  /** @param inventory - The tools; only those in the search corpus are indexed. */
+  constructor(inventory: Iterable<T>) {
+    const byName = new Map<string, T>();
+    for (const tool of inventory) {
+      if (!inSearchCorpus(tool)) continue;
+      byName.set(tool.name, tool); // a repeated name: the later entry wins
+    }
+    let totalLength = 0;
+    for (const tool of byName.values()) {
+      const description = typeof tool.description === "string" ? tool.description : "";
+      const tokens = documentTokens(tool.name, description);
+      const doc: Doc<T> = { tool, length: tokens.length };
+      totalLength += tokens.length;
+      const counts = new Map<string, number>();
+      for (const token of tokens) counts.set(token, (counts.get(token) ?? 0) + 1);
+      for (const [term, tf] of counts) {
+        const postings = this.#postings.get(term);
+        if (postings === undefined) this.#postings.set(term, [{ doc, tf }]);
+        else postings.push({ doc, tf });
+      }
+    }
+    this.#size = byName.size;
+    this.#totalLength = totalLength;
+  }
+
+  /** The number of tools in the corpus. */
+  get size(): number {
+    return this.#size;
+  }
+
+  /**
+   * Rank the corpus against a query (contract: `toolSearch.bm25`).
+   *
+   * The query's prose tokens, de-duplicated, are its terms; a tool scores the sum, in query
+   * order, of `idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))` over the terms its
+   * document holds, with `idf = ln(1 + (N - n + 0.5) / (n + 0.5))`. A tool holding no term is
+   * dropped (TS-3), so an off-vocabulary query gives `[]`.
+   *
+   * @param query - Free text, never camelCase-split.
+   * @param options - `maxResults`, clamped by {@link clampMaxResults}.
+   * @returns At most `maxResults` tools, score descending, then name ascending by code points.
+   */
+  search(query: string, options: RankOptions = {}): RankedTool<T>[] {
+    const limit = clampMaxResults(options.maxResults);
+    const scores = this.#scores(query);
+    return topHits(scores, limit).map(({ doc, score }) => ({ name: doc.tool.name, score, tool: doc.tool }));
+  }
+
+  /** Every matching tool's score, each summed in query order. */
+  #scores(query: string): Map<Doc<T>, number> {
+    const scores = new Map<Doc<T>, number>();
+    const n = this.#size;
+    const avgdl = this.#totalLength / n;
+    for (const term of new Set(tokenizeProse(query))) {
+      const postings = this.#postings.get(term);
+      if (postings === undefined) continue;
+      const df = postings.length;
+      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
+      for (const { doc, tf } of postings) {
+        const weight = (idf * tf * K1_PLUS_1) / (tf + BM25.k1 * (ONE_MINUS_B + (BM25.b * doc.length) / avgdl));
+        const sum = scores.get(doc);
+        scores.set(doc, sum === undefined ? weight : sum + weight);
+      }
+    }
+    return scores;
+  }
+}
+
+/** Whether `a` ranks before `b`: higher score, then lower name by code points. */
+function ranksBefore<T extends RankableTool>(a: Hit<T>, b: Hit<T>): boolean {
+  if (a.score !== b.score) return a.score > b.score;
+  return compareCodePoints(a.doc.tool.name, b.doc.tool.name) < 0;
+}
+
+/** The best `limit` hits, best first, kept in a small sorted array (limit ≤ 20). */
+function topHits<T extends RankableTool>(scores: Map<Doc<T>, number>, limit: number): Hit<T>[] {
+  const top: Hit<T>[] = [];
+  for (const [doc, score] of scores) {
+    const hit: Hit<T> = { doc, score };
+    const last = top[top.length - 1];
+    if (top.length >= limit && last !== undefined && !ranksBefore(hit, last)) continue;
+    let at = top.length;
+    while (at > 0) {
+      const previous = top[at - 1];
+      if (previous === undefined || !ranksBefore(hit, previous)) break;
+      at--;
+    }
+    top.splice(at, 0, hit);
+    if (top.length > limit) top.pop();
+  }
+  return top;
+}
+
+/**
+ * Rank an inventory's search corpus against a query: `new ToolIndex(inventory).search(...)`
+ * (contract: `toolSearch`; TS-1..TS-4). Build a {@link ToolIndex} once instead to run several
+ * queries over the same inventory.
+ *
+ * @param inventory - The tools; only `deferred` ones (or ones without `exposure`) are ranked.
+ * @param query - Free text.
+ * @param options - `maxResults` (default 8, clamped into 1..20).
+ * @returns The matching tools `{name, score, tool}`, best first; `[]` when none matches.
+ */
+export function rankTools<T extends RankableTool>(
+  inventory: Iterable<T>,
+  query: string,
+  options: RankOptions = {},
+): RankedTool<T>[] {
+  return new ToolIndex(inventory).search(query, options);
+}
