@@ -43,10 +43,12 @@ interface InventoryEntry {
   readonly name: string;
   readonly description: string;
 }
-type TokenVector = { readonly name: string; readonly tokens: readonly string[] } | {
-  readonly text: string;
-  readonly tokens: readonly string[];
-};
+type TokenVector =
+  | { readonly name: string; readonly tokens: readonly string[] }
+  | {
+      readonly text: string;
+      readonly tokens: readonly string[];
+    };
 interface Contract {
   readonly toolMode: {
     readonly modes: readonly string[];
@@ -55,16 +57,26 @@ interface Contract {
     readonly default: string;
     readonly vectors: readonly { readonly name: string; readonly mode: string }[];
   };
-  readonly completion: { readonly vectors: readonly { readonly result: unknown; readonly terminal: boolean }[] };
+  readonly completion: {
+    readonly vectors: readonly { readonly result: unknown; readonly terminal: boolean }[];
+  };
   readonly toolSearch: {
     readonly tool: { readonly name: string; readonly exposure: string };
     readonly maxResults: { readonly default: number; readonly minimum: number; readonly ceiling: number };
     readonly tokens: { readonly camelCaseBoundary: string };
-    readonly bm25: { readonly k1: number; readonly b: number; readonly nameWeight: number; readonly tolerance: number };
+    readonly bm25: {
+      readonly k1: number;
+      readonly b: number;
+      readonly nameWeight: number;
+      readonly tolerance: number;
+    };
     readonly tokenVectors: readonly TokenVector[];
     readonly inventory: readonly InventoryEntry[];
     readonly vectors: readonly SearchVector[];
-    readonly camelCase: { readonly inventory: readonly InventoryEntry[]; readonly vectors: readonly SearchVector[] };
+    readonly camelCase: {
+      readonly inventory: readonly InventoryEntry[];
+      readonly vectors: readonly SearchVector[];
+    };
   };
 }
 
@@ -81,7 +93,10 @@ function assertRanking(actual: readonly RankedTool[], expected: readonly Expecte
   );
   actual.forEach((hit, i) => {
     const want = expected[i]?.score ?? Number.NaN;
-    assert.ok(Math.abs(hit.score - want) <= TOLERANCE, `${label}: ${hit.name} scored ${hit.score}, want ${want}`);
+    assert.ok(
+      Math.abs(hit.score - want) <= TOLERANCE,
+      `${label}: ${hit.name} scored ${hit.score}, want ${want}`,
+    );
     assert.equal(hit.tool.name, hit.name, `${label}: the hit carries its inventory entry`);
   });
 }
@@ -176,7 +191,16 @@ describe("toolSearch tokens (TS-4)", () => {
   }
 
   test("TS-4: a document is the name tokens nameWeight times, then the description's", () => {
-    assert.deepEqual(documentTokens("getV2", "Get it"), ["getv2", "get", "v2", "getv2", "get", "v2", "get", "it"]);
+    assert.deepEqual(documentTokens("getV2", "Get it"), [
+      "getv2",
+      "get",
+      "v2",
+      "getv2",
+      "get",
+      "v2",
+      "get",
+      "it",
+    ]);
   });
 
   test("TS-4: a query is never camelCase-split", () => {
@@ -229,7 +253,7 @@ describe("toolSearch ranking (TS-1..TS-4)", () => {
     for (const { query, expected } of toolSearch.vectors) assertRanking(index.search(query), expected, query);
   });
 
-  test("TS-3: an off-vocabulary query (or an empty one) gives an empty list, and so does an empty corpus", () => {
+  test("TS-3: an off-vocabulary or empty query, or an empty corpus, gives an empty list", () => {
     assert.deepEqual(rankTools(toolSearch.inventory, "kubernetes helm rollout"), []);
     assert.deepEqual(rankTools(toolSearch.inventory, ""), []);
     assert.deepEqual(rankTools([], "github"), []);
@@ -303,6 +327,18 @@ describe("toolSearch ranking (TS-1..TS-4)", () => {
       [{ name: "\u0130nspect_file", score: 1.501095204609 }],
       "σοφος file",
     );
+  });
+
+  // The one divergence left: V8's Math.log and glibc's log (CPython's math.log) differ in the last
+  // place for some arguments, so a score can differ by a few 1e-16; the contract's tolerance covers
+  // it. CPython on glibc gives 0.9808292530117263 here (idf = ln(1 + 2.5 / 1.5), tf 1, dl = avgdl).
+  test("TS-4: scores match Python within the tolerance where Math.log rounds differently", () => {
+    const inventory = [
+      { name: "one", description: "alpha" },
+      { name: "two", description: "beta" },
+      { name: "three", description: "gamma" },
+    ];
+    assertRanking(rankTools(inventory, "alpha"), [{ name: "one", score: 0.9808292530117263 }], "alpha");
   });
 
   test("TS-4: a repeated name: the later entry replaces the earlier (as in the Python index)", () => {
@@ -381,7 +417,11 @@ describe("toolSearch maxResults (TS-2)", () => {
       [3n, 3],
     ];
     for (const [value, want] of cases) {
-      assert.equal(clampMaxResults(value), want, typeof value === "bigint" ? `${value}n` : JSON.stringify(value));
+      assert.equal(
+        clampMaxResults(value),
+        want,
+        typeof value === "bigint" ? `${value}n` : JSON.stringify(value),
+      );
     }
     for (const value of ["abc", "", "\uFEFF5", "0x10", "1__0", true, [], {}]) {
       assert.throws(() => clampMaxResults(value), TypeError, JSON.stringify(value));
