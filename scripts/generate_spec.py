@@ -11,6 +11,7 @@ files on disk differ (``tests/test_contract.py`` does the same).
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -44,7 +45,11 @@ def _wire(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-_UNIONS: dict[str, Any] = {"ChatEvent": protocol.ChatEvent, "AskUserResult": protocol.AskUserResult}
+_UNIONS: dict[str, Any] = {
+    "ChatEvent": protocol.ChatEvent,
+    "AskUserResult": protocol.AskUserResult,
+    "HostToolEntry": protocol.HostToolEntry,
+}
 """Named unions: a ``$defs`` entry each, and a ``$ref`` wherever a field holds one."""
 _REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "InvokeParams": sidecar.InvokeParams,
@@ -59,11 +64,14 @@ def _untitled(node: Any, *, top: bool = True) -> Any:
     """Drop pydantic's ``title`` from every nested schema (a definition keeps its name as key).
 
     A placeholder ``{"type": "object", "x-envelope": NAME}`` (``protocol.ToolResultWire``) becomes
-    the ``$ref`` to ``NAME.schema.json``; descriptions lose reST's double backticks (Markdown's
-    single ones, for the TypeScript doc comments).
+    the ``$ref`` to ``NAME.schema.json``, and ``{"x-def": NAME}`` the ``$ref`` to ``#/$defs/NAME``;
+    descriptions lose reST's double backticks (Markdown's single ones, for the TypeScript doc
+    comments).
     """
     if isinstance(node, dict) and "x-envelope" in node:
         return {"$ref": f"{node['x-envelope']}.schema.json"}
+    if isinstance(node, dict) and "x-def" in node:
+        return {"$ref": f"#/$defs/{node['x-def']}"}
     if isinstance(node, dict):
         return {
             k: v.replace("``", "`") if k == "description" and isinstance(v, str) else _untitled(v, top=False)
@@ -108,7 +116,16 @@ def _sidecar_schema() -> dict[str, Any]:
                     schema["properties"][name_] = {"$ref": f"#/$defs/{union}"}
     for name, model in _REQUEST_MODELS.items():
         definitions[name] = _wire(model.model_json_schema(by_alias=True))
-    codes = {cls.__name__: code for cls, code in rpc.ERROR_CODES.items()}
+    errors = {  # each class's code, its nearest ancestor in the table (the tree a client rebuilds), gist
+        cls.__name__: {
+            "code": code,
+            "parent": next((base.__name__ for base in cls.__mro__[1:] if base in rpc.ERROR_CODES), None),
+            "description": re.sub(
+                r":\w+:`~?[\w.]*?(\w+)`", r"\1", (cls.__doc__ or "").strip().splitlines()[0]
+            ),
+        }
+        for cls, code in rpc.ERROR_CODES.items()
+    }
     standard = {
         "ParseError": rpc.PARSE_ERROR,
         "InvalidRequest": rpc.INVALID_REQUEST,
@@ -131,7 +148,7 @@ def _sidecar_schema() -> dict[str, Any]:
             "reverse": reverse,
             "notifications": notes,
             "standardErrorCodes": standard,
-            "errorCodes": codes,
+            "errors": errors,
             "$defs": dict(sorted(definitions.items())),
         }
     )

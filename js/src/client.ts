@@ -9,7 +9,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 
-import { PeerClosedError, RemoteError } from "./errors-base.js";
 import { malformedResult } from "./errors.js";
 import { SidecarStartError } from "./generated/errors.js";
 import type {
@@ -17,7 +16,6 @@ import type {
   ChatEventParams,
   ChatParams,
   ChatSummary,
-  HostMethods,
   PingResult,
   ReadStateSeedParams,
   ReadyParams,
@@ -26,7 +24,7 @@ import type {
   ToolResult,
 } from "./generated/protocol.js";
 import { ChatHandle } from "./chat.js";
-import { InvalidParamsError, JsonRpcPeer, type RequestOptions } from "./peer.js";
+import { JsonRpcPeer, type RequestOptions } from "./peer.js";
 import { type ReverseHandlers, type ReverseTimeouts, serveReverseCalls } from "./reverse.js";
 import { type SidecarLogger, StderrLines, defaultLogger } from "./stderr.js";
 
@@ -328,4 +326,4 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-export { InvalidParamsError, PeerClosedError, RemoteError, type HostMethods };
+

@@ -27,3 +27,25 @@ export {
   tokenizeName,
   tokenizeProse,
 } from "./rank.js";
+
+// the sidecar client
+export { type InvokeOptions, SidecarClient, type SidecarExit, type SidecarStartOptions } from "./client.js";
+export { ChatHandle } from "./chat.js";
+export { DEFAULT_TIMEOUTS_MS, type ReverseHandlers, type ReverseTimeouts } from "./reverse.js";
+export { type SidecarLogEntry, type SidecarLogger, defaultLogger } from "./stderr.js";
+export {
+  type HandlerContext,
+  JsonRpcPeer,
+  type MethodHandler,
+  type PeerLog,
+  type PeerOptions,
+  type RequestOptions,
+} from "./peer.js";
+
+// errors: RemoteError and the classes its codes name (ConfigError, PluginStateError...)
+export { InvalidParamsError, PeerClosedError, RemoteError, RequestTimeoutError } from "./errors-base.js";
+export { malformedResult, remoteError } from "./errors.js";
+export * from "./generated/errors.js";
+
+// the wire types, generated from spec/*.schema.json
+export * from "./generated/protocol.js";

@@ -9,7 +9,7 @@
  */
 import type { Readable, Writable } from "node:stream";
 
-import { InvalidParamsError, PeerClosedError, RemoteError, RequestTimeoutError } from "./errors-base.js";
+import { PeerClosedError, RemoteError, RequestTimeoutError } from "./errors-base.js";
 import { remoteError } from "./errors.js";
 
 /** What a method handler gets besides its params. */
@@ -52,7 +52,6 @@ const NEWLINE = 0x0a;
 
 /** One end of the sidecar protocol's connection (the host's end, in {@link SidecarClient}). */
 export class JsonRpcPeer {
-  readonly #input: Readable;
   readonly #output: Writable;
   readonly #maxFrameBytes: number;
   readonly #log: PeerLog;
@@ -75,7 +74,6 @@ export class JsonRpcPeer {
    * @param output - Where frames go (the sidecar's stdin).
    */
   constructor(input: Readable, output: Writable, options: PeerOptions = {}) {
-    this.#input = input;
     this.#output = output;
     this.#maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.#log = options.log ?? (() => {});
@@ -292,4 +290,4 @@ function errorFrame(id: unknown, code: number, message: string, data?: unknown):
   return { jsonrpc: "2.0", id: id ?? null, error };
 }
 
-export { InvalidParamsError };
+

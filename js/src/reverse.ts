@@ -76,10 +76,15 @@ export function serveReverseCalls(
   ): Promise<T | typeof TIMED_OUT> => {
     const ms = timeouts[method] ?? DEFAULT_TIMEOUTS_MS[method];
     const controller = new AbortController();
-    const onClosed = () => controller.abort(closed.reason);
-    closed.addEventListener("abort", onClosed, { once: true });
     let timer: NodeJS.Timeout | undefined;
+    let onClosed: (() => void) | undefined;
+    // past the timeout, or once the sidecar is gone (nobody reads the answer), stop waiting
     const late = new Promise<typeof TIMED_OUT>((resolve) => {
+      onClosed = () => {
+        controller.abort(closed.reason);
+        resolve(TIMED_OUT);
+      };
+      closed.addEventListener("abort", onClosed, { once: true });
       timer = setTimeout(() => {
         logger({ source: "client", level: "warning", message: `${method}: the handler took over ${ms} ms` });
         controller.abort(new Error(`${method}: timed out after ${ms} ms`));
@@ -87,10 +92,11 @@ export function serveReverseCalls(
       }, ms);
     });
     try {
+      if (closed.aborted) return TIMED_OUT;
       return await Promise.race([Promise.resolve().then(() => run(controller.signal)), late]);
     } finally {
       clearTimeout(timer);
-      closed.removeEventListener("abort", onClosed);
+      if (onClosed !== undefined) closed.removeEventListener("abort", onClosed);
     }
   };
 

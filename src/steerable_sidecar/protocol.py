@@ -38,6 +38,9 @@ __all__ = [
     "EventToolCall",
     "HostInvokeContext",
     "HostInvokeParams",
+    "HostToolDescriptor",
+    "HostToolEntry",
+    "OpenAIFunctionTool",
     "PingResult",
     "PluginInfoWire",
     "PluginListResult",
@@ -76,6 +79,32 @@ ToolCallWire = Annotated[JsonObject, WithJsonSchema({"type": "object", "x-envelo
 
 
 # -- host -> sidecar ------------------------------------------------------------------------------
+
+
+@with_config(_DOCS)
+class HostToolDescriptor(TypedDict):
+    """A tool the host runs (``agent.chat.stream``'s ``tools``, ``toolsViaHost``): ``tool.list``'s shape."""
+
+    name: str
+    description: NotRequired[str]
+    parameters: NotRequired[JsonObject]
+    """The arguments' JSON Schema (default: an object with no properties)."""
+    mode: NotRequired[ToolModeName]
+    """Default: what ``decide_tool_mode`` infers from the name."""
+    exposure: NotRequired[ExposureName]
+    """Default: ``direct``."""
+
+
+@with_config(_DOCS)
+class OpenAIFunctionTool(TypedDict):
+    """The same as an OpenAI function-tool descriptor."""
+
+    type: Literal["function"]
+    function: HostToolDescriptor
+
+
+HostToolEntry = HostToolDescriptor | OpenAIFunctionTool
+"""One entry of ``agent.chat.stream``'s ``tools``."""
 
 
 @with_config(_DOCS)

@@ -21,9 +21,9 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal, Protocol, runtime_checkable
+from typing import Annotated, Any, Final, Literal, Protocol, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 import steerable_agent_runtime
@@ -149,7 +149,9 @@ class ChatParams(_Params):
     system: str | None = None
     ask_user: bool = False
     tools_via_host: bool = False
-    tools: list[dict[str, Any]] | None = None
+    tools: Annotated[  # spec/sidecar.schema.json: protocol.HostToolEntry (checked when registered)
+        list[dict[str, Any]] | None, WithJsonSchema({"type": "array", "items": {"x-def": "HostToolEntry"}})
+    ] = None
     auto_approve: bool = False
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=10_000)
     model: str | None = None

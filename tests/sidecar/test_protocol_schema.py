@@ -45,7 +45,11 @@ def test_the_literals_are_the_code_s_enums() -> None:
     assert get_args(protocol.ExposureName) == tuple(e.value for e in ToolExposure)
     assert get_args(protocol.OutcomeName) == tuple(o.value for o in RunOutcome)
     assert get_args(protocol.PluginStateName) == tuple(s.value for s in PluginState)
-    assert SCHEMA["errorCodes"] == {cls.__name__: code for cls, code in rpc.ERROR_CODES.items()}
+    assert {name: e["code"] for name, e in SCHEMA["errors"].items()} == {
+        cls.__name__: code for cls, code in rpc.ERROR_CODES.items()
+    }
+    assert SCHEMA["errors"]["PluginStateError"]["parent"] == "UserError"
+    assert SCHEMA["errors"]["SteerableError"]["parent"] is None
 
 
 def test_the_schema_rejects_what_the_wire_never_carries() -> None:

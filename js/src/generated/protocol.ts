@@ -31,6 +31,7 @@ export interface ToolResult {
 export type AskUserResult = AskUserAnswers | AskUserCancelled;
 export type ChatEvent =
   RoundEvent | ReasoningEvent | TextEvent | AssistantEvent | ToolCallEvent | ToolResultEvent | DoneEvent;
+export type HostToolEntry = HostToolDescriptor | OpenAIFunctionTool;
 
 /**
  * `approval.request`: may a consent-mode call the sidecar runs itself go ahead?
@@ -238,13 +239,39 @@ export interface ChatParams {
   system?: string;
   askUser?: boolean;
   toolsViaHost?: boolean;
-  tools?: {
-    [k: string]: unknown;
-  }[];
+  tools?: HostToolEntry[];
   autoApprove?: boolean;
   maxRounds?: number;
   model?: string;
   harness?: "full" | "minimal" | "progressive";
+}
+/**
+ * A tool the host runs (`agent.chat.stream`'s `tools`, `toolsViaHost`): `tool.list`'s shape.
+ */
+export interface HostToolDescriptor {
+  name: string;
+  description?: string;
+  /**
+   * The arguments' JSON Schema (default: an object with no properties).
+   */
+  parameters?: {
+    [k: string]: unknown;
+  };
+  /**
+   * Default: what `decide_tool_mode` infers from the name.
+   */
+  mode?: "read" | "safe_write" | "destructive" | "local" | "external";
+  /**
+   * Default: `direct`.
+   */
+  exposure?: "direct" | "deferred" | "hidden";
+}
+/**
+ * The same as an OpenAI function-tool descriptor.
+ */
+export interface OpenAIFunctionTool {
+  type: "function";
+  function: HostToolDescriptor;
 }
 /**
  * `agent.chat.stream`'s answer, when the run ends.
