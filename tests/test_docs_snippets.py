@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 COPIED = ("README.md", "pyproject.toml")  # the examples read these, as they would in a checkout
 TIMEOUT_S = 60
-LANGS = {"python", "bash", "console", "json", "jsonl", "toml", "text"}
+LANGS = {"python", "bash", "console", "json", "jsonl", "toml", "text", "ts"}
+"""``ts`` blocks are compiled and run by the TypeScript package's own suite (js/test/readme.test.ts)."""
 _FENCE = re.compile(r"^```(\S*)\s*$")
 _DIRECTIVE = re.compile(r"^<!-- docs-test: (.*?) -->\s*$")
 _SKIP = re.compile(r"^skip \((.+)\)$")
@@ -68,7 +69,7 @@ def _snippets() -> list[Snippet]:
 
 
 SNIPPETS = _snippets()
-RUNNABLE = [s for s in SNIPPETS if s.lang in LANGS - {"text"} and not _SKIP.match(s.directive or "")]
+RUNNABLE = [s for s in SNIPPETS if s.lang in LANGS - {"text", "ts"} and not _SKIP.match(s.directive or "")]
 NOT_RUN = [s for s in SNIPPETS if _SKIP.match(s.directive or "")]
 """Blocks that cannot run in a test (a model endpoint, an install, the internet): not tests, so
 the suite reports no skips for them; each names its reason, checked below."""

@@ -1,7 +1,7 @@
 """The rule-to-test map of ``docs/requirements.md``, checked both ways.
 
 Tests name the requirement IDs they prove, in their names (``..._file_4``) or in comments
-(``# FILE-4``). Every ID of an implemented area must be named by some test, and every ID a test
+(``# FILE-4``); the TypeScript package's tests (``js/test/*.test.ts``) count too. Every ID of an implemented area must be named by some test, and every ID a test
 names must exist.
 """
 
@@ -41,7 +41,9 @@ def _requirement_ids() -> set[str]:
 
 def _named_in_tests() -> set[str]:
     named = set()
-    for path in TESTS.rglob("test_*.py"):
+    typescript = sorted((TESTS.parent / "js" / "test").glob("*.test.ts"))  # the @steerable/host port
+    assert typescript, "js/test/ holds no *.test.ts"
+    for path in [*TESTS.rglob("test_*.py"), *typescript]:
         if path.name == "test_requirements.py":
             continue
         for match in ID.finditer(path.read_text(encoding="utf-8")):
