@@ -227,9 +227,11 @@ interface Doc<T> {
   readonly length: number;
 }
 
-interface Posting<T> {
-  readonly doc: Doc<T>;
-  readonly tf: number;
+/** One term's postings: the documents holding it and each one's length-normalised tf part. */
+interface Postings {
+  readonly docs: number[];
+  /** `tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`, so a term's weight is `idf * norm`. */
+  readonly norms: number[];
 }
 
 interface Hit<T> {
@@ -241,9 +243,10 @@ interface Hit<T> {
  * A BM25 index over an inventory's search corpus, to reuse across queries
  * (contract: `toolSearch`; TS-1..TS-4).
  *
- * Built once in O(the corpus's tokens); a search walks only the posting lists of the query's
- * terms, O(matching postings × maxResults), maxResults being at most 20. The index does not
- * follow later changes to the inventory: build a new one when it changes.
+ * Built once in O(the corpus's tokens), each posting's length-normalised tf part computed then (the
+ * corpus, so `avgdl`, is fixed); a search walks only the posting lists of the query's terms into a
+ * flat score array, O(matching postings + matches × maxResults), maxResults being at most 20. The
+ * index does not follow later changes to the inventory: build a new one when it changes.
  *
  * Entries outside the corpus ({@link inSearchCorpus}) are ignored. Names are unique in the
  * corpus: when two entries share one, the later replaces the earlier, as a re-registration does
@@ -252,9 +255,10 @@ interface Hit<T> {
  * @typeParam T - The inventory's entry type, returned as each result's `tool`.
  */
 export class ToolIndex<T extends RankableTool = RankableTool> {
-  readonly #postings = new Map<string, Posting<T>[]>();
-  readonly #size: number;
-  readonly #totalLength: number;
+  readonly #postings = new Map<string, Postings>();
+  readonly #docs: Doc<T>[] = [];
+  readonly #scores: Float64Array;
+  readonly #touched: Int32Array;
 
   /** @param inventory - The tools; only those in the search corpus are indexed. */
   constructor(inventory: Iterable<T>) {
@@ -264,26 +268,41 @@ export class ToolIndex<T extends RankableTool = RankableTool> {
       byName.set(tool.name, tool); // a repeated name: the later entry wins
     }
     let totalLength = 0;
+    const tfs = new Map<string, number[]>();
     for (const tool of byName.values()) {
       const description = typeof tool.description === "string" ? tool.description : "";
       const tokens = documentTokens(tool.name, description);
-      const doc: Doc<T> = { tool, length: tokens.length };
+      const id = this.#docs.push({ tool, length: tokens.length }) - 1;
       totalLength += tokens.length;
       const counts = new Map<string, number>();
       for (const token of tokens) counts.set(token, (counts.get(token) ?? 0) + 1);
       for (const [term, tf] of counts) {
-        const postings = this.#postings.get(term);
-        if (postings === undefined) this.#postings.set(term, [{ doc, tf }]);
-        else postings.push({ doc, tf });
+        let postings = this.#postings.get(term);
+        if (postings === undefined) {
+          postings = { docs: [], norms: [] };
+          this.#postings.set(term, postings);
+          tfs.set(term, []);
+        }
+        postings.docs.push(id);
+        tfs.get(term)?.push(tf);
       }
     }
-    this.#size = byName.size;
-    this.#totalLength = totalLength;
+    const avgdl = totalLength / this.#docs.length;
+    for (const [term, postings] of this.#postings) {
+      const counts = tfs.get(term) ?? [];
+      postings.docs.forEach((id, i) => {
+        const tf = counts[i] ?? 0;
+        const dl = this.#docs[id]?.length ?? 0;
+        postings.norms.push((tf * K1_PLUS_1) / (tf + BM25.k1 * (ONE_MINUS_B + (BM25.b * dl) / avgdl)));
+      });
+    }
+    this.#scores = new Float64Array(this.#docs.length);
+    this.#touched = new Int32Array(this.#docs.length);
   }
 
   /** The number of tools in the corpus. */
   get size(): number {
-    return this.#size;
+    return this.#docs.length;
   }
 
   /**
@@ -297,7 +316,8 @@ export class ToolIndex<T extends RankableTool = RankableTool> {
    * Scores equal the Python reference's within the contract's tolerance (1e-9), not always bit for
    * bit: V8's `Math.log` and the C library's `log` behind Python's `math.log` round differently in
    * the last place for some arguments (the idf of a term in 1 of 3 tools, ln(1 + 2.5 / 1.5), is
-   * 0.9808292530117264 here, 0.9808292530117263 in CPython on glibc), a few 1e-16 in a score.
+   * 0.9808292530117264 here, 0.9808292530117263 in CPython on glibc), and the tf part is
+   * computed once per posting: a few 1e-16 in a score.
    *
    * @param query - Free text, never camelCase-split.
    * @param options - `maxResults`, clamped by {@link clampMaxResults}.
@@ -305,28 +325,28 @@ export class ToolIndex<T extends RankableTool = RankableTool> {
    */
   search(query: string, options: RankOptions = {}): RankedTool<T>[] {
     const limit = clampMaxResults(options.maxResults);
-    const scores = this.#scores(query);
-    return topHits(scores, limit).map(({ doc, score }) => ({ name: doc.tool.name, score, tool: doc.tool }));
-  }
-
-  /** Every matching tool's score, each summed in query order. */
-  #scores(query: string): Map<Doc<T>, number> {
-    const scores = new Map<Doc<T>, number>();
-    const n = this.#size;
-    const avgdl = this.#totalLength / n;
+    const scores = this.#scores;
+    const touched = this.#touched;
+    const n = this.#docs.length;
+    let matched = 0;
     for (const term of new Set(tokenizeProse(query))) {
       const postings = this.#postings.get(term);
       if (postings === undefined) continue;
-      const df = postings.length;
-      const idf = Math.log(1 + (n - df + 0.5) / (df + 0.5));
-      for (const { doc, tf } of postings) {
-        const weight =
-          (idf * tf * K1_PLUS_1) / (tf + BM25.k1 * (ONE_MINUS_B + (BM25.b * doc.length) / avgdl));
-        const sum = scores.get(doc);
-        scores.set(doc, sum === undefined ? weight : sum + weight);
+      const { docs, norms } = postings;
+      const idf = Math.log(1 + (n - docs.length + 0.5) / (docs.length + 0.5));
+      for (let i = 0; i < docs.length; i++) {
+        const id = docs[i] as number;
+        if (scores[id] === 0) touched[matched++] = id; // every weight is > 0: 0 means untouched
+        scores[id] = (scores[id] as number) + idf * (norms[i] as number);
       }
     }
-    return scores;
+    const top: Hit<T>[] = [];
+    for (let i = 0; i < matched; i++) {
+      const id = touched[i] as number;
+      offer(top, { doc: this.#docs[id] as Doc<T>, score: scores[id] as number }, limit);
+      scores[id] = 0;
+    }
+    return top.map(({ doc, score }) => ({ name: doc.tool.name, score, tool: doc.tool }));
   }
 }
 
@@ -336,23 +356,18 @@ function ranksBefore<T extends RankableTool>(a: Hit<T>, b: Hit<T>): boolean {
   return compareCodePoints(a.doc.tool.name, b.doc.tool.name) < 0;
 }
 
-/** The best `limit` hits, best first, kept in a small sorted array (limit ≤ 20). */
-function topHits<T extends RankableTool>(scores: Map<Doc<T>, number>, limit: number): Hit<T>[] {
-  const top: Hit<T>[] = [];
-  for (const [doc, score] of scores) {
-    const hit: Hit<T> = { doc, score };
-    const last = top[top.length - 1];
-    if (top.length >= limit && last !== undefined && !ranksBefore(hit, last)) continue;
-    let at = top.length;
-    while (at > 0) {
-      const previous = top[at - 1];
-      if (previous === undefined || !ranksBefore(hit, previous)) break;
-      at--;
-    }
-    top.splice(at, 0, hit);
-    if (top.length > limit) top.pop();
+/** Put `hit` into `top` (best first, at most `limit` long) if it ranks there (limit ≤ 20). */
+function offer<T extends RankableTool>(top: Hit<T>[], hit: Hit<T>, limit: number): void {
+  const last = top[top.length - 1];
+  if (top.length >= limit && last !== undefined && !ranksBefore(hit, last)) return;
+  let at = top.length;
+  while (at > 0) {
+    const previous = top[at - 1];
+    if (previous === undefined || !ranksBefore(hit, previous)) break;
+    at--;
   }
-  return top;
+  top.splice(at, 0, hit);
+  if (top.length > limit) top.pop();
 }
 
 /**
