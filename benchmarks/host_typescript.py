@@ -16,8 +16,9 @@ What it measures
 Goals
     * TypeScript round trip p50 within 1.5x the Python client's (the host's language must not be
       the bottleneck of a tool call);
-    * TypeScript ranking p50 under 1 ms at 10,000 deferred tools, with exact agreement on every
-      query (the contract at scale, not only its eight-tool inventory).
+    * TypeScript ranking p50 under ``tool_search_speed.py``'s goals (1 ms at 10,000 deferred tools,
+      5 ms at 100,000), with agreement on every query (the contract at scale, not only its
+      eight-tool inventory).
 
 Run
     npm ci --prefix js && npm run build --prefix js    # once: the benchmark drives js/dist
@@ -41,7 +42,7 @@ from _tool_corpus import deferred_tool, synthetic_inventory
 from rpc_roundtrip import SIDECAR
 from steerable_agent_runtime.tool_search import ToolSearchIndex
 from steerable_sidecar.client import SidecarClient
-from tool_search_speed import _query_sets
+from tool_search_speed import GOAL_P50_MS, _query_sets
 
 ROOT = Path(__file__).resolve().parent.parent
 ENTRY = ROOT / "js" / "dist" / "index.js"
@@ -204,8 +205,9 @@ def main(argv: list[str]) -> int:
             f"TypeScript round trip p50 {ts_p50:.0f} us within 1.5x Python's {py_p50:.0f} us",
         ),
         (
-            ts_rank < 1.0 or args.size > 10_000,
-            f"TypeScript ranking p50 {ts_rank:.3f} ms < 1 ms at {args.size:,}",
+            ts_rank < GOAL_P50_MS.get(args.size, float("inf")),
+            f"TypeScript ranking p50 {ts_rank:.3f} ms < {GOAL_P50_MS.get(args.size, 'no goal:')} ms"
+            f" at {args.size:,} (tool_search_speed.py's goals)",
         ),
         (agreed == len(queries), f"every query's top {K} agrees ({agreed}/{len(queries)})"),
     ):
