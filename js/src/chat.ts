@@ -5,8 +5,6 @@
  */
 import type { ChatEvent, ChatSummary } from "./generated/protocol.js";
 
-type Waiter = () => void;
-
 /** Returned by {@link SidecarClient.chat}: iterate it for the events, await `result` for the end. */
 export class ChatHandle implements AsyncIterable<ChatEvent> {
   /** The chat's id (for `agent.chat.cancel` and the events' `chatId`). */
@@ -23,11 +21,13 @@ export class ChatHandle implements AsyncIterable<ChatEvent> {
   readonly #cancel: () => Promise<boolean>;
   #ended = false;
   #failure: { error: unknown } | undefined;
-  #wake: Waiter | undefined;
+  #changed: Promise<void>;
+  #wake!: () => void; // resolves #changed: every loop waiting for the next event wakes
 
   constructor(chatId: string, request: Promise<ChatSummary>, cancel: () => Promise<boolean>) {
     this.chatId = chatId;
     this.#cancel = cancel;
+    this.#changed = this.#nextChange();
     this.result = request;
     request.then(
       () => this.#end(undefined),
@@ -41,9 +41,9 @@ export class ChatHandle implements AsyncIterable<ChatEvent> {
   }
 
   /**
-   * The chat's events until it ends (the last is `done`). One iteration at a time; a second
-   * loop starts again from the first event. When the chat failed to run (its `result` rejects),
-   * the loop throws that error after the events that came before it.
+   * The chat's events until it ends (the last is `done`). Each loop starts from the first event,
+   * so several may run at once. When the chat failed to run (its `result` rejects), the loop
+   * throws that error after the events that came before it.
    */
   async *events(): AsyncGenerator<ChatEvent, void, undefined> {
     let index = 0;
@@ -56,7 +56,7 @@ export class ChatHandle implements AsyncIterable<ChatEvent> {
         if (this.#failure !== undefined) throw this.#failure.error;
         return;
       }
-      await new Promise<void>((resolve) => (this.#wake = resolve));
+      await this.#changed;
     }
   }
 
@@ -77,9 +77,13 @@ export class ChatHandle implements AsyncIterable<ChatEvent> {
     this.#notify();
   }
 
+  #nextChange(): Promise<void> {
+    return new Promise<void>((resolve) => (this.#wake = resolve));
+  }
+
   #notify(): void {
     const wake = this.#wake;
-    this.#wake = undefined;
-    wake?.();
+    this.#changed = this.#nextChange();
+    wake();
   }
 }

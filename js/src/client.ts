@@ -9,6 +9,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 
+import { RequestTimeoutError } from "./errors-base.js";
 import { malformedResult } from "./errors.js";
 import { SidecarStartError } from "./generated/errors.js";
 import type {
@@ -98,9 +99,12 @@ export class SidecarClient implements ReverseHandlers {
 
   private constructor(child: ChildProcess, options: SidecarStartOptions) {
     this.process = child;
-    const logger = options.logger ?? defaultLogger;
+    const logger = safely(options.logger ?? defaultLogger);
     this.#stderr = new StderrLines(logger);
     child.stderr?.on("data", (chunk: Buffer) => this.#stderr.feed(chunk));
+    // an 'error' without a listener would throw in the host: report it instead
+    child.on("error", (error) => logger({ source: "client", level: "error", message: `the sidecar process: ${error.message}` }));
+    child.stderr?.on("error", (error) => logger({ source: "client", level: "warning", message: `its stderr: ${error.message}` }));
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => {
         this.#exit = { code, signal };
@@ -226,7 +230,8 @@ export class SidecarClient implements ReverseHandlers {
 
   /**
    * Start `agent.chat.stream` and return at once: iterate the handle for the chat's events,
-   * await `handle.result` for its summary.
+   * await `handle.result` for its summary. When `options.timeoutMs` passes or `options.signal`
+   * aborts first, `result` rejects and the chat is cancelled in the sidecar.
    *
    * @param message - The user's message, or the whole params (`chatId`, `sessionId`, `askUser`,
    *   `toolsViaHost` with `tools`, `autoApprove`, `maxRounds`, `model`, `harness`...).
@@ -234,7 +239,12 @@ export class SidecarClient implements ReverseHandlers {
   chat(message: string | ChatParams, options: RequestOptions = {}): ChatHandle {
     const params: ChatParams = typeof message === "string" ? { message } : { ...message };
     const chatId = params.chatId ?? randomUUID();
-    const request = this.request("agent.chat.stream", { ...params, chatId }, options).then((answer: unknown) => {
+    const sent = this.request("agent.chat.stream", { ...params, chatId }, options);
+    sent.catch((error: unknown) => {
+      // the host stopped waiting (timeoutMs, signal): the chat must not run on for nobody
+      if (error instanceof RequestTimeoutError || options.signal?.aborted) void this.cancel(chatId).catch(() => {});
+    });
+    const request = sent.then((answer: unknown) => {
       if (!isObject(answer) || typeof answer.outcome !== "string") {
         throw malformedResult("agent.chat.stream", answer, "a summary with a string 'outcome'");
       }
@@ -312,6 +322,17 @@ export class SidecarClient implements ReverseHandlers {
     if (exit === undefined) return `the sidecar closed its output${said}`;
     return `the sidecar exited with ${describeExit(exit)}${said}`;
   }
+}
+
+/** `logger`, made unable to throw into the client (a broken logger loses its line, nothing else). */
+function safely(logger: SidecarLogger): SidecarLogger {
+  return (entry) => {
+    try {
+      logger(entry);
+    } catch {
+      // nowhere left to report it
+    }
+  };
 }
 
 function describeExit(exit: SidecarExit): string {

@@ -24,7 +24,7 @@ const TAIL_CHARS = 64 * 1024;
 const LEVEL = /^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) /;
 const LEVELS = { DEBUG: "debug", INFO: "info", WARNING: "warning", ERROR: "error", CRITICAL: "error" } as const;
 
-/** @internal */
+/** @internal Feeds a logger that does not throw (the client wraps the one it is given). */
 export class StderrLines {
   readonly #logger: SidecarLogger;
   readonly #decoder = new TextDecoder("utf-8");
@@ -52,11 +52,7 @@ export class StderrLines {
     for (const line of lines) {
       const level = LEVEL.exec(line)?.[1] as keyof typeof LEVELS | undefined;
       if (level !== undefined) this.#level = LEVELS[level];
-      try {
-        this.#logger({ source: "sidecar", level: this.#level, message: line.replace(/\r$/, "") });
-      } catch {
-        // a logger that throws loses its line, never the connection
-      }
+      this.#logger({ source: "sidecar", level: this.#level, message: line.replace(/\r$/, "") });
     }
   }
 }

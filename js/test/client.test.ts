@@ -342,3 +342,36 @@ console.log((await handle.result).outcome, await sidecar.close());
   assert.equal(child.stdout, "cancelled 0\n");
   assert.ok(Date.now() - started < 30_000, `the host took ${Date.now() - started} ms to exit`);
 });
+
+test("a chat the host stops waiting for (timeoutMs) is cancelled in the sidecar", async () => {
+  const { sidecar } = await startSidecar([{ tool_calls: [ask("q1")] }, "never"], {
+    onAskUser: () => new Promise(() => {}),
+  });
+  try {
+    const handle = sidecar.chat({ message: "go", askUser: true, sessionId: "busy" }, { timeoutMs: 500 });
+    await assert.rejects(handle.result, { name: "RequestTimeoutError", message: "agent.chat.stream: no answer in 500 ms" });
+    assert.equal(await sidecar.cancel(handle.chatId), false); // cancelled already, by the client
+    for (let tries = 0; ; tries++) {
+      // the session is free again once the cancelled chat has wound down
+      const next = await sidecar.chat({ message: "again", sessionId: "busy" }).result.catch((e: unknown) => e);
+      if (!(next instanceof UserError) || tries > 50) {
+        assert.equal((next as { outcome?: string }).outcome, "completed", String(next));
+        break;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await sidecar.close();
+  }
+});
+
+test("a logger that throws breaks nothing", async () => {
+  const { sidecar } = await startSidecar([], {
+    extraEnv: { STEERABLE_LOG_LEVEL: "DEBUG" },
+    logger: () => {
+      throw new Error("broken logger");
+    },
+  });
+  assert.equal((await sidecar.invoke("list_dir", {})).success, true);
+  assert.equal(await sidecar.close(), 0);
+});
