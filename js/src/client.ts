@@ -8,10 +8,12 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
 
 import { RequestTimeoutError } from "./errors-base.js";
 import { malformedResult } from "./errors.js";
-import { SidecarStartError } from "./generated/errors.js";
+import { SidecarStartError, UserError } from "./generated/errors.js";
+import { PROTOCOL_VERSION } from "./generated/protocol.js";
 import type {
   ChatEvent,
   ChatEventParams,
@@ -28,6 +30,7 @@ import { ChatHandle } from "./chat.js";
 import { JsonRpcPeer, type RequestOptions } from "./peer.js";
 import { type ReverseHandlers, type ReverseTimeouts, serveReverseCalls } from "./reverse.js";
 import { type SidecarLogger, StderrLines, defaultLogger } from "./stderr.js";
+import { after, checkTimeout, delay } from "./timeouts.js";
 
 /** How to start a sidecar ({@link SidecarClient.start}). */
 export interface SidecarStartOptions extends ReverseHandlers {
@@ -71,6 +74,7 @@ export interface SidecarExit {
 
 const READY_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 10_000;
+const STDERR_GRACE_MS = 1_000;
 
 /**
  * A running `steerable sidecar` and the host's end of its connection.
@@ -95,6 +99,7 @@ export class SidecarClient implements ReverseHandlers {
   readonly #peer: JsonRpcPeer;
   readonly #stderr: StderrLines;
   readonly #chats = new Map<string, ChatHandle>();
+  readonly #stderrDone: Promise<void>;
   #exit: SidecarExit | undefined;
 
   private constructor(child: ChildProcess, options: SidecarStartOptions) {
@@ -102,6 +107,7 @@ export class SidecarClient implements ReverseHandlers {
     const logger = safely(options.logger ?? defaultLogger);
     this.#stderr = new StderrLines(logger);
     child.stderr?.on("data", (chunk: Buffer) => this.#stderr.feed(chunk));
+    this.#stderrDone = new Promise((resolve) => (child.stderr ? child.stderr.once("close", resolve) : resolve()));
     // an 'error' without a listener would throw in the host: report it instead
     child.on("error", (error) => logger({ source: "client", level: "error", message: `the sidecar process: ${error.message}` }));
     child.stderr?.on("error", (error) => logger({ source: "client", level: "warning", message: `its stderr: ${error.message}` }));
@@ -126,6 +132,9 @@ export class SidecarClient implements ReverseHandlers {
     serveReverseCalls(this.#peer, this, options.handlerTimeoutsMs ?? {}, this.seeds, logger);
   }
 
+  /** Whether the sidecar runs in its own process group (killed whole: a wrapper's children too). */
+  static readonly #grouped = process.platform !== "win32";
+
   /**
    * Spawn the sidecar and wait for its `lifecycle.ready`.
    *
@@ -135,34 +144,44 @@ export class SidecarClient implements ReverseHandlers {
    */
   static async start(options: SidecarStartOptions = {}): Promise<SidecarClient> {
     const [program, ...leading] = options.command ?? ["steerable", "sidecar"];
-    if (program === undefined) throw new SidecarStartError(-32060, "command is empty");
+    if (program === undefined) throw new SidecarStartError(-32060, "the sidecar could not be started: command is empty");
+    const timeoutMs = checkTimeout("readyTimeoutMs", options.readyTimeoutMs ?? READY_TIMEOUT_MS);
+    for (const [what, value] of Object.entries(options.handlerTimeoutsMs ?? {})) checkTimeout(what, value);
     const argv = [
       ...leading,
       ...(options.workspace !== undefined ? ["--workspace", options.workspace] : []),
       ...(options.stateDir !== undefined ? ["--state-dir", options.stateDir] : []),
       ...(options.args ?? []),
     ];
-    const child = spawn(program, argv, {
-      stdio: ["pipe", "pipe", "pipe"],
-      ...(options.cwd !== undefined && { cwd: options.cwd }),
-      ...(options.env !== undefined && { env: options.env }),
-    });
+    let child: ChildProcess;
+    try {
+      child = spawn(program, argv, {
+        stdio: ["pipe", "pipe", "pipe"],
+        detached: SidecarClient.#grouped, // its own process group, so a kill reaches a wrapper's children
+        ...(options.cwd !== undefined && { cwd: options.cwd }),
+        ...(options.env !== undefined && { env: options.env }),
+      });
+    } catch (error) {
+      // a NUL byte in an argument, a bad option value: Node refuses before any process exists
+      throw new SidecarStartError(-32060, `the sidecar could not be started: ${(error as Error).message}`);
+    }
     const client = new SidecarClient(child, options);
-    const timeoutMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
-    let timer: NodeJS.Timeout | undefined;
-    const outcome = await new Promise<string | ReadyParams>((resolve) => {
-      client.#peer.addNotification("lifecycle.ready", (params) => resolve(params as ReadyParams));
-      child.once("error", (error) => resolve(`could not be started (${program}: ${error.message})`));
+    let cancelTimer = () => {};
+    const outcome = await new Promise<string | { ready: unknown }>((resolve) => {
+      client.#peer.addNotification("lifecycle.ready", (params) => resolve({ ready: params }));
+      child.once("error", (error) => resolve(`could not be started (${program}: ${spawnProblem(error, options.cwd)})`));
       void client.exited.then((exit) => resolve(`exited with ${describeExit(exit)}`));
-      timer = setTimeout(() => resolve(`sent nothing in ${timeoutMs} ms`), timeoutMs);
+      cancelTimer = after(timeoutMs, () => resolve(`sent nothing in ${timeoutMs} ms`));
     });
-    clearTimeout(timer);
-    if (typeof outcome === "string") {
+    cancelTimer();
+    const problem = typeof outcome === "string" ? outcome : readyProblem(outcome.ready);
+    if (problem !== undefined) {
       await client.#kill();
       const stderr = client.stderrTail;
-      throw new SidecarStartError(-32060, `the sidecar ${outcome} before lifecycle.ready; stderr:\n${stderr}`);
+      const said = stderr.trim() === "" ? " (its stderr was empty)" : `; stderr:\n${stderr}`;
+      throw new SidecarStartError(-32060, `the sidecar ${problem} before lifecycle.ready${said}`);
     }
-    client.ready = outcome;
+    client.ready = (outcome as { ready: ReadyParams }).ready;
     return client;
   }
 
@@ -239,6 +258,11 @@ export class SidecarClient implements ReverseHandlers {
   chat(message: string | ChatParams, options: RequestOptions = {}): ChatHandle {
     const params: ChatParams = typeof message === "string" ? { message } : { ...message };
     const chatId = params.chatId ?? randomUUID();
+    if (this.#chats.has(chatId)) {
+      // the sidecar would refuse it too; refused here, the running chat keeps its events
+      const refused = Promise.reject(new UserError(-32030, `chat '${chatId}' is already running`, { type: "UserError" }));
+      return new ChatHandle(chatId, refused, () => this.cancel(chatId));
+    }
     const sent = this.request("agent.chat.stream", { ...params, chatId }, options);
     sent.catch((error: unknown) => {
       // the host stopped waiting (timeoutMs, signal): the chat must not run on for nobody
@@ -252,10 +276,8 @@ export class SidecarClient implements ReverseHandlers {
     });
     const handle = new ChatHandle(chatId, request, () => this.cancel(chatId));
     this.#chats.set(chatId, handle);
-    void request.then(
-      () => this.#chats.delete(chatId),
-      () => this.#chats.delete(chatId),
-    );
+    const forget = () => this.#chats.get(chatId) === handle && this.#chats.delete(chatId);
+    void request.then(forget, forget);
     return handle;
   }
 
@@ -277,14 +299,16 @@ export class SidecarClient implements ReverseHandlers {
    * @returns The exit code (`null` when it ended by a signal).
    */
   async shutdown(timeoutMs = CLOSE_TIMEOUT_MS): Promise<number | null> {
+    const deadline = Date.now() + checkTimeout("timeoutMs", timeoutMs);
     if (this.#exit === undefined && !this.#peer.isClosed) {
       await this.request("system.shutdown", undefined, { timeoutMs }).catch(() => undefined);
     }
-    return this.#waitOrKill(timeoutMs);
+    return this.#waitOrKill(Math.max(0, deadline - Date.now()));
   }
 
   /** Close the sidecar's stdin (it exits at EOF), wait up to `timeoutMs`, then kill it. */
   async close(timeoutMs = CLOSE_TIMEOUT_MS): Promise<number | null> {
+    checkTimeout("timeoutMs", timeoutMs);
     this.process.stdin?.end();
     return this.#waitOrKill(timeoutMs);
   }
@@ -297,15 +321,32 @@ export class SidecarClient implements ReverseHandlers {
   async #waitOrKill(timeoutMs: number): Promise<number | null> {
     const exit = await Promise.race([this.exited, delay(timeoutMs)]);
     if (exit === undefined) await this.#kill();
+    await this.#release();
     return (await this.exited).code;
   }
 
+  /** SIGKILL the sidecar's process group (a wrapper script's children with it), then wait. */
   async #kill(): Promise<void> {
-    if (this.#exit === undefined && this.process.exitCode === null && this.process.pid !== undefined) {
-      this.process.kill("SIGKILL");
+    const pid = this.process.pid;
+    if (this.#exit === undefined && this.process.exitCode === null && pid !== undefined) {
+      try {
+        if (SidecarClient.#grouped) process.kill(-pid, "SIGKILL");
+        else this.process.kill("SIGKILL");
+      } catch {
+        this.process.kill("SIGKILL"); // the group is gone already: the process itself
+      }
       await this.exited;
     }
-    this.process.stdin?.destroy();
+    await this.#release();
+  }
+
+  /**
+   * Let go of the pipes once the sidecar's last logs are read (1 s at most): a grandchild still
+   * holding them must not keep this process alive.
+   */
+  async #release(): Promise<void> {
+    await Promise.race([this.#stderrDone, delay(STDERR_GRACE_MS)]);
+    for (const stream of [this.process.stdin, this.process.stdout, this.process.stderr]) stream?.destroy();
   }
 
   // -- sidecar -> host ----------------------------------------------------------------------------
@@ -339,8 +380,21 @@ function describeExit(exit: SidecarExit): string {
   return exit.signal !== null ? `signal ${exit.signal}` : `code ${exit.code}`;
 }
 
-function delay(ms: number): Promise<undefined> {
-  return new Promise((resolve) => setTimeout(() => resolve(undefined), ms).unref());
+/** What is wrong with a `lifecycle.ready`'s params, if anything. */
+function readyProblem(ready: unknown): string | undefined {
+  if (!isObject(ready) || typeof ready.protocolVersion !== "number" || typeof ready.pid !== "number") {
+    return `sent a lifecycle.ready that is not {version, protocolVersion, pid, workspace} (${JSON.stringify(ready)})`;
+  }
+  if (ready.protocolVersion !== PROTOCOL_VERSION) {
+    return `speaks protocol ${ready.protocolVersion}, this client protocol ${PROTOCOL_VERSION}: update one of them`;
+  }
+  return undefined;
+}
+
+/** Node's spawn error, made clearer where it misleads (a missing cwd is reported as ENOENT of the program). */
+function spawnProblem(error: NodeJS.ErrnoException, cwd: string | undefined): string {
+  if (error.code === "ENOENT" && cwd !== undefined && !existsSync(cwd)) return `the working directory ${cwd} does not exist`;
+  return error.message;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

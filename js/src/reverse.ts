@@ -13,7 +13,7 @@
  * A handler that throws answers with an error (-32603 for a plain Error, the error's own code for
  * a RemoteError such as InvalidParamsError): for the sidecar, a refused approval, a failed tool.
  */
-import { InvalidParamsError } from "./errors-base.js";
+import { InvalidParamsError, RemoteError } from "./errors-base.js";
 import type {
   ApprovalRequestParams,
   AskUserRequestParams,
@@ -26,6 +26,7 @@ import type {
 } from "./generated/protocol.js";
 import type { JsonRpcPeer } from "./peer.js";
 import type { SidecarLogger } from "./stderr.js";
+import { after } from "./timeouts.js";
 
 type Maybe<T> = T | Promise<T>;
 
@@ -76,7 +77,7 @@ export function serveReverseCalls(
   ): Promise<T | typeof TIMED_OUT> => {
     const ms = timeouts[method] ?? DEFAULT_TIMEOUTS_MS[method];
     const controller = new AbortController();
-    let timer: NodeJS.Timeout | undefined;
+    let cancelTimer = () => {};
     let onClosed: (() => void) | undefined;
     // past the timeout, or once the sidecar is gone (nobody reads the answer), stop waiting
     const late = new Promise<typeof TIMED_OUT>((resolve) => {
@@ -85,17 +86,17 @@ export function serveReverseCalls(
         resolve(TIMED_OUT);
       };
       closed.addEventListener("abort", onClosed, { once: true });
-      timer = setTimeout(() => {
+      cancelTimer = after(ms, () => {
         logger({ source: "client", level: "warning", message: `${method}: the handler took over ${ms} ms` });
         controller.abort(new Error(`${method}: timed out after ${ms} ms`));
         resolve(TIMED_OUT);
-      }, ms);
+      });
     });
     try {
       if (closed.aborted) return TIMED_OUT;
       return await Promise.race([Promise.resolve().then(() => run(controller.signal)), late]);
     } finally {
-      clearTimeout(timer);
+      cancelTimer();
       if (onClosed !== undefined) closed.removeEventListener("abort", onClosed);
     }
   };
@@ -141,7 +142,10 @@ export function serveReverseCalls(
     const handler = handlers.onWebSearch;
     if (handler === undefined) throw new InvalidParamsError("this host runs no web search (no onWebSearch handler)");
     const answer = await within("web_search.request", signal, (s) => handler(params as WebSearchRequestParams, s));
-    if (answer === TIMED_OUT) throw new Error(`web_search.request: the host's search took over its timeout`);
+    if (answer === TIMED_OUT) {
+      const ms = timeouts["web_search.request"] ?? DEFAULT_TIMEOUTS_MS["web_search.request"];
+      throw new RemoteError(-32603, `the host's search did not finish in ${ms} ms`, { type: "TimeoutError" });
+    }
     return answer;
   });
 }

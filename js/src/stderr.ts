@@ -37,7 +37,7 @@ export class StderrLines {
   }
 
   get tail(): string {
-    return this.#tail + this.#partial;
+    return this.#tail;
   }
 
   lastLines(count: number): string {
@@ -46,13 +46,21 @@ export class StderrLines {
 
   feed(chunk: Buffer): void {
     const text = this.#decoder.decode(chunk, { stream: true });
-    this.#tail = (this.#tail + text).slice(-TAIL_CHARS);
-    const lines = (this.#partial + text).split("\n");
-    this.#partial = lines.pop() ?? "";
-    for (const line of lines) {
-      const level = LEVEL.exec(line)?.[1] as keyof typeof LEVELS | undefined;
-      if (level !== undefined) this.#level = LEVELS[level];
-      this.#logger({ source: "sidecar", level: this.#level, message: line.replace(/\r$/, "") });
+    this.#tail = this.#tail.length + text.length > TAIL_CHARS ? (this.#tail + text).slice(-TAIL_CHARS) : this.#tail + text;
+    let start = 0;
+    for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", start)) {
+      const room = TAIL_CHARS - this.#partial.length; // a line is kept to its first 64 Ki characters
+      this.#line(room > 0 ? this.#partial + text.slice(start, Math.min(at, start + room)) : this.#partial);
+      this.#partial = "";
+      start = at + 1;
     }
+    // a line that never ends (a progress bar redrawn with \r) is kept to its first 64 Ki characters too
+    if (this.#partial.length < TAIL_CHARS) this.#partial += text.slice(start, start + TAIL_CHARS - this.#partial.length);
+  }
+
+  #line(line: string): void {
+    const level = LEVEL.exec(line)?.[1] as keyof typeof LEVELS | undefined;
+    if (level !== undefined) this.#level = LEVELS[level];
+    this.#logger({ source: "sidecar", level: this.#level, message: line.replace(/\r$/, "") });
   }
 }

@@ -375,3 +375,47 @@ test("a logger that throws breaks nothing", async () => {
   assert.equal((await sidecar.invoke("list_dir", {})).success, true);
   assert.equal(await sidecar.close(), 0);
 });
+
+test("a second chat under a running chat's id is refused here; the first keeps its events", async () => {
+  let answer!: (value: Record<string, unknown>) => void;
+  let asked!: () => void;
+  const waiting = new Promise<void>((resolve) => (asked = resolve));
+  const { sidecar } = await startSidecar([{ tool_calls: [ask("q1")] }, "finished"], {
+    onAskUser: () => {
+      asked();
+      return new Promise((resolve) => (answer = resolve));
+    },
+  });
+  try {
+    const first = sidecar.chat({ chatId: "c1", message: "go", askUser: true });
+    await waiting;
+    const second = sidecar.chat({ chatId: "c1", message: "again" });
+    await assert.rejects(second.result, (error: unknown) => {
+      assert.ok(error instanceof UserError);
+      assert.equal(error.message, "chat 'c1' is already running");
+      return true;
+    });
+    answer({ scope: "all" });
+    const events = await collect(first);
+    assert.equal((await first.result).text, "finished");
+    assert.equal(events.at(-1)?.type, "done");
+    assert.deepEqual(results(events)[0]?.result.data, { answers: { scope: "all" } });
+  } finally {
+    await sidecar.close();
+  }
+});
+
+test("a request the sidecar could not take, or params that are not JSON, fail at once", async () => {
+  const { sidecar } = await startSidecar([]);
+  try {
+    const huge = "x".repeat(65 * 1024 * 1024);
+    await assert.rejects(sidecar.invoke("write_file", { path: "big.txt", content: huge }), {
+      name: "RangeError",
+      message: /^tool\.invoke: the frame is \d+ bytes, over the 67108864 a frame may hold: send less$/,
+    });
+    await assert.rejects(sidecar.invoke("read_file", { path: 1n }), { name: "TypeError" });
+    assert.equal((await sidecar.invoke("read_file", { path: "notes.txt" }, { timeoutMs: Infinity })).success, true);
+  } finally {
+    await sidecar.close();
+  }
+});

@@ -225,3 +225,74 @@ test("every error class of the schema's table, with its code and its parent", ()
     assert.equal(remoteError(code, "m").constructor, RemoteError);
   }
 });
+
+test("params that cannot be sent fail at once: not JSON (TypeError), over the frame limit (RangeError)", async () => {
+  const { peer, raw } = wire({ maxOutgoingFrameBytes: 100 });
+  const cyclic: Record<string, unknown> = {};
+  cyclic.self = cyclic;
+  await assert.rejects(peer.request("tool.invoke", cyclic), { name: "TypeError", message: /^tool\.invoke: Converting circular structure to JSON/ });
+  await assert.rejects(peer.request("tool.invoke", { n: 1n }), { name: "TypeError", message: /^tool\.invoke: Do not know how to serialize a BigInt/ });
+  await assert.rejects(peer.request("tool.invoke", { text: "é".repeat(60) }), {
+    name: "RangeError",
+    message: /^tool\.invoke: the frame is 1\d\d bytes, over the 100 a frame may hold: send less$/,
+  });
+  assert.throws(() => peer.notify("x", { n: 1n }), TypeError);
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.deepEqual(raw(), []); // nothing went out
+});
+
+test("an answer that cannot be encoded goes out as -32603, so the other side still hears", async () => {
+  const { peer, send, next } = wire();
+  peer.addMethod("big", () => ({ n: 1n }));
+  send('{"jsonrpc":"2.0","id":7,"method":"big"}\n');
+  assert.deepEqual(await next(), {
+    jsonrpc: "2.0",
+    id: 7,
+    error: {
+      code: -32603,
+      message: "Internal error: the answer cannot be sent: Do not know how to serialize a BigInt",
+      data: { type: "TypeError" },
+    },
+  });
+});
+
+test("an answer refused as too large or not UTF-8 fails its request at once", async () => {
+  const { peer, send, next } = wire({ maxFrameBytes: 200 });
+  const big = peer.request("tool.invoke", {});
+  const bad = peer.request("tool.list");
+  const [a, b] = (await Promise.all([next(), next()])) as { id: number }[];
+  send(`{"jsonrpc":"2.0","id":${a?.id},"result":{"data":"${"x".repeat(300)}"}}\n`);
+  await assert.rejects(big, {
+    name: "RemoteError",
+    code: -32600,
+    message: "tool.invoke: Invalid Request: the answer is a frame too large (over 200 bytes)",
+  });
+  send(Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${b?.id},"result":"`), Buffer.from([0xc3, 0x28]), Buffer.from('"}\n')]));
+  await assert.rejects(bad, { code: -32700, message: "tool.list: Parse error: the answer is not UTF-8" });
+});
+
+test("late answers to abandoned requests are dropped quietly; Infinity waits without limit", async () => {
+  const { peer, send, next, logs } = wire();
+  const slow = peer.request("slow", undefined, { timeoutMs: 10 });
+  const { id } = (await next()) as { id: number };
+  await assert.rejects(slow, RequestTimeoutError);
+  send(`{"jsonrpc":"2.0","id":${id},"result":1}\n`);
+  const patient = peer.request("patient", undefined, { timeoutMs: Infinity });
+  const asked = (await next()) as { id: number };
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  send(`{"jsonrpc":"2.0","id":${asked.id},"result":"at last"}\n`);
+  assert.equal(await patient, "at last");
+  assert.ok(logs.includes(`debug: dropped a late answer to a request that timed out or was abandoned (id ${id})`), logs.join("\n"));
+  await assert.rejects(peer.request("x", undefined, { timeoutMs: -5 }), { name: "RangeError" });
+});
+
+test("a sidecar that reads nothing cannot make the host buffer replies to its garbage without bound", async () => {
+  const toPeer = new PassThrough();
+  const fromPeer = new PassThrough({ highWaterMark: 1024 }); // nobody reads it
+  const logs: string[] = [];
+  new JsonRpcPeer(toPeer, fromPeer, { log: (level, message) => logs.push(`${level}: ${message}`) });
+  toPeer.write("x\n".repeat(50_000)); // 50,000 frames, each a -32700 reply of ~90 bytes if sent
+  await new Promise((resolve) => setImmediate(resolve));
+  assert.ok(fromPeer.writableLength < 1.1 * 1024 * 1024, `${fromPeer.writableLength} bytes buffered`);
+  assert.ok(logs.includes("warning: the sidecar reads nothing: dropped an error reply to a frame it sent"));
+});
