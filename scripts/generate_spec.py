@@ -33,6 +33,8 @@ DESCRIPTIONS = {
 def _wire(schema: dict[str, Any]) -> dict[str, Any]:
     """Describe the wire form: optional fields are omitted when unset (``exclude_none``), never null."""
     for prop in schema.get("properties", {}).values():
+        if prop.get("default", "") is None and "anyOf" not in prop:  # a null default of a typed field
+            prop.pop("default")
         variants = prop.get("anyOf")
         if variants and {"type": "null"} in variants and prop.get("default", "") is None:
             rest = [v for v in variants if v != {"type": "null"}]

@@ -64,7 +64,7 @@ export class ChatHandle implements AsyncIterable<ChatEvent> {
     return this.events();
   }
 
-  /** @internal Called by the client for each `agent.chat.event` of this chat. */
+  /** Add an event: the client does for each `agent.chat.event` of this chat (a test or another transport can too). */
   push(event: ChatEvent): void {
     if (this.#ended) return;
     this.eventsSeen.push(event);

@@ -66,6 +66,14 @@ export interface InvokeOptions extends RequestOptions {
   readonly context?: Record<string, unknown>;
 }
 
+/** `request()`'s arguments after the method: params required unless the method takes none. */
+export type ParamsArgs<M extends keyof SidecarMethods> = undefined extends SidecarMethods[M]["params"]
+  ? [params?: SidecarMethods[M]["params"], options?: RequestOptions]
+  : [params: SidecarMethods[M]["params"], options?: RequestOptions];
+
+/** How a chat ended (`ChatSummary.outcome`). */
+export type RunOutcome = ChatSummary["outcome"];
+
 /** How the process ended. */
 export interface SidecarExit {
   readonly code: number | null;
@@ -75,6 +83,7 @@ export interface SidecarExit {
 const READY_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 const STDERR_GRACE_MS = 1_000;
+const CANCEL_GRACE_MS = 5_000;
 
 /**
  * A running `steerable sidecar` and the host's end of its connection.
@@ -98,7 +107,7 @@ export class SidecarClient implements ReverseHandlers {
   readonly process: ChildProcess;
   readonly #peer: JsonRpcPeer;
   readonly #stderr: StderrLines;
-  readonly #chats = new Map<string, ChatHandle>();
+  readonly #chats = new Map<string, { handle: ChatHandle; ended: AbortController }>();
   readonly #stderrDone: Promise<void>;
   #exit: SidecarExit | undefined;
 
@@ -129,7 +138,8 @@ export class SidecarClient implements ReverseHandlers {
     this.onToolInvoke = options.onToolInvoke;
     this.onReadStateSeed = options.onReadStateSeed;
     this.onWebSearch = options.onWebSearch;
-    serveReverseCalls(this.#peer, this, options.handlerTimeoutsMs ?? {}, this.seeds, logger);
+    const chatEnded = (chatId: unknown) => (typeof chatId === "string" ? this.#chats.get(chatId)?.ended.signal : undefined);
+    serveReverseCalls(this.#peer, this, options.handlerTimeoutsMs ?? {}, this.seeds, logger, chatEnded);
   }
 
   /** Whether the sidecar runs in its own process group (killed whole: a wrapper's children too). */
@@ -199,11 +209,8 @@ export class SidecarClient implements ReverseHandlers {
    * @throws RemoteError - the error response, as the class its code names (`ConfigError`...);
    *   PeerClosedError when the sidecar went away first; RequestTimeoutError past `timeoutMs`.
    */
-  async request<M extends keyof SidecarMethods>(
-    method: M,
-    params?: SidecarMethods[M]["params"],
-    options?: RequestOptions,
-  ): Promise<SidecarMethods[M]["result"]> {
+  async request<M extends keyof SidecarMethods>(method: M, ...args: ParamsArgs<M>): Promise<SidecarMethods[M]["result"]> {
+    const [params, options] = args;
     return (await this.#peer.request(method, params, options)) as SidecarMethods[M]["result"];
   }
 
@@ -257,28 +264,54 @@ export class SidecarClient implements ReverseHandlers {
    */
   chat(message: string | ChatParams, options: RequestOptions = {}): ChatHandle {
     const params: ChatParams = typeof message === "string" ? { message } : { ...message };
-    const chatId = params.chatId ?? randomUUID();
+    const chatId = params.chatId || randomUUID(); // "" is unset, as the sidecar reads it
     if (this.#chats.has(chatId)) {
       // the sidecar would refuse it too; refused here, the running chat keeps its events
       const refused = Promise.reject(new UserError(-32030, `chat '${chatId}' is already running`, { type: "UserError" }));
       return new ChatHandle(chatId, refused, () => this.cancel(chatId));
     }
-    const sent = this.request("agent.chat.stream", { ...params, chatId }, options);
-    sent.catch((error: unknown) => {
-      // the host stopped waiting (timeoutMs, signal): the chat must not run on for nobody
-      if (error instanceof RequestTimeoutError || options.signal?.aborted) void this.cancel(chatId).catch(() => {});
-    });
-    const request = sent.then((answer: unknown) => {
-      if (!isObject(answer) || typeof answer.outcome !== "string") {
-        throw malformedResult("agent.chat.stream", answer, "a summary with a string 'outcome'");
-      }
-      return answer as unknown as ChatSummary;
-    });
+    const request = this.#runChat({ ...params, chatId }, options);
     const handle = new ChatHandle(chatId, request, () => this.cancel(chatId));
-    this.#chats.set(chatId, handle);
-    const forget = () => this.#chats.get(chatId) === handle && this.#chats.delete(chatId);
+    const ended = new AbortController(); // its reverse calls (questions, consent prompts) end with it
+    this.#chats.set(chatId, { handle, ended });
+    const forget = () => {
+      ended.abort(new Error(`chat ${chatId} ended`));
+      if (this.#chats.get(chatId)?.handle === handle) this.#chats.delete(chatId);
+    };
     void request.then(forget, forget);
     return handle;
+  }
+
+  /**
+   * The `agent.chat.stream` call. Past `timeoutMs`, or once `signal` aborts, the chat is
+   * cancelled in the sidecar and its answer awaited (5 s at most) before the call rejects, so
+   * the session is free for the next chat when it does.
+   */
+  async #runChat(params: ChatParams & { chatId: string }, options: RequestOptions): Promise<ChatSummary> {
+    const stop = new AbortController();
+    const { signal, timeoutMs = Infinity } = options;
+    const gaveUp = new Promise<Error>((resolve) => {
+      const cancelTimer = after(checkTimeout("timeoutMs", timeoutMs), () => resolve(new RequestTimeoutError("agent.chat.stream", timeoutMs)));
+      const onAbort = () => resolve(signal?.reason instanceof Error ? signal.reason : new Error("agent.chat.stream: aborted"));
+      if (signal?.aborted) onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      stop.signal.addEventListener("abort", () => (cancelTimer(), signal?.removeEventListener("abort", onAbort)));
+    });
+    const sent = this.request("agent.chat.stream", params, { signal: stop.signal });
+    sent.catch(() => {}); // read below, or abandoned after the grace
+    const first = await Promise.race([sent.then(() => undefined, () => undefined), gaveUp]);
+    if (first instanceof Error) {
+      await this.cancel(params.chatId).catch(() => false);
+      await Promise.race([sent.catch(() => undefined), delay(CANCEL_GRACE_MS)]);
+      stop.abort(first);
+      throw first;
+    }
+    stop.abort();
+    const answer: unknown = await sent;
+    if (!isObject(answer) || typeof answer.outcome !== "string") {
+      throw malformedResult("agent.chat.stream", answer, "a summary with a string 'outcome'");
+    }
+    return answer as unknown as ChatSummary;
   }
 
   /** `agent.chat.cancel`: `true` when the chat was running; its result then says `cancelled`. */
@@ -353,7 +386,7 @@ export class SidecarClient implements ReverseHandlers {
 
   #event(params: unknown): void {
     if (!isObject(params) || typeof params.chatId !== "string" || !isObject(params.event)) return;
-    this.#chats.get(params.chatId)?.push((params as unknown as ChatEventParams).event as ChatEvent);
+    this.#chats.get(params.chatId)?.handle.push((params as unknown as ChatEventParams).event as ChatEvent);
   }
 
   async #whyClosed(): Promise<string> {

@@ -55,11 +55,15 @@ export class RequestTimeoutError extends Error {
   }
 }
 
-/** A handler's way to answer -32602 (Invalid params) with a message and optional `data`. */
+/**
+ * -32602 (Invalid params): what a call the sidecar refused for its params rejects with (`data`
+ * names each field for a validation error), and what a handler throws to answer one.
+ */
 export class InvalidParamsError extends RemoteError {
+  static override readonly CODE: number = -32602;
   override readonly name: string = "InvalidParamsError";
 
   constructor(message: string, data?: unknown) {
-    super(-32602, message, data);
+    super(InvalidParamsError.CODE, message, data);
   }
 }

@@ -3,7 +3,7 @@
  *
  * Spec: docs/sidecar-protocol.md, Errors (the table lives in spec/sidecar.schema.json, `errors`).
  */
-import { RemoteError } from "./errors-base.js";
+import { InvalidParamsError, RemoteError } from "./errors-base.js";
 import { ERROR_CLASSES } from "./generated/errors.js";
 
 const SHOWN_CHARS = 200;
@@ -12,10 +12,11 @@ const SHOWN_CHARS = 200;
  * The error a response `{code, message, data}` stands for.
  *
  * @returns An instance of the steerable class the code names (a subclass of RemoteError, e.g.
- *   `ConfigError` for -32040), or a plain RemoteError for the standard codes, RemoteError's
- *   own (-32090) and codes outside the table.
+ *   `ConfigError` for -32040), InvalidParamsError for -32602, or a plain RemoteError for the
+ *   other standard codes, RemoteError's own (-32090) and codes outside the table.
  */
 export function remoteError(code: number, message: string, data?: unknown): RemoteError {
+  if (code === InvalidParamsError.CODE) return new InvalidParamsError(message, data);
   const typed = ERROR_CLASSES.get(code) ?? RemoteError;
   return new typed(code, message, data);
 }

@@ -29,7 +29,14 @@ export {
 } from "./rank.js";
 
 // the sidecar client
-export { type InvokeOptions, SidecarClient, type SidecarExit, type SidecarStartOptions } from "./client.js";
+export {
+  type InvokeOptions,
+  type ParamsArgs,
+  type RunOutcome,
+  SidecarClient,
+  type SidecarExit,
+  type SidecarStartOptions,
+} from "./client.js";
 export { ChatHandle } from "./chat.js";
 export { DEFAULT_TIMEOUTS_MS, type ReverseHandlers, type ReverseTimeouts } from "./reverse.js";
 export { type SidecarLogEntry, type SidecarLogger, defaultLogger } from "./stderr.js";

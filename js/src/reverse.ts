@@ -32,7 +32,7 @@ type Maybe<T> = T | Promise<T>;
 
 /** The reverse-call handlers; each gets an AbortSignal, aborted at its timeout or when the sidecar exits. */
 export interface ReverseHandlers {
-  /** Show the question card; return `{questionId: answer}`, or `null` when the user dismissed it. */
+  /** Show the question card; return `{questionId: answer}`, or `null` (or `{cancelled: true}`) when the user dismissed it. */
   onAskUser?: ((payload: AskUserRequestParams, signal: AbortSignal) => Maybe<Record<string, unknown> | null>) | undefined;
   /** Ask the user whether `request.call` may run; only `true` approves. */
   onApproval?: ((request: ApprovalRequestParams, signal: AbortSignal) => Maybe<boolean>) | undefined;
@@ -62,6 +62,12 @@ export const DEFAULT_TIMEOUTS_MS: Readonly<Required<ReverseTimeouts>> = {
 
 const TIMED_OUT = Symbol("timed out");
 
+/** `{cancelled: true}`, the protocol's own answer for a dismissed card (no answer is ever `true`). */
+function isCancel(answers: object): boolean {
+  const keys = Object.keys(answers);
+  return keys.length === 1 && keys[0] === "cancelled" && (answers as { cancelled?: unknown }).cancelled === true;
+}
+
 /** @internal Register the reverse methods on `peer`; handlers are read at each call. */
 export function serveReverseCalls(
   peer: JsonRpcPeer,
@@ -69,12 +75,16 @@ export function serveReverseCalls(
   timeouts: ReverseTimeouts,
   seeds: ReadStateSeedParams[],
   logger: SidecarLogger,
+  chatEnded: (chatId: unknown) => AbortSignal | undefined = () => undefined,
 ): void {
   const within = async <T>(
     method: keyof HostMethods,
-    closed: AbortSignal,
+    context: { signal: AbortSignal; chatId?: unknown },
     run: (signal: AbortSignal) => Maybe<T>,
   ): Promise<T | typeof TIMED_OUT> => {
+    // the handler stops being waited for when the sidecar goes, or when its chat ends (cancelled)
+    const ended = chatEnded(context.chatId);
+    const closed = ended === undefined ? context.signal : AbortSignal.any([context.signal, ended]);
     const ms = timeouts[method] ?? DEFAULT_TIMEOUTS_MS[method];
     const controller = new AbortController();
     let cancelTimer = () => {};
@@ -104,14 +114,19 @@ export function serveReverseCalls(
   peer.addMethod("ask_user.request", async (params, { signal }) => {
     const handler = handlers.onAskUser;
     if (handler === undefined) return { cancelled: true };
-    const answers = await within("ask_user.request", signal, (s) => handler(params as AskUserRequestParams, s));
-    return answers === TIMED_OUT || answers === null || typeof answers !== "object" ? { cancelled: true } : { answers };
+    const payload = params as AskUserRequestParams;
+    const answers = await within("ask_user.request", { signal, chatId: payload.chatId }, (s) => handler(payload, s));
+    if (answers === TIMED_OUT || answers === null || typeof answers !== "object" || isCancel(answers)) {
+      return { cancelled: true };
+    }
+    return { answers };
   });
 
   peer.addMethod("approval.request", async (params, { signal }) => {
     const handler = handlers.onApproval;
     if (handler === undefined) return { approved: false };
-    const answer = await within("approval.request", signal, (s) => handler(params as ApprovalRequestParams, s));
+    const request = params as ApprovalRequestParams;
+    const answer = await within("approval.request", { signal, chatId: request.chatId }, (s) => handler(request, s));
     return { approved: answer === true }; // consent is never inferred from a truthy value
   });
 
@@ -119,7 +134,7 @@ export function serveReverseCalls(
     const handler = handlers.onToolInvoke;
     if (handler === undefined) throw new InvalidParamsError("this host runs no tools (no onToolInvoke handler)");
     const call = params as HostInvokeParams;
-    const result = await within("tool.invoke", signal, (s) => handler(call, s));
+    const result = await within("tool.invoke", { signal, chatId: call.context?.chatId }, (s) => handler(call, s));
     if (result !== TIMED_OUT) return result;
     const ms = timeouts["tool.invoke"] ?? DEFAULT_TIMEOUTS_MS["tool.invoke"];
     return {
@@ -134,14 +149,14 @@ export function serveReverseCalls(
     const seed = params as ReadStateSeedParams;
     seeds.push(seed);
     const handler = handlers.onReadStateSeed;
-    if (handler !== undefined) await within("read_state.seed", signal, (s) => handler(seed, s));
+    if (handler !== undefined) await within("read_state.seed", { signal }, (s) => handler(seed, s));
     return { ok: true };
   });
 
   peer.addMethod("web_search.request", async (params, { signal }) => {
     const handler = handlers.onWebSearch;
     if (handler === undefined) throw new InvalidParamsError("this host runs no web search (no onWebSearch handler)");
-    const answer = await within("web_search.request", signal, (s) => handler(params as WebSearchRequestParams, s));
+    const answer = await within("web_search.request", { signal }, (s) => handler(params as WebSearchRequestParams, s));
     if (answer === TIMED_OUT) {
       const ms = timeouts["web_search.request"] ?? DEFAULT_TIMEOUTS_MS["web_search.request"];
       throw new RemoteError(-32603, `the host's search did not finish in ${ms} ms`, { type: "TimeoutError" });

@@ -221,9 +221,10 @@ test("every error class of the schema's table, with its code and its parent", ()
     assert.ok(parent === null || error instanceof (classes[parent] as typeof RemoteError), `${name} extends ${parent}`);
     assert.ok(error instanceof RemoteError && error instanceof Error);
   }
-  for (const code of [-32700, -32600, -32601, -32602, -32603, -31999]) {
+  for (const code of [-32700, -32600, -32601, -32603, -31999]) {
     assert.equal(remoteError(code, "m").constructor, RemoteError);
   }
+  assert.ok(remoteError(-32602, "m", { type: "ValidationError" }) instanceof InvalidParamsError); // catchable as such
 });
 
 test("params that cannot be sent fail at once: not JSON (TypeError), over the frame limit (RangeError)", async () => {

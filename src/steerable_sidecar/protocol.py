@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Final, Literal, NotRequired
 
-from pydantic import ConfigDict, WithJsonSchema, with_config
+from pydantic import ConfigDict, Field, WithJsonSchema, with_config
 from typing_extensions import TypedDict  # pydantic reads its schema on Python 3.11 too
 
 from steerable_agent_runtime.ask_user import AskUserQuestion
@@ -153,7 +153,10 @@ class ToolListResult(TypedDict):
 
 @with_config(_DOCS)
 class UsageWire(TypedDict):
-    """Tokens, summed over a chat's model calls."""
+    """Tokens of one model call (``assistant`` events) or summed over a chat (summaries).
+
+    Each count is 0 when the provider reported none.
+    """
 
     promptTokens: int
     completionTokens: int
@@ -270,9 +273,14 @@ class AssistantEvent(TypedDict):
 
     type: Literal["assistant"]
     message: JsonObject
-    """The assistant message (OpenAI chat shape: ``role``, ``content``, ``tool_calls``...)."""
+    """The recorded assistant message, OpenAI's chat shape: ``role`` (``assistant``), ``content``
+    (text, or ``null`` when the model only called tools), ``tool_calls`` (``[{id, type:
+    "function", function: {name, arguments}}]``, the arguments a JSON *string*, unlike the
+    ``tool_call`` event's) and ``reasoning_content`` when the model reasoned."""
     usage: UsageWire
+    """This model call's tokens."""
     finishReason: str | None
+    """As the provider sent it (``null`` when it sent none); summaries omit it instead."""
 
 
 @with_config(_DOCS)
@@ -307,10 +315,11 @@ class ToolResultEvent(TypedDict):
 
 @with_config(_DOCS)
 class DoneEvent(TypedDict):
-    """The run ended; the same summary the ``agent.chat.stream`` answer carries."""
+    """The run ended (the last event; a chat cancelled before its first round sends none)."""
 
     type: Literal["done"]
     summary: RunSummaryWire
+    """The ``agent.chat.stream`` answer's fields, without ``chatId`` and ``sessionId``."""
 
 
 ChatEvent = (
@@ -409,8 +418,7 @@ class WebSearchRequestParams(TypedDict):
     """``web_search.request`` (``STEERABLE_WEB_SEARCH_PROVIDER=host``): the host runs the search."""
 
     query: str
-    maxResults: int
-    """1..20."""
+    maxResults: Annotated[int, Field(ge=1, le=20)]
     allowedDomains: list[str]
     blockedDomains: list[str]
 

@@ -94,16 +94,22 @@ export interface AskUserRequestParams {
 export interface AssistantEvent {
   type: "assistant";
   /**
-   * The assistant message (OpenAI chat shape: `role`, `content`, `tool_calls`...).
+   * The recorded assistant message, OpenAI's chat shape: `role` (`assistant`), `content`
+   * (text, or `null` when the model only called tools), `tool_calls` (`[{id, type:
+   * "function", function: {name, arguments}}]`, the arguments a JSON *string*, unlike the
+   * `tool_call` event's) and `reasoning_content` when the model reasoned.
    */
   message: {
     [k: string]: unknown;
   };
   usage: UsageWire;
+  /**
+   * As the provider sent it (`null` when it sent none); summaries omit it instead.
+   */
   finishReason: string | null;
 }
 /**
- * Tokens, summed over a chat's model calls.
+ * This model call's tokens.
  */
 export interface UsageWire {
   promptTokens: number;
@@ -185,14 +191,14 @@ export interface ToolResultEvent {
   result: ToolResult;
 }
 /**
- * The run ended; the same summary the `agent.chat.stream` answer carries.
+ * The run ended (the last event; a chat cancelled before its first round sends none).
  */
 export interface DoneEvent {
   type: "done";
   summary: RunSummaryWire;
 }
 /**
- * How an agent run ended (`RunSummary.to_dict()`).
+ * The `agent.chat.stream` answer's fields, without `chatId` and `sessionId`.
  */
 export interface RunSummaryWire {
   outcome: "completed" | "terminal" | "max_rounds" | "cancelled" | "error" | "incomplete" | "empty_answer";
@@ -204,7 +210,7 @@ export interface RunSummaryWire {
    * Tool calls answered, refused and invalid ones included.
    */
   toolCalls: number;
-  usage: UsageWire;
+  usage: UsageWire1;
   /**
    * The last assistant text.
    */
@@ -218,6 +224,16 @@ export interface RunSummaryWire {
    * The last answer's finish reason, as the provider sent it.
    */
   finishReason?: string;
+}
+/**
+ * Tokens of one model call (`assistant` events) or summed over a chat (summaries).
+ *
+ * Each count is 0 when the provider reported none.
+ */
+export interface UsageWire1 {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
 }
 /**
  * `agent.chat.event`: one progress event of a running chat.
@@ -280,7 +296,7 @@ export interface ChatSummary {
   outcome: "completed" | "terminal" | "max_rounds" | "cancelled" | "error" | "incomplete" | "empty_answer";
   rounds: number;
   toolCalls: number;
-  usage: UsageWire;
+  usage: UsageWire1;
   text: string;
   terminalResult?: ToolResult;
   error?: string;
@@ -396,6 +412,34 @@ export interface ReadyParams {
   workspace: string;
 }
 /**
+ * How an agent run ended (`RunSummary.to_dict()`).
+ */
+export interface RunSummaryWire1 {
+  outcome: "completed" | "terminal" | "max_rounds" | "cancelled" | "error" | "incomplete" | "empty_answer";
+  /**
+   * Model calls made.
+   */
+  rounds: number;
+  /**
+   * Tool calls answered, refused and invalid ones included.
+   */
+  toolCalls: number;
+  usage: UsageWire1;
+  /**
+   * The last assistant text.
+   */
+  text: string;
+  terminalResult?: ToolResult;
+  /**
+   * Why: the provider's error (`error`) or why the answer is not whole (`incomplete`).
+   */
+  error?: string;
+  /**
+   * The last answer's finish reason, as the provider sent it.
+   */
+  finishReason?: string;
+}
+/**
  * One search hit.
  */
 export interface SearchHitWire {
@@ -442,9 +486,6 @@ export interface ToolListResult {
  */
 export interface WebSearchRequestParams {
   query: string;
-  /**
-   * 1..20.
-   */
   maxResults: number;
   allowedDomains: string[];
   blockedDomains: string[];
