@@ -85,6 +85,15 @@ def _untitled(node: Any, *, top: bool = True) -> Any:
     return node
 
 
+def _error_data(cls: type) -> dict[str, Any]:
+    """The JSON Schema of ``cls``'s error ``data``: ``type`` and its own and ancestors' attributes."""
+    properties: dict[str, Any] = {"type": {"type": "string", "description": "The class name."}}
+    for base in reversed(cls.__mro__):
+        for key, kind in protocol.ERROR_DATA.get(base.__name__, {}).items():
+            properties[key] = TypeAdapter[Any](cast(Any, kind)).json_schema()
+    return {"type": "object", "properties": properties, "required": ["type"], "additionalProperties": False}
+
+
 def _sidecar_schema() -> dict[str, Any]:
     refs: dict[object, str] = {}
     adapters: list[tuple[str, Literal["validation"], TypeAdapter[Any]]] = []
@@ -125,6 +134,7 @@ def _sidecar_schema() -> dict[str, Any]:
             "description": re.sub(
                 r":\w+:`~?[\w.]*?(\w+)`", r"\1", (cls.__doc__ or "").strip().splitlines()[0]
             ),
+            "data": _error_data(cls),
         }
         for cls, code in rpc.ERROR_CODES.items()
     }

@@ -89,15 +89,27 @@ function constants(name, doc, codes) {
 // src/errors-base.ts: a -32090 answer is a plain RemoteError, and PeerClosedError is raised locally.
 const HANDWRITTEN = new Set(["RemoteError", "PeerClosedError"]);
 
+/** The TypeScript type of an error class's `data` schema (flat: strings, numbers, objects). */
+function dataType(schema) {
+  const kinds = { string: "string", integer: "number", number: "number", boolean: "boolean" };
+  const fields = Object.entries(schema.properties).map(([key, prop]) => {
+    const kind = prop.type === "object" ? "Record<string, unknown>" : (kinds[prop.type] ?? "unknown");
+    return `${key}${schema.required.includes(key) ? "" : "?"}: ${kind}`;
+  });
+  return `{ ${fields.join("; ")} }`;
+}
+
 function errorClasses(sidecar) {
   const lines = [banner, 'import { RemoteError } from "../errors-base.js";', ""];
   const byCode = [];
-  for (const [name, { code, parent, description }] of Object.entries(sidecar.errors)) {
+  for (const [name, { code, parent, description, data }] of Object.entries(sidecar.errors)) {
     if (HANDWRITTEN.has(name)) continue;
     lines.push(
       `/** ${description.replaceAll("``", "`")} Code ${code} (docs/sidecar-protocol.md, steerable error codes). */`,
       `export class ${name} extends ${parent ?? "RemoteError"} {`,
       `  static override readonly CODE: number = ${code};`,
+      `  /** The response's \`data\`: the class name (\`type\`) and its attributes, each only when set. */`,
+      `  declare readonly data: ${dataType(data)} | undefined;`,
       `  override readonly name: string = ${JSON.stringify(name)};`,
       "}",
       "",

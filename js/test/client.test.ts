@@ -90,7 +90,8 @@ test("typed errors carry the documented codes", async () => {
     await assert.rejects(sidecar.request("plugin.enable", { name: "nope" }), (error: unknown) => {
       assert.ok(error instanceof PluginStateError && error instanceof UserError && error instanceof RemoteError);
       assert.equal(error.code, -32033);
-      assert.equal((error.data as { type: string }).type, "PluginStateError");
+      assert.equal(error.data?.type, "PluginStateError"); // typed from the schema's errors table
+      assert.equal(error.data?.plugin, "nope");
       return true;
     });
     await assert.rejects(sidecar.chat("hi").result, (error: unknown) => {

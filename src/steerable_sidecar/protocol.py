@@ -22,6 +22,7 @@ from typing_extensions import TypedDict  # pydantic reads its schema on Python 3
 from steerable_agent_runtime.ask_user import AskUserQuestion
 
 __all__ = [
+    "ERROR_DATA",
     "METHODS",
     "NOTIFICATIONS",
     "REVERSE",
@@ -476,3 +477,17 @@ NOTIFICATIONS: Final[dict[str, object]] = {
     "agent.chat.event": ChatEventParams,
 }
 """Sidecar -> host notifications: ``{method: params}``."""
+
+ERROR_DATA: Final[dict[str, dict[str, object]]] = {
+    "ToolSignal": {"message": str, "nextAction": str, "data": JsonObject},
+    "WorkspaceError": {"code": str},
+    "DuplicateToolError": {"name": str},
+    "PluginLoadError": {"plugin": str, "tool": str, "otherPlugin": str},
+    "PluginStateError": {"plugin": str, "state": str},
+    "ProviderError": {"status": int, "retryable": bool},
+    "McpServerError": {"server": str},
+    "RemoteError": {"remoteCode": int, "remoteData": Any},
+}
+"""What an error response's ``data`` carries besides ``type`` (the class name), per class of
+``rpc.ERROR_CODES``; a class also carries its ancestors' (``rpc.error_data_for`` writes them,
+absent values left out). ``spec/sidecar.schema.json`` gives each class its ``data`` schema."""

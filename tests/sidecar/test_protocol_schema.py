@@ -17,7 +17,7 @@ from jsonschema import Draft202012Validator
 from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
-from steerable_agent_runtime import RemoteError, ToolMode, ToolResult
+from steerable_agent_runtime import RemoteError, ToolMode, ToolResult, errors
 from steerable_agent_runtime.loop import RunOutcome
 from steerable_agent_runtime.plugins import PluginState
 from steerable_agent_runtime.tools import ToolExposure
@@ -185,3 +185,38 @@ async def test_host_reverse_calls_fit_the_schema(start: Any) -> None:
     results = [e["result"] for e in events if e["type"] == "tool_result"]
     assert [r["success"] for r in results] == [True]
     assert seen == ["tool.invoke", "read_state.seed", "web_search.request"]
+
+
+def test_every_error_s_data_fits_its_class_s_schema() -> None:
+    # every attribute set, so each key error_data_for can write is written
+    samples = [
+        errors.SteerableError("x"),
+        errors.ToolSignal("x", message="m", next_action="n", data={"k": 1}),
+        errors.ToolRetry("x", message="m"),
+        errors.ToolFailed("x", next_action="n"),
+        errors.SandboxUnavailableError("x", tried={"bwrap": "missing"}),
+        errors.WebError("ssrf_blocked", "x"),
+        errors.WorkspaceError("conflict", "x"),
+        errors.PathEscapeError("path_escape", "x"),
+        errors.WriteConflictError("conflict", "x"),
+        errors.EditError("no_match", "x"),
+        errors.PatchError("bad_patch", "x"),
+        errors.UserError("x"),
+        errors.DuplicateToolError("t"),
+        errors.PluginLoadError("x", plugin="p", tool="t", other_plugin="o"),
+        errors.PluginStateError("x", plugin="p", state="disabled"),
+        errors.ConfigError("x"),
+        errors.ProviderError("x", status=429, retryable=True),
+        errors.SidecarStartError("x"),
+        errors.McpServerError("s", "x"),
+        errors.RemoteError(-32601, "x", {"a": 1}),
+        errors.PeerClosedError("x"),
+    ]
+    assert {type(e) for e in samples} == set(rpc.ERROR_CODES)
+    for error in samples:
+        schema = SCHEMA["errors"][type(error).__name__]["data"]
+        data = rpc.error_data_for(error)
+        problems = [e.message for e in Draft202012Validator(schema).iter_errors(data)]
+        assert problems == [], f"{type(error).__name__}: {problems} in {data}"
+    keys = rpc.error_data_for(samples[13]).keys()
+    assert set(keys) == {"type", "plugin", "tool", "otherPlugin"}  # the sample sets every attribute

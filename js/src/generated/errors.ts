@@ -6,114 +6,152 @@ import { RemoteError } from "../errors-base.js";
 /** Root of every exception steerable raises. Code -32000 (docs/sidecar-protocol.md, steerable error codes). */
 export class SteerableError extends RemoteError {
   static override readonly CODE: number = -32000;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string } | undefined;
   override readonly name: string = "SteerableError";
 }
 
 /** Raised inside a tool to end the call with a failed `ToolResult`. Code -32010 (docs/sidecar-protocol.md, steerable error codes). */
 export class ToolSignal extends SteerableError {
   static override readonly CODE: number = -32010;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown> } | undefined;
   override readonly name: string = "ToolSignal";
 }
 
 /** Raised by a tool when the model can fix the call; the result carries `needsFollowup`. Code -32011 (docs/sidecar-protocol.md, steerable error codes). */
 export class ToolRetry extends ToolSignal {
   static override readonly CODE: number = -32011;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown> } | undefined;
   override readonly name: string = "ToolRetry";
 }
 
 /** Raised by a tool when the run must stop; the result carries `terminal: true`. Code -32012 (docs/sidecar-protocol.md, steerable error codes). */
 export class ToolFailed extends ToolSignal {
   static override readonly CODE: number = -32012;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown> } | undefined;
   override readonly name: string = "ToolFailed";
 }
 
 /** Raised when no layer-2 sandbox backend can run a command; the command is never run unconfined. Code -32013 (docs/sidecar-protocol.md, steerable error codes). */
 export class SandboxUnavailableError extends ToolRetry {
   static override readonly CODE: number = -32013;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown> } | undefined;
   override readonly name: string = "SandboxUnavailableError";
 }
 
 /** Raised by `web_fetch` / `web_search`: a refused URL, a policy or cap hit, a failed request. Code -32014 (docs/sidecar-protocol.md, steerable error codes). */
 export class WebError extends ToolRetry {
   static override readonly CODE: number = -32014;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown> } | undefined;
   override readonly name: string = "WebError";
 }
 
 /** Raised by the workspace file tools; `code` is machine-readable (see tool_contract.json). Code -32020 (docs/sidecar-protocol.md, steerable error codes). */
 export class WorkspaceError extends ToolRetry {
   static override readonly CODE: number = -32020;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown>; code?: string } | undefined;
   override readonly name: string = "WorkspaceError";
 }
 
 /** Raised when a path resolves outside the workspace root (`..`, absolute, or symlink). Code -32021 (docs/sidecar-protocol.md, steerable error codes). */
 export class PathEscapeError extends WorkspaceError {
   static override readonly CODE: number = -32021;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown>; code?: string } | undefined;
   override readonly name: string = "PathEscapeError";
 }
 
 /** Raised when the read-before-write CAS gate rejects a write. Code -32022 (docs/sidecar-protocol.md, steerable error codes). */
 export class WriteConflictError extends WorkspaceError {
   static override readonly CODE: number = -32022;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown>; code?: string } | undefined;
   override readonly name: string = "WriteConflictError";
 }
 
 /** Raised when `edit_file` cannot apply its edits (not found, ambiguous, overlapping...). Code -32023 (docs/sidecar-protocol.md, steerable error codes). */
 export class EditError extends WorkspaceError {
   static override readonly CODE: number = -32023;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown>; code?: string } | undefined;
   override readonly name: string = "EditError";
 }
 
 /** Raised when `apply_patch` cannot parse or apply a patch; nothing was written. Code -32024 (docs/sidecar-protocol.md, steerable error codes). */
 export class PatchError extends WorkspaceError {
   static override readonly CODE: number = -32024;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; message?: string; nextAction?: string; data?: Record<string, unknown>; code?: string } | undefined;
   override readonly name: string = "PatchError";
 }
 
 /** Raised when a developer uses the API wrongly; never turned into a ToolResult. Code -32030 (docs/sidecar-protocol.md, steerable error codes). */
 export class UserError extends SteerableError {
   static override readonly CODE: number = -32030;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string } | undefined;
   override readonly name: string = "UserError";
 }
 
 /** Raised when a tool name is registered twice on one router. Code -32031 (docs/sidecar-protocol.md, steerable error codes). */
 export class DuplicateToolError extends UserError {
   static override readonly CODE: number = -32031;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; name?: string } | undefined;
   override readonly name: string = "DuplicateToolError";
 }
 
 /** Raised when a plugin cannot be discovered or loaded; the message names the offender. Code -32032 (docs/sidecar-protocol.md, steerable error codes). */
 export class PluginLoadError extends UserError {
   static override readonly CODE: number = -32032;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; plugin?: string; tool?: string; otherPlugin?: string } | undefined;
   override readonly name: string = "PluginLoadError";
 }
 
 /** Raised by a plugin lifecycle call on an unknown plugin, or on one in the wrong state. Code -32033 (docs/sidecar-protocol.md, steerable error codes). */
 export class PluginStateError extends UserError {
   static override readonly CODE: number = -32033;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; plugin?: string; state?: string } | undefined;
   override readonly name: string = "PluginStateError";
 }
 
 /** Raised when configuration (usually an environment variable) is invalid. Code -32040 (docs/sidecar-protocol.md, steerable error codes). */
 export class ConfigError extends SteerableError {
   static override readonly CODE: number = -32040;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string } | undefined;
   override readonly name: string = "ConfigError";
 }
 
 /** Raised by an LLMProvider when the model call fails. Code -32050 (docs/sidecar-protocol.md, steerable error codes). */
 export class ProviderError extends SteerableError {
   static override readonly CODE: number = -32050;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; status?: number; retryable?: boolean } | undefined;
   override readonly name: string = "ProviderError";
 }
 
 /** Raised by the host client when the sidecar process exits or stays silent before `lifecycle.ready`. Code -32060 (docs/sidecar-protocol.md, steerable error codes). */
 export class SidecarStartError extends SteerableError {
   static override readonly CODE: number = -32060;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string } | undefined;
   override readonly name: string = "SidecarStartError";
 }
 
 /** Raised when a configured MCP tool server cannot be started, listed or registered. Code -32080 (docs/sidecar-protocol.md, steerable error codes). */
 export class McpServerError extends SteerableError {
   static override readonly CODE: number = -32080;
+  /** The response's `data`: the class name (`type`) and its attributes, each only when set. */
+  declare readonly data: { type: string; server?: string } | undefined;
   override readonly name: string = "McpServerError";
 }
 
