@@ -149,8 +149,9 @@ export class SidecarClient implements ReverseHandlers {
    * Spawn the sidecar and wait for its `lifecycle.ready`.
    *
    * @returns A connected client.
-   * @throws SidecarStartError (code -32060) - the program could not start, or it exited or
-   *   stayed silent for `readyTimeoutMs` first; the message carries its stderr.
+   * @throws SidecarStartError (code -32060) - the program could not start, it exited or stayed
+   *   silent for `readyTimeoutMs` first, or its ready names another protocol version; the
+   *   message carries its stderr. RangeError for a timeout that is not milliseconds >= 0.
    */
   static async start(options: SidecarStartOptions = {}): Promise<SidecarClient> {
     const [program, ...leading] = options.command ?? ["steerable", "sidecar"];
