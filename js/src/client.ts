@@ -10,8 +10,8 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 
-import { RequestTimeoutError } from "./errors-base.js";
 import { malformedResult } from "./errors.js";
+import { isObject } from "./objects.js";
 import { SidecarStartError, UserError } from "./generated/errors.js";
 import { PROTOCOL_VERSION } from "./generated/protocol.js";
 import type {
@@ -30,7 +30,7 @@ import { ChatHandle } from "./chat.js";
 import { JsonRpcPeer, type RequestOptions } from "./peer.js";
 import { type ReverseHandlers, type ReverseTimeouts, serveReverseCalls } from "./reverse.js";
 import { type SidecarLogger, StderrLines, defaultLogger } from "./stderr.js";
-import { after, checkTimeout, delay } from "./timeouts.js";
+import { after, checkTimeout, delay, giveUp } from "./timeouts.js";
 
 /** How to start a sidecar ({@link SidecarClient.start}). */
 export interface SidecarStartOptions extends ReverseHandlers {
@@ -84,6 +84,7 @@ const READY_TIMEOUT_MS = 30_000;
 const CLOSE_TIMEOUT_MS = 10_000;
 const STDERR_GRACE_MS = 1_000;
 const CANCEL_GRACE_MS = 5_000;
+const EXIT_GRACE_MS = 2_000; // after its output closed, how long the exit is awaited, to name it
 
 /**
  * A running `steerable sidecar` and the host's end of its connection.
@@ -289,18 +290,12 @@ export class SidecarClient implements ReverseHandlers {
    * the session is free for the next chat when it does.
    */
   async #runChat(params: ChatParams & { chatId: string }, options: RequestOptions): Promise<ChatSummary> {
-    const stop = new AbortController();
-    const { signal, timeoutMs = Infinity } = options;
-    const gaveUp = new Promise<Error>((resolve) => {
-      const cancelTimer = after(checkTimeout("timeoutMs", timeoutMs), () => resolve(new RequestTimeoutError("agent.chat.stream", timeoutMs)));
-      const onAbort = () => resolve(signal?.reason instanceof Error ? signal.reason : new Error("agent.chat.stream: aborted"));
-      if (signal?.aborted) onAbort();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      stop.signal.addEventListener("abort", () => (cancelTimer(), signal?.removeEventListener("abort", onAbort)));
-    });
+    const stop = new AbortController(); // abandons the call itself, after the grace
+    const wait = giveUp("agent.chat.stream", checkTimeout("timeoutMs", options.timeoutMs ?? Infinity), options.signal);
     const sent = this.request("agent.chat.stream", params, { signal: stop.signal });
     sent.catch(() => {}); // read below, or abandoned after the grace
-    const first = await Promise.race([sent.then(() => undefined, () => undefined), gaveUp]);
+    const first = await Promise.race([sent.then(() => undefined, () => undefined), wait.why]);
+    wait.stop();
     if (first instanceof Error) {
       await this.cancel(params.chatId).catch(() => false);
       await Promise.race([sent.catch(() => undefined), delay(CANCEL_GRACE_MS)]);
@@ -391,7 +386,7 @@ export class SidecarClient implements ReverseHandlers {
   }
 
   async #whyClosed(): Promise<string> {
-    const exit = await Promise.race([this.exited, delay(2_000)]);
+    const exit = await Promise.race([this.exited, delay(EXIT_GRACE_MS)]);
     const last = this.#stderr.lastLines(3);
     const said = last ? `; its last stderr lines:\n${last}` : "";
     if (exit === undefined) return `the sidecar closed its output${said}`;
@@ -431,8 +426,5 @@ function spawnProblem(error: NodeJS.ErrnoException, cwd: string | undefined): st
   return error.message;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 

@@ -12,9 +12,10 @@
 import { setMaxListeners } from "node:events";
 import type { Readable, Writable } from "node:stream";
 
-import { PeerClosedError, RemoteError, RequestTimeoutError } from "./errors-base.js";
+import { PeerClosedError, RemoteError } from "./errors-base.js";
 import { remoteError } from "./errors.js";
-import { after, checkTimeout } from "./timeouts.js";
+import { isObject } from "./objects.js";
+import { checkTimeout, giveUp } from "./timeouts.js";
 
 /** What a method handler gets besides its params. */
 export interface HandlerContext {
@@ -140,34 +141,21 @@ export class JsonRpcPeer {
       return Promise.reject(error instanceof Error ? withMethod(error, method) : error);
     }
     return new Promise<unknown>((resolve, reject) => {
-      const { signal } = options;
-      const settle = () => {
-        this.#pending.delete(id);
-        cancelTimer();
-        signal?.removeEventListener("abort", onAbort);
-      };
-      const forget = () => {
-        this.#forgotten.add(id);
-        if (this.#forgotten.size > FORGOTTEN) this.#forgotten.delete(this.#forgotten.values().next().value as number);
-      };
-      const onAbort = () => {
-        settle();
-        forget();
-        reject(signal?.reason instanceof Error ? signal.reason : new Error(`${method}: aborted`));
-      };
-      const cancelTimer = after(ms, () => {
-        settle();
-        forget();
-        reject(new RequestTimeoutError(method, ms));
-      });
+      const wait = giveUp(method, ms, options.signal);
+      const settle = () => (this.#pending.delete(id), wait.stop());
       this.#pending.set(id, {
         method,
         resolve: (value) => (settle(), resolve(value)),
         reject: (error) => (settle(), reject(error)),
       });
-      if (signal?.aborted) return onAbort();
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#write(line);
+      void wait.why.then((error) => {
+        if (!this.#pending.has(id)) return; // answered first
+        settle();
+        this.#forgotten.add(id); // its late answer, if any, is logged quietly
+        if (this.#forgotten.size > FORGOTTEN) this.#forgotten.delete(this.#forgotten.values().next().value as number);
+        reject(error);
+      });
+      if (!options.signal?.aborted) this.#write(line);
     });
   }
 
@@ -361,10 +349,6 @@ export class JsonRpcPeer {
     }
     this.#markClosed(reason);
   }
-}
-
-function isObject(value: unknown): value is Message {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function errorFrame(id: unknown, code: number, message: string, data?: unknown): Message {

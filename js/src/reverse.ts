@@ -13,7 +13,7 @@
  * A handler that throws answers with an error (-32603 for a plain Error, the error's own code for
  * a RemoteError such as InvalidParamsError): for the sidecar, a refused approval, a failed tool.
  */
-import { InvalidParamsError, RemoteError } from "./errors-base.js";
+import { InvalidParamsError, RemoteError, RequestTimeoutError } from "./errors-base.js";
 import type {
   ApprovalRequestParams,
   AskUserRequestParams,
@@ -26,7 +26,7 @@ import type {
 } from "./generated/protocol.js";
 import type { JsonRpcPeer } from "./peer.js";
 import type { SidecarLogger } from "./stderr.js";
-import { after } from "./timeouts.js";
+import { giveUp } from "./timeouts.js";
 
 type Maybe<T> = T | Promise<T>;
 
@@ -85,29 +85,24 @@ export function serveReverseCalls(
     // the handler stops being waited for when the sidecar goes, or when its chat ends (cancelled)
     const ended = chatEnded(context.chatId);
     const closed = ended === undefined ? context.signal : AbortSignal.any([context.signal, ended]);
+    if (closed.aborted) return TIMED_OUT;
     const ms = timeouts[method] ?? DEFAULT_TIMEOUTS_MS[method];
-    const controller = new AbortController();
-    let cancelTimer = () => {};
-    let onClosed: (() => void) | undefined;
-    // past the timeout, or once the sidecar is gone (nobody reads the answer), stop waiting
-    const late = new Promise<typeof TIMED_OUT>((resolve) => {
-      onClosed = () => {
-        controller.abort(closed.reason);
-        resolve(TIMED_OUT);
-      };
-      closed.addEventListener("abort", onClosed, { once: true });
-      cancelTimer = after(ms, () => {
+    const controller = new AbortController(); // the handler's signal
+    // past the timeout, or once the sidecar or the chat is gone (nobody reads the answer), stop waiting
+    const wait = giveUp(method, ms, closed);
+    const late = wait.why.then((why): typeof TIMED_OUT => {
+      if (why instanceof RequestTimeoutError) {
         logger({ source: "client", level: "warning", message: `${method}: the handler took over ${ms} ms` });
         controller.abort(new Error(`${method}: timed out after ${ms} ms`));
-        resolve(TIMED_OUT);
-      });
+      } else {
+        controller.abort(closed.reason);
+      }
+      return TIMED_OUT;
     });
     try {
-      if (closed.aborted) return TIMED_OUT;
       return await Promise.race([Promise.resolve().then(() => run(controller.signal)), late]);
     } finally {
-      cancelTimer();
-      if (onClosed !== undefined) closed.removeEventListener("abort", onClosed);
+      wait.stop();
     }
   };
 

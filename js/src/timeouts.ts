@@ -2,6 +2,7 @@
  * Timeouts in milliseconds: validated, `Infinity` meaning none, and waits longer than a Node
  * timer can hold (2^31 - 1 ms, about 24.8 days) chained rather than fired at once.
  */
+import { RequestTimeoutError } from "./errors-base.js";
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -36,4 +37,28 @@ export function after(ms: number, fire: () => void, unref = false): () => void {
 /** Resolves `undefined` after `ms` (never, for `Infinity`); does not keep Node running. */
 export function delay(ms: number): Promise<undefined> {
   return new Promise((resolve) => after(ms, () => resolve(undefined), true));
+}
+
+/** A wait that may end early: see {@link giveUp}. */
+export interface GiveUp {
+  /** Settles with why the wait ended early: a RequestTimeoutError, or the signal's reason. */
+  readonly why: Promise<Error>;
+  /** Stop the timer and stop listening to the signal. */
+  readonly stop: () => void;
+}
+
+/**
+ * Why a wait for `what` ends early: `RequestTimeoutError(what, ms)` after `ms` (never, for
+ * `Infinity`), or `signal`'s reason once it aborts (an Error, else `${what}: aborted`).
+ */
+export function giveUp(what: string, ms: number, signal?: AbortSignal): GiveUp {
+  let stopTimer = () => {};
+  let onAbort = () => {};
+  const why = new Promise<Error>((resolve) => {
+    onAbort = () => resolve(signal?.reason instanceof Error ? signal.reason : new Error(`${what}: aborted`));
+    stopTimer = after(ms, () => resolve(new RequestTimeoutError(what, ms)));
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  return { why, stop: () => (stopTimer(), signal?.removeEventListener("abort", onAbort)) };
 }
