@@ -376,7 +376,8 @@ export class ToolIndex<T extends RankableTool = RankableTool> {
     }
     // the tools that can still make the results: the terms not walked are added to them alone,
     // one term at a time, each time dropping those that cannot reach the cut any more
-    const cut = Math.max(theta, matched >= limit ? kthLargest(scores, touched, matched, limit) : 0) * (1 - SLACK);
+    const kth = matched >= limit ? (scores[leaders(scores, touched, matched, limit)[limit - 1] as number] as number) : 0;
+    const cut = Math.max(theta, kth) * (1 - SLACK);
     let contenders: number[] = [];
     for (let i = 0; i < matched; i++) {
       const id = touched[i] as number;
@@ -439,20 +440,6 @@ function leaders(scores: Float64Array, ids: Int32Array, count: number, k: number
 
 /** Relative slack on the MaxScore bounds, far above the rounding of a sum of a few terms. */
 const SLACK = 1e-9;
-
-/** The `k`-th largest of `scores` over the first `count` ids of `ids` (`count >= k`, k ≤ 20). */
-function kthLargest(scores: Float64Array, ids: Int32Array, count: number, k: number): number {
-  const best: number[] = [];
-  for (let i = 0; i < count; i++) {
-    const value = scores[ids[i] as number] as number;
-    if (best.length === k && value <= (best[k - 1] as number)) continue;
-    let at = best.length;
-    while (at > 0 && (best[at - 1] as number) < value) at--;
-    best.splice(at, 0, value);
-    if (best.length > k) best.pop();
-  }
-  return best[k - 1] as number;
-}
 
 /** Whether `a` ranks before `b`: higher score, then lower name by code points. */
 function ranksBefore<T extends RankableTool>(a: Hit<T>, b: Hit<T>): boolean {
