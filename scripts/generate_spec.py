@@ -59,7 +59,7 @@ _REQUEST_MODELS: dict[str, type[BaseModel]] = {
     "CancelParams": sidecar.CancelParams,
     "PluginParams": sidecar.PluginParams,
 }
-_ENVELOPES = {"ToolResult": {"$ref": "ToolResult.schema.json"}, "any": {}}
+_ENVELOPES = {"ToolResult": {"x-envelope": "ToolResult"}, "any": {}}  # made $refs by _untitled
 
 
 def _untitled(node: Any, *, top: bool = True) -> Any:
