@@ -11,7 +11,7 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 REQUIREMENTS = TESTS.parent / "docs" / "requirements.md"
 ID = re.compile(
-    r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB|LOOP|REC)[-_](\d+)(?!\d)", re.IGNORECASE
+    r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB|LOOP|REC|SAFE)[-_](\d+)(?!\d)", re.IGNORECASE
 )
 
 # Every area of the spec is implemented.
