@@ -194,7 +194,7 @@ class Session:
     """A ``steerable session`` process: one ToolCall line in, one result line out."""
 
     def __init__(self, tree: Path, errors: IO[bytes]) -> None:
-        argv = [sys.executable, "-m", "steerable_sidecar", "session", "--workspace", str(tree)]
+        argv = [sys.executable, "-P", "-m", "steerable_sidecar", "session", "--workspace", str(tree)]
         self.proc = subprocess.Popen(
             [*argv, "--no-plugins", "--no-web-tools"],
             stdin=subprocess.PIPE,

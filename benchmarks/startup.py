@@ -83,10 +83,11 @@ COMMANDS: dict[str, list[str]] = {
         "-c",
         "from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter",
     ],
-    "steerable call read_file README.md": [sys.executable, "-m", "steerable_sidecar", *CALL_ARGS],
-    "steerable --version": [sys.executable, "-m", "steerable_sidecar", "--version"],
+    "steerable call read_file README.md": [sys.executable, "-P", "-m", "steerable_sidecar", *CALL_ARGS],
+    "steerable --version": [sys.executable, "-P", "-m", "steerable_sidecar", "--version"],
     "steerable doctor --json --no-plugins": [
         sys.executable,
+        "-P",
         "-m",
         "steerable_sidecar",
         "doctor",
@@ -203,6 +204,7 @@ def mcp_servers(workspace: Path, peers: bool) -> tuple[dict[str, list[str]], str
     servers = {
         "steerable mcp": [
             sys.executable,
+            "-P",
             "-m",
             "steerable_sidecar",
             "mcp",
@@ -237,6 +239,7 @@ def acp_agents(scratch: Path) -> tuple[dict[str, list[str]], dict[str, str]]:
     agents = {
         "steerable acp": [
             sys.executable,
+            "-P",
             "-m",
             "steerable_sidecar",
             "acp",

@@ -463,7 +463,7 @@ def server_command(python: str, workspace: Path, src: str | None) -> tuple[list[
     env.pop("STEERABLE_MCP_CONFIG", None)  # no upstream MCP servers: the suite sees steerable's own tools
     if src:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    command = [python, "-m", "steerable_sidecar", "mcp", "--workspace", str(workspace), "--no-plugins"]
+    command = [python, "-P", "-m", "steerable_sidecar", "mcp", "--workspace", str(workspace), "--no-plugins"]
     return command, env
 
 

@@ -22,7 +22,7 @@ def run_steerable(
     ``timeout_s`` seconds.
     """
     return subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", *args],
+        [sys.executable, "-P", "-m", "steerable_sidecar", *args],
         input=stdin,
         capture_output=True,
         text=True,

@@ -2,7 +2,7 @@
 // a state directory, and the scripted model playing `turns` (docs/providers.md, ScriptedProvider).
 //
 // The command is `steerable sidecar` from PATH (CI runs the tests inside the project's venv), or
-// STEERABLE_TEST_COMMAND (a JSON array, e.g. ["python", "-m", "steerable_sidecar", "sidecar"]).
+// STEERABLE_TEST_COMMAND (a JSON array, e.g. ["python", "-P", "-m", "steerable_sidecar", "sidecar"]).
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";

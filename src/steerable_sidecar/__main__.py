@@ -1,6 +1,23 @@
-"""``python -m steerable_sidecar`` runs the ``steerable`` command."""
+"""``python -m steerable_sidecar`` runs the ``steerable`` command.
 
+Launch it as ``python -P -m steerable_sidecar`` (SAFE-1): without ``-P`` Python puts the current
+directory, usually the workspace the model writes, first on ``sys.path``, so a ``typing.py`` there
+would run inside this process, which holds the API key. What Python imported before this module ran
+cannot be undone here; the entry is dropped for everything imported after, with a warning that names
+the fix. The ``steerable`` command and :meth:`SidecarClient.start` need no flag.
+"""
+
+import os
 import sys
+
+if not sys.flags.safe_path and sys.path and os.path.abspath(sys.path[0] or os.curdir) == os.getcwd():
+    del sys.path[0]
+    print(
+        f"steerable: started as `python -m steerable_sidecar` without -P, so Python looked for modules in "
+        f"the current directory {os.getcwd()} first (a file the model wrote there would run in this "
+        "process); start it as `python -P -m steerable_sidecar`, or run the `steerable` command",
+        file=sys.stderr,
+    )
 
 from .cli import main
 

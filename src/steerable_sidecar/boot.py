@@ -165,14 +165,14 @@ def boot_tools(
 
 
 def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, str] | None) -> None:
-    """A plugin directory inside the workspace would let the model's ``write_file`` run code here.
+    """A plugin the model can write would let its ``write_file`` run code in this process (SAFE-1).
 
     Plugins run in this process, which holds the API key (spec: run_code: "the sidecar process
-    that holds the API key does not exec model Python").
+    that holds the API key does not exec model Python"). Refused: a ``STEERABLE_PLUGIN_DIR`` inside
+    the workspace, and a plugin file in it that is a link resolving into the workspace.
 
     Raises:
-        PluginLoadError: ``STEERABLE_PLUGIN_DIR`` is inside the workspace and
-            ``STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE`` is not ``1``.
+        PluginLoadError: Either holds and ``STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE`` is not ``1``.
     """
     env = os.environ if environ is None else environ
     folder = env_text(PLUGIN_DIR_ENV, env)  # blank: unset, as DirectorySource reads it
@@ -180,14 +180,28 @@ def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, s
         return
     try:
         plugin_dir, root = Path(folder).expanduser().resolve(), workspace.resolve()
+        # the files DirectorySource loads (a missing folder is its error to report)
+        files = [
+            (entry.name, Path(entry.path).resolve())
+            for entry in (os.scandir(plugin_dir) if plugin_dir.is_dir() else ())
+            if entry.name.endswith(".py") and not entry.name.startswith(("_", "."))
+        ]
     except (RuntimeError, OSError) as exc:  # a symlink loop, an unknown ~user
         raise PluginLoadError(f"{PLUGIN_DIR_ENV}={folder} cannot be resolved: {exc}") from None
+    fix = f"or set {ALLOW_PLUGINS_IN_WORKSPACE_ENV}=1 if you trust every writer of that folder"
     if plugin_dir == root or root in plugin_dir.parents:
         raise PluginLoadError(
             f"{PLUGIN_DIR_ENV}={folder} is inside the workspace {root}: the model can write files there, "
             "and a plugin runs inside this process with its secrets. Move the plugins out of the "
-            f"workspace, or set {ALLOW_PLUGINS_IN_WORKSPACE_ENV}=1 if you trust every writer of that folder"
+            f"workspace, {fix}"
         )
+    for name, target in files:
+        if target == root or root in target.parents:
+            raise PluginLoadError(
+                f"plugin file {plugin_dir / name} is a link to {target}, inside the workspace {root}: the "
+                "model can write that file, and a plugin runs inside this process with its secrets. Copy "
+                f"the plugin into {plugin_dir} instead of linking it, {fix}"
+            )
 
 
 def mcp_sources_for(

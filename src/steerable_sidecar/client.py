@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from steerable_agent_runtime import RemoteError, SidecarStartError, SteerableError, ToolResult, new_call_id
+from steerable_agent_runtime.sandbox import absolute_python_path
 
 from ._remote_errors import typed_remote_error
 from .rpc import INTERNAL_ERROR, InvalidParams, JsonRpcPeer, Params
@@ -155,7 +156,7 @@ class SidecarClient:
         ready_timeout_s: float = 30.0,
         command: Sequence[str] | None = None,
     ) -> SidecarClient:
-        """Spawn ``python -m steerable_sidecar sidecar`` and wait for ``lifecycle.ready``.
+        """Spawn ``python -P -m steerable_sidecar sidecar`` and wait for ``lifecycle.ready``.
 
         Args:
             workspace: ``--workspace`` (default: the child's working directory).
@@ -176,18 +177,21 @@ class SidecarClient:
                 stderr).
         """
         if command is None:
-            command = [python or sys.executable, "-m", "steerable_sidecar", "sidecar"]
+            command = [python or sys.executable, "-P", "-m", "steerable_sidecar", "sidecar"]
             if workspace is not None:
                 command += ["--workspace", str(workspace)]
             if state_dir is not None:
                 command += ["--state-dir", str(state_dir)]
             command += list(args)
+        child_env = dict(os.environ if env is None else env)
+        if python_path := child_env.pop("PYTHONPATH", ""):  # -P keeps its relative entries (SAFE-1)
+            child_env["PYTHONPATH"] = absolute_python_path(python_path)
         process = await asyncio.create_subprocess_exec(
             *command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=dict(env) if env is not None else None,
+            env=child_env,
             cwd=cwd,
         )
         assert process.stdin is not None and process.stdout is not None

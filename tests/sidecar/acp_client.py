@@ -72,6 +72,7 @@ SLEEPING: list[Any] = [
 
 AGENT_COMMAND: tuple[str, ...] = (
     sys.executable,
+    "-P",
     "-m",
     "steerable_sidecar",
     "acp",

@@ -166,6 +166,7 @@ async def test_the_real_command_answers_initialize_before_the_sdk_is_loaded(
     )
     process = await asyncio.create_subprocess_exec(
         sys.executable,
+        "-P",
         "-m",
         "steerable_sidecar",
         "acp",

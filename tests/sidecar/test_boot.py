@@ -155,7 +155,7 @@ async def test_progressive_harness_on_the_mcp_server_lists_tool_search(
 
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "steerable_sidecar", "mcp", "--harness", "progressive", "-w", str(tmp_path)],
+        args=["-P", "-m", "steerable_sidecar", "mcp", "--harness", "progressive", "-w", str(tmp_path)],
         env=env,
     )
     async with Client(params) as client:
@@ -339,4 +339,31 @@ def test_a_plugin_directory_inside_the_workspace_is_refused(
     allowed = cli(
         {**env, "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE": "1"}, "tools", "--json", "-w", str(tmp_path)
     )
+    assert allowed.returncode == 0 and "greet" in allowed.stdout
+
+
+def test_a_plugin_file_linked_into_the_workspace_is_refused_safe_1(
+    child_env: Callable[..., dict[str, str]], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # SAFE-1: the folder is outside the workspace, but one file in it is a link to a file the model
+    # can rewrite with write_file, then loaded into the process holding the API key
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "greeter_impl.py").write_text(GREET)
+    folder = tmp_path_factory.mktemp("linked-plugins")
+    (folder / "greeter.py").symlink_to(workspace / "greeter_impl.py")
+    env = child_env(STEERABLE_PLUGIN_DIR=str(folder))
+    refused = cli(env, "tools", "-w", str(workspace))
+    assert refused.returncode == 2, refused.stdout
+    assert (
+        f"plugin file {folder.resolve() / 'greeter.py'} is a link to {(workspace / 'greeter_impl.py').resolve()}, "
+        f"inside the workspace {workspace.resolve()}: the model can write that file"
+    ) in refused.stderr
+    assert "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE=1" in refused.stderr
+    # a link to a file outside the workspace is a plugin like any other
+    outside = tmp_path_factory.mktemp("elsewhere") / "greeter_impl.py"
+    outside.write_text(GREET)
+    (folder / "greeter.py").unlink()
+    (folder / "greeter.py").symlink_to(outside)
+    allowed = cli(env, "tools", "--json", "-w", str(workspace))
     assert allowed.returncode == 0 and "greet" in allowed.stdout

@@ -384,7 +384,7 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, chil
     import sys
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "steerable_sidecar", "tools", "--no-plugins", "-w", str(tmp_path)],
+        [sys.executable, "-P", "-m", "steerable_sidecar", "tools", "--no-plugins", "-w", str(tmp_path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=child_env(),

@@ -120,7 +120,7 @@ def test_run_refuses_allow_outside_workspace_with_its_json_line(ws):
 async def _mcp_tool_names(ws: Path, harness: str) -> list[str]:
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "steerable_sidecar", "mcp", "--harness", harness, "--workspace", str(ws)],
+        args=["-P", "-m", "steerable_sidecar", "mcp", "--harness", harness, "--workspace", str(ws)],
         env=env_without_steerable(),
     )
     async with asyncio.timeout(60), Client(params) as client:
@@ -138,7 +138,7 @@ async def test_tools_shows_exactly_what_mcp_offers(ws, harness):
 
 def test_mcp_says_what_it_serves_on_stderr_at_start(ws):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "steerable_sidecar", "mcp", "--workspace", str(ws), "--no-web-tools"],
+        [sys.executable, "-P", "-m", "steerable_sidecar", "mcp", "--workspace", str(ws), "--no-web-tools"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -239,7 +239,7 @@ async def test_tools_lists_the_mcp_servers_tools_as_mcp_offers_them(ws, tmp_path
     )
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "steerable_sidecar", "mcp", "--harness", harness, "-w", str(ws)],
+        args=["-P", "-m", "steerable_sidecar", "mcp", "--harness", harness, "-w", str(ws)],
         env=env,
     )
     async with asyncio.timeout(60), Client(params) as client:
@@ -252,7 +252,7 @@ async def test_tools_lists_the_mcp_servers_tools_as_mcp_offers_them(ws, tmp_path
 
 def test_mcp_says_what_it_serves_even_when_the_host_leaves_at_once(ws):
     proc = subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", "mcp", "-w", str(ws), "--no-web-tools"],
+        [sys.executable, "-P", "-m", "steerable_sidecar", "mcp", "-w", str(ws), "--no-web-tools"],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,

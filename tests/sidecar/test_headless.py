@@ -37,7 +37,7 @@ def run(tmp_path: Path, ws: Path, child_env: Callable[..., dict[str, str]]) -> R
             script.write_text(json.dumps(turns))
             extra |= {"STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
         return subprocess.run(
-            [sys.executable, "-m", "steerable_sidecar", "run", "--cwd", str(ws), *args],
+            [sys.executable, "-P", "-m", "steerable_sidecar", "run", "--cwd", str(ws), *args],
             capture_output=True,
             text=True,
             encoding="utf-8",
@@ -245,7 +245,7 @@ def test_ctrl_c_cancels_the_run_and_exits_130(
         STEERABLE_STATE_DIR=str(tmp_path / "state"),
     )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "steerable_sidecar", "run", "--cwd", str(ws), "--instruction", "x", "--quiet"],
+        [sys.executable, "-P", "-m", "steerable_sidecar", "run", "--cwd", str(ws), "--instruction", "x", "--quiet"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

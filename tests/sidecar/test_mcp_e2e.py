@@ -38,7 +38,7 @@ async def serve(ws: Path, env: dict[str, str]) -> AsyncIterator[Client]:
     """Start ``python -m steerable_sidecar mcp --workspace ws`` and connect a client to it."""
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "steerable_sidecar", "mcp", "--workspace", str(ws)],
+        args=["-P", "-m", "steerable_sidecar", "mcp", "--workspace", str(ws)],
         env={"PYTHONPATH": env["PYTHONPATH"]},
     )
     try:

@@ -59,7 +59,7 @@ def _server_entry(ws: Path) -> dict[str, Any]:
     return {
         "type": "stdio",
         "command": sys.executable,
-        "args": ["-m", "steerable_sidecar", "mcp", "--workspace", str(ws), "--no-plugins"],
+        "args": ["-P", "-m", "steerable_sidecar", "mcp", "--workspace", str(ws), "--no-plugins"],
         "env": {"PYTHONPATH": PACKAGE_PATH},
     }
 

@@ -82,6 +82,7 @@ class Wire:
 async def mcp(args: list[str], env: dict[str, str], cwd: Path | None = None) -> AsyncIterator[Wire]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
+        "-P",
         "-m",
         "steerable_sidecar",
         "mcp",

@@ -276,6 +276,7 @@ def run_against(
         return subprocess.run(
             [
                 sys.executable,
+                "-P",
                 "-m",
                 "steerable_sidecar",
                 "run",

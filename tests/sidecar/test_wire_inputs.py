@@ -92,7 +92,7 @@ async def test_mcp_server_takes_an_integer_sent_as_a_string(  # ENV-9
     ws = _workspace(tmp_path)
     params = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "steerable_sidecar", "mcp", "--workspace", str(ws)],
+        args=["-P", "-m", "steerable_sidecar", "mcp", "--workspace", str(ws)],
         env={"PYTHONPATH": child_env()["PYTHONPATH"]},
     )
     async with asyncio.timeout(30), Client(params) as client:

@@ -32,6 +32,7 @@ def steerable_argv(command: str, workspace: Path, *args: str) -> list[str]:
     """``python -m steerable_sidecar COMMAND`` on ``workspace`` (no web tools, no plugins), then ``args``."""
     return [
         sys.executable,
+        "-P",
         "-m",
         "steerable_sidecar",
         command,

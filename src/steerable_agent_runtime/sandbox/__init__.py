@@ -36,7 +36,13 @@ if _typing.TYPE_CHECKING:
     from ._inherited import InheritedBackend
     from ._landlock import LandlockBackend, detect_landlock_abi
     from ._output import CapturedOutput, RunResult
-    from ._policy import CHILD_ENV_ALLOWLIST, ResourceLimits, SandboxPolicy, child_environment
+    from ._policy import (
+        CHILD_ENV_ALLOWLIST,
+        ResourceLimits,
+        SandboxPolicy,
+        absolute_python_path,
+        child_environment,
+    )
     from ._protect import ScanCache
     from ._runner import SandboxedProcess, run_sandboxed, spawn_sandboxed
     from ._seatbelt import SeatbeltBackend, seatbelt_profile
@@ -91,6 +97,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "CHILD_ENV_ALLOWLIST",
         "ResourceLimits",
         "SandboxPolicy",
+        "absolute_python_path",
         "child_environment",
     ),
     "._protect": ("ScanCache",),
@@ -146,6 +153,7 @@ __all__ = [
     "ScanCache",
     "SeatbeltBackend",
     "SnapshotTooLarge",
+    "absolute_python_path",
     "bash_tool",
     "child_environment",
     "default_backends",

@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_PATH",
     "ResourceLimits",
     "SandboxPolicy",
+    "absolute_python_path",
     "child_environment",
 ]
 
@@ -45,7 +46,8 @@ def child_environment(
 
     The allowlist (``PATH``, ``HOME``, ``TMPDIR`` / ``TEMP`` / ``TMP``, ``LANG``, ``LC_*``,
     ``PYTHONPATH``, on Windows ``SYSTEMROOT`` / ``SYSTEMDRIVE``) plus ``PYTHONDONTWRITEBYTECODE=1``;
-    every key and token is left out. Spec: ``run_code`` › Child environment; why only absence is
+    every key and token is left out. ``PYTHONPATH`` keeps its absolute entries only
+    (:func:`absolute_python_path`; SAFE-1). Spec: ``run_code`` › Child environment; why only absence is
     safe: ``docs/run-code.md``. The runner then points ``TMPDIR`` / ``TEMP`` / ``TMP`` at the run's
     private temporary directory.
 
@@ -62,12 +64,33 @@ def child_environment(
     env: dict[str, str] = {}
     for name, value in source.items():
         key = name.upper() if windows else name  # Windows names are case-insensitive
+        if key == "PYTHONPATH":
+            value = absolute_python_path(value)
+            if not value:
+                continue
         if key.startswith("LC_") or (key in CHILD_ENV_ALLOWLIST and (windows or key not in _WINDOWS_ONLY)):
             env[name] = value
     if not any(name.upper() == "PATH" if windows else name == "PATH" for name in env):
         env["PATH"] = DEFAULT_PATH
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
+
+
+def absolute_python_path(value: str) -> str:
+    """``PYTHONPATH`` without its empty and relative entries (SAFE-1).
+
+    Python resolves those against the interpreter's working directory, which for a sandboxed child
+    is the workspace: an empty entry (``":/opt/lib"``) or ``"src"`` would put the model's files first
+    on ``sys.path``, before the standard library, even under ``-P`` (a planted ``encodings/`` runs
+    before any code of the child's).
+
+    Args:
+        value: A ``PYTHONPATH`` value (``os.pathsep``-separated).
+
+    Returns:
+        The absolute entries, in order, joined again; ``""`` when none is left.
+    """
+    return os.pathsep.join(entry for entry in value.split(os.pathsep) if os.path.isabs(entry))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,173 @@
+"""SAFE-1: no module from the workspace runs inside steerable, however steerable was started.
+
+Every test plants modules the model could have written with ``write_file`` (each writes a marker
+file and then fails) where Python would look first by accident: the current directory (``python -m``
+without ``-P``) and the empty or relative entries of ``PYTHONPATH`` (resolved in the working
+directory, even under ``-P``). Then it starts steerable the way a host does and checks that nothing
+planted ran and that the tools work.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from steerable_agent_runtime import ToolCall
+from steerable_agent_runtime.sandbox import (
+    SandboxConfig,
+    absolute_python_path,
+    child_environment,
+    select_backend,
+)
+from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.run_code import run_code_tool
+
+# what the sidecar imports (runpy's own, the standard library, its dependencies) and what a child
+# interpreter loads before any of its code runs (encodings); a module file or a package of each
+PLANTED_MODULES = ("functools", "typing", "json", "asyncio", "argparse", "logging", "pydantic", "httpx")
+PLANTED_PACKAGES = ("encodings",)
+
+
+def plant(folder: Path, markers: Path) -> None:
+    """Write modules into ``folder`` that record in ``markers`` that they ran, then break the import."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in PLANTED_MODULES:
+        code = f"open({str(markers / name)!r}, 'w').close()\nraise SystemExit('planted {name} ran')\n"
+        (folder / f"{name}.py").write_text(code)
+    for name in PLANTED_PACKAGES:
+        (folder / name).mkdir(exist_ok=True)
+        code = f"open({str(markers / name)!r}, 'w').close()\nraise SystemExit('planted {name} ran')\n"
+        (folder / name / "__init__.py").write_text(code)
+
+
+@pytest.fixture
+def planted(tmp_path: Path) -> tuple[Path, Path]:
+    """A workspace with planted modules at its top and in ``lib/``; and the (empty) marker folder."""
+    workspace, markers = tmp_path / "ws", tmp_path / "markers"
+    markers.mkdir()
+    plant(workspace, markers)
+    plant(workspace / "lib", markers)
+    (workspace / "notes.txt").write_text("hello\n")
+    return workspace, markers
+
+
+def ran(markers: Path) -> list[str]:
+    return sorted(path.name for path in markers.iterdir())
+
+
+async def test_sidecar_client_starts_the_sidecar_with_no_module_from_its_directory_safe_1(
+    planted: tuple[Path, Path], child_env: Callable[..., dict[str, str]]
+) -> None:
+    # SAFE-1: SidecarClient.start runs `python -P -m steerable_sidecar`, in the workspace, with an
+    # inherited PYTHONPATH whose empty and relative entries would be the workspace too
+    workspace, markers = planted
+    env = child_env(PYTHONPATH=os.pathsep.join(["", "lib", "/nonexistent-lib"]))
+    async with await SidecarClient.start(
+        workspace=workspace, cwd=workspace, env=env, args=["--no-plugins"]
+    ) as client:
+        result = await client.invoke("read_file", {"path": "notes.txt"})
+    assert result.success is True and result.data is not None and result.data["content"] == "hello\n"
+    assert ran(markers) == []
+
+
+@pytest.mark.parametrize("command", ["steerable", "python -P -m steerable_sidecar"])
+def test_the_launch_lines_hosts_are_given_import_nothing_from_the_workspace_safe_1(
+    command: str, planted: tuple[Path, Path], child_env: Callable[..., dict[str, str]]
+) -> None:
+    # SAFE-1: the lines docs/mcp.md and docs/acp.md give hosts, started in the project as hosts do
+    workspace, markers = planted
+    program = (
+        [str(Path(sys.executable).with_name("steerable"))]
+        if command == "steerable"
+        else [sys.executable, "-P", "-m", "steerable_sidecar"]
+    )
+    done = subprocess.run(
+        [*program, "call", "read_file", '{"path": "notes.txt"}', "--no-plugins"],
+        cwd=workspace,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["data"]["content"] == "hello\n"
+    assert ran(markers) == [] and done.stderr == ""
+
+
+def test_python_m_without_p_drops_the_directory_and_says_how_to_start_safe_1(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    # SAFE-1: what Python imported before steerable's own code cannot be helped (runpy's functools);
+    # everything steerable imports itself (its command line parser) no longer comes from the directory
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "argparse.py").write_text(f"open({str(markers / 'argparse')!r}, 'w').close()\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "steerable_sidecar", "--version"],
+        cwd=workspace,
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and done.stdout.startswith("steerable "), done.stderr
+    assert ran(markers) == []
+    assert done.stderr == (
+        "steerable: started as `python -m steerable_sidecar` without -P, so Python looked for modules in "
+        f"the current directory {workspace} first (a file the model wrote there would run in this "
+        "process); start it as `python -P -m steerable_sidecar`, or run the `steerable` command\n"
+    )
+
+
+async def test_run_code_s_child_imports_nothing_from_the_workspace_safe_1(
+    planted: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SAFE-1: run_code's child runs in the workspace; an inherited PYTHONPATH of ":lib" would load the
+    # planted encodings before the child's first line, -P or not
+    workspace, markers = planted
+    config = SandboxConfig(backend="bwrap")
+    try:
+        select_backend(config)
+    except Exception as exc:  # pragma: no cover - only without bubblewrap
+        pytest.skip(f"bubblewrap cannot run here: {exc}")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["", "lib", "/nonexistent-lib"]))
+    from steerable_agent_runtime import ToolRouter
+
+    router = ToolRouter()
+    router.register(run_code_tool(workspace, router=router, sandbox=config))
+    code = (  # past the import guard (not the boundary), as test_run_code's environment test does
+        "for cls in ().__class__.__base__.__subclasses__():\n"
+        "    found = getattr(getattr(cls, '__init__', None), '__globals__', {})\n"
+        "    if 'sys' in found:\n"
+        "        sys = found['sys']\n"
+        "        return [p for p in sys.path if not p.startswith(sys.base_prefix)]\n"
+    )
+    result = await router.dispatch(
+        ToolCall(id="c1", name="run_code", arguments={"code": code, "description": "path"})
+    )
+    assert result.success is True, result.error
+    assert result.data is not None and result.data["value"] == ["/nonexistent-lib"]
+    assert ran(markers) == []
+
+
+def test_children_keep_only_the_absolute_entries_of_pythonpath_safe_1() -> None:
+    # SAFE-1: the rule every sandboxed child's environment goes through (bash, run_code, the converter)
+    sep = os.pathsep
+    assert absolute_python_path(sep.join(["", "lib", "/opt/a", "./b", "/opt/c", ""])) == sep.join(
+        ["/opt/a", "/opt/c"]
+    )
+    assert absolute_python_path("") == "" and absolute_python_path("src") == ""
+    assert (
+        child_environment({"PATH": "/bin", "PYTHONPATH": sep.join(["", "/opt/a"])})["PYTHONPATH"] == "/opt/a"
+    )
+    assert "PYTHONPATH" not in child_environment({"PATH": "/bin", "PYTHONPATH": sep.join([".", "src"])})
