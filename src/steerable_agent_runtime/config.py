@@ -17,11 +17,25 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from .errors import ConfigError, UserError
 
-__all__ = ["EnvInt", "check_int_fields", "env_flag", "env_text", "int_field", "int_fields", "read_int_fields"]
+__all__ = [
+    "STATE_DIR_ENV",
+    "EnvInt",
+    "check_int_fields",
+    "default_state_dir",
+    "env_flag",
+    "env_text",
+    "int_field",
+    "int_fields",
+    "read_int_fields",
+]
+
+STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
+"""Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
@@ -176,3 +190,18 @@ def check_int_fields(config: object) -> None:
     owner = type(config).__name__
     for name, spec in int_fields(config).items():
         spec.check(getattr(config, name), f"{owner}.{name}")
+
+
+def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """Return where sessions are stored (nothing is checked or created).
+
+    ``STEERABLE_STATE_DIR``, else ``$XDG_STATE_HOME/steerable``, else ``~/.local/state/steerable``
+    (``~``: the ``HOME`` of ``environ``; ``docs/configuration.md``). ``steerable_sidecar.state_dir``
+    checks and creates it; the sandbox keeps commands from reading it (SAFE-3).
+    """
+    env = os.environ if environ is None else environ
+    configured = env_text(STATE_DIR_ENV, env)  # blank: unset (docs/configuration.md)
+    if configured is not None:
+        return Path(configured).expanduser()
+    base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or Path.home(), ".local", "state")
+    return Path(base) / "steerable"

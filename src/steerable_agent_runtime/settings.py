@@ -19,6 +19,7 @@ from .config import int_fields
 from .errors import UserError
 from .plugins import PLUGIN_DIR_ENV
 from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, NETWORK_ENV, SANDBOX_ENV
+from .sandbox._deny import DENY_READ_ENV
 from .sandbox._policy import ResourceLimits
 from .workspace._rg import RIPGREP_ENV
 from .workspace._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
@@ -187,6 +188,14 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
         summary="Let sandboxed commands use the network.",
         kind="flag",
         default="0",
+    ),
+    EnvVar(
+        name=DENY_READ_ENV,
+        area="Sandbox",
+        summary="More paths sandboxed commands (`bash`, `run_code`) may not read, absolute or `~/`, on top "
+        "of the default set: credential folders (`~/.ssh`, `~/.aws`...), the host configurations that "
+        "hold API keys (Zed, Claude, Cursor, Codex, VS Code) and the state directory (docs/sandbox.md).",
+        kind="list",
     ),
     *int_variables("Sandbox", ResourceLimits, _LIMIT_DOCS),
 )

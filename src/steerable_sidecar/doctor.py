@@ -320,6 +320,13 @@ def _sandbox(rows: _Rows, env: dict[str, str]) -> None:
     rows.add(
         section, "network", "allowed" if config.network else "blocked", "warn" if config.network else "ok"
     )
+    present = [str(path) for path in config.deny_read if os.path.lexists(path)]
+    rows.add(
+        section,
+        "deny-read",
+        f"{len(present)} of {len(config.deny_read)} present",
+        detail=", ".join(present) or "none of the default set exists here",
+    )
 
 
 def _run_code(rows: _Rows, env: dict[str, str], booted: Booted | None) -> None:

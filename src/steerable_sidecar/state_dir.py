@@ -12,28 +12,11 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
 
-from steerable_agent_runtime.config import env_text
+from steerable_agent_runtime.config import STATE_DIR_ENV, default_state_dir, env_text
 from steerable_agent_runtime.errors import ConfigError
 
 __all__ = ["STATE_DIR_ENV", "checked_state_dir", "default_state_dir"]
-
-STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
-"""Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
-
-
-def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
-    """Return where sessions are stored.
-
-    ``STEERABLE_STATE_DIR``, else ``$XDG_STATE_HOME/steerable``, else ``~/.local/state/steerable``.
-    """
-    env = os.environ if environ is None else environ
-    configured = env_text(STATE_DIR_ENV, env)  # blank: unset (docs/configuration.md)
-    if configured is not None:
-        return Path(configured).expanduser()
-    base = env.get("XDG_STATE_HOME") or str(Path("~/.local/state").expanduser())
-    return Path(base) / "steerable"
 
 
 def checked_state_dir(

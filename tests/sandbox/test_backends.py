@@ -215,9 +215,13 @@ async def test_landlock_socket_filter_refuses_every_socket_but_socketpair(policy
 def test_landlock_plan_lists_its_rules(workspace: Path, tmp_path: Path):
     plan = LandlockBackend().plan(["true"], SandboxPolicy(writable_roots=(workspace,)), private_tmp=tmp_path)
     options = list(plan.launcher_options)
-    assert options[:4] == ["--drop-caps", "--landlock", "--ro", "/"]
-    assert ["--rw", str(workspace), "--rw", str(tmp_path)] == options[4:8]
-    assert "--no-tcp" in options and options[-1] == "--supervise"
+    assert options[:4] == ["--drop-caps", "--landlock", "--ls", "/"]  # SAFE-3: names listable, not read
+    grants = [options[i + 1] for i, option in enumerate(options) if option == "--ro"]
+    assert "/" not in grants and "/dev" not in grants and {"/usr", "/etc", "/proc", "/dev/null"} <= set(grants)
+    assert not any(g.startswith(("/dev/pts", "/dev/tty")) for g in grants)
+    at = options.index("--rw")
+    assert ["--rw", str(workspace), "--rw", str(tmp_path)] == options[at : at + 4]
+    assert "--no-tcp" in options and options[-2:] == ["--pid-ns", "--supervise"]
     root = ",chmod" if os.geteuid() == 0 else ""
     assert options[options.index("--seccomp-deny") + 1] == "net,ipc,setid" + root
     online = LandlockBackend().plan(

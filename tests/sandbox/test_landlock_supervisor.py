@@ -35,6 +35,20 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _running(*argv: str) -> list[int]:
+    """The live processes (this PID namespace's numbers) whose command line is exactly ``argv``."""
+    wanted = "\0".join(argv).encode() + b"\0"
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "cmdline").read_bytes() == wanted and _alive(int(entry.name)):
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
 def _landlock_launch(script: str, workspace: Path, private_tmp: Path) -> subprocess.CompletedProcess[str]:
     backend = real_backend("landlock")
     policy = SandboxPolicy(writable_roots=(workspace,))
@@ -63,8 +77,11 @@ def test_a_landlock_command_cannot_kill_its_supervisor_nor_leave_a_daemon(worksp
     """RUN-5: the tree dies with the call, even when the command tries to outlive it."""
     if detect_landlock_abi() < 6:
         pytest.skip("signal scoping needs Landlock ABI 6 (Linux 6.12); this kernel has an older ABI")
+    # the command runs in a PID namespace of its own (SAFE-3): the daemon's $! is not its pid here,
+    # so it is found by its command line, which no other process has
+    seconds = f"300.{time.monotonic_ns()}"
     script = (
-        "setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > daemon.pid; "
+        f"setsid sleep {seconds} </dev/null >/dev/null 2>&1 & "
         "kill -9 $PPID 2>/dev/null && echo killed || echo refused; "
         "kill -STOP $PPID 2>/dev/null && echo stopped || echo refused; "
         "exit 3"
@@ -72,13 +89,12 @@ def test_a_landlock_command_cannot_kill_its_supervisor_nor_leave_a_daemon(worksp
     run = _landlock_launch(script, workspace, private_tmp)
     assert run.stdout == "refused\nrefused\n", run.stderr
     assert run.returncode == 3
-    daemon = int((workspace / "daemon.pid").read_text())
     deadline = time.monotonic() + 5
-    while _alive(daemon) and time.monotonic() < deadline:
+    while (daemons := _running("sleep", seconds)) and time.monotonic() < deadline:
         time.sleep(0.02)
-    if _alive(daemon):
+    for daemon in daemons:
         os.kill(daemon, signal.SIGKILL)
-        pytest.fail("the setsid daemon outlived the call")
+    assert daemons == [], "the setsid daemon outlived the call"
 
 
 def test_the_supervisor_is_outside_the_sandbox_and_the_command_inside(workspace: Path, private_tmp: Path):

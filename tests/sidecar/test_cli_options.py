@@ -187,6 +187,7 @@ def test_doctor_reports_and_exits_zero_on_a_sound_setup(ws):
     assert rows[("Workspace", "root")]["value"] == str(ws.resolve())
     assert rows[("Sandbox", "backend")]["status"] == "ok"
     assert rows[("Sandbox", "probe: bwrap")]["value"] in ("works", "unavailable")
+    assert rows[("Sandbox", "deny-read")]["value"].endswith(" present")  # SAFE-3
     assert rows[("run_code", "run_code")]["value"] == "off"
     assert rows[("Model provider", "provider")]["value"] == "not configured"
     assert {v["name"] for v in report["variables"]} >= {"STEERABLE_SANDBOX", "STEERABLE_API_KEY"}
@@ -198,6 +199,7 @@ def test_doctor_reports_and_exits_zero_on_a_sound_setup(ws):
     ("variable", "value", "command"),
     [
         ("STEERABLE_SANDBOX_MAX_PROCESSES", "-1", ["tools"]),
+        ("STEERABLE_SANDBOX_DENY_READ", "relative/keys", ["tools"]),  # SAFE-3
         ("STEERABLE_WEB_FETCH_MAX_BYTES", "lots", ["tools"]),
         ("STEERABLE_PROVIDER", "gpt", ["run", "--instruction", "x", "--quiet"]),
     ],

@@ -14,6 +14,7 @@ from typing import Final
 
 from .._protected import runtime_roots
 from ._backend import LaunchPlan, SandboxInfo
+from ._deny import applicable_denials
 from ._launch import SECCOMP_ARCH
 from ._policy import SandboxPolicy
 from ._protect import bindable, carve_outs
@@ -75,8 +76,9 @@ class BubblewrapBackend:
 
         ``/tmp`` and ``/dev/shm`` are tmpfs mounts of the sandbox's own, each at most
         ``policy.limits.memory_bytes`` (unsized when it is 0, or when this bubblewrap predates
-        ``--size``). Readable roots under ``/tmp`` (the policy's, the Python interpreter's prefixes
-        and steerable's package) are bound read-only into it, then the writable roots read-write,
+        ``--size``). The deny-read set is covered (``policy.deny_read``, SAFE-3). Readable roots under
+        ``/tmp`` (the policy's, the Python interpreter's prefixes and steerable's package) are bound
+        read-only into it, then the writable roots read-write,
         then what must stay read-only inside them: the runtime roots and ``policy.read_only`` (by
         default the protected paths found under each writable root: ``_protect.carve_outs``).
         """
@@ -85,6 +87,15 @@ class BubblewrapBackend:
             network=policy.network, tmpfs_bytes=policy.limits.memory_bytes, features=features
         )
         writable = [os.path.realpath(root) for root in policy.writable_roots]
+        # the deny-read set (SAFE-3), before the roots are bound: an empty read-only directory over
+        # each folder, /dev/null over each file (the private /tmp hides what lies under /tmp already)
+        for denied in applicable_denials(policy.deny_read, writable):
+            if _within(denied, "/tmp"):
+                continue
+            if os.path.isdir(denied):
+                args += ["--tmpfs", denied, "--remount-ro", denied]
+            else:
+                args += ["--ro-bind", os.devnull, denied]
         for readable in _hidden_by_tmp((*policy.readable_roots, *_runtime_roots())):
             if not any(_within(readable, w) for w in writable):
                 args += ["--ro-bind", readable, readable]

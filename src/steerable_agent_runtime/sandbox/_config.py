@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Final, Literal, get_args
 
 from ..config import env_flag, env_text, int_fields, read_int_fields
 from ..errors import ConfigError
+from ._deny import deny_read_from_env
 from ._policy import ResourceLimits
 
 __all__ = [
@@ -53,12 +55,16 @@ class SandboxConfig:
         network: ``STEERABLE_SANDBOX_NETWORK``: let commands use the network (default off).
         limits: Resource limits (``STEERABLE_SANDBOX_CPU_SECONDS``, ``..._MEMORY_BYTES``,
             ``..._MAX_PROCESSES``, ``..._MAX_OUTPUT_BYTES``).
+        deny_read: What commands may not read (SAFE-3): the default set of credential folders and
+            host configurations, the state directory, and ``STEERABLE_SANDBOX_DENY_READ``
+            (``_deny.deny_read_from_env``; the default is that of ``os.environ``).
     """
 
     backend: BackendChoice = "auto"
     confined: bool = False
     network: bool = False
     limits: ResourceLimits = field(default_factory=ResourceLimits)
+    deny_read: tuple[Path, ...] = field(default_factory=deny_read_from_env)
 
     def __post_init__(self) -> None:
         if self.backend not in BACKEND_CHOICES:
@@ -91,4 +97,5 @@ class SandboxConfig:
             confined=env_flag(CONFINED_ENV, False, environ=env),
             network=env_flag(NETWORK_ENV, False, environ=env),
             limits=ResourceLimits(**limits),
+            deny_read=deny_read_from_env(env),
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Final
 
 from ._backend import LaunchPlan, SandboxInfo
+from ._deny import applicable_denials, hidden_devices, read_grants
 from ._launch import SECCOMP_ARCH, landlock_abi
 from ._policy import SandboxPolicy
 
@@ -56,10 +57,19 @@ class LandlockBackend:
         return None
 
     def plan(self, argv: Sequence[str], policy: SandboxPolicy, *, private_tmp: Path) -> LaunchPlan:
-        """The command itself, with the launcher told which rules to apply and to supervise it."""
-        options = ["--drop-caps", "--landlock", "--ro", "/"]
-        for root in (*policy.writable_roots, private_tmp):
-            options += ["--rw", os.path.realpath(root)]
+        """The command itself, with the launcher told which rules to apply and to supervise it.
+
+        Every directory may be listed (``--ls /``); read is granted on ``/`` split around the
+        deny-read set and every ``/dev`` entry but the few a command needs (``_deny.read_grants``,
+        SAFE-3), so a denied file's name shows and its bytes do not.
+        """
+        writable = [os.path.realpath(root) for root in (*policy.writable_roots, private_tmp)]
+        denied = applicable_denials(policy.deny_read, writable) + hidden_devices()
+        options = ["--drop-caps", "--landlock", "--ls", "/"]
+        for grant in read_grants(denied):
+            options += ["--ro", grant]
+        for root in writable:
+            options += ["--rw", root]
         for device in DEVICES:
             options += ["--dev", device]
         if not policy.network:
@@ -69,7 +79,7 @@ class LandlockBackend:
             if os.geteuid() == 0:  # root owns /etc too: Landlock cannot keep its modes safe, so no chmod
                 denied.append("chmod")
             options += ["--seccomp-deny", ",".join(denied)]
-        options.append("--supervise")
+        options += ["--pid-ns", "--supervise"]
         tmp = os.path.realpath(private_tmp)
         return LaunchPlan(
             argv=tuple(argv),

@@ -6,7 +6,8 @@ order: the resource limits (``RLIMIT_CPU``, ``RLIMIT_AS``, ``RLIMIT_NPROC``, no 
 run's cgroups (``--cgroup PROCS_FILE``, once per hierarchy); then either an exec of the command
 (for a bubblewrap plan, with the seccomp filter on a pipe: ``--seccomp-fd-at``) or, with
 ``--supervise``, a fork of it while the launcher stays as its child subreaper, killing what it
-left when it exits or on ``SIGTERM``. ``--drop-caps``, ``--landlock`` and ``--seccomp-deny
+left when it exits or on ``SIGTERM`` (``--pid-ns``: in a PID namespace of its own, with its own
+``/proc``). ``--drop-caps``, ``--landlock`` and ``--seccomp-deny
 net,ipc,setid,chmod`` (:func:`seccomp_program`) apply to the command, in the forked child before
 its exec. The runner starts bubblewrap itself; ``launcher_argv`` still runs a bubblewrap plan
 through here (tools, tests).
@@ -27,7 +28,7 @@ import time
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs 6 ms here (mypy knows the name)
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from typing import Any
 
 __all__ = [  # what the runner and the backends use; the rest serves main()
@@ -116,6 +117,16 @@ SECCOMP_CHMOD = {
 SYS_OPENAT2 = 437  # the same on both: its mode sits in a struct the filter cannot read (ENOSYS)
 S_ISUID_ISGID = 0o6000
 ENOSYS = 38
+
+# -- namespaces and mounts (include/uapi/linux/sched.h, mount.h) -------------------------------------
+CLONE_NEWNS = 0x00020000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
 
 SIGKILL = 9  # the same on every Linux architecture and on macOS
 
@@ -269,12 +280,60 @@ class _Libc:
             raise OSError(c.get_errno(), os.strerror(c.get_errno()))
         return rc
 
+    def unshare(self, flags: int) -> None:
+        c = self.ctypes
+        if self.libc.unshare(c.c_int(flags)) != 0:
+            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
 
-def apply_landlock(libc: _Libc, *, read: list[str], write: list[str], dev: list[str], no_tcp: bool) -> int:
+    def mount(self, source: str | None, target: str, fstype: str | None, flags: int) -> None:
+        c = self.ctypes
+        source_p = c.c_char_p(None if source is None else source.encode())
+        fstype_p = c.c_char_p(None if fstype is None else fstype.encode())
+        rc = self.libc.mount(source_p, c.c_char_p(target.encode()), fstype_p, c.c_ulong(flags), None)
+        if rc != 0:
+            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
+
+
+def new_pid_namespace(libc: _Libc) -> bool:
+    """Make this process's next child PID 1 of a new PID namespace; ``False`` when none can be made.
+
+    As root (``CAP_SYS_ADMIN``) the namespace is made directly; otherwise inside a user namespace
+    of its own that maps this user to itself (unprivileged user namespaces must be allowed).
+    """
+    try:
+        libc.unshare(CLONE_NEWPID)
+        return True
+    except OSError:
+        pass
+    uid, gid = os.geteuid(), os.getegid()
+    try:
+        libc.unshare(CLONE_NEWUSER | CLONE_NEWPID)
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
+                fh.write(text)
+    except OSError:
+        return False
+    return True
+
+
+def apply_landlock(
+    libc: _Libc,
+    *,
+    read: list[str],
+    write: list[str],
+    dev: list[str],
+    no_tcp: bool,
+    list_dirs: Sequence[str] = (),
+) -> int:
     """Restrict this process (and its future children) with a Landlock ruleset; return the ABI.
 
-    Everything under ``read`` may be read and executed, everything under ``write`` may also be
-    changed, each ``dev`` file may be read and written; any other write is refused. ``no_tcp``
+    Everything under ``read`` may be read and executed, every directory under ``list_dirs`` listed,
+    everything under ``write`` may also be changed, each ``dev`` file may be read and written; any
+    other write is refused. ``no_tcp``
     refuses every TCP bind and connect (ABI 4 and later). From ABI 6, abstract Unix sockets and
     signals are scoped to the sandbox too.
 
@@ -297,7 +356,8 @@ def apply_landlock(libc: _Libc, *, read: list[str], write: list[str], dev: list[
         raise SetupError(f"landlock_create_ruleset failed: {exc.strerror}") from None
     file_rights = FS_EXECUTE | FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE & fs) | (FS_IOCTL_DEV & fs)
     try:
-        rules = [(p, FS_READ, True) for p in read] + [(p, fs, True) for p in write]
+        rules = [(p, FS_READ_DIR, True) for p in list_dirs] + [(p, FS_READ, True) for p in read]
+        rules += [(p, fs, True) for p in write]
         rules += [(p, file_rights, False) for p in dev]  # devices are optional: skipped when absent
         for path, access, required in rules:
             try:
@@ -471,14 +531,22 @@ def _on_stop(signum: int, frame: object) -> None:
     raise _Stop
 
 
-def supervise(argv: list[str], libc: _Libc | None, *, confine: Callable[[], None] | None = None) -> int:
+def supervise(
+    argv: list[str],
+    libc: _Libc | None,
+    *,
+    confine: Callable[[], None] | None = None,
+    pid_namespace: bool = False,
+) -> int:
     """Run ``argv`` as our child; when it exits (or we are told to stop) kill what it left behind.
 
     Linux only (it finds descendants through ``/proc`` and relies on ``PR_SET_CHILD_SUBREAPER``).
     ``confine`` runs in the child between the fork and the exec (Landlock, the socket filter, the
     dropped capabilities), so the supervisor itself stays outside the sandbox: a command cannot
     ptrace it and, from Landlock ABI 6 (signal scoping), cannot kill it to outlive the run. When
-    ``confine`` fails the command never runs and the status is 125.
+    ``confine`` fails the command never runs and the status is 125. ``pid_namespace``: the child
+    is PID 1 of a new PID namespace (:func:`new_pid_namespace`) and mounts a ``/proc`` of its own,
+    so the command sees no other process (SAFE-3); where none can be made the run goes on without.
 
     Returns:
         The command's exit status (``128 + signal`` when killed by one).
@@ -488,41 +556,87 @@ def supervise(argv: list[str], libc: _Libc | None, *, confine: Callable[[], None
     if libc is not None:
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the sidecar died: take the tree down
+    own_proc = pid_namespace and libc is not None and new_pid_namespace(libc)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _on_stop)
     pid = os.fork()
     if pid == 0:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_DFL)
-        try:  # the OOM killer takes the command before anything outside the sandbox (best effort)
-            with open("/proc/self/oom_score_adj", "w", encoding="ascii") as fh:
-                fh.write("1000")
-        except OSError:
-            pass
-        if confine is not None:
-            try:
-                confine()
-            except (SetupError, OSError, ValueError) as exc:
-                os._exit(_setup_failed(exc))
-        _exec(argv)  # never returns
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)  # the command owns stdin and stdout: EOF arrives when its tree is gone
-    os.dup2(devnull, 1)
-    os.close(devnull)
+        if own_proc and libc is not None:
+            os._exit(_namespace_init(argv, libc, confine))
+        _start_command(argv, confine)  # never returns
+    _detach_stdio()
     status = 128 + SIGKILL
     try:
-        while True:
-            got, raw = os.waitpid(-1, 0)
-            if got == pid:
-                status = os.waitstatus_to_exitcode(raw)
-                status = 128 - status if status < 0 else status
-                break
+        status = _wait_for(pid)
     except (_Stop, ChildProcessError):
         pass
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
     _kill_all_children()
     return status
+
+
+def _detach_stdio() -> None:
+    """Point stdin and stdout at ``/dev/null``: the command owns them, EOF comes when its tree is gone."""
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(devnull, 1)
+    os.close(devnull)
+
+
+def _wait_for(pid: int) -> int:
+    """Reap children (orphans come to us) until ``pid`` exits; its status (``128 + n`` for signal n)."""
+    while True:
+        got, raw = os.waitpid(-1, 0)
+        if got == pid:
+            status = os.waitstatus_to_exitcode(raw)
+            return 128 - status if status < 0 else status
+
+
+def _namespace_init(argv: list[str], libc: _Libc, confine: Callable[[], None] | None) -> int:
+    """PID 1 of the command's PID namespace: a ``/proc`` of its own, the command, its orphans reaped.
+
+    Returns when the command exits, with its status (the kernel then kills what is left in the
+    namespace). The command, not this init, is confined: as PID 1 it would ignore the signals it
+    has no handler for (``kill $$``).
+    """
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    try:  # a mount namespace of its own, where /proc shows this PID namespace only
+        libc.unshare(CLONE_NEWNS)
+        libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        libc.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    except OSError as exc:
+        return _setup_failed(SetupError(f"cannot mount a /proc of the sandbox's own: {setup_failure(exc)}"))
+    pid = os.fork()
+    if pid == 0:
+        _start_command(argv, confine)  # never returns
+    _detach_stdio()
+    try:
+        return _wait_for(pid)
+    except ChildProcessError:
+        return 128 + SIGKILL
+
+
+def _start_command(argv: list[str], confine: Callable[[], None] | None) -> None:
+    """In the forked child: default signals, the OOM score, ``confine``, then exec ``argv``."""
+    import signal
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    try:  # the OOM killer takes the command before anything outside the sandbox (best effort)
+        with open("/proc/self/oom_score_adj", "w", encoding="ascii") as fh:
+            fh.write("1000")
+    except OSError:
+        pass
+    if confine is not None:
+        try:
+            confine()
+        except (SetupError, OSError, ValueError) as exc:
+            os._exit(_setup_failed(exc))
+    _exec(argv)  # never returns
 
 
 def _exec(argv: list[str]) -> None:
@@ -536,15 +650,19 @@ def _exec(argv: list[str]) -> None:
         os._exit(EXIT_CANNOT_EXECUTE)
 
 
+_LIST_OPTIONS = {"--ro": "read", "--ls": "list", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}
+
+
 def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     """Split ``[options] -- command...`` into options and the command.
 
     Raises:
         SetupError: On an unknown option or a missing command.
     """
-    opts: dict[str, Any] = {"read": [], "write": [], "dev": [], "cgroup": [], "cpu": 0, "as": 0, "nproc": 0}
-    flags = {"--landlock", "--no-tcp", "--supervise", "--drop-caps"}
-    valued = {"--cpu", "--as", "--nproc", "--cgroup", "--ro", "--rw", "--dev", "--seccomp-fd-at"}
+    opts: dict[str, Any] = {"read": [], "list": [], "write": [], "dev": [], "cgroup": [], "cpu": 0, "as": 0}
+    opts["nproc"] = 0
+    flags = {"--landlock", "--no-tcp", "--supervise", "--drop-caps", "--pid-ns"}
+    valued = {"--cpu", "--as", "--nproc", "--cgroup", "--ro", "--ls", "--rw", "--dev", "--seccomp-fd-at"}
     valued |= {"--seccomp-deny"}
     i = 0
     while i < len(args) and args[i] != "--":
@@ -554,7 +672,9 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
             i += 1
         elif name in valued and i + 1 < len(args):
             value = args[i + 1]
-            key = {"--ro": "read", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}.get(name)
+            key = {"--ro": "read", "--ls": "list", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}.get(
+                name
+            )
             if key is not None:
                 opts[key].append(value)
             elif name == "--seccomp-deny":
@@ -596,7 +716,12 @@ def _confine(opts: dict[str, Any], libc: _Libc | None) -> None:
         drop_capabilities(libc)
     if opts.get("landlock"):
         apply_landlock(
-            libc, read=opts["read"], write=opts["write"], dev=opts["dev"], no_tcp=opts.get("no-tcp", False)
+            libc,
+            read=opts["read"],
+            list_dirs=opts["list"],
+            write=opts["write"],
+            dev=opts["dev"],
+            no_tcp=opts.get("no-tcp", False),
         )
     if "seccomp-deny" in opts:
         apply_seccomp(libc, seccomp_program(os.uname().machine, **opts["seccomp-deny"]))
@@ -636,7 +761,9 @@ def main(args: list[str]) -> int:
     if opts.get("supervise"):
         # The command alone is confined (after the fork): the launcher stays outside its Landlock
         # domain, so from ABI 6 the command cannot signal it, and it can never ptrace it.
-        return supervise(command, libc, confine=lambda: _confine(opts, libc))
+        return supervise(
+            command, libc, confine=lambda: _confine(opts, libc), pid_namespace=opts.get("pid-ns", False)
+        )
     _exec(command)
     return EXIT_CANNOT_EXECUTE  # not reached
 

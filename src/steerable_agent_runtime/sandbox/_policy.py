@@ -140,6 +140,9 @@ class SandboxPolicy:
             (bubblewrap binds them; Landlock and Seatbelt cannot). ``None`` (the default): the
             protected paths (FILE-15) the backend finds under each writable root; ``()``: none (the
             opt-out).
+        deny_read: Paths the command may not read (SAFE-3; ``SandboxConfig.deny_read``, which
+            :meth:`SandboxSpawner.policy` passes on). Missing ones, and ones that are, hold or lie
+            in a writable root, are skipped (``_deny.applicable_denials``).
     """
 
     writable_roots: tuple[Path, ...]
@@ -148,6 +151,7 @@ class SandboxPolicy:
     network: bool = False
     limits: ResourceLimits = field(default_factory=ResourceLimits)
     read_only: tuple[Path, ...] | None = None
+    deny_read: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.writable_roots and self.cwd is None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Final
 
 from ._backend import LaunchPlan, SandboxInfo
+from ._deny import applicable_denials
 from ._policy import SandboxPolicy
 
 __all__ = ["SANDBOX_EXEC", "SeatbeltBackend", "seatbelt_profile"]
@@ -34,16 +35,17 @@ _probes: dict[str, str | None] = {}
 _probe_lock = threading.Lock()
 
 
-def seatbelt_profile(*, writable_roots: int, network: bool) -> str:
-    """The SBPL profile: deny by default, read anything, write only under the writable roots.
+def seatbelt_profile(*, writable_roots: int, network: bool, deny_read: int = 0) -> str:
+    """The SBPL profile: deny by default, read all but the deny-read set, write only the writable roots.
 
-    Paths are not spliced into the text: root ``i`` is the parameter ``WRITABLE_ROOT_i``, given to
-    ``sandbox-exec`` with ``-D``, so no path needs escaping and the text depends only on the
-    arguments here.
+    Paths are not spliced into the text: root ``i`` is the parameter ``WRITABLE_ROOT_i`` and denied
+    path ``i`` ``DENY_READ_i``, given to ``sandbox-exec`` with ``-D``, so no path needs escaping and
+    the text depends only on the arguments here. Terminals (``/dev/ttys*``) are not readable (SAFE-3).
 
     Args:
         writable_roots: How many ``WRITABLE_ROOT_i`` parameters the caller passes.
         network: Allow network access.
+        deny_read: How many ``DENY_READ_i`` parameters the caller passes.
 
     Returns:
         The profile text.
@@ -61,6 +63,8 @@ def seatbelt_profile(*, writable_roots: int, network: bool) -> str:
         "(allow signal (target same-sandbox))",
         "; files: read anything, write only under the writable roots and a few devices",
         "(allow file-read*)",
+        '(deny file-read-data (regex #"^/dev/ttys[0-9]+$"))',
+        *(f'(deny file-read* (subpath (param "DENY_READ_{i}")))' for i in range(deny_read)),
         f"(allow file-write*\n{roots})",
         f"(allow file-write-data {devices})",
         f"(allow file-ioctl {devices})",
@@ -107,10 +111,12 @@ class SeatbeltBackend:
             return _probes[self.sandbox_exec]
 
     def plan(self, argv: Sequence[str], policy: SandboxPolicy, *, private_tmp: Path) -> LaunchPlan:
-        """``sandbox-exec -p <profile> -DWRITABLE_ROOT_i=<path>... -- argv``."""
+        """``sandbox-exec -p <profile> -DWRITABLE_ROOT_i=<path>... -DDENY_READ_i=<path>... -- argv``."""
         roots = [os.path.realpath(r) for r in (*policy.writable_roots, private_tmp)]
+        denied = applicable_denials(policy.deny_read, roots)
         params = [f"-DWRITABLE_ROOT_{i}={root}" for i, root in enumerate(roots)]
-        profile = seatbelt_profile(writable_roots=len(roots), network=policy.network)
+        params += [f"-DDENY_READ_{i}={path}" for i, path in enumerate(denied)]
+        profile = seatbelt_profile(writable_roots=len(roots), network=policy.network, deny_read=len(denied))
         tmp = roots[-1]
         return LaunchPlan(
             argv=(self.sandbox_exec, "-p", profile, *params, "--", *argv),

@@ -70,7 +70,7 @@ class SandboxSpawner:
         network: bool | None = None,
         limits: ResourceLimits | None = None,
     ) -> SandboxPolicy:
-        """The policy of one child: :attr:`config`'s network switch and limits unless given.
+        """The policy of one child: :attr:`config`'s network, limits (unless given) and deny-read set.
 
         Args:
             writable_roots: Directories the child may write (besides its private ``TMPDIR``).
@@ -89,6 +89,7 @@ class SandboxSpawner:
             limits=self.config.limits if limits is None else limits,
             read_only=None if read_only is None else tuple(Path(path) for path in read_only),
             cwd=None if cwd is None else Path(cwd),
+            deny_read=self.config.deny_read,
         )
 
     async def spawn(

@@ -1,0 +1,207 @@
+"""The deny-read set: what a sandboxed child may not read although it may read everything else (SAFE-3).
+
+Reading is allowed everywhere a backend can show, so without this a command (or a ``run_code``
+program) the model wrote reads the user's SSH keys, cloud credentials, the host configurations our
+own docs tell users to put ``STEERABLE_API_KEY`` in, and steerable's records of other sessions, then
+prints them into the conversation. bubblewrap mounts over each entry (an empty read-only directory,
+``/dev/null`` for a file); Landlock grants read on everything *but* them (:func:`read_grants`): its
+rules only grant, so ``/`` is split into its entries around each denied path. ``docs/sandbox.md``,
+"Deny-read".
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from ..config import default_state_dir, env_text
+from ..errors import ConfigError
+
+__all__ = [
+    "DEFAULT_DENY_READ",
+    "DENY_READ_ENV",
+    "DEV_READABLE",
+    "applicable_denials",
+    "deny_read_from_env",
+    "hidden_devices",
+    "read_grants",
+]
+
+DENY_READ_ENV: Final = "STEERABLE_SANDBOX_DENY_READ"
+"""More paths sandboxed children may not read, comma-separated, absolute or ``~``-relative."""
+
+DEFAULT_DENY_READ: Final[tuple[tuple[str, str], ...]] = (
+    # credentials
+    ("~/.ssh", "SSH keys and known hosts"),
+    ("~/.gnupg", "GnuPG keys"),
+    ("~/.aws", "AWS credentials"),
+    ("~/.azure", "Azure CLI tokens"),
+    ("~/.config/gcloud", "Google Cloud credentials"),
+    ("~/.kube", "Kubernetes credentials"),
+    ("~/.docker", "Docker registry logins (config.json)"),
+    ("~/.config/gh", "GitHub CLI token"),
+    ("~/.config/hub", "hub's GitHub token"),
+    ("~/.git-credentials", "git's stored passwords"),
+    ("~/.netrc", "logins for curl, git, pip"),
+    ("~/.npmrc", "npm registry tokens"),
+    ("~/.pypirc", "PyPI upload tokens"),
+    ("~/.cargo/credentials.toml", "crates.io token"),
+    ("~/.cargo/credentials", "crates.io token (old name)"),
+    ("~/.terraform.d/credentials.tfrc.json", "Terraform Cloud token"),
+    ("~/.password-store", "pass's password store"),
+    ("~/.local/share/keyrings", "GNOME keyrings"),
+    # the host configurations docs/mcp.md and docs/acp.md tell users to put STEERABLE_API_KEY in
+    ("~/.config/zed", "Zed's settings (agent_servers env)"),
+    ("~/.config/Claude", "Claude Desktop's configuration (Linux)"),
+    ("~/Library/Application Support/Claude", "Claude Desktop's configuration (macOS)"),
+    ("~/.claude.json", "Claude Code's configuration (MCP servers' env)"),
+    ("~/.claude", "Claude Code's credentials and settings"),
+    ("~/.cursor", "Cursor's MCP configuration"),
+    ("~/.codex", "Codex's configuration and login"),
+    ("~/.config/Code/User", "VS Code's user settings and MCP configuration"),
+    ("~/.config/JetBrains", "JetBrains IDEs' settings (ACP agent env)"),
+)
+"""The default deny-read set, each entry with why: credential stores, then host configurations.
+
+steerable's own state directory (other sessions' records) is added by :func:`deny_read_from_env`."""
+
+DEV_READABLE: Final = ("null", "zero", "full", "random", "urandom", "fd", "stdin", "stdout", "stderr", "shm")
+"""The ``/dev`` entries a child may read under Landlock; every other one is denied (SAFE-3).
+
+Terminals and consoles (``/dev/pts/*``, ``/dev/tty*``: reading one takes the keystrokes typed into
+steerable's terminal), input devices, and block devices (a root command reads the raw disk, and
+every file on it, past any rule) are not among them. bubblewrap's ``/dev`` is its own and holds
+no more than these, a private ``devpts`` and a ``tty`` no command of a new session can open."""
+
+
+def hidden_devices(dev: str = "/dev") -> list[str]:
+    """The entries of ``dev`` but :data:`DEV_READABLE` (``/dev/pts``, ``/dev/tty1``, ``/dev/vda``...)."""
+    try:
+        names = os.listdir(dev)
+    except OSError:
+        return []
+    return sorted(os.path.join(dev, name) for name in names if name not in DEV_READABLE)
+
+
+def deny_read_from_env(environ: Mapping[str, str] | None = None) -> tuple[Path, ...]:
+    """The deny-read set: :data:`DEFAULT_DENY_READ`, the state directory, ``STEERABLE_SANDBOX_DENY_READ``.
+
+    ``~`` is the ``HOME`` of ``environ``. Nothing is checked on disk here (a missing entry is
+    skipped when a run starts: :func:`applicable_denials`).
+
+    Args:
+        environ: The environment (default ``os.environ``).
+
+    Returns:
+        Absolute paths, in the order above, without duplicates.
+
+    Raises:
+        ConfigError: An entry of ``STEERABLE_SANDBOX_DENY_READ`` is neither absolute nor ``~``-relative.
+    """
+    env = os.environ if environ is None else environ
+    home = env.get("HOME") or str(Path.home())
+    paths = [_expand(entry, home) for entry, _ in DEFAULT_DENY_READ]
+    paths.append(default_state_dir(env))
+    for entry in (env_text(DENY_READ_ENV, env) or "").split(","):
+        if not entry.strip():
+            continue
+        path = _expand(entry.strip(), home)
+        if not path.is_absolute():
+            raise ConfigError(
+                f"{DENY_READ_ENV} entry {entry!r} is not an absolute path; give absolute or ~/ paths, "
+                "separated by commas"
+            )
+        paths.append(path)
+    return tuple(dict.fromkeys(Path(os.path.normpath(path)) for path in paths))
+
+
+def _expand(entry: str, home: str) -> Path:
+    if entry == "~" or entry.startswith("~/"):
+        return Path(home + entry[1:])
+    return Path(entry)
+
+
+def applicable_denials(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> list[str]:
+    """The entries of ``deny_read`` a run can enforce: existing, resolved, outside every writable root.
+
+    An entry that is a writable root, contains one or lies inside one is left out: the workspace
+    must stay readable, and inside it Landlock cannot take a right back (the file tools and
+    ``bash`` share the workspace). A link is followed to what it names.
+
+    Args:
+        deny_read: The configured set (:func:`deny_read_from_env`).
+        writable_roots: The run's writable roots, resolved.
+
+    Returns:
+        Real paths, outermost first, none inside another.
+    """
+    found: set[str] = set()
+    for path in deny_read:
+        try:
+            real = os.path.realpath(path, strict=True)
+        except OSError:  # missing, or a loop: nothing to hide
+            continue
+        if any(_within(real, root) or _within(root, real) for root in writable_roots):
+            continue
+        found.add(real)
+    kept: list[str] = []
+    for real in sorted(found, key=lambda path: (len(path), path)):
+        if not any(_within(real, outer) for outer in kept):
+            kept.append(real)
+    return kept
+
+
+def read_grants(denied: Sequence[str], *, root: str = "/") -> list[str]:
+    """What to grant read on so that everything under ``root`` but ``denied`` stays readable (Landlock).
+
+    Landlock rules only grant, and a grant covers everything beneath it, so each directory on the
+    way from ``root`` to a denied path is not granted itself: each of its entries is, except the
+    one leading to the denied path. Links are not granted (a rule would follow the link to its
+    target, a denied one included; what a link names is readable through the grant that covers
+    the target), nor are sockets and pipes (no rule can hold them). Files that appear in those
+    directories after the grants were made stay unreadable for the run.
+
+    Args:
+        denied: Real paths (:func:`applicable_denials`).
+        root: The top of the tree (``/``).
+
+    Returns:
+        Paths to grant read on; just ``[root]`` when nothing is denied.
+    """
+    if not denied:
+        return [root]
+    grants: list[str] = []
+    _split(root, [d for d in denied if _within(d, root)], grants)
+    return grants
+
+
+def _split(directory: str, below: list[str], grants: list[str]) -> None:
+    if directory in below:
+        return  # denied itself
+    if not below:
+        grants.append(directory)
+        return
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return  # unreadable to us: nothing to grant under it
+    for name in names:
+        path = os.path.join(directory, name)
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        inner = [d for d in below if _within(d, path)]
+        if inner:
+            if stat.S_ISDIR(mode):
+                _split(path, inner, grants)
+            continue  # a denied file (real paths never go through a link)
+        if stat.S_ISDIR(mode) or stat.S_ISREG(mode) or stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+            grants.append(path)
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")

@@ -1,0 +1,199 @@
+"""SAFE-3: secrets stay unread. A sandboxed command reads everything the user can but the deny-read set.
+
+Each test runs real commands under each real Linux backend, in a fake home outside ``/tmp`` (under
+bubblewrap, ``/tmp`` is private: a home there would be hidden whatever the deny-read set says),
+with canary secrets where credentials, host configurations and steerable's own records live, and
+readable files next to them: the canaries must not come out, the neighbours must.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sbx_helpers import LINUX_BACKENDS, real_backend
+
+from steerable_agent_runtime import ConfigError
+from steerable_agent_runtime.sandbox import (
+    ResourceLimits,
+    SandboxConfig,
+    SandboxPolicy,
+    run_sandboxed,
+)
+from steerable_agent_runtime.sandbox._deny import DEFAULT_DENY_READ, read_grants
+
+CANARY = f"canary-{uuid.uuid4().hex[:10]}"
+
+SECRETS = (
+    ".ssh/id_ed25519",
+    ".aws/credentials",
+    ".config/gh/hosts.yml",
+    ".config/zed/settings.json",
+    ".claude.json",
+    ".codex/auth.json",
+    ".netrc",
+    ".docker/config.json",
+)
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    """A fake home under ``/var/tmp`` (not ``/tmp``): secrets where tools keep them, and neighbours."""
+    root = Path(tempfile.mkdtemp(prefix="steerable-home-", dir="/var/tmp"))
+    try:
+        for secret in SECRETS:
+            path = root / secret
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f"{CANARY} {secret}\n")
+        (root / "notes.txt").write_text("visible-notes\n")
+        (root / ".config" / "fish").mkdir(parents=True)
+        (root / ".config" / "fish" / "config.fish").write_text("visible-fish\n")
+        (root / ".local" / "state" / "steerable" / "sessions").mkdir(parents=True)
+        (root / ".local" / "state" / "steerable" / "sessions" / "other.jsonl").write_text(f"{CANARY} record\n")
+        (root / "keys-link").symlink_to(root / ".ssh")  # a way round, by a link the model made earlier
+        (root / "vault").mkdir()
+        (root / "vault" / "token").write_text(f"{CANARY} vault\n")
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def config_for(home: Path, **extra: str) -> SandboxConfig:
+    return SandboxConfig.from_env({"HOME": str(home), "PATH": os.environ.get("PATH", ""), **extra})
+
+
+async def run(backend_name: str, config: SandboxConfig, workspace: Path, script: str) -> tuple[str, int | None]:
+    policy = SandboxPolicy(
+        writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=200_000), deny_read=config.deny_read
+    )
+    result = await run_sandboxed(
+        ["/bin/bash", "-c", script], policy, backend=real_backend(backend_name), timeout_s=30
+    )
+    return result.stdout.text + result.stderr.text, result.exit_code
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_credentials_host_configs_and_records_are_unreadable_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3: the default set (credential folders, the host configurations users put
+    # STEERABLE_API_KEY in, steerable's state directory) plus STEERABLE_SANDBOX_DENY_READ
+    config = config_for(home, STEERABLE_SANDBOX_DENY_READ="~/vault, /nonexistent/x")
+    (workspace / "mine.txt").write_text("visible-workspace\n")
+    reads = " ".join(f"cat ~/{secret};" for secret in SECRETS)
+    script = (
+        f"export HOME={home}; {reads} cat ~/keys-link/id_ed25519; cat ~/vault/token; "
+        "cat ~/.local/state/steerable/sessions/other.jsonl; grep -rs canary ~ ; ls -la ~/.ssh ~/keys-link/;"
+        "cat ~/notes.txt ~/.config/fish/config.fish mine.txt; "
+        "python3 -c 'import os,sys; [sys.stdout.write(open(os.path.join(d,f),errors=\"replace\").read())"
+        " for d,_,fs in os.walk(os.environ[\"HOME\"]) for f in fs if os.path.isfile(os.path.join(d,f))]'"
+    )
+    output, _ = await run(backend_name, config, workspace, script)
+    assert CANARY not in output
+    assert "visible-notes" in output and "visible-fish" in output and "visible-workspace" in output
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_the_deny_read_set_can_be_turned_off_for_one_policy_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3: the set is what the policy carries: an embedder passing deny_read=() reads everything
+    policy = SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=10_000))
+    result = await run_sandboxed(
+        ["/bin/cat", str(home / ".ssh" / "id_ed25519")], policy, backend=real_backend(backend_name), timeout_s=30
+    )
+    assert CANARY in result.stdout.text
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_the_terminal_steerable_runs_in_cannot_be_read_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3: keystrokes typed into steerable's terminal wait on its pty; a command that opens the
+    # pty's device (by its /dev/pts path, or /dev/tty) must not get them
+    master, slave = os.openpty()
+    try:
+        device = os.ttyname(slave)
+        os.write(master, f"{CANARY}-typed\n".encode())
+        script = (
+            f"timeout 2 cat {device}; echo rc=$?; timeout 2 cat /dev/tty; echo tty=$?; "
+            "ls /dev/pts; head -c 4 /dev/urandom | wc -c; echo ok > /dev/null && echo devnull-ok; "
+            # a root command reading the raw disk would read every file on it, past any rule
+            "for d in /dev/sd? /dev/vd? /dev/xvd? /dev/nvme?n1; do [ -b $d ] && head -c 1 $d >/dev/null "
+            "&& echo read-$d; done; true"
+        )
+        output, _ = await run(backend_name, config_for(home), workspace, script)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert CANARY not in output and "read-/dev/" not in output
+    assert "devnull-ok" in output and "\n4\n" in output
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_other_processes_command_lines_are_not_visible_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3: an MCP server started with a token on its command line, as hosts do
+    secret_arg = f"--token={CANARY}-argv"
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", secret_arg])
+    try:
+        script = "cat /proc/[0-9]*/cmdline | tr '\\0' ' '; ps -eo args 2>/dev/null; echo done"
+        output, _ = await run(backend_name, config_for(home), workspace, script)
+    finally:
+        other.kill()
+        other.wait()
+    assert "done" in output
+    assert CANARY not in output
+
+
+def test_a_relative_deny_read_entry_is_a_configuration_error_safe_3(home: Path) -> None:
+    with pytest.raises(ConfigError) as raised:
+        config_for(home, STEERABLE_SANDBOX_DENY_READ="secrets/keys")
+    assert str(raised.value) == (
+        "STEERABLE_SANDBOX_DENY_READ entry 'secrets/keys' is not an absolute path; give absolute or ~/ "
+        "paths, separated by commas"
+    )
+
+
+def test_the_default_set_and_the_state_directory_safe_3(home: Path) -> None:
+    config = config_for(home, XDG_STATE_HOME=str(home / "xdg"))
+    assert config.deny_read[: len(DEFAULT_DENY_READ)] == tuple(
+        home / entry[2:] for entry, _ in DEFAULT_DENY_READ
+    )
+    assert config.deny_read[len(DEFAULT_DENY_READ)] == home / "xdg" / "steerable"
+    explicit = config_for(home, STEERABLE_STATE_DIR=str(home / "records"))
+    assert home / "records" in explicit.deny_read
+
+
+def test_read_grants_split_the_tree_around_what_is_denied(home: Path) -> None:
+    denied = [str(home / ".ssh"), str(home / ".config" / "gh")]
+    grants = read_grants(denied, root=str(home))
+    assert str(home / ".ssh") not in grants and str(home / ".config") not in grants
+    assert str(home / "notes.txt") in grants and str(home / ".config" / "zed") in grants
+    assert str(home / "keys-link") not in grants  # a link into a denied folder is not followed
+    assert not any(g == str(home) or g.startswith(str(home / ".ssh")) for g in grants)
+    assert read_grants([], root=str(home)) == [str(home)]
+
+
+def test_seatbelt_denies_the_set_by_parameters_safe_3(home: Path, tmp_path: Path) -> None:
+    # SAFE-3 on macOS: the run is tested there only; here, that the profile and its parameters say it
+    from steerable_agent_runtime.sandbox import SeatbeltBackend, seatbelt_profile
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    policy = SandboxPolicy(writable_roots=(ws,), deny_read=(home / ".ssh", home / "missing", home / ".aws"))
+    plan = SeatbeltBackend().plan(["true"], policy, private_tmp=tmp_path)
+    profile = seatbelt_profile(writable_roots=2, network=False, deny_read=2)
+    assert plan.argv[2] == profile
+    assert f"-DDENY_READ_0={home / '.aws'}" in plan.argv and f"-DDENY_READ_1={home / '.ssh'}" in plan.argv
+    lines = profile.splitlines()
+    assert lines.index('(deny file-read* (subpath (param "DENY_READ_1")))') > lines.index("(allow file-read*)")
+    assert '(deny file-read-data (regex #"^/dev/ttys[0-9]+$"))' in lines
