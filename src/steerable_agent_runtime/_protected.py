@@ -32,14 +32,16 @@ from pathlib import Path
 from typing import Final
 
 __all__ = [
-    "configured_hook_dirs",
+    "ENV_MARKERS",
+    "INTERPRETER_ENV_RULE",
+    "PLAIN_NAMES",
     "PROTECTED_ENTRIES",
     "PROTECTED_ENV",
     "PROTECTED_FLAG",
     "PROTECTED_RULES",
-    "HOOKS_PATH_RULE",
     "RUNTIME_RULE",
     "ProtectedRule",
+    "interpreter_environment",
     "protected_rule",
     "runtime_roots",
 ]
@@ -74,18 +76,36 @@ _GIT_HOOKS = "git runs them on commit, checkout, merge, push"
 _SHELL = "the shell runs it at start-up"
 _EDITOR = "the editor runs tasks, launch configurations and language servers from it"
 _AGENT = "an agent host loads commands, hooks or MCP servers from it"
+_HOOK_MANAGER = "a git-hook manager runs the commands it lists on every commit"
+_PACKAGE_MANAGER = "the package manager runs commands or code it names on every install or run"
+_CARGO = "cargo runs its build wrappers and target runners (rustc-wrapper, runner)"
+_MISE = "mise runs its hooks and tasks, and sources its env files, on entering the directory"
 
 PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
+    # version-control metadata, at any depth
     ProtectedRule(
         ".git/**",
         f"git's own directory: hooks ({_GIT_HOOKS}) and config (core.fsmonitor, core.pager, aliases and "
         "filters run commands); a .git file points git at another directory",
     ),
+    ProtectedRule(".hg/**", "Mercurial's own directory: hgrc's [hooks] run on status, commit, update"),
+    ProtectedRule(
+        ".jj/**", "Jujutsu's own directory: its repo config names the pager, editor and diff tools"
+    ),
+    ProtectedRule(".svn/**", "Subversion's working-copy metadata"),
+    ProtectedRule(".bzr/**", "Breezy's own directory: branch configuration and hooks"),
     ProtectedRule(".gitmodules", "git submodule URLs and settings, used by git submodule update"),
     ProtectedRule(".gitconfig", "git configuration: fsmonitor, pager, aliases and filters run commands"),
     ProtectedRule(".gitattributes", "git attributes send file contents through filter, diff, merge drivers"),
+    # git-hook managers
     ProtectedRule(".husky/**", f"husky's git hooks ({_GIT_HOOKS})"),
+    ProtectedRule(".huskyrc", _HOOK_MANAGER),
     ProtectedRule(".pre-commit-config.yaml", "pre-commit runs the hooks it lists on every git commit"),
+    ProtectedRule("lefthook.yml", _HOOK_MANAGER),
+    ProtectedRule(".lefthook.yml", _HOOK_MANAGER),
+    ProtectedRule("lefthook-local.yml", _HOOK_MANAGER),
+    ProtectedRule(".lintstagedrc", _HOOK_MANAGER),
+    # shells, direnv and other tools that run a file found in the current directory
     ProtectedRule(".bashrc", _SHELL),
     ProtectedRule(".bash_profile", _SHELL),
     ProtectedRule(".bash_login", _SHELL),
@@ -97,11 +117,30 @@ PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
     ProtectedRule(".zlogin", _SHELL),
     ProtectedRule(".zlogout", "the shell runs it at exit"),
     ProtectedRule(".envrc", "direnv runs it when a shell enters the directory"),
+    ProtectedRule("mise.toml", _MISE),
+    ProtectedRule(".mise.toml", _MISE),
     ProtectedRule(".ripgreprc", "ripgrep reads options from it, including --pre (a command run per file)"),
+    ProtectedRule(".exrc", "vi and Vim run its commands when started here with 'exrc' set"),
+    ProtectedRule(".nvimrc", "Neovim runs it when started here with 'exrc' set"),
+    ProtectedRule(".nvim.lua", "Neovim runs it when started here with 'exrc' set"),
+    ProtectedRule(".gdbinit", "gdb runs its commands when started here (when the auto-load path allows)"),
+    ProtectedRule(".pdbrc", "Python's debugger runs its commands when started here"),
+    # package managers and build tools that run what their configuration names
+    ProtectedRule(".npmrc", f"{_PACKAGE_MANAGER} (script-shell, node-options, git)"),
+    ProtectedRule(".yarnrc", _PACKAGE_MANAGER),
+    ProtectedRule(".yarnrc.yml", f"{_PACKAGE_MANAGER} (yarnPath is the Yarn that runs)"),
+    ProtectedRule(".pnpmfile.cjs", "pnpm runs its hooks on every install"),
+    ProtectedRule("bunfig.toml", f"{_PACKAGE_MANAGER} (preload scripts)"),
+    ProtectedRule(".cargo/config.toml", _CARGO),
+    ProtectedRule(".cargo/config", _CARGO),
+    ProtectedRule("rust-toolchain.toml", "rustup runs the toolchain it names (a path is any program)"),
+    ProtectedRule("rust-toolchain", "rustup runs the toolchain it names"),
+    # MCP hosts, editors, dev containers, agents
     ProtectedRule(".mcp.json", "MCP hosts start the servers it lists (commands run at host start)"),
     ProtectedRule(".vscode/**", _EDITOR),
     ProtectedRule(".idea/**", _EDITOR),
     ProtectedRule(".zed/**", _EDITOR),
+    ProtectedRule(".fleet/**", _EDITOR),
     ProtectedRule(".devcontainer/**", "dev container tools run its initializeCommand on the host"),
     ProtectedRule(".cursor/**", _AGENT),
     ProtectedRule(".claude/commands/**", _AGENT),
@@ -110,13 +149,32 @@ PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
     ProtectedRule(".claude/settings.local.json", _AGENT),
     ProtectedRule(".gemini/**", _AGENT),
     ProtectedRule(".codex/**", _AGENT),
+    ProtectedRule(".continue/**", _AGENT),
+    ProtectedRule(".windsurf/**", _AGENT),
+    ProtectedRule(".amazonq/**", _AGENT),
+    ProtectedRule(".kiro/**", _AGENT),
+    ProtectedRule(".aider.conf.yml", "aider runs the lint and test commands it names"),
     ProtectedRule(".steerable/**", "steerable's own lock and patch journal, replayed when a workspace opens"),
 )
-"""Every protected pattern, in the order ``docs/file-tools.md`` lists them."""
+"""Every protected pattern, by kind of place, in the order ``docs/file-tools.md`` lists them."""
 
 PROTECTED_ENTRIES: Final[tuple[str, ...]] = tuple(r.pattern.removesuffix("/**") for r in PROTECTED_RULES)
 """Each rule as one relative path (``.git``, ``.vscode``, ``.claude/commands``, ``.mcp.json``...): what a
 sandbox carves read-only out of a writable root where it exists."""
+
+PLAIN_NAMES: Final = frozenset(e.split("/")[0].casefold() for e in PROTECTED_ENTRIES if not e.startswith("."))
+"""The protected names that do not start with a dot (``lefthook.yml``, ``bunfig.toml``...): a scan
+that skips plain names must still look at these."""
+
+ENV_MARKERS: Final = (("pyvenv.cfg", False), ("conda-meta", True))
+"""What makes a directory an interpreter environment: ``(name, is a directory)``."""
+
+INTERPRETER_ENV_RULE: Final = ProtectedRule(
+    "<interpreter environment>",
+    "a Python virtual environment or conda environment (it holds pyvenv.cfg or conda-meta/): its next "
+    "interpreter start runs its .pth files and sitecustomize, and its bin/ scripts run as commands",
+)
+"""The rule for an interpreter environment inside the workspace (SAFE-2)."""
 
 # Code points HFS+ ignores when it compares names (the set git checks, CVE-2014-9390), plus the
 # other default-ignorable format characters: a name with one of them inside is the same file there.
@@ -158,52 +216,20 @@ def runtime_roots() -> tuple[str, ...]:
     return (sys.prefix, sys.base_prefix, sys.exec_prefix, executable, str(package_root))
 
 
-HOOKS_PATH_RULE: Final = ProtectedRule(
-    "<core.hooksPath>", "the repository's git configuration names it as its hooks directory: git runs them"
-)
-"""The rule for a hooks directory the repository's ``.git/config`` moves elsewhere (``core.hooksPath``)."""
+def interpreter_environment(root: Path, rel: str) -> str | None:
+    """The interpreter environment ``rel`` lies in (or is), as a path relative to ``root``; else ``None``.
 
-_MAX_CONFIG_BYTES: Final = 1024 * 1024
-_SECTION = re.compile(r"\s*\[\s*([A-Za-z0-9.-]+)(?:\s+\"[^\"]*\")?\s*\]\s*(.*)$")
-_KEY = re.compile(r"\s*([A-Za-z][A-Za-z0-9-]*)\s*=\s*(.*?)\s*$")
-
-
-def configured_hook_dirs(root: Path) -> list[str]:
-    """Workspace-relative hooks directories that ``<root>/.git/config`` sets with ``core.hooksPath``.
-
-    husky and many teams keep hooks in the work tree (``.husky/_``, ``scripts/hooks``); git runs
-    whatever is there on commit, so those folders are protected like ``.git/hooks``. Only the
-    repository's own config is read (a hooks path set in the user's global config lies outside
-    the workspace). Paths outside the workspace, and configs that cannot be read, give nothing.
-
-    Args:
-        root: The workspace's real path (its ``.git`` is the repository's).
-
-    Returns:
-        POSIX paths relative to ``root``, without ``..``.
+    Each directory from ``root``'s child down to ``rel`` itself is checked for :data:`ENV_MARKERS`
+    (the workspace root itself is never one). A few ``stat`` calls per path.
     """
-    try:
-        with open(root / ".git" / "config", "rb") as handle:
-            text = handle.read(_MAX_CONFIG_BYTES).decode("utf-8", "replace")
-    except OSError:
-        return []
-    found: list[str] = []
-    section = ""
-    for raw in text.splitlines():
-        line = raw.split("#", 1)[0].split(";", 1)[0] if '"' not in raw else raw
-        header = _SECTION.match(line)
-        if header is not None:
-            section, line = header.group(1).lower(), header.group(2)
-        key = _KEY.match(line)
-        if key is None or section != "core" or key.group(1).lower() != "hookspath":
-            continue
-        value = key.group(2).strip().strip('"')
-        if value.startswith("~"):
-            continue
-        resolved = Path(os.path.normpath(root / value))
-        if resolved.is_relative_to(root) and resolved != root:
-            found.append(resolved.relative_to(root).as_posix())
-    return found
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    for depth in range(1, len(parts) + 1):
+        folder = root.joinpath(*parts[:depth])
+        for marker, is_dir in ENV_MARKERS:
+            candidate = folder / marker
+            if candidate.is_dir() if is_dir else candidate.is_file():
+                return "/".join(parts[:depth])
+    return None
 
 
 def protected_rule(path: str) -> ProtectedRule | None:

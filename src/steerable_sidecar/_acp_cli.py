@@ -91,9 +91,9 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
     except SteerableError as exc:
         print(f"steerable acp: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    import asyncio
+    from ._signals import run_until_signalled  # SIGTERM, SIGHUP: a cancellation (SAFE-2)
 
-    return asyncio.run(_serve(args, state_dir, provider))
+    return run_until_signalled(_serve(args, state_dir, provider))
 
 
 def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> AcpSetup:

@@ -358,14 +358,15 @@ def _main(argv: Sequence[str] | None) -> int:
     served = _served(args)
     if served is not None:
         return served
-    import asyncio  # here, not at the top: --version and the parser do without it (~45 ms)
 
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
+        from ._signals import run_until_signalled  # SIGTERM, SIGHUP: a cancellation (SAFE-2)
+
         if args.command == "plugins":  # listing plugins needs no MCP server started
-            return asyncio.run(_closing(booted, _command(args, booted)))
-        return asyncio.run(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
+            return run_until_signalled(_closing(booted, _command(args, booted)))
+        return run_until_signalled(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE

@@ -317,6 +317,7 @@ async def _run_loop(run: _Run, booted: Booted) -> dict[str, Any]:
     try:
         event_loop.add_signal_handler(signal.SIGINT, loop.cancel)
         event_loop.add_signal_handler(signal.SIGTERM, loop.cancel)
+        event_loop.add_signal_handler(signal.SIGHUP, loop.cancel)
     except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
         pass
     started = time.perf_counter()

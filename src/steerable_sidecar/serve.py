@@ -8,7 +8,6 @@ the variable).
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import os
@@ -18,6 +17,7 @@ from pathlib import Path
 from steerable_agent_runtime import SteerableError
 
 from ._logging import LOG_LEVEL_ENV
+from ._signals import run_until_signalled
 from .boot import mcp_sources_for
 from .exit_codes import ExitCode
 from .rpc import JsonRpcPeer, open_stdio_streams
@@ -103,7 +103,7 @@ def run_sidecar(
             allow_outside=allow_outside,
             allow_protected_writes=allow_protected_writes,
         )
-        asyncio.run(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
+        run_until_signalled(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
     except SteerableError as exc:
         print(f"steerable sidecar: {exc}", file=sys.stderr)
         return ExitCode.USAGE

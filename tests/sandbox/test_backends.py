@@ -217,7 +217,9 @@ def test_landlock_plan_lists_its_rules(workspace: Path, tmp_path: Path):
     options = list(plan.launcher_options)
     assert options[:4] == ["--drop-caps", "--landlock", "--ls", "/"]  # SAFE-3: names listable, not read
     grants = [options[i + 1] for i, option in enumerate(options) if option == "--ro"]
-    assert "/" not in grants and "/dev" not in grants and {"/usr", "/etc", "/proc", "/dev/null"} <= set(grants)
+    assert (
+        "/" not in grants and "/dev" not in grants and {"/usr", "/etc", "/proc", "/dev/null"} <= set(grants)
+    )
     assert not any(g.startswith(("/dev/pts", "/dev/tty")) for g in grants)
     at = options.index("--rw")
     assert ["--rw", str(workspace), "--rw", str(tmp_path)] == options[at : at + 4]

@@ -28,6 +28,7 @@ from steerable_agent_runtime._protected import protected_rule
 from steerable_agent_runtime.sandbox import (
     PROTECTED_ENV,
     BubblewrapBackend,
+    LandlockBackend,
     SandboxPolicy,
     ScanCache,
     _protect,
@@ -76,6 +77,8 @@ def protected_state(root: Path) -> dict[str, tuple[Any, ...]]:
 def tool_for(root: Path, backend: str, **kwargs: Any):
     real_backend(backend)  # fails naming the fix when the backend cannot run here
     environ = {"STEERABLE_SANDBOX": backend, "PATH": os.environ["PATH"], "HOME": str(root.parent)}
+    if backend == "landlock":  # the audit alone, as where no mount namespace can be made (SAFE-2's
+        kwargs.setdefault("backend", LandlockBackend(isolation=False))  # binds: test_planted_code.py)
     return bash_tool(root, environ={**environ, **kwargs.pop("environ", {})}, **kwargs)
 
 

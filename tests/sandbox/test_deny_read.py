@@ -56,7 +56,9 @@ def home() -> Iterator[Path]:
         (root / ".config" / "fish").mkdir(parents=True)
         (root / ".config" / "fish" / "config.fish").write_text("visible-fish\n")
         (root / ".local" / "state" / "steerable" / "sessions").mkdir(parents=True)
-        (root / ".local" / "state" / "steerable" / "sessions" / "other.jsonl").write_text(f"{CANARY} record\n")
+        (root / ".local" / "state" / "steerable" / "sessions" / "other.jsonl").write_text(
+            f"{CANARY} record\n"
+        )
         (root / "keys-link").symlink_to(root / ".ssh")  # a way round, by a link the model made earlier
         (root / "vault").mkdir()
         (root / "vault" / "token").write_text(f"{CANARY} vault\n")
@@ -69,9 +71,13 @@ def config_for(home: Path, **extra: str) -> SandboxConfig:
     return SandboxConfig.from_env({"HOME": str(home), "PATH": os.environ.get("PATH", ""), **extra})
 
 
-async def run(backend_name: str, config: SandboxConfig, workspace: Path, script: str) -> tuple[str, int | None]:
+async def run(
+    backend_name: str, config: SandboxConfig, workspace: Path, script: str
+) -> tuple[str, int | None]:
     policy = SandboxPolicy(
-        writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=200_000), deny_read=config.deny_read
+        writable_roots=(workspace,),
+        limits=ResourceLimits(max_output_bytes=200_000),
+        deny_read=config.deny_read,
     )
     result = await run_sandboxed(
         ["/bin/bash", "-c", script], policy, backend=real_backend(backend_name), timeout_s=30
@@ -92,8 +98,8 @@ async def test_credentials_host_configs_and_records_are_unreadable_safe_3(
         f"export HOME={home}; {reads} cat ~/keys-link/id_ed25519; cat ~/vault/token; "
         "cat ~/.local/state/steerable/sessions/other.jsonl; grep -rs canary ~ ; ls -la ~/.ssh ~/keys-link/;"
         "cat ~/notes.txt ~/.config/fish/config.fish mine.txt; "
-        "python3 -c 'import os,sys; [sys.stdout.write(open(os.path.join(d,f),errors=\"replace\").read())"
-        " for d,_,fs in os.walk(os.environ[\"HOME\"]) for f in fs if os.path.isfile(os.path.join(d,f))]'"
+        'python3 -c \'import os,sys; [sys.stdout.write(open(os.path.join(d,f),errors="replace").read())'
+        ' for d,_,fs in os.walk(os.environ["HOME"]) for f in fs if os.path.isfile(os.path.join(d,f))]\''
     )
     output, _ = await run(backend_name, config, workspace, script)
     assert CANARY not in output
@@ -107,7 +113,10 @@ async def test_the_deny_read_set_can_be_turned_off_for_one_policy_safe_3(
     # SAFE-3: the set is what the policy carries: an embedder passing deny_read=() reads everything
     policy = SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=10_000))
     result = await run_sandboxed(
-        ["/bin/cat", str(home / ".ssh" / "id_ed25519")], policy, backend=real_backend(backend_name), timeout_s=30
+        ["/bin/cat", str(home / ".ssh" / "id_ed25519")],
+        policy,
+        backend=real_backend(backend_name),
+        timeout_s=30,
     )
     assert CANARY in result.stdout.text
 
@@ -195,5 +204,7 @@ def test_seatbelt_denies_the_set_by_parameters_safe_3(home: Path, tmp_path: Path
     assert plan.argv[2] == profile
     assert f"-DDENY_READ_0={home / '.aws'}" in plan.argv and f"-DDENY_READ_1={home / '.ssh'}" in plan.argv
     lines = profile.splitlines()
-    assert lines.index('(deny file-read* (subpath (param "DENY_READ_1")))') > lines.index("(allow file-read*)")
+    assert lines.index('(deny file-read* (subpath (param "DENY_READ_1")))') > lines.index(
+        "(allow file-read*)"
+    )
     assert '(deny file-read-data (regex #"^/dev/ttys[0-9]+$"))' in lines

@@ -980,12 +980,12 @@ async def test_a_program_cannot_plant_a_git_hook_or_mcp_config_file_15(workspace
     assert result.success is False and result.needs_followup is True
     assert data["code"] == "protected_reverted", result
     assert data["value"][-1] == "ok.txt"  # an ordinary file is written
-    if (
-        backend == "bwrap"
-    ):  # the existing .git is a read-only mount; .mcp.json did not exist, so it is audited
+    if backend == "bwrap" or LandlockBackend().isolates():
+        # the existing .git is a read-only mount (Landlock: in the program's own mount namespace,
+        # SAFE-2); .mcp.json did not exist, so it is audited
         assert data["value"][0] == ".git/hooks/pre-commit: Read-only file system"
         assert data["protectedReverted"] == [".mcp.json"]
-    else:  # Landlock cannot carve anything out: every change is put back after the program
+    else:  # Landlock without a mount namespace carves nothing out: every change is put back after
         assert data["protectedReverted"] == [".git/config", ".git/hooks/pre-commit", ".mcp.json"]
     assert result.error is not None and result.error.startswith("The program changed protected paths")
     assert not (hooks / "pre-commit").exists() and not (workspace / ".mcp.json").exists()

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from integrity_helpers import steerable_argv, steerable_call
@@ -384,3 +385,10 @@ def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, 
         "steerable: removed protected paths an interrupted bash call changed (its process died before putting "
         "them back): .envrc, .mcp.json" in listed.stderr
     )
+
+
+def test_the_docs_table_names_every_rule_safe_2():
+    # SAFE-2: docs/file-tools.md's table of kinds is the documented list; no rule goes unlisted
+    table = (Path(__file__).resolve().parents[2] / "docs" / "file-tools.md").read_text(encoding="utf-8")
+    missing = [rule.pattern for rule in PROTECTED_RULES if f"`{rule.pattern}`" not in table]
+    assert missing == []

@@ -22,6 +22,7 @@ from ._audit import MAX_ENTRIES, AuditOutcome, ProtectedAudit
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
 from ._codes import SandboxErrorCode
+from ._landlock import LandlockBackend
 from ._protect import ScanCache
 
 __all__ = ["GuardedRun", "guard_protected_paths", "protected_result", "snapshot_too_large"]
@@ -67,7 +68,10 @@ async def guard_protected_paths(
     if allow:
         yield GuardedRun(())
         return
-    carve = isinstance(backend, BubblewrapBackend)
+    # bubblewrap, and Landlock with a mount namespace, bind the protected entries read-only
+    carve = isinstance(backend, BubblewrapBackend) or (
+        isinstance(backend, LandlockBackend) and await asyncio.to_thread(backend.isolates)
+    )
     record = await asyncio.to_thread(_begin_record, root, tool)
     try:
         audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=cache)

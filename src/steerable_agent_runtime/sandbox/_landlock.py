@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
 import sys
+import tempfile
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
@@ -13,11 +16,15 @@ from ._backend import LaunchPlan, SandboxInfo
 from ._deny import applicable_denials, hidden_devices, read_grants
 from ._launch import SECCOMP_ARCH, landlock_abi
 from ._policy import SandboxPolicy
+from ._protect import carve_outs
 
 __all__ = ["LandlockBackend", "detect_landlock_abi"]
 
 DEVICES: Final = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
 """Device files a command may write to (``2>/dev/null`` must work)."""
+
+_isolation: dict[str, bool] = {}
+_isolation_lock = threading.Lock()
 
 
 @functools.cache
@@ -35,17 +42,42 @@ class LandlockBackend:
     """Restrict commands with a Landlock ruleset: ``partial`` enforcement.
 
     Through the supervising launcher: every capability dropped, then a ruleset granting read and
-    execute everywhere and writes only under the writable roots, the private temporary directory and
-    a few devices (network off: no TCP bind or connect, ABI 4+; from ABI 6 no signals out and no
-    abstract Unix sockets), and the seccomp filter with ``ipc`` and ``setid`` (for a root sidecar
-    ``chmod``; network off, ``net``). No PID namespace and no private ``/tmp``. What it enforces and
-    what it cannot: ``docs/sandbox.md``, "Landlock" and the backends table.
+    execute everywhere but the deny-read set and most of ``/dev`` and writes only under the writable
+    roots, the private temporary directory and a few devices (network off: no TCP bind or connect,
+    ABI 4+; from ABI 6 no signals out and no abstract Unix sockets), and the seccomp filter with
+    ``ipc`` and ``setid`` (for a root sidecar ``chmod``; network off, ``net``). Where a namespace
+    can be made (:meth:`isolates`), a PID namespace with its own ``/proc`` and a mount namespace
+    with the protected paths bound read-only; never a private ``/tmp``. What it enforces and what
+    it cannot: ``docs/sandbox.md``, "Landlock" and the backends table.
+
+    Args:
+        isolation: Give commands a PID and mount namespace of their own (:meth:`isolates`);
+            ``None`` (the default): where the probe finds one can be made. ``False`` leaves the
+            protected paths to the audit alone and other processes visible (the fallback where
+            no namespace can be made; tests of it).
     """
+
+    def __init__(self, *, isolation: bool | None = None) -> None:
+        self._isolation = isolation
 
     @property
     def info(self) -> SandboxInfo:
         """``landlock``, ``partial``."""
         return SandboxInfo("landlock", "partial")
+
+    def isolates(self) -> bool:
+        """Can a command get its own PID and mount namespace here (root, or user namespaces)?
+
+        Then it sees no other process, and the protected paths are bound read-only in its mount
+        namespace as bubblewrap binds them (SAFE-2, SAFE-3). Probed once per process: the launcher
+        runs ``true`` with a read-only bind.
+        """
+        if self._isolation is not None:
+            return self._isolation
+        with _isolation_lock:
+            if "probe" not in _isolation:
+                _isolation["probe"] = _probe_isolation()
+            return _isolation["probe"]
 
     def unavailable_reason(self) -> str | None:
         """``None`` when the kernel has Landlock; else why not."""
@@ -70,6 +102,14 @@ class LandlockBackend:
             options += ["--ro", grant]
         for root in writable:
             options += ["--rw", root]
+        if self.isolates():  # the protected paths, read-only as under bubblewrap (SAFE-2)
+            carved = (
+                [path for root in writable[:-1] for path in carve_outs(root)]
+                if policy.read_only is None
+                else [str(path) for path in policy.read_only]
+            )
+            for path in carved:
+                options += ["--ro-bind", path]
         for device in DEVICES:
             options += ["--dev", device]
         if not policy.network:
@@ -79,7 +119,7 @@ class LandlockBackend:
             if os.geteuid() == 0:  # root owns /etc too: Landlock cannot keep its modes safe, so no chmod
                 denied.append("chmod")
             options += ["--seccomp-deny", ",".join(denied)]
-        options += ["--pid-ns", "--supervise"]
+        options += ["--pid-ns", "--supervise"] if self._isolation is not False else ["--supervise"]
         tmp = os.path.realpath(private_tmp)
         return LaunchPlan(
             argv=tuple(argv),
@@ -87,3 +127,19 @@ class LandlockBackend:
             env={"TMPDIR": tmp, "TEMP": tmp, "TMP": tmp},
             supervised=True,
         )
+
+
+def _probe_isolation() -> bool:
+    """Run ``true`` through the launcher in a PID and mount namespace with one read-only bind."""
+    from ._pinning import PINNED_PYTHON, launcher_code
+
+    true = "/bin/true" if os.path.exists("/bin/true") else "/usr/bin/true"
+    with tempfile.TemporaryDirectory(prefix="steerable-probe-") as folder:
+        argv = [PINNED_PYTHON, "-I", "-S", launcher_code(), "--pid-ns", "--ro-bind", folder, "--supervise"]
+        try:
+            run = subprocess.run(
+                [*argv, "--", true], stdin=subprocess.DEVNULL, capture_output=True, timeout=10, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return False
+    return run.returncode == 0

@@ -7,10 +7,10 @@ run's cgroups (``--cgroup PROCS_FILE``, once per hierarchy); then either an exec
 (for a bubblewrap plan, with the seccomp filter on a pipe: ``--seccomp-fd-at``) or, with
 ``--supervise``, a fork of it while the launcher stays as its child subreaper, killing what it
 left when it exits or on ``SIGTERM`` (``--pid-ns``: in a PID namespace of its own, with its own
-``/proc``). ``--drop-caps``, ``--landlock`` and ``--seccomp-deny
-net,ipc,setid,chmod`` (:func:`seccomp_program`) apply to the command, in the forked child before
-its exec. The runner starts bubblewrap itself; ``launcher_argv`` still runs a bubblewrap plan
-through here (tools, tests).
+``/proc``, and each ``--ro-bind PATH`` bound read-only in its mount namespace). ``--drop-caps``,
+``--landlock`` and ``--seccomp-deny net,ipc,setid,chmod`` (:func:`seccomp_program`) apply to the
+command, in the forked child before its exec. The runner starts bubblewrap itself;
+``launcher_argv`` still runs a bubblewrap plan through here (tools, tests).
 
 Exit status: the command's (``128 + signal``), 125 when the setup failed (the command never ran:
 the sandbox fails closed), 126 / 127 when the command cannot be executed / is not found; messages
@@ -125,6 +125,9 @@ CLONE_NEWPID = 0x20000000
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
+MS_RDONLY = 1
+MS_REMOUNT = 32
+MS_BIND = 4096
 MS_REC = 0x4000
 MS_PRIVATE = 0x40000
 
@@ -537,6 +540,7 @@ def supervise(
     *,
     confine: Callable[[], None] | None = None,
     pid_namespace: bool = False,
+    read_only: Sequence[str] = (),
 ) -> int:
     """Run ``argv`` as our child; when it exits (or we are told to stop) kill what it left behind.
 
@@ -546,7 +550,9 @@ def supervise(
     ptrace it and, from Landlock ABI 6 (signal scoping), cannot kill it to outlive the run. When
     ``confine`` fails the command never runs and the status is 125. ``pid_namespace``: the child
     is PID 1 of a new PID namespace (:func:`new_pid_namespace`) and mounts a ``/proc`` of its own,
-    so the command sees no other process (SAFE-3); where none can be made the run goes on without.
+    so the command sees no other process (SAFE-3); where none can be made the run goes on without,
+    unless ``read_only`` paths are to be bound read-only in its mount namespace (SAFE-2): then the
+    command never runs (status 125).
 
     Returns:
         The command's exit status (``128 + signal`` when killed by one).
@@ -557,12 +563,14 @@ def supervise(
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the sidecar died: take the tree down
     own_proc = pid_namespace and libc is not None and new_pid_namespace(libc)
+    if read_only and not own_proc:
+        return _setup_failed(SetupError("no mount namespace can be made here for the read-only paths"))
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _on_stop)
     pid = os.fork()
     if pid == 0:
         if own_proc and libc is not None:
-            os._exit(_namespace_init(argv, libc, confine))
+            os._exit(_namespace_init(argv, libc, confine, read_only))
         _start_command(argv, confine)  # never returns
     _detach_stdio()
     status = 128 + SIGKILL
@@ -593,8 +601,13 @@ def _wait_for(pid: int) -> int:
             return 128 - status if status < 0 else status
 
 
-def _namespace_init(argv: list[str], libc: _Libc, confine: Callable[[], None] | None) -> int:
+def _namespace_init(
+    argv: list[str], libc: _Libc, confine: Callable[[], None] | None, read_only: Sequence[str] = ()
+) -> int:
     """PID 1 of the command's PID namespace: a ``/proc`` of its own, the command, its orphans reaped.
+
+    In its mount namespace each of ``read_only`` is bound read-only over itself first (the protected
+    paths, as bubblewrap binds them).
 
     Returns when the command exits, with its status (the kernel then kills what is left in the
     namespace). The command, not this init, is confined: as PID 1 it would ignore the signals it
@@ -610,6 +623,12 @@ def _namespace_init(argv: list[str], libc: _Libc, confine: Callable[[], None] | 
         libc.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     except OSError as exc:
         return _setup_failed(SetupError(f"cannot mount a /proc of the sandbox's own: {setup_failure(exc)}"))
+    for path in read_only:
+        try:
+            libc.mount(path, path, None, MS_BIND | MS_REC)
+            libc.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        except OSError as exc:
+            return _setup_failed(SetupError(f"cannot bind {path!r} read-only: {setup_failure(exc)}"))
     pid = os.fork()
     if pid == 0:
         _start_command(argv, confine)  # never returns
@@ -650,7 +669,14 @@ def _exec(argv: list[str]) -> None:
         os._exit(EXIT_CANNOT_EXECUTE)
 
 
-_LIST_OPTIONS = {"--ro": "read", "--ls": "list", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}
+_LIST_OPTIONS = {
+    "--ro": "read",
+    "--ls": "list",
+    "--rw": "write",
+    "--dev": "dev",
+    "--cgroup": "cgroup",
+    "--ro-bind": "ro-bind",
+}
 
 
 def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
@@ -659,10 +685,10 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     Raises:
         SetupError: On an unknown option or a missing command.
     """
-    opts: dict[str, Any] = {"read": [], "list": [], "write": [], "dev": [], "cgroup": [], "cpu": 0, "as": 0}
-    opts["nproc"] = 0
+    opts: dict[str, Any] = {"read": [], "list": [], "write": [], "dev": [], "cgroup": [], "ro-bind": []}
+    opts.update({"cpu": 0, "as": 0, "nproc": 0})
     flags = {"--landlock", "--no-tcp", "--supervise", "--drop-caps", "--pid-ns"}
-    valued = {"--cpu", "--as", "--nproc", "--cgroup", "--ro", "--ls", "--rw", "--dev", "--seccomp-fd-at"}
+    valued = {"--cpu", "--as", "--nproc", "--seccomp-fd-at", *_LIST_OPTIONS}
     valued |= {"--seccomp-deny"}
     i = 0
     while i < len(args) and args[i] != "--":
@@ -672,9 +698,7 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
             i += 1
         elif name in valued and i + 1 < len(args):
             value = args[i + 1]
-            key = {"--ro": "read", "--ls": "list", "--rw": "write", "--dev": "dev", "--cgroup": "cgroup"}.get(
-                name
-            )
+            key = _LIST_OPTIONS.get(name)
             if key is not None:
                 opts[key].append(value)
             elif name == "--seccomp-deny":
@@ -762,7 +786,11 @@ def main(args: list[str]) -> int:
         # The command alone is confined (after the fork): the launcher stays outside its Landlock
         # domain, so from ABI 6 the command cannot signal it, and it can never ptrace it.
         return supervise(
-            command, libc, confine=lambda: _confine(opts, libc), pid_namespace=opts.get("pid-ns", False)
+            command,
+            libc,
+            confine=lambda: _confine(opts, libc),
+            pid_namespace=opts.get("pid-ns", False),
+            read_only=opts["ro-bind"],
         )
     _exec(command)
     return EXIT_CANNOT_EXECUTE  # not reached

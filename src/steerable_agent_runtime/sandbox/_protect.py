@@ -18,14 +18,25 @@ import time
 from collections import deque
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Final
 
-from .._protected import HOOKS_PATH_RULE, PROTECTED_RULES, ProtectedRule, configured_hook_dirs, protected_rule
+from .._git_config import configured_code_paths
+from .._protected import (
+    ENV_MARKERS,
+    INTERPRETER_ENV_RULE,
+    PLAIN_NAMES,
+    PROTECTED_RULES,
+    ProtectedRule,
+    protected_rule,
+)
 
 __all__ = [
+    "ENV_SPEC",
     "GIT_DATA",
     "GIT_SPEC",
+    "VCS_SPECS",
     "LINK_WALK_MAX",
     "RECENT_NS",
     "SCAN_DEPTH",
@@ -34,6 +45,7 @@ __all__ = [
     "AllBut",
     "Coverage",
     "Found",
+    "Matching",
     "ScanCache",
     "Spec",
     "bindable",
@@ -85,8 +97,16 @@ class AllBut:
     named: dict[str, Spec] = field(default_factory=dict)
 
 
-Spec = Mapping[str, "Spec"] | AllBut | None
-"""What of a directory is tracked: ``None`` all, child names (``*``: any) to specs, or :class:`AllBut`."""
+@dataclass(frozen=True, slots=True)
+class Matching:
+    """A directory's spec: the children whose names match one of ``patterns`` (``fnmatch``), each whole."""
+
+    patterns: tuple[str, ...]
+
+
+Spec = Mapping[str, "Spec"] | AllBut | Matching | None
+"""What of a directory is tracked: ``None`` all, child names (``*``: any) to specs, :class:`AllBut` or
+:class:`Matching`."""
 
 _GIT_DIR: Final = AllBut(GIT_DATA)
 _GIT_DIR.named["modules"] = {"*": _GIT_DIR}  # a submodule may be named "objects": none skipped there
@@ -99,6 +119,35 @@ git follows ``config``, ``hooks``, ``commondir``, ``gitdir``, ``worktrees/*``, `
 level (inside ``modules`` and ``worktrees`` too), but for the children of ``modules`` and
 ``worktrees`` themselves (a submodule or worktree may be named ``objects``).
 """
+
+
+_SITE_PACKAGES: Final = {"site-packages": Matching(("*.pth", "sitecustomize.py", "usercustomize.py"))}
+ENV_SPEC: Final[Spec] = {
+    "pyvenv.cfg": None,
+    "bin": None,
+    "Scripts": None,
+    "conda-meta": {},
+    "etc": {"conda": None},  # conda's activate.d scripts
+    "lib": {"*": _SITE_PACKAGES},
+    "lib64": {"*": _SITE_PACKAGES},
+    "Lib": _SITE_PACKAGES,
+}
+"""What of an interpreter environment is tracked: what runs without being asked for (SAFE-2).
+
+``pyvenv.cfg`` (which interpreter), ``bin/`` and ``Scripts/`` (the interpreter links, the activate
+scripts, every console script), and in each ``site-packages`` the ``.pth`` files and
+``sitecustomize`` / ``usercustomize`` (run at every interpreter start); the installed packages
+themselves are data here (bubblewrap binds the whole environment read-only all the same)."""
+
+VCS_SPECS: Final[Mapping[str, Spec]] = {
+    ".git/**": GIT_SPEC,
+    ".hg/**": {"hgrc": None, "hgrc.d": None},
+    ".jj/**": {"repo": {"config.toml": None}},
+    ".svn/**": {},
+    ".bzr/**": {"branch": {"branch.conf": None}},
+}
+"""What of each version-control directory is audited: what makes its tool run a command; the rest
+(objects, stores, the working-copy database) is data. The file tools refuse all of it."""
 
 
 @dataclass(slots=True)
@@ -165,6 +214,9 @@ def find_protected(
             continue
         if coverage is not None:
             coverage.dirs[rel] = listing.key[:2]
+        if listing.environment and rel:  # an interpreter environment: tracked as one entry (SAFE-2)
+            _add(root, found, Found(rel, INTERPRETER_ENV_RULE, spec=ENV_SPEC), targets)
+            continue
         deeper = level + 1 < depth
         prefix = f"{rel}/" if rel else ""
         if deeper:
@@ -183,18 +235,18 @@ def find_protected(
 
 
 def _configured(root: str, found: dict[str, Found], targets: bool) -> None:
-    """Add the hooks directory the repository's ``.git/config`` names (``core.hooksPath``), if present.
+    """Add what git configuration runs or includes inside ``root`` (``_git_config``), if present.
 
     A path reached through a symbolic link before its last component is left out (``Found.rel``
     never goes through one); an absent one is found by the scan after the run, once made.
     """
-    for rel in configured_hook_dirs(Path(root)):
+    for rel, rule in configured_code_paths(Path(root)):
         parts = rel.split("/")
         if any(os.path.islink(os.path.join(root, *parts[:i])) for i in range(1, len(parts))):
             continue
         path = os.path.join(root, rel)
         if os.path.lexists(path):
-            _add(root, found, Found(rel, HOOKS_PATH_RULE, os.path.islink(path)), targets)
+            _add(root, found, Found(rel, rule, os.path.islink(path)), targets)
 
 
 def _link_targets(root: str, found: dict[str, Found]) -> None:
@@ -245,6 +297,7 @@ class _Listing:
     key: tuple[int, int, int]
     subdirs: tuple[str, ...]  # real directories with names no protected name folds from
     dotted: tuple[tuple[str, bool, bool], ...]  # (name, is a real directory, is a link) of the others
+    environment: bool = False  # it holds an interpreter environment's marker (pyvenv.cfg, conda-meta)
 
 
 _LISTINGS_MAX: Final = 65_536
@@ -285,21 +338,33 @@ def _list(path: str, cache: ScanCache | None) -> _Listing | None:
         return kept
     subdirs: list[str] = []
     dotted: list[tuple[str, bool, bool]] = []
+    environment = False
     try:
         with os.scandir(path) as entries:
             for entry in entries:
                 name = entry.name
-                if name.isascii() and not name.startswith("."):  # cannot fold to a protected name
+                plain = name.isascii() and not name.startswith(".")
+                if plain and name.casefold() not in PLAIN_NAMES:  # cannot fold to a protected name
                     if name not in SKIPPED and _is_dir(entry):
                         subdirs.append(name)
+                    environment = environment or _marks_environment(entry)
                 else:
                     dotted.append((name, _is_dir(entry), entry.is_symlink()))
     except OSError:
         return None
-    listing = _Listing(key, tuple(subdirs), tuple(dotted))
+    listing = _Listing(key, tuple(subdirs), tuple(dotted), environment)
     if cache is not None and info.st_ctime_ns < coarse_now() - RECENT_NS:
         cache.put(path, listing)
     return listing
+
+
+def _marks_environment(entry: os.DirEntry[str]) -> bool:
+    """Is ``entry`` an interpreter environment's marker (``pyvenv.cfg``, ``conda-meta/``)?"""
+    for marker, is_dir in ENV_MARKERS:
+        if entry.name == marker:
+            with contextlib.suppress(OSError):
+                return entry.is_dir(follow_symlinks=False) if is_dir else entry.is_file(follow_symlinks=False)
+    return False
 
 
 def carve_outs(root: str, found: Collection[Found] | None = None) -> list[str]:
@@ -336,8 +401,7 @@ def _classify(
     """Record ``name`` when it is protected (or holds protected children); ``True`` when it was."""
     rule = protected_rule(name)
     if rule is not None:
-        spec = GIT_SPEC if rule.pattern == ".git/**" else None
-        _add(root, found, Found(path, rule, is_link, spec=spec), targets)
+        _add(root, found, Found(path, rule, is_link, spec=VCS_SPECS.get(rule.pattern)), targets)
         return True
     nested = [r for r in _NESTED if protected_rule(f"{name}/{r.pattern.split('/')[1]}") is r]
     if not nested:
@@ -363,8 +427,11 @@ def _add(root: str, found: dict[str, Found], item: Found, targets: bool) -> None
 
 
 def match_spec(spec: Spec, name: str) -> tuple[bool, Spec]:
+    """Whether ``spec`` tracks the child ``name``, and the child's own spec."""
     if spec is None:
         return True, None
+    if isinstance(spec, Matching):
+        return any(fnmatchcase(name, pattern) for pattern in spec.patterns), None
     if isinstance(spec, AllBut):
         return (False, None) if name in spec.skip else (True, spec.named.get(name, spec))
     if name in spec:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import difflib
 import logging
 import os
 import re
@@ -18,18 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
+from .._git_config import configured_code_paths
 from .._protected import (
-    HOOKS_PATH_RULE,
+    INTERPRETER_ENV_RULE,
     PROTECTED_ENV,
     PROTECTED_FLAG,
     RUNTIME_RULE,
     ProtectedRule,
-    configured_hook_dirs,
+    interpreter_environment,
     protected_rule,
     runtime_roots,
 )
 from ..errors import WorkspaceError, WriteConflictError
 from ._codes import FileErrorCode
+from ._diff import unified_diff
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -49,7 +50,7 @@ from ._txn import LOCK_TIMEOUT_S, Intent, LockHeld, PathLocks, StateDir, locked_
 if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost)
     from ._edit import Edit
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled", "unified_diff"]
+__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled"]
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -60,7 +61,6 @@ DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
 DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """Largest file the tools load, in bytes (64 MiB); larger files are refused, never truncated."""
 
-_MAX_DIFF_CHARS: Final = 20_000
 _PARALLEL_HASH_BYTES: Final = 1024 * 1024
 
 
@@ -70,77 +70,6 @@ _VERSION = re.compile("[0-9a-f]{64}")
 
 def _short(version: str) -> str:
     return version[:12]
-
-
-_DIFF_MARGIN: Final = 100
-_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-_CHUNKS: Final = (65536, 4096, 256, 16, 1)
-
-
-def _shift_hunk(header: str, offset: int) -> str:
-    """Add ``offset`` to both start lines of a unified-diff hunk header."""
-    found = _HUNK.match(header)
-    if found is None or offset == 0:
-        return header
-    old, old_len, new, new_len = found.groups()
-    shifted = f"@@ -{int(old) + offset}{old_len or ''} +{int(new) + offset}{new_len or ''} @@"
-    return shifted + header[found.end() :]
-
-
-def _common_prefix(a: str, b: str) -> int:
-    """Length of the common prefix, compared in shrinking slices (C speed, not one char at a time)."""
-    limit, i = min(len(a), len(b)), 0
-    for step in _CHUNKS:
-        while i + step <= limit and a[i : i + step] == b[i : i + step]:
-            i += step
-    return i
-
-
-def _common_suffix(a: str, b: str, floor: int) -> int:
-    """Length of the common suffix of ``a[floor:]`` and ``b[floor:]``."""
-    limit, n = min(len(a), len(b)) - floor, 0
-    for step in _CHUNKS:
-        while n + step <= limit and a[len(a) - n - step : len(a) - n] == b[len(b) - n - step : len(b) - n]:
-            n += step
-    return n
-
-
-def _lines(text: str) -> list[str]:
-    r"""Split on ``\n`` only, keeping it (``read_file``'s line numbers count ``\n`` too)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    if parts[-1]:
-        lines.append(parts[-1])
-    return lines
-
-
-def unified_diff(before: str, after: str, path: str, *, created: bool = False) -> str:
-    """Return a unified diff (3 lines of context) from ``before`` to ``after``, clipped to 20,000 chars.
-
-    Only the lines from 100 before the first change to 100 after the last one are handed to
-    ``difflib`` (which takes 40 ms on one changed line of a 1 MB file), with the hunk headers shifted
-    back to the file's line numbers. ``created``: the file is new, so the diff is from ``/dev/null``.
-    """
-    source = "/dev/null" if created else f"a/{path}"
-    start = before.rfind("\n", 0, _common_prefix(before, after)) + 1
-    for _ in range(_DIFF_MARGIN):
-        if start == 0:
-            break
-        start = before.rfind("\n", 0, start - 1) + 1
-    end = before.find("\n", len(before) - _common_suffix(before, after, start)) + 1 or len(before)
-    for _ in range(_DIFF_MARGIN):
-        if end >= len(before):
-            break
-        end = before.find("\n", end) + 1 or len(before)
-    end_after = end - len(before) + len(after)
-    lines = difflib.unified_diff(
-        _lines(before[start:end]), _lines(after[start:end_after]), source, f"b/{path}"
-    )
-    offset = before.count("\n", 0, start)
-    diff = "".join(_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines)
-    if len(diff) > _MAX_DIFF_CHARS:
-        diff = diff[:_MAX_DIFF_CHARS] + f"\n[... diff clipped at {_MAX_DIFF_CHARS} characters ...]\n"
-    return diff
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,9 +300,9 @@ class Workspace:
         lexical = os.path.normpath(path)
         if os.path.isabs(lexical) and Path(lexical).is_relative_to(self.root.path):
             lexical = Path(lexical).relative_to(self.root.path).as_posix()
-        hook_dirs = configured_hook_dirs(self.root.path)
+        configured = configured_code_paths(self.root.path)
         for candidate in (display, lexical):
-            rule = self._rule_for(candidate, real, hook_dirs)
+            rule = self._rule_for(candidate, real, configured)
             if rule is not None:
                 via = "" if candidate == display else f" (it resolves to {display})"
                 raise WorkspaceError(
@@ -385,20 +314,30 @@ class Workspace:
                     data={"path": candidate, "rule": rule.pattern},
                 )
 
-    def _rule_for(self, candidate: str, real: Path, hook_dirs: list[str]) -> ProtectedRule | None:
-        """The protected rule ``candidate`` (a display path resolving to ``real``) falls under, if any."""
+    def _rule_for(
+        self, candidate: str, real: Path, configured: list[tuple[str, ProtectedRule]]
+    ) -> ProtectedRule | None:
+        """The protected rule ``candidate`` (a display path resolving to ``real``) falls under, if any.
+
+        By name (``protected_rule``), as steerable's own runtime, as what git configuration runs or
+        includes (``configured``: ``_git_config.configured_code_paths``), or as part of an
+        interpreter environment (SAFE-2).
+        """
         rule = protected_rule(candidate)
         if rule is None and any(real.is_relative_to(runtime) for runtime in self._runtime):
             rule = RUNTIME_RULE
-        if rule is None and any(candidate == d or candidate.startswith(d + "/") for d in hook_dirs):
-            rule = HOOKS_PATH_RULE
+        if rule is None:
+            rule = next((r for d, r in configured if candidate == d or candidate.startswith(d + "/")), None)
+        if rule is None and not candidate.startswith("../") and not os.path.isabs(candidate):
+            if interpreter_environment(self.root.path, candidate) is not None:
+                rule = INTERPRETER_ENV_RULE
         return rule
 
     def is_protected(self, real: Path, display: str) -> bool:
         """Would the file tools refuse to write ``display`` (FILE-15)? ``False`` with the opt-out."""
         if self.allow_protected_writes:
             return False
-        return self._rule_for(display, real, configured_hook_dirs(self.root.path)) is not None
+        return self._rule_for(display, real, configured_code_paths(self.root.path)) is not None
 
     def check_gate(
         self, display: str, current: str | None, expected: str | None, *, full_overwrite: bool

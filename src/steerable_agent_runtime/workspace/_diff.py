@@ -1,0 +1,194 @@
+"""The unified diff a write reports (``data.diff``): from the whole texts, or from known changes.
+
+``write_file`` and ``edit_file`` give the two texts and ``difflib`` finds the changes between the
+first and the last one. ``apply_patch`` knows where each hunk went, so it passes those changes
+and only the lines inside them are compared: the time is linear in the file's lines and the
+hunks (SAFE-8), where ``difflib`` over a file with changes all over it takes time proportional to
+lines x changes (11.6 s for 2,000 one-line hunks in 40,000 lines).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+__all__ = ["Change", "unified_diff"]
+
+Change = tuple[int, int, int, int]
+"""Where two texts differ: ``(old_start, old_end, new_start, new_end)``, 0-based line ranges, end
+exclusive (an insertion has ``old_start == old_end``)."""
+
+_Code = tuple[str, int, int, int, int]  # a difflib opcode: (tag, i1, i2, j1, j2)
+
+_MAX_DIFF_CHARS: Final = 20_000
+_CONTEXT: Final = 3  # lines of context around each change, as difflib's default
+_DIFF_MARGIN: Final = 100
+_HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+_CHUNKS: Final = (65536, 4096, 256, 16, 1)
+
+
+def _shift_hunk(header: str, offset: int) -> str:
+    """Add ``offset`` to both start lines of a unified-diff hunk header."""
+    found = _HUNK.match(header)
+    if found is None or offset == 0:
+        return header
+    old, old_len, new, new_len = found.groups()
+    shifted = f"@@ -{int(old) + offset}{old_len or ''} +{int(new) + offset}{new_len or ''} @@"
+    return shifted + header[found.end() :]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the common prefix, compared in shrinking slices (C speed, not one char at a time)."""
+    limit, i = min(len(a), len(b)), 0
+    for step in _CHUNKS:
+        while i + step <= limit and a[i : i + step] == b[i : i + step]:
+            i += step
+    return i
+
+
+def _common_suffix(a: str, b: str, floor: int) -> int:
+    """Length of the common suffix of ``a[floor:]`` and ``b[floor:]``."""
+    limit, n = min(len(a), len(b)) - floor, 0
+    for step in _CHUNKS:
+        while n + step <= limit and a[len(a) - n - step : len(a) - n] == b[len(b) - n - step : len(b) - n]:
+            n += step
+    return n
+
+
+def _lines(text: str) -> list[str]:
+    r"""Split on ``\n`` only, keeping it (``read_file``'s line numbers count ``\n`` too)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def _clipped(diff: str) -> str:
+    if len(diff) > _MAX_DIFF_CHARS:
+        diff = diff[:_MAX_DIFF_CHARS] + f"\n[... diff clipped at {_MAX_DIFF_CHARS} characters ...]\n"
+    return diff
+
+
+def unified_diff(
+    before: str, after: str, path: str, *, created: bool = False, changes: Sequence[Change] | None = None
+) -> str:
+    r"""Return a unified diff (3 lines of context) from ``before`` to ``after``, clipped to 20,000 chars.
+
+    Args:
+        before: The old text (``\n`` line endings).
+        after: The new text.
+        path: The file's display path (``a/<path>``, ``b/<path>``).
+        created: The file is new: the diff is from ``/dev/null``.
+        changes: Where ``after`` differs from ``before``, in order, every line outside them equal
+            (``apply_patch`` knows them from its hunks). Only the lines inside are compared, so the
+            time is linear in the lines and the changes. Without it, the lines from 100 before the
+            first change to 100 after the last one are handed to ``difflib`` (which takes 40 ms
+            on one changed line of a 1 MB file), with the hunk headers shifted back to the file's
+            line numbers.
+
+    Returns:
+        The diff text (``""`` when the texts are equal); past 20,000 characters it is cut and a
+        ``[... diff clipped at 20000 characters ...]`` line added.
+    """
+    source = "/dev/null" if created else f"a/{path}"
+    if changes is not None:
+        old, new = _lines(before), _lines(after)
+        return _clipped("".join(_format(old, new, _codes(old, new, changes), source, f"b/{path}")))
+    start = before.rfind("\n", 0, _common_prefix(before, after)) + 1
+    for _ in range(_DIFF_MARGIN):
+        if start == 0:
+            break
+        start = before.rfind("\n", 0, start - 1) + 1
+    end = before.find("\n", len(before) - _common_suffix(before, after, start)) + 1 or len(before)
+    for _ in range(_DIFF_MARGIN):
+        if end >= len(before):
+            break
+        end = before.find("\n", end) + 1 or len(before)
+    end_after = end - len(before) + len(after)
+    lines = difflib.unified_diff(
+        _lines(before[start:end]), _lines(after[start:end_after]), source, f"b/{path}"
+    )
+    offset = before.count("\n", 0, start)
+    return _clipped("".join(_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines))
+
+
+def _codes(old: list[str], new: list[str], changes: Sequence[Change]) -> list[_Code]:
+    """The opcodes of the whole texts, as difflib's: equal between the changes, ``SequenceMatcher`` inside."""
+    codes: list[_Code] = []
+
+    def add(code: _Code) -> None:
+        if codes and code[0] == "equal" and codes[-1][0] == "equal":  # one run, as difflib gives it
+            codes[-1] = ("equal", codes[-1][1], code[2], codes[-1][3], code[4])
+        elif code[1] < code[2] or code[3] < code[4]:
+            codes.append(code)
+
+    touching: list[Change] = []  # changes with no line between them are compared as one
+    for change in changes:
+        if touching and change[0] <= touching[-1][1]:
+            i1, i2, j1, j2 = touching[-1]
+            touching[-1] = (i1, max(i2, change[1]), j1, max(j2, change[3]))
+        else:
+            touching.append(change)
+    i = j = 0
+    for i1, i2, j1, j2 in touching:
+        add(("equal", i, i1, j, j1))
+        matcher = difflib.SequenceMatcher(None, old[i1:i2], new[j1:j2], autojunk=False)
+        for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+            add((tag, i1 + a1, i1 + a2, j1 + b1, j1 + b2))
+        i, j = i2, j2
+    add(("equal", i, len(old), j, len(new)))
+    return codes
+
+
+def _groups(codes: list[_Code]) -> Iterator[list[_Code]]:
+    """The changes with up to 3 lines of context each, as ``SequenceMatcher.get_grouped_opcodes``."""
+    if not any(tag != "equal" for tag, *_ in codes):
+        return
+    n = _CONTEXT
+    if codes[0][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[0]
+        codes[0] = tag, max(i1, i2 - n), i2, max(j1, j2 - n), j2
+    if codes[-1][0] == "equal":
+        tag, i1, i2, j1, j2 = codes[-1]
+        codes[-1] = tag, i1, min(i2, i1 + n), j1, min(j2, j1 + n)
+    group: list[_Code] = []
+    for tag, i1, i2, j1, j2 in codes:
+        if tag == "equal" and i2 - i1 > 2 * n:  # a long unchanged stretch ends the group
+            group.append((tag, i1, min(i2, i1 + n), j1, min(j2, j1 + n)))
+            yield group
+            group = []
+            i1, j1 = max(i1, i2 - n), max(j1, j2 - n)
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        yield group
+
+
+def _range(start: int, stop: int) -> str:
+    """A unified-diff range: ``start`` 1-based, the length left out when it is 1."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start + 1 if length else start},{length}"
+
+
+def _format(old: list[str], new: list[str], codes: list[_Code], source: str, target: str) -> Iterator[str]:
+    """The diff's lines, as ``difflib.unified_diff`` writes them."""
+    started = False
+    for group in _groups(codes):
+        if not started:
+            started = True
+            yield f"--- {source}\n"
+            yield f"+++ {target}\n"
+        first, last = group[0], group[-1]
+        yield f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n"
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                yield from (" " + line for line in old[i1:i2])
+                continue
+            if tag in ("replace", "delete"):
+                yield from ("-" + line for line in old[i1:i2])
+            if tag in ("replace", "insert"):
+                yield from ("+" + line for line in new[j1:j2])

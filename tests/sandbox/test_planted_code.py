@@ -1,0 +1,319 @@
+"""SAFE-2: planted code, by kind of place. Nothing a command or a file tool leaves runs on the host later.
+
+Each case plants code where a host program runs it later (Mercurial's hooks in a repository made
+mid-run, a ``.pth`` in the project's own virtual environment, a cargo build wrapper, a script
+``core.fsmonitor`` names, a hooks folder the user's *global* git config names relatively), through
+the real ``bash`` tool under each real Linux backend, then runs the real host program (``hg``,
+``git``, the environment's ``python``) outside any sandbox, as the user would next, and checks that
+the planted code never ran. The file tools refuse the same paths.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sbx_helpers import LINUX_BACKENDS, real_backend
+
+from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
+from steerable_agent_runtime.sandbox import LandlockBackend, bash_tool
+
+HG = shutil.which("hg")
+GIT = shutil.which("git")
+
+
+def host_env(home: Path, **extra: str) -> dict[str, str]:
+    return {"PATH": os.environ["PATH"], "HOME": str(home), "GIT_CONFIG_NOSYSTEM": "1", **extra}
+
+
+def git(root: Path, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    assert GIT is not None, "git is not installed (.ci/run installs it)"
+    return subprocess.run([GIT, *args], cwd=root, env=env, capture_output=True, text=True, check=False)
+
+
+def binds_read_only(backend: str) -> bool:
+    """bubblewrap binds existing protected entries read-only; Landlock too where it gets a mount namespace."""
+    return backend == "bwrap" or LandlockBackend().isolates()
+
+
+def tool_for(root: Path, backend: str) -> Any:
+    real_backend(backend)  # fails naming the fix when the backend cannot run here
+    environ = {"STEERABLE_SANDBOX": backend, "PATH": os.environ["PATH"], "HOME": str(root.parent)}
+    return bash_tool(root, environ=environ)
+
+
+@pytest.fixture
+def marker(tmp_path: Path) -> Path:
+    """Where planted code would leave its mark: outside the workspace, written only by the host."""
+    return tmp_path / f"pwned-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_hg_hooks_in_a_repository_made_mid_run_never_run_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: version-control metadata of any tool, made during the call; `hg status` then runs
+    # on the host (the user's shell prompt does it for them)
+    assert HG is not None, "Mercurial is not installed (.ci/run installs it)"
+    (workspace / "sub").mkdir()
+    # a repository copied in (as root under Landlock `hg init` itself cannot chmod its files); the
+    # template lies outside /tmp, which bubblewrap hides
+    template = Path(tempfile.mkdtemp(prefix="steerable-hg-", dir="/var/tmp"))
+    subprocess.run([HG, "init", str(template / "repo")], env=host_env(tmp_path), check=True)
+    tool = tool_for(workspace, backend)
+    try:
+        result = await tool.handler(
+            command=f"cp -r {template}/repo/.hg sub/.hg && "
+            f"printf '[hooks]\\npre-status = touch {marker}\\n' >> sub/.hg/hgrc; echo done"
+        )
+    finally:
+        shutil.rmtree(template, ignore_errors=True)
+    assert result.data is not None and result.data["code"] == "protected_reverted", result.error
+    assert result.data["protectedReverted"] == ["sub/.hg/hgrc"]
+    status = subprocess.run([HG, "status"], cwd=workspace / "sub", env=host_env(tmp_path), check=False)
+    assert status.returncode == 0 and not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_an_existing_hg_repository_keeps_its_hgrc_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    assert HG is not None, "Mercurial is not installed (.ci/run installs it)"
+    subprocess.run([HG, "init", "nested/repo"], cwd=workspace, env=host_env(tmp_path), check=True)
+    hgrc = workspace / "nested" / "repo" / ".hg" / "hgrc"
+    before = hgrc.read_bytes() if hgrc.exists() else None
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(
+        command=f"printf '[hooks]\\npre-status = touch {marker}\\n' >> nested/repo/.hg/hgrc; echo done"
+    )
+    assert (hgrc.read_bytes() if hgrc.exists() else None) == before
+    if binds_read_only(backend) and before is not None:  # an existing file is bound read-only
+        assert result.data is not None and "Read-only file system" in result.data["stderr"]
+    subprocess.run([HG, "status"], cwd=workspace / "nested" / "repo", env=host_env(tmp_path), check=True)
+    assert not marker.exists()
+
+
+@pytest.fixture
+def venv(workspace: Path) -> Path:
+    """The project's own virtual environment, made by the host (``python -m venv``)."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
+    return workspace / ".venv"
+
+
+def site_packages(venv: Path) -> Path:
+    found = sorted(venv.glob("lib/python*/site-packages"))
+    assert found, f"no site-packages in {venv}"
+    return found[0]
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_pth_planted_in_the_project_venv_never_runs_safe_2(
+    backend: str, workspace: Path, venv: Path, marker: Path
+) -> None:
+    # SAFE-2: interpreter environments inside the workspace; the environment's next python runs
+    # every .pth in site-packages before anything else
+    pth = site_packages(venv).relative_to(workspace) / "zz_planted.pth"
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(
+        command=f'echo \'import os; open("{marker}", "w").close()\' > {pth}; '
+        ".venv/bin/python -c 'print(\"venv-usable\")'; echo done"
+    )
+    assert result.data is not None and "venv-usable" in result.data["stdout"]  # it still runs, read-only
+    assert not (workspace / pth).exists()
+    if binds_read_only(backend):
+        assert "Read-only file system" in result.data["stderr"]
+    else:
+        assert result.data["code"] == "protected_reverted" and result.data["protectedReverted"] == [str(pth)]
+        assert "rule <interpreter environment>" in (result.error or "")
+    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], check=True)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_tool_configurations_that_run_commands_are_put_back_safe_2(
+    backend: str, workspace: Path
+) -> None:
+    # SAFE-2: the table of tool configurations (cargo build wrappers, package-manager rc files,
+    # git-hook managers, editors' exrc, agents' folders)
+    planted = [
+        ".cargo/config.toml",
+        ".npmrc",
+        "lefthook.yml",
+        "bunfig.toml",
+        ".nvim.lua",
+        ".kiro/hooks/x.json",
+    ]
+    script = "; ".join(f"mkdir -p $(dirname {p}) && echo '[build]' > {p}" for p in planted)
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=f"{script}; echo done")
+    assert result.data is not None and result.data["code"] == "protected_reverted", result.error
+    assert sorted(result.data["protectedReverted"]) == sorted(
+        [".cargo/config.toml", ".npmrc", "lefthook.yml", "bunfig.toml", ".nvim.lua", ".kiro"]
+    )
+    assert not any((workspace / p).exists() for p in planted)
+
+
+@pytest.fixture
+def fsmonitor_repo(workspace: Path, tmp_path: Path) -> Path:
+    """A repository whose own config (the user's) runs ``./mon.sh`` on every ``git status``."""
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    (workspace / "mon.sh").write_text("#!/bin/sh\nexit 0\n")
+    (workspace / "mon.sh").chmod(0o755)
+    assert git(workspace, "config", "core.fsmonitor", "./mon.sh", env=env).returncode == 0
+    return workspace
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_script_the_git_config_runs_is_protected_safe_2(
+    backend: str, fsmonitor_repo: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: what an existing git configuration names is code too (core.fsmonitor = ./mon.sh)
+    tool = tool_for(fsmonitor_repo, backend)
+    result = await tool.handler(command=f"echo 'touch {marker}' >> mon.sh; echo done")
+    assert (fsmonitor_repo / "mon.sh").read_text() == "#!/bin/sh\nexit 0\n"
+    assert result.data is not None
+    if binds_read_only(backend):
+        assert "Read-only file system" in result.data["stderr"]
+    else:
+        assert result.data["protectedReverted"] == ["mon.sh"]
+        assert "rule <named by git configuration>" in (result.error or "")
+    git(fsmonitor_repo, "status", env=host_env(tmp_path))
+    assert not marker.exists()
+    # the file tools refuse it too
+    router = workspace_tools_for_cwd(fsmonitor_repo, bash=False, web_tools=False)
+    refused = await router.dispatch(
+        ToolCall(id="w", name="write_file", arguments={"path": "mon.sh", "content": f"touch {marker}\n"})
+    )
+    assert refused.data is not None and refused.data["code"] == "protected_path"
+    assert refused.data["rule"] == "<named by git configuration>"
+
+
+async def test_a_relative_hooks_path_in_the_global_git_config_is_protected_safe_2(
+    workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SAFE-2: core.hooksPath = .githooks in the user's global config makes every repository's
+    # .githooks/ its hooks folder; the workspace repository's own config says nothing of it
+    global_config = tmp_path / "global.gitconfig"
+    global_config.write_text("[core]\n\thooksPath = .githooks\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(global_config))
+    assert git(workspace, "init", "-q", ".", env=host_env(tmp_path)).returncode == 0
+    router = workspace_tools_for_cwd(workspace, bash=False, web_tools=False)
+    refused = await router.dispatch(
+        ToolCall(
+            id="w", name="write_file", arguments={"path": ".githooks/pre-commit", "content": "#!/bin/sh\n"}
+        )
+    )
+    assert refused.data is not None and refused.data["code"] == "protected_path"
+    assert refused.error is not None and refused.error.startswith(
+        ".githooks/pre-commit is a protected path: <core.hooksPath> (the repository's git configuration names "
+        "it as its hooks directory: git runs them)."
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "rule"),
+    [
+        ("a/b/c/d/.git/config", ".git/**"),
+        ("deep/er/.hg/hgrc", ".hg/**"),
+        (".jj/repo/config.toml", ".jj/**"),
+        (".cargo/config.toml", ".cargo/config.toml"),
+        ("tools/lefthook.yml", "lefthook.yml"),
+        (".yarnrc.yml", ".yarnrc.yml"),
+        (".pdbrc", ".pdbrc"),
+        (".venv/lib/python3.11/site-packages/zz.pth", "<interpreter environment>"),
+        (".venv/bin/activate", "<interpreter environment>"),
+        ("team.gitconfig", "<named by git configuration>"),
+    ],
+)
+async def test_the_file_tools_refuse_every_kind_safe_2(
+    path: str, rule: str, workspace: Path, venv: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: the same kinds of places, refused by write_file (before anything is written)
+    assert git(workspace, "init", "-q", ".", env=host_env(tmp_path)).returncode == 0
+    with open(workspace / ".git" / "config", "a") as config:
+        config.write("[include]\n\tpath = ../team.gitconfig\n")
+    router = workspace_tools_for_cwd(workspace, bash=False, web_tools=False)
+    result = await router.dispatch(
+        ToolCall(id="w", name="write_file", arguments={"path": path, "content": "x\n"})
+    )
+    assert result.success is False and result.needs_followup is True
+    assert result.data is not None and result.data["code"] == "protected_path" and result.data["rule"] == rule
+    assert not (workspace / path).exists() or path == ".venv/bin/activate"
+    assert json.dumps(result.to_wire())  # serialisable as the model gets it
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGKILL])
+def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_safe_2(
+    backend: str, signum: int, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: steerable is ended while a command that planted a nested repository's fsmonitor still
+    # runs. SIGTERM and SIGHUP cancel the call (its sandbox killed, the plant removed) before the
+    # process exits 128+n; after SIGKILL the next steerable process to open the workspace removes it
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    child_env = {**os.environ, "STEERABLE_SANDBOX": backend, "HOME": str(tmp_path)}
+    child_env = {
+        k: v for k, v in child_env.items() if not k.startswith("STEERABLE_") or k == "STEERABLE_SANDBOX"
+    }
+    # the nested repository is copied in (as root under Landlock `git init` itself cannot chmod);
+    # its template lies outside /tmp, which bubblewrap hides
+    template = Path(tempfile.mkdtemp(prefix="steerable-git-", dir="/var/tmp"))
+    assert git(template, "init", "-q", "repo", env=env).returncode == 0
+    command = (
+        f"cp -r {template}/repo/.git sub && printf '[core]\\n\\tfsmonitor = touch {marker}\\n' >> sub/.git/config; "
+        f"printf '[core]\\n\\tfsmonitor = touch {marker}\\n' >> .git/config; echo planted; sleep 60"
+    )
+    (workspace / "sub").mkdir()
+    line = json.dumps({"id": "1", "name": "bash", "arguments": {"command": command}})
+    with subprocess.Popen(
+        [sys.executable, "-P", "-m", "steerable_sidecar", "session", "-w", str(workspace), "--no-plugins"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=child_env,
+    ) as session:
+        try:
+            assert session.stdin is not None
+            session.stdin.write(line.encode() + b"\n")
+            session.stdin.flush()
+            planted = workspace / "sub" / ".git" / "config"
+            deadline = time.monotonic() + 30
+            while (
+                not (planted.exists() and "fsmonitor" in planted.read_text()) and time.monotonic() < deadline
+            ):
+                time.sleep(0.05)
+            assert planted.exists() and "fsmonitor" in planted.read_text(), "the command never planted"
+            session.send_signal(signum)
+            status = session.wait(timeout=30)
+        finally:
+            if session.poll() is None:
+                session.kill()
+            shutil.rmtree(template, ignore_errors=True)
+    assert status == (128 + signum if signum != signal.SIGKILL else -signal.SIGKILL)
+    if signum == signal.SIGKILL:  # nothing could run in the killed process: the next start cleans up
+        opened = subprocess.run(
+            [sys.executable, "-P", "-m", "steerable_sidecar", "call", "list_dir", "{}", "-w", str(workspace)],
+            env=child_env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert opened.returncode == 0, opened.stderr
+    assert not planted.exists() or "fsmonitor" not in planted.read_text()
+    assert "fsmonitor" not in (workspace / ".git" / "config").read_text()
+    git(workspace / "sub", "status", env=env)
+    git(workspace, "status", env=env)
+    assert not marker.exists()
