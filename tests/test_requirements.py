@@ -11,7 +11,8 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent
 REQUIREMENTS = TESTS.parent / "docs" / "requirements.md"
 ID = re.compile(
-    r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB|LOOP|REC|SAFE)[-_](\d+)(?!\d)", re.IGNORECASE
+    r"(?<![A-Za-z])(ENV|CON|MODE|TIER|TS|HAR|PLG|ASK|RUN|FILE|WEB|LOOP|REC|SAFE)[-_](\d+)(?!\d)",
+    re.IGNORECASE,
 )
 
 # Every area of the spec is implemented.
@@ -29,6 +30,7 @@ IMPLEMENTED = (
     | {f"WEB-{n}" for n in range(1, 19)}
     | {f"FILE-{n}" for n in range(12, 17)}
     | {"LOOP-1", "LOOP-2", "REC-1", "REC-2"}
+    | {f"SAFE-{n}" for n in range(1, 9)}
 )
 
 

@@ -56,6 +56,8 @@ if _typing.TYPE_CHECKING:
     from .executor import (
         ApprovalGate,
         ApprovalHandler,
+        ConsentQuestion,
+        ConsentQuestions,
         ToolExecutor,
         approve_all,
     )
@@ -176,6 +178,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "executor": (
         "ApprovalGate",
         "ApprovalHandler",
+        "ConsentQuestion",
+        "ConsentQuestions",
         "ToolExecutor",
         "approve_all",
     ),
@@ -269,6 +273,8 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ConfigError",
+    "ConsentQuestion",
+    "ConsentQuestions",
     "DirectorySource",
     "DuplicateToolError",
     "DurableRecord",

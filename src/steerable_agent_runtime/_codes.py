@@ -25,6 +25,7 @@ class ToolErrorCode(StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     TOOL_UNAVAILABLE = "tool_unavailable"
     INVALID_ARGUMENTS = "invalid_arguments"
+    ARGUMENTS_TOO_DEEP = "arguments_too_deep"
     TOOL_EXCEPTION = "tool_exception"
     TIMEOUT = "timeout"
     UNSERIALIZABLE_RESULT = "unserializable_result"

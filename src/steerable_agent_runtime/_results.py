@@ -14,6 +14,7 @@ from pydantic import TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 
 from ._codes import ToolErrorCode
+from ._depth import too_deep_retry
 from .errors import ToolFailed, ToolRetry, ToolSignal
 from .types import ToolCall, ToolResult
 
@@ -130,9 +131,12 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
                 f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
                 data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
-        except (ValueError, RecursionError) as exc:  # an over-long integer, nesting too deep
+        except RecursionError:  # deeper than the decoder goes: the depth rule's answer (SAFE-6)
+            name = payload.get("name")
+            return signal_result(too_deep_retry(name if isinstance(name, str) else "the tool", None))
+        except ValueError as exc:  # an over-long integer
             return ToolResult.retry(
-                f"arguments is not usable JSON ({exc or 'nested too deeply'}); send a JSON object",
+                f"arguments is not usable JSON ({exc}); send a JSON object",
                 data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
     try:

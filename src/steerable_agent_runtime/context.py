@@ -23,15 +23,18 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ._utf8 import utf8_safe
 from .errors import UserError
 from .types import ToolCall, ToolResult
 
-__all__ = ["CallContext", "OutputSink", "ToolExecutor"]
+if TYPE_CHECKING:
+    from .spill import SpillHooks
+
+__all__ = ["CallContext", "OutputSink", "ToolExecutor", "context_keyword"]
 
 logger = logging.getLogger(__name__)
 
@@ -73,15 +76,50 @@ class CallContext:
             ``tool.invoke`` ``context``, anything a tool notes). The span's own fields (``mode``,
             ``tier``, ``outcome``, ``approved``...) are never taken from here, and a value JSON
             cannot encode is shown as its ``repr`` (see :meth:`trace_attrs`).
+        spill: The run's :class:`~steerable_agent_runtime.spill.SpillHooks`, set by the agent loop
+            that has one, for a tool with a tighter bound of its own (:meth:`spill_data`); ``None``
+            where nothing stores spills (a host's ``tool.invoke``, ``steerable mcp``/``call``/
+            ``session``, a ``run_code`` program's calls).
     """
 
     call: ToolCall
     executor: ToolExecutor | None = None
     output: OutputSink | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
+    spill: SpillHooks | None = None
     _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _approved: bool | None = field(default=None, init=False, repr=False)
     _sealed: bool = field(default=False, init=False, repr=False)
+    _spilled: bool = field(default=False, init=False, repr=False)
+
+    @property
+    def spilled(self) -> bool:
+        """``True`` once :meth:`spill_data` stored this call's data (the span's ``spilled``)."""
+        return self._spilled
+
+    async def spill_data(self, result: ToolResult, *, threshold_bytes: int) -> ToolResult | None:
+        """Hand ``result``'s ``data`` to the run's spill store when it is larger than ``threshold_bytes``.
+
+        For a tool whose own bound is tighter than the run's (MCP results, SAFE-5): the whole goes
+        to :attr:`spill` and the model gets a preview and a ``spill://`` locator, as for any
+        spilled result.
+
+        Args:
+            result: The tool's result.
+            threshold_bytes: Spill when ``data`` as UTF-8 JSON is longer than this many bytes.
+
+        Returns:
+            ``None`` when :attr:`spill` is ``None`` (the tool bounds the result itself); else the
+            result as ``SpillHooks.apply`` gives it: the same object when small enough.
+
+        Raises:
+            OSError: The spill store could not hold it (a full disk).
+        """
+        if self.spill is None:
+            return None
+        spilled = await self.spill.apply(self.call, result, threshold_bytes=threshold_bytes)
+        self._spilled = self._spilled or spilled is not result
+        return spilled
 
     @property
     def approved(self) -> bool | None:
@@ -149,6 +187,25 @@ class CallContext:
                 await _settled(sink(utf8_safe(text)))
             except Exception:
                 logger.exception("the output sink of %s failed", self.call.name)
+
+
+def context_keyword(parameters: Mapping[str, Any]) -> str:
+    """The keyword a schema-given tool's handler gets its :class:`CallContext` under.
+
+    For ``Tool.from_schema(..., context_param=...)`` (host tools, MCP tools): ``_context``, with
+    ``_`` added until it is not one of the schema's ``properties``.
+
+    Args:
+        parameters: The tool's JSON Schema.
+
+    Returns:
+        A keyword that names no argument.
+    """
+    properties = parameters.get("properties")
+    key = "_context"
+    while isinstance(properties, Mapping) and key in properties:
+        key += "_"
+    return key
 
 
 def _json_ready(value: Any) -> Any:

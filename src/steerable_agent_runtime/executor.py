@@ -15,7 +15,11 @@ and the consent decision back: docs/agent-loop.md, "The executor chain"; docs/ru
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass
+from typing import Literal, Protocol, cast
 
 from ._codes import ToolErrorCode
 from ._executor_shape import AnyExecutor, taking_context
@@ -25,18 +29,80 @@ from .tools import ToolRouter
 from .types import ToolCall, ToolResult
 
 __all__ = [
-    "ApprovalHandler",
     "ApprovalGate",
+    "ApprovalHandler",
+    "ConsentQuestion",
+    "ConsentQuestions",
     "ToolExecutor",
     "approve_all",
     "mode_lookup",
+    "takes_question",
 ]
 
 
 _UNASKED = " and needs the user's consent, which nobody can give here"
 
 ApprovalHandler = Callable[[ToolCall, ToolMode], Awaitable[bool]]
-"""Asks for consent for one call of the given mode; ``True`` (exactly: ``is True``) runs it."""
+"""Asks for consent for one call of the given mode; ``True`` (exactly: ``is True``) runs it.
+
+A handler that also accepts a keyword argument ``question`` (:func:`takes_question`) is given the
+:class:`ConsentQuestion` when the prompt is about more than the call's mode (the first
+``web_fetch`` of a host, SAFE-4), else ``question=None``; one that does not is called with the
+two arguments only, and sees that call with its own mode (``read``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentQuestion:
+    """Why a call whose mode runs unasked is put to the user all the same (SAFE-4).
+
+    Attributes:
+        reason: ``"new_domain"``: the first ``web_fetch`` of ``domain`` in the session.
+        domain: The whole host the call would reach, as it is connected to (lowercase, IDNA
+            A-labels, no trailing dot), e.g. ``"a1b2c3.attacker.example"``.
+        url: The URL the call asks for, as the model wrote it (surrounding spaces dropped).
+    """
+
+    reason: Literal["new_domain"]
+    domain: str
+    url: str
+
+    def to_wire(self) -> dict[str, str]:
+        """``{"reason", "domain", "url"}``, as ``approval.request`` carries them."""
+        return {"reason": self.reason, "domain": self.domain, "url": self.url}
+
+
+class ConsentQuestions(Protocol):
+    """A session's questions about calls whose mode needs no consent (an :class:`ApprovalGate`'s).
+
+    The web tools' ``FetchConsent`` is one: the first ``web_fetch`` of each host in a session.
+    """
+
+    def question(self, call: ToolCall) -> ConsentQuestion | None:
+        """The question ``call`` needs before it runs, or ``None``: it runs (or not) by its mode."""
+        ...
+
+    def granted(self, question: ConsentQuestion) -> None:
+        """The user said yes to ``question``: the calls it covers ask no more in this session."""
+        ...
+
+
+class _AskingHandler(Protocol):
+    def __call__(
+        self, call: ToolCall, mode: ToolMode, *, question: ConsentQuestion | None
+    ) -> Awaitable[bool]: ...
+
+
+def takes_question(handler: Callable[..., object]) -> bool:
+    """Whether ``handler(a, b, question=...)`` binds: the handler wants the :class:`ConsentQuestion`.
+
+    Read from the signature (never by calling it); a callable whose signature cannot be read is
+    taken to want two arguments.
+    """
+    try:
+        inspect.signature(handler).bind(None, None, question=None)
+    except (TypeError, ValueError):
+        return False
+    return True
 
 
 async def approve_all(call: ToolCall, mode: ToolMode) -> bool:
@@ -63,8 +129,11 @@ class ApprovalGate:
     Spec: ToolMode (``local`` requires consent). A call needing consent is checked, then put to
     ``approve``: only exactly ``True`` is consent; a refusal or a raising prompt gives
     ``consent_denied``, ``approve=None`` gives ``consent_required`` (both ``needsFollowup``), and
-    the decision lands in ``context.approved``. The rules and which entry point uses which gate:
-    docs/runtime.md, "Consent: which gate each entry point uses".
+    the decision lands in ``context.approved``. A call ``questions`` has a question about (the
+    first ``web_fetch`` of a host, SAFE-4) needs consent whatever its mode: the question goes to
+    ``approve`` with the call, one question at a time, and a yes is handed back to
+    ``questions.granted``. The rules and which entry point uses which gate: docs/runtime.md,
+    "Consent: which gate each entry point uses".
 
     Args:
         inner: The executor that runs approved calls (a one-argument one still works; it does
@@ -79,6 +148,8 @@ class ApprovalGate:
         unasked: With ``approve=None``, the end of the refusal's error after "<name> is a
             <mode>-mode tool" (what the caller should do instead); ``None``: "and needs the
             user's consent, which nobody can give here".
+        questions: The session's questions about calls their mode lets run (see
+            :class:`ConsentQuestions`); ``None``: none, consent goes by mode alone.
     """
 
     def __init__(
@@ -90,53 +161,100 @@ class ApprovalGate:
         consent_modes: Collection[ToolMode] | None = None,
         check: Callable[[ToolCall], ToolResult | None] | None = None,
         unasked: str | None = None,
+        questions: ConsentQuestions | None = None,
     ) -> None:
         self.inner = taking_context(inner)
         self.approve = approve
         self.mode_of = mode_of
         self.check = check
         self.unasked = _UNASKED if unasked is None else unasked
+        self.questions = questions
         self.consent_modes = (
             frozenset(consent_modes)
             if consent_modes is not None
             else frozenset(m for m in ToolMode if requires_consent(m))
         )
+        self._asks_questions = approve is not None and takes_question(approve)
+        self._one_question = asyncio.Lock()  # a batch's fetches of one new host share one answer
 
     @classmethod
     def for_router(
-        cls, router: ToolRouter, *, approve: ApprovalHandler | None, unasked: str | None = None
+        cls,
+        router: ToolRouter,
+        *,
+        approve: ApprovalHandler | None,
+        unasked: str | None = None,
+        questions: ConsentQuestions | None = None,
     ) -> ApprovalGate:
         """The gate over ``router.dispatch``: the router's modes, its validation before any prompt."""
         return cls(
-            router.dispatch, approve=approve, mode_of=mode_lookup(router), check=router.check, unasked=unasked
+            router.dispatch,
+            approve=approve,
+            mode_of=mode_lookup(router),
+            check=router.check,
+            unasked=unasked,
+            questions=questions,
         )
 
     async def __call__(self, call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
-        """Run ``call`` if its mode needs no consent or ``approve`` grants it."""
+        """Run ``call`` if neither its mode nor a question needs consent, or ``approve`` grants it."""
         mode = self.mode_of(call.name)
-        if mode is None or mode not in self.consent_modes:
+        by_mode = mode is not None and mode in self.consent_modes
+        question = self.questions.question(call) if self.questions is not None else None
+        if not by_mode and question is None:
             return await self.inner(call, context)
         problem = self.check(call) if self.check is not None else None
         if problem is not None:  # an invalid call never reaches a human
             return problem
+        shown = mode if mode is not None else decide_tool_mode(call.name)
         if self.approve is None:
-            return ToolResult.retry(
-                f"{call.name} is a {mode.value}-mode tool{self.unasked}",
-                data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value},
-            )
-        try:
-            approved = await self.approve(call, mode) is True  # only a plain True is consent
-        except Exception as exc:  # fail closed: no answer is no consent
-            approved = False
-            reason = f" (the consent prompt failed: {type(exc).__name__})"
+            return self._unasked(call, shown, question)
+        if question is None:
+            approved, failure = await self._ask(call, shown, None)
         else:
-            reason = ""
+            async with self._one_question:  # the answer to a question asked meanwhile may cover it
+                question = self.questions.question(call) if self.questions is not None else None
+                if question is None and not by_mode:
+                    return await self.inner(call, context)  # allowed while it waited: no prompt ran
+                approved, failure = await self._ask(call, shown, question)
+                if approved and question is not None and self.questions is not None:
+                    self.questions.granted(question)
         if context is not None:
             context.record_approval(approved)
         if approved:
             return await self.inner(call, context)
+        target = call.name if question is None else f"{call.name} to reach {question.domain}"
+        data: dict[str, str] = {"code": ToolErrorCode.CONSENT_DENIED, "mode": shown.value}
+        if question is not None:
+            data["domain"] = question.domain
         return ToolResult.retry(
-            f"The user did not allow {call.name}{reason}. Do not retry the same call; "
+            f"The user did not allow {target}{failure}. Do not retry the same call; "
             "continue another way or ask the user.",
-            data={"code": ToolErrorCode.CONSENT_DENIED, "mode": mode.value},
+            data=data,
+        )
+
+    async def _ask(
+        self, call: ToolCall, mode: ToolMode, question: ConsentQuestion | None
+    ) -> tuple[bool, str]:
+        """Put the call to ``approve``: ``(consent, why the prompt failed or "")``; fails closed."""
+        assert self.approve is not None
+        try:
+            if self._asks_questions:
+                answer = await cast(_AskingHandler, self.approve)(call, mode, question=question)
+            else:
+                answer = await self.approve(call, mode)
+        except Exception as exc:  # fail closed: no answer is no consent
+            return False, f" (the consent prompt failed: {type(exc).__name__})"
+        return answer is True, ""  # only a plain True is consent
+
+    def _unasked(self, call: ToolCall, mode: ToolMode, question: ConsentQuestion | None) -> ToolResult:
+        """``consent_required``: the call needs consent and nobody can be asked here."""
+        if question is None:
+            return ToolResult.retry(
+                f"{call.name} is a {mode.value}-mode tool{self.unasked}",
+                data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value},
+            )
+        return ToolResult.retry(
+            f"{call.name} would reach {question.domain} for the first time in this session{self.unasked}",
+            data={"code": ToolErrorCode.CONSENT_REQUIRED, "mode": mode.value, "domain": question.domain},
         )

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol, TypeAlias, runtime_checkable
 
+from ._depth import arguments_too_deep, too_deep_retry
 from .errors import ProviderError, UserError
 from .types import ToolCall, new_call_id
 
@@ -94,12 +95,15 @@ class InvalidToolCall:
         name: The tool name as sent (may be empty).
         arguments: The raw argument text as sent.
         error: Why it was refused, phrased for the model.
+        data: The failed result's ``data``; ``None`` gives ``{"code": "invalid_tool_call"}``
+            (arguments nested too deeply carry the router's ``arguments_too_deep`` data instead).
     """
 
     id: str
     name: str
     arguments: str
     error: str
+    data: Mapping[str, Any] | None = field(default=None, compare=False)
 
 
 AnyToolCall: TypeAlias = ToolCall | InvalidToolCall
@@ -117,15 +121,16 @@ def parse_tool_call(call_id: str | None, name: str | None, arguments: Any) -> An
         arguments: A JSON string, or an already-decoded mapping.
 
     Returns:
-        A :class:`ToolCall`, or an :class:`InvalidToolCall` when the name is missing or the
-        arguments are not a JSON object (invalid JSON, an array, a number...).
+        A :class:`ToolCall`, or an :class:`InvalidToolCall` when the name is missing, the
+        arguments are not a JSON object (invalid JSON, an array, a number...), or they nest
+        deeper than the router accepts (SAFE-6: the loop then never holds them; the error is the
+        router's, ``data.code == "arguments_too_deep"``).
     """
     ident = call_id if isinstance(call_id, str) and call_id else new_call_id()
     tool_name = name if isinstance(name, str) else ""
-    raw = arguments if isinstance(arguments, str) else _dumps(arguments)
     if not tool_name:
         return InvalidToolCall(
-            ident, "", raw, "the tool call has no function name; name one of the offered tools"
+            ident, "", _raw(arguments), "the tool call has no function name; name one of the offered tools"
         )
     if isinstance(arguments, Mapping):
         decoded: Any = dict(arguments)
@@ -134,13 +139,14 @@ def parse_tool_call(call_id: str | None, name: str | None, arguments: Any) -> An
     elif isinstance(arguments, str):
         try:
             decoded = json.loads(arguments)
-        except (ValueError, RecursionError) as exc:
-            reason = getattr(exc, "msg", None) or "nested too deeply"
+        except RecursionError:  # deeper than the decoder goes
+            return _too_deep(ident, tool_name, arguments, None)
+        except ValueError as exc:
             return InvalidToolCall(
                 ident,
                 tool_name,
                 arguments,
-                f"the arguments of {tool_name} are not valid JSON ({reason}); "
+                f"the arguments of {tool_name} are not valid JSON ({getattr(exc, 'msg', exc)}); "
                 "send the arguments as one JSON object",
             )
     else:
@@ -149,17 +155,30 @@ def parse_tool_call(call_id: str | None, name: str | None, arguments: Any) -> An
         return InvalidToolCall(
             ident,
             tool_name,
-            raw,
+            _raw(arguments),
             f"the arguments of {tool_name} must be a JSON object, not {type(decoded).__name__}",
         )
+    depth = arguments_too_deep(decoded)
+    if depth is not None:
+        return _too_deep(ident, tool_name, _raw(arguments), depth)
     return ToolCall(id=ident, name=tool_name, arguments=decoded)
 
 
-def _dumps(value: Any) -> str:
+def _too_deep(ident: str, name: str, raw: str, depth: int | None) -> InvalidToolCall:
+    signal = too_deep_retry(name, depth)
+    return InvalidToolCall(ident, name, raw, signal.error, signal.data)
+
+
+def _raw(arguments: Any) -> str:
+    """The argument text as sent: the string itself, or a mapping written as JSON."""
+    if isinstance(arguments, str):
+        return arguments
     try:
-        return json.dumps(value, ensure_ascii=False)
+        return json.dumps(arguments, ensure_ascii=False)
     except (TypeError, ValueError):
-        return str(value)
+        return str(arguments)
+    except RecursionError:  # and str() would recurse as deep
+        return "(arguments nested too deeply to write)"
 
 
 @dataclass(frozen=True, slots=True)

@@ -369,7 +369,7 @@ class AgentLoop:
             if call.id in self._seen_ids:
                 fresh = new_call_id()
                 call = (
-                    InvalidToolCall(fresh, call.name, call.arguments, call.error)
+                    dataclasses.replace(call, id=fresh)
                     if isinstance(call, InvalidToolCall)
                     else call.model_copy(update={"id": fresh})
                 )
@@ -412,10 +412,11 @@ class AgentLoop:
     async def _run_one(self, call: ToolCall | InvalidToolCall) -> ToolResult:
         started = time.perf_counter_ns()
         if isinstance(call, InvalidToolCall):
-            result = ToolResult.retry(call.error, data={"code": ToolErrorCode.INVALID_TOOL_CALL})
+            data = dict(call.data) if call.data is not None else {"code": ToolErrorCode.INVALID_TOOL_CALL}
+            result = ToolResult.retry(call.error, data=data)
             self._trace(call, result, started, {}, {})
             return result
-        context = CallContext(call, executor=self.executor)
+        context = CallContext(call, executor=self.executor, spill=self.spill)  # spill: a tool's own cap
         result = await self._execute(call, context)
         fixed: dict[str, Any] = {}
         if self.spill is not None:
@@ -424,7 +425,7 @@ class AgentLoop:
             except OSError:  # cannot store it: keep the whole result rather than lose it
                 logger.exception("could not spill the result of %s", call.name)
                 spilled = result
-            fixed["spilled"] = spilled is not result
+            fixed["spilled"] = spilled is not result or context.spilled
             result = spilled
         if context.approved is not None:  # the gate's decision, when a consent prompt ran
             fixed["approved"] = context.approved

@@ -27,7 +27,7 @@ from .modes import ToolMode
 from .tools import Tool, ToolRouter
 from .types import ToolCall, ToolResult
 
-__all__ = ["DEFAULT_SPILL_THRESHOLD_BYTES", "READ_SPILLED_TOOL_NAME", "SpillHooks"]
+__all__ = ["DEFAULT_SPILL_THRESHOLD_BYTES", "READ_SPILLED_TOOL_NAME", "SpillHooks", "scalar_fields"]
 
 DEFAULT_SPILL_THRESHOLD_BYTES: Final = 256 * 1024
 """Data above this many bytes of UTF-8 JSON is spilled (256 KiB)."""
@@ -38,7 +38,31 @@ PREVIEW_CHARS: Final = 2_000
 READ_SPILLED_TOOL_NAME: Final = "read_spilled"
 
 _MAX_SCALAR_CHARS: Final = 512
+_MAX_KEPT_CHARS: Final = 2_048  # of all the scalar fields kept: a result of 100,000 fields stays small
 _LOCATOR = re.compile(r"spill://([A-Za-z0-9_-]{1,128})")
+
+
+def scalar_fields(data: dict[str, Any]) -> dict[str, Any]:
+    """The small top-level fields a spilled or cut result keeps, so the read state still rebuilds.
+
+    Args:
+        data: A result's ``data``.
+
+    Returns:
+        Its booleans, numbers and strings of at most 512 characters, in order, until the keys and
+        values kept reach 2,048 characters.
+    """
+    kept: dict[str, Any] = {}
+    room = _MAX_KEPT_CHARS
+    for key, value in data.items():
+        if isinstance(value, bool | int | float) or (
+            isinstance(value, str) and len(value) <= _MAX_SCALAR_CHARS
+        ):
+            room -= len(str(key)) + len(str(value))
+            if room < 0:
+                break
+            kept[key] = value
+    return kept
 
 
 class SpillHooks:
@@ -64,19 +88,26 @@ class SpillHooks:
         self.threshold_bytes = threshold_bytes
         self.preview_chars = preview_chars
 
-    async def apply(self, call: ToolCall, result: ToolResult) -> ToolResult:
+    async def apply(
+        self, call: ToolCall, result: ToolResult, *, threshold_bytes: int | None = None
+    ) -> ToolResult:
         """Return ``result`` unchanged, or with its ``data`` spilled when it is too big.
 
         The returned result's ``data`` holds the top-level scalar fields of the original (strings
-        up to 512 characters, numbers, booleans) and ``spilled: {locator, bytes, preview}``;
-        ``message`` tells the model how to read the rest.
+        up to 512 characters, numbers, booleans; 2,048 characters of them at most, in order) and
+        ``spilled: {locator, bytes, preview}``; ``message`` tells the model how to read the rest.
 
         Args:
             call: The call the result answers (its id names the file).
             result: The tool result.
+            threshold_bytes: This call's bound in place of :attr:`threshold_bytes` (a tool with a
+                tighter cap of its own: MCP results, SAFE-5).
 
         Returns:
             The result to record and show the model.
+
+        Raises:
+            OSError: The body could not be stored.
         """
         if not result.data:
             return result
@@ -85,18 +116,14 @@ class SpillHooks:
         except (ValueError, RecursionError):  # no JSON form: to_wire() answers for it, unspilled
             return result
         size = len(text.encode("utf-8", "surrogatepass"))
-        if size <= self.threshold_bytes:
+        if size <= (self.threshold_bytes if threshold_bytes is None else threshold_bytes):
             return result
         # random suffix: ids that clean to the same text (call.1, call_1), or the same id in another
         # run over this directory, never share a file
         key = re.sub(r"[^A-Za-z0-9_-]", "_", call.id)[:96] + "-" + secrets.token_hex(6)
         await asyncio.to_thread(self._store, key, text)
         locator = f"spill://{key}"
-        kept: dict[str, Any] = {
-            k: v
-            for k, v in result.data.items()
-            if isinstance(v, bool | int | float) or (isinstance(v, str) and len(v) <= _MAX_SCALAR_CHARS)
-        }
+        kept = scalar_fields(result.data)
         kept["spilled"] = {"locator": locator, "bytes": size, "preview": text[: self.preview_chars]}
         note = (
             f"The result data was {size} bytes, too large for the conversation; it is stored at {locator}. "

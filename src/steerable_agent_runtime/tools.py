@@ -25,6 +25,12 @@ from ._choice import enum_member
 from ._codes import ToolErrorCode
 from ._coerce import exact_scalars
 from ._deadlines import Deadlines, resume
+from ._depth import (
+    MAX_ARGUMENT_DEPTH,
+    arguments_too_deep,
+    nesting_depth,
+    too_deep_retry,
+)
 from ._results import (
     failed_result,
     invalid_arguments_result,
@@ -43,6 +49,7 @@ from .trace import TraceSink, TraceSpan
 from .types import ToolCall, ToolResult
 
 __all__ = [
+    "MAX_ARGUMENT_DEPTH",
     "Tool",
     "ToolDecorator",
     "ToolExposure",
@@ -51,6 +58,7 @@ __all__ = [
     "ToolOptions",
     "ToolRegistrar",
     "ToolRouter",
+    "arguments_too_deep",
     "tool",
 ]
 
@@ -601,7 +609,7 @@ class ToolRouter(ToolDecorator):
             result = self._unknown(call.name)
         else:
             try:
-                kwargs = spec.validate(call.arguments)
+                kwargs = _validated(spec, call.arguments)
             except ValidationError as exc:
                 result = invalid_arguments_result(spec.name, exc)
             except ToolSignal as signal:
@@ -637,7 +645,7 @@ class ToolRouter(ToolDecorator):
         if spec is None:
             return self._unknown(call.name)
         try:
-            spec.validate(call.arguments)
+            _validated(spec, call.arguments)
         except ValidationError as exc:
             return invalid_arguments_result(spec.name, exc)
         except ToolSignal as signal:
@@ -680,6 +688,22 @@ class ToolRouter(ToolDecorator):
         finally:
             self._deadlines.disarm(token)
         return _normalised(spec, value)
+
+
+def _validated(spec: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
+    """``spec.validate(arguments)``, refusing arguments nested past ``MAX_ARGUMENT_DEPTH`` first (SAFE-6).
+
+    Raises:
+        ToolRetry: Too deep (``arguments_too_deep``), or a validator that still ran out of stack.
+        ValidationError: From the tool's validator.
+    """
+    depth = arguments_too_deep(arguments)
+    if depth is not None:
+        raise too_deep_retry(spec.name, depth)
+    try:
+        return spec.validate(arguments)
+    except RecursionError:  # a schema that costs many frames a level: still the model's to flatten
+        raise too_deep_retry(spec.name, nesting_depth(arguments), for_schema=True) from None
 
 
 def _record(

@@ -35,10 +35,11 @@ from steerable_agent_runtime import AgentLoop, ToolCall, ToolExecutor, ToolResul
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
 from steerable_agent_runtime.context import CallContext
 from steerable_agent_runtime.errors import WorkspaceError
+from steerable_agent_runtime.executor import ConsentQuestion
 from steerable_agent_runtime.llm import Message
 from steerable_agent_runtime.loop import INTERRUPTED_RESULT, LoopEvent
 from steerable_agent_runtime.modes import ToolMode, requires_consent
-from steerable_agent_runtime.tools import Tool, ToolExposure
+from steerable_agent_runtime.tools import Tool, ToolExposure, arguments_too_deep
 from steerable_agent_runtime.workspace import patch_paths
 
 from ._acp_updates import (
@@ -50,6 +51,7 @@ from ._acp_updates import (
     tool_title,
 )
 from .boot import Booted
+from .web_tools import FetchConsent, fetch_question_text
 
 __all__ = ["EDITOR_READ_TIMEOUT_S", "MAX_DIFF_BYTES", "MAX_EDITOR_READ_BYTES", "AcpSession"]
 
@@ -129,6 +131,8 @@ class AcpSession:
         self.servers = servers
         self.always: set[str] = set()
         """Tool names the user allowed for the rest of this session (``allow_always``)."""
+        self.fetch_consent = FetchConsent(booted.web.config if booted.web is not None else None)
+        """The hosts ``web_fetch`` may reach in this session without asking (SAFE-4)."""
         self.loop: AgentLoop | None = None
         """The running turn's loop, once assembled."""
         self.turn: asyncio.Future[Any] | None = None
@@ -259,8 +263,16 @@ class AcpSession:
         return _checked_answers(payload, response.content or {})
 
     # -- consent ---------------------------------------------------------------------------------
-    async def approve(self, call: ToolCall, mode: ToolMode) -> bool:
-        """Ask the client with ``session/request_permission`` (allow once, allow always, reject)."""
+    async def approve(
+        self, call: ToolCall, mode: ToolMode, *, question: ConsentQuestion | None = None
+    ) -> bool:
+        """Ask the client with ``session/request_permission`` (allow once, allow always, reject).
+
+        A ``question`` (the first ``web_fetch`` of a host, SAFE-4) is asked whatever was allowed
+        always, with two options: allow the host for the rest of the session, or reject.
+        """
+        if question is not None:
+            return await self._approve_host(call, mode, question)
         if call.name in self.always:
             await self.send(helpers.update_tool_call(call.id, status="in_progress"))
             return True
@@ -286,6 +298,27 @@ class AcpSession:
             self.always.add(call.name)
         allowed = outcome.option_id in (_ALLOW_ONCE, _ALLOW_ALWAYS)
         if allowed:
+            await self.send(helpers.update_tool_call(call.id, status="in_progress"))
+        return allowed
+
+    async def _approve_host(self, call: ToolCall, mode: ToolMode, question: ConsentQuestion) -> bool:
+        options = [
+            PermissionOption(
+                option_id=_ALLOW_ALWAYS, name=f"Allow {question.domain} in this session", kind="allow_always"
+            ),
+            PermissionOption(option_id=_REJECT_ONCE, name="Reject", kind="reject_once"),
+        ]
+        shown = ToolCallUpdate(
+            tool_call_id=call.id,
+            title=fetch_question_text(question),
+            kind=tool_kind(call.name, mode),
+            status="pending",
+            raw_input=call.arguments,
+        )
+        response = await self.client.request_permission(session_id=self.id, tool_call=shown, options=options)
+        outcome = response.outcome
+        allowed = isinstance(outcome, AllowedOutcome) and outcome.option_id == _ALLOW_ALWAYS
+        if allowed:  # the gate hands the yes to fetch_consent: the host asks no more
             await self.send(helpers.update_tool_call(call.id, status="in_progress"))
         return allowed
 
@@ -444,12 +477,19 @@ class AcpSession:
 
 
 def _arguments(raw: Any) -> Any:
-    """A call's arguments as an object when they are JSON text (the record's shape)."""
+    """A call's arguments as an object when they are JSON text (the record's shape), else the text.
+
+    Text the router would refuse as too deep (a model's runaway call, kept raw in the record) is
+    shown as text: decoding it could exhaust the stack, and the SDK would not serialise it (SAFE-6).
+    """
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
-        except ValueError:
+            decoded = json.loads(raw)
+        except (ValueError, RecursionError):
             return raw
+        if isinstance(decoded, dict) and arguments_too_deep(decoded) is not None:
+            return raw
+        return decoded
     return raw
 
 

@@ -8,7 +8,8 @@ later message goes through the SDK. :func:`initialize_result` is the one answer 
 :class:`LineTransport` is the SDK's message-level ``Transport`` (``send`` / ``receive`` /
 ``close``) over our line framing (:mod:`steerable_sidecar._jsonrpc_frames`): the SDK's own stdio
 framing drops a line that is not JSON without an answer and stops at a message that is not an
-object, where this one answers each bad frame with the JSON-RPC error and reads on. It also
+object, where this one answers each bad frame with the JSON-RPC error and reads on, and a request
+reusing the id of one not yet answered with ``-32600`` (the SDK would answer both). It also
 serves ACP's ``$/cancel_request`` (protocol/v1/cancellation), which the SDK does not know: for a
 ``session/prompt`` in flight it is that session's ``session/cancel`` (the prompt answers
 ``cancelled``, a valid response); any other ``$/`` notification is dropped, as ACP allows.
@@ -26,6 +27,7 @@ from steerable_agent_runtime import __version__
 from ._jsonrpc_frames import (
     FrameError,
     decode_frame,
+    duplicate_request,
     encode_frame,
     id_key,
     invalid_request,
@@ -92,6 +94,7 @@ class LineTransport:
         self._held: deque[dict[str, Any]] = deque()
         self._closed = False
         self._prompts: dict[tuple[bool, Any], str] = {}  # session/prompt in flight: its id -> session id
+        self._in_flight: set[tuple[bool, Any]] = set()  # the client's requests not yet answered (SAFE-7)
 
     def hold(self, message: dict[str, Any]) -> None:
         """Give ``message`` back: the next :meth:`receive` returns it first."""
@@ -117,13 +120,30 @@ class LineTransport:
                 continue
             message = decoded.value
             problem = _problem(message)
-            if problem is None:
-                routed = self._route(dict(message))
-                if routed is not None:
-                    return routed
+            if problem is not None:
+                await self._answer(invalid_request(message, problem))
                 continue
-            await self._answer(invalid_request(message, problem))
+            if not self._claim(message):
+                await self._answer(duplicate_request(message))
+                continue
+            routed = self._route(dict(message))
+            if routed is not None:
+                return routed
         return None
+
+    def _claim(self, message: dict[str, Any]) -> bool:
+        """Mark a request's id in flight until its answer is sent; ``False`` when it already is.
+
+        A request reusing the id of one not yet answered never reaches the SDK: it is answered
+        ``-32600`` here, and the first is answered once (SAFE-7).
+        """
+        key = id_key(message.get("id")) if "method" in message else None
+        if key is None:  # a notification, a response, or a null id
+            return True
+        if key in self._in_flight:
+            return False
+        self._in_flight.add(key)
+        return True
 
     def _route(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """What the SDK gets for a valid message: itself, a ``session/cancel``, or ``None`` (dropped).
@@ -154,17 +174,21 @@ class LineTransport:
         return {"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}}
 
     async def send(self, message: dict[str, Any]) -> None:
-        """Write one message as a line.
+        """Write one message (the SDK's) as a line; an answer frees its request's id.
 
         Raises:
             ConnectionError: The transport is closed or the client is gone.
         """
-        if self._closed:
-            raise ConnectionError("the ACP client is gone")
-        if is_response(message):  # that request is no longer in flight
+        if is_response(message):  # that request is no longer in flight: its id may be used again
             key = id_key(message["id"])
             if key is not None:
                 self._prompts.pop(key, None)
+                self._in_flight.discard(key)
+        await self._write(message)
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        if self._closed:
+            raise ConnectionError("the ACP client is gone")
         frame = encode_frame(message)
         async with self._lock:
             try:
@@ -178,8 +202,9 @@ class LineTransport:
         self._closed = True
 
     async def _answer(self, response: dict[str, Any]) -> None:
+        """Refuse a frame; the id it carries, when one is in flight, stays in flight."""
         try:
-            await self.send(response)
+            await self._write(response)
         except ConnectionError:
             pass  # nobody left to tell
 

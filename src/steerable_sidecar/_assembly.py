@@ -26,6 +26,7 @@ from steerable_agent_runtime import (
     AgentLoop,
     ApprovalGate,
     ApprovalHandler,
+    ConsentQuestions,
     DurableRecord,
     LLMProvider,
     SpillHooks,
@@ -59,6 +60,9 @@ class Transport:
             consent the host owns (the sidecar's ``toolsViaHost``); ``None`` gates the router.
         wrap: Wraps the executor the run uses (gate or ``executor``): ``steerable acp`` shows each
             call running and the diff an edit made around it; ``None`` leaves it as it is.
+        questions: The session's questions about calls their mode lets run, put to ``approve``
+            by the gate: a person-facing front end passes its session's ``FetchConsent`` (the
+            first ``web_fetch`` of each host, SAFE-4); ``None`` (headless): none.
     """
 
     approve: ApprovalHandler | None = None
@@ -67,6 +71,7 @@ class Transport:
     read_state: ReadStateSink | None = None
     executor: ToolExecutor | None = None
     wrap: Callable[[ToolExecutor], ToolExecutor] | None = None
+    questions: ConsentQuestions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +148,7 @@ async def assemble_loop(
             await seeded
     executor = transport.executor
     if executor is None:
-        executor = ApprovalGate.for_router(router, approve=transport.approve)
+        executor = ApprovalGate.for_router(router, approve=transport.approve, questions=transport.questions)
     if transport.wrap is not None:
         executor = transport.wrap(executor)
     return AgentLoop(

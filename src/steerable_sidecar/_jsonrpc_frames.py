@@ -13,7 +13,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from ._rpc_errors import INVALID_REQUEST, PARSE_ERROR
 from ._rpc_stdio import READ_CHUNK
@@ -22,6 +22,7 @@ __all__ = [
     "FrameError",
     "FrameValue",
     "decode_frame",
+    "duplicate_request",
     "encode_frame",
     "error_response",
     "id_key",
@@ -31,6 +32,9 @@ __all__ = [
     "request_problem",
     "valid_id",
 ]
+
+_MAX_SHOWN_ID_CHARS: Final = 80
+"""An id quoted in an error message is cut to this many characters (the answer carries it whole)."""
 
 
 def encode_frame(message: Any) -> bytes:
@@ -59,6 +63,22 @@ def invalid_request(message: Any, problem: str) -> dict[str, Any]:
     """The ``-32600`` answer to ``message``: with its ``id`` when it has a valid one, else ``null``."""
     request_id = message.get("id") if isinstance(message, dict) and valid_id(message.get("id")) else None
     return error_response(request_id, INVALID_REQUEST, f"Invalid Request: {problem}")
+
+
+def duplicate_request(message: dict[str, Any]) -> dict[str, Any]:
+    """The ``-32600`` answer to a request whose ``id`` is that of a request still in flight (SAFE-7).
+
+    The first request is answered once, normally; this one carries the same ``id`` (JSON-RPC 2.0
+    answers an Invalid Request with its id when it can be read), and the message names it.
+    """
+    shown = json.dumps(message.get("id"))
+    if len(shown) > _MAX_SHOWN_ID_CHARS:
+        shown = shown[: _MAX_SHOWN_ID_CHARS - 3] + "..."
+    return invalid_request(
+        message,
+        f"id {shown} is already in use by a request still in flight; wait for its answer or give "
+        "this request another id",
+    )
 
 
 def valid_id(value: Any) -> bool:

@@ -25,12 +25,14 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 
 from ._secrets import credential_values
+from ._signals import run_until_signalled
 from .exit_codes import ExitCode
 from .mcp_server import McpServer
 from .rpc import open_stdio_streams
 
 if TYPE_CHECKING:
     from .boot import Booted
+    from .web_tools import FetchConsent
 
 __all__ = ["person_homes", "refused_workspace", "run_mcp"]
 
@@ -129,7 +131,7 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
         print(refusal, file=sys.stderr)
         return ExitCode.USAGE
     root = Path(args.workspace).resolve() if args.workspace else cwd
-    return asyncio.run(_serve(args, boot, root))
+    return run_until_signalled(_serve(args, boot, root))
 
 
 async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Path) -> int:
@@ -170,7 +172,7 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
                     await asyncio.gather(connecting, return_exceptions=True)
                     return ExitCode.OK
                 connecting.result()  # fails loud, naming the server
-            server.attach(booted.router, booted.harness.offered)
+            server.attach(booted.router, booted.harness.offered, questions=_fetch_consent(booted))
             _announce(args, booted, root)
             await serving
         return ExitCode.OK
@@ -187,6 +189,15 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
     finally:
         if booted is not None:
             await booted.aclose()
+
+
+def _fetch_consent(booted: Booted) -> FetchConsent | None:
+    """The connection's question before each new host's first ``web_fetch`` (SAFE-4), with the web pair."""
+    if booted.web is None:
+        return None
+    from .web_tools import FetchConsent
+
+    return FetchConsent(booted.web.config)
 
 
 def _in_daemon_thread(boot: Callable[[], Booted]) -> asyncio.Future[Booted]:

@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
+from steerable_agent_runtime.config import EnvInt
 from steerable_agent_runtime.errors import ConfigError, UserError
 from steerable_agent_runtime.modes import mode_from_annotations
+from steerable_agent_runtime.spill import scalar_fields
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler
 from steerable_agent_runtime.types import ToolResult
 
@@ -25,9 +28,14 @@ from ._mcp_config import SERVER_NAME
 if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
+    from steerable_agent_runtime.context import CallContext
+
 __all__ = [
+    "MAX_RESULT_BYTES",
+    "MAX_RESULT_BYTES_ENV",
     "MAX_TOOL_NAME_CHARS",
     "MCP_TOOL_PREFIX",
+    "bounded_result",
     "build_tool",
     "call_tool_result",
     "failure",
@@ -35,10 +43,18 @@ __all__ = [
     "mcp_tool_name",
 ]
 
+logger = logging.getLogger(__name__)
+
 MCP_TOOL_PREFIX: Final = "mcp__"
 """Every MCP tool's registered name starts with this, then ``<server>__<tool>``."""
 MAX_TOOL_NAME_CHARS: Final = 64
 """OpenAI-compatible APIs refuse longer function names; longer MCP names are shortened."""
+
+MAX_RESULT_BYTES_ENV: Final = "STEERABLE_MCP_MAX_RESULT_BYTES"
+MAX_RESULT_BYTES: Final = EnvInt(MAX_RESULT_BYTES_ENV, 100_000, floor=20_000, ceiling=10_000_000)
+"""The most an MCP tool result may put in the conversation, in UTF-8 bytes of its ``data`` as JSON
+(and of its error text): 100,000 by default, about Claude Code's 25,000 tokens
+(``MAX_MCP_OUTPUT_TOKENS``) at 4 bytes a token; from 20,000 to 10,000,000 (SAFE-5)."""
 
 _NOT_NAME_CHAR: Final = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -65,8 +81,12 @@ def build_tool(
     *,
     exposure: ToolExposure | str,
     timeout_ms: int | None,
+    context_param: str | None = None,
 ) -> Tool:
     """A :class:`Tool` from an MCP tool definition in its wire form (camelCase keys).
+
+    ``context_param`` is the keyword ``handler`` gets the call's ``CallContext`` under (see
+    :func:`~steerable_agent_runtime.context.context_keyword`), or ``None``.
 
     Raises:
         UserError: When the definition has no name or an unusable input schema.
@@ -92,6 +112,7 @@ def build_tool(
         exposure=exposure,
         timeout_ms=timeout_ms,
         annotations=kept or None,
+        context_param=context_param,
     )
 
 
@@ -130,6 +151,83 @@ def call_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolR
     if others:
         payload["content"] = others
     return ToolResult.success_with(payload or None)
+
+
+async def bounded_result(result: ToolResult, context: CallContext | None, *, max_bytes: int) -> ToolResult:
+    """Keep an MCP tool's result within ``max_bytes`` of the conversation (SAFE-5).
+
+    ``data`` larger than ``max_bytes`` as UTF-8 JSON goes whole to the run's spill store
+    (:meth:`CallContext.spill_data`: a preview and a ``spill://`` locator stay); where there is
+    none it is cut: ``data`` keeps its small top-level fields and ``cut: {bytes, preview}``, the
+    first characters of its JSON text, all within ``max_bytes``, and ``message`` says so. An
+    error text longer than ``max_bytes`` is cut with a note. docs/mcp-sources.md, "Large results".
+
+    Args:
+        result: The mapped result (:func:`call_tool_result`, or a failure).
+        context: The call's context (its ``spill``); ``None`` is a context without one.
+        max_bytes: The cap, in bytes (:data:`MAX_RESULT_BYTES`).
+
+    Returns:
+        ``result`` itself when within the cap, else the bounded result.
+    """
+    if result.error is not None and _utf8_size(result.error) > max_bytes:
+        result = result.model_copy(update={"error": _cut_error(result.error, max_bytes)})
+    if not result.data:
+        return result
+    try:
+        text = json.dumps(result.data, ensure_ascii=False)
+    except (ValueError, RecursionError):  # no JSON form: ToolResult.to_wire answers for it
+        return result
+    size = _utf8_size(text)
+    if size <= max_bytes:
+        return result
+    try:
+        spilled = await context.spill_data(result, threshold_bytes=max_bytes) if context else None
+    except OSError:  # the store is full: cut, never pass the whole on
+        logger.exception("could not spill an MCP result of %d bytes; cutting it", size)
+        spilled = None
+    if spilled is not None:
+        return spilled
+    kept = scalar_fields(result.data)
+    frame = json.dumps({**kept, "cut": {"bytes": size, "preview": ""}}, ensure_ascii=False)
+    preview = _fitting(text, max_bytes - _utf8_size(frame))
+    note = (
+        f"The result data was {size} bytes, more than the {max_bytes} bytes an MCP result may bring "
+        f"into the conversation ({MAX_RESULT_BYTES_ENV}), and nothing here stores the rest: "
+        f"data.cut.preview holds the first {len(preview)} characters of its JSON text; the rest is "
+        "dropped. If what you need is not in the preview, call the tool again asking for less "
+        "(a narrower query, a filter, a smaller page or limit)."
+    )
+    message = f"{result.message} {note}" if result.message else note
+    return result.model_copy(
+        update={"data": {**kept, "cut": {"bytes": size, "preview": preview}}, "message": message}
+    )
+
+
+def _utf8_size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _fitting(text: str, room: int) -> str:
+    """The longest start of ``text`` whose JSON string form takes at most ``room`` UTF-8 bytes."""
+    low, high = 0, max(0, min(len(text), room))  # a character takes one byte or more
+    while low < high:  # about 17 steps for a 100,000-byte cap
+        middle = (low + high + 1) // 2
+        if _utf8_size(json.dumps(text[:middle], ensure_ascii=False)) - 2 <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
+
+
+def _cut_error(error: str, max_bytes: int) -> str:
+    note = (
+        f"\n[cut: the error text was {_utf8_size(error)} bytes, more than the {max_bytes} an MCP "
+        f"result may bring into the conversation ({MAX_RESULT_BYTES_ENV})]"
+    )
+    room = max_bytes - _utf8_size(note)
+    head = error.encode("utf-8", "surrogatepass")[: max(0, room)].decode("utf-8", "ignore")
+    return head + note
 
 
 def _summarise_block(block: dict[str, Any]) -> dict[str, Any]:

@@ -143,6 +143,7 @@ class _Parked:
     cwd: str
     servers: tuple[_McpServer, ...]
     always: frozenset[str]
+    hosts: frozenset[str] = frozenset()  # the hosts web_fetch was allowed to reach (SAFE-4)
 
 
 class SteerableAcpAgent:
@@ -307,9 +308,10 @@ class SteerableAcpAgent:
         stack.push_async_callback(booted.aclose)
         try:
             if configs:
-                from .mcp_sources import McpToolSources
+                from .mcp_sources import MAX_RESULT_BYTES, McpToolSources
 
-                await stack.enter_async_context(McpToolSources(booted.router, configs))
+                sources = McpToolSources(booted.router, configs, max_result_bytes=MAX_RESULT_BYTES.read())
+                await stack.enter_async_context(sources)
         except Exception as exc:
             await stack.aclose()
             raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
@@ -337,7 +339,9 @@ class SteerableAcpAgent:
                 if self.sessions.get(idle.id) is not idle or not self._unused(idle):
                     continue  # replaced, closed or taken while this waited: look again
                 del self.sessions[idle.id]
-                self._parked[idle.id] = _Parked(str(idle.root), idle.servers, frozenset(idle.always))
+                self._parked[idle.id] = _Parked(
+                    str(idle.root), idle.servers, frozenset(idle.always), idle.fetch_consent.allowed
+                )
                 await idle.aclose()
                 self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
 
@@ -383,6 +387,7 @@ class SteerableAcpAgent:
             session.pins = 1  # the caller's: not parked again before its turn starts
             session.reseed = True  # its next turn seeds the read state from the record
             session.always.update(parked.always)
+            session.fetch_consent.restore(parked.hosts)
             await self._register(session)
         return session
 
@@ -464,6 +469,7 @@ class SteerableAcpAgent:
                 on_event=session.on_event,
                 wrap=session.wrap,
                 read_state=session.booted.workspace.state.seed if session.reseed else None,
+                questions=session.fetch_consent,  # SAFE-4: a new host's first web_fetch asks
             ),
             offered=session.booted.harness.offered,
             options=LoopOptions(

@@ -214,17 +214,18 @@ def mcp_sources_for(
         connect and register the tools), or ``None`` when no configuration is given.
 
     Raises:
-        ConfigError: The configuration file is missing or invalid (the message names it).
+        ConfigError: The configuration file is missing or invalid (the message names it), or
+            ``STEERABLE_MCP_MAX_RESULT_BYTES`` is not an integer in range.
     """
     env = os.environ if environ is None else environ
     path = config if config is not None else env_text(MCP_CONFIG_ENV, env)  # blank: unset
     if path is None:
         return None
     # the mcp SDK: only when servers are configured
-    from .mcp_sources import McpToolSources, load_mcp_config, load_mcp_config_from_env
+    from .mcp_sources import MAX_RESULT_BYTES, McpToolSources, load_mcp_config, load_mcp_config_from_env
 
     servers = load_mcp_config(path) if config is not None else load_mcp_config_from_env(env)
-    return McpToolSources(router, servers)
+    return McpToolSources(router, servers, max_result_bytes=MAX_RESULT_BYTES.read(env))
 
 
 def offered_tools(

@@ -31,6 +31,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from steerable_agent_runtime import RemoteError, SidecarStartError, SteerableError, ToolResult, new_call_id
+from steerable_agent_runtime.executor import takes_question
 from steerable_agent_runtime.sandbox import absolute_python_path
 
 from ._remote_errors import typed_remote_error
@@ -127,7 +128,8 @@ class SidecarClient:
         self.on_tool_invoke: Callable[[dict[str, Any]], Awaitable[ToolResult | Mapping[str, Any]]] | None = (
             None
         )
-        self.on_approval: Callable[[dict[str, Any], str], Awaitable[bool]] | None = None
+        self.on_approval: Callable[..., Awaitable[bool]] | None = None
+        """``(call, mode)``, or ``(call, mode, *, question)`` to see a new host's question (SAFE-4)."""
         self.on_read_state_seed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self.on_web_search: Callable[[dict[str, Any]], Awaitable[Mapping[str, Any]]] | None = None
         self._chats: dict[str, ChatHandle] = {}
@@ -417,9 +419,15 @@ class SidecarClient:
         return result.to_wire() if isinstance(result, ToolResult) else dict(result)
 
     async def _approval(self, params: Any) -> dict[str, Any]:
-        if self.on_approval is None:
+        handler = self.on_approval
+        if handler is None:
             return {"approved": False}
-        answer = await self.on_approval(dict(params["call"]), str(params["mode"]))
+        call, mode = dict(params["call"]), str(params["mode"])
+        if takes_question(handler):  # {reason, domain, url} for a new host's first web_fetch, else None
+            question = {key: params[key] for key in ("reason", "domain", "url") if key in params} or None
+            answer = await handler(call, mode, question=question)
+        else:
+            answer = await handler(call, mode)
         return {"approved": answer is True}  # consent is never inferred from a truthy value
 
     async def _read_state_seed(self, params: Any) -> dict[str, Any]:

@@ -445,8 +445,12 @@ def _plugins(rows: _Rows, booted: Booted | None, plugins: bool) -> None:
 
 
 def _mcp(rows: _Rows, env: dict[str, str]) -> None:
-    from .mcp_sources import load_mcp_config_from_env
+    from .mcp_sources import MAX_RESULT_BYTES, load_mcp_config_from_env
 
+    try:
+        MAX_RESULT_BYTES.read(env)
+    except ConfigError as exc:
+        rows.add("MCP servers", "result cap", "invalid", "error", str(exc))
     try:
         servers = load_mcp_config_from_env(env)
     except ConfigError as exc:

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 from steerable_agent_runtime import CallContext, ToolCall, ToolResult, ToolRouter, UserError
 from steerable_agent_runtime.ask_user import ASK_USER_TOOL_NAME
+from steerable_agent_runtime.context import context_keyword
 from steerable_agent_runtime.spill import READ_SPILLED_TOOL_NAME
 from steerable_agent_runtime.tools import Tool
 
@@ -58,10 +59,7 @@ def register_host_tools(
         if not isinstance(parameters, Mapping):
             raise UserError(f"host tool {name!r}: 'parameters' must be a JSON Schema object")
 
-        properties = parameters.get("properties")
-        key = "_context"  # the handler's keyword for the call context: not one of the arguments
-        while isinstance(properties, Mapping) and key in properties:
-            key += "_"
+        key = context_keyword(parameters)  # the handler's keyword for the call context
         router.register(
             Tool.from_schema(
                 name,

@@ -28,10 +28,14 @@ from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_stre
 
 if TYPE_CHECKING:
     from steerable_agent_runtime import ToolResult, ToolRouter
+    from steerable_agent_runtime.context import ToolExecutor
+    from steerable_agent_runtime.executor import ConsentQuestion, ConsentQuestions
     from steerable_agent_runtime.tools import Tool
+    from steerable_agent_runtime.types import ToolCall
 
 __all__ = [
     "DEFAULT_HEARTBEAT_S",
+    "ELICITATION_TIMEOUT_S",
     "LATEST_PROTOCOL_VERSION",
     "LOG_LEVELS",
     "PROTOCOL_VERSIONS",
@@ -64,6 +68,9 @@ LOG_LEVELS: Final[Mapping[str, int]] = {
 
 DEFAULT_HEARTBEAT_S: Final = 1.0
 """Seconds between two progress notifications of a running call."""
+
+ELICITATION_TIMEOUT_S: Final = 600.0
+"""Longest wait for the client's answer to ``elicitation/create`` (a new host's question), in seconds."""
 
 _DEFAULT_LOG_LEVEL: Final = logging.WARNING
 _MAX_LOG_CHARS: Final = 8_000
@@ -247,6 +254,9 @@ class McpServer:
         self._redactor = Redactor.of(secrets)
         self._router: ToolRouter | None = None
         self._offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+        self._questions: ConsentQuestions | None = None
+        self._elicits = False  # the client said in initialize that it answers form elicitations
+        self._gate: ToolExecutor | None = None
         self._failure: BaseException | None = None
         self._ready = asyncio.Event()
         self._failure_told = asyncio.Event()  # a request was answered with the failure
@@ -263,7 +273,11 @@ class McpServer:
     # -- the tools ----------------------------------------------------------------------------
 
     def attach(
-        self, router: ToolRouter, offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None
+        self,
+        router: ToolRouter,
+        offered: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        *,
+        questions: ConsentQuestions | None = None,
     ) -> None:
         """Serve ``router``'s tools from now on; requests waiting for them go on.
 
@@ -271,9 +285,13 @@ class McpServer:
             router: The tools (its read state lasts as long as the connection).
             offered: Returns the descriptors to list (a harness's ``offered``); default: the
                 direct tier. Every registered tool stays callable by name.
+            questions: The connection's questions about calls (``FetchConsent``: the first
+                ``web_fetch`` of each host, SAFE-4), put to a client that declared form
+                elicitation with ``elicitation/create``; a client that did not is asked nothing.
         """
         self._router = router
         self._offered = offered
+        self._questions, self._gate = questions, None
         self._ready.set()
         if self._peer is not None:
             self._watch(router)
@@ -391,6 +409,7 @@ class McpServer:
         client = params.get("clientInfo")
         if isinstance(client, dict):
             logger.info("mcp: client %s %s asks for %s", client.get("name"), client.get("version"), requested)
+        self._elicits = _elicits_forms(params.get("capabilities"))
         result: dict[str, Any] = {
             "protocolVersion": requested if requested in PROTOCOL_VERSIONS else LATEST_PROTOCOL_VERSION,
             "capabilities": {"tools": {"listChanged": True}, "logging": {}},
@@ -447,13 +466,13 @@ class McpServer:
             await progress.started()  # before the tool's own output
             beat = asyncio.create_task(self._heartbeat(progress), name=f"mcp-progress-{name}")
             try:
-                result = await router.dispatch(call, CallContext(call, output=progress.output))
+                result = await self._executor(router)(call, CallContext(call, output=progress.output))
             finally:
                 progress.close()  # the answer is written next: nothing under its token after it
                 beat.cancel()
                 await asyncio.gather(beat, return_exceptions=True)
         else:
-            result = await router.dispatch(call)
+            result = await self._executor(router)(call, None)
         unknown = isinstance(result.data, dict) and result.data.get("code") == ToolErrorCode.UNKNOWN_TOOL
         if not result.success and unknown:
             # not a tool at all: a protocol error (-32602); the router's text keeps "Did you mean"
@@ -461,6 +480,46 @@ class McpServer:
         if result.error:  # an exception's text may quote a credential: the model never reads one
             result = result.model_copy(update={"error": self.redact(result.error)})
         return to_call_tool_result(result)
+
+    def _executor(self, router: ToolRouter) -> ToolExecutor:
+        """``router.dispatch``, behind a gate asking :attr:`_questions` when the client can elicit.
+
+        The client is the host that asks its user about each tool (every tool's annotations say
+        what it may do), so no mode asks here (``consent_modes=()``); only a question does (SAFE-4).
+        """
+        if self._questions is None or not self._elicits:
+            return router.dispatch
+        if self._gate is None:
+            from steerable_agent_runtime.executor import ApprovalGate, mode_lookup
+
+            self._gate = ApprovalGate(
+                router.dispatch,
+                approve=self._elicit_consent,
+                mode_of=mode_lookup(router),
+                consent_modes=(),
+                check=router.check,
+                questions=self._questions,
+            )
+        return self._gate
+
+    async def _elicit_consent(
+        self, call: ToolCall, mode: ToolMode, *, question: ConsentQuestion | None = None
+    ) -> bool:
+        """One ``elicitation/create`` form with no fields: ``accept`` allows, anything else refuses."""
+        peer = self._peer
+        if question is None or peer is None:  # never: no mode asks here
+            return False
+        from .web_tools import fetch_question_text
+
+        answer = await peer.request(
+            "elicitation/create",
+            {
+                "message": fetch_question_text(question),
+                "requestedSchema": {"type": "object", "properties": {}},
+            },
+            timeout_s=ELICITATION_TIMEOUT_S,
+        )
+        return isinstance(answer, dict) and answer.get("action") == "accept"
 
     async def _heartbeat(self, progress: _CallProgress) -> None:
         while True:
@@ -503,6 +562,20 @@ class McpServer:
                 notice = {"level": "warning", "logger": logger.name, "data": f"{dropped} log records dropped"}
                 await self._notify("notifications/message", notice)
             await self._notify("notifications/message", message)
+
+
+def _elicits_forms(capabilities: object) -> bool:
+    """Whether ``initialize``'s client capabilities declare form elicitation.
+
+    MCP 2025-06-18: ``elicitation: {}``; 2025-11-25: ``elicitation: {form?: {}, url?: {}}``, where
+    an empty object still means form.
+    """
+    if not isinstance(capabilities, dict):
+        return False
+    elicitation = capabilities.get("elicitation")
+    if not isinstance(elicitation, dict):
+        return False
+    return "form" in elicitation or "url" not in elicitation
 
 
 def _mcp_level(levelno: int) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Final
 
+from steerable_agent_runtime.context import CallContext, context_keyword
 from steerable_agent_runtime.errors import DuplicateToolError, McpServerError, UserError
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler, ToolRouter
 from steerable_agent_runtime.types import ToolResult
@@ -29,12 +30,23 @@ from ._mcp_config import (
     load_mcp_config_from_env,
 )
 from ._mcp_connection import CALL_GRACE_S, Connection
-from ._mcp_tools import MCP_TOOL_PREFIX, build_tool, call_tool_result, load_mcp_catalogue, mcp_tool_name
+from ._mcp_tools import (
+    MAX_RESULT_BYTES,
+    MAX_RESULT_BYTES_ENV,
+    MCP_TOOL_PREFIX,
+    bounded_result,
+    build_tool,
+    call_tool_result,
+    load_mcp_catalogue,
+    mcp_tool_name,
+)
 
 __all__ = [
     "DEFAULT_CALL_TIMEOUT_MS",
     "DEFAULT_CONNECT_TIMEOUT_MS",
     "MAX_MCP_CONFIG_BYTES",
+    "MAX_RESULT_BYTES",
+    "MAX_RESULT_BYTES_ENV",
     "MCP_CONFIG_ENV",
     "MCP_TOOL_PREFIX",
     "McpServerConfig",
@@ -77,9 +89,15 @@ class McpToolSources:
         call_timeout_ms: Bound on one tool call, in milliseconds (> 0); a call past it fails with
             ``data.code == "timeout"`` and ``needsFollowup``.
         connect_timeout_ms: Bound on starting one server and listing its tools, in milliseconds (> 0).
+        max_result_bytes: The most one result may bring into the conversation, in UTF-8 bytes of
+            its ``data`` as JSON (and of its error text); more is spilled whole through the run's
+            ``SpillHooks``, or cut where there are none (SAFE-5, docs/mcp-sources.md, "Large
+            results"). ``STEERABLE_MCP_MAX_RESULT_BYTES`` for the commands; 100,000 by default,
+            from 20,000 to 10,000,000.
 
     Raises:
         UserError: On duplicate server names, a non-positive timeout or an unknown tier.
+        ConfigError: On a ``max_result_bytes`` out of range.
     """
 
     def __init__(
@@ -90,6 +108,7 @@ class McpToolSources:
         exposure: ToolExposure | str = ToolExposure.DEFERRED,
         call_timeout_ms: int = DEFAULT_CALL_TIMEOUT_MS,
         connect_timeout_ms: int = DEFAULT_CONNECT_TIMEOUT_MS,
+        max_result_bytes: int = MAX_RESULT_BYTES.default,
     ) -> None:
         for label, value in (
             ("call_timeout_ms", call_timeout_ms),
@@ -107,6 +126,7 @@ class McpToolSources:
             raise UserError(f"unknown exposure {exposure!r}; use one of direct, deferred, hidden") from None
         self._router = router
         self._call_timeout_ms = call_timeout_ms
+        self._max_result_bytes = MAX_RESULT_BYTES.check(max_result_bytes, "McpToolSources.max_result_bytes")
         self._connections = [
             Connection(
                 config, connect_timeout_s=connect_timeout_ms / 1000, call_timeout_s=call_timeout_ms / 1000
@@ -148,10 +168,17 @@ class McpToolSources:
         timeout_ms = self._call_timeout_ms + round(CALL_GRACE_S * 1000) + _ROUTER_GRACE_MS
         for definition in connection.definitions:
             original = str(definition.get("name"))
-            handler = _dispatcher(connection, original)
+            schema = definition.get("inputSchema")
+            key = context_keyword(schema if isinstance(schema, dict) else {})
+            handler = _dispatcher(connection, original, key, self._max_result_bytes)
             try:
                 tool = build_tool(
-                    connection.name, definition, handler, exposure=self._exposure, timeout_ms=timeout_ms
+                    connection.name,
+                    definition,
+                    handler,
+                    exposure=self._exposure,
+                    timeout_ms=timeout_ms,
+                    context_param=key,
                 )
                 self._router.register(tool)
             except DuplicateToolError as exc:
@@ -195,8 +222,12 @@ class McpToolSources:
         return [c.describe() for c in self._connections]
 
 
-def _dispatcher(connection: Connection, tool: str) -> ToolHandler:
+def _dispatcher(connection: Connection, tool: str, key: str, max_result_bytes: int) -> ToolHandler:
+    """A tool's handler: the call goes to the server, its result is bounded (SAFE-5)."""
+
     async def handler(**arguments: Any) -> ToolResult:
-        return await connection.call(tool, arguments)
+        context: CallContext | None = arguments.pop(key, None)  # None: the handler called by hand
+        result = await connection.call(tool, arguments)
+        return await bounded_result(result, context, max_bytes=max_result_bytes)
 
     return handler

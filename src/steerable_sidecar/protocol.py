@@ -390,12 +390,19 @@ AskUserResult = AskUserAnswers | AskUserCancelled
 
 @with_config(_DOCS)
 class ApprovalRequestParams(TypedDict):
-    """``approval.request``: may a consent-mode call the sidecar runs itself go ahead?"""
+    """``approval.request``: may a consent-mode call go ahead, or a ``web_fetch`` reach a new host?"""
 
     chatId: str
     call: ToolCallWire
     """The call awaiting consent, as the model made it (its arguments validated first)."""
     mode: ToolModeName
+    reason: NotRequired[Literal["new_domain"]]
+    """Present when the question is not the call's mode: ``new_domain``, the first ``web_fetch``
+    of ``domain`` in the session (SAFE-4); ``approved: true`` allows that host for the rest of it."""
+    domain: NotRequired[str]
+    """With ``reason``: the whole host the call would reach (lowercase, IDNA A-labels)."""
+    url: NotRequired[str]
+    """With ``reason``: the URL the call asks for."""
 
 
 @with_config(_DOCS)

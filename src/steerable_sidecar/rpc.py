@@ -24,6 +24,7 @@ from steerable_agent_runtime.errors import PeerClosedError, RemoteError, Steerab
 from ._jsonrpc_frames import (
     FrameError,
     decode_frame,
+    duplicate_request,
     encode_frame,
     error_response,
     id_key,
@@ -95,7 +96,8 @@ class JsonRpcPeer:
 
     EOF fails every pending :meth:`request` with :class:`PeerClosedError` and gives running
     handlers ``drain_timeout_s`` to answer; :meth:`aclose` cancels them at once; the streams are
-    never closed (docs/sidecar-protocol.md, End of input and shutdown).
+    never closed (docs/sidecar-protocol.md, End of input and shutdown). An incoming request that
+    reuses the id of one still in flight is answered ``-32600`` and never run (SAFE-7).
 
     Args:
         reader: The stream frames arrive on (any :class:`asyncio.StreamReader`).
@@ -135,7 +137,9 @@ class JsonRpcPeer:
         self._next_id = 0
         self._write_lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
-        self._incoming: dict[tuple[bool, Any], asyncio.Task[Any]] = {}  # request id -> its task
+        # every incoming request in flight, by id: its task, or None inside a batch (not cancellable);
+        # a second request with one of these ids is refused (SAFE-7)
+        self._incoming: dict[tuple[bool, Any], asyncio.Task[Any] | None] = {}
         self._cancelled: set[asyncio.Task[Any]] = set()  # cancelled by cancel_request: never answered
         self._scrub = scrub
         self._strict_ids = strict_ids
@@ -379,10 +383,11 @@ class JsonRpcPeer:
         except Exception:
             logger.exception("%s: reading stopped by an unexpected error", self.name)
 
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
+    def _spawn(self, coroutine: Awaitable[None]) -> asyncio.Task[None]:
         task = asyncio.ensure_future(coroutine)
         self._tasks.add(task)
         task.add_done_callback(self._task_done)
+        return task
 
     def _task_done(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
@@ -402,22 +407,42 @@ class JsonRpcPeer:
             if not value:
                 self._spawn(self._send(error_response(None, INVALID_REQUEST, "Invalid Request: empty batch")))
             else:
-                self._spawn(self._batch(value))
+                self._spawn(self._batch(value, [self._claim(item) for item in value]))
         elif isinstance(value, dict) and is_response(value):
             self._resolve(value)  # inline: cheap, and keeps answers in arrival order
         else:
-            self._spawn(self._single(value))
+            key, refusal = self._claim(value)
+            if refusal is not None:
+                self._spawn(self._send(refusal))
+                return
+            task = self._spawn(self._single(value, key))
+            if key is not None:
+                self._incoming[key] = task
 
-    async def _single(self, value: Any) -> None:
-        key = id_key(value.get("id")) if isinstance(value, dict) and "method" in value else None
+    def _claim(self, value: Any) -> tuple[tuple[bool, Any] | None, dict[str, Any] | None]:
+        """Mark a request's id in flight, from the reader (before any handler runs): ``(key, None)``.
+
+        A request reusing the id of one still in flight gets ``(None, its -32600 answer)``; the
+        first is answered once, normally (SAFE-7). Notifications, responses and null ids claim
+        nothing: ``(None, None)``.
+        """
+        if not isinstance(value, dict) or "method" not in value:
+            return None, None
+        key = id_key(value.get("id"))
+        if key is None:
+            return None, None
+        if key in self._incoming:
+            return None, duplicate_request(value)
+        self._incoming[key] = None
+        return key, None
+
+    async def _single(self, value: Any, key: tuple[bool, Any] | None) -> None:
         task = asyncio.current_task()
-        if key is not None and task is not None:
-            self._incoming[key] = task
         try:
             response = await self._handle(value)
         finally:
-            if key is not None and self._incoming.get(key) is task:
-                del self._incoming[key]
+            if key is not None:  # released before the answer is written: the host may reuse it then
+                self._incoming.pop(key, None)
         if task in self._cancelled:  # the handler swallowed the cancellation: still no answer
             return
         if response is not None:
@@ -437,15 +462,29 @@ class JsonRpcPeer:
         """
         key = id_key(request_id)
         task = self._incoming.get(key) if key is not None else None
-        if task is None or task.done():
+        if task is None or task.done():  # unknown, finished, or inside a batch
             return False
         self._cancelled.add(task)
         task.add_done_callback(self._cancelled.discard)
         task.cancel()
         return True
 
-    async def _batch(self, values: list[Any]) -> None:
-        responses = await asyncio.gather(*(self._handle(value) for value in values))
+    async def _batch(
+        self, values: list[Any], claims: list[tuple[tuple[bool, Any] | None, dict[str, Any] | None]]
+    ) -> None:
+        """Run a batch; ``claims`` are :meth:`_claim`'s, one per value (a refusal is its answer)."""
+
+        async def one(value: Any, refusal: dict[str, Any] | None) -> dict[str, Any] | None:
+            return refusal if refusal is not None else await self._handle(value)
+
+        try:
+            responses = await asyncio.gather(
+                *(one(v, refusal) for v, (_, refusal) in zip(values, claims, strict=True))
+            )
+        finally:  # the batch is answered as one array: its ids are free once that is on its way
+            for key, _ in claims:
+                if key is not None:
+                    self._incoming.pop(key, None)
         answered = [response for response in responses if response is not None]
         if answered:
             await self._send(answered)

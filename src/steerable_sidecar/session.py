@@ -3,7 +3,9 @@
 Each stdin line is one ``ToolCall`` (``{"id", "name", "arguments"}``); each stdout line is
 ``{"id": <the call's id or null>, "result": <ToolResult>}``, in input order. The router (and so the
 read-before-write state) lives for the whole session. A line that is not JSON, or not a valid
-envelope, gets a failed result with ``needsFollowup``; the session never stops on bad input.
+envelope, gets a failed result with ``needsFollowup``; the session never stops on bad input. A
+line nested too deeply for the JSON decoder (about 1,000 levels) is answered with ``id: null`` and
+``data.code == "arguments_too_deep"``; arguments that decode are checked by the router (SAFE-6).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ import sys
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
-from steerable_agent_runtime import ToolResult, ToolRouter
+from steerable_agent_runtime import ToolErrorCode, ToolResult, ToolRouter
+from steerable_agent_runtime.tools import MAX_ARGUMENT_DEPTH
 
 __all__ = ["handle_line", "run_session"]
 
@@ -36,11 +39,15 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
         return None
     try:
         raw = json.loads(line)
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, an over-long integer, too deep
-        if isinstance(exc, json.JSONDecodeError):
-            message = exc.msg
-        else:
-            message = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
+    except RecursionError:  # deeper than the decoder goes (SAFE-6): the id cannot be read either
+        result = ToolResult.retry(
+            "not a JSON line (nested too deeply to decode; tool arguments may nest at most "
+            f"{MAX_ARGUMENT_DEPTH} levels); send one ToolCall object per line, with flatter arguments",
+            data={"code": ToolErrorCode.ARGUMENTS_TOO_DEEP, "maxDepth": MAX_ARGUMENT_DEPTH},
+        )
+        return {"id": None, "result": result.to_wire()}
+    except ValueError as exc:  # JSONDecodeError, an over-long integer
+        message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         result = ToolResult.retry(f"not a JSON line ({message}); send one ToolCall object per line")
         return {"id": None, "result": result.to_wire()}
     if not isinstance(raw, dict):

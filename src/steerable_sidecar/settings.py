@@ -26,13 +26,14 @@ from ._llm_config import (
 )
 from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
 from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
-from .mcp_sources import MCP_CONFIG_ENV
+from .mcp_sources import MAX_RESULT_BYTES, MCP_CONFIG_ENV
 from .run_code import RUN_CODE_ENV, RunCodeConfig
 from .state_dir import STATE_DIR_ENV
 from .web_tools._config import (
     ALLOWED_DOMAINS_ENV,
     BLOCKED_DOMAINS_ENV,
     EGRESS_CONFINED_ENV,
+    FETCH_TRUSTED_DOMAINS_ENV,
     SEARCH_API_KEY_ENV,
     SEARCH_BASE_URL_ENV,
     SEARCH_PROVIDER_ENV,
@@ -148,6 +149,13 @@ _WEB: Final = (
         kind="list",
     ),
     EnvVar(
+        name=FETCH_TRUSTED_DOMAINS_ENV,
+        area="Web tools",
+        summary="Hosts (and subdomains) `web_fetch` reaches without asking first in an interactive session "
+        "(sidecar chat, ACP, an MCP client that can elicit); restricts nothing.",
+        kind="list",
+    ),
+    EnvVar(
         name=EGRESS_CONFINED_ENV,
         area="Web tools",
         summary="The host confines outbound traffic to its egress proxy (`HTTPS_PROXY`...), which must "
@@ -182,6 +190,18 @@ _PROCESS: Final = (
         "in the deferred tier.",
         kind="path",
         flag="--mcp FILE (steerable run)",
+    ),
+    EnvVar(
+        name=MAX_RESULT_BYTES.variable,
+        area="MCP servers",
+        summary="The most one MCP tool result brings into the conversation, as UTF-8 JSON: a larger "
+        "one is spilled whole (the model gets a preview and a `spill://` locator), or cut with a "
+        "note where nothing stores spills (about Claude Code's 25,000-token `MAX_MCP_OUTPUT_TOKENS`).",
+        kind="int",
+        default=str(MAX_RESULT_BYTES.default),
+        floor=MAX_RESULT_BYTES.floor,
+        ceiling=MAX_RESULT_BYTES.ceiling,
+        unit="bytes",
     ),
     EnvVar(
         name=STATE_DIR_ENV,

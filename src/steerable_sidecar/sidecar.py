@@ -21,7 +21,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
@@ -41,7 +41,14 @@ from steerable_agent_runtime import (
     new_call_id,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
-from steerable_agent_runtime.executor import ApprovalGate, ApprovalHandler, approve_all, mode_lookup
+from steerable_agent_runtime.executor import (
+    ApprovalGate,
+    ApprovalHandler,
+    ConsentQuestion,
+    ConsentQuestions,
+    approve_all,
+    mode_lookup,
+)
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
@@ -55,6 +62,9 @@ from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 from .boot import Booted, boot_tools
 from .host_tools import register_host_tools
 from .rpc import InvalidParams, JsonRpcPeer
+
+if TYPE_CHECKING:
+    from .web_tools import FetchConsent
 
 __all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "boot_for"]
 
@@ -219,6 +229,7 @@ class Sidecar:
         self._provider: LLMProvider | None = None
         self._chats: dict[str, _Chat] = {}
         self._busy_sessions: set[str] = set()
+        self._fetch_consent: dict[str, FetchConsent] = {}  # per session: the hosts its user allowed
         self._stopping = asyncio.Event()
         for name, handler in {
             "system.ping": self.ping,
@@ -510,16 +521,37 @@ class Sidecar:
             router.register(ask)
         events = self._chat_events(chat, chat_id)
         approve = approve_all if p.auto_approve else self._host_approval(chat_id)
+        # SAFE-4: the first web_fetch of each host in the session is put to the host's user, unless
+        # autoApprove says the host answers yes to everything
+        questions = None if p.auto_approve else self._session_fetch_consent(session_id)
         if p.tools_via_host:
             # the host executes its tools and owns their consent; it gets a resume's read state
             return router, Transport(
                 on_event=events,
                 trace=self._trace,
                 read_state=functools.partial(self._seed_host, session_id),
-                executor=_gate_all_but(router, forwarded, approve),
+                executor=_gate_all_but(router, forwarded, approve, questions),
             )
         seed = self._workspace.state.seed if self._workspace is not None else None
-        return router, Transport(approve=approve, on_event=events, trace=self._trace, read_state=seed)
+        return router, Transport(
+            approve=approve, on_event=events, trace=self._trace, read_state=seed, questions=questions
+        )
+
+    def _session_fetch_consent(self, session_id: str) -> FetchConsent:
+        """The session's ``web_fetch`` hosts (SAFE-4): kept for the process's life, across its chats."""
+        key = session_id.lower()  # as the busy-session key: one record file on any file system
+        consent = self._fetch_consent.get(key)
+        if consent is None:
+            from steerable_agent_runtime.errors import ConfigError
+
+            from .web_tools import FetchConsent, WebToolsConfig
+
+            try:
+                config = WebToolsConfig.from_env(self.config.environ)
+            except ConfigError:  # the web pair is not served then (logged at boot): nothing is trusted
+                config = WebToolsConfig()
+            consent = self._fetch_consent[key] = FetchConsent(config)
+        return consent
 
     # -- reverse calls --------------------------------------------------------------------------
     def _host_invoke(self, chat_id: str) -> Callable[[ToolCall], Any]:
@@ -574,13 +606,12 @@ class Sidecar:
 
         return ask
 
-    def _host_approval(self, chat_id: str) -> Callable[[ToolCall, ToolMode], Any]:
-        async def approve(call: ToolCall, mode: ToolMode) -> bool:
-            answer = await self.peer.request(
-                "approval.request",
-                {"chatId": chat_id, "call": call.model_dump(), "mode": mode.value},
-                timeout_s=HOST_CALL_TIMEOUT_S,
-            )
+    def _host_approval(self, chat_id: str) -> ApprovalHandler:
+        async def approve(call: ToolCall, mode: ToolMode, *, question: ConsentQuestion | None = None) -> bool:
+            params: dict[str, Any] = {"chatId": chat_id, "call": call.model_dump(), "mode": mode.value}
+            if question is not None:  # SAFE-4: {reason: "new_domain", domain, url}
+                params.update(question.to_wire())
+            answer = await self.peer.request("approval.request", params, timeout_s=HOST_CALL_TIMEOUT_S)
             return isinstance(answer, Mapping) and answer.get("approved") is True
 
         return approve
@@ -607,16 +638,24 @@ class Sidecar:
         return {"cancelled": True}
 
 
-def _gate_all_but(router: ToolRouter, forwarded: frozenset[str], approve: ApprovalHandler) -> ApprovalGate:
+def _gate_all_but(
+    router: ToolRouter,
+    forwarded: frozenset[str],
+    approve: ApprovalHandler,
+    questions: ConsentQuestions | None = None,
+) -> ApprovalGate:
     """A ``toolsViaHost`` chat's executor: consent for the tools the sidecar runs itself.
 
-    The host executes the ``forwarded`` tools and owns their consent, so they pass ungated; a
-    tool answered here (``run_code``: it runs in the sidecar, LOCAL_ONLY_TOOLS) asks ``approve``
-    like any chat's call (docs/runtime.md, Consent).
+    The host executes the ``forwarded`` tools and owns their consent, so their mode asks nothing;
+    a tool answered here (``run_code``: it runs in the sidecar, LOCAL_ONLY_TOOLS) asks ``approve``
+    like any chat's call (docs/runtime.md, Consent). ``questions`` (the first ``web_fetch`` of a
+    host, SAFE-4) are asked whoever runs the call, before it is forwarded.
     """
     modes = mode_lookup(router)
 
     def mode_of(name: str) -> ToolMode | None:
         return None if name in forwarded else modes(name)
 
-    return ApprovalGate(router.dispatch, approve=approve, mode_of=mode_of, check=router.check)
+    return ApprovalGate(
+        router.dispatch, approve=approve, mode_of=mode_of, check=router.check, questions=questions
+    )

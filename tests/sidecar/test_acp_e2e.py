@@ -1027,3 +1027,34 @@ async def test_a_load_while_its_turn_runs_is_refused_and_the_turn_goes_on(
         await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
     assert busy.value.code == -32600 and "a turn is running" in str(busy.value.data)
     assert answer.stop_reason == "cancelled"
+
+
+async def test_calls_nested_too_deeply_are_shown_as_text_and_a_load_replays_them(
+    workspace: Path, state: Path
+) -> None:  # SAFE-6
+    """The model's runaway argument text (300 levels, decodable; 1,000, not) is refused by the
+    loop, shown to the editor as the text it is, and a later ``session/load`` replays it."""
+    texts = {levels: '{"path": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}" for levels in (300, 1_000)}
+    calls = [{"id": f"d{levels}", "name": "read_file", "arguments": text} for levels, text in texts.items()]
+    options = AcpOptions(state_dir=state, plugins=False, web_tools=False)
+    client = EditorClient()
+    async with in_process_acp(client, options, ScriptedProvider([{"tool_calls": calls}, "Flatter."])) as conn:
+        await start(conn)
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        done = await conn.prompt(session_id=session.session_id, prompt=_text("go"))
+    assert done.stop_reason == "end_turn"
+    loaded = EditorClient()
+    async with in_process_acp(loaded, options, ScriptedProvider([])) as conn:
+        await start(conn)
+        await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
+    for shown in (client, loaded):
+        for levels, text in texts.items():
+            started, finished = shown.call_updates(f"d{levels}")
+            assert (started.session_update, started.raw_input) == ("tool_call", text)
+            assert finished.status == "failed"
+    recorded = _tool_results(_record(state, session.session_id))
+    assert recorded["d300"]["error"] == (
+        "Invalid arguments for read_file: nested 300 levels deep; at most 64 levels are accepted. "
+        "Send flatter arguments."
+    )
+    assert recorded["d1000"]["data"] == {"code": "arguments_too_deep", "maxDepth": 64}

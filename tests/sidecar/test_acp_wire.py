@@ -333,3 +333,34 @@ async def test_a_cancel_while_a_parked_session_boots_again_stops_its_prompt(
     assert answers[6]["result"]["stopReason"] == "cancelled"
     assert later[7]["result"]["stopReason"] == "end_turn"
     assert not (workspace / "ran.txt").exists()
+
+
+async def test_a_request_reusing_the_id_of_one_in_flight_is_refused_and_the_first_answered_once(
+    raw_agent: Any, workspace: Path
+) -> None:  # SAFE-7
+    bash = {"tool_calls": [{"id": "s1", "name": "bash", "arguments": {"command": "echo hi"}}]}
+    client = await raw_agent([bash, "done"])
+    session_id = await client.open_session(workspace)
+    await client.send(_prompt(2, session_id))
+    await client.until("session/request_permission")  # the turn now waits for a permission nobody gives
+    await client.send(_request(2, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+    refused = await client.answer_to(2)
+    await client.send(_cancel(session_id))
+    first = await client.answer_to(2)
+    await client.send(_request(2, "session/new", {"cwd": str(workspace), "mcpServers": []}))  # free again
+    reused = await client.answer_to(2)
+    await client.send(_request(3, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+    await client.answer_to(3)
+    assert refused == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {
+            "code": -32600,
+            "message": "Invalid Request: id 2 is already in use by a request still in flight; wait for "
+            "its answer or give this request another id",
+        },
+    }
+    assert first["result"]["stopReason"] == "cancelled"
+    assert "sessionId" in reused["result"]
+    answers = [m for m in client.seen if m.get("id") == 2 and "method" not in m]
+    assert answers == [refused, first, reused]  # the prompt was answered once, the refused one never

@@ -287,8 +287,12 @@ def test_session_lines_in_order_with_state_across_lines(repo_copy: Path, run_cli
         "(Expecting property name enclosed in double quotes at position 1); send a JSON object",
         "data": {"code": "invalid_envelope"},
     }
-    deep = nxt(None)
-    assert deep["error"] == "not a JSON line (too deeply nested); send one ToolCall object per line"
+    deep = nxt(None)  # SAFE-6
+    assert deep["error"] == (
+        "not a JSON line (nested too deeply to decode; tool arguments may nest at most 64 levels); "
+        "send one ToolCall object per line, with flatter arguments"
+    )
+    assert deep["data"] == {"code": "arguments_too_deep", "maxDepth": 64}
     non_str_id = nxt(None)  # an id that is not a string is not echoed
     assert non_str_id["data"]["code"] == "invalid_envelope"
     assert "id: Input should be a valid string" in non_str_id["error"]

@@ -245,7 +245,18 @@ def test_ctrl_c_cancels_the_run_and_exits_130(
         STEERABLE_STATE_DIR=str(tmp_path / "state"),
     )
     proc = subprocess.Popen(
-        [sys.executable, "-P", "-m", "steerable_sidecar", "run", "--cwd", str(ws), "--instruction", "x", "--quiet"],
+        [
+            sys.executable,
+            "-P",
+            "-m",
+            "steerable_sidecar",
+            "run",
+            "--cwd",
+            str(ws),
+            "--instruction",
+            "x",
+            "--quiet",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,

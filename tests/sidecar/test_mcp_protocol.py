@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from deep_arguments import GATED_BASH, PARSE_ERROR_TOO_DEEP, WALK_PLUGIN, arguments_text, too_deep
 
 from steerable_agent_runtime import ToolRouter, tool
 from steerable_sidecar.mcp_server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
@@ -889,3 +890,61 @@ async def test_an_absolute_workspace_serves_from_a_deleted_current_directory(
         assert proc.stdin is not None
         proc.stdin.close()
         await asyncio.wait_for(proc.wait(), WAIT_S)
+
+
+# -- SAFE-6, SAFE-7 ---------------------------------------------------------------------------------
+
+
+async def test_deep_arguments_and_frames_too_deep_to_decode_are_answered_and_serving_goes_on(
+    ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:  # SAFE-6
+    env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, WALK_PLUGIN)))
+    async with mcp(["--workspace", str(ws)], env) as wire:
+        await wire.handshake()
+        assert wire.proc.stdin is not None
+        call = '{{"jsonrpc": "2.0", "id": {}, "method": "tools/call", "params": {{"name": "walk", "arguments": {}}}}}'
+        wire.proc.stdin.write(call.format(2, arguments_text(300)).encode() + b"\n")
+        await wire.proc.stdin.drain()
+        deep = await wire.answer(2)
+        wire.proc.stdin.write(call.format(3, arguments_text(1_000)).encode() + b"\n")
+        wire.proc.stdin.write(b"[" * 100_000 + b"\n")
+        await wire.proc.stdin.drain()
+        undecodable = [await wire.frame(), await wire.frame()]
+        after = await wire.call(4, "tools/call", {"name": "walk", "arguments": {"value": [[]]}})
+    assert deep["result"] == {
+        "content": [{"type": "text", "text": json.dumps(too_deep(300))}],
+        "structuredContent": too_deep(300),
+        "isError": True,
+    }
+    assert undecodable == [PARSE_ERROR_TOO_DEEP] * 2
+    assert after["result"]["structuredContent"] == {"success": True, "data": {"walked": True}}
+
+
+async def test_a_request_reusing_the_id_of_one_in_flight_is_refused(
+    ws: Path, child_env: Callable[..., dict[str, str]]
+) -> None:  # SAFE-7
+    async with mcp(["--workspace", str(ws), "--no-plugins"], child_env()) as wire:
+        await wire.handshake()
+        await wire.send(
+            {
+                "id": 2,
+                "method": "tools/call",
+                "params": {"name": "bash", "arguments": {"command": GATED_BASH}},
+            }
+        )
+        await wire.send({"id": 2, "method": "ping"})
+        refused = await wire.frame()
+        assert (await wire.call(3, "ping"))["result"] == {}  # an answer to 2 first would fail here
+        (ws / "gate").touch()
+        first = await wire.answer(2)
+        assert (await wire.call(4, "ping"))["result"] == {}  # and no second answer to 2 came before it
+    assert refused == {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "error": {
+            "code": -32600,
+            "message": "Invalid Request: id 2 is already in use by a request still in flight; wait for "
+            "its answer or give this request another id",
+        },
+    }
+    assert first["result"]["structuredContent"]["data"]["stdout"] == "first\n"

@@ -42,6 +42,7 @@ FIXTURE_TOOLS = {
     "slow",
     "crash",
     "environment",
+    "sized",
 }
 
 shared_loop = pytest.mark.asyncio(loop_scope="module")
@@ -109,6 +110,7 @@ async def test_modes_come_from_annotations_then_the_original_name_mode_4(shared)
         "slow": ToolMode.LOCAL,
         "crash": ToolMode.LOCAL,
         "environment": ToolMode.LOCAL,
+        "sized": ToolMode.READ,
     }
 
 

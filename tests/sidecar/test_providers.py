@@ -314,6 +314,34 @@ async def test_invalid_argument_json_becomes_an_invalid_tool_call(fake_openai, p
     assert "not valid JSON" in call.error
 
 
+@pytest.mark.parametrize(("levels", "depth"), [(300, 300), (1_000, None)])
+async def test_argument_text_nested_too_deeply_becomes_an_invalid_call_with_the_routers_answer(
+    fake_openai, provider, levels, depth
+):  # SAFE-6
+    text = '{"path": ' + "[" * (levels - 1) + "]" * (levels - 1) + "}"
+    fake_openai.script([{"tool_calls": [{"id": "call_d", "name": "read_file", "arguments": text}]}] * 2)
+    how = f"nested {depth} levels deep" if depth else "nested too deeply to decode"
+    for response in (await provider.complete(HELLO), await _streamed(provider)):
+        (call,) = response.tool_calls
+        assert isinstance(call, InvalidToolCall)
+        assert (call.id, call.name, call.arguments) == ("call_d", "read_file", text)
+        assert call.error == (
+            f"Invalid arguments for read_file: {how}; at most 64 levels are accepted. Send flatter arguments."
+        )
+        assert call.data == {
+            "code": "arguments_too_deep",
+            "maxDepth": 64,
+            **({"depth": depth} if depth else {}),
+        }
+
+
+async def _streamed(provider):
+    async for event in provider.stream(HELLO):
+        if isinstance(event, ResponseComplete):
+            return event.response
+    raise AssertionError("no response")
+
+
 async def test_complete_equals_the_assembled_stream(fake_openai, provider):
     turn = {
         "text": "Two calls.",

@@ -102,7 +102,17 @@ def run(tmp_path: Path, ws: Path, fake_openai: FakeOpenAI, child_env: Callable[.
             STEERABLE_API_KEY="sk-test-reasoning",
         )
         return subprocess.run(
-            [sys.executable, "-P", "-m", "steerable_sidecar", "run", "--cwd", str(ws), "--no-web-tools", *args],
+            [
+                sys.executable,
+                "-P",
+                "-m",
+                "steerable_sidecar",
+                "run",
+                "--cwd",
+                str(ws),
+                "--no-web-tools",
+                *args,
+            ],
             capture_output=True,
             text=True,
             encoding="utf-8",

@@ -490,6 +490,74 @@ async def test_a_batch_of_notifications_gets_no_answer(wire):
     }
 
 
+def _in_flight(request_id: Any) -> dict[str, Any]:
+    """The answer to a request reusing ``request_id`` while a request with it is in flight (SAFE-7)."""
+    shown = json.dumps(request_id)
+    message = (
+        f"Invalid Request: id {shown} is already in use by a request still in flight; wait for its answer "
+        "or give this request another id"
+    )
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": -32600, "message": message}}
+
+
+async def test_a_request_reusing_an_id_in_flight_is_refused_singly_and_in_batches(wire):  # SAFE-7
+    gate = asyncio.Event()
+
+    async def wait(params):
+        await gate.wait()
+        return "waited"
+
+    wire.peer.add_method("wait", wait)
+    held = {"jsonrpc": "2.0", "id": "a", "method": "wait"}
+    again = {"jsonrpc": "2.0", "id": "a", "method": "echo", "params": ["second"]}
+    # in the same read as the first, before its handler has run
+    await wire.send(json.dumps(held).encode() + b"\n" + json.dumps(again).encode() + b"\n")
+    assert await wire.frame() == _in_flight("a")
+    # a batch: the id in flight, and an id twice within the batch itself
+    batch = [
+        {"jsonrpc": "2.0", "id": "a", "method": "echo"},
+        {"jsonrpc": "2.0", "id": 5, "method": "echo", "params": ["five"]},
+        {"jsonrpc": "2.0", "id": 5, "method": "echo", "params": ["again"]},
+    ]
+    assert await wire.ask(batch) == [
+        _in_flight("a"),
+        {"jsonrpc": "2.0", "id": 5, "result": ["five"]},
+        _in_flight(5),
+    ]
+    assert await wire.ask({"jsonrpc": "2.0", "id": 5, "method": "echo"}) == {  # the batch answered: free
+        "jsonrpc": "2.0",
+        "id": 5,
+        "result": None,
+    }
+    # "a" is still the first request's: cancellable, and answered once when it ends
+    assert wire.peer.cancel_request("a") is True
+    assert await wire.ask({"jsonrpc": "2.0", "id": "a", "method": "echo", "params": [1]}) == {
+        "jsonrpc": "2.0",
+        "id": "a",
+        "result": [1],
+    }
+
+
+async def test_a_batch_request_cannot_be_cancelled_and_holds_its_id_until_the_batch_is_answered(wire):
+    gate = asyncio.Event()
+
+    async def wait(params):
+        await gate.wait()
+        return "waited"
+
+    wire.peer.add_method("wait", wait)
+    await wire.send(json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "wait"}]).encode() + b"\n")
+    assert await wire.ask({"jsonrpc": "2.0", "id": 1, "method": "echo"}) == _in_flight(1)  # SAFE-7
+    assert wire.peer.cancel_request(1) is False
+    gate.set()
+    assert await wire.frame() == [{"jsonrpc": "2.0", "id": 1, "result": "waited"}]
+    assert await wire.ask({"jsonrpc": "2.0", "id": 1, "method": "echo"}) == {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "result": None,
+    }
+
+
 # -- framing limits -----------------------------------------------------------------------------
 
 

@@ -34,12 +34,25 @@ export type ChatEvent =
 export type HostToolEntry = HostToolDescriptor | OpenAIFunctionTool;
 
 /**
- * `approval.request`: may a consent-mode call the sidecar runs itself go ahead?
+ * `approval.request`: may a consent-mode call go ahead, or a `web_fetch` reach a new host?
  */
 export interface ApprovalRequestParams {
   chatId: string;
   call: ToolCall;
   mode: "read" | "safe_write" | "destructive" | "local" | "external";
+  /**
+   * Present when the question is not the call's mode: `new_domain`, the first `web_fetch`
+   * of `domain` in the session (SAFE-4); `approved: true` allows that host for the rest of it.
+   */
+  reason?: "new_domain";
+  /**
+   * With `reason`: the whole host the call would reach (lowercase, IDNA A-labels).
+   */
+  domain?: string;
+  /**
+   * With `reason`: the URL the call asks for.
+   */
+  url?: string;
 }
 /**
  * `approval.request`'s answer; anything but `approved: true` denies the call.

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import PatchError, WorkspaceError
 from ._codes import FileErrorCode
+from ._diff import unified_diff
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -34,7 +35,7 @@ from ._levels import loosest_level
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
 from ._text import decode_file, encode_text, version_of
 from ._txn import Intent, JournalEntry, LockHeld
-from ._workspace import Workspace, uncancelled, unified_diff
+from ._workspace import Workspace, uncancelled
 
 __all__ = ["apply_patch"]
 
@@ -167,7 +168,9 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     plan.modes[target] = mode  # a moved file keeps its permission bits
     plan.origin[target] = origin
     plan.changed.append(target_display)
-    plan.diffs.append(await asyncio.to_thread(unified_diff, decoded.text, new_text, target_display))
+    # the hunks' lines alone are compared: linear in the hunks (SAFE-8)
+    diff = asyncio.to_thread(unified_diff, decoded.text, new_text, target_display, changes=outcome.changes)
+    plan.diffs.append(await diff)
 
 
 def _seen_partially(ws: Workspace, origin: Path | None) -> bool:

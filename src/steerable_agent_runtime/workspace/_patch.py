@@ -22,13 +22,14 @@ and atomicity across files belong to the file layer (FILE-11).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 from typing import Final
 
 from steerable_agent_runtime.errors import PatchError
 
 from ._codes import FileErrorCode
+from ._diff import Change
 from ._indent import IndentationMismatch, Labels, reindent
 from ._levels import (
     LEVEL_DESCRIPTIONS,
@@ -452,10 +453,16 @@ class HunkMatch:
 
 @dataclass(frozen=True, slots=True)
 class PatchOutcome:
-    """What :func:`apply_chunks_detailed` did: the new ``text`` and one match per hunk, in patch order."""
+    """What :func:`apply_chunks_detailed` did: the new ``text`` and one match per hunk, in patch order.
+
+    ``changes`` says where ``text`` differs from the original (``(old_start, old_end, new_start,
+    new_end)`` line ranges, in order; every other line is unchanged), so the diff compares only
+    those lines (``unified_diff(..., changes=)``, SAFE-8). It is left out of ``==``.
+    """
 
     text: str
     hunks: tuple[HunkMatch, ...]
+    changes: tuple[Change, ...] = field(default=(), compare=False)
 
     @property
     def level(self) -> MatchLevel:
@@ -479,6 +486,7 @@ class _Applier:
         if lines[-1] == "":
             lines.pop()
         self.lines = lines
+        self.original = original
         self.path = path
         self.source = TextLines(original, lines)
         self.matcher = _Matcher(self.source, lines)
@@ -576,12 +584,27 @@ class _Applier:
             ) from None
         return list(moved.lines), moved.changed
 
-    def result(self) -> str:
+    def result(self) -> tuple[str, tuple[Change, ...]]:
+        """The new text and where it differs from the original, in one pass over the lines."""
         lines = self.lines
-        self.edits.sort(key=lambda edit: edit[0])
-        for start, length, replacement in reversed(self.edits):
-            lines[start : start + length] = replacement
-        return "\n".join(lines) + "\n" if lines else ""
+        self.edits.sort(key=lambda edit: edit[0])  # stable: insertions at one place keep patch order
+        out: list[str] = []
+        changes: list[Change] = []
+        at = 0
+        for start, length, replacement in self.edits:
+            out.extend(lines[at:start])
+            changes.append((start, start + length, len(out), len(out) + len(replacement)))
+            out.extend(replacement)
+            at = start + length
+        out.extend(lines[at:])
+        if lines and not self.original.endswith("\n"):  # the last line gains the newline it lacked
+            tail = len(changes)
+            while tail and changes[tail - 1][0] == len(lines):  # lines added after it
+                tail -= 1
+            if not (tail and changes[tail - 1][1] == len(lines)):  # no hunk replaced it
+                moved_to = changes[tail][2] - 1 if tail < len(changes) else len(out) - 1
+                changes.insert(tail, (len(lines) - 1, len(lines), moved_to, moved_to + 1))
+        return ("\n".join(out) + "\n" if out else ""), tuple(changes)
 
 
 def apply_chunks_detailed(original: str, chunks: Sequence[Chunk], *, path: str) -> PatchOutcome:
@@ -596,8 +619,8 @@ def apply_chunks_detailed(original: str, chunks: Sequence[Chunk], *, path: str) 
         path: The file's path, used in error messages.
 
     Returns:
-        ``PatchOutcome(text, hunks)``: the new text (ending with a newline unless empty) and one
-        ``HunkMatch(hunk, line, level, reindented)`` per hunk.
+        ``PatchOutcome(text, hunks, changes)``: the new text (ending with a newline unless empty),
+        one ``HunkMatch(hunk, line, level, reindented)`` per hunk, and where the text changed.
 
     Raises:
         PatchError: ``context_not_found`` when a hunk's lines are not in the file (``data``: ``path``,
@@ -607,4 +630,5 @@ def apply_chunks_detailed(original: str, chunks: Sequence[Chunk], *, path: str) 
     """
     applier = _Applier(original, path)
     hunks = tuple(applier.hunk(number, chunk) for number, chunk in enumerate(chunks, 1))
-    return PatchOutcome(applier.result(), hunks)
+    text, changes = applier.result()
+    return PatchOutcome(text, hunks, changes)

@@ -12,7 +12,9 @@ command does so unless told ``--no-web-tools``. The pieces:
 * :class:`WebSearchProvider` with :class:`TavilySearchProvider`, :class:`DuckDuckGoSearchProvider`
   and :class:`HostSearchProvider`, chosen by :func:`default_web_search_provider`;
   :class:`StaticSearchProvider` answers from a fixed list of hits (tests, demos; no network);
-* :class:`WebTools`: the two tools, their per-process session caps, and the HTTP clients' lifetime.
+* :class:`WebTools`: the two tools, their per-process session caps, and the HTTP clients' lifetime;
+* :class:`FetchConsent`: an interactive session's question before the first ``web_fetch`` of each
+  host (SAFE-4), and :func:`fetch_question_text`, what the person is asked.
 
 Each public name is imported from its module on first use (PEP 562 ``__getattr__``): registering
 the pair (``install_web_tools``) imports neither ``httpx`` nor the HTML converter, which load at
@@ -26,6 +28,7 @@ from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 if _typing.TYPE_CHECKING:
     from ._codes import WebErrorCode
     from ._config import WebToolsConfig, parse_domain_list
+    from ._consent import FetchConsent, fetch_question_text
     from ._ddg import DuckDuckGoSearchProvider
     from ._fetch import Resolver, WebFetcher, system_resolver
     from ._hits import SearchHit, filter_hits
@@ -43,6 +46,7 @@ if _typing.TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "_codes": ("WebErrorCode",),
     "_config": ("WebToolsConfig", "parse_domain_list"),
+    "_consent": ("FetchConsent", "fetch_question_text"),
     "_fetch": ("Resolver", "WebFetcher", "system_resolver"),
     "_policy": ("DomainPolicy", "address_refusal", "check_addresses", "url_host", "validate_url"),
     "_ddg": ("DuckDuckGoSearchProvider",),
@@ -72,6 +76,7 @@ __all__ = [
     "WEB_TOOL_NAMES",
     "DomainPolicy",
     "DuckDuckGoSearchProvider",
+    "FetchConsent",
     "HostInvoke",
     "HostSearchProvider",
     "Resolver",
@@ -87,6 +92,7 @@ __all__ = [
     "address_refusal",
     "check_addresses",
     "default_web_search_provider",
+    "fetch_question_text",
     "filter_hits",
     "install_web_tools",
     "parse_domain_list",

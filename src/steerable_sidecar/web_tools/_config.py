@@ -33,6 +33,7 @@ __all__ = [
     "ALLOWED_DOMAINS_ENV",
     "BLOCKED_DOMAINS_ENV",
     "EGRESS_CONFINED_ENV",
+    "FETCH_TRUSTED_DOMAINS_ENV",
     "PROXY_ENV_VARS",
     "SEARCH_API_KEY_ENV",
     "SEARCH_BASE_URL_ENV",
@@ -55,6 +56,8 @@ ALLOWED_DOMAINS_ENV: Final = "STEERABLE_WEB_ALLOWED_DOMAINS"
 """Comma-separated domains the web tools may reach (empty: every public host)."""
 BLOCKED_DOMAINS_ENV: Final = "STEERABLE_WEB_BLOCKED_DOMAINS"
 """Comma-separated domains the web tools never reach; wins over the allow-list."""
+FETCH_TRUSTED_DOMAINS_ENV: Final = "STEERABLE_WEB_FETCH_TRUSTED_DOMAINS"
+"""Comma-separated domains ``web_fetch`` reaches without asking first where a person is asked (SAFE-4)."""
 SEARCH_PROVIDER_ENV: Final = "STEERABLE_WEB_SEARCH_PROVIDER"
 """``tavily`` (default), ``host`` or ``ddg``; case-insensitive."""
 SEARCH_API_KEY_ENV: Final = "STEERABLE_WEB_SEARCH_API_KEY"
@@ -99,6 +102,9 @@ class WebToolsConfig:
         allowed_domains: ``STEERABLE_WEB_ALLOWED_DOMAINS``: normalized entries (see
             :func:`parse_domain_list`); empty allows every public host.
         blocked_domains: ``STEERABLE_WEB_BLOCKED_DOMAINS``: normalized entries; blocked wins.
+        fetch_trusted_domains: ``STEERABLE_WEB_FETCH_TRUSTED_DOMAINS``: normalized entries whose
+            hosts (and subdomains) ``web_fetch`` reaches without the first-fetch question of an
+            interactive session (SAFE-4); it widens nothing the two lists above refuse.
         search_provider: ``STEERABLE_WEB_SEARCH_PROVIDER``: one of :data:`SEARCH_PROVIDERS`
             (the environment is case-insensitive; a direct value must be exact).
         search_api_key: ``STEERABLE_WEB_SEARCH_API_KEY``, else ``TAVILY_API_KEY``; ``""`` when
@@ -124,6 +130,7 @@ class WebToolsConfig:
     session_fetch_cap: int = int_field("STEERABLE_WEB_SESSION_FETCH_CAP", 0, floor=0, ceiling=1_000_000)
     allowed_domains: tuple[str, ...] = ()
     blocked_domains: tuple[str, ...] = ()
+    fetch_trusted_domains: tuple[str, ...] = ()
     search_provider: SearchProviderName = "tavily"
     search_api_key: str = field(default="", repr=False)
     search_base_url: str = _DEFAULT_SEARCH_BASE_URL
@@ -132,7 +139,7 @@ class WebToolsConfig:
 
     def __post_init__(self) -> None:
         check_int_fields(self)
-        for name in ("allowed_domains", "blocked_domains"):
+        for name in ("allowed_domains", "blocked_domains", "fetch_trusted_domains"):
             entries = domain_entries(getattr(self, name), f"WebToolsConfig.{name}")
             object.__setattr__(self, name, entries)
         if self.search_provider not in SEARCH_PROVIDERS:
@@ -197,6 +204,9 @@ class WebToolsConfig:
             **limits,
             allowed_domains=parse_domain_list(env.get(ALLOWED_DOMAINS_ENV, ""), variable=ALLOWED_DOMAINS_ENV),
             blocked_domains=parse_domain_list(env.get(BLOCKED_DOMAINS_ENV, ""), variable=BLOCKED_DOMAINS_ENV),
+            fetch_trusted_domains=parse_domain_list(
+                env.get(FETCH_TRUSTED_DOMAINS_ENV, ""), variable=FETCH_TRUSTED_DOMAINS_ENV
+            ),
             search_provider=provider,  # type: ignore[arg-type]  # checked against SEARCH_PROVIDERS above
             search_api_key=key,
             search_base_url=base_url,
@@ -225,7 +235,10 @@ def parse_domain_list(raw: str, *, variable: str) -> tuple[str, ...]:
     """
     entries = [part for part in raw.split(",") if part.strip()]
     if not entries and raw.strip():
-        meaning = "every public host is allowed" if variable == ALLOWED_DOMAINS_ENV else "nothing is blocked"
+        meaning = {
+            ALLOWED_DOMAINS_ENV: "every public host is allowed",
+            FETCH_TRUSTED_DOMAINS_ENV: "every host's first fetch is asked about",
+        }.get(variable, "nothing is blocked")
         raise ConfigError(
             f"{variable}={raw!r} lists no domain (every entry is empty); write names like "
             f"docs.example.com, or unset it (then {meaning})"

@@ -496,6 +496,7 @@ def test_from_env_reads_only_its_own_variables() -> None:
             "STEERABLE_WEB_SEARCH_BASE_URL",
             "STEERABLE_WEB_ALLOWED_DOMAINS",
             "STEERABLE_WEB_BLOCKED_DOMAINS",
+            "STEERABLE_WEB_FETCH_TRUSTED_DOMAINS",
             "STEERABLE_EGRESS_CONFINED",
         }
         | set(PROXY_ENV_VARS)
