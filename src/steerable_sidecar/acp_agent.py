@@ -59,6 +59,7 @@ from ._acp_wire import LineTransport, initialize_result
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 from ._mcp_cli import person_homes, refused_workspace
 from .boot import boot_tools
+from .state_dir import environ_with_state_dir
 
 __all__ = ["ACP_SYSTEM_PROMPT", "STOP_REASONS", "AcpOptions", "SteerableAcpAgent", "serve_acp", "stop_reason"]
 
@@ -302,6 +303,7 @@ class SteerableAcpAgent:
                 harness=self.options.harness,
                 plugins=self.options.plugins,
                 web_tools=self.options.web_tools,
+                environ=environ_with_state_dir(self.options.state_dir),  # commands may not read it (SAFE-3)
             )
         except SteerableError as exc:
             raise RequestError(-32603, f"the tools could not start: {exc}", None) from exc

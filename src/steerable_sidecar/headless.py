@@ -267,6 +267,7 @@ async def _run(run: _Run) -> dict[str, Any]:
     from .boot import boot_tools, mcp_sources_for
 
     args = run.args
+    from .state_dir import environ_with_state_dir
 
     # --no-web-tools omits the pair entirely (spec: Web tools); an invalid STEERABLE_WEB_* fails the load
     booted = boot_tools(
@@ -275,6 +276,7 @@ async def _run(run: _Run) -> dict[str, Any]:
         harness=args.harness,
         plugins=not args.no_plugins,
         web_tools=not args.no_web_tools,
+        environ=environ_with_state_dir(run.state_dir),  # commands may not read it (SAFE-3)
     )
     try:
         router = booted.router

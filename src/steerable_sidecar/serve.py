@@ -22,7 +22,7 @@ from .boot import mcp_sources_for
 from .exit_codes import ExitCode
 from .rpc import JsonRpcPeer, open_stdio_streams
 from .sidecar import Sidecar, SidecarConfig, boot_for
-from .state_dir import checked_state_dir
+from .state_dir import checked_state_dir, environ_with_state_dir
 
 __all__ = ["LOG_LEVEL_ENV", "run_sidecar", "serve_stdio"]
 
@@ -97,11 +97,13 @@ def run_sidecar(
         web_tools: Serve ``web_search`` / ``web_fetch`` (``--no-web-tools``: omit them).
     """
     try:
+        state = checked_state_dir(state_dir)  # a ConfigError naming --state-dir or the variable
         config = SidecarConfig(
             workspace=Path(workspace or os.getcwd()).resolve(),
-            state_dir=checked_state_dir(state_dir),  # a ConfigError naming --state-dir or the variable
+            state_dir=state,
             allow_outside=allow_outside,
             allow_protected_writes=allow_protected_writes,
+            environ=environ_with_state_dir(state),  # commands may not read it (SAFE-3)
         )
         run_until_signalled(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
     except SteerableError as exc:

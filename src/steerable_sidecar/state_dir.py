@@ -16,7 +16,7 @@ from pathlib import Path
 from steerable_agent_runtime.config import STATE_DIR_ENV, default_state_dir, env_text
 from steerable_agent_runtime.errors import ConfigError
 
-__all__ = ["STATE_DIR_ENV", "checked_state_dir", "default_state_dir"]
+__all__ = ["STATE_DIR_ENV", "checked_state_dir", "default_state_dir", "environ_with_state_dir"]
 
 
 def checked_state_dir(
@@ -120,3 +120,12 @@ def _probe_problem(directory: Path) -> str | None:
     with contextlib.suppress(OSError):
         os.unlink(probe)
     return None
+
+
+def environ_with_state_dir(state_dir: Path, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``environ`` (default ``os.environ``) with ``STEERABLE_STATE_DIR`` set to ``state_dir``.
+
+    What a command hands the tools it boots once ``--state-dir`` is resolved, so that what reads
+    the variable, the sandbox's deny-read set above all (SAFE-3), sees the directory in use.
+    """
+    return {**(os.environ if environ is None else environ), STATE_DIR_ENV: str(state_dir)}

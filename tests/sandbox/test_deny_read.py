@@ -8,6 +8,7 @@ readable files next to them: the canaries must not come out, the neighbours must
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -208,3 +209,28 @@ def test_seatbelt_denies_the_set_by_parameters_safe_3(home: Path, tmp_path: Path
         "(allow file-read*)"
     )
     assert '(deny file-read-data (regex #"^/dev/ttys[0-9]+$"))' in lines
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_a_state_directory_given_by_flag_is_unreadable_too_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3: --state-dir (SidecarClient's state_dir) names the directory in use, not the variable
+    from steerable_sidecar.client import SidecarClient
+
+    real_backend(backend_name)
+    state = home / "flagged-state"
+    (state / "sessions").mkdir(parents=True)
+    (state / "sessions" / "other.jsonl").write_text(f"{CANARY} other session\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env.update(HOME=str(home), STEERABLE_SANDBOX=backend_name)
+    async with await SidecarClient.start(
+        workspace=workspace, state_dir=state, env=env, args=["--no-plugins"]
+    ) as client:
+        result = await client.invoke(
+            "bash",
+            {"command": f"cat {state}/sessions/other.jsonl; ls {state}/sessions; echo done"},
+            consent_granted=True,
+        )
+    assert result.data is not None and "done" in result.data.get("stdout", ""), result
+    assert CANARY not in json.dumps(result.to_wire())
