@@ -27,6 +27,7 @@ from sbx_helpers import LINUX_BACKENDS, real_backend
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.sandbox import LandlockBackend, bash_tool
+from steerable_agent_runtime.workspace._txn import HEARTBEAT_GRACE_NS
 
 HG = shutil.which("hg")
 GIT = shutil.which("git")
@@ -303,6 +304,11 @@ def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_sa
             shutil.rmtree(template, ignore_errors=True)
     assert status == (128 + signum if signum != signal.SIGKILL else -signal.SIGKILL)
     if signum == signal.SIGKILL:  # nothing could run in the killed process: the next start cleans up
+        # what the user makes after the crash (past the run's last heartbeat and its grace) is theirs
+        time.sleep(HEARTBEAT_GRACE_NS / 1e9 + 1.5)
+        (workspace / ".vscode").mkdir()
+        (workspace / ".vscode" / "settings.json").write_text("{}\n")
+        (workspace / ".mcp.json").write_text("{}\n")
         opened = subprocess.run(
             [sys.executable, "-P", "-m", "steerable_sidecar", "call", "list_dir", "{}", "-w", str(workspace)],
             env=child_env,
@@ -314,6 +320,9 @@ def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_sa
         assert opened.returncode == 0, opened.stderr
     assert not planted.exists() or "fsmonitor" not in planted.read_text()
     assert "fsmonitor" not in (workspace / ".git" / "config").read_text()
+    if signum == signal.SIGKILL:
+        assert (workspace / ".vscode" / "settings.json").read_text() == "{}\n"
+        assert (workspace / ".mcp.json").read_text() == "{}\n"
     git(workspace / "sub", "status", env=env)
     git(workspace, "status", env=env)
     assert not marker.exists()

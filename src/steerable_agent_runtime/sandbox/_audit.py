@@ -157,10 +157,15 @@ class AuditOutcome:
 
 @dataclass(slots=True)
 class _Revert:
-    """One revert pass: ``rule`` is the rule of the entry being put back, ``start`` the run's start."""
+    """One revert pass: ``rule`` is the rule of the entry being put back, ``start`` the run's start.
+
+    ``until``: after a crash, the last moment the run was known alive (its record's heartbeat plus
+    a grace): what changed later is the user's, not the command's.
+    """
 
     start: int
     rule: ProtectedRule
+    until: int | None = None
     anchor: str = ""  # the protected entry being put back
     outcome: AuditOutcome = field(default_factory=AuditOutcome)
 
@@ -326,7 +331,7 @@ class _Revert:
         now = _lstat(dir_fd, name)
         if now is None or self.volatile(dir_fd, name, rel):
             return
-        fresh = now.st_ctime_ns >= self.start
+        fresh = now.st_ctime_ns >= self.start and (self.until is None or now.st_ctime_ns <= self.until)
         if not stat.S_ISDIR(now.st_mode):
             if fresh:
                 os.unlink(name, dir_fd=dir_fd)
@@ -631,8 +636,10 @@ class ProtectedAudit:
                 os.close(fd)
 
 
-def remove_appeared_since(root: str, existing: Collection[str], since_ns: int) -> list[str]:
-    """After a crash: remove protected entries not in ``existing`` that changed at or after ``since_ns``.
+def remove_appeared_since(
+    root: str, existing: Collection[str], since_ns: int, until_ns: int | None = None
+) -> list[str]:
+    """After a crash: remove protected entries not in ``existing`` changed from ``since_ns`` to ``until_ns``.
 
     What the audit of a command would have done had its process lived (``ProtectedAudit.revert``'s
     second half), judged by ``ctime`` from the record written before the command: an entry older than
@@ -642,11 +649,13 @@ def remove_appeared_since(root: str, existing: Collection[str], since_ns: int) -
         root: The workspace root (a real path).
         existing: The protected entries (relative paths) that existed before the command.
         since_ns: When the record was written (its ``ctime``, in ns).
+        until_ns: The last moment the run was known alive (the record's heartbeat plus a grace):
+            an entry changed later is the user's (``None``: no bound).
 
     Returns:
         The paths removed, sorted.
     """
-    revert = _Revert(since_ns, PROTECTED_RULES[0])
+    revert = _Revert(since_ns, PROTECTED_RULES[0], until_ns)
     root_fd = os.open(root, _DIR_FLAGS)
     try:
         for item in find_protected(root, targets=False):

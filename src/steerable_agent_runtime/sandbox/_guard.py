@@ -17,7 +17,7 @@ from pathlib import Path
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
 from ..errors import WorkspaceError
 from ..types import ToolResult
-from ..workspace._txn import Intent, StateDir
+from ..workspace._txn import HEARTBEAT_S, Intent, StateDir
 from ._audit import MAX_ENTRIES, AuditOutcome, ProtectedAudit
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
@@ -78,16 +78,30 @@ async def guard_protected_paths(
         if record is not None:  # if this process dies during the run, the next start cleans up
             await asyncio.to_thread(record.note_protected, [item.rel for item in audit.found])
         guarded = GuardedRun(tuple(Path(p) for p in audit.carved))
+        beating = asyncio.ensure_future(_heartbeat(record)) if record is not None else None
         try:
             yield guarded
         except BaseException:
             with contextlib.suppress(OSError):
                 audit.revert()
             raise
+        finally:
+            if beating is not None:
+                beating.cancel()
         guarded.outcome = await asyncio.to_thread(audit.revert)
     finally:
         if record is not None:
             record.finish()
+
+
+async def _heartbeat(record: Intent) -> None:
+    """Mark the run's record alive every :data:`HEARTBEAT_S` (after a crash, later changes stay)."""
+    while True:
+        await asyncio.sleep(HEARTBEAT_S)
+        try:
+            record.beat()
+        except OSError:
+            return
 
 
 def _begin_record(root: Path, tool: str) -> Intent | None:

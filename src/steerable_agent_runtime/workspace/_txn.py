@@ -246,6 +246,13 @@ class JournalEntry:
         return {"target": self.target, "temp": self.temp, "before": self.before, "after": self.after}
 
 
+HEARTBEAT_S: Final = 1.0
+"""How often a guarded sandboxed run marks its record alive (:meth:`Intent.beat`), in seconds."""
+HEARTBEAT_GRACE_NS: Final = 3_000_000_000
+"""After a crash, changes this long after the record's last heartbeat are still the run's (its
+command dies with steerable within milliseconds); later ones are the user's and stay."""
+
+
 class Intent:
     """One write in flight, announced in ``.steerable/txn/`` and locked by its writer until it ends.
 
@@ -294,6 +301,11 @@ class Intent:
     def note_dir(self, display: str) -> None:
         """Record a directory the write created (removed again if the write never completes)."""
         self._append({"dir": display})
+
+    def beat(self) -> None:
+        """Mark the record's run alive now (its ``mtime``; see :data:`HEARTBEAT_S`)."""
+        if self._fd >= 0:
+            os.utime(self._fd)
 
     def note_protected(self, existing: Sequence[str]) -> None:
         """Record the protected entries that exist before a sandboxed command (FILE-15).
@@ -413,8 +425,8 @@ class RecoveryIO(Protocol):
     def remove_empty_dir(self, real: Path) -> None:
         """Remove a directory if it is empty."""
 
-    def remove_appeared(self, existing: Sequence[str], since_ns: int) -> list[str]:
-        """Remove protected entries not in ``existing`` that changed at or after ``since_ns``; say which."""
+    def remove_appeared(self, existing: Sequence[str], since_ns: int, until_ns: int) -> list[str]:
+        """Remove protected entries not in ``existing`` changed in ``since_ns..until_ns``; say which."""
 
 
 def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[str]:
@@ -480,7 +492,9 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
         orphan = _parse(raw)
         if orphan.protected is not None:  # the kernel's ctime of the record: no writer can set it back
-            line = _after_sandboxed_run(orphan, io, info.st_ctime_ns)
+            # its mtime: the run's last heartbeat (Intent.beat), at most now
+            until = min(info.st_mtime_ns, time.time_ns()) + HEARTBEAT_GRACE_NS
+            line = _after_sandboxed_run(orphan, io, info.st_ctime_ns, until)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(name, dir_fd=dir_fd)
             return line
@@ -504,10 +518,14 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         os.close(fd)
 
 
-def _after_sandboxed_run(orphan: _Orphan, io: RecoveryIO, since_ns: int) -> str | None:
-    """The audit a killed process could not run: remove protected entries its command planted."""
+def _after_sandboxed_run(orphan: _Orphan, io: RecoveryIO, since_ns: int, until_ns: int) -> str | None:
+    """The audit a killed process could not run: remove protected entries its command planted.
+
+    Only what changed while the run was alive (from the record to its last heartbeat, plus a grace):
+    what the user made after the crash stays.
+    """
     try:
-        removed = io.remove_appeared(orphan.protected or [], since_ns)
+        removed = io.remove_appeared(orphan.protected or [], since_ns, until_ns)
     except OSError as exc:
         logger.warning(
             "steerable: could not check the protected paths of an interrupted %s: %s", orphan.op, exc

@@ -666,9 +666,9 @@ class _Recovery:
     def remove_empty_dir(self, real: Path) -> None:
         remove_empty_dirs([real], root=self.ws.root.path)
 
-    def remove_appeared(self, existing: Sequence[str], since_ns: int) -> list[str]:
+    def remove_appeared(self, existing: Sequence[str], since_ns: int, until_ns: int) -> list[str]:
         if self.ws.allow_protected_writes:
             return []
         from ..sandbox._audit import remove_appeared_since  # the audit's own walk (no import cycle)
 
-        return remove_appeared_since(str(self.ws.root.path), set(existing), since_ns)
+        return remove_appeared_since(str(self.ws.root.path), set(existing), since_ns, until_ns)
