@@ -326,3 +326,29 @@ def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_sa
     git(workspace / "sub", "status", env=env)
     git(workspace, "status", env=env)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_renaming_a_folder_keeps_the_protected_entries_inside_it_safe_2(
+    backend: str, workspace: Path, tmp_path: Path
+) -> None:
+    # SAFE-2 without data loss: `mv libs/foo libs/bar` takes the user's nested repository and
+    # editor settings along; they are the user's, not planted, and stay whole where they went
+    env = host_env(tmp_path)
+    repo = workspace / "libs" / "foo"
+    repo.mkdir(parents=True)
+    assert git(repo, "init", "-q", ".", env=env).returncode == 0
+    assert git(repo, "remote", "add", "origin", "https://example.invalid/foo.git", env=env).returncode == 0
+    (workspace / "packages" / "app" / ".vscode").mkdir(parents=True)
+    (workspace / "packages" / "app" / ".vscode" / "settings.json").write_text('{"editor.tabSize": 2}\n')
+    config = (repo / ".git" / "config").read_text()
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command="mv libs/foo libs/bar && mv packages/app packages/app2; echo done")
+    assert result.data is not None and "done" in result.data["stdout"], result.error
+    assert result.data.get("protectedReverted", []) == []
+    assert (workspace / "libs" / "bar" / ".git" / "config").read_text() == config
+    assert (workspace / "libs" / "bar" / ".git" / "hooks").is_dir()
+    settings = workspace / "packages" / "app2" / ".vscode" / "settings.json"
+    assert settings.read_text() == '{"editor.tabSize": 2}\n'
+    remote = git(workspace / "libs" / "bar", "remote", "get-url", "origin", env=env)
+    assert remote.stdout.strip() == "https://example.invalid/foo.git"

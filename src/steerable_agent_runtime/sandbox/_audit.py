@@ -490,8 +490,10 @@ class ProtectedAudit:
         nodes: dict[str, _Node | None],
         cache: ScanCache | None = None,
         coverage: Coverage | None = None,
+        identities: dict[tuple[int, int], str] | None = None,
     ) -> None:
         self._root = root
+        self._identities = identities if identities is not None else {}
         self._coverage = coverage if coverage is not None else Coverage()
         self._cache = cache
         self._start = start
@@ -544,7 +546,12 @@ class ProtectedAudit:
                         os.close(parent)
         finally:
             os.close(root_fd)
-        return cls(root, start, found, carved, nodes, cache, coverage)
+        identities = {}  # each entry's (st_dev, st_ino): one seen elsewhere after the run was moved there
+        for item in found:
+            with contextlib.suppress(OSError):
+                info = os.lstat(os.path.join(root, item.rel))
+                identities[(info.st_dev, info.st_ino)] = item.rel
+        return cls(root, start, found, carved, nodes, cache, coverage, identities)
 
     def revert(self) -> AuditOutcome:
         """Undo every change to the snapshotted entries; remove protected entries that appeared.
@@ -566,7 +573,8 @@ class ProtectedAudit:
                 if item.rel not in self._found:
                     revert.at(item)
                     try:
-                        self._remove_new(root_fd, item, revert, self._unreached(root_fd, item))
+                        if not self._moved(root_fd, item, revert):
+                            self._remove_new(root_fd, item, revert, self._unreached(root_fd, item))
                     except OSError:
                         revert.failed(item.rel)
         finally:
@@ -590,6 +598,30 @@ class ProtectedAudit:
             revert.put_back(fd, parts[-1], before, item.spec, item.rel)
         finally:
             os.close(fd)
+
+    def _moved(self, root_fd: int, item: Found, revert: _Revert) -> bool:
+        """Is ``item`` an entry that was there before, moved with a directory the command renamed?
+
+        Then it is the user's (``mv libs/foo libs/bar`` takes ``libs/foo/.git`` along), not removed
+        as new: an entry that was bound read-only could not change; an audited one is put back to
+        its snapshot where it now is.
+        """
+        try:
+            info = os.lstat(os.path.join(self._root, item.rel))
+        except OSError:
+            return False
+        was = self._identities.get((info.st_dev, info.st_ino))
+        if was is None:
+            return False
+        with contextlib.suppress(OSError):
+            still = os.lstat(os.path.join(self._root, was))
+            if (still.st_dev, still.st_ino) == (info.st_dev, info.st_ino):
+                return False  # a second name (a hard link), not a move: the new name goes
+        before = self._nodes.get(was)
+        if before is not None:
+            moved = Found(item.rel, self._found[was].rule, spec=self._found[was].spec)
+            self._put_back(root_fd, moved, before, revert)
+        return True
 
     def _unreached(self, root_fd: int, item: Found) -> bool:
         """Was ``item`` there all along, where the first scan (past its cap) never looked?
