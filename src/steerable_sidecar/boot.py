@@ -169,7 +169,8 @@ def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, s
 
     Plugins run in this process, which holds the API key (spec: run_code: "the sidecar process
     that holds the API key does not exec model Python"). Refused: a ``STEERABLE_PLUGIN_DIR`` inside
-    the workspace, and a plugin file in it that is a link resolving into the workspace.
+    the workspace, a plugin file in it that is a link resolving into the workspace, and one with
+    other hard links (one may be in the workspace; finding it would mean walking the workspace).
 
     Raises:
         PluginLoadError: Either holds and ``STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE`` is not ``1``.
@@ -182,7 +183,7 @@ def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, s
         plugin_dir, root = Path(folder).expanduser().resolve(), workspace.resolve()
         # the files DirectorySource loads (a missing folder is its error to report)
         files = [
-            (entry.name, Path(entry.path).resolve())
+            (entry.name, Path(entry.path).resolve(), entry.stat().st_nlink)
             for entry in (os.scandir(plugin_dir) if plugin_dir.is_dir() else ())
             if entry.name.endswith(".py") and not entry.name.startswith(("_", "."))
         ]
@@ -195,7 +196,13 @@ def _refuse_plugins_the_model_can_write(workspace: Path, environ: Mapping[str, s
             "and a plugin runs inside this process with its secrets. Move the plugins out of the "
             f"workspace, {fix}"
         )
-    for name, target in files:
+    for name, target, links in files:
+        if links > 1 and not (target == root or root in target.parents):
+            raise PluginLoadError(
+                f"plugin file {plugin_dir / name} has {links} hard links: one may lie in the workspace "
+                f"{root}, where the model can rewrite the file in place, and a plugin runs inside this "
+                f"process with its secrets. Keep a plugin file of its own (cp, not ln), {fix}"
+            )
         if target == root or root in target.parents:
             raise PluginLoadError(
                 f"plugin file {plugin_dir / name} is a link to {target}, inside the workspace {root}: the "

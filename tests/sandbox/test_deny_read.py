@@ -41,6 +41,8 @@ SECRETS = (
     ".codex/auth.json",
     ".netrc",
     ".docker/config.json",
+    ".config/git/credentials",
+    "mcp-servers.json",  # named by STEERABLE_MCP_CONFIG below
 )
 
 
@@ -92,7 +94,9 @@ async def test_credentials_host_configs_and_records_are_unreadable_safe_3(
 ) -> None:
     # SAFE-3: the default set (credential folders, the host configurations users put
     # STEERABLE_API_KEY in, steerable's state directory) plus STEERABLE_SANDBOX_DENY_READ
-    config = config_for(home, STEERABLE_SANDBOX_DENY_READ="~/vault, /nonexistent/x")
+    config = config_for(
+        home, STEERABLE_SANDBOX_DENY_READ="~/vault, /nonexistent/x", STEERABLE_MCP_CONFIG="~/mcp-servers.json"
+    )
     (workspace / "mine.txt").write_text("visible-workspace\n")
     reads = " ".join(f"cat ~/{secret};" for secret in SECRETS)
     script = (

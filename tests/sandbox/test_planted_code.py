@@ -26,7 +26,7 @@ import pytest
 from sbx_helpers import LINUX_BACKENDS, real_backend
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
-from steerable_agent_runtime.sandbox import LandlockBackend, bash_tool
+from steerable_agent_runtime.sandbox import LandlockBackend, SandboxPolicy, bash_tool
 from steerable_agent_runtime.workspace._txn import HEARTBEAT_GRACE_NS
 
 HG = shutil.which("hg")
@@ -232,6 +232,9 @@ async def test_a_relative_hooks_path_in_the_global_git_config_is_protected_safe_
         ("tools/lefthook.yml", "lefthook.yml"),
         (".yarnrc.yml", ".yarnrc.yml"),
         (".pdbrc", ".pdbrc"),
+        ("web/lint-staged.config.js", "lint-staged.config.js"),
+        (".mise/config.toml", ".mise/**"),
+        ("opencode.json", "opencode.json"),
         (".venv/lib/python3.11/site-packages/zz.pth", "<interpreter environment>"),
         (".venv/bin/activate", "<interpreter environment>"),
         ("team.gitconfig", "<named by git configuration>"),
@@ -352,3 +355,46 @@ async def test_renaming_a_folder_keeps_the_protected_entries_inside_it_safe_2(
     assert settings.read_text() == '{"editor.tabSize": 2}\n'
     remote = git(workspace / "libs" / "bar", "remote", "get-url", "origin", env=env)
     assert remote.stdout.strip() == "https://example.invalid/foo.git"
+
+
+def test_landlock_binds_steerables_own_package_read_only_when_the_workspace_holds_it_safe_2(
+    tmp_path: Path,
+) -> None:
+    # SAFE-2: an editable install of steerable inside the workspace runs at steerable's next start;
+    # Landlock with a namespace binds it read-only as bubblewrap does (the attack review's break 9)
+    from steerable_agent_runtime._protected import runtime_roots
+
+    if not LandlockBackend().isolates():  # pragma: no cover - root or user namespaces here
+        pytest.skip("no namespace can be made here")
+    package_root = runtime_roots()[-1]  # the directory holding steerable_agent_runtime
+    workspace = Path(package_root).parent
+    plan = LandlockBackend().plan(
+        ["true"], SandboxPolicy(writable_roots=(workspace,), read_only=()), private_tmp=tmp_path
+    )
+    options = list(plan.launcher_options)
+    binds = [options[i + 1] for i, option in enumerate(options) if option == "--ro-bind"]
+    assert os.path.realpath(package_root) in binds
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_an_hg_share_pointing_at_an_ordinary_folder_never_runs_its_hooks_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: .hg/sharedpath makes Mercurial read another folder's hgrc, as git's commondir does
+    # (the attack review's break 11)
+    assert HG is not None, "Mercurial is not installed (.ci/run installs it)"
+    script = (
+        f"mkdir -p sub/.hg store/store && printf 'share-safe\\nshared\\n' > sub/.hg/requires && "
+        f"printf '%s' {workspace}/store > sub/.hg/sharedpath && printf 'share-safe\\n' > store/requires && "
+        "printf 'dotencode\\nfncache\\ngeneraldelta\\nrevlogv1\\nsparserevlog\\nstore\\n' > store/store/requires && "
+        f"printf '[hooks]\\npre-status = touch {marker}\\n' > store/hgrc; echo done"
+    )
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=script)
+    # the planted .hg holds no data of its own: it goes whole
+    assert result.data is not None and result.data.get("protectedReverted") == ["sub/.hg"], result.error
+    assert not (workspace / "sub" / ".hg").exists()
+    subprocess.run(
+        [HG, "status"], cwd=workspace / "sub", env=host_env(tmp_path), capture_output=True, check=False
+    )
+    assert not marker.exists()

@@ -7,6 +7,7 @@ A plugin dropped into STEERABLE_PLUGIN_DIR shows up in ``tools``, ``call``, ``se
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -367,3 +368,17 @@ def test_a_plugin_file_linked_into_the_workspace_is_refused_safe_1(
     (folder / "greeter.py").symlink_to(outside)
     allowed = cli(env, "tools", "--json", "-w", str(workspace))
     assert allowed.returncode == 0 and "greet" in allowed.stdout
+
+
+def test_a_hard_linked_plugin_file_is_refused_safe_1(
+    child_env: Callable[..., dict[str, str]], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # SAFE-1: a hard link shares the bytes a command may rewrite in place in the workspace
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "greeter_impl.py").write_text(GREET)
+    folder = tmp_path_factory.mktemp("hard-plugins")
+    os.link(workspace / "greeter_impl.py", folder / "greeter.py")
+    refused = cli(child_env(STEERABLE_PLUGIN_DIR=str(folder)), "tools", "-w", str(workspace))
+    assert refused.returncode == 2, refused.stdout
+    assert f"plugin file {folder.resolve() / 'greeter.py'} has 2 hard links" in refused.stderr

@@ -17,7 +17,7 @@ from ._backend import LaunchPlan, SandboxInfo
 from ._deny import applicable_denials
 from ._launch import SECCOMP_ARCH
 from ._policy import SandboxPolicy
-from ._protect import bindable, carve_outs
+from ._protect import carve_outs, guarded_inside
 
 __all__ = ["BubblewrapBackend"]
 
@@ -109,7 +109,7 @@ class BubblewrapBackend:
             protected = [path for root in writable for path in carve_outs(root)]
         else:
             protected = [str(path) for path in policy.read_only]
-        for guarded in _guarded_inside(writable, protected):
+        for guarded in guarded_inside(writable, protected):
             args += ["--ro-bind", guarded, guarded]
         args += ["--chdir", os.path.realpath(policy.workdir)]
         if os.uname().machine in SECCOMP_ARCH:  # set-id modes always; sockets with the network off
@@ -132,28 +132,6 @@ class BubblewrapBackend:
 def _runtime_roots() -> tuple[str, ...]:
     """What a child Python needs to start: the interpreter's prefixes and steerable's package root."""
     return runtime_roots()
-
-
-def _guarded_inside(writable: Sequence[str], protected: Sequence[str]) -> list[str]:
-    """Existing runtime roots and ``protected`` paths that lie inside a writable root, outermost first.
-
-    A protected path is guarded only when it is a real directory or file reached through no
-    symbolic link (``_protect.bindable``): bubblewrap resolves a bind's source on the host, so a
-    ``.git -> /proc`` planted by one command would otherwise mount the host's ``/proc`` (or
-    ``/tmp``) into every later run, and a link to a file would make every later run fail.
-    """
-    runtime = {os.path.realpath(p) for p in _runtime_roots()}
-    guarded: list[str] = []
-    for path in sorted({*runtime, *protected}, key=len):
-        if any(_within(path, g) for g in guarded) or not any(_within(path, w) for w in writable):
-            continue
-        if path in protected:
-            if not bindable(path):
-                continue  # a symbolic link (or anything else) a command may have planted
-        elif not os.path.exists(path):
-            continue
-        guarded.append(path)
-    return guarded
 
 
 def _within(path: str, root: str) -> bool:

@@ -30,6 +30,8 @@ __all__ = [
     "read_grants",
 ]
 
+MCP_CONFIG_ENV: Final = "STEERABLE_MCP_CONFIG"
+
 DENY_READ_ENV: Final = "STEERABLE_SANDBOX_DENY_READ"
 """More paths sandboxed children may not read, comma-separated, absolute or ``~``-relative."""
 
@@ -45,6 +47,7 @@ DEFAULT_DENY_READ: Final[tuple[tuple[str, str], ...]] = (
     ("~/.config/gh", "GitHub CLI token"),
     ("~/.config/hub", "hub's GitHub token"),
     ("~/.git-credentials", "git's stored passwords"),
+    ("~/.config/git/credentials", "git's stored passwords (its other place)"),
     ("~/.netrc", "logins for curl, git, pip"),
     ("~/.npmrc", "npm registry tokens"),
     ("~/.pypirc", "PyPI upload tokens"),
@@ -66,7 +69,8 @@ DEFAULT_DENY_READ: Final[tuple[tuple[str, str], ...]] = (
 )
 """The default deny-read set, each entry with why: credential stores, then host configurations.
 
-steerable's own state directory (other sessions' records) is added by :func:`deny_read_from_env`."""
+steerable's own state directory (other sessions' records) and the MCP configuration
+``STEERABLE_MCP_CONFIG`` names are added by :func:`deny_read_from_env`."""
 
 DEV_READABLE: Final = ("null", "zero", "full", "random", "urandom", "fd", "stdin", "stdout", "stderr", "shm")
 """The ``/dev`` entries a child may read under Landlock; every other one is denied (SAFE-3).
@@ -105,6 +109,9 @@ def deny_read_from_env(environ: Mapping[str, str] | None = None) -> tuple[Path, 
     home = env.get("HOME") or str(Path.home())
     paths = [_expand(entry, home) for entry, _ in DEFAULT_DENY_READ]
     paths.append(default_state_dir(env))
+    mcp_config = env_text(MCP_CONFIG_ENV, env)  # the MCP servers' configuration: their tokens in `env`
+    if mcp_config:
+        paths.append(_expand(mcp_config, home))
     for entry in (env_text(DENY_READ_ENV, env) or "").split(","):
         if not entry.strip():
             continue

@@ -16,7 +16,7 @@ from ._backend import LaunchPlan, SandboxInfo
 from ._deny import applicable_denials, hidden_devices, read_grants
 from ._launch import SECCOMP_ARCH, landlock_abi
 from ._policy import SandboxPolicy
-from ._protect import carve_outs
+from ._protect import carve_outs, guarded_inside
 
 __all__ = ["LandlockBackend", "detect_landlock_abi"]
 
@@ -102,13 +102,14 @@ class LandlockBackend:
             options += ["--ro", grant]
         for root in writable:
             options += ["--rw", root]
-        if self.isolates():  # the protected paths, read-only as under bubblewrap (SAFE-2)
+        if self.isolates():  # steerable's runtime and the protected paths, read-only as under bubblewrap
+            roots = writable[:-1]  # not the private temporary directory
             carved = (
-                [path for root in writable[:-1] for path in carve_outs(root)]
+                [path for root in roots for path in carve_outs(root)]
                 if policy.read_only is None
                 else [str(path) for path in policy.read_only]
             )
-            for path in carved:
+            for path in guarded_inside(roots, carved):
                 options += ["--ro-bind", path]
         for device in DEVICES:
             options += ["--dev", device]

@@ -16,7 +16,7 @@ import stat
 import sys
 import time
 from collections import deque
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -30,6 +30,7 @@ from .._protected import (
     PROTECTED_RULES,
     ProtectedRule,
     protected_rule,
+    runtime_roots,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "carve_outs",
     "coarse_now",
     "find_protected",
+    "guarded_inside",
     "match_spec",
 ]
 
@@ -141,13 +143,15 @@ themselves are data here (bubblewrap binds the whole environment read-only all t
 
 VCS_SPECS: Final[Mapping[str, Spec]] = {
     ".git/**": GIT_SPEC,
-    ".hg/**": {"hgrc": None, "hgrc.d": None},
+    ".hg/**": {"hgrc": None, "hgrc.d": None, "sharedpath": None, "requires": None},
     ".jj/**": {"repo": {"config.toml": None}},
     ".svn/**": {},
     ".bzr/**": {"branch": {"branch.conf": None}},
 }
-"""What of each version-control directory is audited: what makes its tool run a command; the rest
-(objects, stores, the working-copy database) is data. The file tools refuse all of it."""
+"""What of each version-control directory is audited: what makes its tool run a command (of ``.hg``
+also ``sharedpath`` and ``requires``, which make it read another folder's ``hgrc``, as git's
+``commondir``); the rest (objects, stores, the working-copy database) is data. The file tools
+refuse all of it."""
 
 
 @dataclass(slots=True)
@@ -377,6 +381,30 @@ def carve_outs(root: str, found: Collection[Found] | None = None) -> list[str]:
     """
     items = find_protected(root) if found is None else found
     return [path for item in items if not item.link and bindable(path := os.path.join(root, item.rel))]
+
+
+def guarded_inside(writable: Sequence[str], protected: Sequence[str]) -> list[str]:
+    """Existing runtime roots and ``protected`` paths that lie inside a writable root, outermost first.
+
+    What bubblewrap, and Landlock in its mount namespace, bind read-only (SAFE-2).
+
+    A protected path is guarded only when it is a real directory or file reached through no
+    symbolic link (``_protect.bindable``): bubblewrap resolves a bind's source on the host, so a
+    ``.git -> /proc`` planted by one command would otherwise mount the host's ``/proc`` (or
+    ``/tmp``) into every later run, and a link to a file would make every later run fail.
+    """
+    runtime = {os.path.realpath(p) for p in runtime_roots()}
+    guarded: list[str] = []
+    for path in sorted({*runtime, *protected}, key=len):
+        if any(_within(path, g) for g in guarded) or not any(_within(path, w) for w in writable):
+            continue
+        if path in protected:
+            if not bindable(path):
+                continue  # a symbolic link (or anything else) a command may have planted
+        elif not os.path.exists(path):
+            continue
+        guarded.append(path)
+    return guarded
 
 
 def bindable(path: str) -> bool:
