@@ -33,6 +33,8 @@ from typing import Final
 
 __all__ = [
     "ENV_MARKERS",
+    "GIT_DIR_RULE",
+    "GIT_MARKERS",
     "INTERPRETER_ENV_RULE",
     "PLAIN_NAMES",
     "PROTECTED_ENTRIES",
@@ -41,6 +43,7 @@ __all__ = [
     "PROTECTED_RULES",
     "RUNTIME_RULE",
     "ProtectedRule",
+    "git_directory",
     "interpreter_environment",
     "protected_rule",
     "runtime_roots",
@@ -188,6 +191,16 @@ PLAIN_NAMES: Final = frozenset(e.split("/")[0].casefold() for e in PROTECTED_ENT
 """The protected names that do not start with a dot (``lefthook.yml``, ``bunfig.toml``...): a scan
 that skips plain names must still look at these."""
 
+GIT_MARKERS: Final = (("HEAD", False), ("objects", True), ("refs", True))
+"""What makes a directory a git directory to git, whatever its name (``is_git_directory``)."""
+
+GIT_DIR_RULE: Final = ProtectedRule(
+    "<git directory>",
+    "a directory holding HEAD, objects/ and refs/ is a git repository to git whatever its name: its "
+    "config (core.fsmonitor, core.worktree) and hooks run for any git command in the folders it serves",
+)
+"""The rule for a git directory under an ordinary name (SAFE-2)."""
+
 ENV_MARKERS: Final = (("pyvenv.cfg", False), ("conda-meta", True))
 """What makes a directory an interpreter environment: ``(name, is a directory)``."""
 
@@ -251,6 +264,26 @@ def interpreter_environment(root: Path, rel: str) -> str | None:
             candidate = folder / marker
             if candidate.is_dir() if is_dir else candidate.is_file():
                 return "/".join(parts[:depth])
+    return None
+
+
+def git_directory(root: Path, rel: str) -> str | None:
+    """The git directory ``rel`` lies in, or makes one by its write, as a path relative to ``root``.
+
+    Each directory holding ``rel`` is checked for :data:`GIT_MARKERS`; ``rel``'s own first name
+    below it counts as present (writing ``HEAD`` beside ``objects/`` and ``refs/``, or a file under
+    ``objects/`` beside ``HEAD`` and ``refs/``, makes one). ``None`` when no directory is or
+    becomes one.
+    """
+    parts = [part for part in rel.split("/") if part not in ("", ".")]
+    for depth in range(len(parts) - 1, -1, -1):
+        folder = root.joinpath(*parts[:depth])
+        made = parts[depth]
+        if all(
+            name == made or ((folder / name).is_dir() if is_dir else (folder / name).is_file())
+            for name, is_dir in GIT_MARKERS
+        ):
+            return "/".join(parts[:depth]) or None
     return None
 
 

@@ -398,3 +398,42 @@ async def test_an_hg_share_pointing_at_an_ordinary_folder_never_runs_its_hooks_s
         [HG, "status"], cwd=workspace / "sub", env=host_env(tmp_path), capture_output=True, check=False
     )
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_git_directory_under_an_ordinary_name_is_no_way_in_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: git takes any folder holding HEAD, objects/ and refs/ for a repository (the attack
+    # review's break 1): planted in src/ with core.worktree = . it serves every git command below
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    plant = (
+        "cd src && mkdir -p objects refs/heads && echo 'ref: refs/heads/main' > HEAD && "
+        "printf '[core]\\\\n\\\\trepositoryformatversion = 0\\\\n\\\\tbare = false\\\\n\\\\tworktree = .\\\\n"
+        f"\\\\tfsmonitor = touch {marker}; false\\\\n' > config; echo done"
+    )
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=plant)
+    # its HEAD goes, so git takes src/ for an ordinary folder again; nothing else of it is touched
+    assert result.data is not None and result.data.get("protectedReverted") == ["src/HEAD"], result.error
+    assert "rule <git directory>" in (result.error or "")
+    git(workspace / "src" / "pkg", "status", env=env)
+    assert not marker.exists()
+    assert not (workspace / "src" / "HEAD").exists() and (workspace / "src" / "pkg").is_dir()
+    assert (workspace / "src" / "config").is_file()
+    # the file tools refuse the piece that makes the folder a repository
+    router = workspace_tools_for_cwd(workspace, bash=False, web_tools=False)
+    for path in ("lib/objects/keep", "lib/refs/heads/main"):
+        made = await router.dispatch(
+            ToolCall(id=path, name="write_file", arguments={"path": path, "content": ""})
+        )
+        assert made.success, made.error
+    refused = await router.dispatch(
+        ToolCall(
+            id="h", name="write_file", arguments={"path": "lib/HEAD", "content": "ref: refs/heads/main\\n"}
+        )
+    )
+    assert refused.data is not None and refused.data["code"] == "protected_path"
+    assert refused.data["rule"] == "<git directory>"

@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
-from .._protected import PROTECTED_RULES, ProtectedRule, protected_rule
+from .._protected import GIT_DIR_RULE, PROTECTED_RULES, ProtectedRule, protected_rule
 from ._protect import (
     RECENT_NS,
     Coverage,
@@ -30,6 +30,10 @@ from ._protect import (
     find_protected,
     match_spec,
 )
+
+_MADE_GIT_DIR: Final[Spec] = {"HEAD": None}
+"""Of an ordinary folder a command made a git directory: the ``HEAD`` it wrote (without it git takes
+the folder for none). The rest may be the user's (a ``config`` file, an ``objects/`` folder)."""
 
 __all__ = [
     "MAX_ENTRIES",
@@ -660,7 +664,9 @@ class ProtectedAudit:
         fd = _open_dirs(root_fd, dirs)
         if fd is not None:
             try:
-                if unreached:
+                if item.rule is GIT_DIR_RULE:  # an ordinary folder made a repository: its new HEAD goes
+                    revert.changed_since_start(fd, name, _MADE_GIT_DIR, item.rel)
+                elif unreached:
                     revert.changed_since_start(fd, name, item.spec, item.rel)
                 else:
                     revert.appeared(fd, name, item.spec, item.rel)

@@ -25,6 +25,8 @@ from typing import Final
 from .._git_config import configured_code_paths
 from .._protected import (
     ENV_MARKERS,
+    GIT_DIR_RULE,
+    GIT_MARKERS,
     INTERPRETER_ENV_RULE,
     PLAIN_NAMES,
     PROTECTED_RULES,
@@ -221,6 +223,9 @@ def find_protected(
         if listing.environment and rel:  # an interpreter environment: tracked as one entry (SAFE-2)
             _add(root, found, Found(rel, INTERPRETER_ENV_RULE, spec=ENV_SPEC), targets)
             continue
+        if listing.git_dir and rel:  # a git directory under an ordinary name: tracked as a .git (SAFE-2)
+            _add(root, found, Found(rel, GIT_DIR_RULE, spec=GIT_SPEC), targets)
+            continue
         deeper = level + 1 < depth
         prefix = f"{rel}/" if rel else ""
         if deeper:
@@ -302,6 +307,7 @@ class _Listing:
     subdirs: tuple[str, ...]  # real directories with names no protected name folds from
     dotted: tuple[tuple[str, bool, bool], ...]  # (name, is a real directory, is a link) of the others
     environment: bool = False  # it holds an interpreter environment's marker (pyvenv.cfg, conda-meta)
+    git_dir: bool = False  # it holds HEAD, objects/ and refs/: a git directory, whatever its name
 
 
 _LISTINGS_MAX: Final = 65_536
@@ -343,6 +349,7 @@ def _list(path: str, cache: ScanCache | None) -> _Listing | None:
     subdirs: list[str] = []
     dotted: list[tuple[str, bool, bool]] = []
     environment = False
+    git_markers = 0
     try:
         with os.scandir(path) as entries:
             for entry in entries:
@@ -351,20 +358,21 @@ def _list(path: str, cache: ScanCache | None) -> _Listing | None:
                 if plain and name.casefold() not in PLAIN_NAMES:  # cannot fold to a protected name
                     if name not in SKIPPED and _is_dir(entry):
                         subdirs.append(name)
-                    environment = environment or _marks_environment(entry)
+                    environment = environment or _marks(entry, ENV_MARKERS)
+                    git_markers += _marks(entry, GIT_MARKERS)
                 else:
                     dotted.append((name, _is_dir(entry), entry.is_symlink()))
     except OSError:
         return None
-    listing = _Listing(key, tuple(subdirs), tuple(dotted), environment)
+    listing = _Listing(key, tuple(subdirs), tuple(dotted), environment, git_markers == len(GIT_MARKERS))
     if cache is not None and info.st_ctime_ns < coarse_now() - RECENT_NS:
         cache.put(path, listing)
     return listing
 
 
-def _marks_environment(entry: os.DirEntry[str]) -> bool:
-    """Is ``entry`` an interpreter environment's marker (``pyvenv.cfg``, ``conda-meta/``)?"""
-    for marker, is_dir in ENV_MARKERS:
+def _marks(entry: os.DirEntry[str], markers: tuple[tuple[str, bool], ...]) -> bool:
+    """Is ``entry`` one of ``markers`` (``(name, is a directory)``: ``pyvenv.cfg``, ``HEAD``...)?"""
+    for marker, is_dir in markers:
         if entry.name == marker:
             with contextlib.suppress(OSError):
                 return entry.is_dir(follow_symlinks=False) if is_dir else entry.is_file(follow_symlinks=False)

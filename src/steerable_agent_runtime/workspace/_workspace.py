@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .._git_config import configured_code_paths
 from .._protected import (
+    GIT_DIR_RULE,
     INTERPRETER_ENV_RULE,
     PROTECTED_ENV,
     PROTECTED_FLAG,
     RUNTIME_RULE,
     ProtectedRule,
+    git_directory,
     interpreter_environment,
     protected_rule,
     runtime_roots,
@@ -321,7 +323,7 @@ class Workspace:
 
         By name (``protected_rule``), as steerable's own runtime, as what git configuration runs or
         includes (``configured``: ``_git_config.configured_code_paths``), or as part of an
-        interpreter environment (SAFE-2).
+        interpreter environment or of a git directory under an ordinary name (SAFE-2).
         """
         rule = protected_rule(candidate)
         if rule is None and any(real.is_relative_to(runtime) for runtime in self._runtime):
@@ -331,6 +333,8 @@ class Workspace:
         if rule is None and not candidate.startswith("../") and not os.path.isabs(candidate):
             if interpreter_environment(self.root.path, candidate) is not None:
                 rule = INTERPRETER_ENV_RULE
+            elif git_directory(self.root.path, candidate) is not None:
+                rule = GIT_DIR_RULE
         return rule
 
     def is_protected(self, real: Path, display: str) -> bool:
