@@ -87,14 +87,39 @@ def configured_code_paths(
         POSIX paths relative to ``root``, without ``..``, in the order found, without duplicates.
     """
     env = os.environ if environ is None else environ
-    repository = root / ".git" / "config"
     if not (root / ".git").exists():
         return []
     found: dict[str, ProtectedRule] = {}
-    for entry in _read_all([*_user_configs(env), repository]):
+    for entry in _read_all([*_user_configs(env), *_repository_configs(root)]):
         for rel, rule in _targets(entry, root):
             found.setdefault(rel, rule)
     return list(found.items())
+
+
+def _repository_configs(root: Path) -> list[Path]:
+    """The repository's own config files: ``.git/config``, or a worktree's (``.git`` is a file).
+
+    A worktree's ``.git`` file names its git directory (``gitdir: ...``), whose ``commondir`` names
+    the main repository's: git reads the main ``config`` and the worktree's ``config.worktree``.
+    """
+    dot_git = root / ".git"
+    if dot_git.is_dir():
+        return [dot_git / "config", dot_git / "config.worktree"]
+    pointer = _first_line(dot_git)
+    if not pointer.startswith("gitdir:"):
+        return []
+    gitdir = Path(os.path.normpath(root / pointer[len("gitdir:") :].strip()))
+    common = _first_line(gitdir / "commondir")
+    shared = Path(os.path.normpath(gitdir / common)) if common else gitdir
+    return [shared / "config", gitdir / "config.worktree", gitdir / "config"]
+
+
+def _first_line(path: Path) -> str:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4096).decode("utf-8", "replace").split("\n", 1)[0].strip()
+    except OSError:
+        return ""
 
 
 def _user_configs(env: Mapping[str, str]) -> list[Path]:
@@ -196,6 +221,8 @@ def _targets(entry: _Entry, root: Path) -> Iterator[tuple[str, ProtectedRule]]:
 
 
 def _inside(root: Path, path: Path, rule: ProtectedRule) -> Iterator[tuple[str, ProtectedRule]]:
-    resolved = Path(os.path.normpath(path))
-    if resolved != root and resolved.is_relative_to(root):
-        yield resolved.relative_to(root).as_posix(), rule
+    """``path`` relative to ``root`` as written and as it resolves (a link on the way), when inside."""
+    lexical = Path(os.path.normpath(path))
+    for candidate in dict.fromkeys((lexical, Path(os.path.realpath(lexical)))):
+        if candidate != root and candidate.is_relative_to(root):
+            yield candidate.relative_to(root).as_posix(), rule

@@ -440,3 +440,49 @@ async def test_a_git_directory_under_an_ordinary_name_is_no_way_in_safe_2(
     )
     assert refused.data is not None and refused.data["code"] == "protected_path"
     assert refused.data["rule"] == "<git directory>"
+
+
+async def test_a_worktree_workspace_follows_its_repositorys_config_safe_2(tmp_path: Path) -> None:
+    # SAFE-2: a linked worktree's .git is a file; the hooks folder the main repository's config names
+    # is protected there too (the attack review's break 2a)
+    env = host_env(tmp_path)
+    main = tmp_path / "main"
+    main.mkdir()
+    assert git(main, "init", "-q", ".", env=env).returncode == 0
+    assert git(main, "config", "core.hooksPath", ".githooks", env=env).returncode == 0
+    (main / "README").write_text("x\n")
+    assert git(main, "add", "README", env=env).returncode == 0
+    committed = git(main, "-c", "user.name=u", "-c", "user.email=u@e", "commit", "-qm", "init", env=env)
+    assert committed.returncode == 0, committed.stderr
+    worktree = tmp_path / "feature"
+    assert git(main, "worktree", "add", "-q", str(worktree), env=env).returncode == 0
+    router = workspace_tools_for_cwd(worktree, bash=False, web_tools=False)
+    refused = await router.dispatch(
+        ToolCall(
+            id="w", name="write_file", arguments={"path": ".githooks/pre-commit", "content": "#!/bin/sh\n"}
+        )
+    )
+    assert refused.data is not None and refused.data["code"] == "protected_path", refused.error
+    assert refused.data["rule"] == "<core.hooksPath>"
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_hooks_path_through_a_link_protects_the_real_folder_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: core.hooksPath = tools/hooks where tools -> shared: git runs shared/hooks/* (break 2b)
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    (workspace / "shared" / "hooks").mkdir(parents=True)
+    hook = workspace / "shared" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\nexit 0\n")
+    (workspace / "tools").symlink_to("shared")
+    assert git(workspace, "config", "core.hooksPath", "tools/hooks", env=env).returncode == 0
+    tool = tool_for(workspace, backend)
+    await tool.handler(command=f"echo 'touch {marker}' >> shared/hooks/pre-commit; echo done")
+    assert hook.read_text() == "#!/bin/sh\nexit 0\n"
+    router = workspace_tools_for_cwd(workspace, bash=False, web_tools=False)
+    refused = await router.dispatch(
+        ToolCall(id="w", name="write_file", arguments={"path": "shared/hooks/post-merge", "content": "x\n"})
+    )
+    assert refused.data is not None and refused.data["code"] == "protected_path", refused.error
