@@ -5,6 +5,10 @@ Importing the package is cheap: its public names are imported from their modules
 tools, pydantic or the ``mcp`` SDK are loaded (docs/mcp.md: Start-up).
 """
 
+# isort: off
+from . import _safe_path  # noqa: F401  (first: it drops sys.path entries naming the workspace)
+
+# isort: on
 import typing as _typing
 
 from steerable_agent_runtime import __version__

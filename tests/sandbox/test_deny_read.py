@@ -8,6 +8,7 @@ readable files next to them: the canaries must not come out, the neighbours must
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -238,3 +239,48 @@ async def test_a_state_directory_given_by_flag_is_unreadable_too_safe_3(
         )
     assert result.data is not None and "done" in result.data.get("stdout", ""), result
     assert CANARY not in json.dumps(result.to_wire())
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_a_secret_the_host_rewrites_during_the_run_stays_unread_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3: Claude Code rewrites ~/.claude.json, git's credential store ~/.git-credentials, by
+    # renaming a new file onto the path; a mount over the old file would drop out of the sandbox
+    # then (the attack review's break 5), so nothing denied has a name there at all
+    config = config_for(home)
+    (home / ".git-credentials").write_text(f"https://bob:{CANARY}-old@example.com\n")
+    run = asyncio.ensure_future(
+        run_(backend_name, config, workspace, "sleep 2; cat ~/.claude.json ~/.git-credentials")
+    )
+    await asyncio.sleep(1)
+    for name in (".claude.json", ".git-credentials"):
+        fresh = home / f"{name}.tmp"
+        fresh.write_text(f"{CANARY}-rewritten {name}\n")
+        os.replace(fresh, home / name)
+    output, _ = await run
+    assert CANARY not in output
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_a_workspace_that_is_home_keeps_the_secrets_in_it_unread_safe_3(
+    backend_name: str, home: Path
+) -> None:
+    # SAFE-3: `steerable -w ~` (the attack review's break 4): the deny-read entries inside the
+    # workspace are covered after it is bound, so the command works in ~ and reads no secret
+    config = config_for(home)
+    output, code = await run_(
+        backend_name,
+        config,
+        home,
+        "cat ~/.ssh/id_ed25519 ~/.aws/credentials ~/.claude.json ~/.local/state/steerable/sessions/other.jsonl; "
+        "cat notes.txt; echo made > made.txt && cat made.txt",
+    )
+    assert CANARY not in output
+    assert "visible-notes" in output and "made" in output
+    assert (home / "made.txt").read_text() == "made\n"
+
+
+async def run_(backend_name: str, config: SandboxConfig, root: Path, script: str) -> tuple[str, int | None]:
+    """:func:`run` with ``root`` as the workspace and ``HOME``."""
+    return await run(backend_name, config, root, f"export HOME={config.deny_read[0].parent}; {script}")

@@ -171,3 +171,30 @@ def test_children_keep_only_the_absolute_entries_of_pythonpath_safe_1() -> None:
         child_environment({"PATH": "/bin", "PYTHONPATH": sep.join(["", "/opt/a"])})["PYTHONPATH"] == "/opt/a"
     )
     assert "PYTHONPATH" not in child_environment({"PATH": "/bin", "PYTHONPATH": sep.join([".", "src"])})
+
+
+def test_the_steerable_command_drops_an_empty_pythonpath_entry_safe_1(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    # SAFE-1: PYTHONPATH=":/x" (an export onto an unset variable) names the current directory, the
+    # workspace a host starts steerable in: what steerable imports itself no longer comes from there
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "json.py").write_text(f"open({str(markers / 'json')!r}, 'w').close()\n")
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("steerable")), "tools", "--json", "--no-plugins"],
+        cwd=workspace,
+        env=child_env(PYTHONPATH=os.pathsep.join(["", "/nonexistent-lib"])),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ran(markers) == []
+    assert done.stderr == (
+        f"steerable: ignoring the sys.path entries [{str(workspace)!r}] (from PYTHONPATH): they name the "
+        "current directory, where a file the model wrote would run in this process\n"
+    )

@@ -14,7 +14,7 @@ from typing import Final
 
 from .._protected import runtime_roots
 from ._backend import LaunchPlan, SandboxInfo
-from ._deny import applicable_denials
+from ._deny import applicable_denials, denials_inside, masking_mounts
 from ._launch import SECCOMP_ARCH
 from ._policy import SandboxPolicy
 from ._protect import carve_outs, guarded_inside
@@ -87,15 +87,10 @@ class BubblewrapBackend:
             network=policy.network, tmpfs_bytes=policy.limits.memory_bytes, features=features
         )
         writable = [os.path.realpath(root) for root in policy.writable_roots]
-        # the deny-read set (SAFE-3), before the roots are bound: an empty read-only directory over
-        # each folder, /dev/null over each file (the private /tmp hides what lies under /tmp already)
-        for denied in applicable_denials(policy.deny_read, writable):
-            if _within(denied, "/tmp"):
-                continue
-            if os.path.isdir(denied):
-                args += ["--tmpfs", denied, "--remount-ro", denied]
-            else:
-                args += ["--ro-bind", os.devnull, denied]
+        # the deny-read set (SAFE-3), before the roots are bound: each folder on the way to an entry
+        # an empty read-only tmpfs with the rest bound back (the private /tmp hides /tmp already)
+        denied = [d for d in applicable_denials(policy.deny_read, writable) if not _within(d, "/tmp")]
+        args += masking_mounts(denied)
         for readable in _hidden_by_tmp((*policy.readable_roots, *_runtime_roots())):
             if not any(_within(readable, w) for w in writable):
                 args += ["--ro-bind", readable, readable]
@@ -111,6 +106,12 @@ class BubblewrapBackend:
             protected = [str(path) for path in policy.read_only]
         for guarded in guarded_inside(writable, protected):
             args += ["--ro-bind", guarded, guarded]
+        for hidden in denials_inside(policy.deny_read, writable):  # the workspace is ~, or holds one
+            args += (
+                ["--tmpfs", hidden, "--remount-ro", hidden]
+                if os.path.isdir(hidden)
+                else ["--ro-bind", os.devnull, hidden]
+            )
         args += ["--chdir", os.path.realpath(policy.workdir)]
         if os.uname().machine in SECCOMP_ARCH:  # set-id modes always; sockets with the network off
             args += ["--seccomp", _SECCOMP_PLACEHOLDER]

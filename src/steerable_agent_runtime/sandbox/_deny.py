@@ -11,6 +11,7 @@ rules only grant, so ``/`` is split into its entries around each denied path. ``
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,8 +26,11 @@ __all__ = [
     "DENY_READ_ENV",
     "DEV_READABLE",
     "applicable_denials",
+    "denials_inside",
     "deny_read_from_env",
     "hidden_devices",
+    "hiding_mount",
+    "masking_mounts",
     "read_grants",
 ]
 
@@ -159,6 +163,83 @@ def applicable_denials(deny_read: Iterable[Path], writable_roots: Sequence[str])
         if not any(_within(real, outer) for outer in kept):
             kept.append(real)
     return kept
+
+
+def denials_inside(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> list[str]:
+    """The existing entries of ``deny_read`` that lie inside a writable root (the workspace is ``~``).
+
+    They are hidden by a mount over each, after the writable roots are bound: bubblewrap always,
+    Landlock where it has a mount namespace. Real paths, outermost first, none inside another.
+    """
+    found: set[str] = set()
+    for path in deny_read:
+        try:
+            real = os.path.realpath(path, strict=True)
+        except OSError:
+            continue
+        if any(_within(real, root) and real != root for root in writable_roots):
+            found.add(real)
+    kept: list[str] = []
+    for real in sorted(found, key=lambda path: (len(path), path)):
+        if not any(_within(real, outer) for outer in kept):
+            kept.append(real)
+    return kept
+
+
+def masking_mounts(denied: Sequence[str]) -> list[str]:
+    """Bubblewrap options that hide ``denied`` (outside the writable roots) for good.
+
+    A mount over a denied *file* is dropped in the sandbox when the host renames a new file onto
+    its path (``~/.claude.json``, ``~/.git-credentials`` are rewritten so), showing the new bytes.
+    So each directory on the way to a denied entry (below ``/``) gets an empty tmpfs instead, with
+    every other entry bound back read-only (links made again as links), then remounted read-only:
+    a denied entry has no name in the sandbox at all. A denied entry directly under ``/`` is
+    masked by itself (an empty tmpfs, or ``/dev/null``).
+    """
+    args: list[str] = []
+    for top in sorted({"/" + d.split("/")[1] for d in denied}):
+        below = [d for d in denied if _within(d, top)]
+        if top in below:
+            args += (
+                ["--tmpfs", top, "--remount-ro", top]
+                if os.path.isdir(top)
+                else ["--ro-bind", os.devnull, top]
+            )
+        else:
+            _mask(top, below, args)
+    return args
+
+
+def hiding_mount(path: str) -> list[str]:
+    """Bubblewrap options putting an empty read-only tmpfs over folder ``path``, ``/dev/null`` over a file."""
+    if os.path.isdir(path):
+        return ["--tmpfs", path, "--remount-ro", path]
+    return ["--ro-bind", os.devnull, path]
+
+
+def _mask(directory: str, below: list[str], args: list[str]) -> None:
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return
+    args += ["--tmpfs", directory]
+    for name in names:
+        path = os.path.join(directory, name)
+        inner = [d for d in below if _within(d, path)]
+        if path in inner:
+            continue  # denied: no name in the sandbox
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            with contextlib.suppress(OSError):
+                args += ["--symlink", os.readlink(path), path]
+        elif inner and stat.S_ISDIR(info.st_mode):
+            _mask(path, inner, args)
+        elif stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode):
+            args += ["--ro-bind", path, path]
+    args += ["--remount-ro", directory]
 
 
 def read_grants(denied: Sequence[str], *, root: str = "/") -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Final
 
 from ._backend import LaunchPlan, SandboxInfo
-from ._deny import applicable_denials, hidden_devices, read_grants
+from ._deny import applicable_denials, denials_inside, hidden_devices, read_grants
 from ._launch import SECCOMP_ARCH, landlock_abi
 from ._policy import SandboxPolicy
 from ._protect import carve_outs, guarded_inside
@@ -111,6 +111,8 @@ class LandlockBackend:
             )
             for path in guarded_inside(roots, carved):
                 options += ["--ro-bind", path]
+            for path in denials_inside(policy.deny_read, roots):  # the workspace is ~, or holds one
+                options += ["--hide", path]
         for device in DEVICES:
             options += ["--dev", device]
         if not policy.network:

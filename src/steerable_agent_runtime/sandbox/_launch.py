@@ -119,17 +119,9 @@ S_ISUID_ISGID = 0o6000
 ENOSYS = 38
 
 # -- namespaces and mounts (include/uapi/linux/sched.h, mount.h) -------------------------------------
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWPID = 0x20000000
-MS_NOSUID = 2
-MS_NODEV = 4
-MS_NOEXEC = 8
-MS_RDONLY = 1
-MS_REMOUNT = 32
-MS_BIND = 4096
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REMOUNT = 1, 2, 4, 8, 32
+MS_BIND, MS_REC, MS_PRIVATE = 0x1000, 0x4000, 0x40000
 
 SIGKILL = 9  # the same on every Linux architecture and on macOS
 
@@ -272,9 +264,7 @@ class _Libc:
     def prctl(self, option: int, arg2: int = 0, arg3: Any = 0) -> None:
         c = self.ctypes
         third = c.c_ulong(arg3) if isinstance(arg3, int) else arg3
-        rc = self.libc.prctl(c.c_int(option), c.c_ulong(arg2), third, c.c_ulong(0), c.c_ulong(0))
-        if rc != 0:
-            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
+        self._check(self.libc.prctl(c.c_int(option), c.c_ulong(arg2), third, c.c_ulong(0), c.c_ulong(0)))
 
     def syscall(self, number: int, *args: Any) -> int:
         c = self.ctypes
@@ -284,17 +274,16 @@ class _Libc:
         return rc
 
     def unshare(self, flags: int) -> None:
-        c = self.ctypes
-        if self.libc.unshare(c.c_int(flags)) != 0:
-            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
+        self._check(self.libc.unshare(self.ctypes.c_int(flags)))
 
     def mount(self, source: str | None, target: str, fstype: str | None, flags: int) -> None:
         c = self.ctypes
-        source_p = c.c_char_p(None if source is None else source.encode())
-        fstype_p = c.c_char_p(None if fstype is None else fstype.encode())
-        rc = self.libc.mount(source_p, c.c_char_p(target.encode()), fstype_p, c.c_ulong(flags), None)
+        text = [c.c_char_p(None if part is None else part.encode()) for part in (source, target, fstype)]
+        self._check(self.libc.mount(*text, c.c_ulong(flags), None))
+
+    def _check(self, rc: int) -> None:
         if rc != 0:
-            raise OSError(c.get_errno(), os.strerror(c.get_errno()))
+            raise OSError(self.ctypes.get_errno(), os.strerror(self.ctypes.get_errno()))
 
 
 def new_pid_namespace(libc: _Libc) -> bool:
@@ -311,11 +300,8 @@ def new_pid_namespace(libc: _Libc) -> bool:
     uid, gid = os.geteuid(), os.getegid()
     try:
         libc.unshare(CLONE_NEWUSER | CLONE_NEWPID)
-        for name, text in (
-            ("setgroups", "deny"),
-            ("uid_map", f"{uid} {uid} 1"),
-            ("gid_map", f"{gid} {gid} 1"),
-        ):
+        maps = {"setgroups": "deny", "uid_map": f"{uid} {uid} 1", "gid_map": f"{gid} {gid} 1"}
+        for name, text in maps.items():
             with open(f"/proc/self/{name}", "w", encoding="ascii") as fh:
                 fh.write(text)
     except OSError:
@@ -454,9 +440,7 @@ def user_tasks(uid: int) -> int:
     except OSError:
         return 0
     with entries:
-        for entry in entries:
-            if not entry.name.isdigit():
-                continue
+        for entry in (entry for entry in entries if entry.name.isdigit()):
             try:
                 if entry.stat().st_uid == uid:
                     count += len(os.listdir(f"/proc/{entry.name}/task"))
@@ -541,18 +525,15 @@ def supervise(
     confine: Callable[[], None] | None = None,
     pid_namespace: bool = False,
     read_only: Sequence[str] = (),
+    hide: Sequence[str] = (),
 ) -> int:
     """Run ``argv`` as our child; when it exits (or we are told to stop) kill what it left behind.
 
-    Linux only (it finds descendants through ``/proc`` and relies on ``PR_SET_CHILD_SUBREAPER``).
-    ``confine`` runs in the child between the fork and the exec (Landlock, the socket filter, the
-    dropped capabilities), so the supervisor itself stays outside the sandbox: a command cannot
-    ptrace it and, from Landlock ABI 6 (signal scoping), cannot kill it to outlive the run. When
-    ``confine`` fails the command never runs and the status is 125. ``pid_namespace``: the child
-    is PID 1 of a new PID namespace (:func:`new_pid_namespace`) and mounts a ``/proc`` of its own,
-    so the command sees no other process (SAFE-3); where none can be made the run goes on without,
-    unless ``read_only`` paths are to be bound read-only in its mount namespace (SAFE-2): then the
-    command never runs (status 125).
+    Linux only (descendants found through ``/proc``; ``PR_SET_CHILD_SUBREAPER``). ``confine`` runs in
+    the child between fork and exec, so the supervisor stays outside the sandbox: the command cannot
+    ptrace it nor, from Landlock ABI 6, kill it. ``pid_namespace``: the child is PID 1 of a new PID
+    namespace with mounts of its own (:func:`_namespace_init`); without one the run goes on, unless
+    ``read_only`` or ``hide`` need its mounts. A failed setup never runs the command (status 125).
 
     Returns:
         The command's exit status (``128 + signal`` when killed by one).
@@ -563,20 +544,20 @@ def supervise(
         libc.prctl(PR_SET_CHILD_SUBREAPER, 1)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)  # the sidecar died: take the tree down
     own_proc = pid_namespace and libc is not None and new_pid_namespace(libc)
-    if read_only and not own_proc:
+    if (read_only or hide) and not own_proc:
         return _setup_failed(SetupError("no mount namespace can be made here for the read-only paths"))
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, _on_stop)
     pid = os.fork()
     if pid == 0:
         if own_proc and libc is not None:
-            os._exit(_namespace_init(argv, libc, confine, read_only))
+            os._exit(_namespace_init(argv, libc, confine, read_only, hide))
         _start_command(argv, confine)  # never returns
     _detach_stdio()
     status = 128 + SIGKILL
     try:
         status = _wait_for(pid)
-    except (_Stop, ChildProcessError):
+    except _Stop:
         pass
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         signal.signal(signum, signal.SIG_IGN)
@@ -594,57 +575,66 @@ def _detach_stdio() -> None:
 
 def _wait_for(pid: int) -> int:
     """Reap children (orphans come to us) until ``pid`` exits; its status (``128 + n`` for signal n)."""
-    while True:
-        got, raw = os.waitpid(-1, 0)
-        if got == pid:
-            status = os.waitstatus_to_exitcode(raw)
-            return 128 - status if status < 0 else status
+    try:
+        while (reaped := os.waitpid(-1, 0))[0] != pid:
+            pass
+    except ChildProcessError:
+        return 128 + SIGKILL
+    status = os.waitstatus_to_exitcode(reaped[1])
+    return 128 - status if status < 0 else status
 
 
 def _namespace_init(
-    argv: list[str], libc: _Libc, confine: Callable[[], None] | None, read_only: Sequence[str] = ()
+    argv: list[str],
+    libc: _Libc,
+    confine: Callable[[], None] | None,
+    read_only: Sequence[str] = (),
+    hide: Sequence[str] = (),
 ) -> int:
-    """PID 1 of the command's PID namespace: a ``/proc`` of its own, the command, its orphans reaped.
-
-    In its mount namespace each of ``read_only`` is bound read-only over itself first (the protected
-    paths, as bubblewrap binds them).
-
-    Returns when the command exits, with its status (the kernel then kills what is left in the
-    namespace). The command, not this init, is confined: as PID 1 it would ignore the signals it
-    has no handler for (``kill $$``).
-    """
-    import signal
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
-    try:  # a mount namespace of its own, where /proc shows this PID namespace only
-        libc.unshare(CLONE_NEWNS)
-        libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
-        libc.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    except OSError as exc:
-        return _setup_failed(SetupError(f"cannot mount a /proc of the sandbox's own: {setup_failure(exc)}"))
-    for path in read_only:
-        try:
-            libc.mount(path, path, None, MS_BIND | MS_REC)
-            libc.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
-        except OSError as exc:
-            return _setup_failed(SetupError(f"cannot bind {path!r} read-only: {setup_failure(exc)}"))
+    """PID 1 of the command's namespaces: mounts, the command (not PID 1: ``kill $$``), orphans reaped."""
+    _default_signals()
+    try:
+        _own_mounts(libc, read_only, hide)
+    except SetupError as exc:
+        return _setup_failed(exc)
     pid = os.fork()
     if pid == 0:
         _start_command(argv, confine)  # never returns
     _detach_stdio()
+    return _wait_for(pid)  # when the command exits, the kernel kills the rest of the namespace
+
+
+def _own_mounts(libc: _Libc, read_only: Sequence[str], hide: Sequence[str]) -> None:
+    """Mount ``/proc`` of this PID namespace, bind ``read_only`` read-only, cover ``hide`` (SetupError)."""
+    step = "mount a /proc of the sandbox's own"
     try:
-        return _wait_for(pid)
-    except ChildProcessError:
-        return 128 + SIGKILL
+        libc.unshare(CLONE_NEWNS)
+        libc.mount(None, "/", None, MS_REC | MS_PRIVATE)
+        libc.mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        for path in read_only:
+            step = f"bind {path!r} read-only"
+            libc.mount(path, path, None, MS_BIND | MS_REC)
+            libc.mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY)
+        for path in hide:
+            step = f"hide {path!r}"
+            if os.path.isdir(path):
+                libc.mount("tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV)
+            else:  # /dev/null: reads nothing, and what is written to it goes nowhere
+                libc.mount(os.devnull, path, None, MS_BIND)
+    except OSError as exc:
+        raise SetupError(f"cannot {step}: {setup_failure(exc)}") from None
+
+
+def _default_signals() -> None:
+    import signal  # only where needed: it imports enum (3 ms)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
 
 
 def _start_command(argv: list[str], confine: Callable[[], None] | None) -> None:
     """In the forked child: default signals, the OOM score, ``confine``, then exec ``argv``."""
-    import signal
-
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(signum, signal.SIG_DFL)
+    _default_signals()
     try:  # the OOM killer takes the command before anything outside the sandbox (best effort)
         with open("/proc/self/oom_score_adj", "w", encoding="ascii") as fh:
             fh.write("1000")
@@ -676,6 +666,7 @@ _LIST_OPTIONS = {
     "--dev": "dev",
     "--cgroup": "cgroup",
     "--ro-bind": "ro-bind",
+    "--hide": "hide",
 }
 
 
@@ -685,7 +676,15 @@ def parse(args: list[str]) -> tuple[dict[str, Any], list[str]]:
     Raises:
         SetupError: On an unknown option or a missing command.
     """
-    opts: dict[str, Any] = {"read": [], "list": [], "write": [], "dev": [], "cgroup": [], "ro-bind": []}
+    opts: dict[str, Any] = {
+        "read": [],
+        "list": [],
+        "write": [],
+        "dev": [],
+        "cgroup": [],
+        "ro-bind": [],
+        "hide": [],
+    }
     opts.update({"cpu": 0, "as": 0, "nproc": 0})
     flags = {"--landlock", "--no-tcp", "--supervise", "--drop-caps", "--pid-ns"}
     valued = {"--cpu", "--as", "--nproc", "--seccomp-fd-at", *_LIST_OPTIONS}
@@ -791,6 +790,7 @@ def main(args: list[str]) -> int:
             confine=lambda: _confine(opts, libc),
             pid_namespace=opts.get("pid-ns", False),
             read_only=opts["ro-bind"],
+            hide=opts["hide"],
         )
     _exec(command)
     return EXIT_CANNOT_EXECUTE  # not reached
