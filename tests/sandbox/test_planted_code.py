@@ -486,3 +486,29 @@ async def test_a_hooks_path_through_a_link_protects_the_real_folder_safe_2(
         ToolCall(id="w", name="write_file", arguments={"path": "shared/hooks/post-merge", "content": "x\n"})
     )
     assert refused.data is not None and refused.data["code"] == "protected_path", refused.error
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_padding_the_workspace_past_the_scan_cap_hides_nothing_safe_2(
+    backend: str, workspace: Path, venv: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: one call makes 600 folders, so the next call's scan (512 folders, breadth first) would
+    # not reach libs/foo/.git nor the project's .venv (the attack review's break 3)
+    env = host_env(tmp_path)
+    repo = workspace / "libs" / "foo"
+    repo.mkdir(parents=True)
+    assert git(repo, "init", "-q", ".", env=env).returncode == 0
+    config = (repo / ".git" / "config").read_text()
+    tool = tool_for(workspace, backend)
+    padded = await tool.handler(command="for i in $(seq 1 600); do mkdir d$i; done; echo done")
+    assert padded.data is not None and "done" in padded.data["stdout"], padded.error
+    pth = site_packages(venv).relative_to(workspace) / "zz_planted.pth"
+    await tool.handler(
+        command=f"printf '[core]\\\\n\\\\tfsmonitor = touch {marker}\\\\n' >> libs/foo/.git/config; "
+        f'echo \'import os; open("{marker}", "w").close()\' > {pth}; echo done'
+    )
+    assert (repo / ".git" / "config").read_text() == config
+    assert not (workspace / pth).exists()
+    git(repo, "status", env=env)
+    subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], check=True)
+    assert not marker.exists()

@@ -228,19 +228,37 @@ def find_protected(
             continue
         deeper = level + 1 < depth
         prefix = f"{rel}/" if rel else ""
-        if deeper:
-            queue.extend((prefix + name, level + 1) for name in listing.subdirs)
-        for name, is_dir, is_link in listing.dotted:
+        for name, is_dir, is_link in listing.dotted:  # dotted folders first (.venv, .config...)
             path = prefix + name
             protected = _classify(root, path, name, is_dir, is_link, found, targets)
             if not protected and deeper and is_dir:
                 queue.append((path, level + 1))
+        if deeper:
+            queue.extend((prefix + name, level + 1) for name in listing.subdirs)
     if coverage is not None:
         coverage.complete = not queue
+    if cache is not None:
+        _remembered(root, found, cache, targets)
     _configured(root, found, targets)
     if targets:
         _link_targets(root, found)
     return list(found.values())
+
+
+def _remembered(root: str, found: dict[str, Found], cache: ScanCache, targets: bool) -> None:
+    """Add the entries earlier scans found that this one did not reach, and remember this scan's.
+
+    A scan stops at :data:`SCAN_MAX_DIRS`: a command that makes hundreds of folders would push the
+    user's nested repositories and environments past it for the next calls (SAFE-2). An entry found
+    once stays guarded while it exists (not reached through a link), whatever the cap.
+    """
+    for rel, item in cache.known.items():
+        path = os.path.join(root, rel)
+        parts = rel.split("/")
+        through_link = any(os.path.islink(os.path.join(root, *parts[:i])) for i in range(1, len(parts)))
+        if rel not in found and not through_link and os.path.lexists(path):
+            _add(root, found, Found(rel, item.rule, os.path.islink(path), item.parents, item.spec), targets)
+    cache.known = dict(found)
 
 
 def _configured(root: str, found: dict[str, Found], targets: bool) -> None:
@@ -317,11 +335,13 @@ class ScanCache:
     """Directory listings kept between scans of one workspace (one per ``bash`` tool).
 
     A listing is reused while its directory's ``(st_dev, st_ino, st_ctime_ns)`` holds (see
-    :class:`_Listing`); at most 65,536 are kept.
+    :class:`_Listing`); at most 65,536 are kept. :attr:`known` keeps the protected entries found,
+    guarded on later scans even past the cap.
     """
 
     def __init__(self) -> None:
         self._listings: dict[str, _Listing] = {}
+        self.known: dict[str, Found] = {}  # the protected entries the last scan found (see _remembered)
 
     def get(self, path: str, key: tuple[int, int, int]) -> _Listing | None:
         """The kept listing of ``path`` if its directory is unchanged, else ``None``."""
