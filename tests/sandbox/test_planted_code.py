@@ -512,3 +512,17 @@ async def test_padding_the_workspace_past_the_scan_cap_hides_nothing_safe_2(
     git(repo, "status", env=env)
     subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], check=True)
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_an_environment_three_levels_down_a_dotted_folder_is_found_safe_2(
+    backend: str, workspace: Path, marker: Path
+) -> None:
+    # SAFE-2: pixi keeps its conda environments in .pixi/envs/<name> (the attack review's break 10)
+    env_dir = workspace / ".pixi" / "envs" / "default"
+    (env_dir / "conda-meta").mkdir(parents=True)
+    site = env_dir / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=f"echo 'import os' > {site.relative_to(workspace)}/zz.pth; echo done")
+    assert not (site / "zz.pth").exists(), result.error

@@ -226,7 +226,9 @@ def find_protected(
         if listing.git_dir and rel:  # a git directory under an ordinary name: tracked as a .git (SAFE-2)
             _add(root, found, Found(rel, GIT_DIR_RULE, spec=GIT_SPEC), targets)
             continue
-        deeper = level + 1 < depth
+        # one level more under a dotted folder (.pixi/envs/default, .tox/py/...): small, and where tools
+        # keep their environments
+        deeper = level + 1 < depth + (rel.startswith(".") or "/." in rel)
         prefix = f"{rel}/" if rel else ""
         for name, is_dir, is_link in listing.dotted:  # dotted folders first (.venv, .config...)
             path = prefix + name
