@@ -302,6 +302,8 @@ def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_sa
             ):
                 time.sleep(0.05)
             assert planted.exists() and "fsmonitor" in planted.read_text(), "the command never planted"
+            if signum == signal.SIGKILL:  # a few heartbeats after the plant: recovery still removes it
+                time.sleep(2.5)
             session.send_signal(signum)
             status = session.wait(timeout=30)
         finally:

@@ -371,14 +371,17 @@ def _volatile(dir_fd: int, name: str, inner: str) -> bool:
     """Does steerable itself write ``inner`` (a path inside its state folder) while a command runs?
 
     Its ``.gitignore`` (which runs nothing), a write's intent file in ``txn/`` while its writer
-    holds it locked (``flock``; the command's processes are gone, so a lock is steerable's), and a
-    hidden intent file being published. The file tools' writes run concurrently with ``bash``.
+    holds it locked (``flock``; the command's processes are gone, so a lock is steerable's) and
+    that record's heartbeat (``.alive``), and a hidden intent file being published. The file
+    tools' writes run concurrently with ``bash``.
     """
     if inner == ".gitignore":
         return True
     head, _, rest = inner.partition("/")
     if head != "txn" or not rest or "/" in rest:
         return False
+    if rest.endswith(".json.alive"):  # a running record's heartbeat: as long as the record is locked
+        return _locked(dir_fd, name.removesuffix(".alive"))
     return rest.startswith(".") or _locked(dir_fd, name)
 
 

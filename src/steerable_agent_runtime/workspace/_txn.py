@@ -253,6 +253,11 @@ HEARTBEAT_GRACE_NS: Final = 3_000_000_000
 command dies with steerable within milliseconds); later ones are the user's and stay."""
 
 
+def _alive(record: str) -> str:
+    """The heartbeat file of the record ``record`` (``<token>.json.alive``)."""
+    return f"{record}.alive"
+
+
 class Intent:
     """One write in flight, announced in ``.steerable/txn/`` and locked by its writer until it ends.
 
@@ -303,9 +308,20 @@ class Intent:
         self._append({"dir": display})
 
     def beat(self) -> None:
-        """Mark the record's run alive now (its ``mtime``; see :data:`HEARTBEAT_S`)."""
-        if self._fd >= 0:
-            os.utime(self._fd)
+        """Mark the record's run alive now: the ``mtime`` of ``<record>.alive`` (:data:`HEARTBEAT_S`).
+
+        A file of its own: touching the record would move its ``ctime``, which recovery reads as the
+        moment the run began.
+        """
+        if self._fd < 0:
+            return
+        with self._state.directory("txn", create=False) as dir_fd:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+            fd = os.open(_alive(self._name), flags, 0o600, dir_fd=dir_fd)
+            try:
+                os.utime(fd)
+            finally:
+                os.close(fd)
 
     def note_protected(self, existing: Sequence[str]) -> None:
         """Record the protected entries that exist before a sandboxed command (FILE-15).
@@ -332,6 +348,8 @@ class Intent:
             return
         try:
             with self._state.directory("txn", create=False) as dir_fd:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(_alive(self._name), dir_fd=dir_fd)
                 os.unlink(self._name, dir_fd=dir_fd)
         except OSError as exc:  # the lock still goes with the descriptor; recovery removes the file
             logger.warning("steerable: could not remove the write intent %s: %s", self._name, exc)
@@ -492,11 +510,16 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
         orphan = _parse(raw)
         if orphan.protected is not None:  # the kernel's ctime of the record: no writer can set it back
-            # its mtime: the run's last heartbeat (Intent.beat), at most now
-            until = min(info.st_mtime_ns, time.time_ns()) + HEARTBEAT_GRACE_NS
+            # the run's last heartbeat (Intent.beat; the record's time when it died before the first)
+            try:
+                alive = os.stat(_alive(name), dir_fd=dir_fd, follow_symlinks=False).st_mtime_ns
+            except OSError:
+                alive = 0
+            until = min(max(alive, info.st_ctime_ns), time.time_ns()) + HEARTBEAT_GRACE_NS
             line = _after_sandboxed_run(orphan, io, info.st_ctime_ns, until)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(name, dir_fd=dir_fd)
+            for done in (_alive(name), name):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(done, dir_fd=dir_fd)
             return line
         targets = [io.resolve_internal(entry.target) for entry in orphan.commit or ()]
         folders = [target.parent for target in targets if target is not None]
