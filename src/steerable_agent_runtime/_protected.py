@@ -25,7 +25,7 @@ import os
 import re
 import sys
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import Path
@@ -45,6 +45,7 @@ __all__ = [
     "ProtectedRule",
     "git_directory",
     "interpreter_environment",
+    "is_git_directory",
     "protected_rule",
     "runtime_roots",
 ]
@@ -191,8 +192,16 @@ PLAIN_NAMES: Final = frozenset(e.split("/")[0].casefold() for e in PROTECTED_ENT
 """The protected names that do not start with a dot (``lefthook.yml``, ``bunfig.toml``...): a scan
 that skips plain names must still look at these."""
 
-GIT_MARKERS: Final = (("HEAD", False), ("objects", True), ("refs", True))
-"""What makes a directory a git directory to git, whatever its name (``is_git_directory``)."""
+GIT_MARKERS: Final = frozenset({"HEAD", "objects", "refs", "commondir"})
+"""The names that make a directory a git directory to git, whatever its own name: ``HEAD`` with
+``objects`` and ``refs``, or with ``commondir`` (which names a directory holding them); each in any
+form git accepts (a link, a file): see :func:`is_git_directory`."""
+
+
+def is_git_directory(names: Collection[str]) -> bool:
+    """Do ``names`` (a directory's entries among :data:`GIT_MARKERS`) make it a git directory?"""
+    return "HEAD" in names and ({"objects", "refs"} <= set(names) or "commondir" in names)
+
 
 GIT_DIR_RULE: Final = ProtectedRule(
     "<git directory>",
@@ -268,22 +277,19 @@ def interpreter_environment(root: Path, rel: str) -> str | None:
 
 
 def git_directory(root: Path, rel: str) -> str | None:
-    """The git directory ``rel`` lies in, or makes one by its write, as a path relative to ``root``.
+    """The git directory ``rel`` lies in, or makes one by its write, relative to ``root`` (``.``: it).
 
-    Each directory holding ``rel`` is checked for :data:`GIT_MARKERS`; ``rel``'s own first name
-    below it counts as present (writing ``HEAD`` beside ``objects/`` and ``refs/``, or a file under
-    ``objects/`` beside ``HEAD`` and ``refs/``, makes one). ``None`` when no directory is or
-    becomes one.
+    Each directory holding ``rel`` (the workspace root included) is checked for :data:`GIT_MARKERS`
+    in any form; ``rel``'s own first name below it counts as present (writing ``HEAD`` beside
+    ``objects/`` and ``refs/``, or a file under ``objects/`` beside ``HEAD`` and ``refs/``, makes
+    one). ``None`` when no directory is or becomes one.
     """
     parts = [part for part in rel.split("/") if part not in ("", ".")]
     for depth in range(len(parts) - 1, -1, -1):
         folder = root.joinpath(*parts[:depth])
-        made = parts[depth]
-        if all(
-            name == made or ((folder / name).is_dir() if is_dir else (folder / name).is_file())
-            for name, is_dir in GIT_MARKERS
-        ):
-            return "/".join(parts[:depth]) or None
+        present = {name for name in GIT_MARKERS if name == parts[depth] or os.path.lexists(folder / name)}
+        if is_git_directory(present):
+            return "/".join(parts[:depth]) or "."
     return None
 
 

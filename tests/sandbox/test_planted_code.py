@@ -528,3 +528,73 @@ async def test_an_environment_three_levels_down_a_dotted_folder_is_found_safe_2(
     tool = tool_for(workspace, backend)
     result = await tool.handler(command=f"echo 'import os' > {site.relative_to(workspace)}/zz.pth; echo done")
     assert not (site / "zz.pth").exists(), result.error
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+@pytest.mark.parametrize(
+    "shape",
+    [
+        "ln -s refs/heads/main HEAD",  # HEAD as a link
+        "echo 'ref: refs/heads/main' > HEAD && rmdir objects && ln -s refs objects",  # objects as a link
+        "echo 'ref: refs/heads/main' > HEAD && rmdir objects && cp /bin/true objects",  # objects a file
+    ],
+)
+async def test_a_git_directory_in_any_form_git_accepts_is_found_safe_2(
+    backend: str, shape: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: git takes HEAD as a link, objects/ and refs/ as links or files (the second attack round)
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    plant = (
+        f"cd lib && mkdir -p objects refs/heads && {shape} && "
+        "printf '[core]\\\\n\\\\trepositoryformatversion = 0\\\\n\\\\tbare = false\\\\n\\\\tworktree = .\\\\n"
+        f"\\\\tfsmonitor = touch {marker}; false\\\\n' > config; echo done"
+    )
+    (workspace / "lib" / "src").mkdir(parents=True)
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=plant)
+    assert result.data is not None and "lib/HEAD" in result.data.get("protectedReverted", []), result.error
+    git(workspace / "lib" / "src", "status", env=env)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_git_directory_split_by_commondir_is_found_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: HEAD and commondir in lib/, objects/, refs/ and the config in common/
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    (workspace / "lib" / "src").mkdir(parents=True)
+    plant = (
+        "mkdir -p common/objects common/refs/heads && echo 'ref: refs/heads/main' > lib/HEAD && "
+        "echo ../common > lib/commondir && printf '[core]\\\\n\\\\trepositoryformatversion = 0\\\\n"
+        f"\\\\tbare = false\\\\n\\\\tworktree = ../lib\\\\n\\\\tfsmonitor = touch {marker}; false\\\\n' > common/config; "
+        "echo done"
+    )
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=plant)
+    assert result.data is not None and "lib/HEAD" in result.data.get("protectedReverted", []), result.error
+    git(workspace / "lib" / "src", "status", env=env)
+    assert not marker.exists()
+
+
+async def test_the_file_tools_refuse_making_the_workspace_root_a_git_directory_safe_2(
+    tmp_path: Path,
+) -> None:
+    # SAFE-2: a workspace without a .git of its own (a package of a monorepo): writing HEAD beside
+    # objects/ and refs/ at its root would make git take it for a repository (the second round's 1)
+    workspace = tmp_path / "pkg"
+    workspace.mkdir()
+    router = workspace_tools_for_cwd(workspace, bash=False, web_tools=False)
+    for path in ("objects/info/keep", "refs/heads/keep", "config"):
+        made = await router.dispatch(
+            ToolCall(id=path, name="write_file", arguments={"path": path, "content": ""})
+        )
+        assert made.success, made.error
+    refused = await router.dispatch(
+        ToolCall(id="h", name="write_file", arguments={"path": "HEAD", "content": "ref: refs/heads/main\n"})
+    )
+    assert refused.data is not None and refused.data["code"] == "protected_path"
+    assert refused.data["rule"] == "<git directory>"
+    assert not (workspace / "HEAD").exists()

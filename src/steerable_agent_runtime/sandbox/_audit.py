@@ -668,7 +668,8 @@ class ProtectedAudit:
         if fd is not None:
             try:
                 if item.rule is GIT_DIR_RULE:  # an ordinary folder made a repository: its new HEAD goes
-                    revert.changed_since_start(fd, name, _MADE_GIT_DIR, item.rel)
+                    # (at the workspace root the entries are HEAD, config... themselves: what is new goes)
+                    revert.changed_since_start(fd, name, _MADE_GIT_DIR if item.spec else None, item.rel)
                 elif unreached:
                     revert.changed_since_start(fd, name, item.spec, item.rel)
                 else:

@@ -31,6 +31,7 @@ from .._protected import (
     PLAIN_NAMES,
     PROTECTED_RULES,
     ProtectedRule,
+    is_git_directory,
     protected_rule,
     runtime_roots,
 )
@@ -220,11 +221,7 @@ def find_protected(
             continue
         if coverage is not None:
             coverage.dirs[rel] = listing.key[:2]
-        if listing.environment and rel:  # an interpreter environment: tracked as one entry (SAFE-2)
-            _add(root, found, Found(rel, INTERPRETER_ENV_RULE, spec=ENV_SPEC), targets)
-            continue
-        if listing.git_dir and rel:  # a git directory under an ordinary name: tracked as a .git (SAFE-2)
-            _add(root, found, Found(rel, GIT_DIR_RULE, spec=GIT_SPEC), targets)
+        if _by_contents(root, rel, listing, found, targets):
             continue
         # one level more under a dotted folder (.pixi/envs/default, .tox/py/...): small, and where tools
         # keep their environments
@@ -245,6 +242,26 @@ def find_protected(
     if targets:
         _link_targets(root, found)
     return list(found.values())
+
+
+def _by_contents(root: str, rel: str, listing: _Listing, found: dict[str, Found], targets: bool) -> bool:
+    """Record ``rel`` when its contents make it protected (SAFE-2); ``True``: it is one entry, not entered.
+
+    An interpreter environment, or a git directory under an ordinary name (tracked as a ``.git``);
+    when the workspace root itself is a git directory, what makes it one and what git runs from it.
+    """
+    if listing.environment and rel:
+        _add(root, found, Found(rel, INTERPRETER_ENV_RULE, spec=ENV_SPEC), targets)
+        return True
+    if listing.git_dir and rel:
+        _add(root, found, Found(rel, GIT_DIR_RULE, spec=GIT_SPEC), targets)
+        return True
+    if listing.git_dir:
+        for name in (*sorted(GIT_MARKERS), "config", "hooks", "info"):
+            path = os.path.join(root, name)
+            if os.path.lexists(path):
+                _add(root, found, Found(name, GIT_DIR_RULE, os.path.islink(path)), targets)
+    return False
 
 
 def _remembered(root: str, found: dict[str, Found], cache: ScanCache, targets: bool) -> None:
@@ -371,7 +388,7 @@ def _list(path: str, cache: ScanCache | None) -> _Listing | None:
     subdirs: list[str] = []
     dotted: list[tuple[str, bool, bool]] = []
     environment = False
-    git_markers = 0
+    git_markers: set[str] = set()
     try:
         with os.scandir(path) as entries:
             for entry in entries:
@@ -381,19 +398,20 @@ def _list(path: str, cache: ScanCache | None) -> _Listing | None:
                     if name not in SKIPPED and _is_dir(entry):
                         subdirs.append(name)
                     environment = environment or _marks(entry, ENV_MARKERS)
-                    git_markers += _marks(entry, GIT_MARKERS)
+                    if name in GIT_MARKERS:  # in any form git accepts: a link, a file
+                        git_markers.add(name)
                 else:
                     dotted.append((name, _is_dir(entry), entry.is_symlink()))
     except OSError:
         return None
-    listing = _Listing(key, tuple(subdirs), tuple(dotted), environment, git_markers == len(GIT_MARKERS))
+    listing = _Listing(key, tuple(subdirs), tuple(dotted), environment, is_git_directory(git_markers))
     if cache is not None and info.st_ctime_ns < coarse_now() - RECENT_NS:
         cache.put(path, listing)
     return listing
 
 
 def _marks(entry: os.DirEntry[str], markers: tuple[tuple[str, bool], ...]) -> bool:
-    """Is ``entry`` one of ``markers`` (``(name, is a directory)``: ``pyvenv.cfg``, ``HEAD``...)?"""
+    """Is ``entry`` one of ``markers`` (``(name, is a directory)``: ``pyvenv.cfg``, ``conda-meta``)?"""
     for marker, is_dir in markers:
         if entry.name == marker:
             with contextlib.suppress(OSError):
