@@ -598,3 +598,26 @@ async def test_the_file_tools_refuse_making_the_workspace_root_a_git_directory_s
     assert refused.data is not None and refused.data["code"] == "protected_path"
     assert refused.data["rule"] == "<git directory>"
     assert not (workspace / "HEAD").exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+@pytest.mark.parametrize("where", ["evil", "a/b/c/d/e"])
+async def test_a_repository_made_past_the_scans_reach_in_the_same_call_goes_safe_2(
+    backend: str, where: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: 600 dotted folders push every plain one past the scan's cap, or the repository sits
+    # five levels down; what the command made is found in the folders it changed (second round's 2)
+    env = host_env(tmp_path)
+    plant = (
+        f"mkdir .p{{1..600}}; mkdir -p {where}/.git/objects {where}/.git/refs/heads && "
+        f"echo 'ref: refs/heads/main' > {where}/.git/HEAD && printf '[core]\\\\n\\\\trepositoryformatversion = 0\\\\n"
+        f"\\\\tfsmonitor = touch {marker}; false\\\\n' > {where}/.git/config; echo done"
+    )
+    tool = tool_for(workspace, backend)
+    result = await tool.handler(command=plant)
+    assert result.data is not None and "done" in result.data["stdout"]
+    reverted = result.data.get("protectedReverted", [])
+    assert any(path.startswith(f"{where}/.git") for path in reverted), result.error
+    git(workspace / where, "status", env=env)
+    assert not marker.exists()
+    assert not (workspace / where / ".git" / "config").exists()

@@ -27,6 +27,7 @@ from ._protect import (
     Spec,
     carve_outs,
     coarse_now,
+    find_changed,
     find_protected,
     match_spec,
 )
@@ -576,12 +577,23 @@ class ProtectedAudit:
                     self._put_back(root_fd, item, before, revert)
                 except OSError:
                     revert.failed(rel)
-            for item in find_protected(self._root, targets=False, cache=self._cache):
+            scanned = find_protected(self._root, targets=False, cache=self._cache)
+            for item in scanned:
                 if item.rel not in self._found:
                     revert.at(item)
                     try:
                         if not self._moved(root_fd, item, revert):
                             self._remove_new(root_fd, item, revert, self._unreached(root_fd, item))
+                    except OSError:
+                        revert.failed(item.rel)
+            # past the scan's depth and cap: what the command made in the folders it changed
+            seen = {item.rel for item in scanned} | set(self._found)
+            for item in find_changed(self._root, self._start):
+                if item.rel not in seen and not any(item.rel.startswith(f"{s}/") for s in seen):
+                    revert.at(item)
+                    try:
+                        if not self._moved(root_fd, item, revert):
+                            self._remove_new(root_fd, item, revert, True)
                     except OSError:
                         revert.failed(item.rel)
         finally:
@@ -700,7 +712,10 @@ def remove_appeared_since(
     revert = _Revert(since_ns, PROTECTED_RULES[0], until_ns)
     root_fd = os.open(root, _DIR_FLAGS)
     try:
-        for item in find_protected(root, targets=False):
+        found = {item.rel: item for item in find_protected(root, targets=False)}
+        for item in find_changed(root, since_ns):  # past the scan's depth and cap
+            found.setdefault(item.rel, item)
+        for item in found.values():
             if item.rel not in existing:
                 revert.at(item)
                 try:

@@ -37,6 +37,7 @@ from .._protected import (
 )
 
 __all__ = [
+    "CHANGED_MAX_DIRS",
     "ENV_SPEC",
     "GIT_DATA",
     "GIT_SPEC",
@@ -55,6 +56,7 @@ __all__ = [
     "bindable",
     "carve_outs",
     "coarse_now",
+    "find_changed",
     "find_protected",
     "guarded_inside",
     "match_spec",
@@ -242,6 +244,44 @@ def find_protected(
     if targets:
         _link_targets(root, found)
     return list(found.values())
+
+
+CHANGED_MAX_DIRS: Final = 50_000
+"""Folders :func:`find_changed` lists at most (each changed during the run)."""
+
+
+def find_changed(root: str, since_ns: int) -> list[Found]:
+    """The protected entries in folders changed from ``since_ns`` on, at any depth, past every cap.
+
+    What a command made is in folders whose ``ctime`` it moved (an entry added, removed or renamed
+    in them), so walking only those finds every new protected entry however deep, however many
+    folders the command made around it (:data:`CHANGED_MAX_DIRS` at most); an untouched folder
+    is not entered. Old entries in a changed folder are found too: the caller judges them by
+    ``ctime`` (``ProtectedAudit``: only what changed goes).
+    """
+    found: dict[str, Found] = {}
+    queue: deque[str] = deque([""])
+    listed = 0
+    while queue and listed < CHANGED_MAX_DIRS:
+        rel = queue.popleft()
+        listed += 1
+        listing = _list(f"{root}/{rel}" if rel else root, None)
+        if listing is None or _by_contents(root, rel, listing, found, False):
+            continue
+        prefix = f"{rel}/" if rel else ""
+        dirs = [prefix + name for name in listing.subdirs]
+        for name, is_dir, is_link in listing.dotted:
+            if not _classify(root, prefix + name, name, is_dir, is_link, found, False) and is_dir:
+                dirs.append(prefix + name)
+        queue.extend(path for path in dirs if _changed_since(f"{root}/{path}", since_ns))
+    return list(found.values())
+
+
+def _changed_since(path: str, since_ns: int) -> bool:
+    try:
+        return os.lstat(path).st_ctime_ns >= since_ns
+    except OSError:
+        return False
 
 
 def _by_contents(root: str, rel: str, listing: _Listing, found: dict[str, Found], targets: bool) -> bool:
