@@ -78,8 +78,8 @@ def configured_code_paths(
     """Work-tree paths git configuration runs or reads, each with its rule.
 
     Args:
-        root: The workspace's real path (its ``.git`` directory is the repository's; without one
-            only a relative ``core.hooksPath`` of the global config is not followed either).
+        root: The workspace's real path (its ``.git`` is the repository's; without one, what
+            configuration names relative to a work tree is another repository's and not followed).
         environ: Where ``HOME``, ``XDG_CONFIG_HOME``, ``GIT_CONFIG_GLOBAL``, ``GIT_CONFIG_SYSTEM``
             come from (default ``os.environ``).
 
@@ -87,11 +87,15 @@ def configured_code_paths(
         POSIX paths relative to ``root``, without ``..``, in the order found, without duplicates.
     """
     env = os.environ if environ is None else environ
-    if not (root / ".git").exists():
-        return []
+    repository = (root / ".git").exists()  # else what is relative to a work tree is another's
+    home = env.get("HOME") or str(Path.home())
     found: dict[str, ProtectedRule] = {}
-    for entry in _read_all([*_user_configs(env), *_repository_configs(root)]):
-        for rel, rule in _targets(entry, root):
+    read: set[Path] = set()
+    for entry in _read_all([*_user_configs(env), *(_repository_configs(root) if repository else [])], read):
+        for rel, rule in _targets(entry, root, home, repository):
+            found.setdefault(rel, rule)
+    for config in read:  # a config file itself inside the workspace (a dotfiles repository's gitconfig)
+        for rel, rule in _inside(root, config, GIT_CONFIG_TARGET_RULE):
             found.setdefault(rel, rule)
     return list(found.items())
 
@@ -132,10 +136,12 @@ def _user_configs(env: Mapping[str, str]) -> list[Path]:
     return [Path(system), Path(xdg) / "git" / "config", Path(home) / ".gitconfig"]
 
 
-def _read_all(files: list[Path]) -> Iterator[_Entry]:
-    """Every entry of ``files`` and of what they include (``include.path``, ``includeIf.*.path``)."""
+def _read_all(files: list[Path], seen: set[Path]) -> Iterator[_Entry]:
+    """Every entry of ``files`` and of what they include (``include.path``, ``includeIf.*.path``).
+
+    ``seen`` gets every file looked at (existing or not).
+    """
     pending = [(path, 0) for path in reversed(files)]
-    seen: set[Path] = set()
     while pending:
         path, depth = pending.pop()
         if path in seen or depth > _MAX_INCLUDE_DEPTH:
@@ -188,13 +194,13 @@ def _strip_comment(line: str) -> str:
     return line
 
 
-def _targets(entry: _Entry, root: Path) -> Iterator[tuple[str, ProtectedRule]]:
+def _targets(entry: _Entry, root: Path, home: str, repository: bool) -> Iterator[tuple[str, ProtectedRule]]:
     if entry.section == "core" and entry.key == "hookspath":
-        # relative: resolved in the work tree where the hooks run (the repository's root)
-        if not entry.value.startswith("~"):
-            yield from _inside(
-                root, Path(entry.value) if os.path.isabs(entry.value) else root / entry.value, HOOKS_PATH_RULE
-            )
+        # ~ is the user's home; relative: resolved in the work tree where the hooks run (the
+        # repository's root, when the workspace is one)
+        value = home + entry.value[1:] if entry.value == "~" or entry.value.startswith("~/") else entry.value
+        if os.path.isabs(value) or repository:
+            yield from _inside(root, Path(value) if os.path.isabs(value) else root / value, HOOKS_PATH_RULE)
         return
     if entry.section in ("include", "includeif") and entry.key == "path":
         yield from _inside(root, _include_target(entry), GIT_CONFIG_TARGET_RULE)
@@ -214,7 +220,7 @@ def _targets(entry: _Entry, root: Path) -> Iterator[tuple[str, ProtectedRule]]:
     for word in words:
         # the shell git starts runs a word with a slash as a path (from the work tree root);
         # a bare word is looked up on PATH
-        if "/" in word and not word.startswith(("-", "~", "$")):
+        if "/" in word and not word.startswith(("-", "~", "$")) and (repository or os.path.isabs(word)):
             yield from _inside(
                 root, Path(word) if os.path.isabs(word) else root / word, GIT_CONFIG_TARGET_RULE
             )

@@ -621,3 +621,34 @@ async def test_a_repository_made_past_the_scans_reach_in_the_same_call_goes_safe
     git(workspace / where, "status", env=env)
     assert not marker.exists()
     assert not (workspace / where / ".git" / "config").exists()
+
+
+@pytest.mark.parametrize(
+    ("global_config", "path"),
+    [
+        ("[core]\n\thooksPath = ~/dotfiles/hooks\n", "hooks/pre-commit"),  # ~ in the global hooks path
+        (None, "gitconfig"),  # ~/.gitconfig is a link to the workspace's gitconfig (a dotfiles repo)
+    ],
+)
+async def test_a_dotfiles_workspace_keeps_what_the_global_git_config_runs_safe_2(
+    global_config: str | None, path: str, tmp_path: Path
+) -> None:
+    # SAFE-2: a workspace without .git that the user's global git configuration reaches into (the
+    # second attack round's break 4): its hooks folder, or the global config file itself
+    home = tmp_path / "home"
+    dotfiles = home / "dotfiles"
+    dotfiles.mkdir(parents=True)
+    (dotfiles / "gitconfig").write_text(global_config or "[user]\n\tname = me\n")
+    (home / ".gitconfig").symlink_to(dotfiles / "gitconfig")
+    environ = {"HOME": str(home), "PATH": os.environ["PATH"]}
+    router = workspace_tools_for_cwd(dotfiles, bash=False, web_tools=False, environ=environ)
+    with pytest.MonkeyPatch.context() as patch:  # the file tools read the process's own git config
+        patch.setenv("HOME", str(home))
+        patch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+        patch.delenv("XDG_CONFIG_HOME", raising=False)
+        refused = await router.dispatch(
+            ToolCall(
+                id="w", name="write_file", arguments={"path": path, "content": "[core]\n\tfsmonitor = x\n"}
+            )
+        )
+    assert refused.data is not None and refused.data["code"] == "protected_path", refused.error
