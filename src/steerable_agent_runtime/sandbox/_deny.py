@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -149,20 +149,11 @@ def applicable_denials(deny_read: Iterable[Path], writable_roots: Sequence[str])
     Returns:
         Real paths, outermost first, none inside another.
     """
-    found: set[str] = set()
-    for path in deny_read:
-        try:
-            real = os.path.realpath(path, strict=True)
-        except OSError:  # missing, or a loop: nothing to hide
-            continue
-        if any(_within(real, root) or _within(root, real) for root in writable_roots):
-            continue
-        found.add(real)
-    kept: list[str] = []
-    for real in sorted(found, key=lambda path: (len(path), path)):
-        if not any(_within(real, outer) for outer in kept):
-            kept.append(real)
-    return kept
+    return _outermost(
+        real
+        for real in _existing(deny_read)
+        if not any(_within(real, root) or _within(root, real) for root in writable_roots)
+    )
 
 
 def denials_inside(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> list[str]:
@@ -171,16 +162,26 @@ def denials_inside(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> 
     They are hidden by a mount over each, after the writable roots are bound: bubblewrap always,
     Landlock where it has a mount namespace. Real paths, outermost first, none inside another.
     """
-    found: set[str] = set()
-    for path in deny_read:
+    return _outermost(
+        real
+        for real in _existing(deny_read)
+        if any(_within(real, root) and real != root for root in writable_roots)
+    )
+
+
+def _existing(paths: Iterable[Path]) -> Iterator[str]:
+    """The real path of each of ``paths`` that exists (a missing one, or a link loop, hides nothing)."""
+    for path in paths:
         try:
-            real = os.path.realpath(path, strict=True)
+            yield os.path.realpath(path, strict=True)
         except OSError:
             continue
-        if any(_within(real, root) and real != root for root in writable_roots):
-            found.add(real)
+
+
+def _outermost(paths: Iterable[str]) -> list[str]:
+    """``paths`` without duplicates and without any inside another, outermost (shortest) first."""
     kept: list[str] = []
-    for real in sorted(found, key=lambda path: (len(path), path)):
+    for real in sorted(set(paths), key=lambda path: (len(path), path)):
         if not any(_within(real, outer) for outer in kept):
             kept.append(real)
     return kept
