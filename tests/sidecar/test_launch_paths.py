@@ -198,3 +198,26 @@ def test_the_steerable_command_drops_an_empty_pythonpath_entry_safe_1(
         f"steerable: ignoring the sys.path entries [{str(workspace)!r}] (from PYTHONPATH): they name the "
         "current directory, where a file the model wrote would run in this process\n"
     )
+
+
+def test_the_steerable_command_drops_a_pythonpath_entry_inside_its_directory_safe_1(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    # SAFE-1: PYTHONPATH=src, started in the workspace, names the workspace's src/ (second attack round)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    workspace = tmp_path / "ws"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "json.py").write_text(f"open({str(markers / 'json')!r}, 'w').close()\n")
+    done = subprocess.run(
+        [str(Path(sys.executable).with_name("steerable")), "tools", "--json", "--no-plugins"],
+        cwd=workspace,
+        env=child_env(PYTHONPATH="src"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert ran(markers) == []
+    assert f"ignoring the sys.path entries [{str(workspace / 'src')!r}]" in done.stderr
