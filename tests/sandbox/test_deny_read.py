@@ -204,11 +204,15 @@ def test_seatbelt_denies_the_set_by_parameters_safe_3(home: Path, tmp_path: Path
 
     ws = tmp_path / "ws"
     ws.mkdir()
-    policy = SandboxPolicy(writable_roots=(ws,), deny_read=(home / ".ssh", home / "missing", home / ".aws"))
+    # a missing entry in an existing folder is denied too (the host may make it during the run); one
+    # whose folder is missing as well is not
+    deny = (home / ".ssh", home / "gone" / "x", home / "later.json", home / ".aws")
+    policy = SandboxPolicy(writable_roots=(ws,), deny_read=deny)
     plan = SeatbeltBackend().plan(["true"], policy, private_tmp=tmp_path)
-    profile = seatbelt_profile(writable_roots=2, network=False, deny_read=2)
+    profile = seatbelt_profile(writable_roots=2, network=False, deny_read=3)
     assert plan.argv[2] == profile
     assert f"-DDENY_READ_0={home / '.aws'}" in plan.argv and f"-DDENY_READ_1={home / '.ssh'}" in plan.argv
+    assert f"-DDENY_READ_2={home / 'later.json'}" in plan.argv
     lines = profile.splitlines()
     assert lines.index('(deny file-read* (subpath (param "DENY_READ_1")))') > lines.index(
         "(allow file-read*)"
@@ -250,11 +254,17 @@ async def test_a_secret_the_host_rewrites_during_the_run_stays_unread_safe_3(
     # then (the attack review's break 5), so nothing denied has a name there at all
     config = config_for(home)
     (home / ".git-credentials").write_text(f"https://bob:{CANARY}-old@example.com\n")
+    (home / ".cargo").mkdir()  # credentials.toml does not exist yet: the host makes it during the run
     run = asyncio.ensure_future(
-        run_(backend_name, config, workspace, "sleep 2; cat ~/.claude.json ~/.git-credentials")
+        run_(
+            backend_name,
+            config,
+            workspace,
+            "sleep 2; cat ~/.claude.json ~/.git-credentials ~/.cargo/credentials.toml",
+        )
     )
     await asyncio.sleep(1)
-    for name in (".claude.json", ".git-credentials"):
+    for name in (".claude.json", ".git-credentials", ".cargo/credentials.toml"):
         fresh = home / f"{name}.tmp"
         fresh.write_text(f"{CANARY}-rewritten {name}\n")
         os.replace(fresh, home / name)

@@ -136,11 +136,13 @@ def _expand(entry: str, home: str) -> Path:
 
 
 def applicable_denials(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> list[str]:
-    """The entries of ``deny_read`` a run can enforce: existing, resolved, outside every writable root.
+    """The entries of ``deny_read`` a run can enforce: resolved, outside every writable root.
 
     An entry that is a writable root, contains one or lies inside one is left out: the workspace
     must stay readable, and inside it Landlock cannot take a right back (the file tools and
-    ``bash`` share the workspace). A link is followed to what it names.
+    ``bash`` share the workspace). A link is followed to what it names. A missing entry whose folder
+    exists counts (``~/.cargo/credentials.toml`` in ``~/.cargo``): the host may create it during the
+    run, and the folder is then split around it like any other (it never shows in the sandbox).
 
     Args:
         deny_read: The configured set (:func:`deny_read_from_env`).
@@ -151,7 +153,7 @@ def applicable_denials(deny_read: Iterable[Path], writable_roots: Sequence[str])
     """
     return _outermost(
         real
-        for real in _existing(deny_read)
+        for real in _existing(deny_read, missing_in_existing_folder=True)
         if not any(_within(real, root) or _within(root, real) for root in writable_roots)
     )
 
@@ -169,13 +171,20 @@ def denials_inside(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> 
     )
 
 
-def _existing(paths: Iterable[Path]) -> Iterator[str]:
-    """The real path of each of ``paths`` that exists (a missing one, or a link loop, hides nothing)."""
+def _existing(paths: Iterable[Path], *, missing_in_existing_folder: bool = False) -> Iterator[str]:
+    """The real path of each of ``paths`` that exists (a missing one, or a link loop, hides nothing).
+
+    With ``missing_in_existing_folder``, a missing one whose folder exists too (its real folder).
+    """
     for path in paths:
         try:
             yield os.path.realpath(path, strict=True)
         except OSError:
-            continue
+            if missing_in_existing_folder and not os.path.lexists(path):
+                try:
+                    yield os.path.join(os.path.realpath(path.parent, strict=True), path.name)
+                except OSError:
+                    continue
 
 
 def _outermost(paths: Iterable[str]) -> list[str]:
@@ -201,11 +210,8 @@ def masking_mounts(denied: Sequence[str]) -> list[str]:
     for top in sorted({"/" + d.split("/")[1] for d in denied}):
         below = [d for d in denied if _within(d, top)]
         if top in below:
-            args += (
-                ["--tmpfs", top, "--remount-ro", top]
-                if os.path.isdir(top)
-                else ["--ro-bind", os.devnull, top]
-            )
+            if os.path.lexists(top):  # a missing one directly under / cannot be made there
+                args += hiding_mount(top)
         else:
             _mask(top, below, args)
     return args
