@@ -57,6 +57,17 @@ def planted(tmp_path: Path) -> tuple[Path, Path]:
     return workspace, markers
 
 
+STEERABLE = str(Path(sys.executable).with_name("steerable"))
+"""The console script a host runs."""
+
+
+def started_in(workspace: Path, argv: list[str], *, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` with ``workspace`` as its working directory, as a host starts steerable there."""
+    return subprocess.run(
+        argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
 def ran(markers: Path) -> list[str]:
     return sorted(path.name for path in markers.iterdir())
 
@@ -82,19 +93,9 @@ def test_the_launch_lines_hosts_are_given_import_nothing_from_the_workspace_safe
 ) -> None:
     # SAFE-1: the lines docs/mcp.md and docs/acp.md give hosts, started in the project as hosts do
     workspace, markers = planted
-    program = (
-        [str(Path(sys.executable).with_name("steerable"))]
-        if command == "steerable"
-        else [sys.executable, "-P", "-m", "steerable_sidecar"]
-    )
-    done = subprocess.run(
-        [*program, "call", "read_file", '{"path": "notes.txt"}', "--no-plugins"],
-        cwd=workspace,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    program = [STEERABLE] if command == "steerable" else [sys.executable, "-P", "-m", "steerable_sidecar"]
+    done = started_in(
+        workspace, [*program, "call", "read_file", '{"path": "notes.txt"}', "--no-plugins"], env=child_env()
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["data"]["content"] == "hello\n"
@@ -111,15 +112,7 @@ def test_python_m_without_p_drops_the_directory_and_says_how_to_start_safe_1(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "argparse.py").write_text(f"open({str(markers / 'argparse')!r}, 'w').close()\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "steerable_sidecar", "--version"],
-        cwd=workspace,
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = started_in(workspace, [sys.executable, "-m", "steerable_sidecar", "--version"], env=child_env())
     assert done.returncode == 0 and done.stdout.startswith("steerable "), done.stderr
     assert ran(markers) == []
     assert done.stderr == (
@@ -183,14 +176,10 @@ def test_the_steerable_command_drops_an_empty_pythonpath_entry_safe_1(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "json.py").write_text(f"open({str(markers / 'json')!r}, 'w').close()\n")
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("steerable")), "tools", "--json", "--no-plugins"],
-        cwd=workspace,
+    done = started_in(
+        workspace,
+        [STEERABLE, "tools", "--json", "--no-plugins"],
         env=child_env(PYTHONPATH=os.pathsep.join(["", "/nonexistent-lib"])),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert ran(markers) == []
@@ -209,14 +198,8 @@ def test_the_steerable_command_drops_a_pythonpath_entry_inside_its_directory_saf
     workspace = tmp_path / "ws"
     (workspace / "src").mkdir(parents=True)
     (workspace / "src" / "json.py").write_text(f"open({str(markers / 'json')!r}, 'w').close()\n")
-    done = subprocess.run(
-        [str(Path(sys.executable).with_name("steerable")), "tools", "--json", "--no-plugins"],
-        cwd=workspace,
-        env=child_env(PYTHONPATH="src"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
+    done = started_in(
+        workspace, [STEERABLE, "tools", "--json", "--no-plugins"], env=child_env(PYTHONPATH="src")
     )
     assert done.returncode == 0, done.stderr
     assert ran(markers) == []
