@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -10,6 +11,17 @@ import pytest
 
 if TYPE_CHECKING:
     from fake_openai import FakeOpenAI
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _own_state_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Keep what tests make steerable record (sessions, protected entries) out of the user's state folder."""
+    if os.environ.get("STEERABLE_STATE_DIR"):
+        yield
+        return
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("STEERABLE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+        yield
 
 
 @pytest.fixture

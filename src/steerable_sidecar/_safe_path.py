@@ -1,39 +1,90 @@
-"""``steerable`` drops the ``sys.path`` entries naming its current directory, first thing (SAFE-1).
+"""``steerable`` drops the ``sys.path`` entries naming its workspace, first thing (SAFE-1).
 
 A host may start ``steerable`` in the workspace with an empty or relative ``PYTHONPATH`` entry
 (``PYTHONPATH=$PYTHONPATH:/x`` with the variable unset gives one; ``PYTHONPATH=src``), which Python
 turns into the current directory or a folder in it: a ``json.py`` the model wrote there would run
 in this process, which holds the API key. Imported first by the package, this drops such entries
 (but the one holding steerable itself, in its own checkout) for everything imported after it, and
-says so on stderr. What the console script imported before (``re``, ``typing``) cannot be helped:
-hosts must not pass such entries. An embedder's process (``sys.argv[0]`` not ``steerable``) is
-left alone.
+says so on stderr; once the workspace is known (``boot_tools``), :func:`drop_entries_inside` drops
+those naming it or a folder in it too (an absolute ``PYTHONPATH`` entry, steerable started
+elsewhere). What the console script imported before (``re``, ``typing``) cannot be helped: hosts
+must not pass such entries. An embedder's process (not the ``steerable`` command nor
+``python -m steerable_sidecar``) is left alone.
 """
 
 import os
 import sys
 
 
-def workspace_entries() -> list[str]:
-    """The ``sys.path`` entries naming the current directory or, from ``PYTHONPATH``, a folder in it."""
+def own_process() -> bool:
+    """Is this process the ``steerable`` command or ``python -m steerable_sidecar`` (not an embedder's)?"""
+    first = sys.argv[0] if sys.argv else ""
+    name = os.path.basename(first)
+    return name == "steerable" or (
+        name == "__main__.py" and os.path.basename(os.path.dirname(first)) == "steerable_sidecar"
+    )
+
+
+def workspace_entries(root: str | None = None) -> list[str]:
+    """The ``sys.path`` entries naming ``root`` (default: the current directory) or a folder in it.
+
+    Without ``root``, only those ``PYTHONPATH`` gave (besides the current directory itself); with
+    it, any but the interpreter's own (inside ``sys.prefix``, ``sys.base_prefix``). The one holding
+    steerable itself (its own checkout) is never named.
+    """
     try:
-        here = os.path.realpath(os.getcwd())
+        here = os.path.realpath(os.getcwd() if root is None else root)
     except OSError:  # the directory is gone: nothing can be imported from it
         return []
-    given = {
-        real
-        for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
-        if (real := os.path.realpath(os.path.join(here, entry))) == here or real.startswith(here + os.sep)
-    }
+
+    def inside(real: str) -> bool:
+        return real == here or real.startswith(here.rstrip(os.sep) + os.sep)
+
+    if root is None:
+        named = {
+            real
+            for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+            if inside(real := os.path.realpath(os.path.join(here, entry)))
+        } | {here}
+    else:  # any entry in it but the interpreter's own (a project .venv, a uv-managed Python in ~)
+        interpreter = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)}
+        named = {
+            real
+            for entry in sys.path
+            if inside(real := os.path.realpath(entry or os.curdir))
+            and not any(real == p or real.startswith(p.rstrip(os.sep) + os.sep) for p in interpreter)
+        }
     own = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # the folder holding steerable
-    named = (given | {here}) - {own}
+    named.discard(own)
     return [entry for entry in sys.path if os.path.realpath(entry or os.curdir) in named]
 
 
-if os.path.basename(sys.argv[0] if sys.argv else "") == "steerable" and (dropped := workspace_entries()):
+def drop_entries_inside(root: str) -> list[str]:
+    """In steerable's own process, drop the ``sys.path`` entries naming ``root`` or a folder in it.
+
+    Args:
+        root: The workspace root.
+
+    Returns:
+        The entries dropped (said on stderr), ``[]`` in an embedder's process.
+    """
+    if not own_process():
+        return []
+    dropped = workspace_entries(root)
+    _drop(dropped, "name the workspace")
+    return dropped
+
+
+def _drop(dropped: list[str], why: str) -> None:
+    if not dropped:
+        return
     sys.path[:] = [entry for entry in sys.path if entry not in dropped]
     print(
-        f"steerable: ignoring the sys.path entries {dropped!r} (from PYTHONPATH): they name the current "
-        "directory, where a file the model wrote would run in this process",
+        f"steerable: ignoring the sys.path entries {dropped!r} (from PYTHONPATH or a .pth file): they "
+        f"{why}, where a file the model wrote would run in this process",
         file=sys.stderr,
     )
+
+
+if os.path.basename(sys.argv[0] if sys.argv else "") == "steerable":
+    _drop(workspace_entries(), "name the current directory")

@@ -32,6 +32,8 @@ from steerable_agent_runtime.harness import AssembledHarness, assemble_harness
 from steerable_agent_runtime.plugins import PLUGIN_DIR_ENV, PluginRegistry, default_plugin_sources
 from steerable_agent_runtime.tools import Tool, ToolExposure
 
+from ._safe_path import drop_entries_inside
+
 if TYPE_CHECKING:
     from .mcp_sources import McpToolSources
     from .web_tools import HostInvoke, WebTools
@@ -121,6 +123,7 @@ def boot_tools(
         UserError: An unknown harness name.
     """
     root = Path(workspace) if workspace is not None else Path.cwd()
+    drop_entries_inside(str(root))  # SAFE-1: nothing steerable imports from now on comes from it
     web: list[WebTools] = []
 
     def install_web(router: ToolRouter) -> None:

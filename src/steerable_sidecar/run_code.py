@@ -38,7 +38,7 @@ from steerable_agent_runtime import (
 )
 from steerable_agent_runtime.config import check_int_fields, env_flag, int_field, int_fields, read_int_fields
 from steerable_agent_runtime.errors import SandboxUnavailableError
-from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor
+from steerable_agent_runtime.executor import ApprovalGate, ToolExecutor, mode_lookup
 from steerable_agent_runtime.sandbox import (
     LIMIT_ENV,
     PROTECTED_ENV,
@@ -60,6 +60,7 @@ __all__ = [
     "RUN_CODE_TOOL_NAME",
     "RunCodeConfig",
     "child_argv",
+    "direct_run_executor",
     "run_code_enabled",
     "run_code_tool",
 ]
@@ -182,11 +183,23 @@ def _failure(code: str, error: str, data: dict[str, Any], *, message: str | None
     return ToolResult.retry(error, message=message, data={**data, "code": code})
 
 
-def _direct_executor(router: ToolRouter) -> ToolExecutor:
-    """Nested calls of a ``run_code`` that no agent loop runs: the router, consent failing closed."""
-    return ApprovalGate.for_router(
-        router,
+def direct_run_executor(router: ToolRouter, inner: ToolExecutor | None = None) -> ToolExecutor:
+    """The executor for the nested calls of a ``run_code`` that no agent loop runs.
+
+    A call whose mode needs consent (``local``) is refused (``consent_required``): nobody approved
+    it, and the approval of the program is not the approval of each call it makes. Every other
+    call goes to ``inner``: ``router.dispatch`` by default, or a surface's own gate asking its
+    questions (``steerable mcp`` hands its connection's ``web_fetch`` question this way, SAFE-4).
+
+    Args:
+        router: The tools: their modes and the check run before a refusal.
+        inner: Runs the calls that need no consent (default ``router.dispatch``).
+    """
+    return ApprovalGate(
+        router.dispatch if inner is None else inner,
         approve=None,
+        mode_of=mode_lookup(router),
+        check=router.check,
         unasked=" and needs the user's consent, which a run_code program invoked directly (not by an "
         "agent loop) cannot ask for; call it as a tool of its own instead",
     )
@@ -461,7 +474,7 @@ def run_code_tool(
         allow_protected_writes = env_flag(PROTECTED_ENV, False, environ=environ)
     allow = allow_protected_writes
     root = Path(workspace).resolve()
-    fallback = _direct_executor(router)
+    fallback = direct_run_executor(router)
     scans: ScanCache | None = None  # this workspace's directory listings, reused while unchanged
 
     async def run_code(code: str, description: str, context: CallContext) -> ToolResult:
@@ -476,13 +489,14 @@ def run_code_tool(
             ScanCache,
             SnapshotTooLarge,
             guard_protected_paths,
+            known_entries_file,
             protected_result,
             snapshot_too_large,
         )
 
         nonlocal scans
-        if scans is None:
-            scans = ScanCache()
+        if scans is None:  # the protected entries earlier processes found here are guarded too
+            scans = ScanCache(known_entries_file(str(root), environ))
         executor = context.executor or fallback
         size = len(code.encode("utf-8", "surrogatepass"))
         empty: dict[str, Any] = {"value": None, "calls": [], "logs": ""}

@@ -444,6 +444,33 @@ async def test_a_git_directory_under_an_ordinary_name_is_no_way_in_safe_2(
     assert refused.data["rule"] == "<git directory>"
 
 
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_users_own_head_file_is_no_way_in_either_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: src/ already held a file of the user's named HEAD; the command adds objects/ and refs/
+    # (the second attack round's open item): what the command made goes, the user's HEAD stays
+    env = host_env(tmp_path)
+    assert git(workspace, "init", "-q", ".", env=env).returncode == 0
+    (workspace / "src" / "pkg").mkdir(parents=True)
+    (workspace / "src" / "HEAD").write_text("ref: refs/heads/main\n")
+    (workspace / "src" / "refs").mkdir()
+    (workspace / "src" / "refs" / "notes.txt").write_text("the user's\n")
+    time.sleep(0.05)  # the user's files are older than the run (a clock tick or more)
+    plant = (
+        "cd src && mkdir -p objects/ab refs/heads && touch objects/ab/cd && "
+        "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = .\\n"
+        f"\\tfsmonitor = touch {marker}; false\\n' > config; echo done"
+    )
+    result = await tool_for(workspace, backend).handler(command=plant)
+    # refs/ holds an entry of the user's, so it stays; objects/ is all the command's, so it goes
+    assert result.data is not None and result.data.get("protectedReverted") == ["src/objects"], result.error
+    assert (workspace / "src" / "HEAD").read_text() == "ref: refs/heads/main\n"
+    assert (workspace / "src" / "refs" / "notes.txt").is_file()
+    git(workspace / "src" / "pkg", "status", env=env)
+    assert not marker.exists()
+
+
 async def test_a_worktree_workspace_follows_its_repositorys_config_safe_2(tmp_path: Path) -> None:
     # SAFE-2: a linked worktree's .git is a file; the hooks folder the main repository's config names
     # is protected there too (the attack review's break 2a)
@@ -514,6 +541,68 @@ async def test_padding_the_workspace_past_the_scan_cap_hides_nothing_safe_2(
     git(repo, "status", env=env)
     subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], check=True)
     assert not marker.exists()
+
+
+_SECOND_PROCESS = """
+import asyncio, json, sys
+from pathlib import Path
+from steerable_agent_runtime.sandbox import bash_tool
+root, command, environ = Path(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+result = asyncio.run(bash_tool(root, environ=environ).handler(command=command))
+print(json.dumps({"error": result.error, "reverted": (result.data or {}).get("protectedReverted")}))
+"""
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_new_process_guards_the_repositories_an_earlier_one_found_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2: one steerable process pads the workspace past the scan cap; a second steerable process
+    # (a real one) never reaches libs/foo/.git by scanning, yet guards it: the first one kept what it
+    # found in the state folder (the second attack round's open item)
+    env = host_env(tmp_path)
+    repo = workspace / "libs" / "foo"
+    repo.mkdir(parents=True)
+    assert git(repo, "init", "-q", ".", env=env).returncode == 0
+    config = (repo / ".git" / "config").read_text()
+    environ = {"STEERABLE_SANDBOX": backend, "PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    real_backend(backend)
+    padded = await bash_tool(workspace, environ=environ).handler(
+        command="for i in $(seq 1 600); do mkdir d$i; done; echo done"
+    )
+    assert padded.data is not None and "done" in padded.data["stdout"], padded.error
+    stores = list((tmp_path / ".local" / "state" / "steerable" / "protected").iterdir())
+    assert len(stores) == 1 and "libs/foo/.git" in stores[0].read_text()
+    plant = f"printf '[core]\\n\\tfsmonitor = touch {marker}\\n' >> libs/foo/.git/config; echo done"
+
+    def second_process(home: Path) -> dict[str, Any]:
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-P",
+                "-c",
+                _SECOND_PROCESS,
+                str(workspace),
+                plant,
+                json.dumps({**environ, "HOME": str(home)}),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        return dict(json.loads(run.stdout.splitlines()[-1]))
+
+    second_process(tmp_path)
+    assert (repo / ".git" / "config").read_text() == config
+    git(repo, "status", env=env)
+    assert not marker.exists()
+    # the same process with no record of the first (another state folder) does not reach it: the
+    # padding is what hides the repository from a scan, and the record is what finds it
+    fresh_home = tmp_path / "fresh-home"
+    fresh_home.mkdir()
+    second_process(fresh_home)
+    assert (repo / ".git" / "config").read_text() != config
 
 
 @pytest.mark.parametrize("backend", LINUX_BACKENDS)

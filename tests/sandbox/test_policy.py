@@ -83,7 +83,8 @@ def test_child_environment_always_has_a_path_and_reads_os_environ_by_default(mon
     }
 
 
-def test_config_defaults_and_every_variable():
+def test_config_defaults_and_every_variable(monkeypatch):
+    monkeypatch.delenv("STEERABLE_STATE_DIR")  # the default deny-read set names the default state folder
     assert SandboxConfig.from_env({}) == SandboxConfig()
     assert SandboxConfig() == SandboxConfig(
         backend="auto", confined=False, network=False, limits=ResourceLimits()

@@ -184,8 +184,8 @@ def test_the_steerable_command_drops_an_empty_pythonpath_entry_safe_1(
     assert done.returncode == 0, done.stderr
     assert ran(markers) == []
     assert done.stderr == (
-        f"steerable: ignoring the sys.path entries [{str(workspace)!r}] (from PYTHONPATH): they name the "
-        "current directory, where a file the model wrote would run in this process\n"
+        f"steerable: ignoring the sys.path entries [{str(workspace)!r}] (from PYTHONPATH or a .pth file): "
+        "they name the current directory, where a file the model wrote would run in this process\n"
     )
 
 
@@ -204,3 +204,27 @@ def test_the_steerable_command_drops_a_pythonpath_entry_inside_its_directory_saf
     assert done.returncode == 0, done.stderr
     assert ran(markers) == []
     assert f"ignoring the sys.path entries [{str(workspace / 'src')!r}]" in done.stderr
+
+
+def test_the_steerable_command_drops_an_absolute_entry_into_its_workspace_safe_1(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    # SAFE-1: started elsewhere with PYTHONPATH=<workspace>/lib (second attack round's open item):
+    # what steerable imports once it knows its workspace (the web tools' HTTP stack, here) never
+    # comes from it
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    workspace, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for name in ("httpx", "markdownify", "charset_normalizer"):
+        (workspace / "lib").mkdir(parents=True, exist_ok=True)
+        code = f"open({str(markers / name)!r}, 'w').close()\nraise SystemExit('planted {name} ran')\n"
+        (workspace / "lib" / f"{name}.py").write_text(code)
+    argv = [STEERABLE, "--workspace", str(workspace), "call", "web_fetch", '{"url": "http://127.0.0.1:9/"}']
+    done = started_in(elsewhere, argv, env=child_env(PYTHONPATH=str(workspace / "lib")))
+    assert ran(markers) == [], done.stderr
+    assert json.loads(done.stdout)["data"]["code"] == "ssrf_blocked"  # the web tools ran, unplanted
+    assert done.stderr.startswith(
+        f"steerable: ignoring the sys.path entries [{str(workspace / 'lib')!r}] (from PYTHONPATH or a .pth "
+        "file): they name the workspace, where a file the model wrote would run in this process\n"
+    )

@@ -43,7 +43,7 @@ if _typing.TYPE_CHECKING:
         absolute_python_path,
         child_environment,
     )
-    from ._protect import ScanCache
+    from ._protect import ScanCache, known_entries_file
     from ._runner import SandboxedProcess, run_sandboxed, spawn_sandboxed
     from ._seatbelt import SeatbeltBackend, seatbelt_profile
     from ._select import LADDERS, default_backends, select_backend
@@ -100,7 +100,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "absolute_python_path",
         "child_environment",
     ),
-    "._protect": ("ScanCache",),
+    "._protect": ("ScanCache", "known_entries_file"),
     "._runner": (
         "SandboxedProcess",
         "run_sandboxed",
@@ -159,6 +159,7 @@ __all__ = [
     "default_backends",
     "detect_landlock_abi",
     "guard_protected_paths",
+    "known_entries_file",
     "protected_result",
     "run_sandboxed",
     "seatbelt_profile",

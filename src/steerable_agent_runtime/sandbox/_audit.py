@@ -32,9 +32,8 @@ from ._protect import (
     match_spec,
 )
 
-_MADE_GIT_DIR: Final[Spec] = {"HEAD": None}
-"""Of an ordinary folder a command made a git directory: the ``HEAD`` it wrote (without it git takes
-the folder for none). The rest may be the user's (a ``config`` file, an ``objects/`` folder)."""
+_ALL_FRESH_MAX: Final = 10_000
+"""Entries :meth:`_Revert.unmade_git_dir` looks through per marker before it leaves the marker be."""
 
 __all__ = [
     "MAX_ENTRIES",
@@ -325,6 +324,45 @@ class _Revert:
         if now is not None and not self.volatile(dir_fd, name, rel):
             self.remove(dir_fd, name, now, spec, rel)
 
+    def fresh(self, info: os.stat_result) -> bool:
+        """Did the run change ``info``'s entry (its ``ctime`` is from the start on, up to ``until``)?"""
+        return info.st_ctime_ns >= self.start and (self.until is None or info.st_ctime_ns <= self.until)
+
+    def unmade_git_dir(self, dir_fd: int, name: str, rel: str) -> None:
+        """An ordinary folder a command made a git directory: what made it one goes, the user's stays.
+
+        Its ``HEAD`` when the run changed it (without it git takes the folder for none); else (a
+        ``HEAD`` of the user's) each of ``objects``, ``refs`` and ``commondir`` the run made, with
+        everything in it changed during the run. A marker holding an older entry stays.
+        """
+        now = _lstat(dir_fd, name)
+        if now is None or not stat.S_ISDIR(now.st_mode):
+            return
+        with _opened(dir_fd, name) as fd:
+            head = _lstat(fd, "HEAD")
+            if head is None or self.volatile(fd, "HEAD", f"{rel}/HEAD"):
+                return
+            if self.fresh(head):
+                self.remove(fd, "HEAD", head, None, f"{rel}/HEAD")
+                return
+            for marker in ("objects", "refs", "commondir"):
+                info = _lstat(fd, marker)
+                if info is not None and self._all_fresh(fd, marker, info, [_ALL_FRESH_MAX]):
+                    self.remove(fd, marker, info, None, f"{rel}/{marker}")
+
+    def _all_fresh(self, dir_fd: int, name: str, info: os.stat_result, budget: list[int]) -> bool:
+        budget[0] -= 1
+        if budget[0] < 0 or not self.fresh(info):
+            return False
+        if not stat.S_ISDIR(info.st_mode):
+            return True
+        with _opened(dir_fd, name) as fd:
+            for child in os.listdir(fd):
+                sub = _lstat(fd, child)
+                if sub is not None and not self._all_fresh(fd, child, sub, budget):
+                    return False
+        return True
+
     def changed_since_start(self, dir_fd: int, name: str, spec: Spec, rel: str) -> None:
         """An entry a capped scan had not reached (:meth:`ProtectedAudit._unreached`): what changed goes.
 
@@ -336,7 +374,7 @@ class _Revert:
         now = _lstat(dir_fd, name)
         if now is None or self.volatile(dir_fd, name, rel):
             return
-        fresh = now.st_ctime_ns >= self.start and (self.until is None or now.st_ctime_ns <= self.until)
+        fresh = self.fresh(now)
         if not stat.S_ISDIR(now.st_mode):
             if fresh:
                 os.unlink(name, dir_fd=dir_fd)
@@ -681,7 +719,10 @@ class ProtectedAudit:
             try:
                 if item.rule is GIT_DIR_RULE:  # an ordinary folder made a repository: its new HEAD goes
                     # (at the workspace root the entries are HEAD, config... themselves: what is new goes)
-                    revert.changed_since_start(fd, name, _MADE_GIT_DIR if item.spec else None, item.rel)
+                    if item.spec is None:  # the workspace root: its entries are HEAD, config... themselves
+                        revert.changed_since_start(fd, name, None, item.rel)
+                    else:
+                        revert.unmade_git_dir(fd, name, item.rel)
                 elif unreached:
                     revert.changed_since_start(fd, name, item.spec, item.rel)
                 else:

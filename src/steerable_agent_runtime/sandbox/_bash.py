@@ -98,7 +98,7 @@ def bash_tool(
         """
         from ._audit import SnapshotTooLarge
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
-        from ._protect import ScanCache
+        from ._protect import ScanCache, known_entries_file
 
         try:
             os.fsencode(command)
@@ -110,8 +110,8 @@ def bash_tool(
                 data={"code": ToolErrorCode.INVALID_ARGUMENTS},
             )
         nonlocal scans
-        if scans is None:
-            scans = ScanCache()
+        if scans is None:  # the protected entries earlier processes found here are guarded too
+            scans = ScanCache(known_entries_file(str(root), environ))
         chosen = await spawner.select()
         shell = shutil.which("bash", path=spawner.environment().get("PATH")) or "/bin/sh"
         argv = [shell, "-c", command]

@@ -11,6 +11,9 @@ what each backend covers and what stays open.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
+import logging
 import os
 import stat
 import sys
@@ -35,6 +38,9 @@ from .._protected import (
     protected_rule,
     runtime_roots,
 )
+from ..config import default_state_dir
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "CHANGED_MAX_DIRS",
@@ -59,6 +65,7 @@ __all__ = [
     "find_changed",
     "find_protected",
     "guarded_inside",
+    "known_entries_file",
     "match_spec",
 ]
 
@@ -309,8 +316,10 @@ def _remembered(root: str, found: dict[str, Found], cache: ScanCache, targets: b
 
     A scan stops at :data:`SCAN_MAX_DIRS`: a command that makes hundreds of folders would push the
     user's nested repositories and environments past it for the next calls (SAFE-2). An entry found
-    once stays guarded while it exists (not reached through a link), whatever the cap.
+    once stays guarded while it exists (not reached through a link), whatever the cap, in later
+    processes too when the cache has a store (:func:`known_entries_file`).
     """
+    cache.load()
     for rel, item in cache.known.items():
         path = os.path.join(root, rel)
         parts = rel.split("/")
@@ -318,6 +327,7 @@ def _remembered(root: str, found: dict[str, Found], cache: ScanCache, targets: b
         if rel not in found and not through_link and os.path.lexists(path):
             _add(root, found, Found(rel, item.rule, os.path.islink(path), item.parents, item.spec), targets)
     cache.known = dict(found)
+    cache.save()
 
 
 def _configured(root: str, found: dict[str, Found], targets: bool) -> None:
@@ -396,11 +406,54 @@ class ScanCache:
     A listing is reused while its directory's ``(st_dev, st_ino, st_ctime_ns)`` holds (see
     :class:`_Listing`); at most 65,536 are kept. :attr:`known` keeps the protected entries found,
     guarded on later scans even past the cap.
+
+    Args:
+        store: A file the known entries are kept in across processes (:func:`known_entries_file`):
+            read before the first scan, rewritten when they change. ``None``: this process only.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: Path | None = None) -> None:
         self._listings: dict[str, _Listing] = {}
         self.known: dict[str, Found] = {}  # the protected entries the last scan found (see _remembered)
+        self.store = store
+        self._stored: frozenset[tuple[str, str]] | None = None  # what the store holds (None: not read)
+
+    def load(self) -> None:
+        """Read the store into :attr:`known` once (blocking; a missing or damaged store reads as empty)."""
+        if self._stored is not None:
+            return
+        self._stored = frozenset()
+        if self.store is None:
+            return
+        try:
+            entries = json.loads(self.store.read_bytes())["entries"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        for entry in entries[:_STORED_MAX] if isinstance(entries, list) else ():
+            item = _stored_entry(entry)
+            if item is not None:
+                self.known.setdefault(item.rel, item)
+        self._stored = _stored_keys(self.known)
+
+    def save(self) -> None:
+        """Write :attr:`known` to the store when it changed (blocking; a failure is only logged)."""
+        keys = _stored_keys(self.known)
+        if self.store is None or keys == self._stored:
+            return
+        entries = [
+            {"rel": rel, "rule": rule, "parents": self.known[rel].parents} for rel, rule in sorted(keys)
+        ]
+        tmp = self.store.with_name(f".{self.store.name}.{os.getpid()}.tmp")
+        try:
+            self.store.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            tmp.write_text(json.dumps({"version": 1, "entries": entries[:_STORED_MAX]}), encoding="utf-8")
+            os.replace(tmp, self.store)
+        except OSError as exc:
+            logger.debug("steerable: protected entries not kept in %s: %s", self.store, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            return
+        self._stored = keys
 
     def get(self, path: str, key: tuple[int, int, int]) -> _Listing | None:
         """The kept listing of ``path`` if its directory is unchanged, else ``None``."""
@@ -412,6 +465,56 @@ class ScanCache:
         if len(self._listings) >= _LISTINGS_MAX:
             self._listings.clear()
         self._listings[path] = listing
+
+
+_STORED_MAX: Final = 4096
+_STORED_RULES: Final = {rule.pattern: rule for rule in (*PROTECTED_RULES, GIT_DIR_RULE, INTERPRETER_ENV_RULE)}
+
+
+def known_entries_file(root: str, environ: Mapping[str, str] | None = None) -> Path:
+    """Where the protected entries found under ``root`` are kept between processes (SAFE-2).
+
+    ``<state dir>/protected/<sha256 of root>.json`` in steerable's state folder
+    (``config.default_state_dir``), which sandboxed commands cannot read or write (SAFE-3). A later
+    process guards a nested repository it would not reach under :data:`SCAN_MAX_DIRS` (a command
+    of an earlier run made hundreds of folders in front of it) from its first call on.
+    """
+    digest = hashlib.sha256(os.fsencode(root)).hexdigest()[:32]
+    return default_state_dir(environ) / "protected" / f"{digest}.json"
+
+
+def _canonical_spec(rule: ProtectedRule) -> Spec:
+    if rule is GIT_DIR_RULE:
+        return GIT_SPEC
+    if rule is INTERPRETER_ENV_RULE:
+        return ENV_SPEC
+    return VCS_SPECS.get(rule.pattern)
+
+
+def _stored_keys(known: Mapping[str, Found]) -> frozenset[tuple[str, str]]:
+    """The entries a store keeps: those found by name or contents, with their rule's whole spec.
+
+    What git configuration names is looked up again at every scan, and a link's target is found
+    through its link: neither is kept.
+    """
+    return frozenset(
+        (rel, item.rule.pattern)
+        for rel, item in known.items()
+        if _STORED_RULES.get(item.rule.pattern) is item.rule and item.spec is _canonical_spec(item.rule)
+    )
+
+
+def _stored_entry(entry: object) -> Found | None:
+    if not isinstance(entry, dict):
+        return None
+    rel, pattern, parents = entry.get("rel"), entry.get("rule"), entry.get("parents", 0)
+    rule = _STORED_RULES.get(pattern) if isinstance(pattern, str) else None
+    if rule is None or not isinstance(rel, str) or not isinstance(parents, int) or isinstance(parents, bool):
+        return None
+    parts = rel.split("/")
+    if rel.startswith("/") or any(part in ("", ".", "..") for part in parts) or not 0 <= parents < len(parts):
+        return None
+    return Found(rel, rule, parents=parents, spec=_canonical_spec(rule))
 
 
 def _list(path: str, cache: ScanCache | None) -> _Listing | None:
