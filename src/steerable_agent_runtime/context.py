@@ -69,7 +69,8 @@ class CallContext:
             so they are approved and forwarded exactly like the model's own calls. ``None`` when no
             agent loop runs the call (a host's ``tool.invoke``, ``steerable mcp``/``call``/
             ``session``): such a tool uses its own router and fails closed on calls that need
-            consent.
+            consent. ``steerable mcp`` with a client that can be asked sets one of its own: the
+            connection's ``web_fetch`` question (SAFE-4), ``local`` calls still refused.
         output: Where :meth:`send_output` chunks go (the MCP server's progress notifications), or
             ``None``: nobody watches.
         attrs: Free-form per-call metadata for the call's ``TraceSpan.attrs`` (the sidecar's

@@ -29,12 +29,14 @@ from ._jsonrpc_frames import (
     decode_frame,
     duplicate_request,
     encode_frame,
+    error_response,
     id_key,
     invalid_request,
     is_response,
     line_frames,
     request_problem,
 )
+from ._rpc_errors import PARSE_ERROR
 from ._rpc_stdio import LineWriter
 
 __all__ = [
@@ -103,7 +105,9 @@ class LineTransport:
     async def receive(self) -> dict[str, Any] | None:
         """The next valid message (a request, a notification or a response); ``None`` at EOF.
 
-        A frame that is not one is answered here (``-32700`` / ``-32600``) and skipped.
+        A frame that is not one is answered here (``-32700`` / ``-32600``) and skipped; a response
+        nested too deeply to decode is also given to the SDK as a ``-32700`` error for its id, so
+        the request it answered fails instead of waiting for ever (SAFE-6).
         """
         if self._held:
             return self._held.popleft()
@@ -117,6 +121,9 @@ class LineTransport:
                 continue
             if isinstance(decoded, FrameError):
                 await self._answer(decoded.response)
+                if decoded.answers is not None:  # an answer too deep to decode: the SDK's request fails
+                    lost = "Parse error: the answer was nested too deeply to decode"
+                    return error_response(decoded.answers, PARSE_ERROR, lost)  # (SAFE-6)
                 continue
             message = decoded.value
             problem = _problem(message)

@@ -4,7 +4,9 @@ Shared by every line-framed peer the package runs: :class:`~steerable_sidecar.rp
 (the sidecar, ``steerable mcp``) and ``steerable acp``'s transport under the ACP SDK
 (:mod:`steerable_sidecar._acp_wire`). A bad frame is answered the same way everywhere: an
 over-long line, bytes that are not UTF-8 and text that is not JSON get ``-32700`` / ``-32600``
-with ``id: null`` (JSON-RPC 2.0, section 5.1), and the reader carries on.
+with ``id: null`` (JSON-RPC 2.0, section 5.1), and the reader carries on. A request nested too
+deeply to decode is answered with the ``id`` its top level holds, read by a shallow scan
+(:mod:`steerable_sidecar._shallow_json`), so the peer can pair the error with it (SAFE-6).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any, Final
 
 from ._rpc_errors import INVALID_REQUEST, PARSE_ERROR
 from ._rpc_stdio import READ_CHUNK
+from ._shallow_json import NESTED, top_level_scalars
 
 __all__ = [
     "FrameError",
@@ -161,16 +164,24 @@ class FrameValue:
 
 @dataclass(frozen=True, slots=True)
 class FrameError:
-    """A frame that did not parse: the error ``response`` to send (``id: null``)."""
+    """A frame that did not parse: the error ``response`` to send.
+
+    Attributes:
+        response: The answer: ``id: null``, or the request's own ``id`` when a request nested too
+            deeply to decode has one at its top level (SAFE-6).
+        answers: When the frame is a response nested too deeply to decode, the ``id`` at its top
+            level: the request it answers is to fail (the answer is lost), not wait for ever.
+    """
 
     response: dict[str, Any]
+    answers: Any = None
 
 
 def decode_frame(frame: bytes | None, limit: int) -> FrameValue | FrameError | None:
     """Decode one frame from :func:`line_frames`; ``None`` for a blank line (ignored).
 
     NaN, the infinities and numbers out of a float's range are refused (RFC 8259, section 6),
-    and so is nesting too deep for the parser.
+    and so is nesting too deep for the parser (answered with a request's top-level ``id``).
     """
     if frame is None:
         return FrameError(
@@ -184,9 +195,32 @@ def decode_frame(frame: bytes | None, limit: int) -> FrameValue | FrameError | N
         return None
     try:
         return FrameValue(json.loads(text, parse_constant=_no_constant, parse_float=_finite_float))
-    except (ValueError, RecursionError) as exc:  # JSONDecodeError, a huge integer, too deep
-        detail = "too deeply nested" if isinstance(exc, RecursionError) else str(exc)
-        return FrameError(error_response(None, PARSE_ERROR, f"Parse error: {detail}"))
+    except RecursionError:
+        return _too_deep(text)
+    except ValueError as exc:  # JSONDecodeError, a huge integer
+        return FrameError(error_response(None, PARSE_ERROR, f"Parse error: {exc}"))
+
+
+_HEAD: Final = frozenset({"id", "method", "result", "error"})
+"""The top-level members a frame too deep to decode is read for."""
+
+
+def _too_deep(text: str) -> FrameError:
+    """The answer to a frame nested deeper than the parser goes, with its ``id`` where it is safe.
+
+    A request (a top-level ``method``) is answered with its top-level ``id`` when that is a string
+    or a number; a response (``result`` or ``error``, no ``method``) gets ``id: null`` like any
+    frame that did not parse (it is not answered as a request), and its ``id`` is handed back in
+    :attr:`FrameError.answers`. An ``id`` found only deeper down, or a frame whose top level is
+    not JSON, gives ``null`` (SAFE-6).
+    """
+    head = top_level_scalars(text, _HEAD) or {}
+    found = head.get("id")
+    usable = found is not None and found is not NESTED and valid_id(found)
+    request = "method" in head
+    answers = found if usable and not request and ("result" in head or "error" in head) else None
+    request_id = found if usable and request else None
+    return FrameError(error_response(request_id, PARSE_ERROR, "Parse error: too deeply nested"), answers)
 
 
 def _no_constant(name: str) -> Any:

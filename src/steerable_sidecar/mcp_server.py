@@ -257,6 +257,7 @@ class McpServer:
         self._questions: ConsentQuestions | None = None
         self._elicits = False  # the client said in initialize that it answers form elicitations
         self._gate: ToolExecutor | None = None
+        self._nested: ToolExecutor | None = None  # a run_code program's calls, behind _gate (SAFE-4)
         self._failure: BaseException | None = None
         self._ready = asyncio.Event()
         self._failure_told = asyncio.Event()  # a request was answered with the failure
@@ -291,7 +292,7 @@ class McpServer:
         """
         self._router = router
         self._offered = offered
-        self._questions, self._gate = questions, None
+        self._questions, self._gate, self._nested = questions, None, None
         self._ready.set()
         if self._peer is not None:
             self._watch(router)
@@ -465,14 +466,17 @@ class McpServer:
             progress = _CallProgress(token, name, self._notify, self.redact)
             await progress.started()  # before the tool's own output
             beat = asyncio.create_task(self._heartbeat(progress), name=f"mcp-progress-{name}")
+            context = CallContext(call, executor=self._nested_calls(router), output=progress.output)
             try:
-                result = await self._executor(router)(call, CallContext(call, output=progress.output))
+                result = await self._executor(router)(call, context)
             finally:
                 progress.close()  # the answer is written next: nothing under its token after it
                 beat.cancel()
                 await asyncio.gather(beat, return_exceptions=True)
         else:
-            result = await self._executor(router)(call, None)
+            nested = self._nested_calls(router)
+            bare = CallContext(call, executor=nested) if nested is not None else None
+            result = await self._executor(router)(call, bare)
         unknown = isinstance(result.data, dict) and result.data.get("code") == ToolErrorCode.UNKNOWN_TOOL
         if not result.success and unknown:
             # not a tool at all: a protocol error (-32602); the router's text keeps "Did you mean"
@@ -501,6 +505,23 @@ class McpServer:
                 questions=self._questions,
             )
         return self._gate
+
+    def _nested_calls(self, router: ToolRouter) -> ToolExecutor | None:
+        """Where a ``run_code`` program's calls go: behind :meth:`_executor`'s gate, when it asks.
+
+        No agent loop runs a ``tools/call``, so ``run_code`` would send its program's calls to its
+        router, past the question a ``web_fetch`` the client calls gets. They go through the same
+        gate instead (the connection's allowed hosts, the trusted list: SAFE-4), a ``local`` call
+        still refused unasked (``run_code``'s :func:`~steerable_sidecar.run_code.direct_run_executor`).
+        ``None`` (``run_code``'s own router) when the gate asks nothing.
+        """
+        if self._questions is None or not self._elicits:
+            return None
+        if self._nested is None:
+            from .run_code import direct_run_executor
+
+            self._nested = direct_run_executor(router, self._executor(router))
+        return self._nested
 
     async def _elicit_consent(
         self, call: ToolCall, mode: ToolMode, *, question: ConsentQuestion | None = None

@@ -398,6 +398,9 @@ class JsonRpcPeer:
         """Handle one frame: answer it from a task, never from the reader itself."""
         decoded = decode_frame(frame, self._max_frame_bytes)
         if isinstance(decoded, FrameError):
+            if decoded.answers is not None:  # an answer too deep to decode: its request fails (SAFE-6)
+                lost = "Parse error: the answer was nested too deeply to decode"
+                self._resolve(error_response(decoded.answers, PARSE_ERROR, lost))
             self._spawn(self._send(decoded.response))
             return
         if decoded is None:

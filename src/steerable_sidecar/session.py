@@ -4,8 +4,10 @@ Each stdin line is one ``ToolCall`` (``{"id", "name", "arguments"}``); each stdo
 ``{"id": <the call's id or null>, "result": <ToolResult>}``, in input order. The router (and so the
 read-before-write state) lives for the whole session. A line that is not JSON, or not a valid
 envelope, gets a failed result with ``needsFollowup``; the session never stops on bad input. A
-line nested too deeply for the JSON decoder (about 1,000 levels) is answered with ``id: null`` and
-``data.code == "arguments_too_deep"``; arguments that decode are checked by the router (SAFE-6).
+line nested too deeply for the JSON decoder (about 1,000 levels) is answered with
+``data.code == "arguments_too_deep"`` and the ``id`` its top level holds (a string; read by a
+shallow scan, :mod:`steerable_sidecar._shallow_json`), else ``id: null``; arguments that decode
+are checked by the router (SAFE-6).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from typing import IO, Any
 
 from steerable_agent_runtime import ToolErrorCode, ToolResult, ToolRouter
 from steerable_agent_runtime.tools import MAX_ARGUMENT_DEPTH
+
+from ._shallow_json import top_level_scalars
 
 __all__ = ["handle_line", "run_session"]
 
@@ -39,13 +43,14 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
         return None
     try:
         raw = json.loads(line)
-    except RecursionError:  # deeper than the decoder goes (SAFE-6): the id cannot be read either
+    except RecursionError:  # deeper than the decoder goes (SAFE-6): the id from a shallow scan
         result = ToolResult.retry(
             "not a JSON line (nested too deeply to decode; tool arguments may nest at most "
             f"{MAX_ARGUMENT_DEPTH} levels); send one ToolCall object per line, with flatter arguments",
             data={"code": ToolErrorCode.ARGUMENTS_TOO_DEEP, "maxDepth": MAX_ARGUMENT_DEPTH},
         )
-        return {"id": None, "result": result.to_wire()}
+        found = (top_level_scalars(line, ("id",)) or {}).get("id")
+        return {"id": found if isinstance(found, str) else None, "result": result.to_wire()}
     except ValueError as exc:  # JSONDecodeError, an over-long integer
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
         result = ToolResult.retry(f"not a JSON line ({message}); send one ToolCall object per line")

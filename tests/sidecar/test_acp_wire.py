@@ -19,6 +19,7 @@ import pytest
 from acp import PROTOCOL_VERSION
 from acp.schema import InitializeResponse
 from acp_client import Served, write_script
+from deep_arguments import deep_request, parse_error_too_deep
 
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_sidecar._acp_wire import ACP_PROTOCOL_VERSION, initialize_result
@@ -138,6 +139,38 @@ async def test_bad_frames_get_json_rpc_errors_and_the_agent_stays_up(raw_agent: 
         assert (answer.get("id"), answer["error"]["code"]) == (answered_id, code), frame
     await client.send(_request(11, "session/new", {"cwd": str(workspace), "mcpServers": []}))
     assert "sessionId" in (await client.answer_to(11))["result"]
+
+
+async def test_frames_too_deep_to_decode_are_answered_with_the_id_at_their_top_level(
+    raw_agent: Any, workspace: Path
+) -> None:  # SAFE-6
+    """A request too deep to decode gets -32700 with its top-level id (null when it has none
+    there); a response too deep to decode fails the request it answers, which would otherwise
+    wait for ever: the permission asked is refused, and the turn goes on."""
+    bash = {"tool_calls": [{"id": "b1", "name": "bash", "arguments": {"command": "touch ran.txt"}}]}
+    client = await raw_agent([bash, "done"])
+    session_id = await client.open_session(workspace)
+    for frame, answered_id in (
+        (deep_request(2, 5_000, method="session/new"), 2),
+        (deep_request("late", 5_000, method="session/new", id_last=True), "late"),
+        (deep_request(None, 5_000, method="session/new"), None),  # an id in the params only
+    ):
+        await client.send(frame)
+        assert await client.next() == parse_error_too_deep(answered_id)
+    await client.send(_prompt(3, session_id))
+    asked = await client.until("session/request_permission")
+    deep = "[" * 5_000 + "]" * 5_000
+    await client.send(f'{{"jsonrpc": "2.0", "id": {json.dumps(asked["id"])}, "result": {deep}}}')
+    assert await client.next() == parse_error_too_deep(None)  # a response is not answered as a request
+    done = await client.answer_to(3)
+    assert done["result"]["stopReason"] == "end_turn"
+    updates = [m["params"]["update"] for m in client.seen if m.get("method") == "session/update"]
+    outputs = [u["rawOutput"] for u in updates if u.get("status") == "failed"]
+    assert [o["error"] for o in outputs] == [
+        "The user did not allow bash (the consent prompt failed: RequestError). Do not retry the same "
+        "call; continue another way or ask the user."
+    ]
+    assert not (workspace / "ran.txt").exists()
 
 
 async def test_a_prompt_while_a_turn_runs_is_refused_and_cancel_ends_the_turn(

@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deep_arguments import GATED_BASH, PARSE_ERROR_TOO_DEEP, WALK_PLUGIN, arguments_text, too_deep
+from deep_arguments import (
+    GATED_BASH,
+    PARSE_ERROR_TOO_DEEP,
+    WALK_PLUGIN,
+    arguments_text,
+    deep_request,
+    parse_error_too_deep,
+    too_deep,
+)
 
 from steerable_agent_runtime import ToolRouter, tool
 from steerable_sidecar.mcp_server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
@@ -908,15 +916,23 @@ async def test_deep_arguments_and_frames_too_deep_to_decode_are_answered_and_ser
         deep = await wire.answer(2)
         wire.proc.stdin.write(call.format(3, arguments_text(1_000)).encode() + b"\n")
         wire.proc.stdin.write(b"[" * 100_000 + b"\n")
+        wire.proc.stdin.write(deep_request("late", 5_000, method="tools/call", id_last=True).encode() + b"\n")
+        wire.proc.stdin.write(deep_request(None, 5_000, method="tools/call").encode() + b"\n")
         await wire.proc.stdin.drain()
-        undecodable = [await wire.frame(), await wire.frame()]
+        undecodable = [await wire.frame() for _ in range(4)]
         after = await wire.call(4, "tools/call", {"name": "walk", "arguments": {"value": [[]]}})
     assert deep["result"] == {
         "content": [{"type": "text", "text": json.dumps(too_deep(300))}],
         "structuredContent": too_deep(300),
         "isError": True,
     }
-    assert undecodable == [PARSE_ERROR_TOO_DEEP] * 2
+    # too deep to decode: the id at the frame's top level, read without decoding it, else null
+    assert undecodable == [
+        parse_error_too_deep(3),
+        PARSE_ERROR_TOO_DEEP,
+        parse_error_too_deep("late"),
+        PARSE_ERROR_TOO_DEEP,
+    ]
     assert after["result"]["structuredContent"] == {"success": True, "data": {"walked": True}}
 
 

@@ -22,6 +22,7 @@ import pytest
 import steerable_agent_runtime
 import steerable_sidecar
 from steerable_agent_runtime.errors import PeerClosedError, RemoteError, SteerableError
+from steerable_sidecar._shallow_json import MAX_SKIP_TOKENS, NESTED, top_level_scalars
 from steerable_sidecar.rpc import (
     ERROR_CODES,
     INTERNAL_ERROR,
@@ -617,6 +618,80 @@ async def test_an_error_response_raises_remote_error_with_code_message_and_data(
             await pending
     assert (caught.value.code, caught.value.message, caught.value.data) == (-32011, "try again", {"k": 1})
     assert not isinstance(caught.value, PeerClosedError)
+
+
+async def test_an_answer_too_deep_to_decode_fails_its_request_instead_of_leaving_it_waiting(wire):  # SAFE-6
+    pending = asyncio.create_task(wire.peer.request("host.thing"))
+    request = await wire.frame()
+    deep = "[" * 5_000 + "]" * 5_000
+    await wire.send(f'{{"jsonrpc":"2.0","result":{deep},"id":{request["id"]}}}\n'.encode())
+    with pytest.raises(RemoteError) as caught:
+        async with asyncio.timeout(5):
+            await pending
+    assert (caught.value.code, caught.value.message) == (
+        PARSE_ERROR,
+        "Parse error: the answer was nested too deeply to decode",
+    )
+    # the wire still gets JSON-RPC's parse error, with a null id: a response is never answered as a request
+    assert await wire.frame() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": PARSE_ERROR, "message": "Parse error: too deeply nested"},
+    }
+    assert await wire.ask({"jsonrpc": "2.0", "id": "next", "method": "echo"})  # serving goes on
+
+
+async def test_a_request_too_deep_to_decode_is_answered_with_its_top_level_id(wire):  # SAFE-6
+    deep = "[" * 5_000 + "]" * 5_000
+    head = '{"jsonrpc":"2.0","method":"echo","params":'
+    frames = [
+        ('{"jsonrpc":"2.0","id":1,"method":"echo","params":' + deep + "}", 1),
+        (head + "[" + deep + '],"id":"last"}', "last"),
+        (head + '{"id":2,"p":' + deep + "}}", None),  # an id deeper down only
+        (head + deep + ',"id":true}', None),  # not an id
+        (head + deep + ',"id":3', None),  # the top level is not JSON
+        (head + "[" + deep[:-1] + '}],"id":4}', None),  # brackets that do not match
+    ]
+    for frame, request_id in frames:
+        await wire.send(frame.encode() + b"\n")
+        answer = await wire.frame()
+        assert (answer["id"], answer["error"]["code"]) == (request_id, PARSE_ERROR), frame[-40:]
+
+
+@pytest.mark.parametrize(
+    ("text", "members"),
+    [
+        ('{"id": 7, "method": "m", "params": {"id": 8}}', {"id": 7, "method": "m"}),
+        ('{"\\u0069d": "x", "method": "m"}', {"id": "x", "method": "m"}),  # an escaped name is the name
+        (
+            '{"id": 1, "method": "m", "p": ["]}", "[{"], "id": 2}',
+            {"id": 2, "method": "m"},
+        ),  # the last, as json
+        ('{"id": [1], "method": {"n": 1}}', {"id": NESTED, "method": NESTED}),
+        ('{"id": 1.5, "method": null, "result": false}', {"id": 1.5, "method": None, "result": False}),
+        (" {} ", {}),
+        ("[1, 2]", None),
+        ('{"id": 1} {"id": 2}', None),
+        ('{"id": 1e999}', None),
+        ('{"id": NaN}', None),
+        ('{"id": 01}', None),
+        ('{"id": ' + "9" * 5_000 + "}", None),  # past the interpreter's digit limit
+        ('{"id": "\x01"}', None),  # a control character in a string
+        ('{"p": "[", "id": 1', None),
+    ],
+)
+def test_the_shallow_scan_reads_only_top_level_json(text, members):  # SAFE-6
+    assert top_level_scalars(text, ("id", "method", "result")) == members
+
+
+def test_the_shallow_scan_stops_at_its_budget_and_never_recurses():  # SAFE-6
+    runaway = "[" * 2_000_000 + "]" * 2_000_000  # two tokens, however deep
+    assert top_level_scalars('{"p": ' + runaway + ', "id": 1}', ("id",)) == {"id": 1}
+    levels = MAX_SKIP_TOKENS // 2 + 1  # a string and a bracket a level: one token each
+    costly = '["",' * levels + '""' + "]" * levels
+    assert top_level_scalars('{"p": ' + costly + ', "id": 1}', ("id",)) is None
+    within = '["",' * (levels // 2) + '""' + "]" * (levels // 2)
+    assert top_level_scalars('{"p": ' + within + ', "id": 1}', ("id",)) == {"id": 1}
 
 
 async def test_eof_fails_pending_requests_with_peer_closed(wire):

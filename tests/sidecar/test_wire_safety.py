@@ -1,7 +1,8 @@
 """Real ``steerable session`` and ``steerable sidecar`` processes fed what a model or host should not send.
 
 SAFE-6: arguments nested past the limit (64 levels) and frames nested past what the JSON decoder
-reads (about 1,000 levels) each get an answer, and the process goes on serving. SAFE-7: a request
+reads (about 1,000 levels) each get an answer, with the id at the frame's top level when it has one
+(read without decoding the frame), and the process goes on serving. SAFE-7: a request
 reusing the id of one still in flight on the sidecar is refused; the first is answered once. The
 same rules for ``steerable mcp`` are in test_mcp_protocol.py, for ``steerable acp`` in
 test_acp_wire.py; the router's side in tests/test_argument_depth.py.
@@ -18,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deep_arguments import GATED_BASH, PARSE_ERROR_TOO_DEEP, WALK_PLUGIN, arguments_text, too_deep
+from deep_arguments import (
+    GATED_BASH,
+    PARSE_ERROR_TOO_DEEP,
+    WALK_PLUGIN,
+    arguments_text,
+    deep_request,
+    parse_error_too_deep,
+    too_deep,
+)
 
 WAIT_S = 30
 
@@ -111,6 +120,14 @@ async def test_session_answers_arguments_nested_too_deeply_and_serves_on(
             answers.append(await session.frame())
         await session.write("[" * 100_000)  # not even a ToolCall: as deep as the line before
         answers.append(await session.frame())
+        await session.write(f'{{"name": "walk", "arguments": {arguments_text(2_000)}, "id": "last"}}')
+        answers.append(await session.frame())
+        await session.write(
+            f'{{"name": "walk", "arguments": {{"id": "decoy", "v": {arguments_text(2_000)}}}}}'
+        )
+        answers.append(await session.frame())
+        await session.write(f'{{"id": 7, "name": "walk", "arguments": {arguments_text(2_000)}}}')
+        answers.append(await session.frame())
         await session.write(json.dumps({"id": "ok", "name": "walk", "arguments": {"value": [[], [[]]]}}))
         answers.append(await session.frame())
         await session.write(
@@ -118,19 +135,25 @@ async def test_session_answers_arguments_nested_too_deeply_and_serves_on(
         )
         answers.append(await session.frame())
     undecodable = {
-        "id": None,
-        "result": {
-            "success": False,
-            "needsFollowup": True,
-            "error": "not a JSON line (nested too deeply to decode; tool arguments may nest at most 64 "
-            "levels); send one ToolCall object per line, with flatter arguments",
-            "data": {"code": "arguments_too_deep", "maxDepth": 64},
-        },
+        "success": False,
+        "needsFollowup": True,
+        "error": "not a JSON line (nested too deeply to decode; tool arguments may nest at most 64 "
+        "levels); send one ToolCall object per line, with flatter arguments",
+        "data": {"code": "arguments_too_deep", "maxDepth": 64},
     }
     assert answers[0] == {"id": "w300", "result": too_deep(300)}
-    assert answers[1:4] == [undecodable] * 3  # the line is deeper than json.loads goes: no id to give
-    assert answers[4] == {"id": "ok", "result": {"success": True, "data": {"walked": True}}}
-    assert answers[5]["result"]["data"]["content"] == "alpha\nbeta\n"
+    # deeper than json.loads goes: the id at the line's top level, read without decoding it; a
+    # line that is no object, an id only deeper down or one that is not a string give null
+    assert answers[1:7] == [
+        {"id": "w1000", "result": undecodable},
+        {"id": "w100000", "result": undecodable},
+        {"id": None, "result": undecodable},
+        {"id": "last", "result": undecodable},
+        {"id": None, "result": undecodable},
+        {"id": None, "result": undecodable},
+    ]
+    assert answers[7] == {"id": "ok", "result": {"success": True, "data": {"walked": True}}}
+    assert answers[8]["result"]["data"]["content"] == "alpha\nbeta\n"
     assert session.proc.returncode == 0
 
 
@@ -150,13 +173,30 @@ async def test_sidecar_tool_invoke_answers_deep_arguments_and_deep_frames(
             deep.append(await sidecar.frame())
         await sidecar.write("[" * 100_000)
         deep.append(await sidecar.frame())
+        for frame in (
+            deep_request("last", 5_000, id_last=True),  # after the deep params
+            deep_request(None, 5_000),  # an id in the params only
+            deep_request([5], 5_000),  # not a valid id
+            deep_request(5, 5_000)[:-1],  # the frame does not end: its top level is not JSON
+        ):
+            await sidecar.write(frame)
+            deep.append(await sidecar.frame())
         await sidecar.send(
             {"id": 4, "method": "tool.invoke", "params": {"name": "walk", "arguments": {"value": []}}}
         )
         after = await sidecar.frame()
     assert shallow == {"jsonrpc": "2.0", "id": 1, "result": too_deep(300)}
-    # a frame deeper than the decoder goes: JSON-RPC's parse error, with the id it could not read
-    assert deep == [PARSE_ERROR_TOO_DEEP] * 3
+    # a frame deeper than the decoder goes: JSON-RPC's parse error, with the id at its top level,
+    # read without decoding it; null when there is none there, or the top level is not JSON
+    assert deep == [
+        parse_error_too_deep(2),
+        parse_error_too_deep(3),
+        PARSE_ERROR_TOO_DEEP,
+        parse_error_too_deep("last"),
+        PARSE_ERROR_TOO_DEEP,
+        PARSE_ERROR_TOO_DEEP,
+        PARSE_ERROR_TOO_DEEP,
+    ]
     assert after == {"jsonrpc": "2.0", "id": 4, "result": {"success": True, "data": {"walked": True}}}
     assert sidecar.proc.returncode == 0
 

@@ -362,6 +362,109 @@ async def test_mcp_asks_a_client_that_can_elicit_and_not_one_that_cannot(
     assert site.paths()[-1] == "/c" and lookups(seams)[-1] == ATTACKER
 
 
+# -- the fetches of a run_code program --------------------------------------------------------------
+
+PROGRAM = f"""
+pages = [tools.web_fetch(url=u)["content"] for u in ("http://{DOCS}/a", "http://{DOCS}/b", "http://api.example.org/c")]
+try:
+    tools.web_fetch(url="{LEAK}")
+except ToolCallError as exc:
+    refused = [exc.code, str(exc)]
+try:
+    tools.bash(command="touch ran.txt")
+except ToolCallError as exc:
+    refused.append(exc.code)
+return {{"pages": pages, "refused": refused}}
+"""
+"""A program fetching a host twice, a trusted host once, then the attacker's URL, then running ``bash``."""
+
+
+async def test_mcp_asks_before_a_run_code_programs_first_fetch_of_a_host(
+    tmp_path: Path, site: ScriptedServer, seams: Seams, launch: Any
+) -> None:
+    # SAFE-4: a run_code program the client called (no agent loop runs it) fetches through the
+    # connection's question like a web_fetch the client calls: one question per new host, the
+    # connection's memory of allowed hosts (a later direct fetch of it is not asked), the trusted
+    # list; a refusal is a ToolCallError the program sees, and nothing was looked up or sent. Its
+    # bash is still refused unasked (consent_required), as without a question to ask
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    command, env = launch([], "mcp", "--workspace", str(ws), "--no-plugins")
+    server = StdioServerParameters(
+        command=command[0],
+        args=command[1:],
+        env={
+            "PYTHONPATH": env["PYTHONPATH"],
+            "STEERABLE_RUN_CODE": "1",
+            "STEERABLE_WEB_FETCH_TRUSTED_DOMAINS": "example.org",
+        },
+    )
+    elicited: list[str] = []
+    answers = ["accept", "decline"]
+
+    async def elicit(
+        context: ClientRequestContext, params: mcp_types.ElicitRequestParams
+    ) -> mcp_types.ElicitResult:
+        assert isinstance(params, mcp_types.ElicitRequestFormParams)
+        elicited.append(params.message)
+        return mcp_types.ElicitResult(action=answers.pop(0), content={})  # type: ignore[arg-type]
+
+    async with asyncio.timeout(90), Client(server, elicitation_callback=elicit) as client:
+        ran = await client.call_tool("run_code", {"code": PROGRAM, "description": "fetch the pages"})
+        direct = await client.call_tool("web_fetch", {"url": f"http://{DOCS}/c"})
+    assert elicited == [question_text(DOCS, f"http://{DOCS}/a"), question_text(ATTACKER, LEAK)]
+    assert ran.structured_content is not None, ran
+    data = ran.structured_content["data"]
+    assert ran.structured_content["success"] is True, ran.structured_content
+    assert data["value"] == {
+        "pages": ["page a", "page b", "page c"],
+        "refused": ["consent_denied", f"web_fetch: {DENIED['error']}", "consent_required"],
+    }
+    assert [(c["tool"], c.get("approved")) for c in data["calls"]] == [
+        ("web_fetch", True),
+        ("web_fetch", None),
+        ("web_fetch", None),
+        ("web_fetch", False),
+        ("bash", None),
+    ]
+    assert data["calls"][3]["result"] == DENIED
+    assert direct.structured_content is not None and direct.structured_content["data"]["content"] == "page c"
+    assert site.paths() == ["/a", "/b", "/c", "/c"]
+    assert lookups(seams) == [DOCS, DOCS, "api.example.org", DOCS]
+    assert not (ws / "ran.txt").exists()
+
+
+async def test_a_sidecar_chat_asks_before_a_run_code_programs_first_fetch_of_a_host(
+    launch: Any, tmp_path: Path, site: ScriptedServer, seams: Seams
+) -> None:
+    # SAFE-4: in a chat the program's calls go through the session's gate: its fetches ask like
+    # the model's (the run_code call itself asks as a local call; its bash too)
+    run = {"id": "r1", "name": "run_code", "arguments": {"code": PROGRAM, "description": "fetch"}}
+    turns = [{"tool_calls": [run]}, "done"]
+    trusted = {"STEERABLE_RUN_CODE": "1", "STEERABLE_WEB_FETCH_TRUSTED_DOMAINS": "example.org"}
+    async with sidecar(launch, tmp_path, turns, **trusted) as (client, asked):
+
+        async def approve(call: dict[str, Any], mode: str, *, question: Any = None) -> bool:
+            asked.append((call["name"], mode, question))
+            return call["name"] == "run_code" or bool(question and question["domain"] == DOCS)
+
+        client.on_approval = approve
+        chat = client.start_chat("fetch them", session_id="s1")
+        assert (await chat.result())["outcome"] == "completed"
+    assert asked == [
+        ("run_code", "local", None),
+        ("web_fetch", "read", {"reason": "new_domain", "domain": DOCS, "url": f"http://{DOCS}/a"}),
+        ("web_fetch", "read", {"reason": "new_domain", "domain": ATTACKER, "url": LEAK}),
+        ("bash", "local", None),
+    ]
+    value = results(chat.events_seen)["r1"]["data"]["value"]
+    assert value == {
+        "pages": ["page a", "page b", "page c"],
+        "refused": ["consent_denied", f"web_fetch: {DENIED['error']}", "consent_denied"],
+    }
+    assert site.paths() == ["/a", "/b", "/c"] and lookups(seams) == [DOCS, DOCS, "api.example.org"]
+
+
 # -- the rules, in this process ----------------------------------------------------------------
 
 
