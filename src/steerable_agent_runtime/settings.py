@@ -192,9 +192,10 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
     EnvVar(
         name=DENY_READ_ENV,
         area="Sandbox",
-        summary="More paths sandboxed commands (`bash`, `run_code`) may not read, absolute or `~/`, on top "
-        "of the default set: credential folders (`~/.ssh`, `~/.aws`...), the host configurations that "
-        "hold API keys (Zed, Claude, Cursor, Codex, VS Code) and the state directory (docs/sandbox.md).",
+        summary="More paths sandboxed commands (`bash`, `run_code`) may not read and the file tools "
+        "neither read, list nor write, absolute or `~/`, on top of the default set: credential folders "
+        "(`~/.ssh`, `~/.aws`...), the host configurations that hold API keys (Zed, Claude, Cursor, Codex, "
+        "VS Code) and the state directory (docs/sandbox.md).",
         kind="list",
     ),
     *int_variables("Sandbox", ResourceLimits, _LIMIT_DOCS),

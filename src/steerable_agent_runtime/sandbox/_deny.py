@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
@@ -26,6 +26,7 @@ __all__ = [
     "DENY_READ_ENV",
     "DEV_READABLE",
     "applicable_denials",
+    "denials_for_files",
     "denials_inside",
     "deny_read_from_env",
     "hidden_devices",
@@ -169,6 +170,46 @@ def denials_inside(deny_read: Iterable[Path], writable_roots: Sequence[str]) -> 
         for real in _existing(deny_read)
         if any(_within(real, root) and real != root for root in writable_roots)
     )
+
+
+def denials_for_files(
+    deny_read: Iterable[Path],
+    root: str,
+    *,
+    outside: bool = False,
+    fold: Callable[[str], str] | None = None,
+) -> list[str]:
+    """The entries of ``deny_read`` the file tools refuse in the workspace ``root`` (SAFE-3).
+
+    Each entry counts as it resolves (links followed as far as they exist: a missing ``~/.ssh``
+    still counts, so no write creates ``~/.ssh/authorized_keys``) and by its own name in its
+    resolved folder (a link made there later is still refused by that name). As for commands
+    (:func:`applicable_denials`), one that is ``root`` or holds it is left out: the workspace
+    stays usable.
+
+    Args:
+        deny_read: The configured set (:func:`deny_read_from_env`).
+        root: The workspace's real path.
+        outside: Keep the entries outside ``root`` too (the tools accept paths outside it).
+        fold: How the filesystem compares names (``str.casefold`` where it ignores case).
+
+    Returns:
+        Paths as resolved, outermost first, none inside another (compared through ``fold``);
+        empty when none applies, the usual case.
+    """
+    key = fold if fold is not None else str
+    top = key(root)
+    forms: dict[str, str] = {}  # compared form -> as resolved
+    for path in deny_read:
+        try:
+            resolved = {os.path.realpath(path), os.path.join(os.path.realpath(path.parent), path.name)}
+        except (OSError, ValueError):  # a NUL in the name, a link loop: nothing there to read
+            continue
+        for form in resolved:
+            compared = key(form)
+            if not _within(top, compared) and (outside or _within(compared, top)):
+                forms.setdefault(compared, form)
+    return [forms[compared] for compared in _outermost(forms)]
 
 
 def _existing(paths: Iterable[Path], *, missing_in_existing_folder: bool = False) -> Iterator[str]:

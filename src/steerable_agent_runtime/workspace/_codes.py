@@ -23,6 +23,7 @@ class FileErrorCode(StrEnum):
     INVALID_PATH = "invalid_path"
     PATH_OUTSIDE_WORKSPACE = "path_outside_workspace"
     PATH_CHANGED = "path_changed"
+    DENIED_PATH = "denied_path"
     # Files.
     FILE_NOT_FOUND = "file_not_found"
     IS_DIRECTORY = "is_directory"

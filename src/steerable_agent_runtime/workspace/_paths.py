@@ -2,16 +2,19 @@
 
 A path is accepted when, after resolving ``..`` and every symlink that exists, it lies under the
 root's real path. Relative paths are taken from the root; absolute paths must already be under it.
-A symlink inside the workspace that points outside is refused like ``..`` is.
+A symlink inside the workspace that points outside is refused like ``..`` is, and a path in the
+deny-read set (named so, or resolving into it) is refused too (:mod:`._denied`, SAFE-3).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import PathEscapeError, WorkspaceError
 from ._codes import FileErrorCode
+from ._denied import DeniedPaths, denied_error
 
 __all__ = ["WorkspaceRoot", "listing_text"]
 
@@ -34,12 +37,18 @@ class WorkspaceRoot:
     Args:
         root: The workspace directory; it must exist.
         allow_outside: Accept paths outside the root (for runs already jailed by the host).
+        deny_read: The deny-read set (``deny_read_from_env``): paths in it are refused (SAFE-3).
+
+    Attributes:
+        denied: The entries of ``deny_read`` these tools can reach, resolved once.
 
     Raises:
         WorkspaceError: ``code="invalid_workspace"`` when ``root`` is not a directory.
     """
 
-    def __init__(self, root: str | os.PathLike[str], *, allow_outside: bool = False) -> None:
+    def __init__(
+        self, root: str | os.PathLike[str], *, allow_outside: bool = False, deny_read: Iterable[Path] = ()
+    ) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
             raise WorkspaceError(
@@ -47,6 +56,7 @@ class WorkspaceRoot:
             )
         self.path = real
         self.allow_outside = allow_outside
+        self.denied = DeniedPaths(real, deny_read, outside=allow_outside)
 
     def resolve(self, path: str) -> Path:
         """Resolve a model-supplied path to a real absolute path inside the workspace.
@@ -58,7 +68,8 @@ class WorkspaceRoot:
             The resolved path (symlinks followed as far as they exist).
 
         Raises:
-            WorkspaceError: ``code="invalid_path"`` for an empty path or one with a NUL byte.
+            WorkspaceError: ``code="invalid_path"`` for an empty path or one with a NUL byte;
+                ``code="denied_path"`` for a path in the deny-read set, or resolving into it.
             PathEscapeError: ``code="path_outside_workspace"`` when the path leaves the root.
         """
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
@@ -81,6 +92,9 @@ class WorkspaceRoot:
             )
         candidate = Path(path).expanduser() if path.startswith("~") and self.allow_outside else Path(path)
         joined = candidate if candidate.is_absolute() else self.path / candidate
+        lexical = os.path.normpath(joined)
+        if self.denied:  # by the name given first: no "not a directory" or "not found" tells what is there
+            self._not_denied(path, lexical, lexical)
         self._no_path_through_a_file(path)
         try:
             real = Path(os.path.realpath(joined))
@@ -93,7 +107,16 @@ class WorkspaceRoot:
                 "use a path inside the workspace (symlinks leaving it are refused too)",
                 data={"path": path},
             )
+        if self.denied:
+            self._not_denied(path, str(real), lexical)
         return real
+
+    def _not_denied(self, path: str, checked: str, lexical: str) -> None:
+        """Refuse ``path`` when ``checked`` (its ``lexical`` form, or what it resolves to) is denied."""
+        entry = self.denied.entry_for(checked)
+        if entry is not None:
+            via = None if checked == lexical else self.listing_name(Path(checked))
+            raise denied_error(path, via, self.listing_name(Path(entry)))
 
     def _no_path_through_a_file(self, path: str) -> None:
         """Refuse ``file.txt/.`` or ``file.txt/x/..``, which the OS would call "not a directory"."""
@@ -112,9 +135,15 @@ class WorkspaceRoot:
         """Return where ``path`` points when its last component is itself a symlink, else ``None``.
 
         The parent directories are resolved; only the final name is looked at without following it.
+
+        Raises:
+            WorkspaceError: ``denied_path`` for a path named in the deny-read set (nothing is looked at).
         """
         candidate = Path(path)
         lexical = candidate if candidate.is_absolute() else self.path / candidate
+        if self.denied:
+            named = os.path.normpath(lexical)
+            self._not_denied(path, named, named)
         try:
             final = Path(os.path.realpath(lexical.parent)) / lexical.name
             if not final.is_symlink():

@@ -37,9 +37,13 @@ from ._regex import invalid_regex, unsupported
 __all__ = [
     "MAX_RIPGREP_CHILDREN",
     "RIPGREP_ENV",
+    "Match",
     "Ripgrep",
     "RipgrepRun",
     "SearchEngine",
+    "parse_matches",
+    "records_containing",
+    "rel_path",
     "ripgrep_setting",
 ]
 
@@ -526,3 +530,75 @@ def os_error(run: RipgrepRun, other: list[str]) -> WorkspaceError:
     return WorkspaceError(
         FileErrorCode.OS_ERROR, f"the search failed (ripgrep exited {run.returncode}; the log has why)"
     )
+
+
+# -- reading its output -------------------------------------------------------------------------
+_BINARY_NOTES: Final = (  # how ripgrep marks a binary file in its output
+    b": binary file matches (",
+    b": WARNING: stopped searching binary file after match (",
+)
+
+
+def rel_path(printed: bytes) -> str:
+    """A path as ripgrep printed it (``./a/b``) -> ``a/b``, with undecodable bytes kept as surrogates."""
+    text = os.fsdecode(printed)
+    return text[2:] if text.startswith("./") else text
+
+
+Match = tuple[str, int, int, bytes]
+"""One match as ripgrep printed it: (path relative to the search folder, line, byte offset, text)."""
+
+
+def parse_matches(output: bytes) -> tuple[list[Match], list[str]]:
+    r"""Split ``--null --line-number --byte-offset`` output into matches and binary paths.
+
+    A record is ``PATH \0 LINE : OFFSET : TEXT \n``; a line without a NUL is ripgrep's note on a binary file
+    (``PATH: binary file matches (found "\0" byte ...)``) or part of a path holding a newline.
+    """
+    matches: list[Match] = []
+    binary: list[str] = []
+    pos, end = 0, len(output)
+    while pos < end:
+        newline = output.find(b"\n", pos)
+        if newline == -1:
+            newline = end
+        nul = output.find(b"\0", pos)
+        if nul == -1 or nul > newline:
+            line = output[pos:newline]
+            for note in _BINARY_NOTES:
+                cut = line.find(note)
+                if cut != -1:
+                    binary.append(rel_path(line[:cut]))
+                    break
+            else:
+                if nul != -1:  # a path with a newline in it: the record ends at the next newline
+                    newline = output.find(b"\n", nul)
+                    newline = end if newline == -1 else newline
+                    _record(output[pos:nul], output[nul + 1 : newline], matches)
+            pos = newline + 1
+            continue
+        _record(output[pos:nul], output[nul + 1 : newline], matches)
+        pos = newline + 1
+    return matches, binary
+
+
+def _record(path: bytes, rest: bytes, matches: list[Match]) -> None:
+    number, colon, rest = rest.partition(b":")
+    offset, colon2, text = rest.partition(b":")
+    if colon and colon2 and number.isdigit() and offset.isdigit():
+        matches.append((rel_path(path), int(number), int(offset), text))
+
+
+def records_containing(output: bytes, needles: list[bytes]) -> list[bytes]:
+    """The NUL-terminated records of ``output`` that contain one of ``needles`` (found by C scans)."""
+    spans = set()
+    for needle in needles:
+        pos = output.find(needle)
+        while pos != -1:
+            start = output.rfind(b"\0", 0, pos) + 1
+            end = output.find(b"\0", pos)
+            if end == -1:
+                break
+            spans.add((start, end))
+            pos = output.find(needle, end + 1)
+    return [output[start:end] for start, end in sorted(spans)]

@@ -10,7 +10,8 @@ matcher (:mod:`._globs`) for both. What a walk skips:
 - names starting with ``.`` only when ``includeHidden`` is false (default true);
 - always: ``.git``, ``.hg``, ``.svn``, steerable's ``.steerable`` folder and its in-flight
   ``.steerable-*.tmp`` files (FILE-13), symlinks (never followed, in or out of the workspace),
-  FIFOs, sockets and devices; binary files (a NUL byte).
+  FIFOs, sockets and devices; binary files (a NUL byte); the deny-read set's entries
+  (:mod:`._denied`, SAFE-3), counted in ``deniedSkipped``.
 
 ripgrep opens files by path, so what it reports is checked before the model sees it: each
 matched line is read again through ``O_NOFOLLOW`` handles walked down from the root (a file
@@ -35,18 +36,23 @@ from typing import Any, Final
 
 from ..errors import WorkspaceError
 from ._codes import FileErrorCode
+from ._denied import DENIED_FIELD
 from ._disk import DIR_FLAGS, open_directory, open_regular, read_bytes
 from ._globs import GlobPattern, compile_glob
 from ._paths import WorkspaceRoot, listing_text
 from ._regex import check_pattern, compile_python
 from ._rg import (
     GREP_TIME_BUDGET_S,
+    Match,
     Ripgrep,
     SearchEngine,
     base_args,
     file_errors,
     os_error,
+    parse_matches,
     pattern_error,
+    records_containing,
+    rel_path,
     type_filter,
 )
 from ._text import decode_file
@@ -68,10 +74,6 @@ _SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 _MAX_UTF16_BYTES: Final = 64 * 1024 * 1024  # how far a UTF-16 file is read to check a match
-_BINARY_NOTES: Final = (  # how ripgrep marks a binary file in its output
-    b": binary file matches (",
-    b": WARNING: stopped searching binary file after match (",
-)
 
 
 def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
@@ -96,13 +98,18 @@ def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
     Returns:
         ``{path, entries: [{name, type, size}], truncated}``; ``type`` is file, dir, symlink or other;
         ``size`` in bytes for files; a name that is not UTF-8 is shown with U+FFFD and
-        ``notUtf8: true``. Sorted, directories first, at most 1000 entries.
+        ``notUtf8: true``. Sorted, directories first, at most 1000 entries. Entries of the
+        deny-read set are left out, and counted in ``deniedSkipped`` (SAFE-3).
     """
     real, display = _directory(root, path)
     entries: list[dict[str, Any]] = []
+    denied, folder = 0, str(real)
     with open_directory(root.path, real, display) as fd, os.scandir(fd) as it:
         for entry in it:
             if is_internal_name(entry.name):
+                continue
+            if root.denied and root.denied.skips(folder, entry.name):
+                denied += 1
                 continue
             info = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
@@ -121,7 +128,10 @@ def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
                 item["size"] = info.st_size
             entries.append(item)
     entries.sort(key=lambda e: (e["type"] != "dir", e["name"]))
-    return {"path": display, "entries": entries[:MAX_ENTRIES], "truncated": len(entries) > MAX_ENTRIES}
+    result = {"path": display, "entries": entries[:MAX_ENTRIES], "truncated": len(entries) > MAX_ENTRIES}
+    if denied:
+        result[DENIED_FIELD] = denied
+    return result
 
 
 # -- where a search starts ----------------------------------------------------------------------
@@ -159,57 +169,7 @@ class _Shown:
         return listing_text(self.prefix + rel)
 
 
-def _rel(printed: bytes) -> str:
-    """A path as ripgrep printed it (``./a/b``) -> ``a/b``, with undecodable bytes kept as surrogates."""
-    text = os.fsdecode(printed)
-    return text[2:] if text.startswith("./") else text
-
-
 # -- ripgrep -----------------------------------------------------------------------------------
-_Match = tuple[str, int, int, bytes]
-"""One match as ripgrep printed it: (path relative to the search folder, line, byte offset, text)."""
-
-
-def _parse_matches(output: bytes) -> tuple[list[_Match], list[str]]:
-    r"""Split ``--null --line-number --byte-offset`` output into matches and binary paths.
-
-    A record is ``PATH \0 LINE : OFFSET : TEXT \n``; a line without a NUL is ripgrep's note on a binary file
-    (``PATH: binary file matches (found "\0" byte ...)``) or part of a path holding a newline.
-    """
-    matches: list[_Match] = []
-    binary: list[str] = []
-    pos, end = 0, len(output)
-    while pos < end:
-        newline = output.find(b"\n", pos)
-        if newline == -1:
-            newline = end
-        nul = output.find(b"\0", pos)
-        if nul == -1 or nul > newline:
-            line = output[pos:newline]
-            for note in _BINARY_NOTES:
-                cut = line.find(note)
-                if cut != -1:
-                    binary.append(_rel(line[:cut]))
-                    break
-            else:
-                if nul != -1:  # a path with a newline in it: the record ends at the next newline
-                    newline = output.find(b"\n", nul)
-                    newline = end if newline == -1 else newline
-                    _record(output[pos:nul], output[nul + 1 : newline], matches)
-            pos = newline + 1
-            continue
-        _record(output[pos:nul], output[nul + 1 : newline], matches)
-        pos = newline + 1
-    return matches, binary
-
-
-def _record(path: bytes, rest: bytes, matches: list[_Match]) -> None:
-    number, colon, rest = rest.partition(b":")
-    offset, colon2, text = rest.partition(b":")
-    if colon and colon2 and number.isdigit() and offset.isdigit():
-        matches.append((_rel(path), int(number), int(offset), text))
-
-
 async def _rg_grep(
     rg: Ripgrep,
     engine: SearchEngine,
@@ -222,8 +182,9 @@ async def _rg_grep(
     include_ignored: bool,
     collect: int,
     deadline: float,
-) -> tuple[list[_Match], list[tuple[str, str]], bool, bool]:
-    args = base_args(include_hidden=include_hidden, include_ignored=include_ignored)
+    excluded: list[str],
+) -> tuple[list[Match], list[tuple[str, str]], bool, bool]:
+    args = base_args(include_hidden=include_hidden, include_ignored=include_ignored) + excluded
     args += [
         "--line-number",
         "--byte-offset",
@@ -250,25 +211,10 @@ async def _rg_grep(
     output = run.output
     if run.stopped or run.timed_out:  # the child was killed: its last record may be cut short
         output = output[: output.rfind(b"\n") + 1]
-    matches, binary = _parse_matches(output)
+    matches, binary = parse_matches(output)
     skipped: list[tuple[str, str]] = [(path, FileErrorCode.BINARY_FILE) for path in binary]
-    skipped += [(_rel(path), why) for path, why in unreadable]
+    skipped += [(rel_path(path), why) for path, why in unreadable]
     return matches, skipped, run.stopped, run.timed_out
-
-
-def _records_containing(output: bytes, needles: list[bytes]) -> list[bytes]:
-    """The NUL-terminated records of ``output`` that contain one of ``needles`` (found by C scans)."""
-    spans = set()
-    for needle in needles:
-        pos = output.find(needle)
-        while pos != -1:
-            start = output.rfind(b"\0", 0, pos) + 1
-            end = output.find(b"\0", pos)
-            if end == -1:
-                break
-            spans.add((start, end))
-            pos = output.find(needle, end + 1)
-    return [output[start:end] for start, end in sorted(spans)]
 
 
 async def _rg_files(
@@ -280,8 +226,9 @@ async def _rg_files(
     include_hidden: bool,
     include_ignored: bool,
     deadline: float,
+    excluded: list[str],
 ) -> tuple[list[str], bool, bool]:
-    args = base_args(include_hidden=include_hidden, include_ignored=include_ignored)
+    args = base_args(include_hidden=include_hidden, include_ignored=include_ignored) + excluded
     args += ["--files", *type_filter(glob.names, negated=False), "--", scope.argument]
     run = await engine.run(rg, args, cwd=scope.cwd, deadline=deadline, stop_after_nuls=MAX_LISTED_PATHS)
     _, other = file_errors(run.stderr)
@@ -289,10 +236,10 @@ async def _rg_files(
         raise os_error(run, other)
     output = run.output[: run.output.rfind(b"\0") + 1]  # whole records only
     if glob.needles:  # most of a big listing cannot match: find the records holding a needle
-        listed = _records_containing(output, [os.fsencode(needle) for needle in glob.needles])
+        listed = records_containing(output, [os.fsencode(needle) for needle in glob.needles])
     else:
         listed = output.split(b"\0")[:-1]
-    names = [_rel(item) for item in listed]
+    names = [rel_path(item) for item in listed]
     return names, run.stopped, run.timed_out
 
 
@@ -353,7 +300,7 @@ _LINE_BYTES: Final = 4 * _MAX_LINE_CHARS + 8
 
 
 def _verified_matches(
-    root: WorkspaceRoot, cwd: Path, found: list[_Match]
+    root: WorkspaceRoot, cwd: Path, found: list[Match]
 ) -> tuple[list[dict[str, Any]], list[tuple[str, str]]]:
     """Keep the matches whose line reads the same through a race-safe open of the file.
 
@@ -364,7 +311,7 @@ def _verified_matches(
     longer a regular file inside the workspace, or whose line changed since ripgrep read it,
     loses its matches and is listed with the reason.
     """
-    by_folder: dict[str, dict[str, list[_Match]]] = defaultdict(lambda: defaultdict(list))
+    by_folder: dict[str, dict[str, list[Match]]] = defaultdict(lambda: defaultdict(list))
     for match in found:
         folder, _, leaf = match[0].rpartition("/")
         by_folder[folder][leaf].append(match)
@@ -400,7 +347,7 @@ def _verified_matches(
     return kept, dropped
 
 
-def _check_file(dir_fd: int, leaf: str, matches: list[_Match], display: str) -> list[dict[str, Any]] | None:
+def _check_file(dir_fd: int, leaf: str, matches: list[Match], display: str) -> list[dict[str, Any]] | None:
     """The matches of one file (opened in ``dir_fd``) whose line is as ripgrep printed it.
 
     ``None`` when the file is gone (deleted since the search: nothing to show, nothing to say).
@@ -491,9 +438,10 @@ def _walk(root: WorkspaceRoot, base: Path, *, hidden: bool, stop: threading.Even
 
     Each directory is opened by walking ``O_NOFOLLOW`` handles down from the root and listed
     through its handle, so a directory swapped for a symlink is never entered; symlinks, FIFOs,
-    sockets and devices are never yielded. VCS metadata and steerable's own entries are skipped,
-    and names starting with ``.`` unless ``hidden``.
+    sockets and devices are never yielded. VCS metadata, steerable's own entries and the deny-read
+    set's are skipped, and names starting with ``.`` unless ``hidden``.
     """
+    denied = root.denied
     stack = [base]
     while stack and not stop.is_set():
         directory = stack.pop()
@@ -505,8 +453,11 @@ def _walk(root: WorkspaceRoot, base: Path, *, hidden: bool, stop: threading.Even
         except (OSError, WorkspaceError):
             continue
         subdirs = []
+        folder = str(directory) if denied else ""
         for name, is_dir, is_file in entries:
             if is_internal_name(name) or (not hidden and name.startswith(".")):
+                continue
+            if denied and denied.skips(folder, name):
                 continue
             if is_dir:
                 if name not in _SKIP_DIRS:
@@ -649,7 +600,8 @@ async def glob_files(
 
     Returns:
         ``{pattern, files: [display paths], truncated}``, sorted, at most 1000; ``timedOut: true``
-        and a ``message`` when the bound stopped the walk.
+        and a ``message`` when the bound stopped the walk; ``deniedSkipped``: how many entries of
+        the deny-read set the walk left out (SAFE-3), when any.
 
     Raises:
         WorkspaceError: ``invalid_pattern`` (absolute, ``..``, over 1000 characters, NUL, too many
@@ -659,6 +611,7 @@ async def glob_files(
     base, _ = _directory(root, path)
     scope = _Scope(base, ".", single_file=False)
     deadline = time.monotonic() + time_budget_s
+    excluded, denied = root.denied.walk_filter(str(base))
     rg = await engine.ripgrep()
     if rg is not None:
         listed, stopped, timed_out = await _rg_files(
@@ -669,8 +622,9 @@ async def glob_files(
             include_hidden=include_hidden,
             include_ignored=include_ignored,
             deadline=deadline,
+            excluded=excluded,
         )
-        names = sorted(name for name in listed if glob.matches(name))
+        names = sorted(name for name in listed if glob.matches(name) and not (denied and denied(name)))
     else:
         names, stopped, timed_out = await _in_thread(
             _python_files, root, scope, glob, hidden=include_hidden, deadline=deadline
@@ -684,10 +638,19 @@ async def glob_files(
         "files": list(map(_Shown(root, base), shown)),
         "truncated": stopped or timed_out or len(names) > MAX_ENTRIES,
     }
+    if denied is not None:
+        _count_denied(root, base, include_hidden, result)
     if timed_out:
         result["timedOut"] = True
         result["message"] = f"glob stopped after {time_budget_s:g} s; narrow path or the pattern"
     return result
+
+
+def _count_denied(root: WorkspaceRoot, folder: Path, hidden: bool, result: dict[str, Any]) -> None:
+    """Say how many entries of the deny-read set below ``folder`` a walk left out (SAFE-3)."""
+    count = root.denied.skipped_below(str(folder), hidden=hidden)
+    if count:
+        result[DENIED_FIELD] = count
 
 
 async def grep_files(
@@ -723,7 +686,8 @@ async def grep_files(
         (``line`` 1-based, ``text`` clipped at 500 characters, a CR line ending dropped);
         ``skipped`` lists (up to 20) files not searched or not shown, with the reason
         (``binary_file``, ``permission_denied``, ``path_changed``...); ``timedOut: true`` and a
-        ``message`` when the bound stopped it. Bounds: docs/file-tools.md, "Results, bounds and
+        ``message`` when the bound stopped it; ``deniedSkipped``: how many entries of the deny-read
+        set the walk left out (SAFE-3), when any. Bounds: docs/file-tools.md, "Results, bounds and
         safety".
 
     Raises:
@@ -744,6 +708,7 @@ async def grep_files(
         }
     collect = min(max(5 * max_results, 1000), 10_000)
     deadline = time.monotonic() + time_budget_s
+    excluded, denied = ([], None) if scope.single_file else root.denied.walk_filter(str(scope.cwd))
     rg = await engine.ripgrep()
     if rg is not None:
         found, skipped, stopped, timed_out = await _rg_grep(
@@ -757,7 +722,11 @@ async def grep_files(
             include_ignored=include_ignored,
             collect=collect,
             deadline=deadline,
+            excluded=excluded,
         )
+        if denied is not None:  # excluded above; what ripgrep printed is checked again all the same
+            found = [item for item in found if not denied(item[0])]
+            skipped = [item for item in skipped if not denied(item[0])]
         if filter_glob is not None:
             found = [item for item in found if filter_glob.matches(item[0])]
         found.sort(key=lambda item: (item[0], item[1]))
@@ -789,6 +758,8 @@ async def grep_files(
         "truncated": stopped or timed_out or total > max_results,
         "skipped": _skipped(root, scope.cwd, skipped),
     }
+    if denied is not None:
+        _count_denied(root, scope.cwd, include_hidden, result)
     if timed_out:
         result["timedOut"] = True
         result["message"] = (

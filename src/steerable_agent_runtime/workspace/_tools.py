@@ -21,6 +21,7 @@ from .._tool_schemas import TOOL_PARAMETERS
 from ..config import env_flag
 from ..errors import EditError, WorkspaceError
 from ..modes import ToolMode
+from ..sandbox._deny import deny_read_from_env
 from ..tools import Tool, ToolRouter
 from ._codes import FileErrorCode
 from ._rg import SearchEngine, ripgrep_setting
@@ -142,7 +143,8 @@ def workspace_tools_for_cwd(
             files, editor, agent and MCP configuration; FILE-15); ``None`` reads
             ``STEERABLE_ALLOW_PROTECTED_WRITES`` (default off). CLI: ``--allow-protected-writes``.
         environ: Environment to resolve variables from (default ``os.environ``); ``bash`` passes
-            its allowlist on to commands.
+            its allowlist on to commands; its deny-read set (``HOME``, ``STEERABLE_SANDBOX_DENY_READ``)
+            is kept out of the file tools too (SAFE-3).
         bash: Register ``bash`` (:func:`~steerable_agent_runtime.sandbox.bash_tool`).
         web_tools: An installer called with the router once the file tools are on it
             (``steerable_sidecar.web_tools.install_web_tools``, docs/web-tools.md), or ``False`` /
@@ -155,7 +157,7 @@ def workspace_tools_for_cwd(
     Raises:
         ConfigError: When ``STEERABLE_REQUIRE_READ_BEFORE_WRITE``, ``STEERABLE_ALLOW_PROTECTED_WRITES``
             or ``STEERABLE_CROSS_PROCESS_LOCK`` is not a boolean, ``STEERABLE_RIPGREP`` names no
-            executable, or (with
+            executable, ``STEERABLE_SANDBOX_DENY_READ`` holds a relative path, or (with
             ``bash``) a ``STEERABLE_SANDBOX*`` / ``STEERABLE_SIDECAR_CONFINED`` value is invalid.
         WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
         DuplicateToolError: When ``router`` already has one of these names.
@@ -172,6 +174,7 @@ def workspace_tools_for_cwd(
         allow_protected_writes=allow_protected_writes,
         cross_process_lock=env_flag(CROSS_PROCESS_LOCK_ENV, True, environ=environ),
         search=SearchEngine(ripgrep_setting(environ), environ=environ),
+        deny_read=deny_read_from_env(environ),  # the set bash and run_code cannot read (SAFE-3)
     )
     specs = _tool_specs(ws)
     if bash:

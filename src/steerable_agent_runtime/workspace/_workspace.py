@@ -31,6 +31,7 @@ from .._protected import (
     runtime_roots,
 )
 from ..errors import WorkspaceError, WriteConflictError
+from ..sandbox._deny import deny_read_from_env
 from ._codes import FileErrorCode
 from ._diff import unified_diff
 from ._disk import (
@@ -106,9 +107,12 @@ class Workspace:
         grep_time_budget_s: Wall-clock time one ``grep`` or ``glob`` call may take, in seconds.
         search: The ``grep`` / ``glob`` engine (default: ripgrep where usable, found on first use;
             see :class:`~._rg.SearchEngine`).
+        deny_read: What the tools neither read, list nor write, as sandboxed commands cannot read it
+            (SAFE-3); default: the deny-read set of ``os.environ`` (``deny_read_from_env``).
 
     Raises:
         WorkspaceError: ``invalid_workspace`` when ``root`` is not a directory.
+        ConfigError: ``STEERABLE_SANDBOX_DENY_READ`` holds a relative path (``deny_read`` not given).
     """
 
     def __init__(
@@ -125,8 +129,11 @@ class Workspace:
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         grep_time_budget_s: float = GREP_TIME_BUDGET_S,
         search: SearchEngine | None = None,
+        deny_read: Iterable[Path] | None = None,
     ) -> None:
-        self.root = WorkspaceRoot(root, allow_outside=allow_outside)
+        if deny_read is None:
+            deny_read = deny_read_from_env()
+        self.root = WorkspaceRoot(root, allow_outside=allow_outside, deny_read=deny_read)
         self.state = state if state is not None else ReadFileState()
         self.require_read_before_write = require_read_before_write
         self.allow_protected_writes = allow_protected_writes
