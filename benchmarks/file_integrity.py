@@ -17,8 +17,16 @@ What it measures
        folder (the next start). Counts when the kills landed, how many trials ended all-old,
        all-new, half-applied (goal 0) and with temp files or intents left (goal 0).
 
+    4. Many calls in flight on one folder (issue 28): one ``Workspace`` runs ``write_file`` calls
+       over ``2 x in-flight`` files of one folder (half made before, half made by the calls), at
+       100 and 1,000 in flight, with and without the cross-process lock, rounds alternating:
+       failed writes (goal 0), throughput (goal: with / without <= 1.1x), p99 latency and the
+       most descriptors open at once; then once at 10,000 in flight with the lock (descriptors
+       bounded, no "too many open files").
+
 Run
     python benchmarks/file_integrity.py [--rounds R] [--seconds S] [--trials N] [--check]
+    python benchmarks/file_integrity.py --only in-flight
 
     Goals are printed as PASS/FAIL lines; ``--check`` makes a missed goal exit 1.
 """
@@ -28,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -165,22 +174,100 @@ def kill_trials(trials: int) -> tuple[int, int]:
     return half, left
 
 
+async def _in_flight_round(in_flight: int, calls: int, lock: bool) -> tuple[int, float, float, int]:
+    """One round: (failed writes, calls per second, p99 seconds, most descriptors open)."""
+    with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
+        root = Path(tmp)
+        files = 2 * in_flight
+        for index in range(0, files, 2):
+            (root / f"f{index}.txt").write_text("before\n")
+        ws = Workspace(root, cross_process_lock=lock)
+        for index in range(0, files, 2):  # read first, as a model does (the read-before-write gate)
+            await ws.read_file(f"f{index}.txt")
+        gate = asyncio.Semaphore(in_flight)
+        latencies: list[float] = []
+        failed = 0
+        peak = 0
+
+        async def one(index: int) -> None:
+            nonlocal failed
+            async with gate:
+                started = time.perf_counter()
+                try:
+                    await ws.write_file(f"f{index % files}.txt", f"call {index}\n" * 40)
+                except Exception:  # every failure counts
+                    failed += 1
+                latencies.append(time.perf_counter() - started)
+
+        async def watch() -> None:
+            nonlocal peak
+            while True:
+                peak = max(peak, len(os.listdir("/proc/self/fd")))
+                await asyncio.sleep(0.005)
+
+        watcher = asyncio.ensure_future(watch())
+        started = time.perf_counter()
+        await asyncio.gather(*(one(index) for index in range(calls)))
+        elapsed = time.perf_counter() - started
+        watcher.cancel()
+        latencies.sort()
+        return failed, calls / elapsed, latencies[int(len(latencies) * 0.99)], peak
+
+
+async def in_flight(rounds: int) -> tuple[int, float, int]:
+    """Section 4; returns (failed writes with the lock, worst throughput ratio, most descriptors)."""
+    print("many calls in flight on one folder   failed   calls/s   p99 ms   descriptors")
+    failed_total, worst, most = 0, 0.0, 0
+    for level in (100, 1000):
+        calls = max(3000, 3 * level)
+        seen: dict[bool, list[tuple[int, float, float, int]]] = {True: [], False: []}
+        for _ in range(rounds):
+            for lock in (True, False):
+                seen[lock].append(await _in_flight_round(level, calls, lock))
+        rates = {}
+        for lock in (True, False):
+            failed = sum(r[0] for r in seen[lock])
+            rates[lock] = statistics.median(r[1] for r in seen[lock])
+            p99 = statistics.median(r[2] for r in seen[lock]) * 1e3
+            fds = max(r[3] for r in seen[lock])
+            label = f"{level} in flight, {'with the lock' if lock else 'lock off'}"
+            print(f"  {label:<34} {failed:6d} {rates[lock]:9.0f} {p99:8.0f} {fds:13d}")
+            if lock:
+                failed_total += failed
+                most = max(most, fds)
+        worst = max(worst, rates[False] / rates[True])
+        print(f"  throughput without / with the lock: {rates[False] / rates[True]:.3f}x")
+    failed, rate, p99, fds = await _in_flight_round(10_000, 20_000, True)
+    print(f"  10000 in flight, with the lock     {failed:6d} {rate:9.0f} {p99 * 1e3:8.0f} {fds:13d}")
+    return failed_total + failed, worst, max(most, fds)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=60)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--trials", type=int, default=40)
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--in-flight-rounds", type=int, default=3)
+    parser.add_argument("--only", choices=["in-flight"], help="run one section only")
     args = parser.parse_args()
-    write_ratio, edit_ratio = asyncio.run(lock_cost(args.rounds))
-    lost = asyncio.run(two_processes(args.seconds))
-    half, left = kill_trials(args.trials)
-    goals = [
-        (f"write_file 1 MB with the lock <= {MAX_LOCK_RATIO}x without", write_ratio <= MAX_LOCK_RATIO),
-        (f"edit_file 1 MB with the lock <= {MAX_LOCK_RATIO}x without", edit_ratio <= MAX_LOCK_RATIO),
-        ("two processes: 0 lost updates", lost == 0),
-        ("kill -9 mid-patch: 0 half-applied after the next start", half == 0),
-        ("kill -9 mid-patch: 0 temp files left", left == 0),
+    goals: list[tuple[str, bool]] = []
+    if args.only is None:
+        write_ratio, edit_ratio = asyncio.run(lock_cost(args.rounds))
+        lost = asyncio.run(two_processes(args.seconds))
+        half, left = kill_trials(args.trials)
+        goals += [
+            (f"write_file 1 MB with the lock <= {MAX_LOCK_RATIO}x without", write_ratio <= MAX_LOCK_RATIO),
+            (f"edit_file 1 MB with the lock <= {MAX_LOCK_RATIO}x without", edit_ratio <= MAX_LOCK_RATIO),
+            ("two processes: 0 lost updates", lost == 0),
+            ("kill -9 mid-patch: 0 half-applied after the next start", half == 0),
+            ("kill -9 mid-patch: 0 temp files left", left == 0),
+        ]
+    failed, ratio, descriptors = asyncio.run(in_flight(args.in_flight_rounds))
+    goals += [
+        ("100 and 1,000 calls in flight on one folder: 0 failed writes", failed == 0),
+        (f"in flight: throughput without / with the lock <= {MAX_LOCK_RATIO}x", ratio <= MAX_LOCK_RATIO),
+        ("in flight: at most 256 descriptors open, 10,000 calls in flight included", descriptors <= 256),
     ]
     for label, ok in goals:
         print(f"{'PASS' if ok else 'FAIL'}: {label}")

@@ -30,7 +30,7 @@ from integrity_helpers import (
 )
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
-from steerable_agent_runtime.errors import WriteConflictError
+from steerable_agent_runtime.errors import WorkspaceError, WriteConflictError
 from steerable_agent_runtime.workspace import Edit, Workspace
 from steerable_agent_runtime.workspace._apply import _entries, _Plan, _stage
 
@@ -127,7 +127,7 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 
 async def test_a_held_lock_makes_a_writer_wait_then_fail_with_file_locked_file_12(tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
-    holder = _hold_lock(tmp_path, ["."])
+    holder = _hold_lock(tmp_path, ["a.txt"])
     try:
         router = workspace_tools_for_cwd(tmp_path, bash=False)
         router.workspace.lock_timeout_s = 0.3
@@ -139,20 +139,59 @@ async def test_a_held_lock_makes_a_writer_wait_then_fail_with_file_locked_file_1
         waited = time.monotonic() - started
     finally:
         _stop(holder)
-    assert result.to_wire() == {
-        "success": False,
-        "needsFollowup": True,
-        "error": "another steerable process has been writing a.txt for over 0.3 s; try again in a moment "
-        "(then read the file again: it has probably changed)",
-        "data": {"code": "file_locked", "paths": ["a.txt"]},
-    }
+    wire = result.to_wire()
+    # the holder is named: its pid and command line (/proc/locks)
+    head = f"another process (pid {holder.pid}, {Path(sys.executable).name} -c import sys, time sys.path."
+    assert wire["error"].startswith(head), wire["error"]
+    assert wire["error"].endswith(
+        ") has held the write lock of a.txt for over 0.3 s; nothing was written. Try again in a moment"
+    )
+    assert wire["data"] == {"code": "file_locked", "paths": ["a.txt"], "holderPid": holder.pid}
+    assert wire["needsFollowup"] is True
     assert 0.3 <= waited < 2.0
     assert (tmp_path / "a.txt").read_text() == "a\n"
 
 
+async def test_a_lock_on_one_file_never_holds_up_another_in_its_folder_file_12(tmp_path):
+    # FILE-12 (issue 28): the lock is per file, so a write of b.txt does not wait for a.txt's holder
+    (tmp_path / "a.txt").write_text("a\n")
+    (tmp_path / "b.txt").write_text("b\n")
+    holder = _hold_lock(tmp_path, ["a.txt"])
+    try:
+        router = workspace_tools_for_cwd(tmp_path, bash=False)
+        router.workspace.lock_timeout_s = 0.3
+        await router.dispatch(ToolCall(id="r", name="read_file", arguments={"path": "b.txt"}))
+        result = await router.dispatch(
+            ToolCall(id="w", name="write_file", arguments={"path": "b.txt", "content": "B\n"})
+        )
+        created = await router.dispatch(
+            ToolCall(id="c", name="write_file", arguments={"path": "c.txt", "content": "C\n"})
+        )
+    finally:
+        _stop(holder)
+    assert result.success and created.success, (result.error, created.error)
+    assert (tmp_path / "b.txt").read_text() == "B\n" and (tmp_path / "a.txt").read_text() == "a\n"
+
+
+async def test_a_busy_file_in_this_process_says_busy_not_another_process_file_12(tmp_path):
+    # FILE-12 (issue 28): calls of one process queue in order; one that waits past the deadline is
+    # told this process is busy with the file, never that another process holds it
+    ws = Workspace(tmp_path, lock_timeout_s=0.2)
+    paths = [ws.resolve_file("a.txt")[0]]
+    async with ws.locked(paths):
+        with pytest.raises(WorkspaceError) as refused:
+            await ws.write_file("a.txt", "x\n")
+    assert refused.value.code == "file_locked"
+    assert refused.value.error == (
+        "busy: this steerable process has been writing a.txt for over 0.2 s (earlier calls still in "
+        "flight); nothing was written. Try again in a moment"
+    )
+    assert not (tmp_path / "a.txt").exists()
+
+
 async def test_a_killed_lock_holder_releases_its_lock_file_12(tmp_path):
     (tmp_path / "a.txt").write_text("a\n")
-    holder = _hold_lock(tmp_path, ["."])
+    holder = _hold_lock(tmp_path, ["a.txt"])
     router = workspace_tools_for_cwd(tmp_path, bash=False)
     await router.dispatch(ToolCall(id="r", name="read_file", arguments={"path": "a.txt"}))
     write = asyncio.create_task(
@@ -649,21 +688,20 @@ def test_cleaning_up_never_removes_a_directory_outside_through_a_swapped_parent_
     assert (root / "d1").is_symlink()
 
 
-async def test_a_process_locking_a_folder_the_write_just_created_makes_it_a_conflict_file_12(tmp_path):
-    # The write locks the nearest folder that exists (the root); another process that arrives once
-    # `new/` exists locks `new/`. The write then claims `new/` before its rename and must lose cleanly.
+async def test_a_file_another_process_creates_during_a_creation_is_never_overwritten_file_12(tmp_path):
+    # A file that does not exist takes no lock (issue 28: creations in one folder never wait on each
+    # other); another process creating the same file while this write is staged wins, and this write
+    # is refused: before the rename by the re-check, in the last window by renameat2(RENAME_NOREPLACE)
     code = textwrap.dedent(
         f"""
-        import sys, time
-        sys.path.insert(0, {str(REPO_SRC)!r})
+        import os, sys, time
         from pathlib import Path
-        from steerable_agent_runtime.workspace._txn import PathLocks
         target = Path({str(tmp_path / "new")!r})
         print("ready", flush=True)
         while not target.is_dir():
             pass
-        held = PathLocks().acquire([target])
-        print("held", flush=True)
+        (target / "a.txt").write_text("theirs\\n")
+        print("made", flush=True)
         time.sleep(30)
         """
     )
@@ -674,17 +712,40 @@ async def test_a_process_locking_a_folder_the_write_just_created_makes_it_a_conf
         result = await router.dispatch(
             ToolCall(id="w", name="write_file", arguments={"path": "new/a.txt", "content": "x" * 60_000_000})
         )
-        if holder.stdout.readline().strip() != "held":
-            pytest.fail("the holder never locked new/")
+        if holder.stdout.readline().strip() != "made":
+            pytest.fail("the other process never made new/a.txt")
     finally:
         _stop(holder)
     assert result.data is not None
     assert result.data["code"] == "conflict", result.error
     assert result.error == (
-        "another steerable process is writing in new at the same time as this write of new/a.txt; read "
-        "the file again, then retry"
+        "new/a.txt was created by another program while this write was being prepared (an editor or a "
+        "command); nothing was written. Read it again, then write with the new version"
     )
-    assert not (tmp_path / "new" / "a.txt").exists() and leftovers(tmp_path) == []
+    assert (tmp_path / "new" / "a.txt").read_text() == "theirs\n" and leftovers(tmp_path) == []
+
+
+def test_a_creation_never_replaces_a_file_made_in_the_last_moment_file_12(tmp_path):
+    # the window after the re-check: the rename itself refuses to replace (renameat2 RENAME_NOREPLACE,
+    # else link + unlink)
+    from steerable_agent_runtime.workspace._disk import replace_temp
+
+    (tmp_path / ".steerable-tmp-0123456789ab").write_text("ours\n")
+    (tmp_path / "a.txt").write_text("theirs\n")
+    with pytest.raises(WriteConflictError) as refused:
+        replace_temp(
+            tmp_path / "a.txt", ".steerable-tmp-0123456789ab", root=tmp_path, display="a.txt", create=True
+        )
+    assert refused.value.code == "conflict"
+    assert (tmp_path / "a.txt").read_text() == "theirs\n"
+    assert not (tmp_path / ".steerable-tmp-0123456789ab").exists()
+    (tmp_path / ".steerable-tmp-0123456789ab").write_text("ours\n")
+    replace_temp(
+        tmp_path / "b.txt", ".steerable-tmp-0123456789ab", root=tmp_path, display="b.txt", create=True
+    )
+    assert (tmp_path / "b.txt").read_text() == "ours\n" and not (
+        tmp_path / ".steerable-tmp-0123456789ab"
+    ).exists()
 
 
 async def test_a_cancelled_write_keeps_its_locks_until_its_thread_is_done_file_12(tmp_path):

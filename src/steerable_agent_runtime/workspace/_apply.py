@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +34,7 @@ from ._disk import (
 from ._levels import loosest_level
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
 from ._text import decode_file, encode_text, version_of
-from ._txn import Intent, JournalEntry, LockHeld
+from ._txn import Intent, JournalEntry
 from ._workspace import Workspace, uncancelled
 
 __all__ = ["apply_patch"]
@@ -56,6 +56,7 @@ class _Plan:
     moved: dict[str, str] = field(default_factory=dict)
     diffs: list[str] = field(default_factory=list)
     hunks: list[dict[str, Any]] = field(default_factory=list)
+    absent: frozenset[Path] = frozenset()  # not there when locked (Workspace.locked): took no lock
 
 
 async def _current(ws: Workspace, plan: _Plan, real: Path, display: str) -> bytes | None:
@@ -63,7 +64,7 @@ async def _current(ws: Workspace, plan: _Plan, real: Path, display: str) -> byte
         return plan.final[real]
     if real in plan.snapshots:
         return plan.original[real]
-    snapshot = await ws.snapshot(real, display)
+    snapshot = await ws.snapshot(real, display, plan.absent)
     raw = snapshot.data
     plan.snapshots[real] = snapshot
     plan.original[real] = raw
@@ -248,9 +249,17 @@ def _entries(
 
 
 def _rename_all(
-    ws: Workspace, contents: dict[Path, bytes | None], temps: dict[Path, str], done: list[Path]
+    ws: Workspace,
+    contents: dict[Path, bytes | None],
+    temps: dict[Path, str],
+    done: list[Path],
+    new: Collection[Path] = (),
 ) -> None:
-    """Phase 2: every rename (or unlink) in plan order, then one fsync per directory."""
+    """Phase 2: every rename (or unlink) in plan order, then one fsync per directory.
+
+    A file in ``new`` (one the patch adds) must not exist: a file made there meanwhile is not
+    replaced (``create_from_temp``), and the patch is undone.
+    """
     root = ws.root.path
     for real, data in contents.items():
         display = ws.root.display(real)
@@ -258,7 +267,9 @@ def _rename_all(
             if data is None:
                 remove_file(real, root=root, display=display)
             else:
-                replace_temp(real, temps.pop(real), root=root, display=display, sync=False)
+                replace_temp(
+                    real, temps.pop(real), root=root, display=display, sync=False, create=real in new
+                )
         done.append(real)
     for directory in dict.fromkeys(real.parent for real in contents):
         sync_directory(directory, root=root)
@@ -286,25 +297,24 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
     created: list[Path] = []
     temps: dict[Path, str] = {}
     done: list[Path] = []
-    held = LockHeld()
     try:
         _stage(ws, intent, plan.final, plan.modes, created, temps)
-        held = ws.claim_created(created, ws.root.display(next(iter(plan.final))))
         for real in plan.final:  # nothing changed under us (an editor, a command) since the plan
             check_unchanged(real, root=root, guard=WriteGuard(plan.snapshots[real], ws.root.display(real)))
         if len(plan.final) > 1:
             for directory in dict.fromkeys(real.parent for real in temps):
                 sync_directory(directory, root=root)  # the temp files' names are durable too
             intent.commit(_entries(ws, plan.final, plan.original, temps))
-        _rename_all(ws, plan.final, temps, done)
+        new = {
+            real for real, data in plan.final.items() if data is not None and plan.original.get(real) is None
+        }
+        _rename_all(ws, plan.final, temps, done, new)
     except (OSError, WorkspaceError):
         if done:  # put back what was already replaced, as a committed transaction of its own
             _roll_back(ws, plan, intent, done)
         _discard(ws, temps)
         remove_empty_dirs(created, root=root)
         raise
-    finally:
-        held.release()
 
 
 def _roll_back(ws: Workspace, plan: _Plan, intent: Intent, done: list[Path]) -> None:
@@ -357,7 +367,8 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
         paths.append(ws.resolve_file(op.path)[0])
         if isinstance(op, UpdateFile) and op.move_to is not None:
             paths.append(ws.resolve_file(op.move_to)[0])
-    async with ws.locked(paths):
+    async with ws.locked(paths) as absent:
+        plan.absent = absent
         for op in ops:
             if isinstance(op, AddFile):
                 await _plan_add(ws, plan, op)

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import hashlib
 import os
 import re
 import secrets
 import stat
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -428,7 +430,14 @@ def write_temp(
 
 
 def replace_temp(
-    real: Path, temp: str, *, root: Path, display: str, guard: WriteGuard | None = None, sync: bool = True
+    real: Path,
+    temp: str,
+    *,
+    root: Path,
+    display: str,
+    guard: WriteGuard | None = None,
+    sync: bool = True,
+    create: bool = False,
 ) -> None:
     """Rename the temp file ``temp`` (beside ``real``) onto ``real``, after ``guard``'s re-check.
 
@@ -439,25 +448,92 @@ def replace_temp(
         display: The target's display path.
         guard: Re-checked right before the rename.
         sync: fsync the directory afterwards (a caller renaming several files does it once per directory).
+        create: The target must not exist (:func:`create_from_temp`); implied by a ``guard`` that
+            saw no file.
 
     On a failure the temp file is removed.
 
     Raises:
-        WriteConflictError: ``conflict`` from the guard.
+        WriteConflictError: ``conflict`` from the guard, or a file made there meanwhile (``create``).
         WorkspaceError: ``not_a_directory``, ``path_changed``.
         OSError: When the rename fails.
     """
+    create = create or (guard is not None and guard.snapshot.data is None)
     with _parent_dir(root, real, display) as dir_fd:
         try:
             if guard is not None:
                 guard.check(dir_fd, real.name)
-            os.replace(temp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            if create:
+                create_from_temp(dir_fd, temp, real.name, display)
+            else:
+                os.replace(temp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(temp, dir_fd=dir_fd)
             raise
         if sync:
             os.fsync(dir_fd)
+
+
+def create_from_temp(dir_fd: int, temp: str, name: str, display: str) -> None:
+    """Rename ``temp`` to ``name`` (both in ``dir_fd``) only if ``name`` does not exist (FILE-12).
+
+    A file's creation takes no lock: two writers making one file race here, and the second is
+    refused, never a silent overwrite. ``renameat2(RENAME_NOREPLACE)`` where the kernel has it,
+    else a hard link and an unlink; a filesystem with neither gets a plain rename.
+
+    Raises:
+        WriteConflictError: ``conflict`` when a file was made there meanwhile.
+    """
+    try:
+        noreplace = _renameat2()
+        if noreplace is not None:
+            noreplace(dir_fd, temp, name)
+            return
+        os.link(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+    except FileExistsError:
+        raise WriteConflictError(
+            FileErrorCode.CONFLICT,
+            f"{display} was created by another program while this write was being prepared (an editor "
+            "or a command); nothing was written. Read it again, then write with the new version",
+            data={"path": display},
+        ) from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.EMLINK):
+            raise
+        os.replace(temp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)  # no links here: the guard's check
+        return
+    os.unlink(temp, dir_fd=dir_fd)
+
+
+@functools.cache
+def _renameat2() -> Callable[[int, str, str], None] | None:
+    """``renameat2(..., RENAME_NOREPLACE)`` from the C library (Linux, glibc 2.28+), or ``None``.
+
+    Looked up at the first creation (``ctypes`` stays out of start-up).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        call = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    call.restype = ctypes.c_int
+
+    def rename_noreplace(dir_fd: int, old: str, new: str) -> None:
+        if call(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), 1) != 0:  # 1: RENAME_NOREPLACE
+            code = ctypes.get_errno()
+            if code in (errno.ENOSYS, errno.EINVAL):  # no such call here, or this filesystem lacks it
+                os.link(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
+                os.unlink(old, dir_fd=dir_fd)
+                return
+            raise OSError(code, os.strerror(code))
+
+    return rename_noreplace
 
 
 def check_unchanged(real: Path, *, root: Path, guard: WriteGuard) -> None:

@@ -12,10 +12,10 @@ import contextlib
 import logging
 import os
 import re
-from collections.abc import AsyncIterator, Awaitable, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final
 
 from .._git_config import configured_code_paths
 from .._protected import (
@@ -44,11 +44,12 @@ from ._disk import (
     replace_temp,
     write_temp,
 )
+from ._locking import ProcessLocks, uncancelled
 from ._paths import WorkspaceRoot
 from ._rg import GREP_TIME_BUDGET_S, SearchEngine
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
-from ._txn import LOCK_TIMEOUT_S, Intent, LockHeld, PathLocks, StateDir, locked_error, recover
+from ._txn import LOCK_TIMEOUT_S, Intent, PathLocks, StateDir, recover
 
 if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost)
     from ._edit import Edit
@@ -56,7 +57,6 @@ if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost
 __all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled"]
 
 logger = logging.getLogger(__name__)
-_T = TypeVar("_T")
 
 DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
 """``read_file`` display clip, in characters (the spec's ``_MAX_OUTPUT``)."""
@@ -144,7 +144,7 @@ class Workspace:
         self.lock_timeout_s = lock_timeout_s
         self.journal = StateDir(self.root.path)
         self.cross_process = PathLocks(timeout_s=lock_timeout_s) if cross_process_lock else None
-        self._locks: dict[Path, asyncio.Lock] = {}
+        self._own = ProcessLocks()
         # steerable's own interpreter and package, where they lie inside the workspace (a .venv)
         self._runtime = [
             Path(r)
@@ -159,54 +159,64 @@ class Workspace:
 
     # -- shared plumbing -------------------------------------------------------------------------
     @contextlib.asynccontextmanager
-    async def locked(self, paths: Iterable[Path]) -> AsyncIterator[None]:
-        """Hold the write locks of ``paths``: this session's, then every steerable process's (FILE-12).
+    async def locked(self, paths: Iterable[Path]) -> AsyncIterator[frozenset[Path]]:
+        """Hold the write locks of ``paths``: this process's, then every steerable process's (FILE-12).
 
-        The cross-process lock is on each path's directory (:class:`~._txn.PathLocks`). Both are taken
-        in one fixed order (sorted paths, then ascending directory inodes), so two multi-file patches
-        cannot deadlock. A killed holder's cross-process locks go with its process.
+        Per file (:class:`~._txn.PathLocks`): calls writing different files never wait on each
+        other. Waits block (no polling) in arrival order within this process; at most
+        :data:`~._locking.IN_FLIGHT` operations hold handles at once, however many calls are in
+        flight. Locks are taken in one fixed order (sorted paths, then ascending inodes), so two
+        multi-file patches cannot deadlock. A killed holder's locks go with its process.
+
+        Yields:
+            The paths that did not exist, so took no lock: pass them to :meth:`snapshot`, which
+            refuses one made meanwhile (its creation can only be a ``create_from_temp``).
 
         Raises:
-            WorkspaceError: ``file_locked`` when another process holds one past ``lock_timeout_s``.
+            WorkspaceError: ``file_locked`` past ``lock_timeout_s``: "busy" when this process's own
+                calls held the files, else naming the other process.
         """
         unique = sorted(set(paths))
+        names = [self.root.listing_name(path) for path in unique]
+        deadline = asyncio.get_running_loop().time() + self.lock_timeout_s
         async with contextlib.AsyncExitStack() as stack:
-            for path in unique:
-                lock = self._locks.setdefault(path, asyncio.Lock())
-                await stack.enter_async_context(lock)
-            if self.cross_process is not None:
-                held = await self._acquire(unique)
-                stack.callback(held.release)
-            yield
-
-    async def _acquire(self, paths: list[Path]) -> LockHeld:
-        assert self.cross_process is not None
-        locks = self.cross_process
-        folders = [path.parent for path in paths]
-        held = LockHeld()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.lock_timeout_s
-        wait = 0.001
-        try:
-            while not await uncancelled(asyncio.to_thread(locks.try_acquire, folders, held)):
-                if loop.time() >= deadline:
-                    raise locked_error([self.root.listing_name(path) for path in paths], self.lock_timeout_s)
-                await asyncio.sleep(wait)
-                wait = min(wait * 2, 0.05)
-        except BaseException:
-            held.release()
-            raise
-        return held
+            await self._own.hold(stack, unique, names, deadline, self.lock_timeout_s)
+            if self.cross_process is None:
+                yield frozenset()
+                return
+            held = await self._own.cross_process(
+                self.cross_process, unique, names, deadline, self.lock_timeout_s
+            )
+            stack.callback(held.release)
+            yield held.absent
 
     async def load(self, real: Path, display: str) -> bytes | None:
         """Read a file off the event loop; ``None`` when it does not exist."""
         return (await self.snapshot(real, display)).data
 
-    async def snapshot(self, real: Path, display: str) -> Snapshot:
-        """Read a file off the event loop, with the identity a later write re-checks."""
-        return await asyncio.to_thread(
+    async def snapshot(self, real: Path, display: str, absent: frozenset[Path] = frozenset()) -> Snapshot:
+        """Read a file off the event loop, with the identity a later write re-checks.
+
+        Args:
+            real: The file (resolved).
+            display: Its path as the model knows it.
+            absent: What :meth:`locked` found absent (so holds no lock of): a file there now was
+                made by another program since.
+
+        Raises:
+            WriteConflictError: ``conflict`` for a file made in ``absent`` meanwhile.
+        """
+        snapshot = await asyncio.to_thread(
             read_snapshot, real, root=self.root.path, display=display, max_bytes=self.max_file_bytes
         )
+        if snapshot.data is not None and real in absent:
+            raise WriteConflictError(
+                FileErrorCode.CONFLICT,
+                f"{display} was created by another program while this write was being prepared (an "
+                "editor or a command); nothing was written. Read it, then write with its version",
+                data={"path": display},
+            )
+        return snapshot
 
     async def write(self, real: Path, data: bytes, display: str, *, guard: WriteGuard | None = None) -> None:
         """Atomically replace ``real`` with ``data`` off the event loop, announced in the journal.
@@ -239,44 +249,12 @@ class Workspace:
             )
             for directory in created:  # removed again by recovery if this process dies before the rename
                 intent.note_dir(self.root.listing_name(directory))
-            try:
-                held = self.claim_created(created, display)
-            except BaseException:
-                remove_file(real.parent / temp, root=root, display=display)
-                raise
-            try:
-                replace_temp(real, temp, root=root, display=display, guard=guard)
-            finally:
-                held.release()
+            replace_temp(real, temp, root=root, display=display, guard=guard)
         except BaseException:
             remove_empty_dirs(created, root=root)
             raise
         finally:
             intent.finish()
-
-    def claim_created(self, created: list[Path], display: str) -> LockHeld:
-        """Lock the directories a write just created, before its rename (blocking; FILE-12).
-
-        A write whose directory did not exist held the lock of the nearest one that did; another
-        process arriving once the new directory exists locks that one instead. Taking it here (never
-        waiting: it is brand new) means that process either waits for this write or made this one
-        lose: then the guard, or this refusal, reports ``conflict`` instead of a silent overwrite.
-
-        Raises:
-            WriteConflictError: ``conflict`` when another process already holds one of them.
-        """
-        held = LockHeld()
-        if self.cross_process is None or not created:
-            return held
-        if not self.cross_process.try_acquire(created, held):
-            held.release()
-            raise WriteConflictError(
-                FileErrorCode.CONFLICT,
-                f"another steerable process is writing in {self.root.listing_name(created[0])} at the same "
-                f"time as this write of {display}; read the file again, then retry",
-                data={"path": display},
-            )
-        return held
 
     def begin_intent(self, op: str) -> Intent:
         """Announce a write in ``.steerable/txn`` (blocking; see :class:`~._txn.Intent`).
@@ -546,8 +524,8 @@ class Workspace:
         """
         real, display = self.resolve_file(path)
         self.check_protected(path, real, display, "write")
-        async with self.locked([real]):
-            snapshot = await self.snapshot(real, display)
+        async with self.locked([real]) as absent:
+            snapshot = await self.snapshot(real, display, absent)
             raw = snapshot.data
             current = await asyncio.to_thread(version_of, raw) if raw is not None else None
             self.check_gate(display, current, expected_version, full_overwrite=True)
@@ -593,8 +571,8 @@ class Workspace:
 
         real, display = self.resolve_file(path)
         self.check_protected(path, real, display, "edit")
-        async with self.locked([real]):
-            snapshot = await self.snapshot(real, display)
+        async with self.locked([real]) as absent:
+            snapshot = await self.snapshot(real, display, absent)
             raw = snapshot.data
             if raw is None:
                 raise WorkspaceError(
@@ -633,20 +611,6 @@ class Workspace:
         }
 
 
-async def uncancelled(work: Awaitable[_T]) -> _T:
-    """Await ``work`` (a worker thread) to its end even when cancelled, then re-raise the cancel.
-
-    A thread cannot be stopped: returning early would let it take a lock after its holder was released.
-    """
-    task = asyncio.ensure_future(work)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        with contextlib.suppress(BaseException):
-            await task
-        raise
-
-
 class _Recovery:
     """The workspace's path checks and disk primitives, as crash recovery needs them (``RecoveryIO``)."""
 
@@ -668,8 +632,8 @@ class _Recovery:
         limit = 2 * self.ws.max_file_bytes
         return file_version(real, root=self.ws.root.path, display=display, max_bytes=limit)
 
-    def rename(self, temp: Path, target: Path, display: str) -> None:
-        replace_temp(target, temp.name, root=self.ws.root.path, display=display)
+    def rename(self, temp: Path, target: Path, display: str, *, create: bool) -> None:
+        replace_temp(target, temp.name, root=self.ws.root.path, display=display, create=create)
 
     def remove(self, real: Path, display: str) -> bool:
         return remove_file(real, root=self.ws.root.path, display=display, sync=True)
