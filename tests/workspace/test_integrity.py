@@ -31,7 +31,7 @@ from integrity_helpers import (
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import WorkspaceError, WriteConflictError
-from steerable_agent_runtime.workspace import Edit, Workspace
+from steerable_agent_runtime.workspace import Edit, Workspace, version_of
 from steerable_agent_runtime.workspace._apply import _entries, _Plan, _stage
 
 REPO_SRC = Path(__file__).resolve().parents[2] / "src"
@@ -102,7 +102,7 @@ _HOLDER = textwrap.dedent(
     import sys, time
     sys.path.insert(0, {src!r})
     from pathlib import Path
-    from steerable_agent_runtime.workspace._txn import PathLocks
+    from steerable_agent_runtime.workspace._flock import PathLocks
     held = PathLocks().acquire([Path(p) for p in {dirs!r}])
     print("held", flush=True)
     time.sleep(60)
@@ -306,6 +306,80 @@ async def test_a_crash_after_the_first_rename_is_rolled_forward_at_the_next_star
         "rolled forward an interrupted apply_patch (its process died); completed b.txt; already done a.txt"
     ]
     assert leftovers(tmp_path) == []
+
+
+async def test_a_running_process_finishes_a_patch_killed_between_its_renames_file_13(tmp_path):
+    # issue 28: a process already running when a patch's process died between its renames never
+    # shows nor builds on the half-applied files: its next read or write finishes the patch first
+    (tmp_path / "a.txt").write_text("a first\nold\n")
+    (tmp_path / "b.txt").write_text("b first\nold\n")
+    running = Workspace(tmp_path)  # opened before the crash: its start had nothing to settle
+    dying = Workspace(tmp_path, require_read_before_write=False)
+    plan = _Plan()
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    for real in (a, b):
+        plan.original[real] = real.read_bytes()
+        plan.final[real] = real.read_bytes().replace(b"old\n", b"new\n")
+    intent = dying.begin_intent("apply_patch")
+    temps: dict[Path, str] = {}
+    _stage(dying, intent, plan.final, {}, [], temps)
+    intent.commit(_entries(dying, plan.final, plan.original, temps))
+    os.replace(tmp_path / temps[a], a)  # the first rename, then the process dies:
+    intent.abandon()  # closes its descriptor: the kernel drops a dead process's lock exactly like this
+    assert _state(tmp_path, ["a.txt", "b.txt"]) == {"new", "old"}
+    # b.txt, which the patch had not reached: the running process reads the patch's content...
+    read = await running.read_file("b.txt")
+    assert read["content"] == "b first\nnew\n"
+    assert running.recovered == [
+        "rolled forward an interrupted apply_patch (its process died); completed b.txt; already done a.txt"
+    ]
+    # ...and its edit lands on top of it, so the patch is whole and stays whole
+    await running.edit_file("b.txt", [Edit("b first\n", "B FIRST\n")])
+    assert b.read_text() == "B FIRST\nnew\n" and a.read_text() == "a first\nnew\n"
+    assert leftovers(tmp_path) == []
+
+
+async def test_a_running_process_finishes_it_before_a_write_too_file_13(tmp_path):
+    # the same, when the running process's first call is a write to the file the patch had not reached
+    (tmp_path / "a.txt").write_text("old\n")
+    (tmp_path / "b.txt").write_text("old\n")
+    running = Workspace(tmp_path, require_read_before_write=False)
+    plan = _Plan()
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    for real in (a, b):
+        plan.original[real] = b"old\n"
+        plan.final[real] = b"new\n"
+    intent = running.begin_intent("apply_patch")
+    temps: dict[Path, str] = {}
+    _stage(running, intent, plan.final, {}, [], temps)
+    intent.commit(_entries(running, plan.final, plan.original, temps))
+    os.replace(tmp_path / temps[a], a)
+    intent.abandon()
+    with pytest.raises(WriteConflictError) as refused:  # written against "old", which it no longer is
+        await running.write_file("b.txt", "mine\n", expected_version=version_of(b"old\n"))
+    assert refused.value.code == "conflict"
+    assert _state(tmp_path, ["a.txt", "b.txt"]) == {"new"}
+    assert leftovers(tmp_path) == []
+
+
+async def test_a_patch_process_killed_mid_renames_is_finished_by_a_running_session_file_13(tmp_path):
+    # the same with a real `steerable call apply_patch` SIGKILLed once its first file is replaced,
+    # while this process (a session already running) holds the workspace open
+    for attempt in range(5):
+        root = tmp_path / f"try{attempt}"
+        root.mkdir()
+        names, patch = _patch_workspace(root)
+        running = Workspace(root)
+        kill_during_patch(root, patch, first_renamed=names[0])
+        if _state(root, names) == {"new", "old"}:  # killed between its renames (not after the last)
+            break
+    else:
+        pytest.skip("the patch finished before every kill landed (an idle machine)")
+    last = await running.read_file(names[-1])  # the last file the patch changes: not reached when killed
+    assert _state(root, names) == {"new"}
+    assert last["version"] == version_of((root / names[-1]).read_bytes())
+    assert (root / "added" / "new.txt").read_text() == "new\n"
+    assert leftovers(root) == []
 
 
 async def test_an_uncommitted_patch_is_dropped_and_its_temp_files_removed_file_13(tmp_path):

@@ -1,7 +1,7 @@
 """How one process waits for the write locks of its files (FILE-12): per file, blocking, bounded.
 
 ``Workspace.locked`` takes, for each file a call writes, this process's lock (an ``asyncio.Lock``
-per path, granted in arrival order) and then every steerable process's (``_txn.PathLocks``, an
+per path, granted in arrival order) and then every steerable process's (``_flock.PathLocks``, an
 ``flock`` on the file's own inode). A lock another process holds is waited for by a daemon thread
 blocked in ``flock`` (no polling: the kernel wakes it when the holder lets go); at most
 :data:`IN_FLIGHT` operations hold handles at once, so the descriptors stay bounded whatever the
@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Final, TypeVar
 
-from ._txn import LockHeld, PathLocks, busy_error, lock_holder, locked_error
+from ._flock import LockHeld, PathLocks, busy_error, lock_holder, locked_error
 
 __all__ = ["IN_FLIGHT", "ProcessLocks", "uncancelled"]
 

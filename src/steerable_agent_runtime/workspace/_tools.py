@@ -266,6 +266,7 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         """
         from ._search import list_dir
 
+        await ws.settle_interrupted()
         return await asyncio.to_thread(list_dir, ws.root, path)
 
     async def glob(
@@ -284,6 +285,7 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         """
         from ._search import glob_files
 
+        await ws.settle_interrupted()
         return await glob_files(
             ws.root,
             ws.search,
@@ -321,6 +323,7 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         """
         from ._search import grep_files
 
+        await ws.settle_interrupted()
         return await grep_files(
             ws.root,
             ws.search,

@@ -44,12 +44,13 @@ from ._disk import (
     replace_temp,
     write_temp,
 )
+from ._flock import LOCK_TIMEOUT_S, PathLocks, busy_error
 from ._locking import ProcessLocks, uncancelled
 from ._paths import WorkspaceRoot
 from ._rg import GREP_TIME_BUDGET_S, SearchEngine
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
-from ._txn import LOCK_TIMEOUT_S, Intent, PathLocks, StateDir, recover
+from ._txn import Intent, StateDir, committed_orphans, recover
 
 if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost)
     from ._edit import Edit
@@ -162,7 +163,7 @@ class Workspace:
     async def locked(self, paths: Iterable[Path]) -> AsyncIterator[frozenset[Path]]:
         """Hold the write locks of ``paths``: this process's, then every steerable process's (FILE-12).
 
-        Per file (:class:`~._txn.PathLocks`): calls writing different files never wait on each
+        Per file (:class:`~._flock.PathLocks`): calls writing different files never wait on each
         other. Waits block (no polling) in arrival order within this process; at most
         :data:`~._locking.IN_FLIGHT` operations hold handles at once, however many calls are in
         flight. Locks are taken in one fixed order (sorted paths, then ascending inodes), so two
@@ -178,17 +179,48 @@ class Workspace:
         """
         unique = sorted(set(paths))
         names = [self.root.listing_name(path) for path in unique]
-        deadline = asyncio.get_running_loop().time() + self.lock_timeout_s
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.lock_timeout_s
         async with contextlib.AsyncExitStack() as stack:
             await self._own.hold(stack, unique, names, deadline, self.lock_timeout_s)
             if self.cross_process is None:
                 yield frozenset()
                 return
-            held = await self._own.cross_process(
-                self.cross_process, unique, names, deadline, self.lock_timeout_s
-            )
+            locks = self.cross_process
+            while True:
+                held = await self._own.cross_process(locks, unique, names, deadline, self.lock_timeout_s)
+                if not committed_orphans(self.journal, names):
+                    break
+                # a patch whose process died between its renames: finish it first, or this call would
+                # read (and keep) its half-applied files (issue 28); its targets' locks are taken anew
+                held.release()
+                if not await asyncio.to_thread(self._settle_orphans) and loop.time() < deadline:
+                    await asyncio.sleep(0.01)  # another process is settling it
+                if loop.time() >= deadline:
+                    raise busy_error(names, self.lock_timeout_s)
             stack.callback(held.release)
             yield held.absent
+
+    async def settle_interrupted(self) -> None:
+        """Before a read: finish a patch whose process died between its renames (issue 28).
+
+        One listing of an empty folder when there is none; read tools call it so no running process
+        shows (or builds on) a half-applied patch until its next start.
+        """
+        if self.cross_process is not None and committed_orphans(self.journal, ()):
+            await asyncio.to_thread(self._settle_orphans)
+
+    def _settle_orphans(self) -> bool:
+        """Run recovery now (blocking); ``True`` when it settled something."""
+        try:
+            settled = recover(self.journal, _Recovery(self), self.cross_process)
+        except (OSError, WorkspaceError) as exc:
+            logger.warning(
+                "steerable: could not settle an interrupted patch in %s: %s", self.journal.path, exc
+            )
+            return False
+        self.recovered.extend(settled)
+        return bool(settled)
 
     async def load(self, real: Path, display: str) -> bytes | None:
         """Read a file off the event loop; ``None`` when it does not exist."""
@@ -428,6 +460,7 @@ class Workspace:
         """
         real, display = self.resolve_file(path)
         if raw is None:
+            await self.settle_interrupted()
             raw = await self.load(real, display)
         if raw is None:
             raise WorkspaceError(
