@@ -29,8 +29,8 @@ IMPLEMENTED = (
     | {f"RUN-{n}" for n in range(1, 10)}
     | {f"WEB-{n}" for n in range(1, 19)}
     | {f"FILE-{n}" for n in range(12, 17)}
-    | {"LOOP-1", "LOOP-2", "REC-1", "REC-2"}
-    | {f"SAFE-{n}" for n in range(1, 9)}
+    | {"LOOP-1", "LOOP-2", "REC-1", "REC-2", "REC-3", "REC-4"}
+    | {f"SAFE-{n}" for n in range(1, 10)}
 )
 
 

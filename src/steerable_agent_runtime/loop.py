@@ -76,7 +76,8 @@ class RunSummary:
         text: The last assistant text.
         terminal_result: The first terminal result, when the outcome is ``terminal``.
         error: The provider's error, when the outcome is ``error``; why the answer is not whole,
-            when it is ``incomplete``.
+            when it is ``incomplete``; why the run was stopped, when a ``cancelled`` one was
+            given a reason (:meth:`AgentLoop.cancel`: a signal ending the process).
         finish_reason: The last model answer's ``finish_reason``, as the provider sent it.
     """
 
@@ -200,10 +201,18 @@ class AgentLoop:
         self._seen_ids: set[str] = set()
         self._task: asyncio.Task[Any] | None = None
         self._cancel_requested = False
+        self._cancel_reason: str | None = None
 
     # -- control --------------------------------------------------------------------------------
-    def cancel(self) -> bool:
+    def cancel(self, reason: str | None = None) -> bool:
         """Stop the run in progress; :meth:`run` returns a ``cancelled`` summary.
+
+        Args:
+            reason: Why, when it is not the user's choice (``"steerable is shutting down
+                (SIGTERM)"``): the calls still running are then recorded as interrupted
+                (``data.code == "interrupted"``, a ``needsFollowup`` result saying so) instead of
+                cancelled by the user, and the summary's ``error`` is the reason. The first
+                reason given stays.
 
         Returns:
             ``True`` when a run was in progress.
@@ -212,8 +221,16 @@ class AgentLoop:
         if task is None or task.done():
             return False
         self._cancel_requested = True
+        if self._cancel_reason is None:
+            self._cancel_reason = reason
         task.cancel()
         return True
+
+    def _stopped_result(self) -> ToolResult:
+        """What a call the cancel stopped is recorded with."""
+        if self._cancel_reason is None:
+            return CANCELLED_RESULT
+        return _interrupted_result(self._cancel_reason)
 
     # -- running --------------------------------------------------------------------------------
     async def run(self, history: Sequence[Message], prompt: str | Sequence[Message]) -> RunSummary:
@@ -236,13 +253,14 @@ class AgentLoop:
         summary = RunSummary(RunOutcome.COMPLETED)
         self._task = asyncio.current_task()
         self._cancel_requested = False
+        self._cancel_reason = None
         self._answered = 0
         try:
             await self._append(new)
             await self._rounds(summary)
         except asyncio.CancelledError:
             # every call the record shows must have an answer, however the run was stopped
-            _, unanswered = _answer_dangling_calls(self.messages, CANCELLED_RESULT)
+            _, unanswered = _answer_dangling_calls(self.messages, self._stopped_result())
             self._answered += len(unanswered)
             await self._append(unanswered)
             task = asyncio.current_task()
@@ -250,6 +268,7 @@ class AgentLoop:
                 raise
             task.uncancel()
             summary.outcome = RunOutcome.CANCELLED
+            summary.error = self._cancel_reason
         finally:
             self._task = None
             summary.tool_calls = self._answered
@@ -396,7 +415,8 @@ class AgentLoop:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            done = [r if r is not None else CANCELLED_RESULT for r in results]
+            stopped = self._stopped_result()
+            done = [r if r is not None else stopped for r in results]
             self._answered += len(calls)
             await self._append([tool_message(c.id, r) for c, r in zip(calls, done, strict=True)], self._spans)
             raise
@@ -536,6 +556,18 @@ CANCELLED_RESULT: Final = ToolResult(
     data={"code": ToolErrorCode.CANCELLED},
 )
 """The answer a cancelled run records for each call that had not finished."""
+
+
+def _interrupted_result(reason: str) -> ToolResult:
+    """The answer recorded for a call a run stopped for ``reason`` (not the user's cancel).
+
+    Args:
+        reason: Why, e.g. ``"steerable is shutting down (SIGTERM)"``.
+    """
+    return ToolResult.retry(
+        f"interrupted: {reason} before this call finished; check its effect before retrying it",
+        data={"code": ToolErrorCode.INTERRUPTED, "reason": reason},
+    )
 
 
 def _answer_dangling_calls(

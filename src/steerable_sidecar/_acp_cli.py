@@ -4,7 +4,10 @@ Start-up order, for the client's handshake window (docs/acp.md, "Start-up"): std
 first (a stray ``print`` lands on stderr, never in the protocol stream); the ACP SDK, the agent
 module and the model's configuration load in a worker thread; meanwhile the client's
 ``initialize`` is answered here (:func:`~steerable_sidecar._acp_wire.early_initialize`); every
-later message waits for the SDK. The process ends when the client closes stdin.
+later message waits for the SDK. The process ends when the client closes stdin, or at SIGTERM,
+SIGHUP or SIGINT: every turn is stopped (its calls recorded as interrupted, its record's end
+written), each request in flight answered as interrupted, and the exit is ``128 + n`` (docs/acp.md,
+"Shutdown and signals").
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ if TYPE_CHECKING:  # the parser (every command) imports this module: asyncio and
 
     from steerable_agent_runtime.llm import LLMProvider
 
-    from .acp_agent import AcpOptions
+    from ._acp_wire import LineTransport
+    from ._signals import Shutdown
+    from .acp_agent import AcpOptions, SteerableAcpAgent
     from .rpc import LineWriter
 
 __all__ = ["AcpSetup", "add_acp_arguments", "run_acp", "serve_streams"]
@@ -91,9 +96,9 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
     except SteerableError as exc:
         print(f"steerable acp: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    from ._signals import run_until_signalled  # SIGTERM, SIGHUP: a cancellation (SAFE-2)
+    from ._signals import run_until_signalled  # SIGTERM, SIGHUP, SIGINT (REC-4, SAFE-2)
 
-    return run_until_signalled(_serve(args, state_dir, provider))
+    return run_until_signalled(lambda shutdown: _serve(args, state_dir, provider, shutdown))
 
 
 def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> AcpSetup:
@@ -123,15 +128,20 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
         return AcpSetup(options, None, str(exc))
 
 
-async def _serve(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None) -> int:
+async def _serve(
+    args: argparse.Namespace, state_dir: Path, provider: LLMProvider | None, shutdown: Shutdown
+) -> int:
     from .rpc import open_stdio_streams
 
     reader, writer = await open_stdio_streams()  # first: a print() from here on lands on stderr
-    return await serve_streams(reader, writer, lambda: _load(args, state_dir, provider))
+    return await serve_streams(reader, writer, lambda: _load(args, state_dir, provider), shutdown)
 
 
 async def serve_streams(
-    reader: asyncio.StreamReader, writer: LineWriter, load: Callable[[], AcpSetup]
+    reader: asyncio.StreamReader,
+    writer: LineWriter,
+    load: Callable[[], AcpSetup],
+    shutdown: Shutdown | None = None,
 ) -> int:
     """Serve ACP on a pair of line streams until the client leaves (what ``steerable acp`` runs).
 
@@ -139,16 +149,47 @@ async def serve_streams(
         reader: The client's messages.
         writer: Where the agent's messages go.
         load: Builds the setup; run in a worker thread while ``initialize`` is answered.
+        shutdown: Set by a signal: every turn is stopped and recorded, each request in flight
+            answered as interrupted, and serving ends (REC-4).
 
     Returns:
         0.
     """
     import asyncio
 
-    from ._acp_wire import LineTransport, early_initialize
+    from ._acp_wire import LineTransport
+
+    transport = LineTransport(reader, writer)
+    agents: list[SteerableAcpAgent] = []  # the agent, once the client is greeted and the SDK loaded
+    serving = asyncio.ensure_future(_serve_transport(transport, load, agents))
+    if shutdown is None:
+        return await serving
+    signalled = asyncio.ensure_future(shutdown.wait())
+    try:
+        await asyncio.wait({serving, signalled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        signalled.cancel()
+    if serving.done():
+        return serving.result()
+    from ._signals import INTERRUPT_DRAIN_S
+
+    message, data = shutdown.interrupted_message(), shutdown.interrupted_data()
+    for agent in agents:
+        agent.interrupt(shutdown.reason, message, data)
+    await transport.interrupt(message, data, drain_s=INTERRUPT_DRAIN_S)
+    serving.cancel()  # the SDK stops reading; serve_acp closes every session
+    await asyncio.wait({serving})
+    return ExitCode.OK
+
+
+async def _serve_transport(
+    transport: LineTransport, load: Callable[[], AcpSetup], agents: list[SteerableAcpAgent]
+) -> int:
+    import asyncio
+
+    from ._acp_wire import early_initialize
 
     loading = asyncio.ensure_future(asyncio.to_thread(load))
-    transport = LineTransport(reader, writer)
     hello = await early_initialize(transport)
     if hello is None:  # the client left without a word
         loading.cancel()
@@ -162,5 +203,6 @@ async def serve_streams(
         provider_error=setup.provider_error,
         hello=hello if isinstance(hello, dict) else None,
     )
+    agents.append(agent)
     await serve_acp(agent, transport)
     return ExitCode.OK

@@ -459,12 +459,15 @@ class AcpSession:
         """Whether a turn is running (or still being assembled)."""
         return self.turn is not None and not self.turn.done()
 
-    def stop(self) -> None:
-        """Stop the running turn: its loop (which records the cancel), or its assembly still."""
+    def stop(self, reason: str | None = None) -> None:
+        """Stop the running turn: its loop (which records the cancel), or its assembly still.
+
+        ``reason`` (a signal ending the process) records the calls in flight as interrupted.
+        """
         if self.turn is None or not self.running:
             return
         self.cancelling = True
-        if self.loop is None or not self.loop.cancel():  # the loop not assembled, or not yet running
+        if self.loop is None or not self.loop.cancel(reason):  # the loop not assembled, or not yet running
             self.turn.cancel()
 
     async def aclose(self) -> None:

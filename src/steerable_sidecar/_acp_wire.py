@@ -12,7 +12,8 @@ object, where this one answers each bad frame with the JSON-RPC error and reads 
 reusing the id of one not yet answered with ``-32600`` (the SDK would answer both). It also
 serves ACP's ``$/cancel_request`` (protocol/v1/cancellation), which the SDK does not know: for a
 ``session/prompt`` in flight it is that session's ``session/cancel`` (the prompt answers
-``cancelled``, a valid response); any other ``$/`` notification is dropped, as ACP allows.
+``cancelled``, a valid response); any other ``$/`` notification is dropped, as ACP allows. When a
+signal ends the process, :meth:`LineTransport.interrupt` answers what is still in flight (REC-4).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from steerable_agent_runtime import __version__
 
 from ._jsonrpc_frames import (
     FrameError,
+    Unread,
     decode_frame,
     duplicate_request,
     encode_frame,
@@ -36,7 +38,6 @@ from ._jsonrpc_frames import (
     line_frames,
     request_problem,
 )
-from ._rpc_errors import PARSE_ERROR
 from ._rpc_stdio import LineWriter
 
 __all__ = [
@@ -89,7 +90,7 @@ class LineTransport:
     def __init__(
         self, reader: asyncio.StreamReader, writer: LineWriter, *, max_frame_bytes: int = MAX_ACP_FRAME_BYTES
     ) -> None:
-        self._frames: AsyncIterator[bytes | None] = line_frames(reader, max_frame_bytes)
+        self._frames: AsyncIterator[bytes | Unread | None] = line_frames(reader, max_frame_bytes)
         self._writer = writer
         self._limit = max_frame_bytes
         self._lock = asyncio.Lock()
@@ -97,6 +98,10 @@ class LineTransport:
         self._closed = False
         self._prompts: dict[tuple[bool, Any], str] = {}  # session/prompt in flight: its id -> session id
         self._in_flight: set[tuple[bool, Any]] = set()  # the client's requests not yet answered (SAFE-7)
+        self._answered = asyncio.Event()  # set while no request of the client's is in flight
+        self._answered.set()
+        self._gone = asyncio.Event()  # close() was called: nothing more is answered
+        self._interrupted = False  # interrupt() answered what was left: later messages are dropped
 
     def hold(self, message: dict[str, Any]) -> None:
         """Give ``message`` back: the next :meth:`receive` returns it first."""
@@ -122,8 +127,7 @@ class LineTransport:
             if isinstance(decoded, FrameError):
                 await self._answer(decoded.response)
                 if decoded.answers is not None:  # an answer too deep to decode: the SDK's request fails
-                    lost = "Parse error: the answer was nested too deeply to decode"
-                    return error_response(decoded.answers, PARSE_ERROR, lost)  # (SAFE-6)
+                    return error_response(decoded.answers, *decoded.lost)  # (SAFE-6, SAFE-9)
                 continue
             message = decoded.value
             problem = _problem(message)
@@ -150,6 +154,7 @@ class LineTransport:
         if key in self._in_flight:
             return False
         self._in_flight.add(key)
+        self._answered.clear()
         return True
 
     def _route(self, message: dict[str, Any]) -> dict[str, Any] | None:
@@ -186,11 +191,15 @@ class LineTransport:
         Raises:
             ConnectionError: The transport is closed or the client is gone.
         """
+        if self._interrupted:  # its request was answered as interrupted already (REC-4)
+            return
         if is_response(message):  # that request is no longer in flight: its id may be used again
             key = id_key(message["id"])
             if key is not None:
                 self._prompts.pop(key, None)
                 self._in_flight.discard(key)
+                if not self._in_flight:
+                    self._answered.set()
         await self._write(message)
 
     async def _write(self, message: dict[str, Any]) -> None:
@@ -207,6 +216,25 @@ class LineTransport:
     async def close(self) -> None:
         """Stop reading; later sends raise :class:`ConnectionError`."""
         self._closed = True
+        self._gone.set()
+
+    async def interrupt(self, message: str, data: Any, *, drain_s: float) -> None:
+        """The process is ending (a signal, REC-4): answer each request still in flight, then go quiet.
+
+        Waits up to ``drain_s`` seconds for the requests in flight to be answered (a prompt whose
+        turn was stopped answers with its own error), answers each one left ``-32603`` with
+        ``message`` and ``data``, and drops every later message quietly.
+        """
+        waits = {asyncio.ensure_future(self._answered.wait()), asyncio.ensure_future(self._gone.wait())}
+        try:
+            await asyncio.wait(waits, timeout=drain_s, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiting in waits:
+                waiting.cancel()
+        left, self._in_flight = sorted(self._in_flight, key=repr), set()
+        self._interrupted = True  # a late answer of the SDK's to one of them is not sent
+        for _, request_id in left:
+            await self._answer(error_response(request_id, -32603, message, data))
 
     async def _answer(self, response: dict[str, Any]) -> None:
         """Refuse a frame; the id it carries, when one is in flight, stays in flight."""

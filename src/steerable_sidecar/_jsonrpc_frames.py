@@ -6,7 +6,9 @@ Shared by every line-framed peer the package runs: :class:`~steerable_sidecar.rp
 over-long line, bytes that are not UTF-8 and text that is not JSON get ``-32700`` / ``-32600``
 with ``id: null`` (JSON-RPC 2.0, section 5.1), and the reader carries on. A request nested too
 deeply to decode is answered with the ``id`` its top level holds, read by a shallow scan
-(:mod:`steerable_sidecar._shallow_json`), so the peer can pair the error with it (SAFE-6).
+(:mod:`steerable_sidecar._shallow_json`), so the peer can pair the error with it (SAFE-6). A frame
+the process runs out of memory holding or decoding is answered ``-32600`` under the ``id`` its
+first bytes hold, its rest skipped without being kept, and the reader carries on (SAFE-9).
 """
 
 from __future__ import annotations
@@ -19,11 +21,13 @@ from typing import Any, Final
 
 from ._rpc_errors import INVALID_REQUEST, PARSE_ERROR
 from ._rpc_stdio import READ_CHUNK
-from ._shallow_json import NESTED, top_level_scalars
+from ._shallow_json import CUT, NESTED, top_level_scalars
 
 __all__ = [
+    "HEAD_BYTES",
     "FrameError",
     "FrameValue",
+    "Unread",
     "decode_frame",
     "duplicate_request",
     "encode_frame",
@@ -38,6 +42,22 @@ __all__ = [
 
 _MAX_SHOWN_ID_CHARS: Final = 80
 """An id quoted in an error message is cut to this many characters (the answer carries it whole)."""
+
+HEAD_BYTES: Final = 64 * 1024
+"""The first bytes of a frame too large for memory kept to read its ``id`` from (SAFE-9)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Unread:
+    """A frame the process ran out of memory reading (SAFE-9): its first bytes, and how many were read.
+
+    Attributes:
+        head: Up to :data:`HEAD_BYTES` of the frame's start (where its ``id`` usually is).
+        size: Bytes of it read before memory ran out (the frame is at least this long).
+    """
+
+    head: bytes
+    size: int
 
 
 def encode_frame(message: Any) -> bytes:
@@ -116,11 +136,13 @@ def is_response(message: dict[str, Any]) -> bool:
     return "method" not in message and ("result" in message or "error" in message)
 
 
-async def line_frames(reader: asyncio.StreamReader, limit: int) -> AsyncIterator[bytes | None]:
-    """Yield each line without its newline, or ``None`` for a line over ``limit`` bytes.
+async def line_frames(reader: asyncio.StreamReader, limit: int) -> AsyncIterator[bytes | Unread | None]:
+    """Yield each line without its newline, ``None`` for a line over ``limit`` bytes.
 
     An oversized line is reported as soon as it crosses the limit, then skipped up to its
-    newline without being kept in memory. A last line without a newline is yielded at EOF.
+    newline without being kept in memory. A line the process runs out of memory holding is
+    yielded as :class:`Unread` (its head) and skipped the same way (SAFE-9). A last line without a
+    newline is yielded at EOF.
     """
     buffer = bytearray()
     start = 0  # where the current frame begins in buffer
@@ -134,7 +156,7 @@ async def line_frames(reader: asyncio.StreamReader, limit: int) -> AsyncIterator
             elif newline - start > limit:
                 yield None
             else:
-                yield bytes(buffer[start:newline])
+                yield _copy(buffer, start, newline)
             start = scan = newline + 1
             continue
         if skipping:
@@ -147,12 +169,37 @@ async def line_frames(reader: asyncio.StreamReader, limit: int) -> AsyncIterator
             del buffer[:start]
         start = 0
         scan = len(buffer)
-        chunk = await reader.read(READ_CHUNK)
+        try:
+            chunk = await reader.read(READ_CHUNK)
+        except MemoryError:  # no room for the next chunk: the frame held so far is given up
+            if not buffer:
+                raise
+            unread = Unread(bytes(buffer[:HEAD_BYTES]), len(buffer))
+            buffer = bytearray()
+            skipping = True
+            scan = 0
+            yield unread
+            continue
         if not chunk:
             if buffer and not skipping:
-                yield bytes(buffer)  # a last frame without its newline
+                yield _copy(buffer, 0, len(buffer))  # a last frame without its newline
             return
-        buffer += chunk
+        try:
+            buffer += chunk
+        except MemoryError:  # the frame does not fit: answer it from its head, skip the rest of it
+            unread = Unread(bytes(buffer[:HEAD_BYTES]), len(buffer) + len(chunk))
+            buffer = bytearray()  # freed first: then its end, and the frames after it, in this chunk
+            buffer += chunk
+            skipping = True
+            yield unread
+
+
+def _copy(buffer: bytearray, start: int, end: int) -> bytes | Unread:
+    """``buffer[start:end]`` as bytes, or its head when there is no memory for the copy (SAFE-9)."""
+    try:
+        return bytes(buffer[start:end])
+    except MemoryError:
+        return Unread(bytes(buffer[start : min(end, start + HEAD_BYTES)]), end - start)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,37 +215,49 @@ class FrameError:
 
     Attributes:
         response: The answer: ``id: null``, or the request's own ``id`` when a request nested too
-            deeply to decode has one at its top level (SAFE-6).
-        answers: When the frame is a response nested too deeply to decode, the ``id`` at its top
-            level: the request it answers is to fail (the answer is lost), not wait for ever.
+            deeply to decode (SAFE-6), or too large to read in memory (SAFE-9), has one at its top
+            level.
+        answers: When the frame is a response nested too deeply to decode (or too large), the
+            ``id`` at its top level: the request it answers is to fail (the answer is lost), not
+            wait for ever.
+        lost: The error that request fails with: ``(code, message)``.
     """
 
     response: dict[str, Any]
     answers: Any = None
+    lost: tuple[int, str] = (PARSE_ERROR, "Parse error: the answer was nested too deeply to decode")
 
 
-def decode_frame(frame: bytes | None, limit: int) -> FrameValue | FrameError | None:
+def decode_frame(frame: bytes | Unread | None, limit: int) -> FrameValue | FrameError | None:
     """Decode one frame from :func:`line_frames`; ``None`` for a blank line (ignored).
 
     NaN, the infinities and numbers out of a float's range are refused (RFC 8259, section 6),
-    and so is nesting too deep for the parser (answered with a request's top-level ``id``).
+    and so is nesting too deep for the parser (answered with a request's top-level ``id``), and a
+    frame there is no memory to read or decode (answered with the ``id`` its head holds, SAFE-9).
     """
     if frame is None:
         return FrameError(
             error_response(None, INVALID_REQUEST, f"Invalid Request: frame too large (over {limit} bytes)")
         )
+    if isinstance(frame, Unread):
+        return _out_of_memory(frame.head, frame.size)
     try:
-        text = frame.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return FrameError(error_response(None, PARSE_ERROR, f"Parse error: the frame is not UTF-8 ({exc})"))
-    if not text.strip():
-        return None
-    try:
-        return FrameValue(json.loads(text, parse_constant=_no_constant, parse_float=_finite_float))
-    except RecursionError:
-        return _too_deep(text)
-    except ValueError as exc:  # JSONDecodeError, a huge integer
-        return FrameError(error_response(None, PARSE_ERROR, f"Parse error: {exc}"))
+        try:
+            text = frame.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return FrameError(
+                error_response(None, PARSE_ERROR, f"Parse error: the frame is not UTF-8 ({exc})")
+            )
+        if not text.strip():
+            return None
+        try:
+            return FrameValue(json.loads(text, parse_constant=_no_constant, parse_float=_finite_float))
+        except RecursionError:
+            return _too_deep(text)
+        except ValueError as exc:  # JSONDecodeError, a huge integer
+            return FrameError(error_response(None, PARSE_ERROR, f"Parse error: {exc}"))
+    except MemoryError:  # the text or its values do not fit (SAFE-9): what was built is freed
+        return _out_of_memory(frame[:HEAD_BYTES], len(frame))
 
 
 _HEAD: Final = frozenset({"id", "method", "result", "error"})
@@ -214,13 +273,41 @@ def _too_deep(text: str) -> FrameError:
     :attr:`FrameError.answers`. An ``id`` found only deeper down, or a frame whose top level is
     not JSON, gives ``null`` (SAFE-6).
     """
-    head = top_level_scalars(text, _HEAD) or {}
+    request_id, answers = _head_ids(top_level_scalars(text, _HEAD) or {})
+    return FrameError(error_response(request_id, PARSE_ERROR, "Parse error: too deeply nested"), answers)
+
+
+def _head_ids(head: dict[str, Any]) -> tuple[Any, Any]:
+    """``(the id to answer under, the id of the request the frame answers)`` from its top level.
+
+    A request (a top-level ``method``) is answered under its ``id`` when that is a string or a
+    number; a response (``result`` or ``error``, no ``method``) is answered ``null``, and its
+    ``id`` names the request it answers.
+    """
     found = head.get("id")
-    usable = found is not None and found is not NESTED and valid_id(found)
+    usable = found is not None and found is not NESTED and found is not CUT and valid_id(found)
     request = "method" in head
     answers = found if usable and not request and ("result" in head or "error" in head) else None
-    request_id = found if usable and request else None
-    return FrameError(error_response(request_id, PARSE_ERROR, "Parse error: too deeply nested"), answers)
+    return (found if usable and request else None), answers
+
+
+def _out_of_memory(head: bytes, size: int) -> FrameError:
+    """The ``-32600`` answer to a frame too large to read in memory, under the ``id`` its head holds.
+
+    Only the head is scanned (:data:`HEAD_BYTES`, a prefix scan: a member counts once read whole),
+    never the frame again; a response's request fails with the same error (SAFE-9).
+    """
+    message = (
+        f"Invalid Request: frame too large to read in memory (at least {size} bytes); the server "
+        "ran out of memory holding it: send smaller requests"
+    )
+    try:
+        scanned = top_level_scalars(head.decode("utf-8", errors="replace"), _HEAD, prefix=True)
+    except MemoryError:
+        scanned = None
+    request_id, answers = _head_ids(scanned or {})
+    lost = (INVALID_REQUEST, f"Invalid Request: the answer was too large to read in memory ({size}+ bytes)")
+    return FrameError(error_response(request_id, INVALID_REQUEST, message), answers, lost)
 
 
 def _no_constant(name: str) -> Any:

@@ -6,7 +6,9 @@ after the interpreter, asyncio and two small modules have loaded; ``boot`` (the 
 plugins, the harness) runs in a worker thread, then the MCP sources of ``STEERABLE_MCP_CONFIG``
 connect, and only then are the tools attached: the first ``tools/list`` waits for them and lists
 everything. A boot failure is answered to the waiting requests, printed on stderr and ends the
-command with exit 2, as before the handshake existed.
+command with exit 2, as before the handshake existed. SIGTERM, SIGHUP and SIGINT answer every
+request in flight as interrupted, then end it with ``128 + n`` (docs/mcp.md, "Shutdown and
+signals").
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 
 from ._secrets import credential_values
-from ._signals import run_until_signalled
+from ._signals import INTERRUPT_DRAIN_S, Shutdown, run_until_signalled
 from .exit_codes import ExitCode
 from .mcp_server import McpServer
 from .rpc import open_stdio_streams
@@ -131,10 +133,12 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
         print(refusal, file=sys.stderr)
         return ExitCode.USAGE
     root = Path(args.workspace).resolve() if args.workspace else cwd
-    return run_until_signalled(_serve(args, boot, root))
+    return run_until_signalled(lambda shutdown: _serve(args, boot, root, shutdown))
 
 
-async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Path) -> int:
+async def _serve(
+    args: argparse.Namespace, boot: Callable[[], Booted], root: Path, shutdown: Shutdown | None = None
+) -> int:
     reader, writer = await open_stdio_streams()  # first: a print() from here on lands on stderr
     server = McpServer(
         instructions=(
@@ -143,7 +147,33 @@ async def _serve(args: argparse.Namespace, boot: Callable[[], Booted], root: Pat
         ),
         secrets=credential_values(os.environ),
     )
-    serving = asyncio.ensure_future(server.serve(reader, writer))
+    watching = asyncio.ensure_future(_interrupt_on(shutdown, server))
+    try:
+        return await _serve_with(
+            args, boot, root, server, asyncio.ensure_future(server.serve(reader, writer))
+        )
+    finally:
+        watching.cancel()
+        await asyncio.gather(watching, return_exceptions=True)
+
+
+async def _interrupt_on(shutdown: Shutdown | None, server: McpServer) -> None:
+    """At a signal, answer every request in flight as interrupted and close (REC-4)."""
+    if shutdown is None:
+        return
+    await shutdown.wait()
+    await server.interrupt(
+        shutdown.interrupted_message(), shutdown.interrupted_data(), grace_s=INTERRUPT_DRAIN_S
+    )
+
+
+async def _serve_with(
+    args: argparse.Namespace,
+    boot: Callable[[], Booted],
+    root: Path,
+    server: McpServer,
+    serving: asyncio.Task[None],
+) -> int:
     booting = _in_daemon_thread(boot)
     either: set[asyncio.Future[Any]] = {serving, booting}
     await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)

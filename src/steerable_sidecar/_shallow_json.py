@@ -11,16 +11,22 @@ The scan is a loop, not a recursion, and linear in the text: the regular-express
 over the characters, and the loop runs once per token of the skipped values (a run of brackets, a
 string), at most :data:`MAX_SKIP_TOKENS` of them in all; past that, or at anything that is not
 JSON at the top level, the answer is ``None`` (no member is trusted).
+
+With ``prefix=True`` the text is the first bytes of a frame too large to hold in memory (SAFE-9):
+the members read whole before the text ends (or stops being JSON) are kept, each only once the
+``,`` or ``}`` after its value is seen (a number cut short is never taken), and a member whose
+value the text ends in is :data:`CUT`.
 """
 
 from __future__ import annotations
 
+import json.decoder  # noqa: F401  scanstring raises its JSONDecodeError: unloaded, a SystemError
 import re
 from _json import scanstring  # the C scanner json.loads uses for strings
 from collections.abc import Collection
 from typing import Any, Final
 
-__all__ = ["MAX_SKIP_TOKENS", "NESTED", "top_level_scalars"]
+__all__ = ["CUT", "MAX_SKIP_TOKENS", "NESTED", "top_level_scalars"]
 
 MAX_SKIP_TOKENS: Final = 1 << 20
 """Tokens (runs of brackets, strings) one scan steps over inside nested values before it gives up:
@@ -38,6 +44,17 @@ class _Nested:
 NESTED: Final = _Nested()
 """The value :func:`top_level_scalars` gives a member that is an object or an array (not decoded)."""
 
+
+class _Cut:
+    """The type of :data:`CUT`."""
+
+    def __repr__(self) -> str:
+        return "CUT"
+
+
+CUT: Final = _Cut()
+"""The value a ``prefix`` scan gives a member whose value the text ends in (or stops being JSON in)."""
+
 _SPACE: Final = re.compile(r"[ \t\n\r]*")
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?")
 _LITERALS: Final[dict[str, Any]] = {"true": True, "false": False, "null": None}
@@ -47,12 +64,14 @@ _TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[{]+|[\]}]+|"')
 _CLOSING: Final = bytes.maketrans(b"[{", b"]}")
 
 
-def top_level_scalars(text: str, names: Collection[str]) -> dict[str, Any] | None:
+def top_level_scalars(text: str, names: Collection[str], *, prefix: bool = False) -> dict[str, Any] | None:
     """The members named in ``names`` of the object ``text`` holds, as far as a shallow scan reads them.
 
     Args:
         text: One JSON text (a frame), typically one ``json.loads`` refused as too deeply nested.
         names: The member names wanted (``{"id", "method"}``).
+        prefix: ``text`` is only the start of the frame: keep what was read whole before it ends
+            (see the module docstring); ``None`` only when it does not start an object.
 
     Returns:
         ``{name: value}`` for each wanted member present at the top level: its value when it is a
@@ -64,34 +83,43 @@ def top_level_scalars(text: str, names: Collection[str]) -> dict[str, Any] | Non
     """
     budget = [MAX_SKIP_TOKENS]
     found: dict[str, Any] = {}
+    stop = found if prefix else None  # the answer where the text ends or stops being JSON
     pos = _skip_space(text, 0)
     if not text.startswith("{", pos):
         return None
     pos = _skip_space(text, pos + 1)
     if text.startswith("}", pos):
-        return found if _skip_space(text, pos + 1) == len(text) else None
+        return found if prefix or _skip_space(text, pos + 1) == len(text) else None
     while True:
-        if not text.startswith('"', pos):
-            return None
-        try:
-            name, pos = scanstring(text, pos + 1)
-        except ValueError:  # an unterminated string, a bad escape, a control character
-            return None
-        pos = _skip_space(text, pos)
-        if not text.startswith(":", pos):
-            return None
+        name, pos = _member_name(text, pos)
+        if pos < 0:
+            return stop
+        if prefix and name in names:
+            found[name] = CUT  # until its value is read whole and followed by "," or "}"
         value, end = _value(text, _skip_space(text, pos + 1), budget)
         if end < 0:
-            return None
-        if name in names:
-            found[name] = value
+            return stop
         pos = _skip_space(text, end)
         if text.startswith(",", pos):
             pos = _skip_space(text, pos + 1)
-        elif text.startswith("}", pos):
-            return found if _skip_space(text, pos + 1) == len(text) else None
-        else:
-            return None
+        elif not text.startswith("}", pos):
+            return stop
+        if name in names:
+            found[name] = value
+        if text.startswith("}", pos):
+            return found if prefix or _skip_space(text, pos + 1) == len(text) else None
+
+
+def _member_name(text: str, pos: int) -> tuple[str, int]:
+    """A member's name at ``pos`` and where its ``:`` is; the position is ``-1`` when it is not JSON."""
+    if not text.startswith('"', pos):
+        return "", -1
+    try:
+        name, pos = scanstring(text, pos + 1)
+    except ValueError:  # an unterminated string, a bad escape, a control character
+        return "", -1
+    pos = _skip_space(text, pos)
+    return (name, pos) if text.startswith(":", pos) else ("", -1)
 
 
 def _skip_space(text: str, pos: int) -> int:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import html
 import logging
 import os
@@ -58,6 +57,7 @@ from ._acp_updates import clipped
 from ._acp_wire import LineTransport, initialize_result
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 from ._mcp_cli import person_homes, refused_workspace
+from ._session_lock import SessionLocks
 from .boot import boot_tools
 from .state_dir import environ_with_state_dir
 
@@ -171,11 +171,12 @@ class SteerableAcpAgent:
         self.provider_error = provider_error
         self.sessions: dict[str, AcpSession] = {}
         """The live sessions, least recently used first."""
-        self._locks = _SessionLocks(options.state_dir / "sessions")
+        self._locks = SessionLocks(options.state_dir / "sessions")
         self._parked: dict[str, _Parked] = {}
         self._opening: dict[str, asyncio.Lock] = {}  # one load or reboot of an id at a time
         # session/cancel count per id: a prompt that saw an older count when it came stops
         self._cancels: dict[str, int] = {}
+        self._interrupted: tuple[str, dict[str, Any]] | None = None  # a signal: the prompts' error (REC-4)
         self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
         self._client: Client | None = None
 
@@ -279,7 +280,15 @@ class SteerableAcpAgent:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
         root = _workspace(cwd, self.options.state_dir)
         configs = _mcp_configs(servers)
-        acquired = await asyncio.to_thread(self._locks.hold, session_id)
+        acquired = not self._locks.holds(session_id)
+        try:
+            holder = await self._locks.take(session_id)
+        except SteerableError as exc:  # the lock file cannot be opened (a read-only state directory)
+            raise RequestError(-32603, str(exc), {"sessionId": session_id}) from exc
+        if holder is not None:  # REC-3: another process (a run, a sidecar chat, an editor) has it
+            raise RequestError.invalid_request(
+                {"sessionId": session_id, "reason": holder.message(), "pid": holder.pid}
+            )
         try:
             return await self._boot(session_id, root, configs, servers)
         except BaseException:
@@ -449,6 +458,8 @@ class SteerableAcpAgent:
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if turn.cancelled() and task is not None and not task.cancelling():
+                if self._interrupted is not None:  # a signal, before the turn's loop ran (REC-4)
+                    raise RequestError(-32603, *self._interrupted) from None
                 return PromptResponse(stop_reason="cancelled")  # cancelled before its loop ran
             session.stop()  # the connection closed: stop the turn, keep the record whole
             with contextlib.suppress(BaseException):
@@ -456,6 +467,8 @@ class SteerableAcpAgent:
             raise
         finally:
             await session.close_open_calls()
+        if self._interrupted is not None:  # a signal stopped the turn (REC-4): recorded, then said
+            raise RequestError(-32603, *self._interrupted)
         return PromptResponse(stop_reason=stop_reason(summary))
 
     async def _turn(self, session: AcpSession, text: str) -> RunSummary:
@@ -491,6 +504,16 @@ class SteerableAcpAgent:
         if session is not None:
             session.stop()
 
+    def interrupt(self, reason: str, message: str, data: dict[str, Any]) -> None:
+        """A signal is ending the process (REC-4): stop every turn, its calls recorded as interrupted.
+
+        Each ``session/prompt`` in flight is then answered ``-32603`` with ``message`` and
+        ``data``, once its turn has recorded the calls it had running and its end.
+        """
+        self._interrupted = (message, data)
+        for session in list(self.sessions.values()):
+            session.stop(reason)
+
     async def aclose(self) -> None:
         """Stop every turn (each recorded as cancelled) and close every session."""
         sessions, self.sessions = list(self.sessions.values()), {}
@@ -502,59 +525,6 @@ class SteerableAcpAgent:
             except Exception:
                 logger.exception("session %s did not close cleanly", session.id)
         self._locks.release_all()
-
-
-class _SessionLocks:
-    """The sessions this process has open, each holding ``<sessions>/<id>.lock``.
-
-    An exclusive ``flock`` per session: a second process (another editor window) opening the
-    same session gets ``-32600`` instead of interleaving its turns into the one record; the
-    lock goes when the process does, however it ends.
-    """
-
-    def __init__(self, sessions: Path) -> None:
-        self._dir = sessions
-        self._held: dict[str, int] = {}
-
-    def hold(self, session_id: str) -> bool:
-        """Take ``session_id``'s lock (blocking I/O: a worker thread); ``False``: already held here.
-
-        Raises:
-            RequestError: ``-32600``: another process has the session open.
-        """
-        if session_id in self._held:
-            return False
-        path = self._dir / f"{session_id}.lock"
-        try:
-            self._dir.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        except OSError as exc:  # a read-only or full state directory, a directory in the way
-            raise RequestError(
-                -32603,
-                f"the session's lock {path} cannot be opened: {exc.strerror or exc}; the state "
-                "directory must be writable (--state-dir)",
-                {"path": str(path)},
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RequestError.invalid_request(
-                {"sessionId": session_id, "reason": "the session is open in another steerable process"}
-            ) from None
-        self._held[session_id] = fd
-        return True
-
-    def release(self, session_id: str) -> None:
-        """Give ``session_id``'s lock back (nothing when it is not held)."""
-        fd = self._held.pop(session_id, None)
-        if fd is not None:
-            os.close(fd)
-
-    def release_all(self) -> None:
-        """Give every lock back (the parked sessions' too)."""
-        for session_id in list(self._held):
-            self.release(session_id)
 
 
 def _capabilities(raw: Any) -> ClientCapabilities:

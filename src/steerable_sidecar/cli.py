@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # the tools are imported when a command needs them (start-up:
     from steerable_agent_runtime import ToolRouter
     from steerable_agent_runtime.tools import Tool
 
+    from ._signals import Shutdown
     from .boot import Booted
 
 __all__ = ["build_parser", "main"]
@@ -49,7 +50,8 @@ _RUN_EPILOG: Final = (
     "The model comes from STEERABLE_PROVIDER (openai, openrouter, deepseek, glm, ollama, scripted), "
     "STEERABLE_MODEL, STEERABLE_BASE_URL and STEERABLE_API_KEY (STEERABLE_SCRIPT for scripted); "
     "`steerable doctor` checks them. Exit codes: 0 success, 1 failed terminal result, 2 usage or "
-    "configuration error, 3 round limit, 4 provider failure, 70 internal error, 130 interrupted."
+    "configuration error, 3 round limit, 4 provider failure, 70 internal error, 128 + n on a signal "
+    "(130 Ctrl-C, 143 SIGTERM)."
 )
 
 
@@ -270,7 +272,7 @@ def _print_table(tools: Sequence[Tool]) -> None:
         print(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  {row[2]:<{widths[2]}}  {desc}".rstrip())
 
 
-async def _call(router: ToolRouter, name: str, arguments: str) -> int:
+async def _call(router: ToolRouter, name: str, arguments: str, shutdown: Shutdown | None = None) -> int:
     try:
         parsed = json.loads(arguments)
     except json.JSONDecodeError as exc:
@@ -284,10 +286,20 @@ async def _call(router: ToolRouter, name: str, arguments: str) -> int:
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
         )
         return ExitCode.USAGE
-    from steerable_agent_runtime.types import ToolCall, new_call_id
+    from steerable_agent_runtime.types import ToolCall, ToolResult, new_call_id
 
+    from ._signals import INTERRUPT_DRAIN_S
+    from .session import STOPPED, interrupted_result, interruptible
+
+    call = ToolCall(id=new_call_id(), name=name, arguments=parsed)
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result JSON alone
-        result = await router.dispatch(ToolCall(id=new_call_id(), name=name, arguments=parsed))
+        done = await interruptible(router.dispatch(call), shutdown, drain_s=INTERRUPT_DRAIN_S)
+    if done is STOPPED:  # a signal (REC-4): the call is answered as interrupted, the exit is 128 + n
+        assert shutdown is not None
+        result = interrupted_result(shutdown)
+    else:
+        assert isinstance(done, ToolResult)
+        result = done
     print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
     return ExitCode.OK if result.success else ExitCode.FAILED
 
@@ -296,7 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``steerable`` command.
 
     A reader that stops early (``steerable tools | head``) ends the command quietly, as for any
-    Unix filter, instead of with a ``BrokenPipeError`` traceback.
+    Unix filter, instead of with a ``BrokenPipeError`` traceback. Ctrl-C before a command's own
+    handling is in place (while it loads) ends it with 130, without a traceback either.
 
     Args:
         argv: Arguments without the program name (default ``sys.argv[1:]``).
@@ -311,6 +324,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     try:
         return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the command's event loop handles it (REC-4)
+        return ExitCode.INTERRUPTED
     except BrokenPipeError:
         # the Python docs' recipe: point stdout at devnull so the exit flush cannot fail again
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -362,11 +377,13 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
             booted = _boot(args)
-        from ._signals import run_until_signalled  # SIGTERM, SIGHUP: a cancellation (SAFE-2)
+        from ._signals import run_until_signalled  # SIGTERM, SIGHUP, SIGINT (REC-4, SAFE-2)
 
         if args.command == "plugins":  # listing plugins needs no MCP server started
             return run_until_signalled(_closing(booted, _command(args, booted)))
-        return run_until_signalled(_closing(booted, _with_mcp(booted, lambda: _command(args, booted))))
+        return run_until_signalled(
+            lambda shutdown: _closing(booted, _with_mcp(booted, lambda: _command(args, booted, shutdown)))
+        )
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -405,7 +422,7 @@ def _served(args: argparse.Namespace) -> int | None:
     return None
 
 
-async def _command(args: argparse.Namespace, booted: Booted) -> int:
+async def _command(args: argparse.Namespace, booted: Booted, shutdown: Shutdown | None = None) -> int:
     from .boot import offered_tools
 
     router = booted.router
@@ -422,13 +439,13 @@ async def _command(args: argparse.Namespace, booted: Booted) -> int:
     if args.command in ("call", "session"):
         _search_the_deferred_tier(router)
     if args.command == "call":
-        return await _call(router, args.name, args.arguments or "{}")
+        return await _call(router, args.name, args.arguments or "{}", shutdown)
     if args.command == "session":
         from .session import run_session
 
         out = sys.stdout
         with contextlib.redirect_stdout(sys.stderr):  # a tool's print never lands between result lines
-            await run_session(router, stdout=out)
+            await run_session(router, stdout=out, shutdown=shutdown)
         return ExitCode.OK
     raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
 

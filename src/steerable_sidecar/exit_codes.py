@@ -2,7 +2,7 @@
 
 ``steerable run``'s per-outcome codes are documented in docs/headless.md (Exit codes); the other
 subcommands use the first three and the signal codes. 70 is ``EX_SOFTWARE`` from BSD
-``sysexits.h``; 130 and 141 are the shell's ``128 + n`` for SIGINT and SIGPIPE.
+``sysexits.h``, 75 its ``EX_TEMPFAIL``; 130 and 141 are the shell's ``128 + n`` for SIGINT and SIGPIPE.
 """
 
 from __future__ import annotations
@@ -31,6 +31,8 @@ class ExitCode(IntEnum):
     """``steerable run``: the model answered nothing twice."""
     INTERNAL_ERROR = 70
     """A bug, or the durable record could not be written (the traceback is on stderr)."""
+    SESSION_BUSY = 75
+    """``steerable run``: another process has the session open (``EX_TEMPFAIL``: try again later)."""
     INTERRUPTED = 130
     """Ctrl-C (SIGINT)."""
     BROKEN_PIPE = 141

@@ -13,9 +13,12 @@ result); 1 it ended on a failed terminal result; 2 usage or configuration error;
 was reached; 4 the provider failed; 5 the model's answer was cut off or filtered (``incomplete``:
 ``finish_reason`` ``length``, ``content_filter``, ``sensitive``); 6 the model answered nothing
 twice (``empty_answer``); 70 an internal error (a bug, or the durable record could not be written:
-the traceback is on stderr); 130 interrupted (Ctrl-C). Every exit prints the summary line, usage
-errors included (``{"outcome": "usage_error", "error": ..., "exitCode": 2}``). A summary's ``error``
-(a provider error names the provider and base URL) is repeated on stderr, after the run's counts.
+the traceback is on stderr); 75 another process has the session open (``session_busy``, the
+error names its pid and command line); ``128 + n`` after a signal (130 Ctrl-C, 143 SIGTERM, 129
+SIGHUP: the calls in flight recorded as interrupted, the record's end written). Every exit prints
+the summary line, usage errors included (``{"outcome": "usage_error", "error": ..., "exitCode":
+2}``). A summary's ``error`` (a provider error names the provider and base URL) is repeated on
+stderr, after the run's counts.
 """
 
 from __future__ import annotations
@@ -25,7 +28,6 @@ import contextlib
 import json
 import os
 import re
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -56,6 +58,7 @@ EXIT_CODES: Final = {
     RunOutcome.EMPTY_ANSWER: ExitCode.EMPTY_ANSWER,
     RunOutcome.CANCELLED: ExitCode.INTERRUPTED,
     "internal_error": ExitCode.INTERNAL_ERROR,
+    "session_busy": ExitCode.SESSION_BUSY,
 }
 """Process exit code per outcome (see the module docstring)."""
 
@@ -253,6 +256,7 @@ class _Run:
         cwd: The workspace folder (resolved).
         state_dir: Where the session record goes.
         stage: ``{"running": bool}``, set true when the loop starts (a later failure is internal).
+        session_id: ``--session-id``, else a fresh id; its lock is held for the whole run (REC-3).
     """
 
     args: argparse.Namespace
@@ -261,6 +265,7 @@ class _Run:
     cwd: Path
     state_dir: Path
     stage: dict[str, bool]
+    session_id: str
 
 
 async def _run(run: _Run) -> dict[str, Any]:
@@ -290,12 +295,11 @@ async def _run(run: _Run) -> dict[str, Any]:
 
 async def _run_loop(run: _Run, booted: Booted) -> dict[str, Any]:
     from steerable_agent_runtime.executor import approve_all
-    from steerable_agent_runtime.types import new_call_id
 
     from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 
     args = run.args
-    session = await open_session(run.state_dir, args.session_id or new_call_id())
+    session = await open_session(run.state_dir, run.session_id)
     # every consent prompt is answered yes: the workspace is the jail (docs/runtime.md, Consent)
     transport = Transport(
         approve=approve_all,
@@ -315,22 +319,42 @@ async def _run_loop(run: _Run, booted: Booted) -> dict[str, Any]:
     prompt = session.opening(system, [{"role": "user", "content": run.instruction}])
     import asyncio
 
-    event_loop = asyncio.get_running_loop()
-    try:
-        event_loop.add_signal_handler(signal.SIGINT, loop.cancel)
-        event_loop.add_signal_handler(signal.SIGTERM, loop.cancel)
-        event_loop.add_signal_handler(signal.SIGHUP, loop.cancel)
-    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-        pass
+    from ._signals import SHUTDOWN_GRACE_S, SIGNALS, Shutdown
+
     started = time.perf_counter()
     run.stage["running"] = True
-    summary = await loop.run(session.history, prompt)
+    running = asyncio.ensure_future(loop.run(session.history, prompt))
+    shutdown = Shutdown()
+    event_loop = asyncio.get_running_loop()
+
+    def stop(signum: int) -> None:  # REC-4: the calls in flight recorded as interrupted, then the end
+        first = not shutdown.requested
+        shutdown.request(signum)
+        if first and loop.cancel(shutdown.reason):
+            event_loop.call_later(SHUTDOWN_GRACE_S, running.cancel)  # the grace bounds the wind-down
+        else:
+            running.cancel()
+
+    try:
+        for signum in SIGNALS:
+            event_loop.add_signal_handler(signum, stop, signum)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        pass
+    try:
+        summary = await running
+    except asyncio.CancelledError:  # past the grace, or a second signal: the loop did not wind down
+        if not shutdown.requested:
+            raise
+        from steerable_agent_runtime.loop import RunSummary
+
+        summary = RunSummary(RunOutcome.CANCELLED, error=shutdown.reason)
     out = {
         **summary.to_dict(),
         "sessionId": session.id,
         "durationMs": round((time.perf_counter() - started) * 1000, 1),
     }
-    out["exitCode"] = _exit_code(summary)
+    # a signal's exit is the shell's 128 + n (143 SIGTERM, 129 SIGHUP, 130 SIGINT)
+    out["exitCode"] = 128 + shutdown.signum if shutdown.signum is not None else _exit_code(summary)
     return out
 
 
@@ -340,6 +364,12 @@ def _internal_error(exc: BaseException) -> int:
     traceback.print_exception(exc, file=sys.stderr)
     _usage_line(f"{type(exc).__name__}: {exc}", EXIT_CODES["internal_error"], "internal_error")
     return EXIT_CODES["internal_error"]
+
+
+def _session_busy(message: str) -> int:
+    print(f"steerable run: {message}", file=sys.stderr)
+    _usage_line(message, EXIT_CODES["session_busy"], "session_busy")
+    return EXIT_CODES["session_busy"]
 
 
 def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = None) -> int:
@@ -367,8 +397,20 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
             provider = default_llm_provider()
         import asyncio  # the parser (every command) does not need it
 
-        with contextlib.redirect_stdout(sys.stderr):  # stdout is the summary line alone
-            out = asyncio.run(_run(_Run(args, provider, instruction, cwd, state_dir, stage)))
+        from steerable_agent_runtime.types import new_call_id
+
+        from ._session_lock import SessionLocks
+
+        run = _Run(args, provider, instruction, cwd, state_dir, stage, args.session_id or new_call_id())
+        locks = SessionLocks(state_dir / "sessions")
+        holder = locks.hold(run.session_id)  # REC-3: one process per session (before any event loop)
+        if holder is not None:
+            return _session_busy(holder.message())
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # stdout is the summary line alone
+                out = asyncio.run(_run(run))
+        finally:
+            locks.release_all()
     except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
         _usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
         return EXIT_CODES[RunOutcome.CANCELLED]

@@ -382,6 +382,14 @@ class McpServer:
             if self._unsubscribe is not None:
                 self._unsubscribe()
 
+    async def interrupt(self, message: str, data: Any = None, *, grace_s: float) -> None:
+        """The process is ending (a signal): answer every request in flight as interrupted, then close.
+
+        See :meth:`JsonRpcPeer.interrupt <steerable_sidecar.rpc.JsonRpcPeer.interrupt>` (REC-4).
+        """
+        if self._peer is not None:
+            await self._peer.interrupt(message, data, grace_s=grace_s)
+
     async def close(self, grace_s: float = 1.0) -> None:
         """Let answers in flight be written (up to ``grace_s`` seconds), then close the connection."""
         peer = self._peer

@@ -23,6 +23,7 @@ from steerable_agent_runtime.errors import PeerClosedError, RemoteError, Steerab
 
 from ._jsonrpc_frames import (
     FrameError,
+    Unread,
     decode_frame,
     duplicate_request,
     encode_frame,
@@ -95,9 +96,12 @@ class JsonRpcPeer:
     docs/sidecar-protocol.md, The Python peer).
 
     EOF fails every pending :meth:`request` with :class:`PeerClosedError` and gives running
-    handlers ``drain_timeout_s`` to answer; :meth:`aclose` cancels them at once; the streams are
-    never closed (docs/sidecar-protocol.md, End of input and shutdown). An incoming request that
-    reuses the id of one still in flight is answered ``-32600`` and never run (SAFE-7).
+    handlers ``drain_timeout_s`` to answer; :meth:`aclose` cancels them at once; :meth:`interrupt`
+    (the process is ending on a signal) cancels them and answers each request as interrupted;
+    the streams are never closed (docs/sidecar-protocol.md, End of input and shutdown). An
+    incoming request that reuses the id of one still in flight is answered ``-32600`` and never
+    run (SAFE-7). A frame too large to read in memory is answered ``-32600`` and reading goes on
+    (SAFE-9).
 
     Args:
         reader: The stream frames arrive on (any :class:`asyncio.StreamReader`).
@@ -147,6 +151,7 @@ class JsonRpcPeer:
         self._background: asyncio.Task[None] | None = None
         self._serving = False
         self._closing = False  # aclose() was called: stop reading, cancel handlers at once
+        self._interrupted: tuple[str, Any] | None = None  # interrupt()'s (message, data): answers them all
         self._closed = False  # no more requests in either direction
         self._done = asyncio.Event()
         self.on_eof: Callable[[], None] | None = None
@@ -304,7 +309,38 @@ class JsonRpcPeer:
                 self.on_eof()
             except Exception:
                 logger.exception("%s: the on_eof callback failed", self.name)
-        await self._shut_down(grace=0 if self._closing else self._drain_timeout_s)
+        await self._shut_down(grace=0 if self._closing or self._interrupted else self._drain_timeout_s)
+
+    async def interrupt(self, message: str, data: Any = None, *, grace_s: float) -> None:
+        """End serving because the process is ending (a signal): answer every request as interrupted.
+
+        The handlers in flight are cancelled (a tool call's sandbox is killed, a chat records the
+        calls it had running and its end) and each request they were running is answered
+        ``-32603`` with ``message`` and ``data`` once its handler has wound down; a request that
+        arrives meanwhile is answered the same way without running. After ``grace_s`` seconds
+        the peer is closed (:meth:`aclose`): what still runs is cancelled and, when it ends,
+        answered all the same.
+
+        Args:
+            message: The error's message (``interrupted: steerable is shutting down (SIGTERM) ...``).
+            data: The error's ``data`` (``{"type": "Interrupted", "code": "interrupted", ...}``).
+            grace_s: How long the handlers get to wind down and the answers to be written.
+        """
+        if self._interrupted is not None:
+            return
+        self._interrupted = (message, data)
+        current = asyncio.current_task()
+        tasks = {task for task in self._tasks if task is not current}
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace_s)
+        await self.aclose()
+
+    def _interrupted_response(self, request_id: Any) -> dict[str, Any]:
+        assert self._interrupted is not None
+        message, data = self._interrupted
+        return error_response(request_id, INTERNAL_ERROR, message, data)
 
     async def drain(self, timeout_s: float) -> None:
         """Wait up to ``timeout_s`` seconds for the handlers in flight (other than the caller) to answer.
@@ -377,7 +413,12 @@ class JsonRpcPeer:
     async def _read_loop(self) -> None:
         try:
             async for frame in line_frames(self._reader, self._max_frame_bytes):
-                self._dispatch(frame)
+                try:
+                    self._dispatch(frame)
+                except MemoryError:  # past what decode_frame guards: still an answer, not an exit
+                    del frame
+                    message = "Invalid Request: frame too large to read in memory; send smaller requests"
+                    self._spawn(self._send(error_response(None, INVALID_REQUEST, message)))
         except OSError as exc:  # a reset pipe or socket: the same as EOF
             logger.warning("%s: reading stopped: %s", self.name, exc)
         except Exception:
@@ -394,13 +435,12 @@ class JsonRpcPeer:
         if not task.cancelled() and task.exception() is not None:
             logger.error("%s: a frame task failed", self.name, exc_info=task.exception())
 
-    def _dispatch(self, frame: bytes | None) -> None:
+    def _dispatch(self, frame: bytes | Unread | None) -> None:
         """Handle one frame: answer it from a task, never from the reader itself."""
         decoded = decode_frame(frame, self._max_frame_bytes)
         if isinstance(decoded, FrameError):
-            if decoded.answers is not None:  # an answer too deep to decode: its request fails (SAFE-6)
-                lost = "Parse error: the answer was nested too deeply to decode"
-                self._resolve(error_response(decoded.answers, PARSE_ERROR, lost))
+            if decoded.answers is not None:  # an answer too deep (or too large) to decode: its request fails
+                self._resolve(error_response(decoded.answers, *decoded.lost))  # (SAFE-6, SAFE-9)
             self._spawn(self._send(decoded.response))
             return
         if decoded is None:
@@ -480,10 +520,22 @@ class JsonRpcPeer:
         async def one(value: Any, refusal: dict[str, Any] | None) -> dict[str, Any] | None:
             return refusal if refusal is not None else await self._handle(value)
 
+        tasks = [
+            asyncio.ensure_future(one(v, refusal)) for v, (_, refusal) in zip(values, claims, strict=True)
+        ]
         try:
-            responses = await asyncio.gather(
-                *(one(v, refusal) for v, (_, refusal) in zip(values, claims, strict=True))
-            )
+            try:
+                await asyncio.wait(tasks)
+            except asyncio.CancelledError:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.wait(tasks)  # each element stopped by interrupt() is answered so
+                current = asyncio.current_task()
+                if self._interrupted is None or current is None:
+                    raise
+                while current.uncancel():
+                    pass
+            responses = [None if task.cancelled() else task.result() for task in tasks]
         finally:  # the batch is answered as one array: its ids are free once that is on its way
             for key, _ in claims:
                 if key is not None:
@@ -515,11 +567,18 @@ class JsonRpcPeer:
         handler = self._methods.get(method)
         if handler is None:
             return error_response(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+        if self._interrupted is not None:  # came during the shutdown: not run
+            return self._interrupted_response(request_id)
         try:
             result = await handler(params)
         except asyncio.CancelledError as exc:
             if _being_cancelled():
-                raise
+                task = asyncio.current_task()
+                if self._interrupted is None or task is None or task in self._cancelled:
+                    raise
+                while task.uncancel():  # stopped by interrupt(): answered as interrupted
+                    pass
+                return self._interrupted_response(request_id)
             return self._error_response(request_id, method, exc)
         except Exception as exc:
             return self._error_response(request_id, method, exc)

@@ -3,7 +3,8 @@
 Logs go to stderr only (level from ``--verbose`` or ``STEERABLE_LOG_LEVEL``, default ``WARNING``);
 stdout carries nothing but protocol frames (a stray ``print`` is redirected to stderr). Exit codes:
 0 after stdin EOF or ``system.shutdown``, 2 when the configuration is invalid (the message names
-the variable).
+the variable), ``128 + n`` after SIGTERM, SIGHUP or SIGINT (every request in flight answered as
+interrupted first: docs/sidecar-protocol.md, "End of input and shutdown").
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 from steerable_agent_runtime import SteerableError
 
 from ._logging import LOG_LEVEL_ENV
-from ._signals import run_until_signalled
+from ._signals import Shutdown, run_until_signalled
 from .boot import mcp_sources_for
 from .exit_codes import ExitCode
 from .rpc import JsonRpcPeer, open_stdio_streams
@@ -28,12 +29,18 @@ __all__ = ["LOG_LEVEL_ENV", "run_sidecar", "serve_stdio"]
 
 
 async def serve_stdio(
-    config: SidecarConfig, *, harness: str = "full", plugins: bool = True, web_tools: bool = True
+    config: SidecarConfig,
+    *,
+    harness: str = "full",
+    plugins: bool = True,
+    web_tools: bool = True,
+    shutdown: Shutdown | None = None,
 ) -> None:
     """Boot the tools, connect the MCP servers, serve on stdio until EOF or ``system.shutdown``.
 
     Args:
         config: The process configuration.
+        shutdown: Set by a signal: the requests in flight are answered as interrupted, then it ends.
         harness: The default ``agent.chat.stream`` harness (a chat's ``harness`` param overrides it).
         plugins: Load the configured plugins.
         web_tools: Serve ``web_search`` / ``web_fetch``. An invalid ``STEERABLE_WEB_*`` variable is
@@ -65,10 +72,10 @@ async def serve_stdio(
             peer, config, router=booted.router, plugins=booted.plugins, workspace=booted.workspace
         )
         if sources is None:
-            await sidecar.run()
+            await sidecar.run(shutdown)
             return
         async with sources:
-            await sidecar.run()
+            await sidecar.run(shutdown)
     finally:
         await booted.aclose()
 
@@ -105,7 +112,11 @@ def run_sidecar(
             allow_protected_writes=allow_protected_writes,
             environ=environ_with_state_dir(state),  # commands may not read it (SAFE-3)
         )
-        run_until_signalled(serve_stdio(config, harness=harness, plugins=plugins, web_tools=web_tools))
+        run_until_signalled(  # SIGTERM, SIGHUP, SIGINT: answered as interrupted, then 128 + n (REC-4)
+            lambda shutdown: serve_stdio(
+                config, harness=harness, plugins=plugins, web_tools=web_tools, shutdown=shutdown
+            )
+        )
     except SteerableError as exc:
         print(f"steerable sidecar: {exc}", file=sys.stderr)
         return ExitCode.USAGE

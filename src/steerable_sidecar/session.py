@@ -8,6 +8,10 @@ line nested too deeply for the JSON decoder (about 1,000 levels) is answered wit
 ``data.code == "arguments_too_deep"`` and the ``id`` its top level holds (a string; read by a
 shallow scan, :mod:`steerable_sidecar._shallow_json`), else ``id: null``; arguments that decode
 are checked by the router (SAFE-6).
+
+SIGTERM, SIGHUP and SIGINT end the session (REC-4): the call in flight is stopped (its sandbox
+killed, its protected paths put back) and answered with a failed ``needsFollowup`` result,
+``data.code == "interrupted"``, saying steerable is shutting down; no further line is read.
 """
 
 from __future__ import annotations
@@ -15,15 +19,20 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator
-from typing import IO, Any
+from collections.abc import Awaitable
+from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
 from steerable_agent_runtime import ToolErrorCode, ToolResult, ToolRouter
 from steerable_agent_runtime.tools import MAX_ARGUMENT_DEPTH
 
 from ._shallow_json import top_level_scalars
 
-__all__ = ["handle_line", "run_session"]
+if TYPE_CHECKING:
+    from ._signals import Shutdown
+
+__all__ = ["STOPPED", "handle_line", "interrupted_result", "interruptible", "run_session"]
+
+T = TypeVar("T")
 
 _MAX_LINE_CHARS = 64 * 1024 * 1024
 """Longest accepted input line, in characters (64 Mi); a longer one is refused, not split."""
@@ -76,32 +85,78 @@ def _read_line(stream: IO[str]) -> str | object:
             return _OVERSIZED
 
 
-async def _lines(stream: IO[str]) -> AsyncIterator[str | object]:
-    while True:
-        line = await asyncio.to_thread(_read_line, stream)
-        if line == "":
-            return
-        yield line
+STOPPED: Final = object()
+"""What :func:`interruptible` returns when a signal stopped the work."""
+
+
+async def interruptible(work: Awaitable[T], shutdown: Shutdown | None, *, drain_s: float) -> T | object:
+    """Await ``work`` unless a signal comes first; then cancel it and give it ``drain_s`` to wind down.
+
+    Returns:
+        What ``work`` returned, or a sentinel object (not a ``T``) when the signal stopped it.
+    """
+    task = asyncio.ensure_future(work)
+    if shutdown is None:
+        return await task
+    stop = asyncio.ensure_future(shutdown.wait())
+    try:
+        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if task.done():
+        return task.result()
+    task.cancel()  # a tool call's sandbox is killed, its protected paths put back
+    await asyncio.wait({task}, timeout=drain_s)
+    task.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return STOPPED
+
+
+def interrupted_result(shutdown: Shutdown) -> ToolResult:
+    """The result of a call a signal stopped: ``needsFollowup``, ``data.code == "interrupted"``."""
+    data = {"code": ToolErrorCode.INTERRUPTED, "signal": shutdown.name}
+    return ToolResult.retry(shutdown.interrupted_message(), data=data)
 
 
 async def run_session(
-    router: ToolRouter, stdin: IO[str] | None = None, stdout: IO[str] | None = None
+    router: ToolRouter,
+    stdin: IO[str] | None = None,
+    stdout: IO[str] | None = None,
+    *,
+    shutdown: Shutdown | None = None,
 ) -> None:
-    """Serve the line protocol until end of input.
+    """Serve the line protocol until end of input, or a signal.
 
     Args:
         router: The tools (and their session state).
         stdin: Input stream (default ``sys.stdin``).
         stdout: Output stream (default ``sys.stdout``); flushed after every line.
+        shutdown: Set by a signal: the call in flight is stopped and answered as interrupted,
+            and the session ends without reading on (REC-4).
     """
+    from ._signals import INTERRUPT_DRAIN_S
+
     source = stdin if stdin is not None else sys.stdin
     sink = stdout if stdout is not None else sys.stdout
-    async for line in _lines(source):
+    while True:
+        # a signal while the reader waits for a line ends the session at once (the thread stays
+        # blocked on the read: the process exits without it)
+        line = await interruptible(asyncio.to_thread(_read_line, source), shutdown, drain_s=0)
+        if line == "" or line is STOPPED:
+            return
         if isinstance(line, str):
-            out = await handle_line(router, line)
+            out = await interruptible(handle_line(router, line), shutdown, drain_s=INTERRUPT_DRAIN_S)
+            if out is STOPPED:
+                assert shutdown is not None
+                found = (top_level_scalars(line, ("id",)) or {}).get("id")
+                out = {
+                    "id": found if isinstance(found, str) else None,
+                    "result": interrupted_result(shutdown).to_wire(),
+                }
         else:
             error = f"line longer than {_MAX_LINE_CHARS} characters; send smaller tool calls"
             out = {"id": None, "result": ToolResult.retry(error).to_wire()}
         if out is not None:
             sink.write(json.dumps(out) + "\n")  # ASCII: safe under any locale and any line splitter
             sink.flush()
+        if shutdown is not None and shutdown.requested:
+            return

@@ -18,7 +18,7 @@ import asyncio
 import functools
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final, Literal, Protocol, runtime_checkable
@@ -59,11 +59,14 @@ from steerable_agent_runtime.tools import Tool
 from steerable_agent_runtime.trace import TraceSpan
 
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
+from ._session_lock import SessionLocks
+from ._signals import INTERRUPT_DRAIN_S
 from .boot import Booted, boot_tools
 from .host_tools import register_host_tools
 from .rpc import InvalidParams, JsonRpcPeer
 
 if TYPE_CHECKING:
+    from ._signals import Shutdown
     from .web_tools import FetchConsent
 
 __all__ = ["PROTOCOL_VERSION", "Sidecar", "SidecarConfig", "boot_for"]
@@ -229,8 +232,10 @@ class Sidecar:
         self._provider: LLMProvider | None = None
         self._chats: dict[str, _Chat] = {}
         self._busy_sessions: set[str] = set()
+        self._session_locks = SessionLocks(config.state_dir / "sessions")  # REC-3, across processes
         self._fetch_consent: dict[str, FetchConsent] = {}  # per session: the hosts its user allowed
         self._stopping = asyncio.Event()
+        self._interrupting: str | None = None  # a signal is ending the process: why (REC-4)
         for name, handler in {
             "system.ping": self.ping,
             "system.shutdown": self.shutdown,
@@ -247,8 +252,14 @@ class Sidecar:
             peer.add_method(name, handler)
 
     # -- lifecycle ------------------------------------------------------------------------------
-    async def run(self) -> None:
-        """Announce ``lifecycle.ready``, serve until stdin EOF or ``system.shutdown``, then stop chats."""
+    async def run(self, shutdown: Shutdown | None = None) -> None:
+        """Announce ``lifecycle.ready``, serve until stdin EOF or ``system.shutdown``, then stop chats.
+
+        Args:
+            shutdown: Set when a signal ends the process (REC-4): every request in flight is then
+                answered as interrupted (a chat's record gets its calls and its end first), within
+                :data:`SHUTDOWN_DRAIN_S`.
+        """
         await self.peer.notify(
             "lifecycle.ready",
             {
@@ -261,17 +272,24 @@ class Sidecar:
         self.peer.on_eof = self._host_gone  # the host is gone: stop acting on its behalf now
         serving = asyncio.create_task(self.peer.serve())
         stopping = asyncio.create_task(self._stopping.wait())
+        signalled = asyncio.create_task(shutdown.wait()) if shutdown is not None else stopping
         try:
-            await asyncio.wait({serving, stopping}, return_when=asyncio.FIRST_COMPLETED)
-            if stopping.done() and not serving.done():  # system.shutdown: let running calls answer
+            await asyncio.wait({serving, stopping, signalled}, return_when=asyncio.FIRST_COMPLETED)
+            if shutdown is not None and shutdown.requested and not serving.done():
+                self._interrupting = shutdown.reason  # chats record their calls as interrupted
+                await self.peer.interrupt(
+                    shutdown.interrupted_message(), shutdown.interrupted_data(), grace_s=INTERRUPT_DRAIN_S
+                )
+            elif stopping.done() and not serving.done():  # system.shutdown: let running calls answer
                 self._cancel_chats()
                 await self.peer.drain(SHUTDOWN_DRAIN_S)
         finally:
             self._cancel_chats()
             stopping.cancel()
+            signalled.cancel()
             if not serving.done():
                 serving.cancel()
-            await asyncio.gather(serving, stopping, return_exceptions=True)
+            await asyncio.gather(serving, stopping, signalled, return_exceptions=True)
             if isinstance(self._provider, _Closable):  # the provider's shared HTTP client
                 try:
                     await self._provider.aclose()
@@ -401,7 +419,8 @@ class Sidecar:
             InvalidParams: Missing ``message``/``messages``, ``toolsViaHost`` without ``tools``, an
                 invalid ``sessionId`` or host tool descriptor, ``progressive`` with ``toolsViaHost``.
             ConfigError: The model provider is not configured (the message names the variable).
-            UserError: The chat id or the session already has a chat running.
+            UserError: The chat id or the session already has a chat running, or another process
+                has the session open (REC-3: the message names its pid and command line).
         """
         p = ChatParams.model_validate(params)
         if p.message is None and not p.messages:
@@ -432,13 +451,38 @@ class Sidecar:
         self._chats[chat_id] = chat
         self._busy_sessions.add(busy_key)
         try:
-            summary = await self._run_chat(p, chat, chat_id, session_id, harness, provider)
+            holder = await self._session_locks.take(session_id)
+            if holder is not None:  # REC-3: a run, an editor or another sidecar has it open
+                raise UserError(holder.message())
+            summary = await self._to_the_end(
+                chat, self._run_chat(p, chat, chat_id, session_id, harness, provider)
+            )
         finally:
+            self._session_locks.release(session_id)
             self._busy_sessions.discard(busy_key)
             self._chats.pop(chat_id, None)
             for undo in chat.cleanup:
                 undo()
         return {"chatId": chat_id, "sessionId": session_id, **summary.to_dict()}
+
+    async def _to_the_end(self, chat: _Chat, running: Coroutine[Any, Any, RunSummary]) -> RunSummary:
+        """Run a chat in a task of its own, so that a cancel of its request ends it cleanly.
+
+        The request cancelled (a signal ending the process, the drain after end of input run
+        out) stops the chat's loop, which records the calls it had running (as interrupted, for
+        a signal) and the run's end; the cancel goes on once that is written (at most
+        :data:`SHUTDOWN_DRAIN_S`).
+        """
+        task = asyncio.ensure_future(running)
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            chat.cancelled = True
+            if chat.loop is None or not chat.loop.cancel(self._interrupting):
+                task.cancel()  # still being set up: nothing recorded yet
+            await asyncio.wait({task}, timeout=SHUTDOWN_DRAIN_S)
+            task.add_done_callback(_retrieve)  # what it ends with is the record's, not this request's
+            raise
 
     async def _run_chat(
         self,
@@ -636,6 +680,11 @@ class Sidecar:
         if chat.loop is not None:
             chat.loop.cancel()
         return {"cancelled": True}
+
+
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _gate_all_but(

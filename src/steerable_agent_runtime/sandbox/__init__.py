@@ -22,6 +22,7 @@ if _typing.TYPE_CHECKING:
     from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
     from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
     from ._bwrap import BubblewrapBackend
+    from ._cgroup import remove_run_cgroups
     from ._codes import SandboxErrorCode
     from ._config import (
         BACKEND_CHOICES,
@@ -68,6 +69,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "bash_tool",
     ),
     "._bwrap": ("BubblewrapBackend",),
+    "._cgroup": ("remove_run_cgroups",),
     "._codes": ("SandboxErrorCode",),
     "._config": (
         "BACKEND_CHOICES",
@@ -161,6 +163,7 @@ __all__ = [
     "guard_protected_paths",
     "known_entries_file",
     "protected_result",
+    "remove_run_cgroups",
     "run_sandboxed",
     "seatbelt_profile",
     "select_backend",

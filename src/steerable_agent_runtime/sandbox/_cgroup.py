@@ -6,8 +6,9 @@ controllers are writable: ``pids`` (root only) at ``max_processes`` and ``memory
 can write the parent) at ``memory_bytes`` for the whole tree, tmpfs and swap included. cgroup v1
 has one directory per hierarchy; cgroup v2 one directory for the controllers in the parent's
 ``cgroup.subtree_control``. New cgroups are children of this process's own; emptied ones are
-pooled while clean (no process counted, no memory charged), the rest removed, and what a killed
-sidecar left is swept by the next one.
+pooled while clean (no process counted, no memory charged), the rest removed; every one this
+process made is removed when it exits (:func:`remove_run_cgroups`: at exit, and before a
+signal's exit), and what a killed sidecar left is swept by the next one.
 
 The limit files, the OOM reporting, the cost of joining and the pool's rules: ``docs/sandbox.md``,
 "Starting a command" (limits in detail); what holds without a writable controller: its "Known gaps".
@@ -36,6 +37,7 @@ __all__ = [
     "cgroup_parents",
     "find_cgroup_parents",
     "pids_cgroup_parent",
+    "remove_run_cgroups",
     "sweep_stale",
 ]
 
@@ -53,6 +55,9 @@ _counter = itertools.count()
 _PoolKey = tuple[tuple[Path, frozenset[str]], ...]  # (parent, controllers used) per directory
 _pool: dict[_PoolKey, list[RunCgroup]] = {}
 _pool_lock = threading.Lock()
+_made: set[RunCgroup] = set()  # every run cgroup this process made and has not removed (pooled or not)
+_made_at_exit: list[bool] = []  # [True] once remove_run_cgroups is registered with atexit
+_REMOVE_S: Final = 1.0  # remove_run_cgroups' patience, then what is still busy is left to the sweep
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,8 +470,7 @@ class RunCgroup:
         except OSError as exc:
             logger.warning("cannot prepare the cgroups %s: %s", cgroup.paths, exc)
             cgroup._close_oom_fd()
-            for run_dir in cgroup._dirs:
-                _rmdir(run_dir.path)
+            cgroup._remove()
             return None
         return cgroup
 
@@ -485,7 +489,13 @@ class RunCgroup:
                     _rmdir(made.path)
                 return None
             dirs.append(_RunDir(path, parent.version, parent.controllers & wanted))
-        return cls(key, tuple(dirs))
+        cgroup = cls(key, tuple(dirs))
+        with _pool_lock:
+            if not _made_at_exit:  # the process's first: remove them all when it exits
+                atexit.register(remove_run_cgroups)
+                _made_at_exit.append(True)
+            _made.add(cgroup)
+        return cgroup
 
     def _prepare(self, *, max_processes: int, memory_bytes: int) -> None:
         self._in_use = True
@@ -608,12 +618,17 @@ class RunCgroup:
         reap_deadline = time.monotonic() + _REAP_S
         if self._empty() and all(run_dir.clean(reap_deadline) for run_dir in self._dirs):
             with _pool_lock:
-                if not _pool:
-                    atexit.register(_drain_pool)
-                _pool.setdefault(self._key, []).append(self)
+                if self in _made:  # not removed meanwhile (the process is exiting)
+                    _pool.setdefault(self._key, []).append(self)
             return
-        for run_dir in self._dirs:  # zombies awaiting their reaper, or charged memory: remove it
-            _rmdir(run_dir.path, patience=1000)
+        self._remove(patience=1000)  # zombies awaiting their reaper, or charged memory: remove it
+
+    def _remove(self, *, patience: int = 100) -> None:
+        """Remove the run's directories (blocking) and forget them."""
+        with _pool_lock:
+            _made.discard(self)
+        for run_dir in self._dirs:
+            _rmdir(run_dir.path, patience=patience)
 
     def _close_oom_fd(self) -> None:
         if self._oom_fd is not None:
@@ -636,13 +651,36 @@ def _oom_eventfd(path: Path) -> int:
     return event
 
 
-def _drain_pool() -> None:
+def remove_run_cgroups(patience_s: float = _REMOVE_S) -> None:
+    """Remove every run cgroup this process made: pooled, being released, or with a run still in it.
+
+    What still runs in them is killed first (``SIGKILL``), then each directory is removed, killing
+    and retrying for up to ``patience_s`` seconds in all; one that is still busy then is logged and
+    left to the next steerable process's sweep. Runs at exit (``atexit``) and before a signal's
+    exit, which skips ``atexit`` (``steerable_sidecar``'s ``run_until_signalled``). Blocks.
+    """
     with _pool_lock:
-        cgroups = [cgroup for pooled in _pool.values() for cgroup in pooled]
+        cgroups = [cgroup for cgroup in _made if not cgroup._tainted]  # a thread of ours is inside one
+        _made.clear()
         _pool.clear()
+    for cgroup in cgroups:  # (their OOM eventfds close with the process)
+        cgroup.kill_all()
+    deadline = time.monotonic() + patience_s
     for cgroup in cgroups:
         for run_dir in cgroup._dirs:
-            _rmdir(run_dir.path, patience=1)
+            while True:
+                try:
+                    run_dir.path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    if time.monotonic() > deadline:
+                        logger.warning("could not remove the cgroup %s: %s", run_dir.path, exc)
+                        break
+                    with contextlib.suppress(OSError, ValueError):
+                        _kill_listed(run_dir.procs_file)
+                    time.sleep(0.005)
 
 
 def _rmdir(path: Path, *, patience: int = 100) -> None:
