@@ -471,6 +471,49 @@ async def test_a_users_own_head_file_is_no_way_in_either_safe_2(
     assert not marker.exists()
 
 
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_a_git_directory_assembled_over_two_calls_is_no_way_in_safe_2(
+    backend: str, workspace: Path, marker: Path, tmp_path: Path
+) -> None:
+    # SAFE-2 (third attack round, break 1): call 1 writes HEAD and config in an ordinary folder (no git
+    # directory yet), call 2 renames two old folders in as objects/ and refs/; the marker moved last
+    # is moved aside, and nothing is deleted
+    env = host_env(tmp_path)
+    tool = tool_for(workspace, backend)
+    first = await tool.handler(
+        command="mkdir -p stage x y && printf 'ref: refs/heads/main\\n' > stage/HEAD && printf '[core]\\n"
+        "\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = ..\\n"
+        f"\\tfsmonitor = touch {marker}; false\\n' > stage/config && echo k > x/keep && echo k > y/keep"
+    )
+    assert first.success, first.error
+    time.sleep(0.05)
+    second = await tool.handler(command="mv x stage/objects && mv y stage/refs; echo done")
+    assert second.data is not None and second.data.get("protectedReverted") == ["stage/refs"], second.error
+    moved = [p.name for p in (workspace / "stage").iterdir() if p.name.startswith("refs.steerable-moved-")]
+    assert len(moved) == 1 and (workspace / "stage" / moved[0] / "keep").read_text() == "k\n"
+    git(workspace / "stage", "status", env=env)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("backend", LINUX_BACKENDS)
+async def test_the_users_own_objects_at_the_root_are_never_deleted_safe_2(
+    backend: str, workspace: Path, tmp_path: Path
+) -> None:
+    # SAFE-2 (third attack round, break 2): the workspace root holds the user's objects/ and refs/; a
+    # command adds a file to objects/ and writes HEAD: only the HEAD it wrote goes
+    for name in ("objects", "refs"):
+        (workspace / name).mkdir()
+        (workspace / name / "mine.txt").write_text("the user's\n")
+    time.sleep(0.05)
+    result = await tool_for(workspace, backend).handler(
+        command="echo built > objects/new.obj; echo 'ref: refs/heads/main' > HEAD; echo done"
+    )
+    assert result.data is not None and result.data.get("protectedReverted") == ["HEAD"], result.error
+    assert (workspace / "objects" / "mine.txt").read_text() == "the user's\n"
+    assert (workspace / "objects" / "new.obj").read_text() == "built\n"
+    assert (workspace / "refs" / "mine.txt").is_file() and not (workspace / "HEAD").exists()
+
+
 async def test_a_worktree_workspace_follows_its_repositorys_config_safe_2(tmp_path: Path) -> None:
     # SAFE-2: a linked worktree's .git is a file; the hooks folder the main repository's config names
     # is protected there too (the attack review's break 2a)

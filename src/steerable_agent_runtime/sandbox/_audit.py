@@ -31,9 +31,7 @@ from ._protect import (
     find_protected,
     match_spec,
 )
-
-_ALL_FRESH_MAX: Final = 10_000
-"""Entries :meth:`_Revert.unmade_git_dir` looks through per marker before it leaves the marker be."""
+from ._unmake import ALL_FRESH_MAX, all_fresh, unmake_git_dir
 
 __all__ = [
     "MAX_ENTRIES",
@@ -171,6 +169,7 @@ class _Revert:
     rule: ProtectedRule
     until: int | None = None
     anchor: str = ""  # the protected entry being put back
+    root_made_git: bool = False  # the workspace root became a git directory during the run (_unmake)
     outcome: AuditOutcome = field(default_factory=AuditOutcome)
 
     def at(self, item: Found) -> None:
@@ -327,41 +326,6 @@ class _Revert:
     def fresh(self, info: os.stat_result) -> bool:
         """Did the run change ``info``'s entry (its ``ctime`` is from the start on, up to ``until``)?"""
         return info.st_ctime_ns >= self.start and (self.until is None or info.st_ctime_ns <= self.until)
-
-    def unmade_git_dir(self, dir_fd: int, name: str, rel: str) -> None:
-        """An ordinary folder a command made a git directory: what made it one goes, the user's stays.
-
-        Its ``HEAD`` when the run changed it (without it git takes the folder for none); else (a
-        ``HEAD`` of the user's) each of ``objects``, ``refs`` and ``commondir`` the run made, with
-        everything in it changed during the run. A marker holding an older entry stays.
-        """
-        now = _lstat(dir_fd, name)
-        if now is None or not stat.S_ISDIR(now.st_mode):
-            return
-        with _opened(dir_fd, name) as fd:
-            head = _lstat(fd, "HEAD")
-            if head is None or self.volatile(fd, "HEAD", f"{rel}/HEAD"):
-                return
-            if self.fresh(head):
-                self.remove(fd, "HEAD", head, None, f"{rel}/HEAD")
-                return
-            for marker in ("objects", "refs", "commondir"):
-                info = _lstat(fd, marker)
-                if info is not None and self._all_fresh(fd, marker, info, [_ALL_FRESH_MAX]):
-                    self.remove(fd, marker, info, None, f"{rel}/{marker}")
-
-    def _all_fresh(self, dir_fd: int, name: str, info: os.stat_result, budget: list[int]) -> bool:
-        budget[0] -= 1
-        if budget[0] < 0 or not self.fresh(info):
-            return False
-        if not stat.S_ISDIR(info.st_mode):
-            return True
-        with _opened(dir_fd, name) as fd:
-            for child in os.listdir(fd):
-                sub = _lstat(fd, child)
-                if sub is not None and not self._all_fresh(fd, child, sub, budget):
-                    return False
-        return True
 
     def changed_since_start(self, dir_fd: int, name: str, spec: Spec, rel: str) -> None:
         """An entry a capped scan had not reached (:meth:`ProtectedAudit._unreached`): what changed goes.
@@ -634,6 +598,7 @@ class ProtectedAudit:
                             self._remove_new(root_fd, item, revert, True)
                     except OSError:
                         revert.failed(item.rel)
+            _unmake_root(root_fd, revert)
         finally:
             os.close(root_fd)
         revert.outcome.reverted.sort()
@@ -717,12 +682,14 @@ class ProtectedAudit:
         fd = _open_dirs(root_fd, dirs)
         if fd is not None:
             try:
-                if item.rule is GIT_DIR_RULE:  # an ordinary folder made a repository: its new HEAD goes
-                    # (at the workspace root the entries are HEAD, config... themselves: what is new goes)
-                    if item.spec is None:  # the workspace root: its entries are HEAD, config... themselves
-                        revert.changed_since_start(fd, name, None, item.rel)
-                    else:
-                        revert.unmade_git_dir(fd, name, item.rel)
+                if item.rule is GIT_DIR_RULE and item.spec is None:  # the root's HEAD, config, hooks...
+                    revert.root_made_git = True  # what made the root one: after every entry (_unmake)
+                    info = _lstat(fd, name)
+                    if info is not None and all_fresh(revert, fd, name, info, [ALL_FRESH_MAX]):
+                        revert.remove(fd, name, info, None, item.rel)  # wholly the run's (none of the user's)
+                elif item.rule is GIT_DIR_RULE:  # an ordinary folder made a repository
+                    with _opened(fd, name) as folder_fd:
+                        unmake_git_dir(revert, folder_fd, item.rel)
                 elif unreached:
                     revert.changed_since_start(fd, name, item.spec, item.rel)
                 else:
@@ -763,6 +730,17 @@ def remove_appeared_since(
                     ProtectedAudit._remove_new(root_fd, item, revert, True)
                 except OSError:
                     revert.failed(item.rel)
+        _unmake_root(root_fd, revert)
     finally:
         os.close(root_fd)
     return sorted(revert.outcome.reverted)
+
+
+def _unmake_root(root_fd: int, revert: _Revert) -> None:
+    """The workspace root became a git directory during the run: make it none (``_unmake``)."""
+    if revert.root_made_git:
+        revert.rule = GIT_DIR_RULE
+        try:
+            unmake_git_dir(revert, root_fd, "")
+        except OSError:
+            revert.failed("HEAD")
