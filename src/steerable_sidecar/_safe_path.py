@@ -5,9 +5,10 @@ A host may start ``steerable`` in the workspace with an empty or relative ``PYTH
 turns into the current directory or a folder in it: a ``json.py`` the model wrote there would run
 in this process, which holds the API key. Imported first by the package, this drops such entries
 (but the one holding steerable itself, in its own checkout) for everything imported after it, and
-says so on stderr; once the workspace is known (``boot_tools``), :func:`drop_entries_inside` drops
-those naming it or a folder in it too (an absolute ``PYTHONPATH`` entry, steerable started
-elsewhere). What the console script imported before (``re``, ``typing``) cannot be helped: hosts
+says so on stderr. Those naming the workspace the command line gives (``-w``, ``--workspace``,
+``--cwd``: :func:`named_workspace`) go too, before ``argparse`` loads; once the workspace is known
+(``boot_tools``), :func:`drop_entries_inside` drops every entry naming it or a folder in it (an
+absolute ``PYTHONPATH`` entry or a ``.pth`` file, steerable started elsewhere). What the console script imported before (``re``, ``typing``) cannot be helped: hosts
 must not pass such entries. An embedder's process (not the ``steerable`` command nor
 ``python -m steerable_sidecar``) is left alone.
 """
@@ -86,5 +87,30 @@ def _drop(dropped: list[str], why: str) -> None:
     )
 
 
-if os.path.basename(sys.argv[0] if sys.argv else "") == "steerable":
+def named_workspace(argv: list[str]) -> str | None:
+    """The workspace the command line names (``-w X``, ``-wX``, ``--workspace[=]X``, ``--cwd[=]X``).
+
+    Read before ``argparse`` runs (it is one of the modules a planted file would replace); the last
+    one wins, as with ``argparse``. ``None`` when none is given.
+    """
+    found = None
+    for at, word in enumerate(argv):
+        if word == "--":
+            break
+        for flag in ("--workspace", "--cwd"):
+            if word.startswith(flag + "="):
+                found = word[len(flag) + 1 :]
+        if word in ("-w", "--workspace", "--cwd") and at + 1 < len(argv):
+            found = argv[at + 1]
+        elif word.startswith("-w") and not word.startswith("--") and len(word) > 2:
+            found = word[2:]
+    return found
+
+
+_first = sys.argv[0] if sys.argv else ""
+if os.path.basename(_first) == "steerable":
     _drop(workspace_entries(), "name the current directory")
+if (os.path.basename(_first) == "steerable" or _first == "-m") and (
+    _named := named_workspace(sys.argv[1:])
+) is not None:  # python -m steerable_sidecar: its __main__ drops the current directory itself
+    _drop(workspace_entries(_named), "name the workspace")  # before argparse and the rest load

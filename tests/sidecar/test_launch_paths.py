@@ -209,14 +209,14 @@ def test_the_steerable_command_drops_a_pythonpath_entry_inside_its_directory_saf
 def test_the_steerable_command_drops_an_absolute_entry_into_its_workspace_safe_1(
     tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
-    # SAFE-1: started elsewhere with PYTHONPATH=<workspace>/lib (second attack round's open item):
-    # what steerable imports once it knows its workspace (the web tools' HTTP stack, here) never
-    # comes from it
+    # SAFE-1: started elsewhere with PYTHONPATH=<workspace>/lib (second attack round's open item): what
+    # steerable imports once its package loads (argparse; third round, break 9) and once it knows its
+    # workspace (the web tools' HTTP stack) never comes from it
     markers = tmp_path / "markers"
     markers.mkdir()
     workspace, elsewhere = tmp_path / "ws", tmp_path / "elsewhere"
     elsewhere.mkdir()
-    for name in ("httpx", "markdownify", "charset_normalizer"):
+    for name in ("argparse", "httpx", "markdownify", "charset_normalizer"):  # argparse: before boot
         (workspace / "lib").mkdir(parents=True, exist_ok=True)
         code = f"open({str(markers / name)!r}, 'w').close()\nraise SystemExit('planted {name} ran')\n"
         (workspace / "lib" / f"{name}.py").write_text(code)
