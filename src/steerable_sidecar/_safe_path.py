@@ -8,9 +8,10 @@ in this process, which holds the API key. Imported first by the package, this dr
 says so on stderr. Those naming the workspace the command line gives (``-w``, ``--workspace``,
 ``--cwd``: :func:`named_workspace`) go too, before ``argparse`` loads; once the workspace is known
 (``boot_tools``), :func:`drop_entries_inside` drops every entry naming it or a folder in it (an
-absolute ``PYTHONPATH`` entry or a ``.pth`` file, steerable started elsewhere). What the console script imported before (``re``, ``typing``) cannot be helped: hosts
-must not pass such entries. An embedder's process (not the ``steerable`` command nor
-``python -m steerable_sidecar``) is left alone.
+absolute ``PYTHONPATH`` entry or a ``.pth`` file, steerable started elsewhere). What the console
+script imported before (``re``, ``typing``) cannot be helped: hosts must not pass such entries. An
+embedder's process (not the ``steerable`` command nor ``python -m steerable_sidecar``) is left
+alone.
 """
 
 import os
