@@ -143,8 +143,8 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
     EnvVar(
         name=CROSS_PROCESS_LOCK_ENV,
         area="Workspace",
-        summary="Hold an `flock` on each changed file's directory from the version check to the rename, "
-        "so two processes never lose a write. 0 for filesystems without locks.",
+        summary="Hold an `flock` on each changed file (its own inode) from the version check to the "
+        "rename, so two processes never lose a write. 0 for filesystems without locks.",
         kind="flag",
         default="1",
     ),

@@ -581,7 +581,7 @@ async def test_a_write_without_the_lock_still_works_when_turned_off_file_12(tmp_
 
 async def test_sessions_on_nested_workspace_roots_share_the_lock_file_12(tmp_path):
     # A session on the repository and another on a sub-folder of it write the same file: the lock is on
-    # the file's directory, the same for both, whatever root each was given.
+    # the file's own inode, the same for both, whatever root each was given.
     sub = tmp_path / "pkg"
     sub.mkdir()
     (sub / "big.txt").write_text(counter_file(240_000))

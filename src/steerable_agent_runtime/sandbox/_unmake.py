@@ -19,14 +19,11 @@ from __future__ import annotations
 import os
 import secrets
 import stat
-from typing import TYPE_CHECKING, Final
+from typing import Final, Protocol
 
 from .._protected import GIT_MARKERS, is_git_directory
 
-if TYPE_CHECKING:
-    from ._audit import _Revert
-
-__all__ = ["ALL_FRESH_MAX", "MOVED_SUFFIX", "all_fresh", "unmake_git_dir"]
+__all__ = ["ALL_FRESH_MAX", "MOVED_SUFFIX", "Reverting", "all_fresh", "unmake_git_dir"]
 
 MOVED_SUFFIX: Final = ".steerable-moved"
 """What a marker moved aside is renamed to: ``objects`` -> ``objects.steerable-moved-1a2b3c4d``."""
@@ -36,7 +33,20 @@ ALL_FRESH_MAX: Final = 10_000
 """Entries one marker's walk looks through before it counts the marker as not wholly the run's."""
 
 
-def unmake_git_dir(revert: _Revert, folder_fd: int, rel: str) -> None:
+class Reverting(Protocol):
+    """What this needs of the audit's revert pass (``_audit._Revert``)."""
+
+    def fresh(self, info: os.stat_result) -> bool:
+        """Did the run change the entry ``info`` describes?"""
+
+    def remove(self, dir_fd: int, name: str, now: os.stat_result, spec: None, rel: str) -> None:
+        """Remove ``name`` whole, reporting ``rel``."""
+
+    def done(self, rel: str) -> None:
+        """Report ``rel`` put back."""
+
+
+def unmake_git_dir(revert: Reverting, folder_fd: int, rel: str) -> None:
     """Make the folder open at ``folder_fd`` (``rel``: its path, ``""`` for the root) no git directory.
 
     Raises:
@@ -60,7 +70,7 @@ def unmake_git_dir(revert: _Revert, folder_fd: int, rel: str) -> None:
     revert.done(prefix + newest)
 
 
-def all_fresh(revert: _Revert, dir_fd: int, name: str, info: os.stat_result, budget: list[int]) -> bool:
+def all_fresh(revert: Reverting, dir_fd: int, name: str, info: os.stat_result, budget: list[int]) -> bool:
     """Did the run change ``name`` and everything in it (never following links)?"""
     budget[0] -= 1
     if budget[0] < 0 or not revert.fresh(info):

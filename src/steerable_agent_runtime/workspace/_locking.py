@@ -3,11 +3,12 @@
 ``Workspace.locked`` takes, for each file a call writes, this process's lock (an ``asyncio.Lock``
 per path, granted in arrival order) and then every steerable process's (``_flock.PathLocks``, an
 ``flock`` on the file's own inode). A lock another process holds is waited for by a daemon thread
-blocked in ``flock`` (no polling: the kernel wakes it when the holder lets go); at most
-:data:`IN_FLIGHT` operations hold handles at once, so the descriptors stay bounded whatever the
-number of calls in flight. A wait past the deadline says "busy" when this process's own calls held
-the files, and names the other process otherwise. The long form: docs/file-tools.md, "The
-cross-process lock".
+blocked in ``flock`` (no polling: the kernel wakes it when the holder lets go), one per inode:
+a later wait on that inode follows it, so a holder that never lets go costs one thread and one
+handle however many waits time out. At most :data:`IN_FLIGHT` operations hold handles at once,
+so the descriptors stay bounded whatever the number of calls in flight. A wait past the deadline
+says "busy" when this process's own calls held the files, and names the other process otherwise.
+The long form: docs/file-tools.md, "The cross-process lock".
 """
 
 from __future__ import annotations
@@ -110,8 +111,9 @@ class ProcessLocks:
         try:
             while not locks.try_acquire(paths, held):
                 info = os.fstat(held.fds[held.taken])  # before a wait given up hands it to its thread
-                if not await _wait(held, deadline - loop.time()):
-                    holder = await asyncio.to_thread(lock_holder, (info.st_dev, info.st_ino))
+                inode = (info.st_dev, info.st_ino)
+                if not await _wait(held, inode, deadline - loop.time()):
+                    holder = await asyncio.to_thread(lock_holder, inode)
                     if holder is not None and holder[0] == os.getpid():
                         raise busy_error(names, timeout_s)
                     raise locked_error(names, timeout_s, holder)
@@ -132,15 +134,30 @@ async def _within(
         raise busy_error(names, timeout_s) from None
 
 
-async def _wait(held: LockHeld, remaining: float) -> bool:
-    """Block in a daemon thread until ``held``'s next lock is taken; ``False`` after ``remaining`` s.
+_waiters: dict[tuple[int, int], _Waiter] = {}
+"""The thread blocked in ``flock`` on each inode, in this process (at most one: later waits follow it)."""
+_waiters_gate = threading.Lock()
 
-    A wait given up (the deadline, or a cancel) leaves its handle to the thread, which closes it
-    once it gets the lock: the lock is never kept.
+
+async def _wait(held: LockHeld, inode: tuple[int, int], remaining: float) -> bool:
+    """Wait in a daemon thread for ``held``'s next lock (on ``inode``); ``False`` after ``remaining`` s.
+
+    ``True`` once it is taken (``held.taken`` moves on), or once the thread another wait of this
+    process started on ``inode`` is done: at most one thread (and one handle) waits per inode, so a
+    holder that never lets go (a stopped process) costs one, however many waits time out; the caller
+    tries again. A wait given up (the deadline, or a cancel) leaves its handle to the thread, which
+    closes it once it gets the lock: the lock is never kept.
     """
     if remaining <= 0:
         return False
-    waiter = _Waiter(held.fds[held.taken], asyncio.get_running_loop())
+    loop = asyncio.get_running_loop()
+    with _waiters_gate:
+        waiter = _waiters.get(inode)
+        ahead = waiter is not None
+        if waiter is None:
+            waiter = _waiters[inode] = _Waiter(held.fds[held.taken], inode, loop)
+    if ahead:
+        return await waiter.follow(loop, remaining)
     threading.Thread(target=waiter.run, name="steerable-lock-wait", daemon=True).start()
     try:
         await asyncio.wait_for(asyncio.shield(waiter.done), remaining)
@@ -158,15 +175,20 @@ async def _wait(held: LockHeld, remaining: float) -> bool:
 
 
 class _Waiter:
-    """One blocking ``flock`` in its own thread, handed back to the loop (or abandoned)."""
+    """One blocking ``flock`` in its own thread, handed back to the loop (or abandoned).
 
-    def __init__(self, fd: int, loop: asyncio.AbstractEventLoop) -> None:
+    Other waits on the same inode follow it (:meth:`follow`) rather than start threads of their own.
+    """
+
+    def __init__(self, fd: int, inode: tuple[int, int], loop: asyncio.AbstractEventLoop) -> None:
         self.fd = fd
+        self.inode = inode
         self.loop = loop
         self.done: asyncio.Future[OSError | None] = loop.create_future()
         self._gate = threading.Lock()
         self._abandoned = False
         self._finished = False
+        self._followers: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     def run(self) -> None:
         try:
@@ -175,12 +197,20 @@ class _Waiter:
         except OSError as exc:
             error = exc
         with self._gate:
-            if self._abandoned:
-                os.close(self.fd)  # given up: its lock goes at once
-                return
             self._finished = True
-        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            self.loop.call_soon_threadsafe(self._settle, error)
+            abandoned = self._abandoned
+            followers, self._followers = self._followers, []
+        if abandoned:
+            os.close(self.fd)  # given up: its lock goes at once
+        with _waiters_gate:
+            if _waiters.get(self.inode) is self:
+                del _waiters[self.inode]
+        for loop, future in followers:  # after the lock went: they try again
+            with contextlib.suppress(RuntimeError):  # that loop closed meanwhile
+                loop.call_soon_threadsafe(_resolve, future)
+        if not abandoned:
+            with contextlib.suppress(RuntimeError):
+                self.loop.call_soon_threadsafe(self._settle, error)
 
     def _settle(self, error: OSError | None) -> None:
         if not self.done.done():
@@ -193,3 +223,25 @@ class _Waiter:
                 return False
             self._abandoned = True
             return True
+
+    async def follow(self, loop: asyncio.AbstractEventLoop, remaining: float) -> bool:
+        """Wait up to ``remaining`` s for this thread to be done; ``False`` when it was not."""
+        future: asyncio.Future[None] = loop.create_future()
+        entry = (loop, future)
+        with self._gate:
+            if self._finished:
+                return True
+            self._followers.append(entry)
+        try:
+            await asyncio.wait_for(future, remaining)
+        except TimeoutError:
+            return False
+        finally:
+            with self._gate, contextlib.suppress(ValueError):
+                self._followers.remove(entry)
+        return True
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)

@@ -35,8 +35,10 @@ __all__ = [
     "STATE_DIR",
     "Intent",
     "JournalEntry",
+    "Pending",
     "StateDir",
     "committed_orphans",
+    "intents_held",
     "is_internal_name",
     "recover",
 ]
@@ -270,46 +272,124 @@ def _unmark(state: StateDir, name: str) -> None:
         os.rmdir(COMMITS, dir_fd=txn_fd)  # refused while another patch's marker is in it
 
 
-def committed_orphans(state: StateDir, paths: Collection[str]) -> bool:
-    """Must a committed patch be settled before an operation holding the locks of ``paths`` goes on?
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """The committed patches an operation must not go past (:func:`committed_orphans`).
 
-    So when one whose process died (or gave it up) is in the journal, or one that names one of
-    ``paths`` (display names): its writer held that path's lock until it ended, so holding it now
-    means the writer is gone and another process is settling it. Cheap when there is none (one
-    listing of an empty folder): every file operation asks, once it holds its locks
-    (``Workspace.locked``).
+    Attributes:
+        dead: Markers whose writer is gone (its intent unlocked, or already removed): recovery
+            settles them.
+        live: ``(marker, intent inode)`` of patches a live process is still applying (or settling)
+            that name one of the operation's paths: wait for their intent's lock to go.
+    """
+
+    dead: tuple[str, ...] = ()
+    live: tuple[tuple[str, tuple[int, int]], ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.dead or self.live)
+
+
+def committed_orphans(state: StateDir, paths: Collection[str], skip: Collection[str] = ()) -> Pending:
+    """The committed patches an operation holding the locks of ``paths`` must wait for, or settle.
+
+    One whose process died (or gave it up) is ``dead``, whatever it names; one a live process holds
+    is ``live`` when it names one of ``paths`` (display names): its writer held that path's lock
+    until it ended, so holding it now means the writer is gone or still adding that file (a file
+    that did not exist takes no lock). Markers in ``skip`` (recovery could not settle them), and
+    markers that are not regular files or whose intent is not one (forged: recovery prunes them),
+    count for nothing; a FIFO is never opened. Cheap when there is none (one listing of an empty
+    folder): every file operation asks, once it holds its locks (``Workspace.locked``).
     """
     txn = state.path / "txn"
     try:
-        marked = [name for name in os.listdir(txn / COMMITS) if _INTENT.fullmatch(name)]
+        marked = [n for n in os.listdir(txn / COMMITS) if _INTENT.fullmatch(n) and n not in skip]
     except OSError:  # none yet (or not a folder: recovery's walk refuses it)
-        return False
+        return _NOTHING
+    dead: list[str] = []
+    live: list[tuple[str, tuple[int, int]]] = []
     for name in marked:
-        if not _held(txn / name):
-            return True
-        try:
-            with open(txn / name, "rb") as handle:  # a symlink here is refused by recovery's walk
-                orphan = _parse(handle.read(64 * 1024 * 1024))
-        except OSError:
+        if not _regular(txn / COMMITS / name):
             continue
-        if any(entry.target in paths for entry in orphan.commit or ()):
-            return True
-    return False
+        try:
+            fd = _open_intent(txn / name)
+        except FileNotFoundError:
+            dead.append(name)  # settled, its marker not removed yet: recovery drops it
+            continue
+        except OSError:
+            dead.append(name)  # unreadable: recovery tries it once (Workspace.locked)
+            continue
+        if fd is None:
+            continue
+        try:
+            info = os.fstat(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except OSError:  # held: its writer (or a process settling it) is alive
+                raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
+                if any(entry.target in paths for entry in _parse(raw).commit or ()):
+                    live.append((name, (info.st_dev, info.st_ino)))
+            else:
+                dead.append(name)
+        finally:
+            os.close(fd)
+    return Pending(tuple(dead), tuple(live)) if dead or live else _NOTHING
 
 
-def _held(intent: Path) -> bool:
-    """Is ``intent`` locked by its writer (alive)? A missing one is not."""
+_NOTHING: Final = Pending()
+
+
+def _regular(path: Path) -> bool:
+    """Is ``path`` itself a regular file (not a link, a folder, a FIFO), and there?"""
     try:
-        fd = os.open(intent, _FILE_FLAGS)
+        return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError:
-        return True
-    finally:
+
+
+def _open_intent(intent: Path) -> int | None:
+    """A read handle on ``intent`` when it is a regular file, ``None`` when it is anything else.
+
+    Checked before it is opened (a FIFO is never opened), and opened without following a link or
+    waiting (a FIFO swapped in meanwhile is refused by its ``fstat``).
+
+    Raises:
+        OSError: ``FileNotFoundError`` when it is gone; any other when it cannot be opened.
+    """
+    mode = os.lstat(intent).st_mode
+    if not stat.S_ISREG(mode):
+        return None
+    fd = os.open(intent, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-    return False
+        return None
+    return fd
+
+
+def intents_held(state: StateDir, live: Collection[tuple[str, tuple[int, int]]]) -> bool:
+    """Is every intent of ``live`` (:attr:`Pending.live`) still in the journal, and locked?
+
+    The cheap re-check while a write waits for live patches: three system calls per intent.
+    """
+    txn = state.path / "txn"
+    for name, inode in live:
+        try:
+            fd = _open_intent(txn / name)
+        except OSError:
+            return False
+        if fd is None:
+            return False
+        try:
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) != inode:
+                return False
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except OSError:
+            continue  # still held
+        finally:
+            os.close(fd)
+        return False
+    return True
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -426,11 +506,9 @@ def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[st
                     said.append(line)
                     logger.warning("steerable: %s", line)
             with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-                for name in _marks(state):  # its patch settled (or never there): the marker goes
-                    try:
-                        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                    except FileNotFoundError:
-                        _unmark(state, name)
+                for name in _marks(state):  # its patch settled (or never there, or forged): it goes
+                    if not (_regular_at(dir_fd, name) and _regular_at(dir_fd, f"{COMMITS}/{name}")):
+                        _prune(state, name)
             return said
     except FileNotFoundError:
         return []
@@ -439,6 +517,27 @@ def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[st
 def _marks(state: StateDir) -> list[str]:
     with state.directory("txn", COMMITS, create=False) as dir_fd:
         return [name for name in os.listdir(dir_fd) if _INTENT.fullmatch(name)]
+
+
+def _regular_at(dir_fd: int, name: str) -> bool:
+    """Is ``name`` (under ``dir_fd``) a regular file itself, not a link, a folder or a FIFO?"""
+    try:
+        return stat.S_ISREG(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _prune(state: StateDir, name: str) -> None:
+    """Remove a marker whose patch is settled, or a forged one (a folder only when empty)."""
+    try:
+        _unmark(state, name)
+    except IsADirectoryError:
+        with contextlib.suppress(OSError), state.directory("txn", COMMITS, create=False) as dir_fd:
+            os.rmdir(name, dir_fd=dir_fd)
+        with contextlib.suppress(OSError), state.directory("txn", create=False) as txn_fd:
+            os.rmdir(COMMITS, dir_fd=txn_fd)
+    except (OSError, WorkspaceError) as exc:  # a forged one recovery cannot remove: ignored anyway
+        logger.debug("steerable: could not remove the commit marker %s: %s", name, exc)
 
 
 def _sweep_unpublished(dir_fd: int, name: str) -> None:

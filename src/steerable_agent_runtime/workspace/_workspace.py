@@ -44,13 +44,13 @@ from ._disk import (
     replace_temp,
     write_temp,
 )
-from ._flock import LOCK_TIMEOUT_S, PathLocks, busy_error
+from ._flock import LOCK_TIMEOUT_S, PathLocks, busy_error, lock_holder, locked_error
 from ._locking import ProcessLocks, uncancelled
 from ._paths import WorkspaceRoot
 from ._rg import GREP_TIME_BUDGET_S, SearchEngine
 from ._state import ReadFileState
 from ._text import DecodedText, count_lines, decode_file, encode_text, version_of
-from ._txn import Intent, StateDir, committed_orphans, recover
+from ._txn import Intent, Pending, StateDir, committed_orphans, intents_held, recover
 
 if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost)
     from ._edit import Edit
@@ -66,6 +66,8 @@ DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """Largest file the tools load, in bytes (64 MiB); larger files are refused, never truncated."""
 
 _PARALLEL_HASH_BYTES: Final = 1024 * 1024
+_FIRST_RECHECK_S: Final = 0.001
+_MAX_RECHECK_S: Final = 0.05
 
 
 _VERSION = re.compile("[0-9a-f]{64}")
@@ -146,6 +148,7 @@ class Workspace:
         self.journal = StateDir(self.root.path)
         self.cross_process = PathLocks(timeout_s=lock_timeout_s) if cross_process_lock else None
         self._own = ProcessLocks()
+        self._unsettled: set[str] = set()  # commit markers recovery left in place: tried once, ignored
         # steerable's own interpreter and package, where they lie inside the workspace (a .venv)
         self._runtime = [
             Path(r)
@@ -189,17 +192,49 @@ class Workspace:
             locks = self.cross_process
             while True:
                 held = await self._own.cross_process(locks, unique, names, deadline, self.lock_timeout_s)
-                if not committed_orphans(self.journal, names):
+                pending = committed_orphans(self.journal, names, self._unsettled)
+                if not pending:
                     break
-                # a patch whose process died between its renames: finish it first, or this call would
-                # read (and keep) its half-applied files (issue 28); its targets' locks are taken anew
+                # a committed patch not yet whole: finish it first when its process died between its
+                # renames, else wait for the process applying it, or this call would read (and keep)
+                # its half-applied files (issue 28); the locks are taken anew after
                 held.release()
-                if not await asyncio.to_thread(self._settle_orphans) and loop.time() < deadline:
-                    await asyncio.sleep(0.01)  # another process is settling it
-                if loop.time() >= deadline:
-                    raise busy_error(names, self.lock_timeout_s)
+                if pending.dead:
+                    await self._settle(pending.dead)
+                else:
+                    await self._await_live(pending, names, deadline)
             stack.callback(held.release)
             yield held.absent
+
+    async def _await_live(self, pending: Pending, names: Sequence[str], deadline: float) -> None:
+        """Wait for live processes to end patches that name one of ``names`` (re-checked cheaply).
+
+        Raises:
+            WorkspaceError: ``file_locked`` past the deadline, naming the process that holds the
+                patch's intent (a lock wait's refusal), or "busy" when it is this process.
+        """
+        loop = asyncio.get_running_loop()
+        wait = _FIRST_RECHECK_S
+        while intents_held(self.journal, pending.live):
+            if loop.time() >= deadline:
+                holder = await asyncio.to_thread(lock_holder, pending.live[0][1])
+                if holder is not None and holder[0] == os.getpid():
+                    raise busy_error(names, self.lock_timeout_s)
+                raise locked_error(names, self.lock_timeout_s, holder)
+            await asyncio.sleep(min(wait, deadline - loop.time()))
+            wait = min(wait * 2, _MAX_RECHECK_S)
+
+    async def _settle(self, dead: Sequence[str]) -> None:
+        """Run recovery for the ``dead`` markers once; one it leaves is ignored from then on."""
+        for name in await asyncio.to_thread(self._settle_orphans, dead):
+            if name not in self._unsettled:
+                self._unsettled.add(name)
+                logger.warning(
+                    "steerable: could not settle the interrupted patch %s in %s (its process is gone); "
+                    "this process goes on without it, and the next start tries again",
+                    name,
+                    self.journal.path / "txn",
+                )
 
     async def settle_interrupted(self) -> None:
         """Before a read: finish a patch whose process died between its renames (issue 28).
@@ -207,20 +242,21 @@ class Workspace:
         One listing of an empty folder when there is none; read tools call it so no running process
         shows (or builds on) a half-applied patch until its next start.
         """
-        if self.cross_process is not None and committed_orphans(self.journal, ()):
-            await asyncio.to_thread(self._settle_orphans)
+        if self.cross_process is not None:
+            pending = committed_orphans(self.journal, (), self._unsettled)
+            if pending.dead:
+                await self._settle(pending.dead)
 
-    def _settle_orphans(self) -> bool:
-        """Run recovery now (blocking); ``True`` when it settled something."""
+    def _settle_orphans(self, dead: Sequence[str]) -> list[str]:
+        """Run recovery now (blocking); return the markers of ``dead`` it left in place."""
         try:
-            settled = recover(self.journal, _Recovery(self), self.cross_process)
+            self.recovered.extend(recover(self.journal, _Recovery(self), self.cross_process))
         except (OSError, WorkspaceError) as exc:
             logger.warning(
                 "steerable: could not settle an interrupted patch in %s: %s", self.journal.path, exc
             )
-            return False
-        self.recovered.extend(settled)
-        return bool(settled)
+        left = committed_orphans(self.journal, (), self._unsettled).dead
+        return [name for name in dead if name in left]
 
     async def load(self, real: Path, display: str) -> bytes | None:
         """Read a file off the event loop; ``None`` when it does not exist."""
