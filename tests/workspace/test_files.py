@@ -1,11 +1,14 @@
 """Byte-faithful reads and writes: encodings, line endings, BOM, modes, atomicity (FILE-11)."""
 
+import ctypes
+import dataclasses
 import os
 import stat
 
 import pytest
 
 from steerable_agent_runtime import Workspace, WorkspaceError, version_of
+from steerable_agent_runtime.workspace import _rename
 
 
 async def test_read_reports_lines_and_style(session):
@@ -106,7 +109,14 @@ async def test_failed_write_leaves_the_original_intact_file_11(session, monkeypa
     def broken_replace(src, dst, **kwargs):
         raise OSError(28, "No space left on device")
 
+    def broken_renameat(*args):
+        ctypes.set_errno(28)
+        return -1
+
     monkeypatch.setattr(os, "replace", broken_replace)
+    calls = _rename._calls()
+    if calls is not None:  # on Linux the rename is renameat, right after the last look (FILE-12)
+        monkeypatch.setattr(_rename, "_calls", lambda: dataclasses.replace(calls, renameat=broken_renameat))
     result = await session("write_file", path="a.txt", content="new\n")
     assert result.to_wire() == {
         "success": False,

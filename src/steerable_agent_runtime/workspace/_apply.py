@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from ._disk import (
 )
 from ._levels import loosest_level
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
+from ._rename import Identity
 from ._text import decode_file, encode_text, version_of
 from ._txn import Intent, JournalEntry
 from ._workspace import Workspace, uncancelled
@@ -254,21 +255,31 @@ def _rename_all(
     temps: dict[Path, str],
     done: list[Path],
     new: Collection[Path] = (),
+    seen: Mapping[Path, Identity | None] | None = None,
 ) -> None:
     """Phase 2: every rename (or unlink) in plan order, then one fsync per directory.
 
     A file in ``new`` (one the patch adds) must not exist: a file made there meanwhile is not
-    replaced (``create_from_temp``), and the patch is undone.
+    replaced (``create_from_temp``), and the patch is undone. A file in ``seen`` is replaced or
+    deleted only if it still has the identity its check vouched for, looked at right before its own
+    rename (an editor may save it while the earlier files are renamed); otherwise the patch is undone.
     """
     root = ws.root.path
+    seen = seen or {}
     for real, data in contents.items():
         display = ws.root.display(real)
         with _naming(display):
             if data is None:
-                remove_file(real, root=root, display=display)
+                remove_file(real, root=root, display=display, seen=seen.get(real))
             else:
                 replace_temp(
-                    real, temps.pop(real), root=root, display=display, sync=False, create=real in new
+                    real,
+                    temps.pop(real),
+                    root=root,
+                    display=display,
+                    seen=seen.get(real),
+                    sync=False,
+                    create=real in new,
                 )
         done.append(real)
     for directory in dict.fromkeys(real.parent for real in contents):
@@ -299,8 +310,12 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
     done: list[Path] = []
     try:
         _stage(ws, intent, plan.final, plan.modes, created, temps)
-        for real in plan.final:  # nothing changed under us (an editor, a command) since the plan
-            check_unchanged(real, root=root, guard=WriteGuard(plan.snapshots[real], ws.root.display(real)))
+        seen = {  # nothing changed under us (an editor, a command) since the plan
+            real: check_unchanged(
+                real, root=root, guard=WriteGuard(plan.snapshots[real], ws.root.display(real))
+            )
+            for real in plan.final
+        }
         if len(plan.final) > 1:
             for directory in dict.fromkeys(real.parent for real in temps):
                 sync_directory(directory, root=root)  # the temp files' names are durable too
@@ -308,7 +323,7 @@ def _commit_in(ws: Workspace, plan: _Plan, intent: Intent) -> None:
         new = {
             real for real, data in plan.final.items() if data is not None and plan.original.get(real) is None
         }
-        _rename_all(ws, plan.final, temps, done, new)
+        _rename_all(ws, plan.final, temps, done, new, seen)
     except (OSError, WorkspaceError):
         if done:  # put back what was already replaced, as a committed transaction of its own
             _roll_back(ws, plan, intent, done)

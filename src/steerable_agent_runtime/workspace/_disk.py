@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import hashlib
 import os
 import re
 import secrets
 import stat
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -26,6 +24,7 @@ from typing import Final
 
 from ..errors import WorkspaceError, WriteConflictError
 from ._codes import FileErrorCode
+from ._rename import Identity, remove_if_unchanged, rename_noreplace, replace_if_unchanged
 
 __all__ = [
     "DIR_FLAGS",
@@ -146,11 +145,11 @@ class Snapshot:
     """
 
     data: bytes | None
-    identity: tuple[int, int, int, int, int] | None
+    identity: Identity | None
     loaded_ns: int
 
 
-def _identity(info: os.stat_result) -> tuple[int, int, int, int, int]:
+def _identity(info: os.stat_result) -> Identity:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
@@ -283,7 +282,8 @@ class WriteGuard:
     Another steerable process cannot change it meanwhile (it waits for the lock); an editor or a
     command can, so the target's identity is compared with the load's, and its bytes when the identity
     changed or the file changed within 50 ms before the load (a same-tick change keeps the
-    timestamps). What remains is the time between this check and ``rename(2)``.
+    timestamps). The identity this check vouches for is looked at once more right before the rename,
+    with no other thread running in between (``_rename.replace_if_unchanged``).
 
     Attributes:
         snapshot: What the write's load saw.
@@ -293,8 +293,12 @@ class WriteGuard:
     snapshot: Snapshot
     display: str
 
-    def check(self, dir_fd: int, name: str) -> None:
+    def check(self, dir_fd: int, name: str) -> Identity | None:
         """Raise ``conflict`` unless ``name`` in ``dir_fd`` is unchanged since the load.
+
+        Returns:
+            The identity the target has now (``None``: it does not exist, as at the load), for the
+            last look right before the rename.
 
         Raises:
             WriteConflictError: ``conflict`` naming what happened.
@@ -306,12 +310,13 @@ class WriteGuard:
         before = self.snapshot
         if before.data is None:
             if info is None:
-                return
+                return None
             raise self.conflict("was created by another program while this write was being prepared")
         if info is None:
             raise self.conflict("was deleted by another program while this write was being prepared")
-        if before.identity == _identity(info) and info.st_ctime_ns < before.loaded_ns - _RECENT_NS:
-            return
+        now = _identity(info)
+        if before.identity == now and info.st_ctime_ns < before.loaded_ns - _RECENT_NS:
+            return now
         if not stat.S_ISREG(info.st_mode) or info.st_size != len(before.data):
             raise self.conflict("was changed by another program while this write was being prepared")
         try:
@@ -319,18 +324,23 @@ class WriteGuard:
         except OSError:
             raise self.conflict("was replaced by another program while this write was prepared") from None
         with os.fdopen(fd, "rb") as handle:
-            now = handle.read(len(before.data) + 1)
-        if now != before.data:
+            same = handle.read(len(before.data) + 1) == before.data
+        if not same:
             raise self.conflict("was changed by another program while this write was being prepared")
+        return now  # a change after the stat shows as a new identity at the last look
 
     def conflict(self, what: str) -> WriteConflictError:
         """The refusal, saying ``what`` happened to the file."""
-        return WriteConflictError(
-            FileErrorCode.CONFLICT,
-            f"{self.display} {what} (an editor or a command); nothing was written. "
-            "Read it again, then write with the new version",
-            data={"path": self.display},
-        )
+        return _conflict(self.display, what)
+
+
+def _conflict(display: str, what: str) -> WriteConflictError:
+    return WriteConflictError(
+        FileErrorCode.CONFLICT,
+        f"{display} {what} (an editor or a command); nothing was written. "
+        "Read it again, then write with the new version",
+        data={"path": display},
+    )
 
 
 def file_version(real: Path, *, root: Path, display: str, max_bytes: int) -> str | None:
@@ -436,6 +446,7 @@ def replace_temp(
     root: Path,
     display: str,
     guard: WriteGuard | None = None,
+    seen: Identity | None = None,
     sync: bool = True,
     create: bool = False,
 ) -> None:
@@ -447,14 +458,19 @@ def replace_temp(
         root: The workspace root.
         display: The target's display path.
         guard: Re-checked right before the rename.
+        seen: The identity an earlier check vouched for (a patch checks all its files first); the
+            target is renamed over only if it still has it. Taken from ``guard`` when there is one.
         sync: fsync the directory afterwards (a caller renaming several files does it once per directory).
         create: The target must not exist (:func:`create_from_temp`); implied by a ``guard`` that
             saw no file.
 
-    On a failure the temp file is removed.
+    The last look at an existing target and the rename run back to back, with no other thread of
+    this process between them (``_rename.replace_if_unchanged``). On a failure the temp file is
+    removed.
 
     Raises:
-        WriteConflictError: ``conflict`` from the guard, or a file made there meanwhile (``create``).
+        WriteConflictError: ``conflict`` from the guard or the last look, or a file made there
+            meanwhile (``create``).
         WorkspaceError: ``not_a_directory``, ``path_changed``.
         OSError: When the rename fails.
     """
@@ -462,9 +478,15 @@ def replace_temp(
     with _parent_dir(root, real, display) as dir_fd:
         try:
             if guard is not None:
-                guard.check(dir_fd, real.name)
+                seen = guard.check(dir_fd, real.name)
             if create:
                 create_from_temp(dir_fd, temp, real.name, display)
+            elif seen is not None:
+                outcome = replace_if_unchanged(dir_fd, temp, real.name, seen)
+                if outcome != "done":
+                    raise _conflict(
+                        display, f"was {outcome} by another program while this write was being prepared"
+                    )
             else:
                 os.replace(temp, real.name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         except BaseException:
@@ -486,7 +508,7 @@ def create_from_temp(dir_fd: int, temp: str, name: str, display: str) -> None:
         WriteConflictError: ``conflict`` when a file was made there meanwhile.
     """
     try:
-        noreplace = _renameat2()
+        noreplace = rename_noreplace()
         if noreplace is not None:
             noreplace(dir_fd, temp, name)
             return
@@ -506,50 +528,25 @@ def create_from_temp(dir_fd: int, temp: str, name: str, display: str) -> None:
     os.unlink(temp, dir_fd=dir_fd)
 
 
-@functools.cache
-def _renameat2() -> Callable[[int, str, str], None] | None:
-    """``renameat2(..., RENAME_NOREPLACE)`` from the C library (Linux, glibc 2.28+), or ``None``.
-
-    Looked up at the first creation (``ctypes`` stays out of start-up).
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        call = libc.renameat2
-    except (OSError, AttributeError):
-        return None
-    call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    call.restype = ctypes.c_int
-
-    def rename_noreplace(dir_fd: int, old: str, new: str) -> None:
-        if call(dir_fd, os.fsencode(old), dir_fd, os.fsencode(new), 1) != 0:  # 1: RENAME_NOREPLACE
-            code = ctypes.get_errno()
-            if code in (errno.ENOSYS, errno.EINVAL):  # no such call here, or this filesystem lacks it
-                os.link(old, new, src_dir_fd=dir_fd, dst_dir_fd=dir_fd, follow_symlinks=False)
-                os.unlink(old, dir_fd=dir_fd)
-                return
-            raise OSError(code, os.strerror(code))
-
-    return rename_noreplace
-
-
-def check_unchanged(real: Path, *, root: Path, guard: WriteGuard) -> None:
+def check_unchanged(real: Path, *, root: Path, guard: WriteGuard) -> Identity | None:
     """Run ``guard``'s re-check on ``real`` now (before a batch of renames).
+
+    Returns:
+        The identity it vouched for (``seen`` for :func:`replace_temp` and :func:`remove_file`), or
+        ``None`` when the file does not exist.
 
     Raises:
         WriteConflictError: ``conflict`` when it changed since its load.
     """
     try:
         with _parent_dir(root, real, guard.display) as dir_fd:
-            guard.check(dir_fd, real.name)
+            return guard.check(dir_fd, real.name)
     except FileNotFoundError:  # its directory is gone: it was deleted (or never existed)
         if guard.snapshot.data is not None:
             raise guard.conflict(
                 "was deleted by another program while this write was being prepared"
             ) from None
+        return None
 
 
 def sync_directory(directory: Path, *, root: Path) -> None:
@@ -558,7 +555,9 @@ def sync_directory(directory: Path, *, root: Path) -> None:
         os.fsync(dir_fd)
 
 
-def remove_file(real: Path, *, root: Path, display: str, sync: bool = False) -> bool:
+def remove_file(
+    real: Path, *, root: Path, display: str, sync: bool = False, seen: Identity | None = None
+) -> bool:
     """Delete a file (the name itself, never a symlink's target); a missing file is not an error.
 
     Args:
@@ -566,13 +565,28 @@ def remove_file(real: Path, *, root: Path, display: str, sync: bool = False) -> 
         root: The workspace root.
         display: Its display path.
         sync: fsync the directory afterwards.
+        seen: The identity an earlier check vouched for: the file is deleted only if it still has it
+            (looked at right before the unlink, as :func:`replace_temp` does before a rename).
 
     Returns:
         Whether there was a file to delete.
+
+    Raises:
+        WriteConflictError: ``conflict`` when ``seen`` is given and the file changed (not when it is
+            gone: there is nothing to delete).
     """
     try:
         with _parent_dir(root, real, display) as dir_fd:
-            os.unlink(real.name, dir_fd=dir_fd)
+            if seen is None:
+                os.unlink(real.name, dir_fd=dir_fd)
+            else:
+                outcome = remove_if_unchanged(dir_fd, real.name, seen)
+                if outcome == "deleted":
+                    return False
+                if outcome != "done":
+                    raise _conflict(
+                        display, "was changed by another program while this write was being prepared"
+                    )
             if sync:
                 os.fsync(dir_fd)
     except FileNotFoundError:
