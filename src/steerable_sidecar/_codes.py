@@ -29,6 +29,8 @@ class RunCodeErrorCode(StrEnum):
     PROTOCOL_ERROR = "protocol_error"
     PROTECTED_REVERTED = "protected_reverted"
     PROTECTED_SNAPSHOT_TOO_LARGE = "protected_snapshot_too_large"
+    DENY_READ_RESTORED = "deny_read_restored"
+    DENY_READ_DISPLACED = "deny_read_displaced"
 
 
 class McpErrorCode(StrEnum):

@@ -445,7 +445,8 @@ def run_code_tool(
     """Build the ``run_code`` tool for one workspace (``local`` mode: it needs consent).
 
     Protected paths (FILE-15) are guarded as for ``bash``: bound read-only where bubblewrap can, and
-    put back after the program under every backend (``data.protectedReverted``).
+    put back after the program under every backend (``data.protectedReverted``); deny-read entries
+    inside the workspace the program moved are put back too (``data.denyReadRestored``, SAFE-3).
 
     Args:
         workspace: The program's working directory; with the run's private temporary directory,
@@ -486,6 +487,7 @@ def run_code_tool(
             context: The call's context (injected; not in the schema).
         """
         from steerable_agent_runtime.sandbox import (
+            DenyReadDisplaced,
             ScanCache,
             SnapshotTooLarge,
             guard_protected_paths,
@@ -518,7 +520,7 @@ def run_code_tool(
             )
         try:
             async with guard_protected_paths(
-                root, chosen, allow=allow, cache=scans, tool="run_code"
+                root, chosen, allow=allow, cache=scans, tool="run_code", deny_read=sandbox_cfg.deny_read
             ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
                 result = await _execute(_Run(code, executor, cfg, chosen.info, context), policy, chosen)
@@ -529,7 +531,12 @@ def run_code_tool(
                 refused.error or "",
                 {**empty, **(refused.data or {})},
             )
-        return protected_result(result, guarded.outcome, "program")
+        except DenyReadDisplaced as exc:  # an earlier run moved a secret that could not be put back
+            refused = exc.result("program")
+            return _failure(
+                RunCodeErrorCode.DENY_READ_DISPLACED, refused.error or "", {**empty, **(refused.data or {})}
+            )
+        return protected_result(result, guarded.outcome, "program", moves=guarded.moves)
 
     async def _execute(run: _Run, policy: SandboxPolicy, chosen: SandboxBackend) -> ToolResult:
         proc = await spawner.spawn(

@@ -100,7 +100,7 @@ class Child:
             except queue.Empty:
                 raise AssertionError(f"no such message within {timeout_s} s; seen {self.seen}") from None
             assert line, f"stdout ended; seen {self.seen}; stderr {self.stderr.decode(errors='replace')}"
-            message = json.loads(line)
+            message: dict[str, Any] = json.loads(line)
             self.seen.append(message)
             if wanted(message):
                 return message

@@ -152,7 +152,12 @@ async def test_a_marker_recovery_cannot_settle_is_tried_once_then_ignored_file_1
     (txn / "commits" / MARKER).write_text("")
     (txn / MARKER).write_text('{"v": 1, "op": "apply_patch"}\n{"commit": [{"target": "b.txt"}]}\n')
     tries: list[int] = []
-    monkeypatch.setattr(workspace_module, "recover", lambda *args: tries.append(1) or [])
+
+    def settles_nothing(*args: Any) -> list[str]:
+        tries.append(1)
+        return []
+
+    monkeypatch.setattr(workspace_module, "recover", settles_nothing)
     caplog.set_level(logging.WARNING, logger="steerable_agent_runtime")
     started = time.monotonic()
     for n in range(5):
@@ -247,7 +252,7 @@ async def test_a_write_waiting_for_a_stopped_patch_names_its_process_file_13(tmp
     ws = Workspace(tmp_path, require_read_before_write=False, lock_timeout_s=0.5)
     patcher = _child(_PATCHER.format(root=str(tmp_path)))
     runs: list[int] = []
-    real_recover = workspace_module.recover
+    real_recover = workspace_module.recover  # type: ignore[attr-defined]
 
     def counting(*args: Any) -> list[str]:
         runs.append(1)

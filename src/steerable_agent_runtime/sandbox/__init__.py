@@ -33,6 +33,7 @@ if _typing.TYPE_CHECKING:
         BackendChoice,
         SandboxConfig,
     )
+    from ._deny_moves import DenyReadDisplaced
     from ._guard import GuardedRun, guard_protected_paths, protected_result, snapshot_too_large
     from ._inherited import InheritedBackend
     from ._landlock import LandlockBackend, detect_landlock_abi
@@ -80,6 +81,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BackendChoice",
         "SandboxConfig",
     ),
+    "._deny_moves": ("DenyReadDisplaced",),
     "._guard": (
         "GuardedRun",
         "guard_protected_paths",
@@ -138,6 +140,7 @@ __all__ = [
     "BackendChoice",
     "BubblewrapBackend",
     "CapturedOutput",
+    "DenyReadDisplaced",
     "Enforcement",
     "GuardedRun",
     "InheritedBackend",

@@ -2,7 +2,9 @@
 
 Arguments and result fields are contract (``docs/requirements.md`` CON-1): ``{command, timeout_ms?}`` in,
 ``{stdout, stderr, stdoutBytes, stderrBytes, exitCode, timedOut, durationMs, _sandbox}`` out, plus
-``protectedReverted`` / ``protectedNotReverted`` when the command changed protected paths (FILE-15).
+``protectedReverted`` / ``protectedNotReverted`` when the command changed protected paths (FILE-15),
+``denyReadRestored`` / ``denyReadNotRestored`` when it moved deny-read entries inside the workspace
+(SAFE-3).
 """
 
 from __future__ import annotations
@@ -97,6 +99,7 @@ def bash_tool(
                 expiry the command and everything it started are killed.
         """
         from ._audit import SnapshotTooLarge
+        from ._deny_moves import DenyReadDisplaced
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
         from ._protect import ScanCache, known_entries_file
 
@@ -116,13 +119,19 @@ def bash_tool(
         shell = shutil.which("bash", path=spawner.environment().get("PATH")) or "/bin/sh"
         argv = [shell, "-c", command]
         try:
-            async with guard_protected_paths(root, chosen, allow=allow, cache=scans) as guarded:
+            async with guard_protected_paths(
+                root, chosen, allow=allow, cache=scans, deny_read=cfg.deny_read
+            ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
                 run = await spawner.run(argv, policy, backend=chosen, timeout_s=timeout_ms / 1000)
         except SnapshotTooLarge:
             return snapshot_too_large("command")
-        result = _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes)
-        return protected_result(_read_only_hint(result, guarded.read_only, root), guarded.outcome, "command")
+        except DenyReadDisplaced as exc:  # an earlier run moved a secret that could not be put back
+            return exc.result("command")
+        result = _read_only_hint(
+            _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes), guarded.read_only, root
+        )
+        return protected_result(result, guarded.outcome, "command", moves=guarded.moves)
 
     network = "on" if cfg.network else "off"
     description = (

@@ -20,3 +20,5 @@ class SandboxErrorCode(StrEnum):
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"
     PROTECTED_REVERTED = "protected_reverted"
     PROTECTED_SNAPSHOT_TOO_LARGE = "protected_snapshot_too_large"
+    DENY_READ_RESTORED = "deny_read_restored"
+    DENY_READ_DISPLACED = "deny_read_displaced"

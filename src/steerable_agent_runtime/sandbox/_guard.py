@@ -2,7 +2,8 @@
 
 ``bash`` and ``run_code`` both run model-written programs with the workspace writable; both wrap the
 run in :func:`guard_protected_paths`, and turn what it reverted into the same sentence for the model
-(:func:`protected_result`).
+(:func:`protected_result`). The same seam keeps the deny-read entries inside the workspace under
+their names: what the run moved is put back before the audit runs (``_deny_moves``, SAFE-3).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from ._audit import MAX_ENTRIES, AuditOutcome, ProtectedAudit
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
 from ._codes import SandboxErrorCode
+from ._deny_moves import DenyMoves, DenyWatch, moves_result
 from ._landlock import LandlockBackend
 from ._protect import ScanCache
 
@@ -39,21 +41,32 @@ class GuardedRun:
             backend can carve out (bubblewrap); empty otherwise, or with the opt-out.
         outcome: Set when the guarded block ends normally: the audit's :class:`AuditOutcome`
             (``None`` with the opt-out).
+        moves: Set when the guarded block ends normally: the deny-read entries inside the workspace
+            the run had moved, put back (``None`` when none lies inside it).
     """
 
     read_only: tuple[Path, ...]
     outcome: AuditOutcome | None = None
+    moves: DenyMoves | None = None
 
 
 @contextlib.asynccontextmanager
 async def guard_protected_paths(
-    root: Path, backend: SandboxBackend, *, allow: bool, cache: ScanCache | None = None, tool: str = "bash"
+    root: Path,
+    backend: SandboxBackend,
+    *,
+    allow: bool,
+    cache: ScanCache | None = None,
+    tool: str = "bash",
+    deny_read: Iterable[Path] = (),
 ) -> AsyncIterator[GuardedRun]:
     """Snapshot the protected entries under ``root``; after the block, put back what changed.
 
     Run the sandboxed program inside the block (its processes must be gone when it ends). With
     ``allow`` (the opt-out) nothing is snapshotted or reverted. Blocking scans run in a thread. A
-    cancelled or failed block still has its changes put back before the exception goes on.
+    cancelled or failed block still has its changes put back before the exception goes on. Under
+    every setting, the deny-read entries inside ``root`` (and the folders on the way) the run moved
+    are renamed back first (``_deny_moves.DenyWatch``, SAFE-3).
 
     Args:
         root: The writable workspace root (resolved).
@@ -61,13 +74,37 @@ async def guard_protected_paths(
         allow: ``STEERABLE_ALLOW_PROTECTED_WRITES`` / ``--allow-protected-writes``.
         cache: Directory listings kept between calls (one per tool).
         tool: The tool's name, for the crash record (``bash``, ``run_code``).
+        deny_read: The run's deny-read set (``SandboxConfig.deny_read``).
 
     Raises:
         SnapshotTooLarge: More protected entries than :data:`MAX_ENTRIES` (nothing was run).
+        DenyReadDisplaced: An earlier run moved a deny-read entry that could not be put back
+            (nothing was run: ``DenyReadDisplaced.result``).
     """
-    if allow:
-        yield GuardedRun(())
-        return
+    deny_read = tuple(deny_read)
+    watch = await asyncio.to_thread(DenyWatch.begin, str(root), deny_read) if deny_read else None
+    try:
+        if allow:
+            guarded = GuardedRun(())
+            try:
+                yield guarded
+            except BaseException:
+                _restore_now(watch)
+                raise
+            guarded.moves = await asyncio.to_thread(watch.restore) if watch is not None else None
+            return
+        async with _audited(root, backend, cache, tool, watch) as guarded:
+            yield guarded
+    finally:
+        if watch is not None:
+            watch.close()
+
+
+@contextlib.asynccontextmanager
+async def _audited(
+    root: Path, backend: SandboxBackend, cache: ScanCache | None, tool: str, watch: DenyWatch | None
+) -> AsyncIterator[GuardedRun]:
+    """The protected-path audit around the block; the deny-read entries are put back before it."""
     # bubblewrap, and Landlock with a mount namespace, bind the protected entries read-only
     carve = isinstance(backend, BubblewrapBackend) or (
         isinstance(backend, LandlockBackend) and await asyncio.to_thread(backend.isolates)
@@ -82,16 +119,29 @@ async def guard_protected_paths(
         try:
             yield guarded
         except BaseException:
+            _restore_now(watch)
             with contextlib.suppress(OSError):
                 audit.revert()
             raise
         finally:
             if beating is not None:
                 beating.cancel()
+        if watch is not None:  # the folders back first: the audit then finds its entries where they were
+            guarded.moves = await asyncio.to_thread(watch.restore)
         guarded.outcome = await asyncio.to_thread(audit.revert)
     finally:
         if record is not None:
             record.finish()
+
+
+def _restore_now(watch: DenyWatch | None) -> None:
+    """Put back what a cancelled or failed run moved, on the spot (a cancellation may come again)."""
+    if watch is None:
+        return
+    try:
+        watch.restore()
+    except Exception as exc:  # pragma: no cover - restore catches per path; the first error goes on
+        logger.error("steerable: deny-read entries not put back after an interrupted run: %r", exc)
 
 
 async def _heartbeat(record: Intent) -> None:
@@ -155,18 +205,26 @@ def _by_rule(paths: list[str], outcome: AuditOutcome) -> str:
     return "; ".join(f"{', '.join(kept)} (rule {r.pattern}: {r.reason})" for r, kept in rules.items())
 
 
-def protected_result(result: ToolResult, outcome: AuditOutcome | None, what: str) -> ToolResult:
+def protected_result(
+    result: ToolResult, outcome: AuditOutcome | None, what: str, *, moves: DenyMoves | None = None
+) -> ToolResult:
     """``result`` as the model sees it once protected paths were put back (FILE-15).
 
     Unchanged when nothing was. Otherwise ``data.protectedReverted`` (and ``protectedNotReverted``)
     are added and the call fails with ``needsFollowup``: a success becomes ``data.code:
-    "protected_reverted"``; a failure keeps its code and gets the sentence after its error.
+    "protected_reverted"``; a failure keeps its code and gets the sentence after its error. Then
+    the deny-read entries the run moved, put back (``moves``: ``_deny_moves.moves_result``).
 
     Args:
         result: The run's own result.
         outcome: The audit's outcome (``None``: no audit ran).
         what: ``"command"`` (bash) or ``"program"`` (run_code), for the sentence.
+        moves: What :class:`DenyWatch` put back (``GuardedRun.moves``).
     """
+    return moves_result(_protected(result, outcome, what), moves, what)
+
+
+def _protected(result: ToolResult, outcome: AuditOutcome | None, what: str) -> ToolResult:
     if outcome is None or not (outcome.reverted or outcome.failed):
         return result
     data = dict(result.data or {})

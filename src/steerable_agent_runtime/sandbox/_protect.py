@@ -53,6 +53,7 @@ __all__ = [
     "SCAN_DEPTH",
     "SCAN_MAX_DIRS",
     "SKIPPED",
+    "STORE_MAX_BYTES",
     "AllBut",
     "Coverage",
     "Found",
@@ -419,15 +420,41 @@ class ScanCache:
         self._stored: frozenset[tuple[str, str]] | None = None  # what the store holds (None: not read)
 
     def load(self) -> None:
-        """Read the store into :attr:`known` once (blocking; a missing or damaged store reads as empty)."""
+        """Read the store into :attr:`known` once (blocking; a missing or damaged store reads as empty).
+
+        At most :data:`STORE_MAX_BYTES` are read: a larger store (a sparse file of gigabytes), or one
+        nested too deeply to parse, is ignored with a log line, never read whole.
+        """
         if self._stored is not None:
             return
         self._stored = frozenset()
         if self.store is None:
             return
+        try:  # O_NONBLOCK: a FIFO there cannot hang the call; only a regular file is read
+            fd = os.open(self.store, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return
         try:
-            entries = json.loads(self.store.read_bytes())["entries"]
-        except (OSError, ValueError, KeyError, TypeError):
+            with os.fdopen(fd, "rb") as handle:
+                regular = stat.S_ISREG(os.fstat(handle.fileno()).st_mode)
+                raw = handle.read(STORE_MAX_BYTES + 1) if regular else b""
+        except OSError:
+            return
+        if len(raw) > STORE_MAX_BYTES:
+            logger.warning(
+                "steerable: %s is over %d bytes; the protected entries kept there are ignored",
+                self.store,
+                STORE_MAX_BYTES,
+            )
+            return
+        try:
+            entries = json.loads(raw)["entries"]
+        except (ValueError, RecursionError, KeyError, TypeError) as exc:
+            logger.warning(
+                "steerable: %s is damaged (%s); the protected entries kept there are ignored",
+                self.store,
+                type(exc).__name__,
+            )
             return
         for entry in entries[:_STORED_MAX] if isinstance(entries, list) else ():
             item = _stored_entry(entry)
@@ -468,6 +495,8 @@ class ScanCache:
 
 
 _STORED_MAX: Final = 4096
+STORE_MAX_BYTES: Final = 4 << 20
+"""A store (:func:`known_entries_file`) larger than this (4 MiB) is ignored: 4 096 entries fit in ~0.5 MiB."""
 _STORED_RULES: Final = {rule.pattern: rule for rule in (*PROTECTED_RULES, GIT_DIR_RULE, INTERPRETER_ENV_RULE)}
 
 

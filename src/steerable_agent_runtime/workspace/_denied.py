@@ -7,7 +7,13 @@ or one resolving into it through a link, is refused with ``denied_path``; ``list
 and ``grep`` leave its entries out without descending into them (ripgrep is told to exclude them,
 and what it prints is filtered again) and say how many they left out. The entries are worked out
 once, when the workspace opens; where none lies inside the workspace (a project folder rather
-than ``~``, the usual case) each check is a test of an empty tuple. docs/sandbox.md, "Deny-read".
+than ``~``, the usual case) each check is a test of an empty tuple.
+
+Entries are names, and a command can rename a folder on the way to one (``mv .config cfg``). The
+sandbox's guard puts it back after the command (``sandbox/_deny_moves.py``); while the command runs,
+an entry is also refused where the command has put it (``displaced_entries``, found through the
+handle the guard holds on it), and when it could not be put back every path is refused
+(:meth:`DeniedPaths.refuse_displaced`) until the user has moved it back. docs/sandbox.md, "Deny-read".
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
 import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -22,6 +29,7 @@ from typing import Final
 
 from ..errors import WorkspaceError
 from ..sandbox._deny import DENY_READ_ENV, denials_for_files
+from ..sandbox._deny_moves import displaced_entries, displaced_text, stuck
 from ._codes import FileErrorCode
 
 __all__ = ["DENIED_FIELD", "DeniedPaths", "denied_error"]
@@ -77,35 +85,81 @@ class DeniedPaths:
         for key in self._keys:
             folder, _, name = key.rpartition("/")
             self._names.setdefault(folder or "/", set()).add(name)
+        self._moved: tuple[str, float, frozenset[str]] | None = None  # see _moved_names
 
     def __bool__(self) -> bool:
         return bool(self.entries)
 
     def entry_for(self, path: str) -> str | None:
-        """The entry ``path`` (absolute) is or lies in, as resolved; ``None`` when it is in none."""
+        """The entry ``path`` (absolute) is or lies in, as resolved; ``None`` when it is in none.
+
+        An entry a command in flight has moved (its folder renamed) counts where it is now too.
+        """
         if not self.entries:
             return None
         key = self.fold(path)
-        if key not in self._exact and not key.startswith(self._prefixes):
-            return None
-        for entry, denied in zip(self.entries, self._keys, strict=True):
-            if key == denied or key.startswith(denied + "/"):
+        if key in self._exact or key.startswith(self._prefixes):
+            for entry, denied in zip(self.entries, self._keys, strict=True):
+                if key == denied or key.startswith(denied + "/"):
+                    return entry
+        for where, entry in displaced_entries():  # empty unless a run with an entry inside is in flight
+            moved = self.fold(where)
+            if key == moved or key.startswith(moved + "/"):
                 return entry
         return None
+
+    def refuse_displaced(self, path: str) -> None:
+        """Refuse ``path`` (any path) while an entry an earlier command moved could not be put back.
+
+        Raises:
+            WorkspaceError: ``denied_path``, naming what is away, where it is, and what the user does.
+        """
+        displaced = stuck() if self.entries else []
+        if displaced:
+            first = displaced[0].entries[0] if displaced[0].entries else displaced[0].original
+            entry = os.path.relpath(first, self.root) if first.startswith(f"{self.root}/") else first
+            raise WorkspaceError(
+                FileErrorCode.DENIED_PATH,
+                f"{path} was not looked at: {displaced_text(displaced)}",
+                data={"path": path, "entry": entry},
+            )
 
     def skips(self, folder: str, name: str) -> bool:
         """Is ``name`` in ``folder`` (a real path) a denied entry, to leave out of a listing?"""
         names = self._names.get(self.fold(folder)) if self._names else None
-        return names is not None and self.fold(name) in names
+        if names is not None and self.fold(name) in names:
+            return True
+        return bool(self.entries) and self.fold(name) in self._moved_names(folder)
+
+    def _moved_names(self, folder: str) -> frozenset[str]:
+        """The names in ``folder`` of entries a run in flight moved there (kept 20 ms for one listing)."""
+        kept = self._moved
+        now = time.monotonic()
+        if kept is not None and kept[0] == folder and now - kept[1] < 0.02:
+            return kept[2]
+        top = self.fold(folder).rstrip("/") + "/"
+        moved = [
+            self.fold(where)[len(top) :]
+            for where, _ in displaced_entries()
+            if self.fold(where).startswith(top)
+        ]
+        names = frozenset(rel for rel in moved if "/" not in rel)
+        self._moved = (folder, now, names)
+        return names
 
     def below(self, folder: str) -> list[str]:
-        """The entries strictly below ``folder`` (a real path), relative to it (POSIX)."""
+        """The entries strictly below ``folder`` (a real path), relative to it (POSIX).
+
+        With the entries a run in flight moved, where they are now.
+        """
         if not self.entries:
             return []
         top = self.fold(folder).rstrip("/") + "/"
         depth = len(top.split("/")) - 1
         pairs = zip(self.entries, self._keys, strict=True)
-        return ["/".join(entry.split("/")[depth:]) for entry, key in pairs if key.startswith(top)]
+        below = ["/".join(entry.split("/")[depth:]) for entry, key in pairs if key.startswith(top)]
+        moved = [where for where, _ in displaced_entries() if self.fold(where).startswith(top)]
+        return below + ["/".join(where.split("/")[depth:]) for where in moved]
 
     def walk_filter(self, folder: str) -> tuple[list[str], Callable[[str], bool] | None]:
         """The exclusions ripgrep gets for a walk of ``folder``, and a test of what it printed.

@@ -94,6 +94,7 @@ class WorkspaceRoot:
         joined = candidate if candidate.is_absolute() else self.path / candidate
         lexical = os.path.normpath(joined)
         if self.denied:  # by the name given first: no "not a directory" or "not found" tells what is there
+            self.denied.refuse_displaced(path)  # a command moved a secret that could not be put back
             self._not_denied(path, lexical, lexical)
         self._no_path_through_a_file(path)
         try:
@@ -142,6 +143,7 @@ class WorkspaceRoot:
         candidate = Path(path)
         lexical = candidate if candidate.is_absolute() else self.path / candidate
         if self.denied:
+            self.denied.refuse_displaced(path)
             named = os.path.normpath(lexical)
             self._not_denied(path, named, named)
         try:
