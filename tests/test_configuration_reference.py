@@ -97,6 +97,7 @@ def _base(var: EnvVar, tmp_path: Path) -> dict[str, str]:
     env = {"PATH": "/usr/bin:/bin", "STEERABLE_PROVIDER": "ollama", "STEERABLE_MODEL": "m"}
     if var.name == "STEERABLE_PROVIDER":
         env["STEERABLE_API_KEY"] = "k"
+        env["STEERABLE_BASE_URL"] = "http://127.0.0.1:9/v1"  # azure has no default
     if var.name.startswith("STEERABLE_RUN_CODE_"):
         env["STEERABLE_RUN_CODE"] = "1"
     if var.name == "STEERABLE_ALLOW_PLUGINS_IN_WORKSPACE":

@@ -35,6 +35,7 @@ class ToolErrorCode(StrEnum):
     # The agent loop.
     INVALID_TOOL_CALL = "invalid_tool_call"
     INCOMPLETE_ANSWER = "incomplete_answer"
+    UNPARSED_TOOL_CALL = "unparsed_tool_call"
     INTERRUPTED = "interrupted"
     CANCELLED = "cancelled"
     # Built-in tools' own argument checks.

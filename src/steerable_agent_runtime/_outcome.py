@@ -36,3 +36,6 @@ class RunOutcome(StrEnum):
     :mod:`steerable_agent_runtime.finish`)."""
     EMPTY_ANSWER = "empty_answer"
     """The model answered with no text and no tool call, twice in a row (LOOP-1)."""
+    REFUSED = "refused"
+    """The model declined the task (OpenAI's ``refusal`` field); ``RunSummary.error`` carries its
+    words."""

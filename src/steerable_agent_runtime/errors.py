@@ -229,12 +229,23 @@ class ProviderError(SteerableError):
         message: What went wrong (HTTP status and the provider's error text, or the network error).
         status: The HTTP status code, when there was a response.
         retryable: ``True`` for failures a later attempt may not see (429, 5xx, network errors).
+        malformed_call: ``True`` when the server says it could not parse the model's own tool
+            call (llama.cpp's "Failed to parse input", Ollama's "error parsing tool call"): the
+            agent loop tells the model, once, instead of ending the run.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retryable: bool = False) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retryable: bool = False,
+        malformed_call: bool = False,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.malformed_call = malformed_call
 
 
 class RemoteError(SteerableError):

@@ -12,7 +12,8 @@ agent must not take those for a finished task (``docs/providers.md``, "Finish re
 * ``filtered``: ``content_filter`` (OpenAI, Azure, OpenRouter), ``sensitive`` (GLM).
 * ``error``: ``network_error`` (GLM: inference failed), ``insufficient_system_resource``
   (DeepSeek: the inference system ran out of resources), ``error`` (OpenRouter: the upstream
-  failed).
+  failed), ``abort`` (vLLM and SGLang: the server aborted the request, e.g. preempted or
+  shutting down; the text so far is partial).
 
 A reason not listed (or none at all) counts as ``stop``: the run ends as it would have, and the
 reason is still reported in the run summary.
@@ -47,6 +48,7 @@ FINISH_KINDS: Final[Mapping[str, FinishKind]] = MappingProxyType(
         "network_error": "error",
         "insufficient_system_resource": "error",
         "error": "error",
+        "abort": "error",
     }
 )
 """Each known ``finish_reason`` (lower case) and its kind."""

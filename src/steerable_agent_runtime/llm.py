@@ -215,6 +215,11 @@ class ChatResponse:
         reasoning: The model's reasoning text (``reasoning_content`` / ``reasoning`` deltas of a
             thinking model); empty when it sent none.
         reasoning_details: OpenRouter's ``reasoning_details`` blocks, verbatim, in order.
+        refusal: The model's refusal text (OpenAI's ``refusal`` field); non-empty means the model
+            declined the task, and the run ends ``refused`` carrying it.
+        echoed: Fields of the message the vendor needs back verbatim on the next request
+            (Gemini's ``extra_content``), kept in :meth:`assistant_message`.
+        call_fields: The same per tool call, by call id (Gemini's ``thought_signature``).
     """
 
     text: str = ""
@@ -224,14 +229,18 @@ class ChatResponse:
     model: str | None = None
     reasoning: str = ""
     reasoning_details: tuple[Any, ...] = ()
+    refusal: str = ""
+    echoed: Mapping[str, Any] = field(default_factory=dict)
+    call_fields: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @property
     def is_empty(self) -> bool:
         """``True`` when the answer has no text (blank counts as none) and no tool calls.
 
         Reasoning alone does not make an answer: a thinking model that only thought said nothing.
+        A refusal is an answer (the run ends ``refused``).
         """
-        return not self.tool_calls and not self.text.strip()
+        return not self.tool_calls and not self.text.strip() and not self.refusal.strip()
 
     def assistant_message(self) -> Message:
         """Return the assistant message to append to the conversation (OpenAI shape).
@@ -240,10 +249,11 @@ class ChatResponse:
         the provider has seen. ``content`` is ``None`` only beside tool calls (an assistant message
         with neither is refused by some endpoints: Ollama answers 400 "invalid message content
         type: <nil>"). Reasoning is kept under :data:`REASONING_KEYS`, so a thinking model gets it
-        back on the next request where its endpoint wants it.
+        back on the next request where its endpoint wants it; the vendor's :attr:`echoed` and
+        :attr:`call_fields` are kept verbatim (each provider strips what its endpoint refuses).
         """
         content = self.text if self.text or not self.tool_calls else None
-        message: Message = {"role": "assistant", "content": content}
+        message: Message = {"role": "assistant", "content": content, **self.echoed}
         if self.reasoning:
             message["reasoning_content"] = self.reasoning
         if self.reasoning_details:
@@ -251,6 +261,7 @@ class ChatResponse:
         if self.tool_calls:
             message["tool_calls"] = [
                 {
+                    **self.call_fields.get(call.id, {}),
                     "id": call.id,
                     "type": "function",
                     "function": {

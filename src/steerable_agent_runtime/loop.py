@@ -76,8 +76,9 @@ class RunSummary:
         text: The last assistant text.
         terminal_result: The first terminal result, when the outcome is ``terminal``.
         error: The provider's error, when the outcome is ``error``; why the answer is not whole,
-            when it is ``incomplete``; why the run was stopped, when a ``cancelled`` one was
-            given a reason (:meth:`AgentLoop.cancel`: a signal ending the process).
+            when it is ``incomplete``; ``"the model refused: <its words>"`` when ``refused``; why
+            the run was stopped, when a ``cancelled`` one was given a reason
+            (:meth:`AgentLoop.cancel`: a signal ending the process).
         finish_reason: The last model answer's ``finish_reason``, as the provider sent it.
     """
 
@@ -276,6 +277,7 @@ class AgentLoop:
         return summary
 
     async def _rounds(self, summary: RunSummary) -> None:
+        unparsed = 0  # consecutive answers the server could not parse (told to the model once)
         while True:
             if summary.rounds >= self.max_rounds:
                 summary.outcome = RunOutcome.MAX_ROUNDS
@@ -291,11 +293,21 @@ class AgentLoop:
                     summary.usage = summary.usage + response.usage
                     response = await self._call_model(request)
             except ProviderError as exc:
+                if exc.malformed_call and unparsed == 0:
+                    unparsed += 1
+                    await self._tell_unparsed(exc)
+                    continue
                 summary.outcome = RunOutcome.ERROR
                 summary.error = str(exc)
                 return
+            unparsed = 0
             summary.usage = summary.usage + response.usage
             summary.finish_reason = response.finish_reason
+            if response.refusal.strip() and not response.tool_calls:
+                summary.outcome = RunOutcome.REFUSED  # the vendor's words, never a finished task
+                summary.error = f"the model refused: {response.refusal.strip()}"
+                summary.text = response.text
+                return
             problem = finish_problem(response.finish_reason)
             if problem is not None and finish_kind(response.finish_reason) == "error":
                 summary.outcome = RunOutcome.ERROR  # a vendor failure reported as a finish reason
@@ -325,6 +337,20 @@ class AgentLoop:
                 summary.outcome = RunOutcome.TERMINAL
                 summary.terminal_result = terminal
                 return
+
+    async def _tell_unparsed(self, exc: ProviderError) -> None:
+        """Tell the model its tool call was unreadable to the server, as a ``needsFollowup`` result.
+
+        The server (llama.cpp, Ollama) failed on the model's own output, so nothing of that answer
+        reached us and there is no call id to answer: the result goes in a ``user`` message.
+        """
+        logger.warning("the server could not parse the model's tool call; telling the model: %s", exc)
+        result = ToolResult.retry(
+            "the model server could not parse your last tool call, so nothing ran: "
+            f"{exc}. Call the tool again with one JSON object of arguments matching its schema",
+            data={"code": ToolErrorCode.UNPARSED_TOOL_CALL},
+        )
+        await self._append([{"role": "user", "content": json.dumps(result.to_wire(), ensure_ascii=False)}])
 
     async def _incomplete(self, summary: RunSummary, response: ChatResponse, problem: str) -> None:
         """End the run ``incomplete``: record what the model said; its calls get a not-run answer.
@@ -378,6 +404,7 @@ class AgentLoop:
         """Apply the id rules of the module docstring; returns the response to record and run."""
         calls: list[ToolCall | InvalidToolCall] = []
         sent: dict[str, list[ToolCall | InvalidToolCall]] = {}  # as the model sent them, by its id
+        fields = dict(response.call_fields)  # a vendor's echoed fields follow a call to its fresh id
         changed = False
         for call in response.tool_calls:
             earlier = sent.setdefault(call.id, [])
@@ -387,6 +414,8 @@ class AgentLoop:
             earlier.append(call)
             if call.id in self._seen_ids:
                 fresh = new_call_id()
+                if call.id in response.call_fields:
+                    fields[fresh] = response.call_fields[call.id]
                 call = (
                     dataclasses.replace(call, id=fresh)
                     if isinstance(call, InvalidToolCall)
@@ -397,7 +426,7 @@ class AgentLoop:
             calls.append(call)
         if not changed:
             return response
-        return dataclasses.replace(response, tool_calls=tuple(calls))
+        return dataclasses.replace(response, tool_calls=tuple(calls), call_fields=fields)
 
     async def _run_batch(self, calls: Sequence[ToolCall | InvalidToolCall]) -> list[ToolResult]:
         results: list[ToolResult | None] = [None] * len(calls)

@@ -26,7 +26,7 @@ from .workspace._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV
 
 __all__ = ["RUNTIME_VARIABLES", "EnvKind", "EnvVar", "int_variables"]
 
-EnvKind = Literal["flag", "int", "choice", "text", "path", "secret", "url", "list"]
+EnvKind = Literal["flag", "int", "choice", "text", "path", "secret", "url", "list", "number", "json"]
 """How a variable's value is read: ``flag`` is 1/true/yes/on or 0/false/no/off; ``int`` a whole
 number within ``floor..ceiling`` (``_`` separators allowed); ``choice`` one of ``choices``
 (case-insensitive); ``list`` comma-separated; ``secret`` is never shown, only set or unset."""
@@ -77,9 +77,14 @@ class EnvVar:
             return " | ".join(self.choices)
         if self.kind == "flag":
             return "0 or 1"
-        return {"path": "a path", "secret": "a secret", "url": "an http(s) URL", "list": "a, b, ..."}.get(
-            self.kind, "text"
-        )
+        return {
+            "path": "a path",
+            "secret": "a secret",
+            "url": "an http(s) URL",
+            "list": "a, b, ...",
+            "number": "a number",
+            "json": "a JSON object",
+        }.get(self.kind, "text")
 
 
 _LIMIT_DOCS: Final = {

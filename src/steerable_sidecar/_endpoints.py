@@ -32,7 +32,9 @@ def header_safe(text: str) -> bool:
     return all(33 <= ord(char) <= 126 for char in text)
 
 
-def checked_base_url(raw: object, *, variable: str, key_variable: str, appends: str) -> str:
+def checked_base_url(
+    raw: object, *, variable: str, key_variable: str, appends: str, query_keys: tuple[str, ...] = ()
+) -> str:
     """An http(s) URL with a host and no credentials, query or fragment, without its trailing ``/``.
 
     Args:
@@ -40,6 +42,8 @@ def checked_base_url(raw: object, *, variable: str, key_variable: str, appends: 
         variable: What to name in an error (the environment variable, or the field).
         key_variable: Where the key belongs instead (named when the URL carries credentials).
         appends: What the client appends to the URL (named when it has a query or fragment).
+        query_keys: Query keys the URL may carry (Azure's ``api-version``); the client puts
+            ``appends`` before the query. Any other key is refused.
 
     Raises:
         ConfigError: Naming ``variable``; the message shows the scheme and host only (never the
@@ -60,11 +64,16 @@ def checked_base_url(raw: object, *, variable: str, key_variable: str, appends: 
     if userinfo:
         shown = f"{scheme}://...@{host}"
         raise ConfigError(f"{variable}={shown!r} must not contain credentials; put the key in {key_variable}")
-    if query or fragment:
+    allowed = query_keys and query and all(key in query_keys for key in url.params)
+    if fragment or (query and not allowed):
         shown = f"{scheme}://{host}/...{'?' if query else '#'}..."
+        keys = f" other than {', '.join(query_keys)}" if query_keys else ""
         raise ConfigError(
-            f"{variable}={shown!r} must not have a query or fragment (the provider appends {appends})"
+            f"{variable}={shown!r} must not have a query{keys} or fragment (the provider appends {appends})"
         )
+    if query:
+        path = str(url.copy_with(query=None)).rstrip("/")
+        return f"{path}?{url.query.decode('ascii')}"
     return raw.rstrip("/")
 
 

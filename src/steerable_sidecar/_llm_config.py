@@ -6,11 +6,15 @@ provider that uses this configuration is :mod:`steerable_sidecar.providers`.
 
 from __future__ import annotations
 
+import json
+import math
+import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final, Literal, get_args
+from typing import Any, Final, Literal, get_args
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -18,12 +22,21 @@ from steerable_agent_runtime.config import env_text, int_field, int_fields
 from steerable_agent_runtime.errors import ConfigError
 
 from ._endpoints import checked_base_url, header_safe
+from .vendor_profiles import PROFILE_ENV, VENDOR_PROFILES, ProfileChoice, choose_profile
 
 __all__ = [
     "API_KEY_ENV",
     "BASE_URL_ENV",
     "DEFAULT_BASE_URLS",
+    "DEFAULT_MAX_TOKENS",
     "DEFAULT_REQUEST_TIMEOUT_MS",
+    "EXTRA_BODY_ENV",
+    "EXTRA_HEADERS_ENV",
+    "MAX_TOKENS_ENV",
+    "PROFILE_ENV",
+    "TEMPERATURE_ENV",
+    "THINKING_CHOICES",
+    "THINKING_ENV",
     "MAX_REQUEST_TIMEOUT_MS",
     "MODEL_ENV",
     "PROVIDER_ENV",
@@ -34,22 +47,39 @@ __all__ = [
     "ProviderName",
 ]
 
-ProviderName = Literal["openai", "openrouter", "deepseek", "glm", "ollama", "scripted"]
-"""The accepted values of ``STEERABLE_PROVIDER``."""
+ProviderName = Literal[
+    "openai",
+    "azure",
+    "anthropic",
+    "gemini",
+    "mistral",
+    "groq",
+    "cerebras",
+    "xai",
+    "together",
+    "fireworks",
+    "deepseek",
+    "moonshot",
+    "qwen",
+    "glm",
+    "minimax",
+    "openrouter",
+    "vllm",
+    "sglang",
+    "llama-cpp",
+    "ollama",
+    "lm-studio",
+    "scripted",
+]
+"""The accepted values of ``STEERABLE_PROVIDER``: every vendor profile's name, and ``scripted``."""
 
 PROVIDER_NAMES: Final[tuple[ProviderName, ...]] = get_args(ProviderName)
 """Every provider name, in documentation order."""
 
 DEFAULT_BASE_URLS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "openai": "https://api.openai.com/v1",
-        "openrouter": "https://openrouter.ai/api/v1",
-        "deepseek": "https://api.deepseek.com/v1",
-        "glm": "https://open.bigmodel.cn/api/paas/v4",
-        "ollama": "http://localhost:11434/v1",
-    }
+    {name: profile.base_url for name, profile in VENDOR_PROFILES.items() if profile.base_url is not None}
 )
-"""The base URL each HTTP provider uses when ``STEERABLE_BASE_URL`` is unset."""
+"""The base URL each HTTP provider uses when ``STEERABLE_BASE_URL`` is unset (none for ``azure``)."""
 
 PROVIDER_ENV: Final = "STEERABLE_PROVIDER"
 MODEL_ENV: Final = "STEERABLE_MODEL"
@@ -57,12 +87,27 @@ BASE_URL_ENV: Final = "STEERABLE_BASE_URL"
 API_KEY_ENV: Final = "STEERABLE_API_KEY"
 SCRIPT_ENV: Final = "STEERABLE_SCRIPT"
 REQUEST_TIMEOUT_ENV: Final = "STEERABLE_REQUEST_TIMEOUT_MS"
+MAX_TOKENS_ENV: Final = "STEERABLE_MAX_TOKENS"
+TEMPERATURE_ENV: Final = "STEERABLE_TEMPERATURE"
+THINKING_ENV: Final = "STEERABLE_THINKING"
+EXTRA_HEADERS_ENV: Final = "STEERABLE_EXTRA_HEADERS"
+EXTRA_BODY_ENV: Final = "STEERABLE_EXTRA_BODY"
 """The variables :meth:`LLMConfig.from_env` reads (``docs/configuration.md``)."""
 DEFAULT_REQUEST_TIMEOUT_MS: Final = 600_000
 MAX_REQUEST_TIMEOUT_MS: Final = 3_600_000
 """``STEERABLE_REQUEST_TIMEOUT_MS``: the default and the ceiling (the floor is 1), in milliseconds."""
+DEFAULT_MAX_TOKENS: Final = 8_192
+"""``STEERABLE_MAX_TOKENS``: the output bound of each model call when unset. 8,192 bounds a runaway
+answer (a small model repeating itself for minutes) and is within what every current model of the
+profiled vendors accepts; 0 sends no bound (the server's own default)."""
+MAX_MAX_TOKENS: Final = 1_000_000
+THINKING_CHOICES: Final = ("on", "off", "low", "medium", "high")
+"""``STEERABLE_THINKING``: switch a thinking model's reasoning on or off, or set its effort."""
+RESERVED_BODY_KEYS: Final = frozenset({"model", "messages", "stream", "tools"})
+"""Request fields ``STEERABLE_EXTRA_BODY`` may not replace (the run owns them)."""
 
-_KEYLESS: Final = frozenset({"ollama", "scripted"})
+_KEYLESS: Final = frozenset({name for name, p in VENDOR_PROFILES.items() if p.keyless} | {"scripted"})
+_HEADER_NAME: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,21 +118,35 @@ class LLMConfig:
     form of each variable is in docs/providers.md and docs/configuration.md.
 
     Attributes:
-        provider: ``STEERABLE_PROVIDER``: openai (default), openrouter, deepseek, glm, ollama or
-            scripted. Case-insensitive in the environment.
+        provider: ``STEERABLE_PROVIDER``: a vendor (:data:`PROVIDER_NAMES`; default ``openai``,
+            which also stands for any OpenAI-compatible server) or ``scripted``. Case-insensitive
+            in the environment.
         model: ``STEERABLE_MODEL``: the model name sent in each request. Required, except for
             scripted.
-        base_url: ``STEERABLE_BASE_URL``: an http(s) URL without credentials, query or fragment,
-            trailing ``/`` dropped; requests go to ``{base_url}/chat/completions``. ``None``: the
-            provider's default (:data:`DEFAULT_BASE_URLS`; still ``None`` for scripted).
-        api_key: ``STEERABLE_API_KEY``: sent as ``Authorization: Bearer <key>``. Required, except
-            for ollama and scripted. Masked in ``repr``/``str``; read it with
-            ``get_secret_value()``.
+        base_url: ``STEERABLE_BASE_URL``: an http(s) URL without credentials or fragment, and
+            without a query except the keys its profile allows (Azure's ``api-version``),
+            trailing ``/`` dropped; requests go to ``{base_url}/chat/completions`` (before the
+            query). ``None``: the provider's default (:data:`DEFAULT_BASE_URLS`; required for
+            azure; still ``None`` for scripted).
+        api_key: ``STEERABLE_API_KEY``: sent as ``Authorization: Bearer <key>`` (Azure:
+            ``api-key: <key>``). Required, except for local servers and scripted. Masked in
+            ``repr``/``str``; read it with ``get_secret_value()``.
         script: ``STEERABLE_SCRIPT``: a JSON file holding a list of turns for
             :meth:`ScriptedProvider.from_file`. Required for (and only used by) scripted.
         request_timeout_ms: ``STEERABLE_REQUEST_TIMEOUT_MS``: the longest wait, in milliseconds,
             for any single network step (connect, send, each read of the stream), 1 to 3 600 000
             (default 600 000).
+        profile: ``STEERABLE_PROFILE``: the vendor profile to use whatever the host
+            (:mod:`steerable_sidecar.vendor_profiles`); ``None`` chooses one.
+        max_tokens: ``STEERABLE_MAX_TOKENS``: the output bound of each call, 0 to 1 000 000
+            (default :data:`DEFAULT_MAX_TOKENS`; 0 sends none). A request's own bound wins.
+        temperature: ``STEERABLE_TEMPERATURE``: 0 to 2, or ``None`` for the model's default.
+        thinking: ``STEERABLE_THINKING``: one of :data:`THINKING_CHOICES`, or ``None`` for the
+            model's default; sent the way the profile's vendor reads it.
+        extra_headers: ``STEERABLE_EXTRA_HEADERS``: more HTTP headers (a JSON object of strings),
+            e.g. a gateway's routing header. Their values are never shown.
+        extra_body: ``STEERABLE_EXTRA_BODY``: more request fields (a JSON object) merged into every
+            request last; ``model``, ``messages``, ``stream`` and ``tools`` are refused.
 
     Raises:
         ConfigError: On construction, naming the variable, when a value is missing or invalid.
@@ -101,6 +160,13 @@ class LLMConfig:
     request_timeout_ms: int = int_field(
         REQUEST_TIMEOUT_ENV, DEFAULT_REQUEST_TIMEOUT_MS, floor=1, ceiling=MAX_REQUEST_TIMEOUT_MS
     )
+    profile: str | None = None
+    max_tokens: int = int_field(MAX_TOKENS_ENV, DEFAULT_MAX_TOKENS, floor=0, ceiling=MAX_MAX_TOKENS)
+    temperature: float | None = None
+    thinking: str | None = None
+    extra_headers: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}), repr=False)
+    extra_body: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    choice: ProfileChoice = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.provider not in PROVIDER_NAMES:
@@ -110,19 +176,34 @@ class LLMConfig:
                 f"{MODEL_ENV} is required for {PROVIDER_ENV}={self.provider}: "
                 "set it to the model name the endpoint serves"
             )
-        object.__setattr__(self, "base_url", self._checked_base_url())
+        base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
+        host = _loose_host(base_url)
+        object.__setattr__(self, "choice", choose_profile(host, profile=self.profile, provider=self.provider))
+        object.__setattr__(self, "base_url", self._checked_base_url(base_url))
         if self.api_key is not None and not self.api_key.get_secret_value():
             object.__setattr__(self, "api_key", None)
         self._check_key()
         self._check_script()
         _REQUEST_TIMEOUT.check(self.request_timeout_ms, REQUEST_TIMEOUT_ENV)
+        _MAX_TOKENS.check(self.max_tokens, MAX_TOKENS_ENV)
+        self._check_sampling()
+        object.__setattr__(self, "extra_headers", MappingProxyType(_checked_headers(self.extra_headers)))
+        object.__setattr__(self, "extra_body", MappingProxyType(_checked_body(self.extra_body)))
 
-    def _checked_base_url(self) -> str | None:
-        base_url = self.base_url or DEFAULT_BASE_URLS.get(self.provider)
+    def _checked_base_url(self, base_url: str | None) -> str | None:
         if base_url is None:
+            if self.provider != "scripted":
+                raise ConfigError(
+                    f"{BASE_URL_ENV} is required for {PROVIDER_ENV}={self.provider}: "
+                    "set it to the endpoint's URL (it has no default)"
+                )
             return None
         return checked_base_url(
-            base_url.strip(), variable=BASE_URL_ENV, key_variable=API_KEY_ENV, appends="/chat/completions"
+            base_url.strip(),
+            variable=BASE_URL_ENV,
+            key_variable=API_KEY_ENV,
+            appends="/chat/completions",
+            query_keys=self.choice.profile.query_keys,
         )
 
     def _check_key(self) -> None:
@@ -150,6 +231,28 @@ class LLMConfig:
         if not Path(self.script).is_file():
             raise ConfigError(f"{SCRIPT_ENV}={str(self.script)!r} is not a file")
 
+    def _check_sampling(self) -> None:
+        temperature = self.temperature
+        if temperature is not None and (
+            isinstance(temperature, bool)
+            or not isinstance(temperature, int | float)
+            or not math.isfinite(temperature)
+            or not 0 <= temperature <= 2
+        ):
+            raise ConfigError(f"{TEMPERATURE_ENV}={temperature!r} must be a number from 0 to 2")
+        if self.thinking is None:
+            return
+        if self.thinking not in THINKING_CHOICES:
+            raise ConfigError(
+                f"{THINKING_ENV}={self.thinking!r} must be one of: {', '.join(THINKING_CHOICES)}"
+            )
+        profile = self.choice.profile
+        if profile.thinking == "none":
+            raise ConfigError(
+                f"{THINKING_ENV} is set, but the {profile.name} profile knows no way to switch thinking; "
+                f"unset it, or send the vendor's own field with {EXTRA_BODY_ENV}"
+            )
+
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> LLMConfig:
         """Resolve the configuration from ``STEERABLE_*`` variables (see the class attributes).
@@ -170,6 +273,8 @@ class LLMConfig:
             raise ConfigError(_unknown_provider(provider))
         key = env_text(API_KEY_ENV, environ)
         script = env_text(SCRIPT_ENV, environ)
+        profile = env_text(PROFILE_ENV, environ)
+        thinking = env_text(THINKING_ENV, environ)
         return cls(
             provider=provider,
             model=env_text(MODEL_ENV, environ),
@@ -177,10 +282,75 @@ class LLMConfig:
             api_key=SecretStr(key) if key else None,
             script=Path(script) if script else None,
             request_timeout_ms=_REQUEST_TIMEOUT.read(environ),
+            profile=profile.lower() if profile else None,
+            max_tokens=_MAX_TOKENS.read(environ),
+            temperature=_env_number(TEMPERATURE_ENV, environ),
+            thinking=thinking.lower() if thinking else None,
+            extra_headers=_env_object(EXTRA_HEADERS_ENV, environ),
+            extra_body=_env_object(EXTRA_BODY_ENV, environ),
         )
 
 
 _REQUEST_TIMEOUT: Final = int_fields(LLMConfig)["request_timeout_ms"]
+_MAX_TOKENS: Final = int_fields(LLMConfig)["max_tokens"]
+
+
+def _loose_host(base_url: str | None) -> str | None:
+    """The host of a URL not checked yet (for choosing its profile; the check comes next)."""
+    if not base_url:
+        return None
+    try:
+        return urlsplit(base_url.strip()).hostname
+    except ValueError:
+        return None
+
+
+def _env_number(name: str, environ: Mapping[str, str] | None) -> float | None:
+    raw = env_text(name, environ)
+    if raw is None:
+        return None
+    try:
+        return float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a number") from None
+
+
+def _env_object(name: str, environ: Mapping[str, str] | None) -> dict[str, Any]:
+    raw = env_text(name, environ)
+    if raw is None:
+        return {}
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ConfigError(f'{name} is not JSON: write a JSON object, e.g. {{"key": "value"}}') from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{name} must be a JSON object, not {type(value).__name__}")
+    return value
+
+
+def _checked_headers(headers: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.match(name):
+            raise ConfigError(f"{EXTRA_HEADERS_ENV}: {name!r} is not an HTTP header name")
+        if not isinstance(value, str) or not all(32 <= ord(c) <= 126 for c in value):
+            raise ConfigError(
+                f"{EXTRA_HEADERS_ENV}: the value of {name} must be a string of printable ASCII characters"
+            )
+        out[name] = value
+    return out
+
+
+def _checked_body(body: Mapping[str, Any]) -> dict[str, Any]:
+    reserved = sorted(RESERVED_BODY_KEYS.intersection(body))
+    if reserved:
+        raise ConfigError(f"{EXTRA_BODY_ENV} must not set {', '.join(reserved)} (the run sends them)")
+    plain = dict(body)
+    try:
+        json.dumps(plain)
+    except (TypeError, ValueError, RecursionError):
+        raise ConfigError(f"{EXTRA_BODY_ENV} must be plain JSON") from None
+    return plain
 
 
 def _unknown_provider(name: object) -> str:

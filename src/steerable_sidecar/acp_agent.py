@@ -78,6 +78,7 @@ STOP_REASONS: Final[Mapping[RunOutcome, StopReason]] = {
     RunOutcome.EMPTY_ANSWER: "end_turn",
     RunOutcome.MAX_ROUNDS: "max_turn_requests",
     RunOutcome.CANCELLED: "cancelled",
+    RunOutcome.REFUSED: "refusal",
 }
 """The ACP stop reason of each outcome; ``incomplete`` depends on why, ``error`` is a JSON-RPC error."""
 

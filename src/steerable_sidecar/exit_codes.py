@@ -29,6 +29,8 @@ class ExitCode(IntEnum):
     """``steerable run``: the model's answer was cut off or filtered."""
     EMPTY_ANSWER = 6
     """``steerable run``: the model answered nothing twice."""
+    REFUSED = 7
+    """``steerable run``: the model declined the task (its words are in the summary's ``error``)."""
     INTERNAL_ERROR = 70
     """A bug, or the durable record could not be written (the traceback is on stderr)."""
     SESSION_BUSY = 75

@@ -12,7 +12,8 @@ Exit codes (:data:`EXIT_CODES`): 0 the run succeeded (completed, or ended on a s
 result); 1 it ended on a failed terminal result; 2 usage or configuration error; 3 the round limit
 was reached; 4 the provider failed; 5 the model's answer was cut off or filtered (``incomplete``:
 ``finish_reason`` ``length``, ``content_filter``, ``sensitive``); 6 the model answered nothing
-twice (``empty_answer``); 70 an internal error (a bug, or the durable record could not be written:
+twice (``empty_answer``); 7 the model refused the task (``refused``: its words in ``error``); 70
+an internal error (a bug, or the durable record could not be written:
 the traceback is on stderr); 75 another process has the session open (``session_busy``, the
 error names its pid and command line); ``128 + n`` after a signal (130 Ctrl-C, 143 SIGTERM, 129
 SIGHUP: the calls in flight recorded as interrupted, the record's end written). Every exit prints
@@ -56,6 +57,7 @@ EXIT_CODES: Final = {
     RunOutcome.ERROR: ExitCode.PROVIDER_ERROR,
     RunOutcome.INCOMPLETE: ExitCode.INCOMPLETE,
     RunOutcome.EMPTY_ANSWER: ExitCode.EMPTY_ANSWER,
+    RunOutcome.REFUSED: ExitCode.REFUSED,
     RunOutcome.CANCELLED: ExitCode.INTERRUPTED,
     "internal_error": ExitCode.INTERNAL_ERROR,
     "session_busy": ExitCode.SESSION_BUSY,

@@ -74,7 +74,7 @@ _DOCS = ConfigDict(use_attribute_docstrings=True)
 ToolModeName = Literal["read", "safe_write", "destructive", "local", "external"]
 ExposureName = Literal["direct", "deferred", "hidden"]
 OutcomeName = Literal[
-    "completed", "terminal", "max_rounds", "cancelled", "error", "incomplete", "empty_answer"
+    "completed", "terminal", "max_rounds", "cancelled", "error", "incomplete", "empty_answer", "refused"
 ]
 """``RunOutcome``'s values."""
 PluginStateName = Literal["enabled", "disabled", "unloaded"]
@@ -179,7 +179,8 @@ class RunSummaryWire(TypedDict):
     terminalResult: NotRequired[ToolResultWire]
     """The terminal ToolResult, when ``outcome`` is ``terminal``."""
     error: NotRequired[str]
-    """Why: the provider's error (``error``) or why the answer is not whole (``incomplete``)."""
+    """Why: the provider's error (``error``), why the answer is not whole (``incomplete``), or the
+    model's refusal (``refused``)."""
     finishReason: NotRequired[str]
     """The last answer's finish reason, as the provider sent it."""
 

@@ -16,19 +16,28 @@ from steerable_agent_runtime.settings import RUNTIME_VARIABLES, EnvVar, int_vari
 from ._llm_config import (
     API_KEY_ENV,
     BASE_URL_ENV,
+    DEFAULT_MAX_TOKENS,
     DEFAULT_REQUEST_TIMEOUT_MS,
+    EXTRA_BODY_ENV,
+    EXTRA_HEADERS_ENV,
+    MAX_MAX_TOKENS,
     MAX_REQUEST_TIMEOUT_MS,
+    MAX_TOKENS_ENV,
     MODEL_ENV,
     PROVIDER_ENV,
     PROVIDER_NAMES,
     REQUEST_TIMEOUT_ENV,
     SCRIPT_ENV,
+    TEMPERATURE_ENV,
+    THINKING_CHOICES,
+    THINKING_ENV,
 )
 from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
 from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
 from .mcp_sources import MAX_RESULT_BYTES, MCP_CONFIG_ENV
 from .run_code import RUN_CODE_ENV, RunCodeConfig
 from .state_dir import STATE_DIR_ENV
+from .vendor_profiles import PROFILE_ENV, PROFILE_NAMES
 from .web_tools._config import (
     ALLOWED_DOMAINS_ENV,
     BLOCKED_DOMAINS_ENV,
@@ -66,7 +75,8 @@ _PROVIDER: Final = (
     EnvVar(
         name=PROVIDER_ENV,
         area="Model provider",
-        summary="The OpenAI-compatible endpoint family `steerable run` and the sidecar's chat use; "
+        summary="The vendor `steerable run` and the sidecar's chat call (its default base URL and wire "
+        "profile; `openai` also stands for any OpenAI-compatible server, profiled by its host); "
         "`scripted` replays `STEERABLE_SCRIPT` offline.",
         kind="choice",
         default="openai",
@@ -82,14 +92,16 @@ _PROVIDER: Final = (
         name=BASE_URL_ENV,
         area="Model provider",
         summary="The endpoint's base URL (requests go to `{base}/chat/completions`); default: the "
-        "provider's own URL. No credentials, query or fragment.",
+        "provider's own URL (`azure` has none). No credentials or fragment; no query except Azure's "
+        "`api-version`.",
         kind="url",
     ),
     EnvVar(
         name=API_KEY_ENV,
         area="Model provider",
-        summary="Sent as `Authorization: Bearer <key>`. Required, except for `ollama` and `scripted`. "
-        "Never shown: `steerable doctor` says only whether it is set.",
+        summary="Sent as `Authorization: Bearer <key>` (Azure: `api-key: <key>`). Required, except for "
+        "local servers (`ollama`, `vllm`, `sglang`, `llama-cpp`, `lm-studio`) and `scripted`. Never "
+        "shown: `steerable doctor` says only whether it is set.",
         kind="secret",
     ),
     EnvVar(
@@ -108,6 +120,57 @@ _PROVIDER: Final = (
         floor=1,
         ceiling=MAX_REQUEST_TIMEOUT_MS,
         unit="ms",
+    ),
+    EnvVar(
+        name=PROFILE_ENV,
+        area="Model provider",
+        summary="The vendor profile (what is sent and echoed back) whatever the host: for a gateway in "
+        "front of one vendor, or a local server. Unset: the provider's, else the host's, else `openai`.",
+        kind="choice",
+        choices=PROFILE_NAMES,
+        flag="--profile",
+    ),
+    EnvVar(
+        name=MAX_TOKENS_ENV,
+        area="Model provider",
+        summary="The output bound of each model call (sent as the profile's `max_tokens` or "
+        "`max_completion_tokens`); 0 sends none. A cut-off answer ends the run `incomplete`.",
+        kind="int",
+        default=str(DEFAULT_MAX_TOKENS),
+        floor=0,
+        ceiling=MAX_MAX_TOKENS,
+        unit="tokens",
+        flag="--max-tokens",
+    ),
+    EnvVar(
+        name=TEMPERATURE_ENV,
+        area="Model provider",
+        summary="Sampling temperature, 0 to 2. Unset: the model's default.",
+        kind="number",
+        flag="--temperature",
+    ),
+    EnvVar(
+        name=THINKING_ENV,
+        area="Model provider",
+        summary="A thinking model's reasoning on or off, or its effort, sent the way the profile's "
+        "vendor reads it. Unset: the model's default.",
+        kind="choice",
+        choices=THINKING_CHOICES,
+        flag="--thinking",
+    ),
+    EnvVar(
+        name=EXTRA_HEADERS_ENV,
+        area="Model provider",
+        summary="More HTTP headers for each model call, a JSON object of strings (a gateway's "
+        "routing or attribution headers). Values are never shown.",
+        kind="json",
+    ),
+    EnvVar(
+        name=EXTRA_BODY_ENV,
+        area="Model provider",
+        summary="More request fields for each model call, a JSON object merged last (a vendor option "
+        "steerable has no setting for); `model`, `messages`, `stream`, `tools` are refused.",
+        kind="json",
     ),
 )
 

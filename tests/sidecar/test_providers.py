@@ -34,11 +34,13 @@ from steerable_agent_runtime.llm import (
 )
 from steerable_sidecar.providers import (
     DEFAULT_BASE_URLS,
+    DEFAULT_MAX_TOKENS,
     PROVIDER_NAMES,
     LLMConfig,
     OpenAICompatibleProvider,
     default_llm_provider,
 )
+from steerable_sidecar.vendor_profiles import PROFILE_NAMES
 
 KEY = "sk-test-SECRET-4f9a2c7e1b"
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])
@@ -115,19 +117,34 @@ def test_provider_defaults_to_openai_and_names_are_case_insensitive():
 def test_default_base_urls_match_the_documented_endpoints():
     assert dict(DEFAULT_BASE_URLS) == {
         "openai": "https://api.openai.com/v1",
-        "openrouter": "https://openrouter.ai/api/v1",
+        "anthropic": "https://api.anthropic.com/v1",
+        "gemini": "https://generativelanguage.googleapis.com/v1beta/openai",
+        "mistral": "https://api.mistral.ai/v1",
+        "groq": "https://api.groq.com/openai/v1",
+        "cerebras": "https://api.cerebras.ai/v1",
+        "xai": "https://api.x.ai/v1",
+        "together": "https://api.together.xyz/v1",
+        "fireworks": "https://api.fireworks.ai/inference/v1",
         "deepseek": "https://api.deepseek.com/v1",
+        "moonshot": "https://api.moonshot.ai/v1",
+        "qwen": "https://dashscope-intl.aliyuncs.com/compatible-mode/v1",
         "glm": "https://open.bigmodel.cn/api/paas/v4",
+        "minimax": "https://api.minimax.io/v1",
+        "openrouter": "https://openrouter.ai/api/v1",
+        "vllm": "http://localhost:8000/v1",
+        "sglang": "http://localhost:30000/v1",
+        "llama-cpp": "http://localhost:8080/v1",
         "ollama": "http://localhost:11434/v1",
-    }
-    assert PROVIDER_NAMES == ("openai", "openrouter", "deepseek", "glm", "ollama", "scripted")
+        "lm-studio": "http://localhost:1234/v1",
+    }  # azure has none: each resource has its own host
+    assert PROVIDER_NAMES == (*(n for n in PROFILE_NAMES if n != "openai-compatible"), "scripted")
 
 
 def test_unknown_provider_lists_the_accepted_names():
     with pytest.raises(ConfigError) as info:
-        LLMConfig.from_env({"STEERABLE_PROVIDER": "anthropic", "STEERABLE_MODEL": "m"})
+        LLMConfig.from_env({"STEERABLE_PROVIDER": "bedrock", "STEERABLE_MODEL": "m"})
     message = str(info.value)
-    assert "STEERABLE_PROVIDER" in message and "'anthropic'" in message
+    assert "STEERABLE_PROVIDER" in message and "'bedrock'" in message
     for name in PROVIDER_NAMES:
         assert name in message
 
@@ -394,6 +411,7 @@ async def test_request_body_and_headers(fake_openai, provider):
         "messages": [{"role": "user", "content": "hi"}],
         "stream": True,
         "stream_options": {"include_usage": True},
+        "max_tokens": DEFAULT_MAX_TOKENS,  # a loopback server: the openai-compatible profile
     }
     assert full.body == {
         **plain.body,

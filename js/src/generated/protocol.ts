@@ -214,7 +214,15 @@ export interface DoneEvent {
  * The `agent.chat.stream` answer's fields, without `chatId` and `sessionId`.
  */
 export interface RunSummaryWire {
-  outcome: "completed" | "terminal" | "max_rounds" | "cancelled" | "error" | "incomplete" | "empty_answer";
+  outcome:
+    | "completed"
+    | "terminal"
+    | "max_rounds"
+    | "cancelled"
+    | "error"
+    | "incomplete"
+    | "empty_answer"
+    | "refused";
   /**
    * Model calls made.
    */
@@ -230,7 +238,8 @@ export interface RunSummaryWire {
   text: string;
   terminalResult?: ToolResult;
   /**
-   * Why: the provider's error (`error`) or why the answer is not whole (`incomplete`).
+   * Why: the provider's error (`error`), why the answer is not whole (`incomplete`), or the
+   * model's refusal (`refused`).
    */
   error?: string;
   /**
@@ -306,7 +315,15 @@ export interface OpenAIFunctionTool {
  * `agent.chat.stream`'s answer, when the run ends.
  */
 export interface ChatSummary {
-  outcome: "completed" | "terminal" | "max_rounds" | "cancelled" | "error" | "incomplete" | "empty_answer";
+  outcome:
+    | "completed"
+    | "terminal"
+    | "max_rounds"
+    | "cancelled"
+    | "error"
+    | "incomplete"
+    | "empty_answer"
+    | "refused";
   rounds: number;
   toolCalls: number;
   usage: UsageWire1;
@@ -428,7 +445,15 @@ export interface ReadyParams {
  * How an agent run ended (`RunSummary.to_dict()`).
  */
 export interface RunSummaryWire1 {
-  outcome: "completed" | "terminal" | "max_rounds" | "cancelled" | "error" | "incomplete" | "empty_answer";
+  outcome:
+    | "completed"
+    | "terminal"
+    | "max_rounds"
+    | "cancelled"
+    | "error"
+    | "incomplete"
+    | "empty_answer"
+    | "refused";
   /**
    * Model calls made.
    */
@@ -444,7 +469,8 @@ export interface RunSummaryWire1 {
   text: string;
   terminalResult?: ToolResult;
   /**
-   * Why: the provider's error (`error`) or why the answer is not whole (`incomplete`).
+   * Why: the provider's error (`error`), why the answer is not whole (`incomplete`), or the
+   * model's refusal (`refused`).
    */
   error?: string;
   /**
