@@ -45,6 +45,12 @@ an assistant message with ``content: null`` and no tool calls as Ollama does
 (:data:`OLLAMA_NIL_CONTENT_400`).
 
 With no turn left the server answers HTTP 500 with an error naming the problem.
+
+Vendors: ``FakeOpenAI(vendor="gemini")`` (``--vendor gemini``) refuses, before answering a turn,
+a request that breaks that vendor's documented rules, with the vendor's own status and error body
+(``tests/vendor_rules.py``). Chat completions are served at any ``.../chat/completions`` path
+(Azure's ``/openai/deployments/<name>/chat/completions?api-version=...`` too); ``Received.query``
+keeps the query string.
 """
 
 from __future__ import annotations
@@ -72,6 +78,8 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+
+from vendor_rules import RULES
 
 DEFAULT_USAGE = {"prompt_tokens": 10, "completion_tokens": 5}
 DEEPSEEK_REASONING_400: dict[str, Any] = {
@@ -106,10 +114,12 @@ class Received:
     headers: dict[str, str]
     body: Any
     client_port: int | None = None
+    query: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
+            "query": self.query,
             "headers": self.headers,
             "body": self.body,
             "client_port": self.client_port,
@@ -148,8 +158,16 @@ class FakeOpenAI:
         model: The model name answered when the request names none.
     """
 
-    def __init__(self, turns: Iterable[Mapping[str, Any]] = (), *, port: int = 0, model: str = "fake-model"):
+    def __init__(
+        self,
+        turns: Iterable[Mapping[str, Any]] = (),
+        *,
+        port: int = 0,
+        model: str = "fake-model",
+        vendor: str | None = None,
+    ):
         self.model = model
+        self.vendor = vendor  # whose rules each request must follow (tests/vendor_rules.py)
         self.requests: list[Received] = []
         self._turns: deque[Mapping[str, Any]] = deque(_turn(t) for t in turns)
         self._lock = threading.Lock()
@@ -186,6 +204,7 @@ class FakeOpenAI:
         with self._lock:
             self._turns.clear()
         self.requests.clear()
+        self.vendor = None
         self._release_hangers()
 
     def start(self) -> FakeOpenAI:
@@ -232,6 +251,7 @@ class FakeOpenAI:
         return Starlette(
             routes=[
                 Route("/v1/chat/completions", self._chat, methods=["POST"]),
+                Route("/{prefix:path}/chat/completions", self._chat, methods=["POST"]),
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/_script", self._add_script, methods=["POST"]),
                 Route("/_requests", self._list_requests, methods=["GET"]),
@@ -260,7 +280,12 @@ class FakeOpenAI:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         port = request.client.port if request.client else None
-        self.requests.append(Received(request.url.path, dict(request.headers), body, port))
+        headers = dict(request.headers)
+        self.requests.append(Received(request.url.path, headers, body, port, request.url.query))
+        if self.vendor is not None:
+            refused = RULES[self.vendor](request.url.path, request.url.query, headers, body)
+            if refused is not None:
+                return JSONResponse(refused[1], status_code=refused[0])
         with self._lock:
             turn = self._turns.popleft() if self._turns else None
         if turn is None:
@@ -421,6 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port-file", type=Path, help="write the bound port here once serving")
     parser.add_argument("--script", type=Path, help="a JSON file holding a list of turns")
     parser.add_argument("--model", default="fake-model")
+    parser.add_argument("--vendor", choices=sorted(RULES), help="refuse requests as this vendor does")
     args = parser.parse_args(argv)
     turns = json.loads(args.script.read_text(encoding="utf-8")) if args.script else []
     if not isinstance(turns, list):
@@ -428,7 +454,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with FakeOpenAI(turns, port=args.port, model=args.model) as fake:
+    with FakeOpenAI(turns, port=args.port, model=args.model, vendor=args.vendor) as fake:
         if args.port_file:
             partial = args.port_file.with_name(args.port_file.name + ".tmp")
             partial.write_text(str(fake.port), encoding="utf-8")

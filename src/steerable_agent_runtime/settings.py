@@ -48,6 +48,8 @@ class EnvVar:
         choices: The accepted values of a ``choice``. An ``int`` needs both bounds and a ``choice``
             its choices, and no other kind has them (else ``UserError``).
         flag: The CLI flag with the same effect (``""`` when there is none).
+        masked: Whether ``steerable doctor`` shows only set/unset (a ``secret`` always is; a JSON
+            value that may hold a key, such as extra headers, says so here).
     """
 
     name: str
@@ -60,6 +62,7 @@ class EnvVar:
     unit: str = ""
     choices: tuple[str, ...] = ()
     flag: str = ""
+    masked: bool = False
 
     def __post_init__(self) -> None:
         if (self.kind == "int") != (self.floor is not None and self.ceiling is not None):

@@ -22,7 +22,7 @@ from steerable_agent_runtime.config import env_text, int_field, int_fields
 from steerable_agent_runtime.errors import ConfigError
 
 from ._endpoints import checked_base_url, header_safe
-from .vendor_profiles import PROFILE_ENV, VENDOR_PROFILES, ProfileChoice, choose_profile
+from .vendor_profiles import PROFILE_ENV, THINKING_CHOICES, VENDOR_PROFILES, ProfileChoice, choose_profile
 
 __all__ = [
     "API_KEY_ENV",
@@ -101,8 +101,6 @@ DEFAULT_MAX_TOKENS: Final = 8_192
 answer (a small model repeating itself for minutes) and is within what every current model of the
 profiled vendors accepts; 0 sends no bound (the server's own default)."""
 MAX_MAX_TOKENS: Final = 1_000_000
-THINKING_CHOICES: Final = ("on", "off", "low", "medium", "high")
-"""``STEERABLE_THINKING``: switch a thinking model's reasoning on or off, or set its effort."""
 RESERVED_BODY_KEYS: Final = frozenset({"model", "messages", "stream", "tools"})
 """Request fields ``STEERABLE_EXTRA_BODY`` may not replace (the run owns them)."""
 

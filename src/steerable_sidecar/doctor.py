@@ -420,8 +420,18 @@ def _provider(rows: _Rows, env: dict[str, str]) -> None:
         return
     rows.add(section, "model", config.model)
     rows.add(section, "base URL", config.base_url)
+    rows.add(section, "profile", config.choice.profile.name, detail=f"chosen by {config.choice.why}")
     rows.add(section, "API key", "set" if config.api_key is not None else "unset")
     rows.add(section, "request timeout", f"{config.request_timeout_ms} ms")
+    rows.add(section, "max tokens", config.max_tokens or "none sent")
+    if config.temperature is not None:
+        rows.add(section, "temperature", config.temperature)
+    if config.thinking is not None:
+        rows.add(section, "thinking", config.thinking)
+    if config.extra_headers:  # names only: a value may be a gateway's key
+        rows.add(section, "extra headers", ", ".join(sorted(config.extra_headers)))
+    if config.extra_body:
+        rows.add(section, "extra body", ", ".join(sorted(config.extra_body)))
 
 
 def _plugins(rows: _Rows, booted: Booted | None, plugins: bool) -> None:
@@ -497,7 +507,7 @@ def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
     out = []
     for var in VARIABLES:
         raw = env_text(var.name, env) or ""
-        if var.kind == "secret":
+        if var.kind == "secret" or var.masked:
             value = "set" if raw else "unset"
         elif var.kind == "url" and raw:
             value = _url_shown(raw)

@@ -39,6 +39,7 @@ from steerable_agent_runtime import DEFAULT_MAX_ROUNDS, RunOutcome  # lazy: not 
 from steerable_agent_runtime.errors import SteerableError
 
 from .exit_codes import ExitCode
+from .vendor_profiles import THINKING_CHOICES
 
 if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add_run_arguments
     from steerable_agent_runtime import ToolRouter
@@ -134,6 +135,34 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
         help="offer ask_user with a terminal prompt (auto: only when stdin is a terminal)",
     )
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
+    model = parser.add_argument_group("model settings (each wins over its STEERABLE_* variable)")
+    model.add_argument(
+        "--max-tokens", metavar="N", default=None, help="output bound per model call; 0 sends none"
+    )
+    model.add_argument("--temperature", metavar="T", default=None, help="sampling temperature, 0 to 2")
+    model.add_argument(
+        "--thinking", choices=THINKING_CHOICES, default=None, help="reasoning on/off, or its effort"
+    )
+    model.add_argument("--profile", metavar="NAME", default=None, help="the vendor profile whatever the host")
+
+
+_SETTING_FLAGS: Final = {
+    "max_tokens": "STEERABLE_MAX_TOKENS",
+    "temperature": "STEERABLE_TEMPERATURE",
+    "thinking": "STEERABLE_THINKING",
+    "profile": "STEERABLE_PROFILE",
+}
+"""``steerable run``'s model flags and the variable each stands in for (read and checked the same way)."""
+
+
+def _model_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The environment the provider is built from: ours, with the model flags given put over it."""
+    environ = dict(os.environ)
+    for attribute, variable in _SETTING_FLAGS.items():
+        value = getattr(args, attribute, None)
+        if value is not None:
+            environ[variable] = str(value)
+    return environ
 
 
 def _positive_int(text: str) -> int:
@@ -396,7 +425,7 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         if provider is None:
             from .providers import default_llm_provider
 
-            provider = default_llm_provider()
+            provider = default_llm_provider(environ=_model_settings(args))
         import asyncio  # the parser (every command) does not need it
 
         from steerable_agent_runtime.types import new_call_id

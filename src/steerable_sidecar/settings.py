@@ -164,6 +164,7 @@ _PROVIDER: Final = (
         summary="More HTTP headers for each model call, a JSON object of strings (a gateway's "
         "routing or attribution headers). Values are never shown.",
         kind="json",
+        masked=True,
     ),
     EnvVar(
         name=EXTRA_BODY_ENV,

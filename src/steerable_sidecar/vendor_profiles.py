@@ -34,12 +34,16 @@ __all__ = [
     "PROFILE_ENV",
     "PROFILE_NAMES",
     "VENDOR_PROFILES",
+    "THINKING_CHOICES",
     "ProfileChoice",
     "ReasoningBack",
     "ThinkingStyle",
     "VendorProfile",
     "choose_profile",
 ]
+
+THINKING_CHOICES: Final = ("on", "off", "low", "medium", "high")
+"""``STEERABLE_THINKING``: switch a thinking model's reasoning on or off, or set its effort."""
 
 PROFILE_ENV: Final = "STEERABLE_PROFILE"
 """Names the profile outright (a gateway in front of one vendor, a local server on its own port)."""
