@@ -37,8 +37,8 @@ How values are read:
 - An invalid value stops the command at start with exit 2 and a message naming the variable.
   The sidecar is the one exception: a bad `STEERABLE_WEB_*` value is logged there, and it serves
   without the web tools.
-- Secrets (`STEERABLE_API_KEY`, `STEERABLE_WEB_SEARCH_API_KEY`) are never printed, only reported
-  as set or unset.
+- Secrets (`STEERABLE_API_KEY`, `STEERABLE_WEB_SEARCH_API_KEY`, and `STEERABLE_EXTRA_HEADERS`,
+  whose values may hold a gateway's key) are never printed, only reported as set or unset.
 - An embedding host reads them by these rules with `steerable_agent_runtime.config` (`env_text`,
   `env_flag`, and each whole-number field's `EnvInt`), or resolves a whole config with its
   `from_env`.

@@ -4,7 +4,7 @@ Each case replays one vendor's stream shape (its envelope: ids, ``system_fingerp
 ``native_finish_reason``, ``timings``, comment lines; its deltas; where its usage and errors
 arrive) over the real loopback server of ``tests/fake_openai.py`` into the real
 :class:`OpenAICompatibleProvider`, configured the way a user of that vendor configures steerable
-(vLLM, llama.cpp and LM Studio through the ``openai`` profile with a base URL). A case asserts
+(vLLM, llama.cpp and LM Studio with ``STEERABLE_PROVIDER`` set to their own profiles). A case asserts
 what the user sees: the assembled :class:`ChatResponse`, the :class:`ProviderError` message, the
 finish-reason kind, and for the reasoning round trip what the next request carried back (the fake
 records every request; for DeepSeek it refuses, with DeepSeek's own 400, a request that lost the
@@ -46,9 +46,9 @@ VENDORS: dict[str, tuple[str, ProviderName, str]] = {
     "deepseek": ("DeepSeek", "deepseek", "deepseek-reasoner"),
     "glm": ("GLM", "glm", "glm-4.6"),
     "ollama": ("Ollama", "ollama", "qwen3:8b"),
-    "vllm": ("vLLM", "openai", "Qwen/Qwen3-8B"),
-    "llama-cpp": ("llama.cpp", "openai", "qwen3-8b-q4_k_m.gguf"),
-    "lm-studio": ("LM Studio", "openai", "qwen/qwen3-8b"),
+    "vllm": ("vLLM", "vllm", "Qwen/Qwen3-8B"),
+    "llama-cpp": ("llama.cpp", "llama-cpp", "qwen3-8b-q4_k_m.gguf"),
+    "lm-studio": ("LM Studio", "lm-studio", "qwen/qwen3-8b"),
 }
 # feature slug: the column header in the docs table
 FEATURES: dict[str, str] = {
@@ -928,7 +928,8 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
 
 @cell("vllm", "reasoning")
 async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
-    # --reasoning-parser qwen3 / deepseek_r1: reasoning_content deltas; the openai profile sends none back
+    # --reasoning-parser qwen3 / deepseek_r1: reasoning_content deltas; the vllm profile sends it back
+    # on the tool-calling message, where Qwen3's chat template renders it between the calls
     stream: list[Any] = [vllm_chunk({"role": "assistant", "content": ""})]
     stream += [vllm_chunk({"reasoning_content": w}) for w in ["Okay, ", "the user ", "wants the list."]]
     stream += [vllm_chunk({"tool_calls": [d]}) for d in vllm_call(0, "chatcmpl-tool-r", TODO)]
@@ -936,7 +937,8 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
     response = await answer(fake, provider, stream)
     assert response.reasoning == "Okay, the user wants the list."
     sent = await next_request(fake, provider, response)
-    assert not {"reasoning_content", "reasoning", "reasoning_details"} & set(sent)
+    assert sent["reasoning_content"] == "Okay, the user wants the list."
+    assert not {"reasoning", "reasoning_details"} & set(sent)
 
 
 @cell("vllm", "usage")
@@ -1018,7 +1020,8 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
 
 @cell("llama-cpp", "reasoning")
 async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
-    # --reasoning-format deepseek: reasoning_content deltas; nothing goes back through the openai profile
+    # --reasoning-format deepseek: reasoning_content deltas; the llama-cpp profile sends it back on the
+    # tool-calling message (the server parses an assistant message's reasoning_content for the template)
     stream: list[Any] = [llama_cpp_chunk({"role": "assistant", "content": None})]
     stream += [llama_cpp_chunk({"reasoning_content": w}) for w in ["I need ", "todo.txt."]]
     stream += [llama_cpp_chunk({"tool_calls": [d]}) for d in split_call(0, "id_r", "read_file", TODO)]
@@ -1026,7 +1029,7 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
     response = await answer(fake, provider, stream)
     assert response.reasoning == "I need todo.txt."
     sent = await next_request(fake, provider, response)
-    assert not {"reasoning_content", "reasoning", "reasoning_details"} & set(sent)
+    assert sent["reasoning_content"] == "I need todo.txt."
 
 
 @cell("llama-cpp", "usage")
@@ -1144,13 +1147,13 @@ async def test_vendor_cell(
     assert all(r.path == "/v1/chat/completions" for r in fake_openai.requests)
 
 
-_PROVIDER_IN_CELL = re.compile(r"\(`STEERABLE_PROVIDER=([a-z]+)`[^)]*\)")
+_PROVIDER_IN_CELL = re.compile(r"\(`STEERABLE_PROVIDER=([a-z-]+)`[^)]*\)")
 
 
 def docs_table() -> dict[tuple[str, str], str]:
     """The vendor table of docs/providers.md: (vendor slug, feature slug) -> cell text."""
     lines = DOCS.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| Vendor |"))
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Vendor | Tool calls |"))
     header = [c.strip() for c in lines[start].strip("|").split("|")]
     assert header[1:] == list(FEATURES.values()), header
     assert set(lines[start + 1]) <= set("|-: "), lines[start + 1]
