@@ -65,6 +65,7 @@ def rendered(text: str) -> str:
 
 
 def main() -> int:
+    """Rewrite the table, or with ``--check`` exit 1 when it is out of date."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the table is out of date")
     args = parser.parse_args()
