@@ -50,7 +50,10 @@ Vendors: ``FakeOpenAI(vendor="gemini")`` (``--vendor gemini``) refuses, before a
 a request that breaks that vendor's documented rules, with the vendor's own status and error body
 (``tests/vendor_rules.py``). Chat completions are served at any ``.../chat/completions`` path
 (Azure's ``/openai/deployments/<name>/chat/completions?api-version=...`` too); ``Received.query``
-keeps the query string.
+keeps the query string. ``fake.canned[path] = {...}`` (or a function of the request's JSON body)
+answers any other GET or POST at ``path`` (llama.cpp's ``/props`` and ``/apply-template``, Ollama's
+``/api/show``); an unknown path is a 404, as on a server without that endpoint. Those requests are
+listed in ``fake.probes``, not ``fake.requests``.
 """
 
 from __future__ import annotations
@@ -168,6 +171,8 @@ class FakeOpenAI:
     ):
         self.model = model
         self.vendor = vendor  # whose rules each request must follow (tests/vendor_rules.py)
+        self.canned: dict[str, Any] = {}  # path -> the JSON any other GET/POST there answers
+        self.probes: list[Received] = []  # the requests to any other path (kept apart from requests)
         self.requests: list[Received] = []
         self._turns: deque[Mapping[str, Any]] = deque(_turn(t) for t in turns)
         self._lock = threading.Lock()
@@ -205,6 +210,8 @@ class FakeOpenAI:
             self._turns.clear()
         self.requests.clear()
         self.vendor = None
+        self.canned = {}
+        self.probes.clear()
         self._release_hangers()
 
     def start(self) -> FakeOpenAI:
@@ -255,6 +262,7 @@ class FakeOpenAI:
                 Route("/v1/models", self._models, methods=["GET"]),
                 Route("/_script", self._add_script, methods=["POST"]),
                 Route("/_requests", self._list_requests, methods=["GET"]),
+                Route("/{path:path}", self._canned, methods=["GET", "POST"]),
             ]
         )
 
@@ -267,6 +275,20 @@ class FakeOpenAI:
             return JSONResponse({"error": {"message": "POST a JSON list of turns"}}, status_code=400)
         self.script(turns)
         return JSONResponse({"remaining": self.remaining})
+
+    async def _canned(self, request: Request) -> Response:
+        raw = await request.body()
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        self.probes.append(Received(request.url.path, dict(request.headers), body, None, request.url.query))
+        if request.url.path not in self.canned:
+            return JSONResponse(
+                {"error": {"message": "File Not Found", "type": "not_found_error"}}, status_code=404
+            )
+        answer = self.canned[request.url.path]
+        return JSONResponse(answer(body) if callable(answer) else answer)
 
     async def _list_requests(self, request: Request) -> Response:
         return JSONResponse([r.to_dict() for r in self.requests])

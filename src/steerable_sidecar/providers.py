@@ -152,6 +152,7 @@ class OpenAICompatibleProvider(ClientOwner):
         self.retry_max_delay_ms = retry_max_delay_ms
         self._model = config.model
         self._profile = config.choice.profile
+        self._tools_checked = False  # the once-per-provider probe of _tools_probe
         base, _, query = config.base_url.partition("?")
         self._url = f"{base}/chat/completions" + (f"?{query}" if query else "")
         self._where = f"{config.provider} at {base}"
@@ -197,6 +198,8 @@ class OpenAICompatibleProvider(ClientOwner):
                 ``finish_reason`` or ``[DONE]`` ("stream ended early"). Raised after the retries
                 described on the class; the message never contains the API key.
         """
+        if request.tools and not self._tools_checked:
+            await self._check_tools(request)
         content = self._encode(request)
         retries = 0
         while True:
@@ -215,6 +218,26 @@ class OpenAICompatibleProvider(ClientOwner):
                     "%s; retrying in %.2f s (retry %d of %d)", exc, delay_s, retries, self.max_retries
                 )
             await asyncio.sleep(delay_s)
+
+    async def _check_tools(self, request: ChatRequest) -> None:
+        """Once per provider: refuse to start a run whose tools would never reach the model."""
+        if self._profile.tools_probe == "none":
+            self._tools_checked = True
+            return
+        from ._tools_probe import tools_problem
+
+        assert self.config.base_url is not None  # checked in __init__
+        problem = await tools_problem(
+            self._client,
+            self._profile.tools_probe,
+            self.config.base_url,
+            request.model or self._model,
+            request.tools,
+            self._headers,
+        )
+        if problem is not None:
+            raise ProviderError(self._scrub(f"{self._where}: {problem}"))
+        self._tools_checked = True
 
     def _encode(self, request: ChatRequest) -> bytes:
         return encoded(request_body(self.config, request, request.model or self._model))

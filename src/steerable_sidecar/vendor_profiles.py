@@ -88,6 +88,9 @@ class VendorProfile:
         auth_header: ``bearer`` (``Authorization: Bearer``) or ``api-key`` (Azure).
         query_keys: Query keys the base URL may carry (Azure's ``api-version``).
         thinking: How ``STEERABLE_THINKING`` is sent (:data:`ThinkingStyle`).
+        tools_probe: How to ask the server, before the first round, whether the offered tools
+            reach the model (``llama-cpp``: ``/apply-template`` then ``/props``; ``ollama``:
+            ``/api/show``; ``none``).
         streams_reasoning: Where it streams reasoning, for people (``reasoning_content``...).
         usage_at: Where its usage arrives, for people.
         errors_at: How it reports an error after the 200, for people.
@@ -111,6 +114,7 @@ class VendorProfile:
     auth_header: Literal["bearer", "api-key"] = "bearer"
     query_keys: tuple[str, ...] = ()
     thinking: ThinkingStyle = "none"
+    tools_probe: Literal["none", "llama-cpp", "ollama"] = "none"
     streams_reasoning: str = "none"
     usage_at: str = "last chunk `usage`"
     errors_at: str = "`error` object"
@@ -336,11 +340,12 @@ VENDOR_PROFILES: Final[Mapping[str, VendorProfile]] = _profiles(
         keyless=True,
         reasoning_back="with_tool_calls",
         thinking="template",
+        tools_probe="llama-cpp",
         streams_reasoning="`reasoning_content`",
         usage_at="`usage` beside `timings`",
         errors_at="`error:` line; a 500 when it cannot parse the model's tool call",
-        limits="tools reach the model only when the chat template renders them (`steerable doctor` asks "
-        "`/props`)",
+        limits="tools reach the model only when the chat template renders them: checked before the first "
+        "round (`/apply-template`, `/props`)",
     ),
     VendorProfile(
         "ollama",
@@ -351,8 +356,10 @@ VENDOR_PROFILES: Final[Mapping[str, VendorProfile]] = _profiles(
         reasoning_back="always",
         reasoning_key="reasoning",
         thinking="reasoning_effort",
+        tools_probe="ollama",
         streams_reasoning="`reasoning`",
-        limits="tools reach the model only when it has the `tools` capability (`steerable doctor` asks)",
+        limits="tools reach the model only when it has the `tools` capability: checked before the first "
+        "round (`/api/show`)",
     ),
     VendorProfile(
         "lm-studio",

@@ -397,3 +397,64 @@ def test_the_record_keeps_what_goes_back(tmp_path: Path) -> None:
     message = response.assistant_message()
     assert message["tool_calls"][0]["extra_content"] == {"google": {"thought_signature": "s"}}
     assert message["tool_calls"][0]["id"] == "fc1"
+
+
+# -- tools the model actually sees --------------------------------------------------------------------
+
+CHATML_WITHOUT_TOOLS = "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+
+
+async def test_a_llama_cpp_template_that_drops_the_tools_fails_before_the_first_round(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.canned["/apply-template"] = {"prompt": CHATML_WITHOUT_TOOLS}
+    fake_openai.script(["I made this answer up."])
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"))
+    assert summary.outcome == "error" and fake_openai.requests == []  # the model was never called
+    assert summary.error is not None
+    assert "renders no tools into the prompt: its chat template has no place for them" in summary.error
+    (probe,) = fake_openai.probes
+    assert probe.path == "/apply-template"
+    assert [t["function"]["name"] for t in probe.body["tools"]] == ["read_file"]
+
+
+async def test_a_llama_cpp_template_that_renders_the_tools_passes_once(fake_openai: FakeOpenAI) -> None:
+    def render(body: dict[str, Any]) -> dict[str, Any]:
+        return {"prompt": "<tools>" + json.dumps(body["tools"]) + "</tools>" + CHATML_WITHOUT_TOOLS}
+
+    fake_openai.canned["/apply-template"] = render
+    fake_openai.script([streams.gemini(), "The notes say alpha."])
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"))
+    assert summary.outcome == "completed", summary.error
+    assert len(fake_openai.probes) == 1 and len(fake_openai.requests) == 2  # asked once, not per round
+
+
+async def test_without_apply_template_the_props_caps_decide(fake_openai: FakeOpenAI) -> None:
+    fake_openai.canned["/props"] = {
+        "chat_template_caps": {"supports_tools": False, "supports_tool_calls": False}
+    }
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"))
+    assert summary.outcome == "error" and summary.error is not None
+    assert "chat_template_caps.supports_tools is false" in summary.error
+    assert [p.path for p in fake_openai.probes] == ["/apply-template", "/props"]
+
+
+async def test_a_server_that_cannot_say_gets_the_benefit_of_the_doubt(fake_openai: FakeOpenAI) -> None:
+    fake_openai.script(["ok"])  # no /apply-template, no /props: 404s, as on another server
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"))
+    assert summary.outcome == "completed", summary.error
+
+
+async def test_an_ollama_model_without_the_tools_capability_fails_before_the_first_round(
+    fake_openai: FakeOpenAI,
+) -> None:
+    fake_openai.canned["/api/show"] = {"capabilities": ["completion"], "details": {"family": "gemma"}}
+    summary = await run_once(fake_openai, config_for(fake_openai, "ollama", "gemma:2b"))
+    assert summary.outcome == "error" and fake_openai.requests == []
+    assert summary.error is not None
+    assert "Ollama's model gemma:2b has no tools capability (capabilities: completion)" in summary.error
+    assert fake_openai.probes[0].body == {"model": "gemma:2b"}
+    fake_openai.reset()
+    fake_openai.canned["/api/show"] = {"capabilities": ["completion", "tools"]}
+    fake_openai.script(["ok"])
+    assert (await run_once(fake_openai, config_for(fake_openai, "ollama", "qwen3:8b"))).outcome == "completed"
