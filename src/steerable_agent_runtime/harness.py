@@ -26,17 +26,15 @@ MINIMAL_TOOLS: Final = frozenset(
         "read_file",
         "write_file",
         "edit_file",
-        "apply_patch",
-        "list_dir",
-        "glob",
-        "grep",
         "bash",
         "ask_user",
         "read_spilled",
     }
 )
-"""The ``minimal`` strategy's core: file tools, search, a shell, questions to the user, and
-``read_spilled`` (without it an externalised result could not be read back)."""
+"""The ``minimal`` strategy's core: read, write and edit a file, a shell (which searches and lists
+too), questions to the user, and ``read_spilled`` (without it an externalised result could not be
+read back). Offered with compact descriptors (:meth:`Tool.describe_compact`): the smallest prompt
+a coding model can work from, for small local models and tight context windows."""
 
 
 class HarnessStrategy(StrEnum):
@@ -45,7 +43,7 @@ class HarnessStrategy(StrEnum):
     FULL = "full"
     """Direct and deferred tiers."""
     MINIMAL = "minimal"
-    """:data:`MINIMAL_TOOLS` only."""
+    """:data:`MINIMAL_TOOLS` only, with compact descriptors."""
     PROGRESSIVE = "progressive"
     """Direct tier plus ``tool_search`` (HAR-1)."""
 
@@ -133,7 +131,7 @@ class AssembledHarness:
             ]
         if self.strategy is HarnessStrategy.MINIMAL:
             return [
-                t.describe_model()
+                t.describe_compact()
                 for t in router
                 if t.name in MINIMAL_TOOLS and t.exposure is not ToolExposure.HIDDEN
             ]

@@ -31,6 +31,7 @@ from ._depth import (
     nesting_depth,
     too_deep_retry,
 )
+from ._model_schema import first_paragraph, model_parameters
 from ._results import (
     failed_result,
     invalid_arguments_result,
@@ -280,11 +281,25 @@ class Tool:
         )
 
     def describe_model(self) -> dict[str, Any]:
-        """Return the OpenAI function-tool descriptor ``{"type": "function", "function": {...}}``."""
+        """Return the OpenAI function-tool descriptor ``{"type": "function", "function": {...}}``.
+
+        Its ``parameters`` are the tool's schema without what only validation needs (``title``
+        keywords, the ``null`` branch of optional arguments: ``_model_schema.model_parameters``).
+        """
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": model_parameters(self.parameters),
+            },
         }
+
+    def describe_compact(self) -> dict[str, Any]:
+        """:meth:`describe_model` with the description cut to its first paragraph (``--harness minimal``)."""
+        described = self.describe_model()
+        described["function"]["description"] = first_paragraph(self.description)
+        return described
 
     def describe(self) -> dict[str, Any]:
         """Return the full inventory entry: name, description, parameters, mode and exposure."""

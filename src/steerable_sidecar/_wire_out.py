@@ -179,10 +179,10 @@ def alnum9_id(call_id: str) -> str:
 
 def encoded(body: Mapping[str, Any]) -> bytes:
     """``body`` as UTF-8 JSON; a lone surrogate anywhere in it is repaired, never a failure."""
-    try:
-        return json.dumps(body, ensure_ascii=False).encode("utf-8")
+    try:  # no spaces after separators: the same JSON, ~10% fewer bytes every round
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(_wire_safe(body), ensure_ascii=False).encode("utf-8")
+        return json.dumps(_wire_safe(body), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
 def whole_text(text: str) -> str:

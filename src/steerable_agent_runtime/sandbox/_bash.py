@@ -134,12 +134,13 @@ def bash_tool(
         return protected_result(result, guarded.outcome, "command", moves=guarded.moves)
 
     network = "on" if cfg.network else "off"
-    description = (
+    description = (  # the first paragraph is the summary compact descriptors keep (docs/harness.md)
         "Run a shell command with bash in the workspace root, inside an OS sandbox: only the "
-        f"workspace and $TMPDIR are writable, the network is {network}, and the environment holds no "
-        f"secrets. Returns stdout and stderr (each clipped to {cap} bytes, head and tail kept, with "
-        "the total byte counts) and exitCode; a non-zero exit is a failure. Background processes "
-        "are killed when the command exits."
+        f"workspace and $TMPDIR are writable, the network is {network}. Returns stdout, stderr and "
+        "exitCode; a non-zero exit is a failure.\n\n"
+        f"The environment holds no secrets. stdout and stderr are each clipped to {cap} bytes (head "
+        "and tail kept, with the total byte counts). Background processes are killed when the "
+        "command exits."
     )
     if not allow:
         description += (
