@@ -138,7 +138,31 @@ def test_full_does_not_offer_the_discovery_tool_even_when_wired(router):
 
 def test_minimal_offers_the_fixed_core_that_is_registered(router):
     assert offered_names(assemble_harness("minimal", router)) == ["read_file", "bash"]
-    assert {"read_file", "write_file", "edit_file", "apply_patch", "bash", "ask_user"} <= MINIMAL_TOOLS
+    assert MINIMAL_TOOLS == {"read_file", "write_file", "edit_file", "bash", "ask_user", "read_spilled"}
+
+
+def test_minimal_descriptors_are_compact(router):
+    """The summary paragraph only, and no schema noise: the smallest prompt a model works from."""
+
+    @router.tool
+    def write_file(path: str, content: str, expected_version: str | None = None) -> dict[str, str]:
+        """Create or overwrite a file.
+
+        Existing files must be read first; this paragraph is left out of the compact descriptor.
+        """
+        return {}
+
+    (described,) = [
+        t for t in assemble_harness("minimal", router).offered() if t["function"]["name"] == "write_file"
+    ]
+    assert described["function"]["description"] == "Create or overwrite a file."
+    parameters = described["function"]["parameters"]
+    assert "title" not in parameters and all("title" not in p for p in parameters["properties"].values())
+    assert parameters["properties"]["expected_version"] == {
+        "type": "string"
+    }  # no null branch, no null default
+    full = router.get("write_file")
+    assert full is not None and "Existing files must be read first" in full.description
 
 
 @pytest.mark.parametrize("strategy", ["full", "minimal"])

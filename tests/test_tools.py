@@ -127,15 +127,49 @@ def test_describe_model_offers_only_the_direct_tier_tier_1_tier_3():
             "function": {
                 "name": "greet",
                 "description": "Greet by name",
-                "parameters": router.get("greet").parameters,
+                # the validation schema without its title keywords: a model needs none of them
+                "parameters": {
+                    "additionalProperties": False,
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"],
+                    "type": "object",
+                },
             },
         }
     ]
-    assert [(t["name"], t["exposure"], t["mode"]) for t in router.describe()] == [
-        ("greet", "direct", "local"),
-        ("get_forecast", "deferred", "read"),
-        ("get_secret_internal", "hidden", "read"),
-    ]
+    greet = router.get("greet")
+    assert (
+        greet is not None and greet.parameters["properties"]["name"]["title"] == "Name"
+    )  # validation keeps it
+
+
+def test_model_parameters_keep_a_property_named_title():
+    from steerable_agent_runtime._model_schema import model_parameters
+
+    schema = {
+        "type": "object",
+        "title": "make_issue",
+        "properties": {
+            "title": {"title": "Title", "type": "string"},
+            "labels": {
+                "anyOf": [{"type": "array", "items": {"type": "string"}}, {"type": "null"}],
+                "default": None,
+            },
+            "priority": {"anyOf": [{"type": "integer"}, {"type": "null"}], "default": 3},
+        },
+    }
+    assert model_parameters(schema) == {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string"},  # the property stays, its title keyword goes
+            "labels": {"type": "array", "items": {"type": "string"}},
+            "priority": {
+                "anyOf": [{"type": "integer"}, {"type": "null"}],
+                "default": 3,
+            },  # null is no default
+        },
+    }
+    assert schema["properties"]["title"] == {"title": "Title", "type": "string"}  # the input is left alone
 
 
 async def test_dispatch_never_gates_on_exposure_tier_2():
