@@ -141,7 +141,7 @@ def test_minimal_offers_the_fixed_core_that_is_registered(router):
     assert MINIMAL_TOOLS == {"read_file", "write_file", "edit_file", "bash", "ask_user", "read_spilled"}
 
 
-def test_minimal_descriptors_are_compact(router):
+def test_minimal_descriptors_are_compact(router: ToolRouter) -> None:
     """The summary paragraph only, and no schema noise: the smallest prompt a model works from."""
 
     @router.tool

@@ -146,7 +146,7 @@ def test_describe_model_offers_only_the_direct_tier_tier_1_tier_3():
 def test_model_parameters_keep_a_property_named_title():
     from steerable_agent_runtime._model_schema import model_parameters
 
-    schema = {
+    schema: dict[str, Any] = {
         "type": "object",
         "title": "make_issue",
         "properties": {
