@@ -458,3 +458,23 @@ async def test_an_ollama_model_without_the_tools_capability_fails_before_the_fir
     fake_openai.canned["/api/show"] = {"capabilities": ["completion", "tools"]}
     fake_openai.script(["ok"])
     assert (await run_once(fake_openai, config_for(fake_openai, "ollama", "qwen3:8b"))).outcome == "completed"
+
+
+async def test_an_unparsed_tool_call_mid_stream_goes_back_to_the_model_too(fake_openai: FakeOpenAI) -> None:
+    """llama.cpp streaming: the text went out, then the parser fails at the end with an ``error:`` line."""
+    chunk = {"choices": [{"index": 0, "delta": {"content": '<tool_call>\n{"name": "read_file"'}}]}
+    error = {
+        "code": 500,
+        "message": 'Failed to parse input at pos 12: <tool_call>\n{"name"',
+        "type": "server_error",
+    }
+    fake_openai.script(
+        [
+            {"raw_sse": [chunk, f"error: {json.dumps(error)}", "", "data: [DONE]", ""]},
+            "The notes say alpha.",
+        ]
+    )
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"), max_retries=2)
+    assert summary.outcome == "completed" and len(fake_openai.requests) == 2
+    told = json.loads(fake_openai.requests[1].body["messages"][-1]["content"])
+    assert told["data"]["code"] == "unparsed_tool_call"
