@@ -160,23 +160,22 @@ def _no_reasoning_on_input(style: str) -> Rule:
     return rule
 
 
-def moonshot(path: str, query: str, headers: Mapping[str, str], body: Any) -> Refusal | None:
-    for index, message in _tool_calling(body):
-        if "reasoning_content" not in message:
-            return 400, _openai_error(
-                "thinking is enabled but reasoning_content is missing in assistant tool call message "
-                f"at index {index}"
-            )
-    return None
+def _reasoning_required(message: str) -> Rule:
+    """A thinking mode that refuses a tool-call message without ``reasoning_content`` (``{index}``)."""
+
+    def rule(path: str, query: str, headers: Mapping[str, str], body: Any) -> Refusal | None:
+        for index, assistant in _tool_calling(body):
+            if "reasoning_content" not in assistant:
+                return 400, _openai_error(message.format(index=index))
+        return None
+
+    return rule
 
 
-def deepseek(path: str, query: str, headers: Mapping[str, str], body: Any) -> Refusal | None:
-    for _, message in _tool_calling(body):
-        if "reasoning_content" not in message:
-            return 400, _openai_error(
-                "The reasoning_content in the thinking mode must be passed back to the API."
-            )
-    return None
+moonshot = _reasoning_required(
+    "thinking is enabled but reasoning_content is missing in assistant tool call message at index {index}"
+)
+deepseek = _reasoning_required("The reasoning_content in the thinking mode must be passed back to the API.")
 
 
 RULES: dict[str, Rule] = {
