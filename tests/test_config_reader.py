@@ -47,7 +47,7 @@ def test_every_config_declares_its_integer_fields_on_the_field() -> None:
         "sandbox": 4,
         "run_code": 5,
         "web_tools": 7,
-        "llm": 1,
+        "llm": 2,  # request_timeout_ms, max_tokens
     }
     for cls, _resolve, _value in CONFIGS.values():
         defaults = cls(**({"model": "m", "api_key": None, "provider": "ollama"} if cls is LLMConfig else {}))
