@@ -71,7 +71,8 @@ class VendorProfile:
         name: The profile's name (``STEERABLE_PROFILE`` / ``STEERABLE_PROVIDER`` value).
         vendor: Who serves it, for people.
         base_url: The default base URL; ``None`` when there is none to assume (Azure).
-        hosts: Host names (or ``.suffix`` for a domain's subdomains) that choose this profile.
+        hosts: Host names that choose this profile; one starting with ``.`` or ``-`` is a suffix
+            (``.openai.azure.com``: any resource; ``-aiplatform.googleapis.com``: any Vertex region).
         keyless: Whether it is served without an API key (local servers).
         reasoning_back: When reasoning text goes back (:data:`ReasoningBack`).
         reasoning_key: The assistant-message key it goes back under.
@@ -185,7 +186,11 @@ VENDOR_PROFILES: Final[Mapping[str, VendorProfile]] = _profiles(
         "gemini",
         "Google Gemini (OpenAI-compatible endpoint)",
         "https://generativelanguage.googleapis.com/v1beta/openai",
-        hosts=("generativelanguage.googleapis.com", ".aiplatform.googleapis.com"),
+        hosts=(
+            "generativelanguage.googleapis.com",
+            "aiplatform.googleapis.com",
+            "-aiplatform.googleapis.com",
+        ),
         echo_call_fields=("extra_content",),
         echo_message_fields=("extra_content",),
         thinking="reasoning_effort",
@@ -420,6 +425,6 @@ def choose_profile(
 
 
 def _host_matches(host: str, pattern: str) -> bool:
-    if pattern.startswith("."):
+    if pattern.startswith((".", "-")):  # a suffix: "*.openai.azure.com", "*-aiplatform.googleapis.com"
         return host.endswith(pattern) and len(host) > len(pattern)
     return host == pattern
