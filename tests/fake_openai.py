@@ -52,7 +52,7 @@ a request that breaks that vendor's documented rules, with the vendor's own stat
 (Azure's ``/openai/deployments/<name>/chat/completions?api-version=...`` too); ``Received.query``
 keeps the query string. ``fake.canned[path] = {...}`` (or a function of the request's JSON body)
 answers any other GET or POST at ``path`` (llama.cpp's ``/props`` and ``/apply-template``, Ollama's
-``/api/show``); an unknown path is a 404, as on a server without that endpoint. Those requests are
+``/api/show``; ``bytes`` go out as they are); an unknown path is a 404, as on a server without that endpoint. Those requests are
 listed in ``fake.probes``, not ``fake.requests``.
 """
 
@@ -288,6 +288,8 @@ class FakeOpenAI:
                 {"error": {"message": "File Not Found", "type": "not_found_error"}}, status_code=404
             )
         answer = self.canned[request.url.path]
+        if isinstance(answer, bytes):  # a body as-is (not JSON, nested past any decoder, huge)
+            return Response(answer, media_type="application/json")
         return JSONResponse(answer(body) if callable(answer) else answer)
 
     async def _list_requests(self, request: Request) -> Response:

@@ -122,6 +122,14 @@ class RunSummary:
         return out
 
 
+_MAX_REFUSAL_CHARS = 4_000
+"""The most of a refusal's words kept in ``RunSummary.error`` (a server could send megabytes)."""
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _MAX_REFUSAL_CHARS else text[:_MAX_REFUSAL_CHARS] + "..."
+
+
 def tool_message(call_id: str, result: ToolResult) -> Message:
     """Return the ``tool`` message carrying ``result``'s JSON (what the durable record stores).
 
@@ -305,7 +313,7 @@ class AgentLoop:
             summary.finish_reason = response.finish_reason
             if response.refusal.strip() and not response.tool_calls:
                 summary.outcome = RunOutcome.REFUSED  # the vendor's words, never a finished task
-                summary.error = f"the model refused: {response.refusal.strip()}"
+                summary.error = f"the model refused: {_clipped(response.refusal.strip())}"
                 summary.text = response.text
                 return
             problem = finish_problem(response.finish_reason)

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final, Literal, get_args
-from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -106,6 +105,8 @@ RESERVED_BODY_KEYS: Final = frozenset({"model", "messages", "stream", "tools"})
 
 _KEYLESS: Final = frozenset({name for name, p in VENDOR_PROFILES.items() if p.keyless} | {"scripted"})
 _HEADER_NAME: Final = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")  # an RFC 9110 token
+_OWN_HEADERS: Final = frozenset({"content-length", "transfer-encoding", "host", "connection", "content-type"})
+"""Headers the HTTP exchange itself sets; one from ``STEERABLE_EXTRA_HEADERS`` would break it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +187,11 @@ class LLMConfig:
         _MAX_TOKENS.check(self.max_tokens, MAX_TOKENS_ENV)
         self._check_sampling()
         object.__setattr__(self, "extra_headers", MappingProxyType(_checked_headers(self.extra_headers)))
+        auth = "api-key" if self.choice.profile.auth_header == "api-key" else "authorization"
+        if self.api_key is not None and any(name.lower() == auth for name in self.extra_headers):
+            raise ConfigError(
+                f"{EXTRA_HEADERS_ENV} sets {auth}, and {API_KEY_ENV} is sent there too: keep one of them"
+            )
         object.__setattr__(self, "extra_body", MappingProxyType(_checked_body(self.extra_body)))
 
     def _checked_base_url(self, base_url: str | None) -> str | None:
@@ -294,12 +300,18 @@ _MAX_TOKENS: Final = int_fields(LLMConfig)["max_tokens"]
 
 
 def _loose_host(base_url: str | None) -> str | None:
-    """The host of a URL not checked yet (for choosing its profile; the check comes next)."""
+    """The host of a URL not checked yet (for choosing its profile; the check comes next).
+
+    Read as the HTTP client reads it (IDNA: ``api。mistral。ai`` is ``api.mistral.ai``), so the
+    profile is the one of the host the requests go to.
+    """
     if not base_url:
         return None
+    import httpx
+
     try:
-        return urlsplit(base_url.strip()).hostname
-    except ValueError:
+        return httpx.URL(base_url.strip()).host or None
+    except (httpx.InvalidURL, ValueError):
         return None
 
 
@@ -327,10 +339,25 @@ def _env_object(name: str, environ: Mapping[str, str] | None) -> dict[str, Any]:
 
 
 def _checked_headers(headers: Mapping[str, Any]) -> dict[str, str]:
+    """The extra headers, each checked.
+
+    A bad name is never echoed: a pasted ``Authorization: Bearer ...`` line would put its key in
+    the message.
+    """
     out: dict[str, str] = {}
+    seen: set[str] = set()
     for name, value in headers.items():
         if not isinstance(name, str) or not _HEADER_NAME.match(name):
-            raise ConfigError(f"{EXTRA_HEADERS_ENV}: {name!r} is not an HTTP header name")
+            raise ConfigError(
+                f"{EXTRA_HEADERS_ENV}: a header name is not an HTTP header name (letters, digits and "
+                '-, with no space or ":"); write {"Name": "value"}, one key per header'
+            )
+        lowered = name.lower()
+        if lowered in _OWN_HEADERS:
+            raise ConfigError(f"{EXTRA_HEADERS_ENV} must not set {name}: the HTTP client sends it")
+        if lowered in seen:
+            raise ConfigError(f"{EXTRA_HEADERS_ENV} sets {name} twice (header names ignore case)")
+        seen.add(lowered)
         if not isinstance(value, str) or not all(32 <= ord(c) <= 126 for c in value):
             raise ConfigError(
                 f"{EXTRA_HEADERS_ENV}: the value of {name} must be a string of printable ASCII characters"
@@ -345,9 +372,9 @@ def _checked_body(body: Mapping[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"{EXTRA_BODY_ENV} must not set {', '.join(reserved)} (the run sends them)")
     plain = dict(body)
     try:
-        json.dumps(plain)
+        json.dumps(plain, allow_nan=False)  # NaN and Infinity are not JSON: a server would refuse the body
     except (TypeError, ValueError, RecursionError):
-        raise ConfigError(f"{EXTRA_BODY_ENV} must be plain JSON") from None
+        raise ConfigError(f"{EXTRA_BODY_ENV} must be plain JSON (no NaN or Infinity)") from None
     return plain
 
 

@@ -19,11 +19,14 @@ actually sees").
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime.llm import Message
+
+from ._http import clip, read_capped
 
 if TYPE_CHECKING:
     import httpx
@@ -71,25 +74,33 @@ async def tools_problem(
 async def _json(
     client: httpx.AsyncClient, method: str, url: str, headers: Mapping[str, str], body: Any = None
 ) -> Any:
-    """The JSON a probe answered, or ``None`` for any failure (not this server, an older build)."""
+    """The JSON a probe answered, or ``None`` for any failure (not this server, an older build).
+
+    The whole exchange gets :data:`PROBE_TIMEOUT_S` (a server dripping bytes cannot hold the run
+    at its start), and at most 4 MiB of the body is read (decoded a bounded step at a time).
+    """
     import httpx
 
     try:
-        response = await client.request(
-            method,
-            url,
-            content=None if body is None else json.dumps(body).encode("utf-8"),
-            headers={k: v for k, v in headers.items() if k.lower() != "accept"},
-            timeout=PROBE_TIMEOUT_S,
-            follow_redirects=False,
-        )
-    except httpx.HTTPError:
+        async with asyncio.timeout(PROBE_TIMEOUT_S):
+            async with client.stream(
+                method,
+                url,
+                content=None if body is None else json.dumps(body).encode("utf-8"),
+                headers={k: v for k, v in headers.items() if k.lower() != "accept"},
+                timeout=PROBE_TIMEOUT_S,
+                follow_redirects=False,
+            ) as response:
+                if not response.is_success:
+                    return None
+                raw, cut = await read_capped(response, _MAX_PROBE_BYTES)
+    except (httpx.HTTPError, TimeoutError):
         return None
-    if not response.is_success or len(response.content) > _MAX_PROBE_BYTES:
+    if cut:
         return None
     try:
-        return response.json()
-    except ValueError:
+        return json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the decoder goes
         return None
 
 
@@ -134,7 +145,7 @@ async def _ollama(client: httpx.AsyncClient, root: str, model: str, headers: Map
     shown = await _json(client, "POST", f"{root}/api/show", headers, {"model": model})
     capabilities = shown.get("capabilities") if isinstance(shown, dict) else None
     if isinstance(capabilities, list) and "tools" not in capabilities:
-        listed = ", ".join(str(c) for c in capabilities) or "none"
+        listed = clip(", ".join(str(c) for c in capabilities[:20]) or "none", 200)
         return (
             f"Ollama's model {model} has no tools capability (capabilities: {listed}), so it cannot call "
             "the offered tools. Pick a model that lists tools (ollama show MODEL)"

@@ -352,7 +352,7 @@ class OpenAICompatibleProvider(ClientOwner):
         elif status in (400, 422) and self._profile.max_tokens_field in detail:
             hint = f" (set {MAX_TOKENS_ENV} to what the model accepts, or 0 to send no bound)"
         message = f"{self._where} answered HTTP {status}{hint}: {detail}"
-        if malformed_call_error(detail):  # the model's own call: the same request fails the same way
+        if malformed_call_error(detail, status):  # the model's own call: the same request fails the same way
             return ProviderError(message, status=status, malformed_call=True)
         return ProviderError(message, status=status, retryable=retryable_status(status))
 
@@ -361,9 +361,12 @@ class OpenAICompatibleProvider(ClientOwner):
 
         Only error messages and log lines are scrubbed, never the model's output. Keys shorter
         than 8 characters (``ollama``) are placeholders, not secrets, and are left alone so error
-        text stays readable.
+        text stays readable. The values of ``STEERABLE_EXTRA_HEADERS`` (a gateway's key) are
+        scrubbed the same way.
         """
-        return redact(text, self._secret or "")
+        for secret in (self._secret, *self.config.extra_headers.values()):
+            text = redact(text, secret)
+        return text
 
     def _located(self, exc: ProviderError) -> ProviderError:
         """``exc`` with the provider and base URL in front of its message, when not there yet."""

@@ -124,7 +124,27 @@ def config(**fields: Any) -> LLMConfig:
         ),
         (
             {"STEERABLE_EXTRA_HEADERS": '{"Bad Name": "x"}'},
-            "STEERABLE_EXTRA_HEADERS: 'Bad Name' is not an HTTP header name",
+            "STEERABLE_EXTRA_HEADERS: a header name is not an HTTP header name",
+        ),
+        (
+            {"STEERABLE_EXTRA_HEADERS": '{"Content-Length": "5"}'},
+            "STEERABLE_EXTRA_HEADERS must not set Content-Length: the HTTP client sends it",
+        ),
+        (
+            {"STEERABLE_EXTRA_HEADERS": '{"X-A": "1", "x-a": "2"}'},
+            "STEERABLE_EXTRA_HEADERS sets x-a twice (header names ignore case)",
+        ),
+        (
+            {"STEERABLE_EXTRA_HEADERS": '{"AUTHORIZATION": "Bearer gw-1"}'},
+            "STEERABLE_EXTRA_HEADERS sets authorization, and STEERABLE_API_KEY is sent there too",
+        ),
+        (
+            {"STEERABLE_EXTRA_BODY": '{"top_p": NaN}'},
+            "STEERABLE_EXTRA_BODY must be plain JSON (no NaN or Infinity)",
+        ),
+        (
+            {"STEERABLE_BASE_URL": "http://127.0.0.1:8000/v1#"},
+            "STEERABLE_BASE_URL must not have a fragment (#...)",
         ),
         (
             {"STEERABLE_EXTRA_HEADERS": '{"X-A": "a\\r\\nX-Injected: 1"}'},
@@ -232,9 +252,7 @@ def test_alnum9_ids_map_the_same_way_everywhere() -> None:
         "type": "function",
         "function": {"name": "f", "arguments": "{}"},
     }
-    assert (
-        sent[1]["tool_call_id"] == alnum9_id("x1") and sent[2] is messages[2] and sent[3] is messages[3]
-    )
+    assert sent[1]["tool_call_id"] == alnum9_id("x1") and sent[2] is messages[2] and sent[3] is messages[3]
     assert messages[0]["tool_calls"][0]["id"] == "x1"  # type: ignore[index]
 
 
@@ -253,3 +271,28 @@ def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -
         "STEERABLE_THINKING",
         "STEERABLE_PROFILE",
     }
+
+
+def test_a_pasted_header_line_never_reaches_the_message() -> None:
+    token = "gw-TOKEN-0123456789abcdef"
+    with pytest.raises(ConfigError) as info:
+        LLMConfig.from_env(
+            {
+                "STEERABLE_PROVIDER": "vllm",
+                "STEERABLE_MODEL": "m",
+                "STEERABLE_EXTRA_HEADERS": f'{{"Authorization: Bearer {token}": ""}}',
+            }
+        )
+    assert token not in str(info.value)
+
+
+def test_a_gateway_header_without_a_key_is_the_credential() -> None:
+    built = config(extra_headers={"Authorization": "Bearer gw-1"})  # vllm: keyless, so no clash
+    assert dict(built.extra_headers) == {"Authorization": "Bearer gw-1"}
+
+
+def test_the_host_is_read_as_the_client_reads_it() -> None:
+    built = config(
+        provider="openai", base_url="https://api\u3002mistral\u3002ai/v1", api_key=SecretStr("k" * 12)
+    )
+    assert built.choice.profile.name == "mistral"

@@ -478,3 +478,117 @@ async def test_an_unparsed_tool_call_mid_stream_goes_back_to_the_model_too(fake_
     assert summary.outcome == "completed" and len(fake_openai.requests) == 2
     told = json.loads(fake_openai.requests[1].body["messages"][-1]["content"])
     assert told["data"]["code"] == "unparsed_tool_call"
+
+
+# -- what an attack round found (hostile servers, settings that leak) --------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000 + b"]" * 100_000, b'{"prompt": "' + b"x" * (5 * 1024 * 1024) + b'"}', b"not json"],
+    ids=["nested-past-the-decoder", "over-4-MiB", "not-json"],
+)
+async def test_a_probe_answer_that_cannot_be_read_gives_the_benefit_of_the_doubt(
+    fake_openai: FakeOpenAI, body: bytes
+) -> None:
+    fake_openai.canned["/apply-template"] = body
+    fake_openai.script(["ok"])
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"))
+    assert summary.outcome == "completed", summary.error
+
+
+async def test_usage_past_what_json_counts_exactly_reads_as_zero(fake_openai: FakeOpenAI) -> None:
+    huge = int("9" * 4300)
+    chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
+    fake_openai.script(
+        [
+            {
+                "raw_sse": [
+                    {**chunk, "usage": {"prompt_tokens": huge, "completion_tokens": 7}},
+                    "data: [DONE]",
+                    "",
+                ]
+            }
+        ]
+    )
+    summary = await run_once(fake_openai, config_for(fake_openai, "vllm", "m"))
+    assert summary.outcome == "completed" and (
+        summary.usage.prompt_tokens,
+        summary.usage.completion_tokens,
+    ) == (0, 7)
+
+
+async def test_fragments_of_echoed_fields_and_reasoning_blocks_join_in_order(fake_openai: FakeOpenAI) -> None:
+    pieces = [f"p{i};" for i in range(2_000)]
+    chunks: list[Any] = [
+        {
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "reasoning_details": [{"type": "reasoning.text", "index": 0, "text": piece}],
+                        "tool_calls": [
+                            {"index": 0, "extra_content": {"google": {"thought_signature": piece}}}
+                        ],
+                    },
+                }
+            ]
+        }
+        for piece in pieces
+    ]
+    chunks[0]["choices"][0]["delta"]["tool_calls"][0] |= {
+        "id": "c1",
+        "function": {"name": "read_file", "arguments": ARGS_JSON},
+    }
+    chunks.append({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    fake_openai.script([{"raw_sse": [*chunks, "data: [DONE]", ""]}, "done"])
+    await run_once(fake_openai, config_for(fake_openai, "gemini", "g"))
+    sent = assistant_with_calls(fake_openai.requests[1].body)
+    assert sent["tool_calls"][0]["extra_content"]["google"]["thought_signature"] == "".join(pieces)
+
+
+ARGS_JSON = json.dumps({"path": "notes.txt"})
+
+
+@pytest.mark.parametrize(("status", "retried"), [(429, True), (401, False)])
+async def test_a_4xx_that_mentions_a_tool_call_is_never_taken_for_the_models_slip(
+    fake_openai: FakeOpenAI, status: int, retried: bool
+) -> None:
+    error = {"error": {"message": "invalid tool call quota: failed to parse input", "type": "x"}}
+    fake_openai.script([{"status": status, "body": error}, "ok"])
+    summary = await run_once(fake_openai, config_for(fake_openai, "llama-cpp", "smollm2"), max_retries=1)
+    if retried:
+        assert summary.outcome == "completed" and len(fake_openai.requests) == 2
+        assert all(
+            m["role"] != "user" or "unparsed" not in str(m["content"])
+            for m in fake_openai.requests[1].body["messages"]
+        )
+    else:
+        assert summary.outcome == "error" and len(fake_openai.requests) == 1
+
+
+async def test_an_extra_header_value_echoed_by_the_server_is_scrubbed(fake_openai: FakeOpenAI) -> None:
+    gateway = "pk-gateway-secret-0123456789"
+    fake_openai.script([{"status": 400, "body": {"error": {"message": f"bad key {gateway} for route"}}}])
+    summary = await run_once(
+        fake_openai, config_for(fake_openai, "vllm", "m", extra_headers={"x-portkey-api-key": gateway})
+    )
+    assert summary.error is not None and gateway not in summary.error and "[redacted]" in summary.error
+
+
+async def test_a_huge_refusal_is_clipped_in_the_summary(fake_openai: FakeOpenAI) -> None:
+    words = "no " * 1_000_000
+    chunk = {"choices": [{"index": 0, "delta": {"refusal": words}, "finish_reason": "stop"}]}
+    fake_openai.script([{"raw_sse": [chunk, "data: [DONE]", ""]}])
+    summary = await run_once(fake_openai, config_for(fake_openai, "openai", "gpt-4o"))
+    assert summary.outcome == "refused" and summary.error is not None and len(summary.error) < 4_100
+
+
+async def test_a_base_resp_whose_status_is_not_a_number_is_no_error(fake_openai: FakeOpenAI) -> None:
+    chunk = {
+        "choices": [{"index": 0, "delta": {"content": "fine"}, "finish_reason": "stop"}],
+        "base_resp": {"status_code": True},
+    }
+    fake_openai.script([{"raw_sse": [chunk, "data: [DONE]", ""]}])
+    summary = await run_once(fake_openai, config_for(fake_openai, "minimax", "m"))
+    assert summary.outcome == "completed" and summary.text == "fine"
