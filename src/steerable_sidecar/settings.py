@@ -162,7 +162,8 @@ _PROVIDER: Final = (
         name=EXTRA_HEADERS_ENV,
         area="Model provider",
         summary="More HTTP headers for each model call, a JSON object of strings (a gateway's "
-        "routing or attribution headers). Values are never shown.",
+        "routing or attribution headers); not the client's own (`Content-Length`, `Host`...) nor the "
+        "key's header when `STEERABLE_API_KEY` is set. Values are never shown and are scrubbed from errors.",
         kind="json",
         masked=True,
     ),
