@@ -43,6 +43,33 @@ How values are read:
   `env_flag`, and each whole-number field's `EnvInt`), or resolves a whole config with its
   `from_env`.
 
+## The configuration file
+
+Every variable below can also be written down once, in a TOML file: `$XDG_CONFIG_HOME/steerable/config.toml`
+(else `~/.config/steerable/config.toml`; macOS `~/Library/Application Support/steerable/config.toml`,
+Windows `%APPDATA%\\steerable\\config.toml`), or the file `STEERABLE_CONFIG` names. Keys are the
+variables' names without `STEERABLE_`, in lower case; values are TOML strings, numbers, booleans,
+lists (for `a, b, ...` variables) or tables (for JSON objects):
+
+```toml
+provider = "groq"
+model = "openai/gpt-oss-120b"
+api_key = "gsk_..."
+max_tokens = 4096
+thinking = "low"
+extra_headers = { X-Title = "my agent" }
+web_allowed_domains = ["docs.python.org", "peps.python.org"]
+```
+
+- Precedence, for every command: a flag, then the variable, then the file, then the default.
+- A value is read exactly as its variable is: the same checks and messages. An unknown key is an
+  error naming the closest known one (`unknown key 'modle'; did you mean 'model'?`).
+- The file is never read from inside the workspace, where a model could change its own provider,
+  key or policy: it is ignored with a warning (unless `STEERABLE_CONFIG_IN_WORKSPACE=1`), and
+  `.config/steerable/` is a protected path.
+- `steerable doctor` shows the file, how many of its settings are used and which a variable
+  overrides, and `source: file` for each variable it set.
+
 Variables read from outside the `STEERABLE_` namespace: `TAVILY_API_KEY` (when
 `STEERABLE_WEB_SEARCH_API_KEY` is unset), `XDG_STATE_HOME` (the default state directory), and the
 proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and their lowercase forms) under

@@ -101,6 +101,11 @@ PROTECTED_RULES: Final[tuple[ProtectedRule, ...]] = (
     ProtectedRule(".gitmodules", "git submodule URLs and settings, used by git submodule update"),
     ProtectedRule(".gitconfig", "git configuration: fsmonitor, pager, aliases and filters run commands"),
     ProtectedRule(".gitattributes", "git attributes send file contents through filter, diff, merge drivers"),
+    # steerable's own configuration (a workspace holding the home folder holds it)
+    ProtectedRule(
+        ".config/steerable/**",
+        "steerable's configuration file: the model provider, key and policy the next run starts with",
+    ),
     # git-hook managers
     ProtectedRule(".husky/**", f"husky's git hooks ({_GIT_HOOKS})"),
     ProtectedRule(".huskyrc", _HOOK_MANAGER),

@@ -354,6 +354,8 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     try:
+        if args.command != "doctor":  # doctor reads the file itself, to say where each value came from
+            _apply_config_file(args)
         configure_logging(log_level(args.verbose))
     except SteerableError as exc:
         if args.command == "doctor":  # doctor reports it in its table, with everything else
@@ -387,6 +389,23 @@ def _main(argv: Sequence[str] | None) -> int:
     except SteerableError as exc:
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+
+
+def _apply_config_file(args: argparse.Namespace) -> None:
+    """Put the configuration file's settings under the environment's (variable > file > default).
+
+    Raises:
+        ConfigError: The file is invalid (the message names it and the key).
+    """
+    from .config_file import read_config_file
+
+    workspace = vars(args).get("workspace") or os.getcwd()
+    loaded = read_config_file(workspace=workspace)
+    if loaded.ignored:
+        print(
+            f"steerable: the configuration file {loaded.path} is not read: {loaded.ignored}", file=sys.stderr
+        )
+    os.environ.update(loaded.applied(os.environ))
 
 
 def _served(args: argparse.Namespace) -> int | None:

@@ -63,8 +63,8 @@ class Check:
     """One row of the report.
 
     Attributes:
-        section: ``Workspace``, ``Tools``, ``Sandbox``, ``run_code``, ``Web tools``, ``Model
-            provider``, ``Plugins``, ``MCP servers``, ``State and logs``.
+        section: ``Configuration file``, ``Workspace``, ``Tools``, ``Sandbox``, ``run_code``, ``Web
+            tools``, ``Model provider``, ``Plugins``, ``MCP servers``, ``State and logs``.
         item: What is checked.
         value: What it resolved to.
         status: See :data:`Status`.
@@ -157,6 +157,8 @@ def diagnose(
     )
     rows.add("steerable", "platform", f"{platform.system()} {platform.release()} {platform.machine()}")
     root = Path(workspace if workspace is not None else os.getcwd())  # as the commands take it
+    from_file = _config_file(rows, env, root)  # variable > file > default, as every command reads them
+    env.update(from_file)
     booted = _guarded(
         rows,
         "Tools",
@@ -180,7 +182,7 @@ def diagnose(
 
     scrub = known_credentials(env)
     checks = tuple(Check(c.section, c.item, scrub(c.value), c.status, scrub(c.detail)) for c in rows.rows)
-    variables = tuple({**v, "value": scrub(v["value"])} for v in _variables(env))
+    variables = tuple({**v, "value": scrub(v["value"])} for v in _variables(env, set(from_file)))
     return DoctorReport(checks, variables)
 
 
@@ -503,7 +505,35 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
         rows.add(section, "log level", "invalid", "error", str(exc))
 
 
-def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
+def _config_file(rows: _Rows, env: dict[str, str], root: Path) -> dict[str, str]:
+    """The configuration file's row; returns the values it adds under the environment's."""
+    from .config_file import read_config_file
+
+    section = "Configuration file"
+    try:
+        loaded = read_config_file(env, workspace=root)
+    except ConfigError as exc:
+        rows.add(section, "file", "invalid", "error", str(exc))
+        return {}
+    if loaded.path is None:
+        rows.add(section, "file", "off", "off", "STEERABLE_CONFIG=off")
+        return {}
+    if not loaded.found:
+        rows.add(section, "file", "none", "ok", f"{loaded.path} (optional)")
+        return {}
+    if loaded.ignored:
+        rows.add(section, "file", "ignored", "warn", f"{loaded.path}: {loaded.ignored}")
+        return {}
+    applied = loaded.applied(env)
+    shadowed = sorted(set(loaded.values) - set(applied))
+    detail = f"{loaded.path}; {len(applied)} setting(s) used"
+    if shadowed:
+        detail += f", {len(shadowed)} under a variable of the same name ({', '.join(shadowed)})"
+    rows.add(section, "file", "read", "ok", detail)
+    return applied
+
+
+def _variables(env: Mapping[str, str], from_file: set[str]) -> tuple[dict[str, str], ...]:
     out = []
     for var in VARIABLES:
         raw = env_text(var.name, env) or ""
@@ -513,7 +543,8 @@ def _variables(env: Mapping[str, str]) -> tuple[dict[str, str], ...]:
             value = _url_shown(raw)
         else:
             value = raw or var.default or "(unset)"
-        out.append({"name": var.name, "value": value, "source": "env" if raw else "default"})
+        source = "file" if var.name in from_file else "env" if raw else "default"
+        out.append({"name": var.name, "value": value, "source": source})
     return tuple(out)
 
 

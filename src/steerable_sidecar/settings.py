@@ -34,6 +34,7 @@ from ._llm_config import (
 )
 from ._logging import LOG_LEVEL_ENV, LOG_LEVELS
 from .boot import ALLOW_PLUGINS_IN_WORKSPACE_ENV
+from .config_file import CONFIG_ENV, CONFIG_IN_WORKSPACE_ENV
 from .mcp_sources import MAX_RESULT_BYTES, MCP_CONFIG_ENV
 from .run_code import RUN_CODE_ENV, RunCodeConfig
 from .state_dir import STATE_DIR_ENV
@@ -70,6 +71,24 @@ _WEB_DOCS: Final = {
     "session_fetch_cap": ("Fetches per process; 0 = no cap.", "fetches"),
 }
 
+
+_CONFIG_FILE: Final = (
+    EnvVar(
+        name=CONFIG_ENV,
+        area="Configuration file",
+        summary="The configuration file to read instead of the platform's (`~/.config/steerable/config.toml` "
+        "on Linux); `off` reads none. A variable only.",
+        kind="path",
+    ),
+    EnvVar(
+        name=CONFIG_IN_WORKSPACE_ENV,
+        area="Configuration file",
+        summary="Read the configuration file even when it lies inside the workspace, where a model could "
+        "edit it. A variable only.",
+        kind="flag",
+        default="0",
+    ),
+)
 
 _PROVIDER: Final = (
     EnvVar(
@@ -287,7 +306,7 @@ _PROCESS: Final = (
     ),
 )
 
-VARIABLES: Final[tuple[EnvVar, ...]] = (*RUNTIME_VARIABLES, *_PROVIDER, *_WEB, *_PROCESS)
+VARIABLES: Final[tuple[EnvVar, ...]] = (*RUNTIME_VARIABLES, *_PROVIDER, *_WEB, *_PROCESS, *_CONFIG_FILE)
 """Every ``STEERABLE_*`` variable, grouped by :attr:`EnvVar.area`."""
 
 

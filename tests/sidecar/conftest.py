@@ -21,8 +21,13 @@ PACKAGE_PATH = str(Path(steerable_sidecar.__file__).resolve().parents[1])
 
 
 def _child_env(**extra: str) -> dict[str, str]:
-    """The environment for a child: ours minus every STEERABLE_* knob, plus ``extra``."""
+    """The environment for a child: ours minus every STEERABLE_* knob, plus ``extra``.
+
+    ``STEERABLE_CONFIG=off``: a configuration file of the person running the tests is never read
+    (a test of the file passes its own ``STEERABLE_CONFIG`` or ``XDG_CONFIG_HOME``).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env["STEERABLE_CONFIG"] = "off"
     env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PATH, env.get("PYTHONPATH")) if p)
     env["PYTHONIOENCODING"] = "utf-8"
     env.update(extra)

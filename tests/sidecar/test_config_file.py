@@ -1,0 +1,201 @@
+"""The user's configuration file (issue 32 item 3; issue 29's request settings written down once).
+
+Unit tests of :func:`read_config_file` (where it is, how values become the variables' text, what is
+refused), then real processes: ``steerable doctor`` says where each value came from, ``steerable
+run`` takes its model from the file with a variable and a flag over it, a file inside the workspace
+is not read, and the file is a protected path.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from run_helpers import summary_of
+
+from fake_openai import FakeOpenAI
+from steerable_agent_runtime.errors import ConfigError
+from steerable_sidecar.config_file import ConfigFile, default_config_path, read_config_file
+
+Run = Callable[..., subprocess.CompletedProcess[str]]
+Env = Callable[..., dict[str, str]]
+
+
+def write(home: Path, text: str) -> Path:
+    path = home / ".config" / "steerable" / "config.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_the_file_is_in_the_platform_config_folder(tmp_path: Path) -> None:
+    assert default_config_path({"HOME": str(tmp_path)}) == tmp_path / ".config" / "steerable" / "config.toml"
+    xdg = tmp_path / "xdg"
+    assert (
+        default_config_path({"HOME": "/nowhere", "XDG_CONFIG_HOME": str(xdg)})
+        == xdg / "steerable" / "config.toml"
+    )
+    relative = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": "relative/dir"}  # the XDG spec: ignore it
+    assert default_config_path(relative) == tmp_path / ".config" / "steerable" / "config.toml"
+
+
+def test_values_become_what_the_variables_would_hold(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        'provider = "groq"\nmodel = "llama"\nmax_tokens = 4096\ntemperature = 0.2\nallow_protected_writes = false\n'
+        'web_allowed_domains = ["a.example", "b.example"]\nextra_headers = { X-Title = "me" }\n',
+    )
+    loaded = read_config_file({"HOME": str(tmp_path)})
+    assert loaded.path == path and loaded.found and not loaded.ignored
+    assert dict(loaded.values) == {
+        "STEERABLE_PROVIDER": "groq",
+        "STEERABLE_MODEL": "llama",
+        "STEERABLE_MAX_TOKENS": "4096",
+        "STEERABLE_TEMPERATURE": "0.2",
+        "STEERABLE_ALLOW_PROTECTED_WRITES": "0",
+        "STEERABLE_WEB_ALLOWED_DOMAINS": "a.example,b.example",
+        "STEERABLE_EXTRA_HEADERS": '{"X-Title": "me"}',
+    }
+    # a variable that is set wins; an empty one counts as unset, as everywhere
+    assert loaded.applied({"STEERABLE_MODEL": "other", "STEERABLE_PROVIDER": " "}) == {
+        k: v for k, v in loaded.values.items() if k != "STEERABLE_MODEL"
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('modle = "x"\n', "unknown key 'modle'; did you mean 'model'?"),
+        ("zzz = 1\n", "unknown key 'zzz'; keys are the STEERABLE_* names in lower case, without STEERABLE_"),
+        ('config = "other.toml"\n', "unknown key 'config'"),  # about the file itself: a variable only
+        ("model = \n", "not valid TOML"),
+        ('model = ["a"]\n', "model must be a string, a number or a boolean, not a list"),
+        ('extra_body = "x"\n', 'extra_body must be a table (extra_body = { name = "value" })'),
+        ("web_allowed_domains = [1]\n", "web_allowed_domains must be a list of strings"),
+    ],
+)
+def test_a_bad_file_is_an_error_naming_the_file_and_the_key(tmp_path: Path, text: str, message: str) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        read_config_file({"HOME": str(tmp_path)})
+    assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
+
+
+def test_steerable_config_names_the_file_or_turns_it_off(tmp_path: Path) -> None:
+    other = tmp_path / "mine.toml"
+    other.write_text('model = "from-mine"\n')
+    assert read_config_file({"STEERABLE_CONFIG": str(other)}).values == {"STEERABLE_MODEL": "from-mine"}
+    assert read_config_file({"STEERABLE_CONFIG": "OFF", "HOME": str(tmp_path)}) == ConfigFile(None)
+    with pytest.raises(ConfigError, match=r"STEERABLE_CONFIG='/no/such.toml' is not a file"):
+        read_config_file({"STEERABLE_CONFIG": "/no/such.toml"})
+    assert read_config_file({"HOME": str(tmp_path / "empty")}).found is False  # no file: nothing to say
+
+
+def test_a_file_inside_the_workspace_is_not_read(tmp_path: Path) -> None:
+    write(tmp_path, 'model = "planted"\n')
+    loaded = read_config_file({"HOME": str(tmp_path)}, workspace=tmp_path)
+    assert loaded.found and loaded.values == {} and "lies inside the workspace" in loaded.ignored
+    opted = read_config_file(
+        {"HOME": str(tmp_path), "STEERABLE_CONFIG_IN_WORKSPACE": "1"}, workspace=tmp_path
+    )
+    assert opted.values == {"STEERABLE_MODEL": "planted"}
+    elsewhere = tmp_path / "project"
+    elsewhere.mkdir()
+    assert read_config_file({"HOME": str(tmp_path)}, workspace=elsewhere).values == {
+        "STEERABLE_MODEL": "planted"
+    }
+
+
+def test_doctor_says_where_each_value_came_from(tmp_path: Path, run_cli: Run, child_env: Env) -> None:
+    home = tmp_path / "home"
+    write(
+        home, 'provider = "groq"\nmodel = "from-file"\napi_key = "gsk-file-0123456789"\nmax_tokens = 1000\n'
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="", STEERABLE_MAX_TOKENS="2000")
+    env.pop("XDG_CONFIG_HOME", None)
+    proc = run_cli("doctor", "--json", "--no-plugins", "--workspace", str(ws), **env)
+    report = json.loads(proc.stdout)
+    rows = {(r["section"], r["item"]): r for r in report["checks"]}
+    file_row = rows[("Configuration file", "file")]
+    assert file_row["value"] == "read"
+    assert (
+        "3 setting(s) used, 1 under a variable of the same name (STEERABLE_MAX_TOKENS)" in file_row["detail"]
+    )
+    assert rows[("Model provider", "profile")]["value"] == "groq"
+    assert rows[("Model provider", "max tokens")]["value"] == "2000"  # the variable over the file
+    sources = {v["name"]: v["source"] for v in report["variables"]}
+    assert (sources["STEERABLE_MODEL"], sources["STEERABLE_MAX_TOKENS"]) == ("file", "env")
+    assert "gsk-file-0123456789" not in proc.stdout  # a key from the file is a secret like any
+
+
+def test_steerable_run_takes_its_model_from_the_file(
+    fake_openai: FakeOpenAI, tmp_path: Path, run_cli: Run, child_env: Env
+) -> None:
+    home = tmp_path / "home"
+    write(
+        home,
+        f'provider = "vllm"\nmodel = "from-file"\nbase_url = "{fake_openai.base_url}"\nmax_tokens = 111\n',
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    fake_openai.script(["one", "two"])
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="")
+    env.pop("XDG_CONFIG_HOME", None)
+    common = (
+        "run",
+        "-w",
+        str(ws),
+        "--quiet",
+        "--no-plugins",
+        "--no-web-tools",
+        "--state-dir",
+        str(tmp_path / "s"),
+    )
+    proc = run_cli(*common, "--instruction", "hi", **env)
+    assert summary_of(proc)["outcome"] == "completed", proc.stderr
+    first = fake_openai.requests[0].body
+    assert (first["model"], first["max_tokens"]) == ("from-file", 111)
+    proc = run_cli(
+        *common, "--instruction", "hi", "--max-tokens", "7", **{**env, "STEERABLE_MODEL": "from-env"}
+    )
+    assert summary_of(proc)["outcome"] == "completed", proc.stderr
+    second = fake_openai.requests[1].body
+    assert (second["model"], second["max_tokens"]) == ("from-env", 7)  # flag > variable > file
+
+
+def test_a_file_in_the_workspace_is_ignored_with_a_warning(
+    fake_openai: FakeOpenAI, tmp_path: Path, run_cli: Run, child_env: Env
+) -> None:
+    home = tmp_path / "home"
+    path = write(home, 'model = "planted-by-a-model"\n')
+    fake_openai.script(["ok"])
+    env = child_env(
+        HOME=str(home),
+        STEERABLE_CONFIG="",
+        STEERABLE_PROVIDER="vllm",
+        STEERABLE_MODEL="mine",
+        STEERABLE_BASE_URL=fake_openai.base_url,
+    )
+    env.pop("XDG_CONFIG_HOME", None)
+    env.pop("STEERABLE_MODEL")
+    proc = run_cli("run", "-w", str(home), "--quiet", "--no-plugins", "--no-web-tools", "--state-dir",
+                   str(tmp_path / "s"), "--instruction", "hi", **env)  # fmt: skip
+    assert f"the configuration file {path} is not read: it lies inside the workspace" in proc.stderr
+    assert summary_of(proc)["outcome"] == "usage_error"  # no model: the planted one was not taken
+    assert "STEERABLE_MODEL is required" in proc.stderr
+    assert fake_openai.requests == []
+
+
+def test_the_file_is_a_protected_path(tmp_path: Path, run_cli: Run, child_env: Env) -> None:
+    home = tmp_path / "home"
+    path = write(home, 'model = "mine"\n')
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="off")
+    arguments = json.dumps({"path": ".config/steerable/config.toml", "content": 'model = "evil"\n'})
+    proc = run_cli("call", "write_file", arguments, "-w", str(home), "--no-plugins", **env)
+    assert proc.returncode == 1 and "protected" in proc.stdout
+    assert path.read_text() == 'model = "mine"\n'
