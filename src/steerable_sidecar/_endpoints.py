@@ -52,7 +52,7 @@ def checked_base_url(
     if not isinstance(raw, str):
         raise ConfigError(f"{variable} must be a string URL, not {type(raw).__name__}")
     if "#" in raw:  # even an empty fragment: "{base}#/chat/completions" would post to the base
-        raise ConfigError(f"{variable} must not have a fragment (#...)")
+        raise ConfigError(f"{variable} must not have a query or fragment (it has #)")
     import httpx
 
     try:

@@ -112,7 +112,8 @@ def test_a_file_inside_the_workspace_is_not_read(tmp_path: Path) -> None:
 def test_doctor_says_where_each_value_came_from(tmp_path: Path, run_cli: Run, child_env: Env) -> None:
     home = tmp_path / "home"
     write(
-        home, 'provider = "groq"\nmodel = "from-file"\napi_key = "gsk-file-0123456789"\nmax_tokens = 1000\n'
+        home,
+        'provider = "groq"\nmodel = "from-file"\napi_key = "gsk0from0the0cfg0secret42"\nmax_tokens = 1000\n',
     )
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -130,7 +131,7 @@ def test_doctor_says_where_each_value_came_from(tmp_path: Path, run_cli: Run, ch
     assert rows[("Model provider", "max tokens")]["value"] == "2000"  # the variable over the file
     sources = {v["name"]: v["source"] for v in report["variables"]}
     assert (sources["STEERABLE_MODEL"], sources["STEERABLE_MAX_TOKENS"]) == ("file", "env")
-    assert "gsk-file-0123456789" not in proc.stdout  # a key from the file is a secret like any
+    assert "gsk0from0the0cfg0secret42" not in proc.stdout  # a key from the file is a secret like any
 
 
 def test_steerable_run_takes_its_model_from_the_file(

@@ -144,7 +144,7 @@ def config(**fields: Any) -> LLMConfig:
         ),
         (
             {"STEERABLE_BASE_URL": "http://127.0.0.1:8000/v1#"},
-            "STEERABLE_BASE_URL must not have a fragment (#...)",
+            "STEERABLE_BASE_URL must not have a query or fragment (it has #)",
         ),
         (
             {"STEERABLE_EXTRA_HEADERS": '{"X-A": "a\\r\\nX-Injected: 1"}'},
