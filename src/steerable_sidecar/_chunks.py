@@ -34,6 +34,7 @@ from .vendor_profiles import VendorProfile
 __all__ = [
     "MAX_DETAIL_CHARS",
     "ChunkAssembler",
+    "chunk_error",
     "completion_body",
     "event_error",
     "json_body",

@@ -19,7 +19,7 @@ from steerable_agent_runtime.llm import ChatRequest, Message
 from ._llm_config import LLMConfig
 from .vendor_profiles import VendorProfile
 
-__all__ = ["ALNUM9", "alnum9_id", "outgoing_messages", "request_body"]
+__all__ = ["ALNUM9", "alnum9_id", "encoded", "outgoing_messages", "request_body", "whole_text"]
 
 _REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "reasoning_details")
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
