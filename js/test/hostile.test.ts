@@ -95,6 +95,6 @@ await SidecarClient.start({ command: ["sh", "-c", "sleep 30 & sleep 30"], readyT
   const run = spawnSync(process.execPath, [script], { encoding: "utf8", timeout: 25_000, env: childEnv() });
   assert.equal(run.stdout, "SidecarStartError\n", run.stderr);
   assert.ok(Date.now() - started < 10_000, `the host took ${Date.now() - started} ms to exit`);
-  const left = spawnSync("pgrep", ["-f", "sleep 30"], { encoding: "utf8" });
+  const left = spawnSync("pgrep", ["-xf", "sleep 30"], { encoding: "utf8" });
   assert.equal(left.stdout, "", "a sleep 30 of the wrapper is still running");
 });
