@@ -52,6 +52,8 @@ def redact(text: str, secret: str, *, clipped: bool = True, encoded: bool = Fals
 _CREDENTIAL_NAME: Final = re.compile(
     r"(?:(?:^|_)(?:KEY|TOKEN|SECRET|PASS|PWD|PAT|CREDENTIALS?|AUTH)|PASSWORD|PASSWD|APIKEY)$", re.IGNORECASE
 )
+_WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
+"""The shell's working directories: ``PWD`` ends in a credential word but names a folder."""
 
 
 def credential_values(environ: Mapping[str, str]) -> list[str]:
@@ -61,7 +63,9 @@ def credential_values(environ: Mapping[str, str]) -> list[str]:
     ``CREDENTIAL(S)`` or ``AUTH``, or that ends in ``PASSWORD``, ``PASSWD`` or ``APIKEY`` (any
     case: ``STEERABLE_API_KEY``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``,
     ``MYSQL_PWD``, ``GH_PAT``) counts, not one that only contains such a word (``XAUTHORITY``,
-    ``SSH_AUTH_SOCK``, ``KEY_DIR`` hold paths); and the password of a URL in any variable. Values
+    ``SSH_AUTH_SOCK``, ``KEY_DIR`` hold paths) nor the shell's ``PWD`` / ``OLDPWD`` (the working
+    directory: redacting it hid the workspace in ``doctor`` and in error messages); and the
+    password of a URL in any variable. Values
     shorter than :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
 
     Args:
@@ -70,7 +74,11 @@ def credential_values(environ: Mapping[str, str]) -> list[str]:
     Returns:
         The distinct values, longest first (so a key that contains another is redacted whole).
     """
-    found = {value.strip() for name, value in environ.items() if _CREDENTIAL_NAME.search(name)}
+    found = {
+        value.strip()
+        for name, value in environ.items()
+        if _CREDENTIAL_NAME.search(name) and name.upper() not in _WORKING_DIRECTORY
+    }
     found.update(password for value in environ.values() if (password := url_password(value)))
     return sorted((value for value in found if len(value) >= MIN_SECRET_CHARS), key=len, reverse=True)
 

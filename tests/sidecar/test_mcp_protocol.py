@@ -33,6 +33,7 @@ from deep_arguments import (
 )
 
 from steerable_agent_runtime import ToolRouter, tool
+from steerable_cli import run_steerable
 from steerable_sidecar.mcp_server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
 
 WAIT_S = 20
@@ -598,14 +599,32 @@ def test_credential_values_are_the_values_of_credential_named_variables() -> Non
         "SSH_AUTH_SOCK": "/tmp/ssh-abc/agent.1",
         "KEY_DIR": "/home/me/keys",
         "PATH": "/usr/bin:/bin",
+        "PWD": "/home/me/project",  # the working directory, never a secret (issue 32 item 5)
+        "OLDPWD": "/home/me",
+        "MYSQL_PWD": "mysql-secret-1",
     }
     assert credential_values(env) == [
         "correct horse battery",
         "ghp_0123456789abcdef",
         "wJalrXUtnFEMIabcdef",
         "tvly-0123456789",
+        "mysql-secret-1",
         "sk-0123456789",
     ]
+
+
+def test_doctor_shows_the_workspace_even_when_pwd_names_it(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    """``PWD`` is the shell's working directory, not a credential: it is never ``[redacted]``."""
+    ws = tmp_path / "a-long-project-folder"
+    ws.mkdir()
+    out = run_steerable(
+        "doctor", "--json", "--no-plugins", "--workspace", str(ws), env=child_env(PWD=str(ws)), cwd=ws
+    )
+    report = json.loads(out.stdout)
+    shown = {(c["section"], c["item"]): c["value"] for c in report["checks"]}
+    assert shown[("Workspace", "root")] == str(ws) and "[redacted]" not in out.stdout
 
 
 # -- found by an attack pass ------------------------------------------------------------------
