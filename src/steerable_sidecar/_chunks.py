@@ -47,7 +47,6 @@ _MAX_FINISH_REASON_CHARS: Final = 64  # the longest known is 29 (model_context_w
 _RETRYABLE_STATUS: Final = frozenset({408, 409, 429})
 _JOINED_DETAIL_KEYS: Final = frozenset({"text", "summary", "data"})
 """The string fields of a ``reasoning_details`` block that stream in fragments (OpenRouter)."""
-_CALL_KEYS: Final = frozenset({"index", "id", "type", "function"})
 
 _MINIMAX_STATUS: Final[Mapping[int, tuple[int, bool]]] = {
     1000: (500, True),  # unknown error
@@ -224,7 +223,7 @@ class ChunkAssembler:
         if fragment:
             partial.fragments.append(fragment)
         for key in self.profile.echo_call_fields:
-            if key not in _CALL_KEYS and wire.get(key) is not None:
+            if wire.get(key) is not None:
                 partial.extra[key] = _merged(partial.extra.get(key), wire[key])
         return ToolCallDelta(position, partial.id, partial.name, fragment)
 

@@ -21,7 +21,6 @@ from .vendor_profiles import VendorProfile
 
 __all__ = ["ALNUM9", "alnum9_id", "encoded", "outgoing_messages", "request_body", "whole_text"]
 
-_REASONING_FIELDS: Final = ("reasoning_content", "reasoning", "reasoning_details")
 _CALL_KEYS: Final = frozenset({"id", "type", "function"})
 """The fields of an assistant message's tool call every OpenAI-compatible endpoint accepts."""
 _MESSAGE_KEYS: Final = frozenset({"role", "content", "tool_calls", "name", "tool_call_id", "refusal"})

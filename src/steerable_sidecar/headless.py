@@ -39,7 +39,7 @@ from steerable_agent_runtime import DEFAULT_MAX_ROUNDS, RunOutcome  # lazy: not 
 from steerable_agent_runtime.errors import SteerableError
 
 from .exit_codes import ExitCode
-from .vendor_profiles import THINKING_CHOICES
+from .vendor_profiles import PROFILE_ENV, THINKING_CHOICES
 
 if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add_run_arguments
     from steerable_agent_runtime import ToolRouter
@@ -150,7 +150,7 @@ _SETTING_FLAGS: Final = {
     "max_tokens": "STEERABLE_MAX_TOKENS",
     "temperature": "STEERABLE_TEMPERATURE",
     "thinking": "STEERABLE_THINKING",
-    "profile": "STEERABLE_PROFILE",
+    "profile": PROFILE_ENV,
 }
 """``steerable run``'s model flags and the variable each stands in for (read and checked the same way)."""
 

@@ -372,20 +372,20 @@ class OpenAICompatibleProvider(ClientOwner):
         """``exc`` with the provider and base URL in front of its message, when not there yet."""
         if str(exc).startswith(self._where):
             return exc
-        return ProviderError(
-            f"{self._where}: {exc}",
-            status=exc.status,
-            retryable=exc.retryable,
-            malformed_call=exc.malformed_call,
-        )
+        return _reworded(exc, f"{self._where}: {exc}")
 
     def _scrubbed(self, exc: ProviderError) -> ProviderError:
         text = str(exc)
         if self._scrub(text) == text:
             return exc
-        return ProviderError(
-            self._scrub(text), status=exc.status, retryable=exc.retryable, malformed_call=exc.malformed_call
-        )
+        return _reworded(exc, self._scrub(text))
+
+
+def _reworded(exc: ProviderError, message: str) -> ProviderError:
+    """``exc`` with another message; its status, retryability and kind kept."""
+    return ProviderError(
+        message, status=exc.status, retryable=exc.retryable, malformed_call=exc.malformed_call
+    )
 
 
 def _timeout_phase(exc: httpx.TimeoutException) -> str:

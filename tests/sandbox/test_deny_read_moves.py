@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from sbx_helpers import LINUX_BACKENDS, real_backend
 
+from escape_snippets import GET_OS
 from steerable_agent_runtime import ToolCall, ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime.sandbox import SandboxConfig, _deny_moves
 
@@ -39,15 +40,6 @@ SECRETS = (
     ".local/state/steerable/sessions/other.jsonl",  # steerable's own records (the state directory)
     ".cargo/credentials.toml",
 )
-
-GET_OS = """
-def get_os():
-    for cls in ().__class__.__base__.__subclasses__():
-        found = getattr(getattr(cls, "__init__", None), "__globals__", {})
-        if "sys" in found:
-            return found["sys"].modules["_frozen_importlib"].__import__("os")
-os = get_os()
-"""
 
 
 @pytest.fixture(autouse=True)

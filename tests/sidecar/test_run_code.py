@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from escape_snippets import GET_OS
 from steerable_agent_runtime import (
     CallContext,
     ConfigError,
@@ -538,14 +539,6 @@ async def test_confined_inherits_layer_1_and_says_so_run_8(workspace: Path) -> N
 # Each program bypasses the import guard (it is not the boundary) and tries to get out; the OS
 # sandbox and the scrubbed environment must hold: no canary anywhere in the result, nothing written
 # outside the writable roots, no connection made, no process or memory left unbounded.
-GET_OS = """
-def get_os():
-    for cls in ().__class__.__base__.__subclasses__():
-        found = getattr(getattr(cls, "__init__", None), "__globals__", {})
-        if "sys" in found:
-            return found["sys"].modules["_frozen_importlib"].__import__("os")
-os = get_os()
-"""
 
 
 def _attacks(

@@ -265,11 +265,15 @@ def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -
     environ = headless._model_settings(args)
     assert environ["STEERABLE_MAX_TOKENS"] == "300" and environ["STEERABLE_TEMPERATURE"] == "0.5"
     assert environ["STEERABLE_THINKING"] == "off" and environ["STEERABLE_PROFILE"] == "vllm"
-    assert set(headless._SETTING_FLAGS.values()) <= {
-        "STEERABLE_MAX_TOKENS",
-        "STEERABLE_TEMPERATURE",
-        "STEERABLE_THINKING",
-        "STEERABLE_PROFILE",
+    from steerable_sidecar._llm_config import MAX_TOKENS_ENV, TEMPERATURE_ENV, THINKING_ENV
+    from steerable_sidecar.vendor_profiles import PROFILE_ENV
+
+    # written out in headless (its parser must not import the config); the same names as the config's
+    assert headless._SETTING_FLAGS == {
+        "max_tokens": MAX_TOKENS_ENV,
+        "temperature": TEMPERATURE_ENV,
+        "thinking": THINKING_ENV,
+        "profile": PROFILE_ENV,
     }
 
 
