@@ -35,6 +35,9 @@ Turns, consumed one per ``POST /v1/chat/completions``:
   ``"drip_ms": ms`` waits that long after each piece (a slow drip).
 * ``{"hang": true}``: accept the request and never answer (until the server stops).
 
+``fake.route = fn`` answers each chat request with the turn ``fn(body)`` (``body`` the request's
+JSON) instead of the queue: for several clients at once, each picked out by its own messages.
+
 Thinking models: ``"reasoning": str`` on a model answer streams it before the text as
 ``reasoning_content`` deltas, word by word (DeepSeek's shape; ``"reasoning_key": "reasoning"`` for
 OpenRouter's and Ollama's), and puts it in a non-streamed ``message``. ``"require_reasoning":
@@ -71,7 +74,7 @@ import sys
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,6 +176,8 @@ class FakeOpenAI:
         self.vendor = vendor  # whose rules each request must follow (tests/vendor_rules.py)
         self.canned: dict[str, Any] = {}  # path -> the JSON any other GET/POST there answers
         self.probes: list[Received] = []  # the requests to any other path (kept apart from requests)
+        # answers each chat request from its JSON body instead of the queue (concurrent clients)
+        self.route: Callable[[Any], Mapping[str, Any] | str] | None = None
         self.requests: list[Received] = []
         self._turns: deque[Mapping[str, Any]] = deque(_turn(t) for t in turns)
         self._lock = threading.Lock()
@@ -310,8 +315,11 @@ class FakeOpenAI:
             refused = RULES[self.vendor](request.url.path, request.url.query, headers, body)
             if refused is not None:
                 return JSONResponse(refused[1], status_code=refused[0])
-        with self._lock:
-            turn = self._turns.popleft() if self._turns else None
+        if self.route is not None:
+            turn: Mapping[str, Any] | None = _turn(self.route(body))
+        else:
+            with self._lock:
+                turn = self._turns.popleft() if self._turns else None
         if turn is None:
             return JSONResponse(
                 {"error": {"message": "fake_openai: no scripted turn left", "type": "server_error"}},

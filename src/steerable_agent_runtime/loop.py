@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from ._codes import ToolErrorCode
@@ -667,10 +668,19 @@ def _without_empty_answers(history: Sequence[Message]) -> list[Message]:
 
 
 def _response_entry(round_number: int, response: ChatResponse) -> tuple[str, dict[str, Any]]:
-    """The record entry written with an assistant message: how that answer ended."""
+    """The record entry written with an assistant message: how it ended, its usage and time.
+
+    ``at`` is when the answer arrived (ISO 8601, UTC), for trajectories such as ATIF.
+    """
     return (
         "response",
-        {"round": round_number, "finishReason": response.finish_reason, "model": response.model},
+        {
+            "round": round_number,
+            "finishReason": response.finish_reason,
+            "model": response.model,
+            "usage": response.usage.to_dict(),
+            "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
+        },
     )
 
 

@@ -249,7 +249,13 @@ async def test_the_loop_events_carry_the_finish_reason(fake_openai, ollama, tmp_
     assert done["error"] == "the model's answer was cut off at its length limit (finish_reason length)"
     entries = record.entries()
     response = next(e["response"] for e in entries if e["type"] == "response")
-    assert response == {"round": 1, "finishReason": "length", "model": "m"}
+    assert response.pop("at").endswith("+00:00")  # when it arrived, for trajectories
+    assert response == {
+        "round": 1,
+        "finishReason": "length",
+        "model": "m",
+        "usage": {"promptTokens": 10, "completionTokens": 5, "totalTokens": 15},
+    }
     assert entries[-1]["run"]["finishReason"] == "length"
 
 

@@ -1,0 +1,2 @@
+#!/bin/bash
+printf '%s' "$JAVA_HOME" > /app/java_home.txt

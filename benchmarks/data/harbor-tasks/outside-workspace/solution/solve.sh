@@ -1,0 +1,3 @@
+#!/bin/bash
+printf '#!/bin/sh\necho hello from the container\n' > /usr/local/bin/greet
+chmod +x /usr/local/bin/greet

@@ -1,0 +1,243 @@
+"""steerable as a Harbor installed agent: ``harbor run -a steerable_sidecar.harbor:SteerableAgent``.
+
+Harbor (PyPI ``harbor``, Python 3.12+) runs eval trials such as Terminal-Bench 2.x in containers,
+locally under Docker or on cloud environments. This adapter installs steerable in the task
+container (offline from a wheelhouse, or from the package index), runs ``steerable run
+--no-web-tools`` in the task's working directory with the container posture
+(``STEERABLE_SANDBOX=container``), and afterwards fills the trial's token counts and writes an ATIF
+``trajectory.json`` converted from the session's durable record (:mod:`steerable_sidecar.atif`).
+
+Importing this module needs Harbor (the ``harbor`` extra); nothing else in steerable imports it.
+docs/harbor.md is the guide: a local trial, a TB 2.x run, fan-out on a cloud environment.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import tempfile
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Final
+
+from harbor.agents.agent_auth_resolution import ModelConnectionSpec, ProviderAccess
+from harbor.agents.capabilities import AgentCapabilities
+from harbor.agents.installed.base import BaseInstalledAgent, with_prompt_template
+from harbor.agents.options import Cli, InstalledAgentOptions
+from harbor.environments.base import BaseEnvironment
+from harbor.models.agent.context import AgentContext
+from harbor.models.model_api_format import ModelApiFormat
+from harbor.models.trajectories import Trajectory
+from pydantic import Field
+
+from steerable_agent_runtime import __version__
+
+from .atif import read_record, record_to_atif
+from .providers import PROVIDER_NAMES
+
+__all__ = ["SESSION_ID", "VENV", "SteerableAgent", "SteerableOptions"]
+
+VENV: Final = "/opt/steerable"
+"""Where steerable is installed in the container (a virtual environment of the image's python3)."""
+SESSION_ID: Final = "harbor"
+"""The session id of the trial's run; its record is ``/logs/agent/steerable/sessions/harbor.jsonl``."""
+
+_WHEELHOUSE: Final = "/installed-agent/steerable-wheels"
+_INSTRUCTION: Final = "/installed-agent/steerable-instruction.md"
+_STATE: Final = "steerable"  # under the agent logs folder, which Harbor brings back to the host
+_EXIT_FILE: Final = "steerable-exit-code.txt"
+_SUMMARY_FILE: Final = "steerable-summary.json"
+_LOG_FILE: Final = "steerable.txt"
+_GRADED_EXITS: Final = "0|1|3|7"  # done, failed, round limit, refused: the verifier judges the work
+_THINKING: Final = {"low", "medium", "high", "on", "off"}
+
+
+class SteerableOptions(InstalledAgentOptions):  # type: ignore[misc]  # Harbor is Any to mypy here
+    """The ``--ak`` options (``harbor run --ak wheelhouse=DIR --ak max_rounds=80``)."""
+
+    wheelhouse: str | None = Field(
+        default=None,
+        description="A host folder of wheels (steerable and its dependencies, built for the "
+        "container's Python) to install from offline; default: the package index.",
+    )
+    python: str | None = Field(
+        default=None,
+        description="The container's Python 3.11+ to build steerable's venv with; default: python3.",
+    )
+    workdir: str | None = Field(
+        default=None, description="The workspace in the container; default: its working directory."
+    )
+    harness: Annotated[str | None, Cli("--harness")] = Field(
+        default=None, description="Offered tools: full (default), minimal or progressive."
+    )
+    max_rounds: Annotated[int | None, Cli("--max-rounds")] = Field(
+        default=None, description="Model calls at most (steerable's default: 50)."
+    )
+    max_tokens: Annotated[int | None, Cli("--max-tokens")] = Field(
+        default=None, description="Output bound per model call; 0 sends none."
+    )
+    temperature: Annotated[float | None, Cli("--temperature")] = Field(
+        default=None, description="Sampling temperature, 0 to 2."
+    )
+
+
+class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any to mypy here
+    """steerable in a Harbor trial (installed agent); see the module docstring."""
+
+    capabilities = AgentCapabilities(base_url=True, atif=True, reasoning_effort=True)
+    MODEL_CONNECTION = ModelConnectionSpec(
+        default_provider="openai",
+        agent_provider_access=ProviderAccess(
+            api_key_candidate_names=["STEERABLE_API_KEY", "OPENAI_API_KEY"],
+            base_url_candidate_names=["STEERABLE_BASE_URL", "OPENAI_BASE_URL"],
+        ),
+        api_key_destination_names={"default": "STEERABLE_API_KEY"},
+        base_url_destination_names={"default": "STEERABLE_BASE_URL"},
+        supported_api_formats=[ModelApiFormat.OPENAI_CHAT_COMPLETIONS],
+        default_api_format_by_provider={"default": ModelApiFormat.OPENAI_CHAT_COMPLETIONS},
+    )
+    options_model = SteerableOptions
+
+    @staticmethod
+    def name() -> str:
+        """The agent's name in Harbor's records."""
+        return "steerable"
+
+    def get_version_command(self) -> str | None:
+        """``steerable --version`` of the installed copy."""
+        return f"{VENV}/bin/steerable --version"
+
+    def parse_version(self, stdout: str) -> str:
+        """The version number out of ``steerable X.Y.Z``."""
+        return stdout.strip().split()[-1] if stdout.strip() else ""
+
+    # -- install ---------------------------------------------------------------------------------
+
+    async def install(self, environment: BaseEnvironment) -> None:
+        """Install steerable into :data:`VENV` with the image's ``python3`` (3.11 or newer).
+
+        Offline from the ``wheelhouse`` option when given (uploaded, then ``pip install
+        --no-index``), else from the package index. A missing or old ``python3`` is installed with
+        the image's package manager first (that needs the network); the ``python`` option names
+        another interpreter.
+
+        Raises:
+            RuntimeError: No Python 3.11+ in the container, or a command failed (Harbor's error,
+                with its output).
+        """
+        python = shlex.quote(self._options.python or "python3")
+        probe = await environment.exec(command=_python_probe(python), user="root")
+        if probe.return_code != 0 and not self._options.python:
+            await self.ensure_system_dependencies(environment, ("python3", "python_venv"))
+            probe = await environment.exec(command=_python_probe(python), user="root")
+        if probe.return_code != 0:
+            raise RuntimeError(
+                f"steerable needs Python 3.11 or newer with venv in the container; {python} is "
+                f"missing or older ({(probe.stdout or '').strip() or 'not found'}): pass "
+                "--ak python=/path/to/python3.11 or use an image that has it"
+            )
+        requirement = f"steerable=={self._version}" if self._version else "steerable"
+        source = "--no-cache-dir"
+        if self._options.wheelhouse:
+            await environment.upload_dir(Path(self._options.wheelhouse).expanduser(), _WHEELHOUSE)
+            source = f"--no-index --find-links {_WHEELHOUSE}"
+        await self.exec_as_root(
+            environment,
+            command=(
+                f"{python} -m venv {VENV} && "
+                f"{VENV}/bin/python -m pip install -q --disable-pip-version-check {source} "
+                f"{shlex.quote(requirement)} && {VENV}/bin/steerable --version"
+            ),
+        )
+
+    # -- run -------------------------------------------------------------------------------------
+
+    @with_prompt_template  # type: ignore[untyped-decorator]
+    async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
+        """Run ``steerable run --no-web-tools`` on the instruction, in the container posture.
+
+        The exit codes of a finished run (0 done, 1 failed, 3 round limit, 7 refused) let the
+        verifier grade the work; a provider failure (4), a configuration error (2) or a crash
+        raise, so Harbor's retry policy sees them.
+        """
+        with tempfile.TemporaryDirectory(prefix="steerable-harbor-") as folder:
+            local = Path(folder) / "instruction.md"
+            local.write_text(instruction, encoding="utf-8")
+            await environment.upload_file(local, _INSTRUCTION)
+        logs = PurePosixPath(self.environment_logs_dir)
+        flags = self.build_cli_flags()
+        thinking = self._options.reasoning_effort
+        if thinking and thinking.lower() in _THINKING:
+            flags += f" --thinking {thinking.lower()}"
+        cd = f"cd {shlex.quote(self._options.workdir)} && " if self._options.workdir else ""
+        command = (
+            f"{cd}{VENV}/bin/steerable run --no-web-tools --quiet --ask-user off "
+            f"--session-id {SESSION_ID} --state-dir {logs / _STATE} "
+            f"--instruction-file {_INSTRUCTION} {flags} "
+            f"> {logs / _SUMMARY_FILE} 2> {logs / _LOG_FILE}; "
+            f"code=$?; echo $code > {logs / _EXIT_FILE}; "
+            f"case $code in {_GRADED_EXITS}) exit 0;; *) cat {logs / _LOG_FILE} >&2; exit $code;; esac"
+        )
+        await self.exec_as_agent(environment, command=command, env=self._run_env())
+
+    def _run_env(self) -> dict[str, str]:
+        access = self.model_connection
+        env = {key: value for key, value in access.env.items() if key.startswith("STEERABLE_")}
+        if access.api_key:
+            env["STEERABLE_API_KEY"] = access.api_key
+        base_url = access.execution_base_url or env.get("STEERABLE_BASE_URL")
+        if base_url:
+            env["STEERABLE_BASE_URL"] = base_url
+        provider, model = _split_model(self.model_name or "", self.skip_model_parsing)
+        env["STEERABLE_PROVIDER"] = provider if provider in PROVIDER_NAMES else "openai"
+        if model:
+            env["STEERABLE_MODEL"] = model
+        env["STEERABLE_SANDBOX"] = "container"
+        env["STEERABLE_CONFIG"] = "off"  # the trial's settings are these, not a file in the image
+        return env
+
+    # -- after the run ---------------------------------------------------------------------------
+
+    def populate_context_post_run(self, context: AgentContext) -> None:
+        """Fill token counts and write ``trajectory.json`` (ATIF) from the durable record.
+
+        Nothing is filled when the record is missing (the run never started); a record that does
+        not validate as ATIF is logged and skipped, never fatal to the trial.
+        """
+        record = Path(self.logs_dir) / _STATE / "sessions" / f"{SESSION_ID}.jsonl"
+        if not record.is_file():
+            return
+        data = record_to_atif(
+            read_record(record), session_id=SESSION_ID, agent_version=__version__, model_name=self.model_name
+        )
+        try:
+            trajectory = Trajectory.model_validate(data)
+        except ValueError as exc:
+            self.logger.warning(f"steerable: the trajectory does not validate as ATIF: {exc}")
+            return
+        (Path(self.logs_dir) / "trajectory.json").write_text(
+            json.dumps(trajectory.to_json_dict(), indent=2), encoding="utf-8"
+        )
+        final = data["final_metrics"]
+        if "total_prompt_tokens" in final:
+            context.n_input_tokens = final["total_prompt_tokens"]
+            context.n_output_tokens = final["total_completion_tokens"]
+            context.n_cache_tokens = final.get("total_cached_tokens", 0)
+
+    @property
+    def _options(self) -> SteerableOptions:
+        options = self.options
+        return options if isinstance(options, SteerableOptions) else SteerableOptions()
+
+
+def _python_probe(python: str) -> str:
+    """A command that fails unless ``python`` is 3.11+ with venv; it prints the version."""
+    check = "import sys, venv, ensurepip; print(sys.version.split()[0]); sys.exit(sys.version_info < (3, 11))"
+    return f"command -v {python} >/dev/null && {python} -c {shlex.quote(check)}"
+
+
+def _split_model(name: str, opaque: bool) -> tuple[str, str]:
+    """``provider/model`` into its parts (``openai`` when there is no provider)."""
+    if opaque or "/" not in name:
+        return "openai", name
+    provider, model = name.split("/", 1)
+    return provider.lower(), model
