@@ -300,6 +300,13 @@ class FakeOpenAI:
     async def _list_requests(self, request: Request) -> Response:
         return JSONResponse([r.to_dict() for r in self.requests])
 
+    def _next_turn(self, body: Any) -> Mapping[str, Any] | None:
+        """The turn that answers this request: :attr:`route`'s pick, else the queue's next."""
+        if self.route is not None:
+            return _turn(self.route(body))
+        with self._lock:
+            return self._turns.popleft() if self._turns else None
+
     async def _chat(self, request: Request) -> Response:
         self._loop = asyncio.get_running_loop()
         release = self._release
@@ -315,11 +322,7 @@ class FakeOpenAI:
             refused = RULES[self.vendor](request.url.path, request.url.query, headers, body)
             if refused is not None:
                 return JSONResponse(refused[1], status_code=refused[0])
-        if self.route is not None:
-            turn: Mapping[str, Any] | None = _turn(self.route(body))
-        else:
-            with self._lock:
-                turn = self._turns.popleft() if self._turns else None
+        turn = self._next_turn(body)
         if turn is None:
             return JSONResponse(
                 {"error": {"message": "fake_openai: no scripted turn left", "type": "server_error"}},

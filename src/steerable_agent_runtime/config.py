@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -23,19 +24,29 @@ from typing import Any, Final
 from .errors import ConfigError, UserError
 
 __all__ = [
+    "CREDENTIAL_NAME",
     "STATE_DIR_ENV",
     "EnvInt",
     "check_int_fields",
+    "credential_name",
     "default_state_dir",
     "env_flag",
     "env_text",
     "int_field",
     "int_fields",
     "read_int_fields",
+    "url_password",
 ]
 
 STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
 """Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
+
+CREDENTIAL_NAME: Final = re.compile(
+    r"(?:(?:^|_)(?:KEY|TOKEN|SECRET|PASS|PWD|PAT|CREDENTIALS?|AUTH)|PASSWORD|PASSWD|APIKEY)$", re.IGNORECASE
+)
+"""A name whose last word is a credential word (``GITHUB_TOKEN``, ``PGPASSWORD``): :func:`credential_name`."""
+_WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
+"""The shell's working directories: ``PWD`` ends in a credential word but names a folder."""
 
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 _FALSE: Final = frozenset({"0", "false", "no", "off"})
@@ -205,3 +216,28 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
         return Path(configured).expanduser()
     base = env.get("XDG_STATE_HOME") or os.path.join(env.get("HOME") or Path.home(), ".local", "state")
     return Path(base) / "steerable"
+
+
+def credential_name(name: str) -> bool:
+    """Whether a variable called ``name`` holds a credential, judged by its name (any case).
+
+    Its last word is ``KEY``, ``TOKEN``, ``SECRET``, ``PASS``, ``PWD``, ``PAT``, ``CREDENTIAL(S)``
+    or ``AUTH``, or it ends in ``PASSWORD``, ``PASSWD`` or ``APIKEY`` (``STEERABLE_API_KEY``,
+    ``AWS_SECRET_ACCESS_KEY``, ``MYSQL_PWD``, ``GH_PAT``); a name that only contains such a word
+    (``XAUTHORITY``, ``SSH_AUTH_SOCK``, ``KEY_DIR``) does not count, nor the shell's ``PWD`` and
+    ``OLDPWD``. What log redaction and the ``container`` sandbox posture's environment scrub share.
+    """
+    return CREDENTIAL_NAME.search(name) is not None and name.upper() not in _WORKING_DIRECTORY
+
+
+def url_password(value: str) -> str | None:
+    """The password of a URL with credentials (``postgres://user:PASSWORD@host/db``), else ``None``."""
+    if "://" not in value or "@" not in value:
+        return None
+    from urllib.parse import unquote, urlsplit  # only for a value that may be such a URL
+
+    try:
+        password = urlsplit(value.strip()).password
+    except ValueError:  # an invalid port or IPv6 literal: not a URL we can read
+        return None
+    return unquote(password) if password else None

@@ -59,10 +59,14 @@ class Usage:
     Attributes:
         prompt_tokens: Tokens sent (the provider's ``prompt_tokens``).
         completion_tokens: Tokens generated.
+        cached_tokens: Of ``prompt_tokens``, those the server read from its prompt cache
+            (``prompt_tokens_details.cached_tokens``, DeepSeek's ``prompt_cache_hit_tokens``);
+            ``None`` when it did not say.
     """
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -70,8 +74,13 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        cached = (
+            None
+            if self.cached_tokens is None and other.cached_tokens is None
+            else (self.cached_tokens or 0) + (other.cached_tokens or 0)
+        )
         return Usage(
-            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens
+            self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens, cached
         )
 
     def to_dict(self) -> dict[str, int]:

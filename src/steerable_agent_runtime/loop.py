@@ -670,15 +670,19 @@ def _without_empty_answers(history: Sequence[Message]) -> list[Message]:
 def _response_entry(round_number: int, response: ChatResponse) -> tuple[str, dict[str, Any]]:
     """The record entry written with an assistant message: how it ended, its usage and time.
 
-    ``at`` is when the answer arrived (ISO 8601, UTC), for trajectories such as ATIF.
+    ``at`` is when the answer arrived (ISO 8601, UTC), for trajectories such as ATIF; ``usage``
+    adds ``cachedTokens`` when the server said how many prompt tokens its cache served.
     """
+    usage: dict[str, int] = response.usage.to_dict()
+    if response.usage.cached_tokens is not None:
+        usage["cachedTokens"] = response.usage.cached_tokens
     return (
         "response",
         {
             "round": round_number,
             "finishReason": response.finish_reason,
             "model": response.model,
-            "usage": response.usage.to_dict(),
+            "usage": usage,
             "at": datetime.now(UTC).isoformat(timespec="milliseconds"),
         },
     )

@@ -176,8 +176,10 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
         name=SANDBOX_ENV,
         area="Sandbox",
         summary="The layer-2 sandbox of `bash` and `run_code`: `auto` walks the platform's ladder "
-        "(Linux: bwrap, then Landlock; macOS: Seatbelt); a name forces that backend; `none` refuses "
-        "every command.",
+        "(Linux: bwrap, then Landlock; macOS: Seatbelt); a name forces that backend; `container` adds "
+        "none, the container around steerable being the boundary (writes anywhere, the container's "
+        "network and environment without credentials, background processes outlive the call: "
+        "`steerable jobs`); `none` refuses every command.",
         kind="choice",
         default="auto",
         choices=BACKEND_CHOICES,

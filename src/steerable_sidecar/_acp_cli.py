@@ -13,11 +13,12 @@ written), each request in flight answered as interrupted, and the exit is ``128 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from steerable_agent_runtime.errors import SteerableError
 
@@ -33,7 +34,53 @@ if TYPE_CHECKING:  # the parser (every command) imports this module: asyncio and
     from .acp_agent import AcpOptions, SteerableAcpAgent
     from .rpc import LineWriter
 
-__all__ = ["AcpSetup", "add_acp_arguments", "run_acp", "serve_streams"]
+__all__ = [
+    "HARBOR_MODEL_ENV",
+    "MAX_MODEL_ID_CHARS",
+    "AcpSetup",
+    "add_acp_arguments",
+    "harbor_model",
+    "model_id_problem",
+    "model_ids",
+    "run_acp",
+    "serve_streams",
+]
+
+MAX_MODEL_ID_CHARS: Final = 256
+"""The longest model id a session takes (``--models``, ``session/set_config_option``)."""
+
+HARBOR_MODEL_ENV: Final = "HARBOR_ACP_REQUESTED_MODEL"
+"""The model Harbor's ACP runner (``harbor run -a acp -m MODEL``) will ask for: it passes its
+environment on to the agent, and sets only a model the session offers, so it is offered too."""
+
+
+def model_id_problem(model: str) -> str | None:
+    """Why ``model`` is no model id (empty, too long, whitespace or control characters), or ``None``."""
+    if not model:
+        return "the model id is empty"
+    if len(model) > MAX_MODEL_ID_CHARS:
+        return f"the model id is longer than {MAX_MODEL_ID_CHARS} characters ({len(model)})"
+    if any(c.isspace() or not c.isprintable() for c in model):
+        return "the model id holds whitespace or control characters"
+    return None
+
+
+def model_ids(text: str | None) -> tuple[str, ...]:
+    """``--models``' list: comma-separated, blanks around each id and empty items dropped."""
+    return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+
+
+def harbor_model(environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The model Harbor's runner asks for (:data:`HARBOR_MODEL_ENV`), its ``provider/`` part dropped.
+
+    Harbor names models LiteLLM's way, the provider first (``openai/gpt-4.1``,
+    ``openrouter/openai/gpt-4o``); the endpoint is steerable's own configuration, so the id offered
+    is the rest (``gpt-4.1``, ``openai/gpt-4o``), which Harbor matches with or without the prefix.
+    An id that is no model id (:func:`model_id_problem`) is not offered.
+    """
+    requested = environ.get(HARBOR_MODEL_ENV, "").strip()
+    model = requested.split("/", 1)[1] if "/" in requested else requested
+    return (model,) if model and model_id_problem(model) is None else ()
 
 
 def add_acp_arguments(parser: argparse.ArgumentParser) -> None:
@@ -51,6 +98,12 @@ def add_acp_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-timeout-ms", type=int, default=600_000, metavar="MS", help="deadline of one model call"
     )
     parser.add_argument("--system", default=None, metavar="TEXT", help="replace the default system prompt")
+    parser.add_argument(
+        "--models",
+        default=None,
+        metavar="LIST",
+        help="more models the editor may pick, comma-separated (STEERABLE_MODEL is the default)",
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +142,11 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
                 f"steerable acp: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr
             )
             return ExitCode.USAGE
+    for model in model_ids(args.models):
+        problem = model_id_problem(model)
+        if problem is not None:
+            print(f"steerable acp: --models: {problem}: {model[:MAX_MODEL_ID_CHARS]!r}", file=sys.stderr)
+            return ExitCode.USAGE
     from .state_dir import checked_state_dir
 
     try:
@@ -116,13 +174,16 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
         max_rounds=args.max_rounds or DEFAULT_MAX_ROUNDS,
         model_timeout_ms=args.model_timeout_ms,
         system=args.system,
+        models=(*model_ids(args.models), *harbor_model(os.environ)),
     )
     if provider is not None:
         return AcpSetup(options, provider, None)
-    from .providers import default_llm_provider
+    from .providers import LLMConfig, default_llm_provider
 
     try:
-        return AcpSetup(options, default_llm_provider(), None)
+        config = LLMConfig.from_env()
+        options = replace(options, model=config.model)  # the sessions' default model
+        return AcpSetup(options, default_llm_provider(config), None)
     except SteerableError as exc:  # said to the client at session/new, and here on stderr
         print(f"steerable acp: {exc}", file=sys.stderr)
         return AcpSetup(options, None, str(exc))

@@ -146,6 +146,8 @@ class AcpSession:
         self.reseed = False
         """Whether the next turn seeds the read state from the record (a session booted from one:
         ``session/load``, a parked session booted again), through the assembly's ``read_state``."""
+        self.model: str | None = None
+        """The model picked for this session (``session/set_config_option``); ``None``: the configured one."""
         self._announced: dict[str, str] = {}  # call id -> tool name, for the calls the client was shown
         self._diffs: dict[str, list[FileDiff]] = {}
         self._texted = False  # whether this round's answer text was streamed

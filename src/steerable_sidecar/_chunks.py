@@ -313,14 +313,23 @@ _MAX_TOKEN_COUNT: Final = 2**53
 """A usage count past this is no count (JSON numbers are exact up to it); read as 0."""
 
 
-def _usage(raw: Mapping[str, Any]) -> Usage:
-    def count(key: str) -> int:
-        value = raw.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKEN_COUNT:
-            return value
-        return 0
+def _count(value: Any) -> int | None:
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_TOKEN_COUNT:
+        return value
+    return None
 
-    return Usage(count("prompt_tokens"), count("completion_tokens"))
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    """A usage object's counts; the cached part of the prompt where the vendor says it.
+
+    Cached prompt tokens: ``prompt_tokens_details.cached_tokens`` (OpenAI, GLM, OpenRouter, DeepSeek
+    lately), ``prompt_cache_hit_tokens`` (DeepSeek), a ``cached_tokens`` beside ``prompt_tokens``.
+    """
+    details = raw.get("prompt_tokens_details")
+    cached = _count(details.get("cached_tokens")) if isinstance(details, dict) else None
+    for key in ("prompt_cache_hit_tokens", "cached_tokens"):
+        cached = cached if cached is not None else _count(raw.get(key))
+    return Usage(_count(raw.get("prompt_tokens")) or 0, _count(raw.get("completion_tokens")) or 0, cached)
 
 
 def chunk_error(chunk: Mapping[str, Any]) -> ProviderError | None:

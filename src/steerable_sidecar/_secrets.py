@@ -6,7 +6,9 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
+
+from steerable_agent_runtime.config import CREDENTIAL_NAME, credential_name, url_password
 
 __all__ = [
     "MIN_SECRET_CHARS",
@@ -49,24 +51,13 @@ def redact(text: str, secret: str, *, clipped: bool = True, encoded: bool = Fals
     return text
 
 
-_CREDENTIAL_NAME: Final = re.compile(
-    r"(?:(?:^|_)(?:KEY|TOKEN|SECRET|PASS|PWD|PAT|CREDENTIALS?|AUTH)|PASSWORD|PASSWD|APIKEY)$", re.IGNORECASE
-)
-_WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
-"""The shell's working directories: ``PWD`` ends in a credential word but names a folder."""
-
-
 def credential_values(environ: Mapping[str, str]) -> list[str]:
     """The values of the environment's credential-looking variables, longest first.
 
-    A name whose last word is ``KEY``, ``TOKEN``, ``SECRET``, ``PASS``, ``PWD``, ``PAT``,
-    ``CREDENTIAL(S)`` or ``AUTH``, or that ends in ``PASSWORD``, ``PASSWD`` or ``APIKEY`` (any
-    case: ``STEERABLE_API_KEY``, ``GITHUB_TOKEN``, ``AWS_SECRET_ACCESS_KEY``, ``PGPASSWORD``,
-    ``MYSQL_PWD``, ``GH_PAT``) counts, not one that only contains such a word (``XAUTHORITY``,
-    ``SSH_AUTH_SOCK``, ``KEY_DIR`` hold paths) nor the shell's ``PWD`` / ``OLDPWD`` (the working
-    directory: redacting it hid the workspace in ``doctor`` and in error messages); and the
-    password of a URL in any variable. Values
-    shorter than :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
+    A variable counts by its name (:func:`~steerable_agent_runtime.config.credential_name`:
+    ``STEERABLE_API_KEY``, ``GITHUB_TOKEN``, ``PGPASSWORD``; not ``XAUTHORITY`` or the shell's
+    ``PWD``, which name paths); so does the password of a URL in any variable. Values shorter than
+    :data:`MIN_SECRET_CHARS` are placeholders and left out (see :func:`redact`).
 
     Args:
         environ: The environment to read (``os.environ`` or a host's ``env`` block).
@@ -74,24 +65,9 @@ def credential_values(environ: Mapping[str, str]) -> list[str]:
     Returns:
         The distinct values, longest first (so a key that contains another is redacted whole).
     """
-    found = {
-        value.strip()
-        for name, value in environ.items()
-        if _CREDENTIAL_NAME.search(name) and name.upper() not in _WORKING_DIRECTORY
-    }
+    found = {value.strip() for name, value in environ.items() if credential_name(name)}
     found.update(password for value in environ.values() if (password := url_password(value)))
     return sorted((value for value in found if len(value) >= MIN_SECRET_CHARS), key=len, reverse=True)
-
-
-def url_password(value: str) -> str | None:
-    """The password of a URL with credentials (``postgres://user:PASSWORD@host/db``), else ``None``."""
-    if "://" not in value or "@" not in value:
-        return None
-    try:
-        password = urlsplit(value.strip()).password
-    except ValueError:  # an invalid port or IPv6 literal: not a URL we can read
-        return None
-    return unquote(password) if password else None
 
 
 _CREDENTIAL_FLAG: Final = re.compile(
@@ -124,7 +100,7 @@ def credential_arguments(args: Sequence[str]) -> list[str]:
         flag, eq, value = arg.partition("=")
         if eq and _CREDENTIAL_FLAG.match(flag):
             found.append(value)
-        elif eq and _CREDENTIAL_NAME.search(flag) and not flag.startswith("-"):
+        elif eq and CREDENTIAL_NAME.search(flag) and not flag.startswith("-"):
             found.append(value)
         elif _CREDENTIAL_FLAG.match(arg) and i + 1 < len(args):
             found.append(args[i + 1])

@@ -5,8 +5,10 @@ imported as ``acp``): ``session/new`` boots the workspace tools for the client's
 (confined as everywhere) and starts the MCP servers it names as deferred tools; ``session/prompt``
 runs the agent loop (:mod:`steerable_sidecar._assembly`, the one session assembly) and streams
 what happens as ``session/update``s; ``session/cancel`` stops the turn; ``session/load`` replays a
-durable record and re-seeds the read state from it. Sessions are recorded under the state
-directory, as ``steerable run`` records them. How a client registers it: docs/acp.md.
+durable record and re-seeds the read state from it; ``session/set_config_option`` picks the
+session's model (:mod:`steerable_sidecar._acp_models`), and each ``session/prompt`` answer carries
+the turn's token usage. Sessions are recorded under the state directory, as ``steerable run``
+records them. How a client registers it: docs/acp.md.
 
 :func:`serve_acp` runs an agent over a :class:`~steerable_sidecar._acp_wire.LineTransport`
 until the client leaves; ``steerable acp`` (:mod:`steerable_sidecar._acp_cli`) is the command.
@@ -21,7 +23,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -40,6 +42,8 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
     ResourceContentBlock,
+    SessionConfigOptionSelect,
+    SetSessionConfigOptionResponse,
     SseMcpServer,
     StopReason,
     TextContentBlock,
@@ -52,6 +56,7 @@ from steerable_agent_runtime.llm import LLMProvider
 from steerable_agent_runtime.loop import RunSummary
 from steerable_agent_runtime.types import new_call_id
 
+from ._acp_models import DEFAULT_MODEL_ID, chosen_model, model_option, offered_models, turn_usage
 from ._acp_session import AcpSession
 from ._acp_updates import clipped
 from ._acp_wire import LineTransport, initialize_result
@@ -122,6 +127,9 @@ class AcpOptions:
         max_live_sessions: Sessions kept booted at once (each holds its tools and MCP servers);
             past it the least recently used idle one is closed, and booted again (its read state
             re-seeded from its record) when the editor next uses it.
+        model: The configured model (``STEERABLE_MODEL``), each session's to begin with
+            (``None``: the provider's own name for it, else ``"default"``).
+        models: More models offered to the editor (``--models``); any other id is taken too.
     """
 
     state_dir: Path
@@ -133,6 +141,8 @@ class AcpOptions:
     model_timeout_ms: int | None = 600_000
     system: str | None = None
     max_live_sessions: int = 16
+    model: str | None = None
+    models: tuple[str, ...] = ()
 
 
 _McpServer = HttpMcpServer | SseMcpServer | McpServerStdio
@@ -146,6 +156,7 @@ class _Parked:
     servers: tuple[_McpServer, ...]
     always: frozenset[str]
     hosts: frozenset[str] = frozenset()  # the hosts web_fetch was allowed to reach (SAFE-4)
+    model: str | None = None  # the model picked for it (session/set_config_option)
 
 
 class SteerableAcpAgent:
@@ -180,6 +191,10 @@ class SteerableAcpAgent:
         self._interrupted: tuple[str, dict[str, Any]] | None = None  # a signal: the prompts' error (REC-4)
         self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
         self._client: Client | None = None
+        self.default_model = options.model or _provider_model(provider) or DEFAULT_MODEL_ID
+        """The model each session starts with: its prompts go to the provider as configured."""
+        self.models = offered_models(self.default_model, options.models)
+        """The ``model`` option's choices: the default first."""
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -220,7 +235,7 @@ class SteerableAcpAgent:
         """
         session = await self._open(new_call_id(), cwd, mcp_servers or [])
         await self._register(session)
-        return NewSessionResponse(session_id=session.id)
+        return NewSessionResponse(session_id=session.id, config_options=[self._model_option(session.model)])
 
     async def load_session(
         self,
@@ -256,12 +271,13 @@ class SteerableAcpAgent:
             # seeds the read state from the record, through the assembly (assemble_loop)
             session.reseed = True
             old = self.sessions.pop(session_id, None)
-            self._parked.pop(session_id, None)
+            parked = self._parked.pop(session_id, None)
+            session.model = old.model if old is not None else parked.model if parked is not None else None
             if old is not None:
                 await old.aclose()
             await self._register(session)
         await session.replay(opened.history)
-        return LoadSessionResponse()
+        return LoadSessionResponse(config_options=[self._model_option(session.model)])
 
     def _refuse_if_busy(self, session_id: str) -> None:
         live = self.sessions.get(session_id)
@@ -352,7 +368,11 @@ class SteerableAcpAgent:
                     continue  # replaced, closed or taken while this waited: look again
                 del self.sessions[idle.id]
                 self._parked[idle.id] = _Parked(
-                    str(idle.root), idle.servers, frozenset(idle.always), idle.fetch_consent.allowed
+                    str(idle.root),
+                    idle.servers,
+                    frozenset(idle.always),
+                    idle.fetch_consent.allowed,
+                    idle.model,
                 )
                 await idle.aclose()
                 self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
@@ -400,6 +420,7 @@ class SteerableAcpAgent:
             session.reseed = True  # its next turn seeds the read state from the record
             session.always.update(parked.always)
             session.fetch_consent.restore(parked.hosts)
+            session.model = parked.model
             await self._register(session)
         return session
 
@@ -470,7 +491,7 @@ class SteerableAcpAgent:
             await session.close_open_calls()
         if self._interrupted is not None:  # a signal stopped the turn (REC-4): recorded, then said
             raise RequestError(-32603, *self._interrupted)
-        return PromptResponse(stop_reason=stop_reason(summary))
+        return PromptResponse(stop_reason=stop_reason(summary), usage=turn_usage(summary.usage))
 
     async def _turn(self, session: AcpSession, text: str) -> RunSummary:
         """Assemble the turn's loop over the session's record (read again: it grew) and run it."""
@@ -489,12 +510,45 @@ class SteerableAcpAgent:
             ),
             offered=session.booted.harness.offered,
             options=LoopOptions(
-                max_rounds=self.options.max_rounds, model_timeout_ms=self.options.model_timeout_ms
+                max_rounds=self.options.max_rounds,
+                model=session.model,  # None: the provider's configured model
+                model_timeout_ms=self.options.model_timeout_ms,
             ),
         )
         session.loop, session.reseed = loop, False
         system = (self.options.system or ACP_SYSTEM_PROMPT).replace("{cwd}", str(session.root))
         return await loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
+
+    # -- the model -------------------------------------------------------------------------------
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse:
+        """``session/set_config_option``: pick the session's model for its later prompts.
+
+        A turn already running keeps its model. A session closed while idle keeps the choice
+        and takes it back when it boots again; so does one loaded again in this process.
+
+        Raises:
+            RequestError: ``-32002`` for an unknown session; ``-32602`` for an option other than
+                ``model`` or a bad model id (:func:`~steerable_sidecar._acp_models.chosen_model`).
+        """
+        if not self._known(session_id):
+            raise RequestError.resource_not_found(session_id)
+        chosen = chosen_model(config_id, value, self.models)
+        model = None if chosen == self.default_model else chosen
+        async with self._opening.setdefault(session_id, asyncio.Lock()):  # not while it is (re)booted
+            live = self.sessions.get(session_id)
+            parked = self._parked.get(session_id)
+            if live is not None:
+                live.model = model
+            elif parked is not None:
+                self._parked[session_id] = replace(parked, model=model)
+            else:  # closed meanwhile
+                raise RequestError.resource_not_found(session_id)
+        return SetSessionConfigOptionResponse(config_options=[self._model_option(model)])
+
+    def _model_option(self, model: str | None) -> SessionConfigOptionSelect:
+        return model_option(model or self.default_model, self.models, self.default_model)
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """``session/cancel``: stop the session's turn; its ``session/prompt`` answers ``cancelled``."""
@@ -526,6 +580,12 @@ class SteerableAcpAgent:
             except Exception:
                 logger.exception("session %s did not close cleanly", session.id)
         self._locks.release_all()
+
+
+def _provider_model(provider: LLMProvider | None) -> str | None:
+    """The model an injected provider is configured with (an OpenAI-compatible one's ``config.model``)."""
+    model = getattr(getattr(provider, "config", None), "model", None)
+    return model if isinstance(model, str) and model else None
 
 
 def _capabilities(raw: Any) -> ClientCapabilities:

@@ -4,8 +4,8 @@ Every sub-command boots the same way (:mod:`steerable_sidecar.boot`): workspace 
 ``--harness``, then the MCP servers of ``STEERABLE_MCP_CONFIG``; the shared options work before or
 after the command name. Sub-commands: ``tools`` (what ``mcp`` lists), ``call NAME 'JSON'`` (one
 ToolResult), ``session`` (docs/mcp.md, "The line session"), ``mcp`` (docs/mcp.md), ``acp``
-(docs/acp.md), ``plugins``, ``doctor`` (:mod:`steerable_sidecar.doctor`), ``run`` (docs/headless.md)
-and ``sidecar``
+(docs/acp.md), ``plugins``, ``doctor`` (:mod:`steerable_sidecar.doctor`), ``jobs`` (docs/sandbox.md,
+"The container posture"), ``run`` (docs/headless.md) and ``sidecar``
 (docs/sidecar-protocol.md). Exit codes are :class:`~steerable_sidecar.exit_codes.ExitCode`
 (docs/headless.md, "Exit codes"). Logs go to stderr at ``--verbose`` or ``STEERABLE_LOG_LEVEL``.
 """
@@ -161,6 +161,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
     doctor.add_argument("--state-dir", default=None, metavar="DIR", help="the state directory to check")
+    jobs = sub.add_parser(
+        "jobs",
+        help="list (or stop) the processes bash commands left running (STEERABLE_SANDBOX=container)",
+    )
+    from ._jobs_cli import add_jobs_arguments
+
+    add_jobs_arguments(jobs)
     run_common = _Parser(add_help=False)
     _shared_options(run_common, top=False, outside=False)
     run = sub.add_parser(
@@ -409,7 +416,7 @@ def _apply_config_file(args: argparse.Namespace) -> None:
 
 
 def _served(args: argparse.Namespace) -> int | None:
-    """Run the commands that manage their own start-up (run, sidecar, doctor, acp, mcp)."""
+    """Run the commands that manage their own start-up (run, sidecar, doctor, jobs, acp, mcp)."""
     if args.command == "run":
         from .headless import run_headless
 
@@ -430,6 +437,10 @@ def _served(args: argparse.Namespace) -> int | None:
         from .doctor import run_doctor
 
         return run_doctor(args)
+    if args.command == "jobs":  # reads the records alone: no tools booted
+        from ._jobs_cli import run_jobs
+
+        return run_jobs(args)
     if args.command == "acp":  # answers the editor's initialize first (docs/acp.md: Start-up)
         from ._acp_cli import run_acp
 

@@ -311,7 +311,9 @@ def _sandbox(rows: _Rows, env: dict[str, str]) -> None:
         rows.add(section, "backend", "none", "error" if forced else "warn", str(exc))
         return
     why = (
-        "STEERABLE_SIDECAR_CONFINED=1: the host's sandbox"
+        "STEERABLE_SANDBOX=container: the container is the boundary (no layer-2 wrap)"
+        if config.container
+        else "STEERABLE_SIDECAR_CONFINED=1: the host's sandbox"
         if config.confined
         else f"STEERABLE_SANDBOX={config.backend}"
         if config.backend != "auto"
@@ -319,9 +321,12 @@ def _sandbox(rows: _Rows, env: dict[str, str]) -> None:
     )
     info = backend.info
     rows.add(section, "backend", f"{info.backend} ({info.enforcement} enforcement)", detail=why)
-    rows.add(
-        section, "network", "allowed" if config.network else "blocked", "warn" if config.network else "ok"
-    )
+    if config.container:
+        rows.add(section, "network", "the container's")
+    else:
+        rows.add(
+            section, "network", "allowed" if config.network else "blocked", "warn" if config.network else "ok"
+        )
     present = [str(path) for path in config.deny_read if os.path.lexists(path)]
     rows.add(
         section,

@@ -170,12 +170,13 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
             flags += f" --thinking {thinking.lower()}"
         cd = f"cd {shlex.quote(self._options.workdir)} && " if self._options.workdir else ""
         command = (
-            f"{cd}{VENV}/bin/steerable run --no-web-tools --quiet --ask-user off "
+            f"{cd}{VENV}/bin/steerable run --no-web-tools --ask-user off "
             f"--session-id {SESSION_ID} --state-dir {logs / _STATE} "
             f"--instruction-file {_INSTRUCTION} {flags} "
             f"> {logs / _SUMMARY_FILE} 2> {logs / _LOG_FILE}; "
             f"code=$?; echo $code > {logs / _EXIT_FILE}; "
-            f"case $code in {_GRADED_EXITS}) exit 0;; *) cat {logs / _LOG_FILE} >&2; exit $code;; esac"
+            f"case $code in {_GRADED_EXITS}) exit 0;; "
+            f"*) cat {logs / _SUMMARY_FILE} {logs / _LOG_FILE} >&2; exit $code;; esac"
         )
         await self.exec_as_agent(environment, command=command, env=self._run_env())
 

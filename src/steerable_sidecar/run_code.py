@@ -554,14 +554,19 @@ def run_code_tool(
                     await asyncio.wait_for(proc.wait(), _EXIT_GRACE_S)
             return result
 
+    where = (
+        "in the workspace, the container around it being the sandbox: standard library only"
+        if sandbox_cfg.container
+        else "in an OS sandbox in the workspace: standard library only, no network, writes only to the "
+        "workspace and $TMPDIR"
+    )
     description = (
         "Run a Python program that calls tools, to chain many calls or process their results without "
         "a round trip through the model each time. `code` is the BODY of a function: its `return` "
         "value (JSON) is the result. Call tools with `tools.<name>(arg=value, ...)` or "
         "`tools.call(name, **arguments)`: a call blocks, returns the tool's data (the plain value when "
         "the tool returned one), and raises `ToolCallError` (with `.result`) when it fails. `print` "
-        "output comes back as logs. The program runs in an OS sandbox in the workspace: standard "
-        "library only, no network, writes only to the workspace and $TMPDIR; os, sys, subprocess, "
+        f"output comes back as logs. The program runs {where}; os, sys, subprocess, "
         f"socket and similar modules cannot be imported. Limits: {cfg.timeout_ms // 1000} s, "
         f"{cfg.max_calls} tool calls, {cfg.max_output_bytes} bytes printed. run_code cannot call itself."
     )

@@ -1,6 +1,6 @@
 """The durable record as an ATIF trajectory (steerable_sidecar.atif), from real agent-loop runs.
 
-Harbor validates the same documents against its own models in tests/harbor/ (Python 3.12+, the
+Harbor validates the same documents against its own models in tests/harbor_adapter/ (Python 3.12+, the
 ``harbor`` extra); here the mapping itself is checked without Harbor.
 """
 
@@ -110,3 +110,25 @@ def test_no_usage_anywhere_leaves_the_token_fields_out(tmp_path: Path) -> None:
     path.write_text(json.dumps(line) + "\n", encoding="utf-8")
     final = record_to_atif(read_record(path), session_id="r", agent_version="1")["final_metrics"]
     assert final == {"total_steps": 1}
+
+
+def test_cached_prompt_tokens_are_carried(tmp_path: Path) -> None:
+    """Prompt tokens the server's cache served (``cachedTokens``) reach the step and the totals."""
+    lines = [
+        {"type": "message", "message": {"role": "assistant", "content": "a"}},
+        {
+            "type": "response",
+            "response": {"usage": {"promptTokens": 50, "completionTokens": 5, "cachedTokens": 40}},
+        },
+        {"type": "message", "message": {"role": "assistant", "content": "b"}},
+        {"type": "response", "response": {"usage": {"promptTokens": 60, "completionTokens": 2}}},
+    ]
+    path = tmp_path / "c.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    trajectory = record_to_atif(read_record(path), session_id="c", agent_version="1")
+    assert trajectory["steps"][0]["metrics"] == {
+        "prompt_tokens": 50,
+        "completion_tokens": 5,
+        "cached_tokens": 40,
+    }
+    assert trajectory["final_metrics"]["total_cached_tokens"] == 40

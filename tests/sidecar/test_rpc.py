@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -860,8 +861,11 @@ def _steerable_error_classes() -> list[type[SteerableError]]:
     """Every SteerableError subclass defined in steerable's own packages (all modules imported)."""
     for package in (steerable_agent_runtime, steerable_sidecar):
         for module in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}."):
-            if not module.name.endswith("__main__"):
-                importlib.import_module(module.name)
+            if module.name.endswith("__main__"):
+                continue
+            if module.name == "steerable_sidecar.harbor" and importlib.util.find_spec("harbor") is None:
+                continue  # the Harbor adapter needs the `harbor` extra (Python 3.12+); it raises nothing
+            importlib.import_module(module.name)
     found, todo = [], [SteerableError]
     while todo:
         cls = todo.pop()

@@ -389,7 +389,7 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
         "",
     ]
     response = await answer(fake, provider, stream)
-    assert (response.text, response.usage) == ("Buy milk.", Usage(1234, 56))
+    assert (response.text, response.usage) == ("Buy milk.", Usage(1234, 56, 0))
     assert fake.requests[-1].body["stream_options"] == {"include_usage": True}
 
 
@@ -536,7 +536,11 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
         "",
     ]
     response = await answer(fake, provider, stream)
-    assert (response.text, response.usage, response.finish_reason) == ("Buy milk.", Usage(310, 48), "stop")
+    assert (response.text, response.usage, response.finish_reason) == (
+        "Buy milk.",
+        Usage(310, 48, 256),
+        "stop",
+    )
 
 
 @cell("openrouter", "stream-errors")
@@ -651,7 +655,7 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
         "",
     ]
     response = await answer(fake, provider, stream)
-    assert (response.text, response.usage) == ("Buy milk.", Usage(412, 96))
+    assert (response.text, response.usage) == ("Buy milk.", Usage(412, 96, 384))
 
 
 @cell("deepseek", "stream-errors")
@@ -742,7 +746,7 @@ async def _(fake: FakeOpenAI, provider: OpenAICompatibleProvider) -> None:
         "",
     ]
     response = await answer(fake, provider, stream)
-    assert (response.text, response.usage) == ("Buy milk.", Usage(520, 88))
+    assert (response.text, response.usage) == ("Buy milk.", Usage(520, 88, 448))
 
 
 @cell("glm", "stream-errors")

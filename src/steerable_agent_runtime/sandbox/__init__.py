@@ -3,7 +3,9 @@
 A command runs under the first backend of the platform's ladder that works (Linux: bubblewrap,
 then Landlock; macOS: Seatbelt); no backend refuses the call (``sandbox_unavailable``), never
 runs it unconfined; under a host sandbox (``STEERABLE_SIDECAR_CONFINED=1``) the layer-2 wrap is
-skipped. Tools build on it through :class:`SandboxSpawner` (select, policy, spawn). Spec:
+skipped, and in the container posture (``STEERABLE_SANDBOX=container``) the container is the
+boundary: no wrap, and what a command leaves running outlives the call, on record (``_jobs``).
+Tools build on it through :class:`SandboxSpawner` (select, policy, spawn). Spec:
 ``run_code`` (layer-2 backend, Child environment, Inheriting layer-1); the long form and an
 example: ``docs/sandbox.md``.
 
@@ -19,7 +21,7 @@ from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 if _typing.TYPE_CHECKING:
     from .._protected import PROTECTED_ENV
     from ._audit import AuditOutcome, SnapshotTooLarge
-    from ._backend import INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
+    from ._backend import CONTAINER, INHERITED, Enforcement, LaunchPlan, SandboxBackend, SandboxInfo
     from ._bash import BASH_DEFAULT_TIMEOUT_MS, BASH_MAX_TIMEOUT_MS, bash_tool
     from ._bwrap import BubblewrapBackend
     from ._cgroup import remove_run_cgroups
@@ -33,17 +35,21 @@ if _typing.TYPE_CHECKING:
         BackendChoice,
         SandboxConfig,
     )
+    from ._container import ContainerBackend
     from ._deny_moves import DenyReadDisplaced
     from ._guard import GuardedRun, guard_protected_paths, protected_result, snapshot_too_large
     from ._inherited import InheritedBackend
+    from ._jobs import JOB_TOKEN_ENV, BackgroundJob, jobs_dir, list_jobs, stop_jobs
     from ._landlock import LandlockBackend, detect_landlock_abi
     from ._output import CapturedOutput, RunResult
     from ._policy import (
         CHILD_ENV_ALLOWLIST,
+        SECRET_SETTINGS,
         ResourceLimits,
         SandboxPolicy,
         absolute_python_path,
         child_environment,
+        container_environment,
     )
     from ._protect import ScanCache, known_entries_file
     from ._runner import SandboxedProcess, run_sandboxed, spawn_sandboxed
@@ -54,6 +60,7 @@ if _typing.TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, ...]] = {
     ".._protected": ("PROTECTED_ENV",),
     "._backend": (
+        "CONTAINER",
         "INHERITED",
         "Enforcement",
         "LaunchPlan",
@@ -81,6 +88,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "BackendChoice",
         "SandboxConfig",
     ),
+    "._container": ("ContainerBackend",),
     "._deny_moves": ("DenyReadDisplaced",),
     "._guard": (
         "GuardedRun",
@@ -89,6 +97,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "snapshot_too_large",
     ),
     "._inherited": ("InheritedBackend",),
+    "._jobs": (
+        "JOB_TOKEN_ENV",
+        "BackgroundJob",
+        "jobs_dir",
+        "list_jobs",
+        "stop_jobs",
+    ),
     "._landlock": (
         "LandlockBackend",
         "detect_landlock_abi",
@@ -99,10 +114,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "._policy": (
         "CHILD_ENV_ALLOWLIST",
+        "SECRET_SETTINGS",
         "ResourceLimits",
         "SandboxPolicy",
         "absolute_python_path",
         "child_environment",
+        "container_environment",
     ),
     "._protect": ("ScanCache", "known_entries_file"),
     "._runner": (
@@ -130,16 +147,21 @@ __all__ = [
     "BASH_MAX_TIMEOUT_MS",
     "CHILD_ENV_ALLOWLIST",
     "CONFINED_ENV",
+    "CONTAINER",
     "INHERITED",
+    "JOB_TOKEN_ENV",
     "LADDERS",
     "LIMIT_ENV",
     "NETWORK_ENV",
     "PROTECTED_ENV",
     "SANDBOX_ENV",
+    "SECRET_SETTINGS",
     "AuditOutcome",
     "BackendChoice",
+    "BackgroundJob",
     "BubblewrapBackend",
     "CapturedOutput",
+    "ContainerBackend",
     "DenyReadDisplaced",
     "Enforcement",
     "GuardedRun",
@@ -161,10 +183,13 @@ __all__ = [
     "absolute_python_path",
     "bash_tool",
     "child_environment",
+    "container_environment",
     "default_backends",
     "detect_landlock_abi",
     "guard_protected_paths",
+    "jobs_dir",
     "known_entries_file",
+    "list_jobs",
     "protected_result",
     "remove_run_cgroups",
     "run_sandboxed",
@@ -172,6 +197,7 @@ __all__ = [
     "select_backend",
     "snapshot_too_large",
     "spawn_sandboxed",
+    "stop_jobs",
 ]
 
 

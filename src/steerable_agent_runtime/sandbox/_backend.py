@@ -15,11 +15,12 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 from ._policy import SandboxPolicy
 
-__all__ = ["INHERITED", "Enforcement", "LaunchPlan", "SandboxBackend", "SandboxInfo"]
+__all__ = ["CONTAINER", "INHERITED", "Enforcement", "LaunchPlan", "SandboxBackend", "SandboxInfo"]
 
-Enforcement = Literal["full", "partial"]
+Enforcement = Literal["full", "partial", "none"]
 """``full``: the backend enforces the whole policy, including its own PID namespace or an
-equivalent isolation of other processes. ``partial``: some of it (``docs/sandbox.md`` lists what)."""
+equivalent isolation of other processes. ``partial``: some of it (``docs/sandbox.md`` lists what).
+``none``: nothing of it; the container around steerable is the boundary (``STEERABLE_SANDBOX=container``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,8 +28,9 @@ class SandboxInfo:
     """Which sandbox a command ran under: the ``data._sandbox`` of ``bash`` and ``run_code`` results.
 
     Attributes:
-        backend: ``bwrap``, ``landlock``, ``seatbelt``, or ``inherited`` (layer 1, confined mode).
-        enforcement: ``full`` or ``partial``.
+        backend: ``bwrap``, ``landlock``, ``seatbelt``, ``inherited`` (layer 1, confined mode), or
+            ``container`` (the container posture).
+        enforcement: ``full``, ``partial`` or ``none``.
         via: ``layer1`` for the inherited boundary; ``None`` otherwise.
     """
 
@@ -49,6 +51,9 @@ class SandboxInfo:
 
 INHERITED: Final = SandboxInfo("inherited", "partial", "layer1")
 """The ``_sandbox`` of a confined sidecar (``STEERABLE_SIDECAR_CONFINED=1``), exactly as the spec gives it."""
+
+CONTAINER: Final = SandboxInfo("container", "none")
+"""The ``_sandbox`` of the container posture (``STEERABLE_SANDBOX=container``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +76,9 @@ class LaunchPlan:
             adds ``--info-fd``, ``--block-fd`` and ``--sync-fd``, and while bubblewrap waits it
             sets the limits and joins the cgroups of the sandbox's first process, which then
             forks the command. ``launcher_argv`` still runs any plan through the launcher.
+        detached: ``argv`` runs as given: no launcher, no resource limits, no run cgroups, and
+            what the command leaves running is not killed when it exits (a timeout or a
+            cancellation still kills its process group). The container posture.
     """
 
     argv: tuple[str, ...]
@@ -80,6 +88,7 @@ class LaunchPlan:
     seccomp_fd_at: int | None = None
     seccomp_deny: str = "net,setid"
     direct: bool = False
+    detached: bool = False
 
 
 @runtime_checkable

@@ -4,11 +4,12 @@ Arguments and result fields are contract (``docs/requirements.md`` CON-1): ``{co
 ``{stdout, stderr, stdoutBytes, stderrBytes, exitCode, timedOut, durationMs, _sandbox}`` out, plus
 ``protectedReverted`` / ``protectedNotReverted`` when the command changed protected paths (FILE-15),
 ``denyReadRestored`` / ``denyReadNotRestored`` when it moved deny-read entries inside the workspace
-(SAFE-3).
+(SAFE-3), and in the container posture ``backgroundJobs`` when it left processes running.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from collections.abc import Mapping
@@ -30,6 +31,7 @@ from ._spawn import SandboxSpawner
 
 if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
     from ._backend import SandboxBackend
+    from ._jobs import JobWatch
     from ._output import RunResult
     from ._protect import ScanCache
 
@@ -54,7 +56,9 @@ def bash_tool(
     Each call runs ``bash -c <command>`` in the workspace under the backend :func:`select_backend`
     picks (or ``backend``), with the allowlisted environment and ``config``'s network and limits,
     guarding the protected paths (FILE-15). Its results (exit status, timeout, memory limit,
-    ``sandbox_unavailable``, ``protected_reverted``): ``docs/sandbox.md``, "The ``bash`` tool".
+    ``sandbox_unavailable``, ``protected_reverted``): ``docs/sandbox.md``, "The ``bash`` tool". In
+    the container posture (``STEERABLE_SANDBOX=container``) what a command leaves running outlives
+    the call, is recorded and listed in the result (``docs/sandbox.md``, "The container posture").
 
     Args:
         workspace: The directory commands run in and may write to.
@@ -75,7 +79,7 @@ def bash_tool(
             a boolean (the message names it).
     """
     cfg = SandboxConfig.from_env(environ) if config is None else config
-    allow = (
+    allow = cfg.container or (  # in the container posture a command may write anything it can
         env_flag(PROTECTED_ENV, False, environ=environ)
         if allow_protected_writes is None
         else allow_protected_writes
@@ -118,20 +122,37 @@ def bash_tool(
         chosen = await spawner.select()
         shell = shutil.which("bash", path=spawner.environment().get("PATH")) or "/bin/sh"
         argv = [shell, "-c", command]
+        watch: JobWatch | None = None
+        if cfg.container:  # what the command leaves running outlives the call, on record
+            from ._jobs import JobWatch
+
+            watch = await asyncio.to_thread(JobWatch.begin, environ)
+            argv = watch.argv(argv)
         try:
             async with guard_protected_paths(
                 root, chosen, allow=allow, cache=scans, deny_read=cfg.deny_read
             ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
-                run = await spawner.run(argv, policy, backend=chosen, timeout_s=timeout_ms / 1000)
+                async with await spawner.spawn(
+                    argv, policy, backend=chosen, timeout_s=timeout_ms / 1000
+                ) as proc:
+                    run = await proc.finish()
         except SnapshotTooLarge:
             return snapshot_too_large("command")
         except DenyReadDisplaced as exc:  # an earlier run moved a secret that could not be put back
             return exc.result("command")
         result = _read_only_hint(
-            _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes), guarded.read_only, root
+            _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes, container=cfg.container),
+            guarded.read_only,
+            root,
         )
-        return protected_result(result, guarded.outcome, "command", moves=guarded.moves)
+        result = protected_result(result, guarded.outcome, "command", moves=guarded.moves)
+        if watch is None:
+            return result
+        from ._jobs import jobs_result
+
+        left = await asyncio.to_thread(watch.leftovers, proc.pid, command=command, workspace=root)
+        return jobs_result(result, left)
 
     network = "on" if cfg.network else "off"
     description = (  # the first paragraph is the summary compact descriptors keep (docs/harness.md)
@@ -142,6 +163,16 @@ def bash_tool(
         "and tail kept, with the total byte counts). Background processes are killed when the "
         "command exits."
     )
+    if cfg.container:
+        description = (
+            "Run a shell command with bash in the workspace root. The container is the sandbox: the "
+            "command may write anywhere the user may and use the container's network. Returns "
+            "stdout, stderr and exitCode; a non-zero exit is a failure.\n\n"
+            "The environment is the container's, without credentials. stdout and stderr are each "
+            f"clipped to {cap} bytes (head and tail kept, with the total byte counts). Background "
+            "processes (`server &`, `nohup`, `setsid`) keep running after the command returns: the "
+            "result lists them (pid, command) and where their output goes; stop one with `kill PID`."
+        )
     if not allow:
         description += (
             " Protected paths (.git, .vscode, .mcp.json, shell start-up files and other editor and "
@@ -177,7 +208,7 @@ def _read_only_hint(result: ToolResult, read_only: tuple[Path, ...], root: Path)
     return ToolResult.retry(f"{result.error}{hint}", data=result.data)
 
 
-def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolResult:
+def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int, container: bool = False) -> ToolResult:
     data: dict[str, Any] = {
         "stdout": run.stdout.text,
         "stderr": run.stderr.text,
@@ -189,8 +220,9 @@ def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int) -> ToolRe
         "_sandbox": run.sandbox.as_data(),
     }
     if run.timed_out:
+        killed = "the processes in its process group" if container else "every process it started"
         return ToolResult.retry(
-            (f"The command timed out after {timeout_ms} ms; it and every process it started were killed."),
+            f"The command timed out after {timeout_ms} ms; it and {killed} were killed.",
             data={**data, "code": SandboxErrorCode.TIMEOUT},
         )
     if run.memory_exceeded:

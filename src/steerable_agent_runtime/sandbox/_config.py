@@ -24,13 +24,14 @@ __all__ = [
     "SandboxConfig",
 ]
 
-BackendChoice = Literal["auto", "bwrap", "landlock", "seatbelt", "none"]
-"""``auto`` walks the platform's ladder; a name forces that backend; ``none`` allows none."""
+BackendChoice = Literal["auto", "bwrap", "landlock", "seatbelt", "container", "none"]
+"""``auto`` walks the platform's ladder; a name forces that backend; ``container`` adds none (the
+container around steerable is the boundary); ``none`` allows none."""
 
 BACKEND_CHOICES: Final[tuple[str, ...]] = get_args(BackendChoice)
 
 SANDBOX_ENV: Final = "STEERABLE_SANDBOX"
-"""Which layer-2 backend to use: ``auto`` (default), ``bwrap``, ``landlock``, ``seatbelt`` or ``none``."""
+"""The layer-2 backend: ``auto`` (default), ``bwrap``, ``landlock``, ``seatbelt``, ``container``, ``none``."""
 CONFINED_ENV: Final = "STEERABLE_SIDECAR_CONFINED"
 """Set to ``1`` by a host that already runs the sidecar under an OS sandbox (layer 1)."""
 NETWORK_ENV: Final = "STEERABLE_SANDBOX_NETWORK"
@@ -49,7 +50,8 @@ class SandboxConfig:
         backend: ``STEERABLE_SANDBOX``: ``auto`` picks the first backend of the platform's ladder
             that works (Linux: bwrap, then Landlock; macOS: Seatbelt); a backend name forces it
             (refusing with ``sandbox_unavailable`` when it cannot run, never falling back);
-            ``none`` allows no backend, so every run is refused unless ``confined``.
+            ``none`` allows no backend, so every run is refused unless ``confined``;
+            ``container`` is the container posture (:attr:`container`).
         confined: ``STEERABLE_SIDECAR_CONFINED``: the host already sandboxes this process; skip
             the layer-2 wrap and inherit its boundary (reported as ``backend: inherited``).
         network: ``STEERABLE_SANDBOX_NETWORK``: let commands use the network (default off).
@@ -71,6 +73,18 @@ class SandboxConfig:
             raise ConfigError(
                 f"unknown sandbox backend {self.backend!r}; use one of {', '.join(BACKEND_CHOICES)}"
             )
+
+    @property
+    def container(self) -> bool:
+        """``STEERABLE_SANDBOX=container``: steerable runs inside a container that is the boundary.
+
+        ``bash`` and ``run_code`` then run without a layer-2 wrap (writes anywhere the user may, the
+        container's network), with the environment minus credentials
+        (:func:`~steerable_agent_runtime.sandbox.container_environment`), and what a command leaves
+        running outlives the call (``docs/sandbox.md``, "The container posture"). It takes
+        precedence over ``confined``.
+        """
+        return self.backend == "container"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> SandboxConfig:

@@ -12,16 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from ..config import check_int_fields, int_field
+from ..config import check_int_fields, credential_name, int_field, url_password
 from ..errors import ConfigError
 
 __all__ = [
     "CHILD_ENV_ALLOWLIST",
     "DEFAULT_PATH",
+    "SECRET_SETTINGS",
     "ResourceLimits",
     "SandboxPolicy",
     "absolute_python_path",
     "child_environment",
+    "container_environment",
 ]
 
 CHILD_ENV_ALLOWLIST: Final = frozenset(
@@ -35,6 +37,9 @@ _WINDOWS_ONLY: Final = frozenset({"SYSTEMROOT", "SYSTEMDRIVE"})
 
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 """``PATH`` for a child whose parent has none."""
+
+SECRET_SETTINGS: Final = frozenset({"STEERABLE_EXTRA_HEADERS"})
+"""steerable's own variables that may hold a credential under another name (a gateway's headers)."""
 
 GIB: Final = 1024**3
 
@@ -73,6 +78,31 @@ def child_environment(
     if not any(name.upper() == "PATH" if windows else name == "PATH" for name in env):
         env["PATH"] = DEFAULT_PATH
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def container_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return the environment of a command in the container posture: everything but credentials.
+
+    The image's variables (``JAVA_HOME``, ``PATH``, a task's own settings) pass as they are. Left
+    out: every credential-named variable (:func:`~steerable_agent_runtime.config.credential_name`:
+    ``STEERABLE_API_KEY``, ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``PGPASSWORD``...), every
+    variable whose value is a URL with a password, and :data:`SECRET_SETTINGS`: the rule
+    steerable's log redaction uses to find the secrets it holds.
+
+    Args:
+        environ: The parent environment (default ``os.environ``).
+
+    Returns:
+        A new dict; ``PATH`` is always set (to :data:`DEFAULT_PATH` when the parent has none).
+    """
+    source = os.environ if environ is None else environ
+    env = {
+        name: value
+        for name, value in source.items()
+        if not credential_name(name) and name.upper() not in SECRET_SETTINGS and url_password(value) is None
+    }
+    env.setdefault("PATH", DEFAULT_PATH)
     return env
 
 

@@ -346,18 +346,19 @@ async def spawn_sandboxed(
         SandboxUnavailableError: The interpreter running steerable lies inside a writable root.
         OSError: When the sandbox cannot be started at all (no ``bwrap``, no Python executable).
     """
-    refuse_a_writable_launcher(policy)
     started = time.monotonic()
     private_tmp = Path(tempfile.mkdtemp(prefix="steerable-sbx-"))
     try:
         plan = backend.plan(argv, policy, private_tmp=private_tmp)
+        if not plan.detached:  # a detached command may write anywhere anyway: no launcher to guard
+            refuse_a_writable_launcher(policy)
         child_env = dict(child_environment() if env is None else env)
         child_env.update(plan.env)
         limit = PIPE_LIMIT_BYTES if stdout == "pipe" else READ_CHUNK
         linux = sys.platform.startswith("linux")
 
         def make_argv(missing: tuple[Path, ...]) -> list[str]:
-            if sys.platform == "win32":  # no launcher (no resource limits) where no backend exists
+            if sys.platform == "win32" or plan.detached:  # no launcher: no resource limits
                 return list(plan.argv)
             return launcher_argv(plan, policy, cgroups=missing)
 
@@ -369,7 +370,7 @@ async def spawn_sandboxed(
         else:
             proc, spawned = await start_process(
                 make_argv,
-                policy.limits if linux else None,
+                policy.limits if linux and not plan.detached else None,  # run cgroups kill leftovers
                 stdin=stdin,
                 cwd=str(policy.workdir),
                 env=child_env,

@@ -10,6 +10,7 @@ from ..errors import SandboxUnavailableError
 from ._backend import SandboxBackend
 from ._bwrap import BubblewrapBackend
 from ._config import CONFINED_ENV, SANDBOX_ENV, SandboxConfig
+from ._container import ContainerBackend
 from ._inherited import InheritedBackend
 from ._landlock import LandlockBackend
 from ._seatbelt import SeatbeltBackend
@@ -39,7 +40,8 @@ def select_backend(
 ) -> SandboxBackend:
     """Pick the backend that runs sandboxed commands here.
 
-    Confined (``STEERABLE_SIDECAR_CONFINED=1``): the :class:`InheritedBackend`, whatever else is
+    ``container`` (``STEERABLE_SANDBOX=container``): the :class:`ContainerBackend`. Confined
+    (``STEERABLE_SIDECAR_CONFINED=1``): the :class:`InheritedBackend`, whatever else is
     configured. Otherwise ``config.backend``: ``auto`` takes the first backend of the platform's
     :data:`LADDERS` whose :meth:`~SandboxBackend.unavailable_reason` is ``None``; a name takes that
     one or refuses; ``none`` refuses (``docs/sandbox.md``, "Selection"). The first call may run a
@@ -61,6 +63,8 @@ def select_backend(
         ConfigError: When ``config`` is ``None`` and the environment holds an invalid value.
     """
     config = SandboxConfig.from_env() if config is None else config
+    if config.container:
+        return ContainerBackend()
     if config.confined:
         return InheritedBackend()
     system = platform or sys.platform

@@ -3,7 +3,8 @@
 ``bash``, ``run_code`` and ``web_fetch``'s HTML converter all go through :class:`SandboxSpawner`:
 the backend is the one given, or the one :func:`select_backend` picks for the configuration (in a
 worker thread: its probes block); the policy takes the configuration's network switch and limits
-unless told otherwise; the child gets the allowlisted environment (:func:`child_environment`).
+unless told otherwise; the child gets the allowlisted environment (:func:`child_environment`), or
+in the container posture the environment without credentials (:func:`container_environment`).
 ``docs/sandbox.md`` (Building on it) shows it in use.
 """
 
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from ._config import SandboxConfig
-from ._policy import ResourceLimits, SandboxPolicy, child_environment
+from ._policy import ResourceLimits, SandboxPolicy, child_environment, container_environment
 
 if TYPE_CHECKING:  # the runner and the backends load at the first spawn (start-up cost)
     from ._backend import SandboxBackend
@@ -35,7 +36,7 @@ class SandboxSpawner:
         config: The sandbox settings (``SandboxConfig.from_env``): backend choice, network, limits.
         backend: Use this backend instead of selecting one (tests, embedders with their own).
         environ: The environment whose allowlist the child gets (default ``os.environ``, read at
-            each spawn).
+            each spawn); in the container posture, the whole of it but credentials.
     """
 
     config: SandboxConfig
@@ -58,7 +59,13 @@ class SandboxSpawner:
         return await asyncio.to_thread(select_backend, self.config)
 
     def environment(self) -> dict[str, str]:
-        """The child's environment: the allowlist of :attr:`environ` (:func:`child_environment`)."""
+        """The child's environment: the allowlist of :attr:`environ` (:func:`child_environment`).
+
+        In the container posture (``config.container``), :attr:`environ` without credentials
+        (:func:`container_environment`).
+        """
+        if self.config.container:
+            return container_environment(self.environ)
         return child_environment(self.environ)
 
     def policy(

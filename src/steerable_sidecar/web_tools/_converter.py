@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import os
@@ -230,7 +231,8 @@ class HtmlConverter:
 
     Args:
         keep_idle: How many finished children to keep for later conversions.
-        sandbox: The sandbox settings (default: :meth:`SandboxConfig.from_env` of ``environ``).
+        sandbox: The sandbox settings (default: :meth:`SandboxConfig.from_env` of ``environ``);
+            the container posture counts as ``auto`` here (it is ``bash``'s and ``run_code``'s).
         backend: Use this backend instead of selecting one (tests, embedders with their own).
         environ: Where the settings and the child's allowlisted environment come from (default
             ``os.environ``, read at each start).
@@ -248,7 +250,10 @@ class HtmlConverter:
         backend: SandboxBackend | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        self._config = SandboxConfig.from_env(environ) if sandbox is None else sandbox
+        config = SandboxConfig.from_env(environ) if sandbox is None else sandbox
+        if config.container:  # that posture is bash's and run_code's: hostile HTML keeps a sandbox
+            config = dataclasses.replace(config, backend="auto")
+        self._config = config
         self._backend = backend
         self._spawner = SandboxSpawner(self._config, backend=backend, environ=environ)
         self._unavailable = False

@@ -177,7 +177,7 @@ async def test_a_trial_run_writes_the_trajectory_and_token_counts(
         [
             {
                 "tool_calls": [
-                    {"id": "c1", "name": "bash", "arguments": {"command": "echo $JAVA_HOME > out.txt"}}
+                    {"id": "c1", "name": "bash", "arguments": {"command": "echo $JAVA_HOME | tee out.txt"}}
                 ],
                 "usage": {"prompt_tokens": 300, "completion_tokens": 30},
             },
