@@ -17,6 +17,7 @@ import json
 import shlex
 import tempfile
 from pathlib import Path, PurePosixPath
+from types import SimpleNamespace
 from typing import Annotated, Final
 
 from harbor.agents.agent_auth_resolution import ModelConnectionSpec, ProviderAccess
@@ -47,7 +48,7 @@ _STATE: Final = "steerable"  # under the agent logs folder, which Harbor brings 
 _EXIT_FILE: Final = "steerable-exit-code.txt"
 _SUMMARY_FILE: Final = "steerable-summary.json"
 _LOG_FILE: Final = "steerable.txt"
-_GRADED_EXITS: Final = "0|1|3|7"  # done, failed, round limit, refused: the verifier judges the work
+_GRADED_EXITS: Final = frozenset({0, 1, 3, 7})  # done, failed, round limit, refused: the verifier judges
 _THINKING: Final = {"low", "medium", "high", "on", "off"}
 
 
@@ -170,15 +171,21 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
             flags += f" --thinking {thinking.lower()}"
         cd = f"cd {shlex.quote(self._options.workdir)} && " if self._options.workdir else ""
         command = (
-            f"{cd}{VENV}/bin/steerable run --no-web-tools --ask-user off "
+            f"{cd}exec {VENV}/bin/steerable run --no-web-tools --ask-user off "
             f"--session-id {SESSION_ID} --state-dir {logs / _STATE} "
             f"--instruction-file {_INSTRUCTION} {flags} "
-            f"> {logs / _SUMMARY_FILE} 2> {logs / _LOG_FILE}; "
-            f"code=$?; echo $code > {logs / _EXIT_FILE}; "
-            f"case $code in {_GRADED_EXITS}) exit 0;; "
-            f"*) cat {logs / _SUMMARY_FILE} {logs / _LOG_FILE} >&2; exit $code;; esac"
+            f"> {logs / _SUMMARY_FILE} 2> {logs / _LOG_FILE}"
         )
-        await self.exec_as_agent(environment, command=command, env=self._run_env())
+        # `exec`: steerable replaces the shell, so the model's key is in no other process's
+        # environment in the container (and steerable's own is not readable: the posture makes it
+        # non-dumpable, docs/sandbox.md)
+        ran = await environment.exec(command=command, env=self._run_env())
+        (Path(self.logs_dir) / _EXIT_FILE).write_text(f"{ran.return_code}\n", encoding="utf-8")
+        if ran.return_code in _GRADED_EXITS:
+            return
+        said = await environment.exec(command=f"cat {logs / _SUMMARY_FILE} {logs / _LOG_FILE}")
+        failed = SimpleNamespace(return_code=ran.return_code, stdout=said.stdout, stderr=ran.stderr)
+        raise self._classify_exec_error(command, failed)
 
     def _run_env(self) -> dict[str, str]:
         access = self.model_connection
