@@ -442,3 +442,37 @@ async def test_web_fetchs_html_converter_keeps_its_sandbox_in_the_container_post
         await converter.aclose()
     assert rendered.text.strip() == "# Title"
     assert converter.sandbox is not None and converter.sandbox.backend in ("bwrap", "landlock")
+
+
+# -- 6. the key in steerable's own environment ---------------------------------------------------------
+
+
+def test_the_posture_makes_steerable_non_dumpable_before_its_first_command(workspace: Path) -> None:
+    """The children's environment is scrubbed, but a command runs as steerable's user in this
+    posture and could read steerable's ``/proc/PID/environ``, where the key is: the first command's
+    launch makes steerable non-dumpable, so that file is root's and readable only with
+    ``CAP_SYS_PTRACE`` (which Docker's default capabilities leave out). In a child process: the
+    flag is process-wide."""
+    import subprocess
+
+    program = (
+        "import asyncio, ctypes, sys\n"
+        "from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd\n"
+        "get = lambda: ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE\n"
+        "before = get()\n"
+        "router = workspace_tools_for_cwd(sys.argv[1])\n"
+        "call = ToolCall(id='c', name='bash', arguments={'command': 'true'})\n"
+        "result = asyncio.run(router.dispatch(call))\n"
+        "print(before, get(), result.success)\n"
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    for sandbox, want in (("auto", "1 1 True"), ("container", "1 0 True")):
+        env = {**clean, "STEERABLE_SANDBOX": sandbox}
+        done = subprocess.run(
+            [sys.executable, "-c", program, str(workspace)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.stdout.strip() == want, (sandbox, done.stderr[-2000:])

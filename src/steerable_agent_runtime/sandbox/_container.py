@@ -8,13 +8,15 @@ the plan is ``detached``, so what a command leaves running outlives the call. ``
 
 from __future__ import annotations
 
+import contextlib
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from ._backend import CONTAINER, LaunchPlan, SandboxInfo
 from ._policy import SandboxPolicy
 
-__all__ = ["ContainerBackend"]
+__all__ = ["ContainerBackend", "keep_environment_private"]
 
 
 class ContainerBackend:
@@ -33,5 +35,27 @@ class ContainerBackend:
         """The command itself, detached (no launcher, limits or cgroups; leftovers are not killed).
 
         ``TMPDIR`` is not replaced: the container's own stays, for processes that outlive the call.
+        First this process is made non-dumpable (:func:`keep_environment_private`).
         """
+        keep_environment_private()
         return LaunchPlan(argv=tuple(argv), detached=True)
+
+
+def keep_environment_private() -> None:
+    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``; elsewhere nothing).
+
+    A command runs as steerable's own user in this posture, so it could read steerable's
+    ``/proc/PID/environ``, where the model's key is. A non-dumpable process's ``/proc`` files belong
+    to root and are readable only with ``CAP_SYS_PTRACE``, which a container user, root included,
+    lacks under Docker's default capabilities. Idempotent; a failure is ignored (the key's other
+    guard, the children's scrubbed environment, holds regardless).
+    """
+    if sys.platform != "linux":
+        return
+    import ctypes  # here, not at start-up
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
+_PR_SET_DUMPABLE = 4
