@@ -209,10 +209,20 @@ def ensure_wheelhouse(cache: Path) -> Path:
     return wheels
 
 
+def _python_312() -> str | None:
+    """A Python 3.12+ that runs (a pyenv shim may name one that is installed but not selected)."""
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    for candidate in ["python3.12", "python3.13", *map(str, sorted(pyenv.glob("3.1[2-9]*/bin/python3")))]:
+        check = [candidate, "-c", "import sys; sys.exit(sys.version_info < (3, 12))"]
+        if shutil.which(candidate) and subprocess.run(check, capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
 def ensure_harbor(venv: Path) -> Path:
     harbor = venv / "bin" / "harbor"
     if not harbor.exists():
-        python = shutil.which("python3.12") or shutil.which("python3.13")
+        python = _python_312()
         if python is None:
             sys.exit("Harbor needs Python 3.12 or newer: put python3.12 on PATH or pass --harbor-venv")
         _run(python, "-m", "venv", venv)
