@@ -9,7 +9,9 @@ against Harbor's own models. docs/harbor.md shows the mapping.
 Mapping: the system and user messages become ``system`` / ``user`` steps; each assistant message
 becomes an ``agent`` step (text, ``reasoning_content``, tool calls with their arguments parsed,
 the model and the usage of the ``response`` entry written with it); the tool messages that answer
-a step's calls become that step's observation; the ``run`` entries give the final metrics.
+a step's calls become that step's observation. The final token totals are each finished run's
+own (its ``run`` entry counts every model call, those that left no answer too) plus the answers
+of a run that never finished.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ def record_to_atif(
     """
     steps: list[dict[str, Any]] = []
     runs: list[Mapping[str, Any]] = []
+    tokens = _Tokens()
     owner: dict[str, dict[str, Any]] = {}  # tool call id -> the agent step that made it
     last_agent: dict[str, Any] | None = None
     for entry in entries:
@@ -88,10 +91,13 @@ def record_to_atif(
                 steps.append(step)
                 if step["source"] == "agent":
                     last_agent = step
-        elif kind == "response" and last_agent is not None and "metrics" not in last_agent:
-            _add_response(last_agent, payload)
+        elif kind == "response":
+            tokens.response(payload.get("usage"))
+            if last_agent is not None and "metrics" not in last_agent:
+                _add_response(last_agent, payload)
         elif kind == "run":
             runs.append(payload)
+            tokens.run(payload.get("usage"))
     for number, step in enumerate(steps, start=1):
         step["step_id"] = number
     trajectory: dict[str, Any] = {
@@ -99,7 +105,7 @@ def record_to_atif(
         "session_id": session_id,
         "agent": {"name": agent_name, "version": agent_version},
         "steps": steps,
-        "final_metrics": _final_metrics(steps, runs),
+        "final_metrics": _final_metrics(len(steps), runs, tokens),
     }
     if model_name:
         trajectory["agent"]["model_name"] = model_name
@@ -188,22 +194,48 @@ def _add_response(step: dict[str, Any], response: Mapping[str, Any]) -> None:
                 step["metrics"]["cached_tokens"] = cached
 
 
-def _final_metrics(steps: list[dict[str, Any]], runs: list[Mapping[str, Any]]) -> dict[str, Any]:
-    metrics: dict[str, Any] = {"total_steps": len(steps)}
-    measured = [step["metrics"] for step in steps if "metrics" in step]
-    if measured:
-        metrics["total_prompt_tokens"] = sum(m["prompt_tokens"] for m in measured)
-        metrics["total_completion_tokens"] = sum(m["completion_tokens"] for m in measured)
-        cached = sum(m.get("cached_tokens", 0) for m in measured)
+class _Tokens:
+    """The session's token totals, summed as the record is read.
+
+    Each finished run's own summary counts every model call (those that left no answer in the
+    record too); a run that never finished adds its answers.
+    """
+
+    def __init__(self) -> None:
+        self.prompt = self.completion = self.cached = 0
+        self.pending = [0, 0]  # the answers since the last run summary
+        self.known = False
+
+    def response(self, usage: object) -> None:
+        if isinstance(usage, Mapping):
+            self.pending[0] += _count(usage.get("promptTokens"))
+            self.pending[1] += _count(usage.get("completionTokens"))
+            self.cached += _count(usage.get("cachedTokens"))
+
+    def run(self, usage: object) -> None:
+        if isinstance(usage, Mapping):
+            self.prompt += _count(usage.get("promptTokens"))
+            self.completion += _count(usage.get("completionTokens"))
+        else:  # a summary without usage: its answers are what is known
+            self.prompt, self.completion = self.prompt + self.pending[0], self.completion + self.pending[1]
+        self.pending = [0, 0]
+
+    def totals(self) -> tuple[int, int, int]:
+        return self.prompt + self.pending[0], self.completion + self.pending[1], self.cached
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _final_metrics(step_count: int, runs: list[Mapping[str, Any]], tokens: _Tokens) -> dict[str, Any]:
+    metrics: dict[str, Any] = {"total_steps": step_count}
+    prompt, completion, cached = tokens.totals()
+    if prompt or completion:
+        metrics["total_prompt_tokens"] = prompt
+        metrics["total_completion_tokens"] = completion
         if cached:
             metrics["total_cached_tokens"] = cached
-    else:  # an older record: no usage per response, only per run
-        usages = [run["usage"] for run in runs if isinstance(run.get("usage"), Mapping)]
-        prompt = sum(int(u.get("promptTokens") or 0) for u in usages)
-        completion = sum(int(u.get("completionTokens") or 0) for u in usages)
-        if prompt or completion:
-            metrics["total_prompt_tokens"] = prompt
-            metrics["total_completion_tokens"] = completion
     if runs:
         last = runs[-1]
         metrics["extra"] = {

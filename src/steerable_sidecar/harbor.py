@@ -14,6 +14,7 @@ docs/harbor.md is the guide: a local trial, a TB 2.x run, fan-out on a cloud env
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import tempfile
 from pathlib import Path, PurePosixPath
@@ -48,8 +49,33 @@ _STATE: Final = "steerable"  # under the agent logs folder, which Harbor brings 
 _EXIT_FILE: Final = "steerable-exit-code.txt"
 _SUMMARY_FILE: Final = "steerable-summary.json"
 _LOG_FILE: Final = "steerable.txt"
-_GRADED_EXITS: Final = frozenset({0, 1, 3, 7})  # done, failed, round limit, refused: the verifier judges
-_THINKING: Final = {"low", "medium", "high", "on", "off"}
+_GRADED_EXITS: Final = frozenset({0, 1, 3, 5, 6, 7})
+"""Runs that ended on the model's account (done, failed, round limit, cut off, empty, refused): the
+verifier grades the work. Anything else (provider, configuration, internal error, a signal) raises."""
+_THINKING: Final = {
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "high",
+    "minimal": "low",
+    "none": "off",
+    "off": "off",
+    "on": "on",
+}
+"""Harbor's ``--effort`` (OpenAI's and LiteLLM's levels) as ``steerable run --thinking``."""
+# LiteLLM's provider names (Harbor's -m) that steerable spells otherwise
+_PROVIDER_ALIASES: Final = {
+    "together_ai": "together",
+    "fireworks_ai": "fireworks",
+    "zai": "glm",
+    "zhipuai": "glm",
+    "dashscope": "qwen",
+    "hosted_vllm": "vllm",
+    "lm_studio": "lm-studio",
+    "llamacpp": "llama-cpp",
+    "llama_cpp": "llama-cpp",
+    "azure_ai": "azure",
+}
 
 
 class SteerableOptions(InstalledAgentOptions):  # type: ignore[misc]  # Harbor is Any to mypy here
@@ -146,7 +172,10 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
             command=(
                 f"{python} -m venv {VENV} && "
                 f"{VENV}/bin/python -m pip install -q --disable-pip-version-check {source} "
-                f"{shlex.quote(requirement)} && {VENV}/bin/steerable --version"
+                f"{shlex.quote(requirement)} && {VENV}/bin/steerable --version && "
+                # `steerable jobs`, which bash results name, on PATH (not the venv's python3)
+                f"{{ [ -e /usr/local/bin/steerable ] "
+                f"|| ln -s {VENV}/bin/steerable /usr/local/bin/ 2>/dev/null || true; }}"
             ),
         )
 
@@ -156,9 +185,11 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
     async def run(self, instruction: str, environment: BaseEnvironment, context: AgentContext) -> None:
         """Run ``steerable run --no-web-tools`` on the instruction, in the container posture.
 
-        The exit codes of a finished run (0 done, 1 failed, 3 round limit, 7 refused) let the
-        verifier grade the work; a provider failure (4), a configuration error (2) or a crash
-        raise, so Harbor's retry policy sees them.
+        The exit codes of a run that ended on the model's account (0 done, 1 failed, 3 round limit,
+        5 cut off, 6 empty answers, 7 refused) let the verifier grade the work; the others (2
+        configuration, 4 provider, 70 internal, 75 session busy, 128+n a signal) raise
+        :class:`NonZeroAgentExitCodeError` (classified by Harbor's patterns), so its retry policy
+        sees them.
         """
         with tempfile.TemporaryDirectory(prefix="steerable-harbor-") as folder:
             local = Path(folder) / "instruction.md"
@@ -166,9 +197,9 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
             await environment.upload_file(local, _INSTRUCTION)
         logs = PurePosixPath(self.environment_logs_dir)
         flags = self.build_cli_flags()
-        thinking = self._options.reasoning_effort
-        if thinking and thinking.lower() in _THINKING:
-            flags += f" --thinking {thinking.lower()}"
+        thinking = _THINKING.get((self._options.reasoning_effort or "").lower())
+        if thinking:
+            flags += f" --thinking {thinking}"
         cd = f"cd {shlex.quote(self._options.workdir)} && " if self._options.workdir else ""
         command = (
             f"{cd}exec {VENV}/bin/steerable run --no-web-tools --ask-user off "
@@ -180,12 +211,24 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
         # environment in the container (and steerable's own is not readable: the posture makes it
         # non-dumpable, docs/sandbox.md)
         ran = await environment.exec(command=command, env=self._run_env())
-        (Path(self.logs_dir) / _EXIT_FILE).write_text(f"{ran.return_code}\n", encoding="utf-8")
+        _write_host_file(Path(self.logs_dir) / _EXIT_FILE, f"{ran.return_code}\n")
         if ran.return_code in _GRADED_EXITS:
             return
-        said = await environment.exec(command=f"cat {logs / _SUMMARY_FILE} {logs / _LOG_FILE}")
-        failed = SimpleNamespace(return_code=ran.return_code, stdout=said.stdout, stderr=ran.stderr)
+        said = self._host_text(_SUMMARY_FILE) + self._host_text(_LOG_FILE)
+        if not said:  # not mounted (a cloud environment): ask the container, without the key
+            said = (await environment.exec(command=f"cat {logs / _SUMMARY_FILE} {logs / _LOG_FILE}")).stdout
+        failed = SimpleNamespace(return_code=ran.return_code, stdout=said, stderr=ran.stderr)
         raise self._classify_exec_error(command, failed)
+
+    def _host_text(self, name: str) -> str:
+        """A file of the agent's logs folder on the host ('' when absent, a link or unreadable)."""
+        path = Path(self.logs_dir) / name
+        try:
+            if path.is_symlink():
+                return ""
+            return path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
 
     def _run_env(self) -> dict[str, str]:
         access = self.model_connection
@@ -196,7 +239,16 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
         if base_url:
             env["STEERABLE_BASE_URL"] = base_url
         provider, model = _split_model(self.model_name or "", self.skip_model_parsing)
-        env["STEERABLE_PROVIDER"] = provider if provider in PROVIDER_NAMES else "openai"
+        provider = _PROVIDER_ALIASES.get(provider, provider)
+        if provider not in PROVIDER_NAMES:
+            if not base_url:  # never send this provider's key to another vendor's default URL
+                raise ValueError(
+                    f"steerable does not know the provider {provider!r} of model {self.model_name!r}: "
+                    "pass its OpenAI-compatible endpoint with --base-url, or use one of "
+                    f"{', '.join(sorted(PROVIDER_NAMES))}"
+                )
+            provider = "openai"
+        env["STEERABLE_PROVIDER"] = provider
         if model:
             env["STEERABLE_MODEL"] = model
         env["STEERABLE_SANDBOX"] = "container"
@@ -208,33 +260,49 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
     def populate_context_post_run(self, context: AgentContext) -> None:
         """Fill token counts and write ``trajectory.json`` (ATIF) from the durable record.
 
-        Nothing is filled when the record is missing (the run never started); a record that does
-        not validate as ATIF is logged and skipped, never fatal to the trial.
+        Nothing is filled when the record is missing, a link (the folder is the container's to
+        write) or unreadable; token counts come from the record even when the trajectory does not
+        validate as ATIF (logged, then not written). Never fatal to the trial.
         """
         record = Path(self.logs_dir) / _STATE / "sessions" / f"{SESSION_ID}.jsonl"
-        if not record.is_file():
+        try:
+            if record.is_symlink() or not record.is_file():
+                return
+            entries = read_record(record)
+        except OSError as exc:
+            self.logger.warning(f"steerable: cannot read the session record {record}: {exc}")
             return
         data = record_to_atif(
-            read_record(record), session_id=SESSION_ID, agent_version=__version__, model_name=self.model_name
-        )
-        try:
-            trajectory = Trajectory.model_validate(data)
-        except ValueError as exc:
-            self.logger.warning(f"steerable: the trajectory does not validate as ATIF: {exc}")
-            return
-        (Path(self.logs_dir) / "trajectory.json").write_text(
-            json.dumps(trajectory.to_json_dict(), indent=2), encoding="utf-8"
+            entries, session_id=SESSION_ID, agent_version=__version__, model_name=self.model_name
         )
         final = data["final_metrics"]
         if "total_prompt_tokens" in final:
             context.n_input_tokens = final["total_prompt_tokens"]
             context.n_output_tokens = final["total_completion_tokens"]
-            context.n_cache_tokens = final.get("total_cached_tokens", 0)
+            context.n_cache_tokens = final.get("total_cached_tokens")
+        try:
+            trajectory = Trajectory.model_validate(data)
+        except ValueError as exc:
+            self.logger.warning(f"steerable: the trajectory does not validate as ATIF: {exc}")
+            return
+        _write_host_file(
+            Path(self.logs_dir) / "trajectory.json", json.dumps(trajectory.to_json_dict(), indent=2)
+        )
 
     @property
     def _options(self) -> SteerableOptions:
         options = self.options
         return options if isinstance(options, SteerableOptions) else SteerableOptions()
+
+
+def _write_host_file(path: Path, text: str) -> None:
+    """Write ``path`` whole, replacing (never following) a link the container may have put there."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.unlink(missing_ok=True)
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+    os.replace(partial, path)
 
 
 def _python_probe(python: str) -> str:

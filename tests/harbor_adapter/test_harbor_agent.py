@@ -135,8 +135,19 @@ def test_harbor_loads_the_agent_from_its_import_path(tmp_path: Path) -> None:
         (
             "hosted_vllm/qwen3-coder",
             {"base_url": "http://10.0.0.5:8000/v1"},
-            {"STEERABLE_PROVIDER": "openai", "STEERABLE_MODEL": "qwen3-coder",
+            {"STEERABLE_PROVIDER": "vllm", "STEERABLE_MODEL": "qwen3-coder",
              "STEERABLE_BASE_URL": "http://10.0.0.5:8000/v1"},
+        ),
+        (
+            "together_ai/meta-llama/Llama-3",
+            {"extra_env": {"TOGETHER_API_KEY": "tog-1"}},
+            {"STEERABLE_PROVIDER": "together", "STEERABLE_MODEL": "meta-llama/Llama-3",
+             "STEERABLE_API_KEY": "tog-1"},
+        ),
+        (
+            "acme_cloud/coder",
+            {"base_url": "http://10.0.0.6/v1"},
+            {"STEERABLE_PROVIDER": "openai", "STEERABLE_MODEL": "coder", "STEERABLE_BASE_URL": "http://10.0.0.6/v1"},
         ),
     ],
 )  # fmt: skip
@@ -200,7 +211,7 @@ async def test_a_trial_run_writes_the_trajectory_and_token_counts(
     assert {t["function"]["name"] for t in body["tools"]}.isdisjoint({"web_search", "web_fetch"})  # WEB-2
     context = AgentContext()
     agent.populate_context_post_run(context)
-    assert (context.n_input_tokens, context.n_output_tokens, context.n_cache_tokens) == (700, 35, 0)
+    assert (context.n_input_tokens, context.n_output_tokens, context.n_cache_tokens) == (700, 35, None)
     trajectory = Trajectory.model_validate_json((logs / "trajectory.json").read_text())
     agent_steps = [s for s in trajectory.steps if s.source == "agent"]
     assert [c.function_name for c in agent_steps[0].tool_calls or []] == ["bash"]
@@ -245,3 +256,41 @@ async def test_install_without_a_python_311_says_what_to_do(trial: tuple[Path, L
         "or older (not found): pass --ak python=/path/to/python3.11 or use an image that has it"
     )
     assert len(env.commands) == 1  # the probe only
+
+
+def test_an_unknown_provider_without_an_endpoint_is_refused(tmp_path: Path) -> None:
+    """Its key never goes to another vendor's default URL."""
+    agent = make_agent(tmp_path, "acme_cloud/coder", extra_env={"ACME_CLOUD_API_KEY": "k"})
+    with pytest.raises(ValueError, match="steerable does not know the provider 'acme_cloud'"):
+        agent._run_env()
+
+
+def test_effort_levels_become_thinking(tmp_path: Path) -> None:
+    assert adapter._THINKING["xhigh"] == "high" and adapter._THINKING["minimal"] == "low"
+    assert adapter._THINKING["none"] == "off"
+
+
+async def test_links_the_container_planted_in_the_logs_folder_are_replaced_not_followed(
+    trial: tuple[Path, LocalEnvironment], fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The agent's logs folder is the host's (Docker's bind mount) and the container's to write: a
+    link planted there never makes the host write through it, and a linked record is not read."""
+    logs, env = trial
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (logs / "steerable-exit-code.txt").symlink_to(victim)
+    (logs / "trajectory.json").symlink_to(victim)
+    fake_openai.script([{"text": "Done.", "usage": {"prompt_tokens": 9, "completion_tokens": 1}}])
+    agent = make_agent(logs, base_url=fake_openai.base_url, extra_env={"OPENAI_API_KEY": "k"})
+    await agent.run("nothing", env, AgentContext())
+    agent.populate_context_post_run(AgentContext())
+    assert victim.read_text() == "precious\n"
+    assert not (logs / "steerable-exit-code.txt").is_symlink()
+    assert (logs / "steerable-exit-code.txt").read_text() == "0\n"
+    assert not (logs / "trajectory.json").is_symlink()
+    record = logs / "steerable" / "sessions" / "harbor.jsonl"
+    record.unlink()
+    record.symlink_to(victim)
+    context = AgentContext()
+    agent.populate_context_post_run(context)
+    assert context.n_input_tokens is None

@@ -447,27 +447,34 @@ async def test_web_fetchs_html_converter_keeps_its_sandbox_in_the_container_post
 # -- 6. the key in steerable's own environment ---------------------------------------------------------
 
 
-def test_the_posture_makes_steerable_non_dumpable_before_its_first_command(workspace: Path) -> None:
+def test_no_command_can_read_the_key_from_steerables_own_environment(workspace: Path) -> None:
     """The children's environment is scrubbed, but a command runs as steerable's user in this
-    posture and could read steerable's ``/proc/PID/environ``, where the key is: the first command's
-    launch makes steerable non-dumpable, so that file is root's and readable only with
-    ``CAP_SYS_PTRACE`` (which Docker's default capabilities leave out). In a child process: the
-    flag is process-wide."""
+    posture and could read steerable's ``/proc/PID/environ``, where the key is. As soon as the
+    tools exist (before any model call) the credentials' values there are stars and the process is
+    non-dumpable; ``os.environ`` keeps them. In a child process: both are process-wide."""
     import subprocess
 
     program = (
-        "import asyncio, ctypes, sys\n"
+        "import asyncio, ctypes, os, sys\n"
+        "from pathlib import Path\n"
         "from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd\n"
-        "get = lambda: ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE\n"
-        "before = get()\n"
+        "dumpable = lambda: ctypes.CDLL(None).prctl(3, 0, 0, 0, 0)  # PR_GET_DUMPABLE\n"
+        "shown = lambda: Path('/proc/self/environ').read_bytes().count(b'sk-canary-0042')\n"
+        "before = (dumpable(), shown())\n"
         "router = workspace_tools_for_cwd(sys.argv[1])\n"
-        "call = ToolCall(id='c', name='bash', arguments={'command': 'true'})\n"
-        "result = asyncio.run(router.dispatch(call))\n"
-        "print(before, get(), result.success)\n"
+        "after = (dumpable(), shown(), os.environ['STEERABLE_API_KEY'])\n"
+        'look = \'cat /proc/[0-9]*/environ 2>/dev/null | tr "\\\\0" "\\\\n" | grep -c sk-canary-0042; true\'\n'
+        "result = asyncio.run(router.dispatch(ToolCall(id='c', name='bash', arguments={'command': look})))\n"
+        "print(before, after, result.data['stdout'].strip() if result.data else result.error)\n"
     )
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    for sandbox, want in (("auto", "1 1 True"), ("container", "1 0 True")):
-        env = {**clean, "STEERABLE_SANDBOX": sandbox}
+    canaries = {"STEERABLE_API_KEY": "sk-canary-0042", "OPENAI_API_KEY": "sk-canary-0042-openai"}
+    want = {
+        "auto": "(1, 2) (1, 2, 'sk-canary-0042') 0",  # the sandbox's own pid namespace hides steerable
+        "container": "(1, 2) (0, 0, 'sk-canary-0042') 0",
+    }
+    for sandbox, expected in want.items():
+        env = {**clean, **canaries, "STEERABLE_SANDBOX": sandbox, "JAVA_HOME": "/opt/jdk"}
         done = subprocess.run(
             [sys.executable, "-c", program, str(workspace)],
             env=env,
@@ -475,4 +482,4 @@ def test_the_posture_makes_steerable_non_dumpable_before_its_first_command(works
             text=True,
             timeout=60,
         )
-        assert done.stdout.strip() == want, (sandbox, done.stderr[-2000:])
+        assert done.stdout.strip() == expected, (sandbox, done.stdout, done.stderr[-2000:])

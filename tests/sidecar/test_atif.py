@@ -132,3 +132,35 @@ def test_cached_prompt_tokens_are_carried(tmp_path: Path) -> None:
         "cached_tokens": 40,
     }
     assert trajectory["final_metrics"]["total_cached_tokens"] == 40
+
+
+def test_token_totals_count_every_model_call_of_every_run(tmp_path: Path) -> None:
+    """A run's own summary counts the calls that left no answer (an empty-answer retry, a refusal);
+    an older run without per-answer usage still counts; a run cut off before its summary adds the
+    answers it got."""
+
+    def answer(prompt: int, completion: int) -> list[dict[str, Any]]:
+        return [
+            {"type": "message", "message": {"role": "assistant", "content": "x"}},
+            {
+                "type": "response",
+                "response": {"usage": {"promptTokens": prompt, "completionTokens": completion}},
+            },
+        ]
+
+    lines = [
+        {
+            "type": "run",
+            "run": {"outcome": "completed", "usage": {"promptTokens": 100, "completionTokens": 10}},
+        },
+        *answer(5, 1),
+        {
+            "type": "run",
+            "run": {"outcome": "completed", "usage": {"promptTokens": 50, "completionTokens": 9}},
+        },
+        *answer(7, 2),  # then the process was killed: no summary
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    final = record_to_atif(read_record(path), session_id="t", agent_version="1")["final_metrics"]
+    assert (final["total_prompt_tokens"], final["total_completion_tokens"]) == (157, 21)

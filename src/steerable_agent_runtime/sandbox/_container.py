@@ -12,9 +12,10 @@ import contextlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 
 from ._backend import CONTAINER, LaunchPlan, SandboxInfo
-from ._policy import SandboxPolicy
+from ._policy import SandboxPolicy, container_environment
 
 __all__ = ["ContainerBackend", "keep_environment_private"]
 
@@ -35,20 +36,26 @@ class ContainerBackend:
         """The command itself, detached (no launcher, limits or cgroups; leftovers are not killed).
 
         ``TMPDIR`` is not replaced: the container's own stays, for processes that outlive the call.
-        First this process is made non-dumpable (:func:`keep_environment_private`).
+        The spawner has already kept this process's environment private
+        (:func:`keep_environment_private`).
         """
-        keep_environment_private()
+        keep_environment_private()  # idempotent; for a backend used without a spawner
         return LaunchPlan(argv=tuple(argv), detached=True)
 
 
 def keep_environment_private() -> None:
-    """Make this process non-dumpable (Linux ``prctl(PR_SET_DUMPABLE, 0)``; elsewhere nothing).
+    """Keep the credentials in this process's own environment out of its commands' reach (Linux).
 
     A command runs as steerable's own user in this posture, so it could read steerable's
-    ``/proc/PID/environ``, where the model's key is. A non-dumpable process's ``/proc`` files belong
-    to root and are readable only with ``CAP_SYS_PTRACE``, which a container user, root included,
-    lacks under Docker's default capabilities. Idempotent; a failure is ignored (the key's other
-    guard, the children's scrubbed environment, holds regardless).
+    ``/proc/PID/environ``, where the model's key is. Two guards:
+
+    * the values of credentials (the names and values :func:`container_environment` drops) are
+      overwritten with ``*`` in the process's original environment block, the memory that file
+      shows (``os.environ``, a copy taken at start-up, keeps them);
+    * the process is made non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): its ``/proc`` files then
+      belong to root and need ``CAP_SYS_PTRACE`` (``/proc/PID/mem`` too).
+
+    Idempotent; elsewhere than Linux, or when the kernel refuses, it does what it can.
     """
     if sys.platform != "linux":
         return
@@ -56,6 +63,27 @@ def keep_environment_private() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        _blank_credentials(ctypes)
+
+
+def _blank_credentials(ctypes: ModuleType) -> None:
+    """Overwrite the credentials' values in ``[env_start, env_end)`` (``/proc/self/stat``)."""
+    fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+    start, end = int(fields[_ENV_START]), int(fields[_ENV_END])
+    if not 0 < start < end:
+        return
+    block = ctypes.string_at(start, end - start)
+    offset = 0
+    for entry in block.split(b"\0"):
+        name, equals, value = entry.partition(b"=")
+        if equals and value:
+            text = name.decode("utf-8", "replace")
+            kept = container_environment({text: value.decode("utf-8", "replace"), "PATH": "/"})
+            if text not in kept:  # a credential: the file shows stars instead
+                ctypes.memset(start + offset + len(name) + 1, ord("*"), len(value))
+        offset += len(entry) + 1
 
 
 _PR_SET_DUMPABLE = 4
+_ENV_START, _ENV_END = 47, 48  # fields 50 and 51 of /proc/PID/stat, counted after the comm

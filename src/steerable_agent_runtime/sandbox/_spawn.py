@@ -43,6 +43,12 @@ class SandboxSpawner:
     backend: SandboxBackend | None = None
     environ: Mapping[str, str] | None = None
 
+    def __post_init__(self) -> None:
+        if self.config.container:  # before any model call: no command may read the key from us
+            from ._container import keep_environment_private
+
+            keep_environment_private()
+
     async def select(self) -> SandboxBackend:
         """Return :attr:`backend`, or the one :func:`select_backend` picks for :attr:`config`.
 
