@@ -49,6 +49,7 @@ _STATE: Final = "steerable"  # under the agent logs folder, which Harbor brings 
 _EXIT_FILE: Final = "steerable-exit-code.txt"
 _SUMMARY_FILE: Final = "steerable-summary.json"
 _LOG_FILE: Final = "steerable.txt"
+_TAIL_BYTES: Final = 65536
 _GRADED_EXITS: Final = frozenset({0, 1, 3, 5, 6, 7})
 """Runs that ended on the model's account (done, failed, round limit, cut off, empty, refused): the
 verifier grades the work. Anything else (provider, configuration, internal error, a signal) raises."""
@@ -207,28 +208,33 @@ class SteerableAgent(BaseInstalledAgent):  # type: ignore[misc]  # Harbor is Any
             f"--instruction-file {_INSTRUCTION} {flags} "
             f"> {logs / _SUMMARY_FILE} 2> {logs / _LOG_FILE}"
         )
-        # `exec`: steerable replaces the shell, so the model's key is in no other process's
-        # environment in the container (and steerable's own is not readable: the posture makes it
-        # non-dumpable, docs/sandbox.md)
+        # `exec`: steerable replaces the shell, so no other process in the container holds the
+        # key in its environment; steerable stars it out of its own (docs/sandbox.md)
         ran = await environment.exec(command=command, env=self._run_env())
         _write_host_file(Path(self.logs_dir) / _EXIT_FILE, f"{ran.return_code}\n")
         if ran.return_code in _GRADED_EXITS:
             return
         said = self._host_text(_SUMMARY_FILE) + self._host_text(_LOG_FILE)
-        if not said:  # not mounted (a cloud environment): ask the container, without the key
+        if not said:  # not mounted (a cloud environment): ask the container (a short `cat`)
             said = (await environment.exec(command=f"cat {logs / _SUMMARY_FILE} {logs / _LOG_FILE}")).stdout
         failed = SimpleNamespace(return_code=ran.return_code, stdout=said, stderr=ran.stderr)
         raise self._classify_exec_error(command, failed)
 
     def _host_text(self, name: str) -> str:
-        """A file of the agent's logs folder on the host ('' when absent, a link or unreadable)."""
-        path = Path(self.logs_dir) / name
+        """The last 64 KiB of a file in the agent's logs folder on the host.
+
+        '' when it is absent, a link (the container may plant one) or unreadable.
+        """
         try:
-            if path.is_symlink():
-                return ""
-            return path.read_text(encoding="utf-8", errors="replace")
+            fd = os.open(Path(self.logs_dir) / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return ""
+        with os.fdopen(fd, "rb") as source:
+            try:
+                source.seek(max(0, os.fstat(fd).st_size - _TAIL_BYTES))
+                return source.read(_TAIL_BYTES).decode("utf-8", "replace")
+            except OSError:
+                return ""
 
     def _run_env(self) -> dict[str, str]:
         access = self.model_connection
