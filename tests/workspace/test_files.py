@@ -25,6 +25,9 @@ async def test_read_reports_lines_and_style(session):
         "lineEnding": "crlf",
         "bom": True,
     }
+    # the content last: a host that keeps only the start of a long result still shows the path,
+    # the version a later write needs, and whether this was all of the file
+    assert list(data)[:3] == ["path", "version", "partial"] and list(data)[-1] == "content"
 
 
 async def test_read_empty_file(session):

@@ -519,9 +519,11 @@ class Workspace:
         else:
             partial_state = partial
         self.state.record(display, version, partial=partial_state)
+        # the content last: a host that keeps only the start of a long result (Claude Code keeps a
+        # 2 KB preview past about 65 KB) still shows the path, the version a write needs and whether
+        # this was all of the file
         return {
             "path": display,
-            "content": view.shown,
             "version": version,
             "partial": partial,
             "startLine": view.start if view.total else 0,
@@ -529,6 +531,7 @@ class Workspace:
             "totalLines": view.total,
             "lineEnding": "crlf" if view.decoded.newline == "\r\n" else "lf",
             "bom": view.decoded.bom,
+            "content": view.shown,
         }
 
     def _view(
