@@ -41,3 +41,32 @@ def backend(request: pytest.FixtureRequest) -> Iterator[SandboxBackend]:
 @pytest.fixture
 def policy(workspace: Path) -> SandboxPolicy:
     return SandboxPolicy(writable_roots=(workspace,), limits=ResourceLimits(max_output_bytes=4096))
+
+
+# -- the container posture (test_container.py, test_job_records.py) ---------------------------------
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> Path:
+    """A state directory of the test's own (not created)."""
+    return tmp_path / "state"
+
+
+@pytest.fixture
+def env(state: Path) -> dict[str, str]:
+    """This process's environment in the container posture, with the test's own state directory
+    (steerable's variables, the job marker ``STEERABLE`` included, left out)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE")}
+    return {**clean, "STEERABLE_SANDBOX": "container", "STEERABLE_STATE_DIR": str(state)}
+
+
+@pytest.fixture
+def leftovers() -> Iterator[list[int]]:
+    """Pids a test started in the background; whatever is still running at the end is killed."""
+    pids: list[int] = []
+    yield pids
+    for pid in pids:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass

@@ -12,7 +12,6 @@ import socket
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,30 +32,6 @@ from steerable_agent_runtime.sandbox._jobs import jobs_result
 from steerable_cli import run_steerable
 
 CONTAINER = {"STEERABLE_SANDBOX": "container"}
-
-
-@pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "state"
-
-
-@pytest.fixture
-def env(state: Path) -> dict[str, str]:
-    """This process's environment in the container posture, with a state directory of the test's own."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    return {**clean, **CONTAINER, "STEERABLE_STATE_DIR": str(state)}
-
-
-@pytest.fixture
-def leftovers() -> Iterator[list[int]]:
-    """Pids a test started in the background; whatever is still running at the end is killed."""
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
 
 
 async def bash(router: ToolRouter, command: str, **arguments: Any) -> ToolResult:

@@ -4,7 +4,7 @@ Commands can write ``<state dir>/jobs``: a forged record must not make ``steerab
 signal a process that no command started nor delete a file outside that directory. Genuine jobs
 (those a command left, the ones that cleared their environment with ``env -i`` too) still stop.
 Also the container environment's scrub of the credentials steerable and tasks hold under other
-names. Everything runs real processes; nothing is mocked.
+names. Everything runs real leftovers; nothing is mocked.
 """
 
 from __future__ import annotations
@@ -31,11 +31,6 @@ NOT_A_JOB = "steerable jobs stop: {pid} is not a running background job (`steera
 
 
 @pytest.fixture
-def state(tmp_path: Path) -> Path:
-    return tmp_path / "state"
-
-
-@pytest.fixture
 def directory(state: Path) -> Path:
     jobs = state / "jobs"
     jobs.mkdir(parents=True)
@@ -43,33 +38,14 @@ def directory(state: Path) -> Path:
 
 
 @pytest.fixture
-def env(state: Path) -> dict[str, str]:
-    """This process's environment in the container posture, with a state directory of the test's own."""
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE")}
-    return {**clean, "STEERABLE_SANDBOX": "container", "STEERABLE_STATE_DIR": str(state)}
-
-
-@pytest.fixture
-def processes() -> Iterator[list[int]]:
-    """Pids a test started; whatever is still running at the end is killed."""
-    pids: list[int] = []
-    yield pids
-    for pid in pids:
-        try:
-            os.kill(pid, 9)
-        except OSError:
-            pass
-
-
-@pytest.fixture
-def spawn(processes: list[int]) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
+def spawn(leftovers: list[int]) -> Iterator[Callable[..., subprocess.Popen[bytes]]]:
     """Start ``sleep 30`` (or ``argv``) as a child of this test, killed and reaped at the end."""
     started: list[subprocess.Popen[bytes]] = []
 
     def start(*argv: str, environ: dict[str, str] | None = None, **options: Any) -> subprocess.Popen[bytes]:
         child = subprocess.Popen(list(argv) or ["sleep", "30"], env=environ, **options)
         started.append(child)
-        processes.append(child.pid)
+        leftovers.append(child.pid)
         return child
 
     yield start
@@ -362,7 +338,7 @@ def test_jobs_a_command_left_stop_through_the_cli_env_i_too(
     workspace: Path,
     env: dict[str, str],
     state: Path,
-    processes: list[int],
+    leftovers: list[int],
     capsys: pytest.CaptureFixture[str],
 ):
     """``env -i`` drops the token: such a job is recorded, listed and stopped by its process group."""
@@ -371,7 +347,7 @@ def test_jobs_a_command_left_stop_through_the_cli_env_i_too(
     result = asyncio.run(bash(env, workspace, command))
     assert result.success and result.data is not None, result
     left = result.data["backgroundJobs"]
-    processes.extend(job["pid"] for job in left)
+    leftovers.extend(job["pid"] for job in left)
     assert len(left) == 2
     by_env = {b"STEERABLE=" in Path(f"/proc/{job['pid']}/environ").read_bytes(): job for job in left}
     cleared, carrying = by_env[False], by_env[True]
