@@ -9,6 +9,7 @@ the plan is ``detached``, so what a command leaves running outlives the call. ``
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,10 +40,11 @@ class ContainerBackend:
         The spawner has already kept this process's environment private
         (:func:`keep_environment_private`).
         """
-        keep_environment_private()  # idempotent; for a backend used without a spawner
+        keep_environment_private()  # once per process (cached): for a backend used without a spawner
         return LaunchPlan(argv=tuple(argv), detached=True)
 
 
+@functools.cache
 def keep_environment_private() -> None:
     """Keep the credentials in this process's own environment out of its commands' reach (Linux).
 
@@ -55,7 +57,8 @@ def keep_environment_private() -> None:
     * the process is made non-dumpable (``prctl(PR_SET_DUMPABLE, 0)``): its ``/proc`` files then
       belong to root and need ``CAP_SYS_PTRACE`` (``/proc/PID/mem`` too).
 
-    Idempotent; elsewhere than Linux, or when the kernel refuses, it does what it can.
+    Done once per process (the block never changes; later calls return at once); elsewhere than
+    Linux, or when the kernel refuses, it does what it can.
     """
     if sys.platform != "linux":
         return
