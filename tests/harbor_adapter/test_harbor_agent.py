@@ -265,9 +265,26 @@ def test_an_unknown_provider_without_an_endpoint_is_refused(tmp_path: Path) -> N
         agent._run_env()
 
 
-def test_effort_levels_become_thinking(tmp_path: Path) -> None:
-    assert adapter._THINKING["xhigh"] == "high" and adapter._THINKING["minimal"] == "low"
-    assert adapter._THINKING["none"] == "off"
+@pytest.mark.parametrize(
+    ("effort", "flag"),
+    [("xhigh", "--thinking high"), ("minimal", "--thinking low"), ("none", "--thinking off")],
+)
+async def test_effort_levels_become_thinking(
+    trial: tuple[Path, LocalEnvironment], fake_openai: FakeOpenAI, effort: str, flag: str
+) -> None:
+    """Harbor's ``--effort`` (OpenAI's and LiteLLM's levels) reaches ``steerable run --thinking``,
+    which checks it against the endpoint's profile: a loopback server's generic profile has no
+    thinking switch, so steerable refuses the setting (exit 2) before any model call."""
+    logs, env = trial
+    agent = make_agent(
+        logs, base_url=fake_openai.base_url, extra_env={"OPENAI_API_KEY": "k"}, reasoning_effort=effort
+    )
+    with pytest.raises(
+        NonZeroAgentExitCodeError, match="STEERABLE_THINKING is set, but the openai-compatible"
+    ):
+        await agent.run("nothing", env, AgentContext())
+    assert f" {flag} " in env.commands[-1]
+    assert fake_openai.requests == []
 
 
 async def test_links_the_container_planted_in_the_logs_folder_are_replaced_not_followed(
