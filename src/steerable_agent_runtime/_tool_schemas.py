@@ -120,7 +120,22 @@ TOOL_PARAMETERS: Final[dict[str, dict[str, Any]]] = {
                 "title": "Path",
                 "type": "string",
                 "default": ".",
-            }
+            },
+            "offset": {
+                "description": "Entries to skip: pass the previous page's nextOffset to get the next page.",
+                "minimum": 0,
+                "title": "Offset",
+                "type": "integer",
+                "default": 0,
+            },
+            "limit": {
+                "description": "Most entries to return (1 to 1000).",
+                "maximum": 1000,
+                "minimum": 1,
+                "title": "Limit",
+                "type": "integer",
+                "default": 1000,
+            },
         },
         "title": "list_dir",
         "type": "object",

@@ -61,7 +61,9 @@ def test_tools_prints_a_table_with_mode_and_tier(repo_copy: Path, capsys: pytest
         assert len(rows[name]) > desc_col  # a description is shown, aligned under its header
         assert rows[name][desc_col - 2 : desc_col] == "  "
     assert rows["read_file"][desc_col:].startswith("Read a UTF-8 text file.")
-    assert rows["list_dir"][desc_col:] == "List a directory's entries (name, type, size)."
+    assert rows["list_dir"][desc_col:].startswith(
+        "List a directory's entries (name, type, size). Directories first"
+    )
 
 
 def test_tools_json_lists_nine_tools_with_mode_and_exposure(

@@ -661,18 +661,23 @@ async def test_a_full_disk_fails_a_patch_before_any_file_changes_file_13(small_d
     assert leftovers(small_disk) == []
 
 
-async def test_a_created_file_returns_a_diff_of_its_lines_file_11(tmp_path):
+async def test_a_created_file_is_summarised_not_echoed_file_11(tmp_path):
+    # issue 31: the model wrote the content; the result says what landed, not the lines again
     router = workspace_tools_for_cwd(tmp_path, bash=False)
     result = await router.dispatch(
         ToolCall(id="w", name="write_file", arguments={"path": "new.txt", "content": "one\ntwo\n"})
     )
-    assert result.data is not None
-    assert result.data["created"] is True
-    assert result.data["diff"] == "--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1,2 @@\n+one\n+two\n"
+    assert result.data == {
+        "path": "new.txt",
+        "version": version_of(b"one\ntwo\n"),
+        "created": True,
+        "bytes": 8,
+        "lines": 2,
+    }
     patch = "*** Begin Patch\n*** Add File: added.txt\n+hello\n*** End Patch"
     added = await router.dispatch(ToolCall(id="p", name="apply_patch", arguments={"patch": patch}))
     assert added.data is not None
-    assert added.data["diff"] == "--- /dev/null\n+++ b/added.txt\n@@ -0,0 +1 @@\n+hello\n"
+    assert (added.data["diff"], added.data["linesAdded"], added.data["linesRemoved"]) == ("", 1, 0)
 
 
 @pytest.mark.parametrize("planted", ["fifo", "symlink", "file"])

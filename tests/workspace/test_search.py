@@ -9,8 +9,9 @@ async def test_list_dir(session):
     result = await session("list_dir", path=".")
     assert result.data == {
         "path": ".",
-        "entries": [{"name": "a", "type": "dir"}, {"name": "b.txt", "type": "file", "size": 2}],
+        "total": 2,
         "truncated": False,
+        "entries": [{"name": "a", "type": "dir"}, {"name": "b.txt", "type": "file", "size": 2}],
     }
     assert (await session("list_dir", path="b.txt")).error == "b.txt is not a directory"
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import PatchError, WorkspaceError
 from ._codes import FileErrorCode
-from ._diff import unified_diff
+from ._diff import DiffSummary
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -34,7 +34,7 @@ from ._disk import (
 from ._levels import loosest_level
 from ._patch import AddFile, DeleteFile, UpdateFile, apply_chunks_detailed, parse_patch
 from ._rename import Identity
-from ._text import decode_file, encode_text, version_of
+from ._text import count_lines, decode_file, encode_text, version_of
 from ._txn import Intent, JournalEntry
 from ._workspace import Workspace, uncancelled
 
@@ -55,7 +55,7 @@ class _Plan:
     origin: dict[Path, Path | None] = field(default_factory=dict)
     changed: list[str] = field(default_factory=list)
     moved: dict[str, str] = field(default_factory=dict)
-    diffs: list[str] = field(default_factory=list)
+    diff: DiffSummary = field(default_factory=DiffSummary)
     hunks: list[dict[str, Any]] = field(default_factory=list)
     absent: frozenset[Path] = frozenset()  # not there when locked (Workspace.locked): took no lock
 
@@ -101,7 +101,7 @@ async def _plan_add(ws: Workspace, plan: _Plan, op: AddFile) -> None:
     plan.modes[real] = None
     plan.origin[real] = None
     plan.changed.append(display)
-    plan.diffs.append(unified_diff("", op.content, display, created=True))
+    plan.diff.count(added=count_lines(op.content))  # no diff: the patch holds every line of it
 
 
 async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
@@ -123,6 +123,7 @@ async def _plan_delete(ws: Workspace, plan: _Plan, op: DeleteFile) -> None:
     plan.final[real] = None
     plan.modes[real] = None
     plan.changed.append(display)
+    plan.diff.count(removed=raw.count(b"\n") + (not raw.endswith(b"\n") and bool(raw)))
 
 
 async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
@@ -171,8 +172,7 @@ async def _plan_update(ws: Workspace, plan: _Plan, op: UpdateFile) -> None:
     plan.origin[target] = origin
     plan.changed.append(target_display)
     # the hunks' lines alone are compared: linear in the hunks (SAFE-8)
-    diff = asyncio.to_thread(unified_diff, decoded.text, new_text, target_display, changes=outcome.changes)
-    plan.diffs.append(await diff)
+    await asyncio.to_thread(plan.diff.add, decoded.text, new_text, target_display, changes=outcome.changes)
 
 
 def _seen_partially(ws: Workspace, origin: Path | None) -> bool:
@@ -366,8 +366,11 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
 
     Returns:
         ``{versions: {path: version}, filesChanged: [paths], deleted: [paths], moved: {from: to},
-        diff, matchLevel, hunks: [{path, hunk, line, level, reindented}]}``; ``versions`` has every
-        written file's new version; ``matchLevel`` is the loosest level any hunk needed (FILE-14).
+        matchLevel, hunks: [{path, hunk, line, level, reindented}], linesAdded, linesRemoved,
+        diff}``; ``versions`` has every written file's new version; ``matchLevel`` is the loosest
+        level any hunk needed (FILE-14). ``diff`` is the updated files' unified diff (an added file
+        has none: the patch holds its lines; a deleted one neither), left out past 4,000
+        characters with ``diffOmitted: true``; the line counts include added and deleted files.
 
     Raises:
         PatchError: ``invalid_patch``, ``context_not_found``, ``ambiguous_match``,
@@ -420,7 +423,7 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
         "filesChanged": list(dict.fromkeys(plan.changed)),
         "deleted": deleted,
         "moved": plan.moved,
-        "diff": "".join(plan.diffs),
         "matchLevel": loosest_level(hunk["level"] for hunk in plan.hunks),
         "hunks": plan.hunks,
+        **plan.diff.fields(),
     }

@@ -5,6 +5,10 @@ first and the last one. ``apply_patch`` knows where each hunk went, so it passes
 and only the lines inside them are compared: the time is linear in the file's lines and the
 hunks (SAFE-8), where ``difflib`` over a file with changes all over it takes time proportional to
 lines x changes (11.6 s for 2,000 one-line hunks in 40,000 lines).
+
+A result carries the diff only while it is small (:class:`DiffSummary`, at most
+:data:`MAX_RESULT_DIFF_CHARS`): hosts send every result back to the model on every later round,
+so a whole-file rewrite reports the lines it added and removed and leaves the diff out.
 """
 
 from __future__ import annotations
@@ -12,9 +16,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterator, Sequence
-from typing import Final
+from typing import Any, Final
 
-__all__ = ["Change", "unified_diff"]
+__all__ = ["MAX_RESULT_DIFF_CHARS", "Change", "DiffSummary", "unified_diff"]
 
 Change = tuple[int, int, int, int]
 """Where two texts differ: ``(old_start, old_end, new_start, new_end)``, 0-based line ranges, end
@@ -23,6 +27,8 @@ exclusive (an insertion has ``old_start == old_end``)."""
 _Code = tuple[str, int, int, int, int]  # a difflib opcode: (tag, i1, i2, j1, j2)
 
 _MAX_DIFF_CHARS: Final = 20_000
+MAX_RESULT_DIFF_CHARS: Final = 4000
+"""Longest diff a write's result carries; past it the diff is left out (:class:`DiffSummary`)."""
 _CONTEXT: Final = 3  # lines of context around each change, as difflib's default
 _DIFF_MARGIN: Final = 100
 _HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
@@ -93,10 +99,74 @@ def unified_diff(
         The diff text (``""`` when the texts are equal); past 20,000 characters it is cut and a
         ``[... diff clipped at 20000 characters ...]`` line added.
     """
+    return _clipped("".join(_diff_lines(before, after, path, created=created, changes=changes)))
+
+
+class DiffSummary:
+    """What a write's result says of its changes: lines added and removed, and the diff while small.
+
+    Each :meth:`add` feeds one file's diff; its text is kept until the whole passes
+    :data:`MAX_RESULT_DIFF_CHARS`, then only counted. :meth:`fields` gives the result's fields.
+    """
+
+    def __init__(self) -> None:
+        self.added = 0
+        self.removed = 0
+        self.chars = 0
+        self._parts: list[str] = []
+
+    def add(self, before: str, after: str, path: str, *, changes: Sequence[Change] | None = None) -> None:
+        r"""Count (and, while small, keep) the diff from ``before`` to ``after``, as :func:`unified_diff`'s.
+
+        Args:
+            before: The old text (``\n`` line endings).
+            after: The new text.
+            path: The file's display path.
+            changes: As for :func:`unified_diff`.
+        """
+        for number, line in enumerate(_diff_lines(before, after, path, created=False, changes=changes)):
+            if number >= 2:  # after the two header lines
+                first = line[:1]
+                self.added += first == "+"
+                self.removed += first == "-"
+            self.chars += len(line)
+            if self.chars <= MAX_RESULT_DIFF_CHARS:
+                self._parts.append(line)
+            elif self._parts:
+                self._parts.clear()
+
+    def count(self, *, added: int = 0, removed: int = 0) -> None:
+        """Count lines a diff does not show (a file created or deleted whole)."""
+        self.added += added
+        self.removed += removed
+
+    def fields(self) -> dict[str, Any]:
+        """The result's fields: ``{linesAdded, linesRemoved, diff}``.
+
+        Past the bound, ``diffOmitted: true`` and, as ``diff``, a line saying how long the diff was
+        and that ``read_file`` shows the new text.
+        """
+        fields: dict[str, Any] = {"linesAdded": self.added, "linesRemoved": self.removed}
+        if self.chars <= MAX_RESULT_DIFF_CHARS:
+            fields["diff"] = "".join(self._parts)
+        else:
+            fields["diffOmitted"] = True
+            fields["diff"] = (
+                f"[diff left out: {self.chars} characters, over the {MAX_RESULT_DIFF_CHARS} a result "
+                "shows; read_file shows the new text]"
+            )
+        return fields
+
+
+def _diff_lines(
+    before: str, after: str, path: str, *, created: bool, changes: Sequence[Change] | None
+) -> Iterator[str]:
+    """The lines of the diff :func:`unified_diff` describes, unclipped."""
     source = "/dev/null" if created else f"a/{path}"
     if changes is not None:
         old, new = _lines(before), _lines(after)
-        return _clipped("".join(_format(old, new, _codes(old, new, changes), source, f"b/{path}")))
+        yield from _format(old, new, _codes(old, new, changes), source, f"b/{path}")
+        return
     start = before.rfind("\n", 0, _common_prefix(before, after)) + 1
     for _ in range(_DIFF_MARGIN):
         if start == 0:
@@ -112,7 +182,7 @@ def unified_diff(
         _lines(before[start:end]), _lines(after[start:end_after]), source, f"b/{path}"
     )
     offset = before.count("\n", 0, start)
-    return _clipped("".join(_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines))
+    yield from (_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines)
 
 
 def _codes(old: list[str], new: list[str], changes: Sequence[Change]) -> list[_Code]:

@@ -1,4 +1,4 @@
-"""Read-only navigation: ``list_dir``, ``glob`` and ``grep``, confined like every file tool.
+"""Read-only search: ``glob`` and ``grep``, confined like every file tool (``list_dir``: :mod:`._listing`).
 
 ``grep`` and ``glob`` run on ripgrep (:mod:`._rg`) when a usable binary exists, else on the
 Python engine below, with one pattern language (:mod:`._regex`, Rust regex syntax) and one glob
@@ -39,6 +39,7 @@ from ._codes import FileErrorCode
 from ._denied import DENIED_FIELD
 from ._disk import DIR_FLAGS, open_directory, open_regular, read_bytes
 from ._globs import GlobPattern, compile_glob
+from ._listing import directory as resolve_directory
 from ._paths import WorkspaceRoot, listing_text
 from ._regex import check_pattern, compile_python
 from ._rg import (
@@ -58,10 +59,10 @@ from ._rg import (
 from ._text import decode_file
 from ._txn import is_internal_name
 
-__all__ = ["GREP_TIME_BUDGET_S", "MAX_ENTRIES", "glob_files", "grep_files", "list_dir"]
+__all__ = ["GREP_TIME_BUDGET_S", "MAX_ENTRIES", "glob_files", "grep_files"]
 
 MAX_ENTRIES: Final = 1000
-"""Most entries ``list_dir`` and ``glob`` return."""
+"""Most files ``glob`` returns."""
 
 MAX_LISTED_PATHS: Final = 1_000_000
 """Most paths one ``glob`` walk reads before it stops (and says ``truncated``)."""
@@ -74,64 +75,6 @@ _SKIP_DIRS: Final = frozenset({".git", ".hg", ".svn"})
 _UTF8_BOM: Final = b"\xef\xbb\xbf"
 _UTF16_BOMS: Final = (b"\xff\xfe", b"\xfe\xff")
 _MAX_UTF16_BYTES: Final = 64 * 1024 * 1024  # how far a UTF-16 file is read to check a match
-
-
-def _directory(root: WorkspaceRoot, path: str) -> tuple[Path, str]:
-    real = root.resolve(path)
-    display = root.display(real)
-    if not real.exists():
-        raise WorkspaceError(
-            FileErrorCode.FILE_NOT_FOUND,
-            f"{display} does not exist; find the right path with list_dir or glob",
-            data={"path": display},
-        )
-    if not real.is_dir():
-        raise WorkspaceError(
-            FileErrorCode.NOT_A_DIRECTORY, f"{display} is not a directory", data={"path": display}
-        )
-    return real, display
-
-
-def list_dir(root: WorkspaceRoot, path: str = ".") -> dict[str, Any]:
-    """List one directory (read through a race-safe directory handle).
-
-    Returns:
-        ``{path, entries: [{name, type, size}], truncated}``; ``type`` is file, dir, symlink or other;
-        ``size`` in bytes for files; a name that is not UTF-8 is shown with U+FFFD and
-        ``notUtf8: true``. Sorted, directories first, at most 1000 entries. Entries of the
-        deny-read set are left out, and counted in ``deniedSkipped`` (SAFE-3).
-    """
-    real, display = _directory(root, path)
-    entries: list[dict[str, Any]] = []
-    denied, folder = 0, str(real)
-    with open_directory(root.path, real, display) as fd, os.scandir(fd) as it:
-        for entry in it:
-            if is_internal_name(entry.name):
-                continue
-            if root.denied and root.denied.skips(folder, entry.name):
-                denied += 1
-                continue
-            info = entry.stat(follow_symlinks=False)
-            if stat.S_ISLNK(info.st_mode):
-                kind = "symlink"
-            elif stat.S_ISDIR(info.st_mode):
-                kind = "dir"
-            elif stat.S_ISREG(info.st_mode):
-                kind = "file"
-            else:
-                kind = "other"
-            name = root.listing_name(Path(entry.name))
-            item: dict[str, Any] = {"name": name, "type": kind}
-            if name != entry.name:
-                item["notUtf8"] = True
-            if kind == "file":
-                item["size"] = info.st_size
-            entries.append(item)
-    entries.sort(key=lambda e: (e["type"] != "dir", e["name"]))
-    result = {"path": display, "entries": entries[:MAX_ENTRIES], "truncated": len(entries) > MAX_ENTRIES}
-    if denied:
-        result[DENIED_FIELD] = denied
-    return result
 
 
 # -- where a search starts ----------------------------------------------------------------------
@@ -152,7 +95,7 @@ class _Scope:
 def _scope(root: WorkspaceRoot, path: str) -> _Scope:
     real = root.resolve(path)
     if real.is_dir() or not real.exists():
-        base, _ = _directory(root, path)
+        base, _ = resolve_directory(root, path)
         return _Scope(base, ".", single_file=False)
     return _Scope(real.parent, real.name, single_file=True)
 
@@ -608,7 +551,7 @@ async def glob_files(
             ``{a,b}`` alternatives); ``file_not_found`` / ``not_a_directory`` for ``path``.
     """
     glob = compile_glob(pattern, by_name_allowed=False, negation_allowed=False)
-    base, _ = _directory(root, path)
+    base, _ = resolve_directory(root, path)
     scope = _Scope(base, ".", single_file=False)
     deadline = time.monotonic() + time_budget_s
     excluded, denied = root.denied.walk_filter(str(base))

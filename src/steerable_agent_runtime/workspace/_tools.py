@@ -258,16 +258,25 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
 
         return await apply_patch(ws, patch)
 
-    async def list_directory(path: str = ".") -> dict[str, Any]:
+    async def list_directory(
+        path: str = ".",
+        offset: Annotated[int, Field(ge=0, strict=True)] = 0,
+        limit: Annotated[int, Field(ge=1, le=1000, strict=True)] = 1000,  # _listing.MAX_PAGE
+    ) -> dict[str, Any]:
         """List a directory's entries (name, type, size).
+
+        Directories first, then the rest, each sorted by name; at most limit entries per call.
+        The result has total (all entries) and, when more follow, truncated: true and nextOffset.
 
         Args:
             path: Directory relative to the workspace root.
+            offset: Entries to skip: pass the previous page's nextOffset to get the next page.
+            limit: Most entries to return (1 to 1000).
         """
-        from ._search import list_dir
+        from ._listing import list_dir
 
         await ws.settle_interrupted()
-        return await asyncio.to_thread(list_dir, ws.root, path)
+        return await asyncio.to_thread(list_dir, ws.root, path, offset, limit)
 
     async def glob(
         pattern: str, path: str = ".", includeHidden: bool = True, includeIgnored: bool = False

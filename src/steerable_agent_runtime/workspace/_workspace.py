@@ -33,7 +33,7 @@ from .._protected import (
 from ..errors import WorkspaceError, WriteConflictError
 from ..sandbox._deny import deny_read_from_env
 from ._codes import FileErrorCode
-from ._diff import unified_diff
+from ._diff import DiffSummary
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -586,8 +586,12 @@ class Workspace:
             expected_version: Reject the write unless the file is at this version.
 
         Returns:
-            ``{path, version, created, bytes, diff}``; a new file's ``diff`` adds every line (from
-            ``/dev/null``).
+            A new file: ``{path, version, created: true, bytes, lines}``, a summary (the model
+            wrote the content; echoing it back would cost its size again every later round). A
+            replaced file: ``{path, version, created: false, bytes, lines, linesAdded, linesRemoved,
+            diff}``, ``diff`` the unified diff while it is at most 4,000 characters, else
+            ``diffOmitted: true`` and, as ``diff``, a line saying it was left out and that
+            ``read_file`` shows the text (:class:`DiffSummary`).
 
         Raises:
             WriteConflictError: ``conflict``, ``not_read``, ``partial_read``.
@@ -614,8 +618,15 @@ class Workspace:
             await self.write(real, data, display, guard=WriteGuard(snapshot, display))
             version = version_of(data)
             self.state.record(display, version)
-        diff = unified_diff(before, content.replace("\r\n", "\n"), display, created=raw is None)
-        return {"path": display, "version": version, "created": raw is None, "bytes": len(data), "diff": diff}
+        after = content.replace("\r\n", "\n")
+        # the version first (a host's preview of a long result keeps it), any diff last
+        result: dict[str, Any] = {"path": display, "version": version, "created": raw is None}
+        result.update(bytes=len(data), lines=count_lines(after))
+        if raw is not None:
+            summary = DiffSummary()
+            await asyncio.to_thread(summary.add, before, after, display)
+            result.update(summary.fields())
+        return result
 
     # -- edit_file -----------------------------------------------------------------------------
     async def edit_file(
@@ -629,8 +640,10 @@ class Workspace:
             expected_version: Reject the edit unless the file is at this version.
 
         Returns:
-            ``{path, version, diff, editsApplied, matchLevel, matches: [{edit, level, lines, reindented}]}``:
-            ``matchLevel`` is the loosest level any edit needed (``exact`` or a tolerance, FILE-14).
+            ``{path, version, editsApplied, matchLevel, matches: [{edit, level, lines, reindented}],
+            linesAdded, linesRemoved, diff}``: ``matchLevel`` is the loosest level any edit needed
+            (``exact`` or a tolerance, FILE-14); ``diff`` as ``write_file``'s (left out past 4,000
+            characters, with ``diffOmitted: true``).
 
         Raises:
             EditError: The edit codes (``old_text_not_found``, ``ambiguous_match``...).
@@ -669,17 +682,18 @@ class Workspace:
             version = version_of(data)
             # an edit shows the model only what it changed: a partial view stays partial
             self.state.record(display, version, partial=partial)
-        diff = await asyncio.to_thread(unified_diff, decoded.text, text, display)
+        summary = DiffSummary()
+        await asyncio.to_thread(summary.add, decoded.text, text, display)
         return {
             "path": display,
             "version": version,
-            "diff": diff,
             "editsApplied": len(edits),
             "matchLevel": loosest_level(match.level for match in outcome.matches),
             "matches": [
                 {"edit": m.edit, "level": m.level, "lines": list(m.lines), "reindented": m.reindented}
                 for m in outcome.matches
             ],
+            **summary.fields(),
         }
 
 
