@@ -150,3 +150,54 @@ async def test_an_old_one_argument_executor_still_runs_calls(router: EchoRouter)
         assert summary.outcome.value == "completed"
         assert tool_results(loop.messages)["1"] == {"success": True, "data": {"echo": "a"}}
     assert seen == ["1", "1"] and router.calls == [("echo", "a"), ("echo", "a")]
+
+
+async def test_a_consent_policy_decides_which_modes_ask_and_which_are_refused(router: EchoRouter) -> None:
+    """MODE-5: the gate applies the session's policy; MODE-2's table is its ``default`` policy."""
+    from steerable_agent_runtime import CONSENT_POLICIES, DEFAULT_CONSENT_POLICY, ConsentPolicy
+
+    asked: list[tuple[str, str]] = []
+
+    async def allow(call: Any, mode: Any) -> bool:
+        asked.append((call.name, mode.value))
+        return True
+
+    @router.tool(mode="safe_write")
+    async def jot(text: str) -> str:
+        """Writes a note."""
+        return text
+
+    policy: list[ConsentPolicy] = [CONSENT_POLICIES["ask"]]
+    gate = ApprovalGate.for_router(router, approve=allow, policy=lambda: policy[0])
+    jotted = ToolCall(id="j", name="jot", arguments={"text": "a"})
+    assert (await gate(jotted)).success and asked == [("jot", "safe_write")]
+    policy[0] = DEFAULT_CONSENT_POLICY  # switched mid-session: the next call sees it
+    assert (await gate(jotted)).success and asked == [("jot", "safe_write")]
+    policy[0] = CONSENT_POLICIES["read-only"]
+    context = CallContext(jotted)
+    refused = await gate(jotted, context)
+    assert refused.to_wire() == {
+        "success": False,
+        "needsFollowup": True,
+        "error": "The session is in read-only mode, which does not allow jot (a safe_write-mode tool). "
+        "Continue with the tools it allows, or ask the user to switch the mode.",
+        "data": {"code": "consent_denied", "mode": "safe_write", "policy": "read-only"},
+    }
+    assert context.approved is False and len(asked) == 1
+    unknown = await gate(ToolCall(id="u", name="nope", arguments={}))
+    assert unknown.data is not None and unknown.data["code"] == "unknown_tool"  # the router answers it
+
+
+def test_consent_policies_read_from_a_name_or_the_modes_that_ask() -> None:
+    from steerable_agent_runtime import CONSENT_POLICIES, UserError, consent_policy
+    from steerable_agent_runtime.modes import ToolMode
+
+    assert consent_policy(" Read-Only ") is CONSENT_POLICIES["read-only"]
+    assert consent_policy("local") is CONSENT_POLICIES["default"]
+    assert consent_policy("read") is CONSENT_POLICIES["auto"]  # read never asks: nothing does
+    custom = consent_policy("external, local,destructive")
+    assert custom.name == "destructive,local,external"
+    assert custom.ask == {ToolMode.DESTRUCTIVE, ToolMode.LOCAL, ToolMode.EXTERNAL} and not custom.refuse
+    assert [custom.verdict(mode) for mode in ToolMode] == ["run", "run", "ask", "ask", "ask"]
+    with pytest.raises(UserError, match=r"^--consent='' is not a consent policy"):
+        consent_policy("", variable="--consent")

@@ -1,8 +1,11 @@
-"""Issue 15 (start-up): what ``steerable call`` and ``boot_tools`` import, and the lazy packages.
+"""Issues 15 and 31 (start-up): what ``steerable call``, ``boot_tools``, ``steerable mcp`` and
+``steerable acp`` load before they answer, and the lazy packages.
 
 ``benchmarks/startup.py`` measures the time; these tests hold the structure that makes it cheap:
-a one-shot ``call`` (and the boot every command runs) imports none of the heavy dependencies, and
-the tool implementations behind the registered descriptors load at their first call.
+a one-shot ``call`` (and the boot every command runs) imports none of the heavy dependencies nor
+another command's modules, the tool implementations behind the registered descriptors load at
+their first call, no pydantic validator is built before a call needs one, ``steerable mcp`` boots
+its tools before it serves, and ``steerable acp`` builds the ACP SDK's models at their first use.
 """
 
 from __future__ import annotations
@@ -32,9 +35,14 @@ def _env() -> dict[str, str]:
     }
 
 
-def _loaded(code: str, cwd: Path) -> dict[str, Any]:
+def _loaded(code: str, cwd: Path, **env: str) -> dict[str, Any]:
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=cwd, env=_env(), capture_output=True, text=True, check=False
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env={**_env(), **env},
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
@@ -57,17 +65,212 @@ def test_steerable_call_imports_no_heavy_dependency(tmp_path: Path):
 
 
 def test_the_cli_parser_imports_neither_pydantic_nor_the_agent_loop(tmp_path: Path):
-    """Every command builds the parser, ``steerable run``'s and ``acp``'s options included
-    (``steerable --version``): asyncio (~35 ms), the RPC peer and the ACP SDK wait for a command."""
+    """Every command builds the parser (``steerable --version``): asyncio (~35 ms), the RPC peer,
+    the ACP SDK, and the modules of ``run``'s, ``acp``'s and ``jobs``' options wait for a command."""
     code = (
         "import json, sys\n"
         "from steerable_sidecar.cli import build_parser\n"
         "build_parser()\n"
         "print(json.dumps({'loaded': [m for m in "
         "('pydantic', 'steerable_agent_runtime.loop', 'steerable_sidecar.sidecar', 'asyncio', "
-        "'steerable_sidecar.rpc', 'acp') if m in sys.modules]}))\n"
+        "'steerable_sidecar.rpc', 'acp', 'steerable_sidecar._acp_cli', 'steerable_sidecar.headless', "
+        "'steerable_sidecar._jobs_cli') if m in sys.modules]}))\n"
     )
     assert _loaded(code, tmp_path) == {"loaded": []}
+
+
+def test_steerable_call_loads_no_other_commands_modules(tmp_path: Path):
+    """A ``call`` sets up its own options alone (the parser adds a command's when it is parsed) and,
+    with no configuration file, reads no TOML: ``run``'s, ``acp``'s and ``jobs``' modules never load."""
+    (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
+    others = (
+        "steerable_sidecar._acp_cli",
+        "steerable_sidecar.headless",
+        "steerable_sidecar._jobs_cli",
+        "steerable_sidecar.vendor_profiles",
+        "tomllib",
+    )
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from steerable_sidecar.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\"}', '--no-plugins'])\n"
+        f"print(json.dumps({{'exit': code, 'loaded': [m for m in {others!r} if m in sys.modules]}}))\n"
+    )
+    assert _loaded(code, tmp_path, XDG_CONFIG_HOME=str(tmp_path / "config")) == {"exit": 0, "loaded": []}
+
+
+def test_the_wire_types_build_their_validators_at_their_first_use(tmp_path: Path):
+    """``from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter`` builds no pydantic
+    validator, so pydantic's plugin lookup (``importlib.metadata``, every installed distribution's
+    entry points) waits for the first call; then they validate as before."""
+    code = (
+        "import json, sys\n"
+        "from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter\n"
+        "before = [ToolCall.__pydantic_complete__, ToolResult.__pydantic_complete__,\n"
+        "          'pydantic.plugin._loader' in sys.modules]\n"
+        "call = ToolCall.model_validate({'id': '1', 'name': 'read_file', 'arguments': {}})\n"
+        "try:\n"
+        "    ToolCall.model_validate({'id': '1', 'name': 'x', 'arguments': {}, 'extra': 1})\n"
+        "    refused = False\n"
+        "except ValueError:\n"
+        "    refused = True\n"
+        "wire = ToolResult.retry('try again', data={'code': 'x'}).to_wire()\n"
+        "print(json.dumps({'before': before, 'name': call.name, 'refused': refused, 'wire': wire}))\n"
+    )
+    assert _loaded(code, tmp_path) == {
+        "before": [False, False, False],
+        "name": "read_file",
+        "refused": True,
+        "wire": {"success": False, "needsFollowup": True, "error": "try again", "data": {"code": "x"}},
+    }
+
+
+def test_boot_tools_builds_no_validator_and_reads_no_distribution(tmp_path: Path):
+    """What ``tools/list`` and ``session/new`` wait on builds no pydantic model (each is built at the
+    first call that needs it) and, without plugins, never reads the installed distributions."""
+    code = (
+        "import json, sys\n"
+        "from steerable_sidecar.boot import boot_tools\n"
+        "booted = boot_tools('.', plugins=False)\n"
+        "print(json.dumps({'tools': len(booted.router.names()), 'loaded': [m for m in "
+        "('pydantic.plugin._loader', 'importlib.metadata') if m in sys.modules]}))\n"
+    )
+    result = _loaded(code, tmp_path)
+    assert result["tools"] > 5 and result["loaded"] == []
+
+
+def test_steerable_mcp_boots_its_tools_before_it_serves(tmp_path: Path):
+    """The boot starts as soon as the workspace is accepted, before the event loop and the MCP
+    modules load, so the tools are ready when the host's ``tools/list`` comes: here the serving
+    never starts, and the boot runs all the same."""
+    code = (
+        "import json, threading\n"
+        "from steerable_sidecar import _signals\n"
+        "booting = threading.Event()\n"
+        "def serve(main):\n"
+        "    print(json.dumps({'booting': booting.wait(10)}))\n"
+        "    return 0\n"
+        "_signals.run_until_signalled = serve  # no loop, no stdio: the serving part never runs\n"
+        "from steerable_sidecar import _mcp_cli\n"
+        "from steerable_sidecar.cli import build_parser\n"
+        "args = build_parser().parse_args(['mcp', '--workspace', '.', '--no-plugins'])\n"
+        "_mcp_cli.run_mcp(args, boot=booting.set)\n"
+    )
+    workspace = tmp_path / "project"
+    workspace.mkdir()
+    assert _loaded(code, workspace) == {"booting": True}
+
+
+def test_steerable_acp_loads_the_sdk_and_httpx_lean(tmp_path: Path):
+    """``steerable acp``'s loading thread imports the ACP SDK with ``acp.schema``'s ~270 models
+    deferred and their field docstrings unread, and httpx without its command-line client
+    (``_lean_imports``): a ``session/new`` builds its own models, and click and rich never load."""
+    code = (
+        "import json, sys\n"
+        "from pathlib import Path\n"
+        "from steerable_sidecar import _acp_cli\n"
+        "from steerable_sidecar.cli import build_parser\n"
+        "args = build_parser().parse_args(['acp', '--no-plugins'])\n"
+        "setup = _acp_cli._load(args, Path('state'), None)\n"
+        "import httpx\n"
+        "from acp import schema\n"
+        "request = schema.NewSessionRequest.model_validate({'cwd': '/tmp', 'mcpServers': []})\n"
+        "print(json.dumps({'provider': type(setup.provider).__name__,\n"
+        "                  'prompt built': schema.PromptRequest.__pydantic_complete__,\n"
+        "                  'new session built': schema.NewSessionRequest.__pydantic_complete__,\n"
+        "                  'cwd': request.cwd, 'builtins': schema.__builtins__ is __builtins__,\n"
+        "                  'httpx main': httpx.main.__module__,\n"
+        "                  'loaded': [m for m in ('click', 'rich', 'httpx._main') if m in sys.modules],\n"
+        "                  'finders': len(sys.meta_path)}))\n"
+    )
+    model = {
+        "STEERABLE_PROVIDER": "openai",
+        "STEERABLE_BASE_URL": "http://127.0.0.1:9/v1",
+        "STEERABLE_MODEL": "m",
+        "STEERABLE_API_KEY": "sk-test-key",
+    }
+    result = _loaded(code, tmp_path, **model)
+    finders = _loaded("import json, sys; print(json.dumps(len(sys.meta_path)))", tmp_path)
+    assert result == {
+        "provider": "OpenAICompatibleProvider",
+        "prompt built": False,
+        "new session built": True,
+        "cwd": "/tmp",
+        "builtins": True,
+        "httpx main": "httpx",  # httpx's own stand-in for the client it was not given
+        "loaded": [],
+        "finders": finders,  # the import hooks are gone
+    }
+
+
+def test_a_httpx_that_needs_its_client_is_imported_the_ordinary_way(tmp_path: Path):
+    """Should a release import its client unconditionally, ``import_httpx`` imports it whole."""
+    package = tmp_path / "httpx"
+    package.mkdir()
+    (package / "__init__.py").write_text("from ._main import main\n", encoding="utf-8")
+    (package / "_main.py").write_text("def main():\n    return 'the client'\n", encoding="utf-8")
+    code = (
+        "import json\n"
+        "from steerable_sidecar._lean_imports import import_httpx\n"
+        "print(json.dumps({'main': import_httpx().main()}))\n"
+    )
+    assert _loaded(code, tmp_path, PYTHONPATH=str(tmp_path)) == {"main": "the client"}
+
+
+_ACP_MODELS = """
+import json, sys
+import pydantic
+if sys.argv[1] == "fast":
+    from steerable_sidecar._lean_imports import import_acp_sdk
+    import_acp_sdk()
+from acp import schema
+
+def shape(value):  # the JSON Schema without the descriptions (docstrings)
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items() if k != "description"}
+    if isinstance(value, list):
+        return [shape(v) for v in value]
+    return value
+
+models = sorted(
+    (name, cls) for name, cls in vars(schema).items()
+    if isinstance(cls, type) and issubclass(cls, pydantic.BaseModel) and cls.__module__ == schema.__name__
+)
+samples = [
+    ("PromptRequest", {"sessionId": "s", "prompt": [{"type": "text", "text": "hi"},
+        {"type": "resource", "resource": {"uri": "file:///a", "text": "x"}}]}),
+    ("NewSessionRequest", {"cwd": "/w", "mcpServers": [{"name": "n", "command": "c", "args": [], "env": []}]}),
+    ("SessionNotification", {"sessionId": "s", "update": {"sessionUpdate": "tool_call", "toolCallId": "t",
+        "title": "Read", "kind": "read", "status": "pending", "_meta": {"k": 1}}}),
+    ("SessionNotification", {"sessionId": "s", "update": {"sessionUpdate": "nope"}}),
+    ("RequestPermissionRequest", {"sessionId": "s", "toolCall": {"toolCallId": "t"},
+        "options": [{"optionId": "a", "name": "Allow", "kind": "allow_once"}]}),
+    ("InitializeRequest", {"protocolVersion": "x"}),
+]
+checked = []
+for name, payload in samples:
+    try:
+        checked.append(getattr(schema, name).model_validate(payload).model_dump(by_alias=True, mode="json"))
+    except pydantic.ValidationError as exc:
+        checked.append([e["type"] for e in exc.errors()])
+print(json.dumps({"models": {name: shape(cls.model_json_schema()) for name, cls in models}, "checked": checked}))
+"""
+
+
+def test_the_acp_sdks_deferred_models_accept_and_write_what_the_ordinary_import_does(tmp_path: Path):
+    """Every model ``_lean_imports`` defers has the JSON Schema the ordinary import gives (descriptions
+    aside: they come from the docstrings left unread), and validates and writes messages alike."""
+    outputs = []
+    for how in ("ordinary", "fast"):
+        done = subprocess.run(
+            [sys.executable, "-c", _ACP_MODELS, how], cwd=tmp_path, env=_env(), capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        outputs.append(json.loads(done.stdout))
+    ordinary, fast = outputs
+    assert len(ordinary["models"]) > 200
+    assert fast == ordinary
 
 
 def test_run_outcome_is_the_loops_own():

@@ -79,9 +79,13 @@ if _typing.TYPE_CHECKING:
         RunSummary,
     )
     from .modes import (
+        CONSENT_POLICIES,
+        DEFAULT_CONSENT_POLICY,
         DEFAULT_TOOL_MODE,
         MODE_CONSENT,
+        ConsentPolicy,
         ToolMode,
+        consent_policy,
         decide_tool_mode,
         mode_from_annotations,
         requires_consent,
@@ -201,9 +205,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RunSummary",
     ),
     "modes": (
+        "CONSENT_POLICIES",
+        "DEFAULT_CONSENT_POLICY",
         "DEFAULT_TOOL_MODE",
         "MODE_CONSENT",
+        "ConsentPolicy",
         "ToolMode",
+        "consent_policy",
         "decide_tool_mode",
         "mode_from_annotations",
         "requires_consent",
@@ -260,6 +268,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 
 
 __all__ = [
+    "CONSENT_POLICIES",
+    "DEFAULT_CONSENT_POLICY",
     "DEFAULT_MAX_ROUNDS",
     "DEFAULT_TOOL_MODE",
     "MODE_CONSENT",
@@ -273,6 +283,7 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "ConfigError",
+    "ConsentPolicy",
     "ConsentQuestion",
     "ConsentQuestions",
     "DirectorySource",
@@ -335,6 +346,7 @@ __all__ = [
     "__version__",
     "approve_all",
     "assemble_harness",
+    "consent_policy",
     "decide_tool_mode",
     "default_plugin_sources",
     "is_terminal_result",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.machinery
-import importlib.metadata
 import importlib.util
 import os
 import re
@@ -24,11 +23,14 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import CodeType, ModuleType
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ._plugin_loading import RegisterFunction, checked_register, describe_error, plugin_label, put_module
 from .config import env_text
 from .errors import PluginLoadError
+
+if TYPE_CHECKING:  # imported by discover(): --no-plugins never reads the installed distributions
+    import importlib.metadata
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -116,6 +118,8 @@ class EntryPointSource:
 
     def discover(self) -> list[PluginSpec]:
         """Return one spec per entry point in the group, sorted by name (nothing is imported)."""
+        import importlib.metadata
+
         found = importlib.metadata.entry_points(group=self.group)
         return [self._spec(ep) for ep in sorted(found, key=lambda ep: (ep.name, ep.value))]
 

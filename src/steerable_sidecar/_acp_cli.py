@@ -28,6 +28,7 @@ if TYPE_CHECKING:  # the parser (every command) imports this module: asyncio and
     import asyncio
 
     from steerable_agent_runtime.llm import LLMProvider
+    from steerable_agent_runtime.modes import ConsentPolicy
 
     from ._acp_wire import LineTransport
     from ._signals import Shutdown
@@ -104,6 +105,38 @@ def add_acp_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="more models the editor may pick, comma-separated (STEERABLE_MODEL is the default)",
     )
+    parser.add_argument(
+        "--consent",
+        default=None,
+        metavar="MODE",
+        help="each session's first mode: read-only, ask, default or auto, or the tool modes that ask, "
+        "comma-separated (default: $STEERABLE_CONSENT, else default)",
+    )
+    parser.add_argument(
+        "--editor-terminal",
+        action="store_true",
+        help="run bash in the editor's terminal when it offers terminals (sandboxed as always)",
+    )
+    parser.add_argument(
+        "--context-window",
+        type=int,
+        default=None,
+        metavar="TOKENS",
+        help="the model's context size: each turn then ends with a usage_update (tokens used of it)",
+    )
+
+
+def consent_of(args: argparse.Namespace, environ: Mapping[str, str]) -> ConsentPolicy:
+    """The sessions' first mode: ``--consent``, else ``STEERABLE_CONSENT``, else ``default``.
+
+    Raises:
+        UserError: The value names no policy nor modes (the message names the flag or variable).
+    """
+    from steerable_agent_runtime.modes import CONSENT_ENV, consent_policy
+
+    if args.consent is not None:
+        return consent_policy(args.consent, variable="--consent")
+    return consent_policy(environ.get(CONSENT_ENV) or "default")
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +175,16 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
                 f"steerable acp: --{name.replace('_', '-')} must be at least 1, got {value}", file=sys.stderr
             )
             return ExitCode.USAGE
+    if args.context_window is not None and args.context_window < 1:
+        print(
+            f"steerable acp: --context-window must be at least 1, got {args.context_window}", file=sys.stderr
+        )
+        return ExitCode.USAGE
+    try:
+        consent_of(args, os.environ)
+    except SteerableError as exc:
+        print(f"steerable acp: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
     for model in model_ids(args.models):
         problem = model_id_problem(model)
         if problem is not None:
@@ -163,6 +206,12 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
     """The slow part of start-up (the SDK's import, the model's configuration): a worker thread."""
     from steerable_agent_runtime import DEFAULT_MAX_ROUNDS
 
+    from ._lean_imports import import_acp_sdk, import_httpx
+
+    # before the agent and provider modules import them: the SDK's models built at their first
+    # use, httpx without its command-line client (start-up: benchmarks/startup.py)
+    import_acp_sdk()
+    import_httpx()
     from .acp_agent import AcpOptions
 
     options = AcpOptions(
@@ -175,6 +224,9 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
         model_timeout_ms=args.model_timeout_ms,
         system=args.system,
         models=(*model_ids(args.models), *harbor_model(os.environ)),
+        consent=consent_of(args, os.environ),  # checked by run_acp
+        context_window=args.context_window,
+        editor_terminal=args.editor_terminal,
     )
     if provider is not None:
         return AcpSetup(options, provider, None)

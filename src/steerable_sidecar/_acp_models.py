@@ -78,7 +78,8 @@ def chosen_model(config_id: str, value: str | bool, offered: Sequence[str]) -> s
     fails the next prompt with the server's own error).
 
     Raises:
-        RequestError: ``-32602`` (``Invalid params``) for an option other than ``model``, a value
+        RequestError: ``-32602`` (``Invalid params``) for an option other than ``model`` (the
+            caller answers ``mode`` itself: :mod:`steerable_sidecar._acp_modes`), a value
             that is not a string, or an id that is empty, longer than :data:`MAX_MODEL_ID_CHARS`
             or holds whitespace or control characters; ``data.reason`` says which.
     """
@@ -86,7 +87,7 @@ def chosen_model(config_id: str, value: str | bool, offered: Sequence[str]) -> s
         raise RequestError.invalid_params(
             {
                 "configId": config_id[:MAX_MODEL_ID_CHARS],
-                "reason": "unknown config option: the session has one, 'model'",
+                "reason": "unknown config option: the session has 'model' and 'mode'",
             }
         )
     if not isinstance(value, str):

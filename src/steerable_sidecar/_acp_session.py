@@ -38,12 +38,14 @@ from steerable_agent_runtime.errors import WorkspaceError
 from steerable_agent_runtime.executor import ConsentQuestion
 from steerable_agent_runtime.llm import Message
 from steerable_agent_runtime.loop import INTERRUPTED_RESULT, LoopEvent
-from steerable_agent_runtime.modes import ToolMode, requires_consent
+from steerable_agent_runtime.modes import DEFAULT_CONSENT_POLICY, ConsentPolicy, ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure, arguments_too_deep
 from steerable_agent_runtime.workspace import patch_paths
 
 from ._acp_updates import (
+    EditorTerminal,
     FileDiff,
+    LiveOutput,
     cancelled_update,
     result_update,
     start_update,
@@ -109,6 +111,8 @@ class AcpSession:
         client: The connection to the client.
         capabilities: What the client said it supports in ``initialize``.
         servers: The MCP servers the client named (booted again with the session).
+        editor_terminal: Run ``bash`` in the editor's terminal when it has terminals
+            (``--editor-terminal``, docs/acp.md "Terminals").
     """
 
     def __init__(
@@ -121,6 +125,7 @@ class AcpSession:
         capabilities: ClientCapabilities,
         *,
         servers: tuple[Any, ...] = (),
+        editor_terminal: bool = False,
     ) -> None:
         self.id = session_id
         self.root = root
@@ -129,6 +134,9 @@ class AcpSession:
         self.client = client
         self.capabilities = capabilities
         self.servers = servers
+        self.editor_terminal = editor_terminal and bool(capabilities.terminal)
+        """Whether ``bash`` runs in the editor's terminal (asked for, and the editor has terminals)."""
+        self._terminals: dict[str, str] = {}  # call id -> the editor's terminal it ran in
         self.always: set[str] = set()
         """Tool names the user allowed for the rest of this session (``allow_always``)."""
         self.fetch_consent = FetchConsent(booted.web.config if booted.web is not None else None)
@@ -148,6 +156,10 @@ class AcpSession:
         ``session/load``, a parked session booted again), through the assembly's ``read_state``."""
         self.model: str | None = None
         """The model picked for this session (``session/set_config_option``); ``None``: the configured one."""
+        self.policy: ConsentPolicy = DEFAULT_CONSENT_POLICY
+        """The session's mode (``session/set_mode``): which calls run, ask or are refused."""
+        self.context_tokens = 0
+        """Tokens in the model's context at its last answer (prompt and answer): ``usage_update.used``."""
         self._announced: dict[str, str] = {}  # call id -> tool name, for the calls the client was shown
         self._diffs: dict[str, list[FileDiff]] = {}
         self._texted = False  # whether this round's answer text was streamed
@@ -339,6 +351,10 @@ class AcpSession:
         except Exception:  # refused (outside, a symlink out, a bad name): no location to show
             return None
 
+    def consent_policy(self) -> ConsentPolicy:
+        """The session's policy now (the consent gate asks before each call: a mode change mid-turn holds)."""
+        return self.policy
+
     def _mode(self, name: str) -> ToolMode | None:
         tool = self.booted.router.get(name)
         return tool.mode if tool is not None else None
@@ -353,7 +369,12 @@ class AcpSession:
             await self.send(helpers.update_agent_message_text(event["text"]))
         elif kind == "reasoning" and event["text"]:
             await self.send(helpers.update_agent_thought_text(event["text"]))
-        elif kind == "assistant" and not self._texted:
+        elif kind == "assistant":
+            usage = event.get("usage") or {}
+            used = usage.get("promptTokens", 0) + usage.get("completionTokens", 0)
+            self.context_tokens = used or self.context_tokens  # a server that counts nothing: the last count
+            if self._texted:
+                return
             content = event.get("message", {}).get("content")
             if isinstance(content, str) and content:  # a provider that does not stream
                 await self.send(helpers.update_agent_message_text(content))
@@ -368,12 +389,14 @@ class AcpSession:
             call_id = event["id"]
             self._announced.pop(call_id, None)
             diffs = self._diffs.pop(call_id, [])
-            await self.send(result_update(call_id, event["name"], event["result"], diffs))
+            terminal = self._terminals.pop(call_id, None)
+            await self.send(result_update(call_id, event["name"], event["result"], diffs, terminal))
 
     async def close_open_calls(self) -> None:
         """Mark the calls still shown as running ``failed`` (the turn was cancelled under them)."""
         announced, self._announced = self._announced, {}
         self._diffs.clear()
+        self._terminals.clear()
         for call_id in announced:
             await self.send(cancelled_update(call_id))
 
@@ -384,11 +407,20 @@ class AcpSession:
             if call.id not in self._announced:  # a nested call (run_code's): the client never saw it
                 return await inner(call, context)
             mode = self._mode(call.name)
-            if mode is None or not requires_consent(mode):  # else shown running once allowed
+            if mode is None or self.policy.verdict(mode) == "run":  # else shown running once allowed
                 await self.send(helpers.update_tool_call(call.id, status="in_progress"))
             paths = _edited_paths(call)
             before = await self._texts(paths) if paths else {}
-            result = await inner(call, context)
+            live = LiveOutput(call.id, self.send)  # the output a tool streams (bash), shown as it runs
+            context = context if context is not None else CallContext(call)
+            if context.output is None:
+                context.output = live.output
+            if self.editor_terminal and context.terminal is None:
+                context.terminal = EditorTerminal(self.client, self.id, call.id, self.send, self._terminals)
+            try:
+                result = await inner(call, context)
+            finally:
+                await live.close()  # before the result is shown: no output update after it
             if paths and result.success:
                 after = await self._texts(paths)
                 self._diffs[call.id] = [

@@ -3,20 +3,24 @@
 Pure functions from our calls and results to the SDK's ``session/update`` payloads
 (``tool_call``, ``tool_call_update``); :mod:`steerable_sidecar.acp_agent` sends them. The kind
 comes from the tool's name for the tools we know and from its :class:`ToolMode` otherwise
-(docs/acp.md, "Tool calls"); paths are shown absolute, as ACP wants them.
+(docs/acp.md, "Tool calls"); paths are shown absolute, as ACP wants them. One piece holds state:
+:class:`LiveOutput`, a running call's output shown as it comes.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from acp import helpers
+from acp.interfaces import Client
 from acp.schema import (
     ContentToolCallContent,
     FileEditToolCallContent,
+    TerminalToolCallContent,
     ToolCallLocation,
     ToolCallProgress,
     ToolCallStart,
@@ -24,15 +28,23 @@ from acp.schema import (
     ToolKind,
 )
 
+from steerable_agent_runtime.context import output_tail
 from steerable_agent_runtime.modes import ToolMode
 
 __all__ = [
+    "LIVE_INTERVAL_S",
+    "LIVE_MAX_BYTES",
+    "LIVE_MAX_LINES",
     "MAX_SHOWN_CHARS",
+    "TERMINAL_OUTPUT_BYTES",
+    "EditorTerminal",
     "FileDiff",
+    "LiveOutput",
     "Resolver",
     "cancelled_update",
     "clipped",
     "locations_of",
+    "output_update",
     "result_content",
     "result_update",
     "start_update",
@@ -42,6 +54,16 @@ __all__ = [
 
 MAX_SHOWN_CHARS: Final = 20_000
 """The most characters of one result's text shown in a tool call's content (the model gets it all)."""
+
+TERMINAL_OUTPUT_BYTES: Final = 1024 * 1024
+"""The output an editor's terminal keeps for a ``bash`` call at most (its ``outputByteLimit``)."""
+
+LIVE_INTERVAL_S: Final = 0.5
+"""The shortest time between two updates showing a running call's output."""
+LIVE_MAX_LINES: Final = 40
+"""The most lines of a running call's output shown (its end)."""
+LIVE_MAX_BYTES: Final = 4096
+"""The most UTF-8 bytes of a running call's output shown (its end)."""
 
 _KIND_BY_NAME: Final[Mapping[str, ToolKind]] = {
     "read_file": "read",
@@ -76,10 +98,45 @@ FileDiff = tuple[str, str | None, str | None]
 """One file an edit changed: ``(absolute path, text before, text after)``; ``None``: no such file."""
 
 
+_KIND_BY_VERB: Final[Mapping[str, ToolKind]] = {
+    **dict.fromkeys(("read", "get", "list", "show", "view", "describe", "cat", "head", "tail"), "read"),
+    **dict.fromkeys(("search", "find", "grep", "glob", "query", "lookup"), "search"),
+    **dict.fromkeys(
+        ("write", "edit", "create", "update", "set", "add", "append", "patch", "replace", "insert", "save"),
+        "edit",
+    ),
+    **dict.fromkeys(("delete", "remove", "rm", "drop", "unlink", "erase", "purge"), "delete"),
+    **dict.fromkeys(("move", "rename", "mv", "copy", "cp"), "move"),
+    **dict.fromkeys(("fetch", "download", "browse", "navigate", "http"), "fetch"),
+    **dict.fromkeys(("run", "exec", "execute", "shell", "bash", "terminal", "spawn"), "execute"),
+    **dict.fromkeys(("think", "plan"), "think"),
+}
+"""The kind of a tool steerable does not know, by the first word of its name (``write_file``: edit)."""
+
+_MCP_PREFIX: Final = "mcp__"
+
+
+def mcp_parts(name: str) -> tuple[str, str] | None:
+    """``(server, tool)`` of an MCP server's tool as registered (``mcp__server__tool``), else ``None``."""
+    if not name.startswith(_MCP_PREFIX):
+        return None
+    server, separator, tool = name[len(_MCP_PREFIX) :].partition("__")
+    return (server, tool) if separator and server and tool else None
+
+
 def tool_kind(name: str, mode: ToolMode | None) -> ToolKind:
-    """The ACP tool kind of a call: by name for the known tools, else by ``mode``, else ``other``."""
-    if name in _KIND_BY_NAME:
-        return _KIND_BY_NAME[name]
+    """The ACP tool kind of a call: by name, by the first word of its name, else by ``mode``.
+
+    An MCP server's tool goes by its own name: the reference filesystem server's ``write_file``
+    is ``edit``, not its mode's ``delete``.
+    """
+    parts = mcp_parts(name)
+    tool = parts[1] if parts is not None else name
+    if tool in _KIND_BY_NAME:
+        return _KIND_BY_NAME[tool]
+    verb = tool.replace("-", "_").split("_", 1)[0].lower()
+    if verb in _KIND_BY_VERB:
+        return _KIND_BY_VERB[verb]
     return _KIND_BY_MODE.get(mode, "other") if mode is not None else "other"
 
 
@@ -89,7 +146,14 @@ def _one_line(text: str, limit: int = 80) -> str:
 
 
 def tool_title(name: str, arguments: Mapping[str, Any]) -> str:
-    """A short human title: ``Read src/app.py``, ``Run `pytest -q` ``, else the tool's name."""
+    """A short human title: ``Read src/app.py``, ``Run `pytest -q` ``, else the tool's name.
+
+    An MCP server's tool is named after its server: ``filesystem: Write notes.txt``,
+    ``github: create_issue``.
+    """
+    parts = mcp_parts(name)
+    if parts is not None:
+        return f"{parts[0]}: {tool_title(parts[1], arguments)}"
     path = arguments.get("path")
     shown = _one_line(path) if isinstance(path, str) and path else None
     if name == "read_file" and shown:
@@ -163,17 +227,19 @@ def _text(text: str) -> ContentToolCallContent:
 
 
 def result_content(
-    name: str, result: Mapping[str, Any], diffs: Sequence[FileDiff] = ()
-) -> list[ContentToolCallContent | FileEditToolCallContent]:
-    """What a finished call shows: diffs for edits, output for ``bash``, else the message or error."""
+    name: str, result: Mapping[str, Any], diffs: Sequence[FileDiff] = (), terminal: str | None = None
+) -> list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent]:
+    """What a finished call shows: diffs for edits, ``bash`` output (or its terminal), else its message."""
     data = result.get("data") if isinstance(result.get("data"), Mapping) else {}
-    shown: list[ContentToolCallContent | FileEditToolCallContent] = []
+    shown: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = []
+    if terminal is not None:  # the editor's terminal shows the output (released, still shown)
+        shown.append(helpers.tool_terminal_ref(terminal))
     if result.get("success"):
         shown.extend(
             helpers.tool_diff_content(path, after if after is not None else "", before)
             for path, before, after in diffs
         )
-    if name in ("bash", "run_code") and isinstance(data, Mapping):
+    if name in ("bash", "run_code") and isinstance(data, Mapping) and terminal is None:
         output = "".join(str(data.get(k) or "") for k in ("stdout", "stderr"))
         if output:
             shown.append(_text(_fenced(clipped(output))))
@@ -190,15 +256,165 @@ def result_content(
 
 
 def result_update(
-    call_id: str, name: str, result: Mapping[str, Any], diffs: Sequence[FileDiff] = ()
+    call_id: str,
+    name: str,
+    result: Mapping[str, Any],
+    diffs: Sequence[FileDiff] = (),
+    terminal: str | None = None,
 ) -> ToolCallProgress:
-    """The ``tool_call_update`` closing a call: ``completed`` or ``failed``, its content, its result."""
+    """The ``tool_call_update`` closing a call: ``completed`` or ``failed``, its content, its result.
+
+    ``terminal``: the id of the editor's terminal the call ran in (shown instead of its output).
+    """
     status: ToolCallStatus = "completed" if result.get("success") else "failed"
-    return helpers.update_tool_call(
-        call_id, status=status, content=result_content(name, result, diffs), raw_output=dict(result)
-    )
+    content = result_content(name, result, diffs, terminal)
+    return helpers.update_tool_call(call_id, status=status, content=content, raw_output=dict(result))
 
 
 def cancelled_update(call_id: str) -> ToolCallProgress:
     """The ``tool_call_update`` of a call the turn's cancel stopped."""
     return helpers.update_tool_call(call_id, status="failed", content=[_text("cancelled")])
+
+
+def output_update(call_id: str, shown: str) -> ToolCallProgress:
+    """The ``tool_call_update`` showing a running call's output so far (its tail), as a code block."""
+    return helpers.update_tool_call(call_id, content=[_text(_fenced(shown))])
+
+
+class LiveOutput:
+    """A running call's output (``CallContext.send_output`` chunks) shown as ``tool_call_update``s.
+
+    :meth:`output` is the call's output sink: it keeps the tail of what the call sent and returns
+    at once (the tool never waits for the client); a task sends the tail, at most one update every
+    ``interval_s``, the first no sooner than ``interval_s`` after the call started (a call that ends
+    before shows its result alone). :meth:`close` stops it before the call's result is shown, so
+    no output update comes after the result. Make it when the call starts.
+
+    Args:
+        call_id: The call shown.
+        send: Sends one ``session/update`` (never raises).
+        interval_s: The shortest time between two updates.
+    """
+
+    def __init__(
+        self,
+        call_id: str,
+        send: Callable[[ToolCallProgress], Awaitable[None]],
+        *,
+        interval_s: float = LIVE_INTERVAL_S,
+    ) -> None:
+        self._call_id = call_id
+        self._send = send
+        self._interval_s = interval_s
+        self._text = ""
+        self._dropped = 0  # bytes trimmed off the front of _text
+        self._due = False  # output arrived that no update has shown
+        self._last = asyncio.get_running_loop().time()  # when the last update went (or the call started)
+        self._task: asyncio.Task[None] | None = None
+        self._sending = False
+        self._closed = False
+        self.sent = 0
+        """How many updates went out."""
+
+    def output(self, text: str) -> None:
+        """Take one chunk (the sink); dropped once closed."""
+        if self._closed or not text:
+            return
+        self._text += text
+        if len(self._text) > 4 * LIVE_MAX_BYTES:  # keep a bounded tail; output_tail cuts it exactly
+            cut = len(self._text) - 2 * LIVE_MAX_BYTES
+            self._dropped += len(self._text[:cut].encode("utf-8", "replace"))
+            self._text = self._text[cut:]
+        self._due = True
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._show(), name=f"acp-live-{self._call_id}"
+            )
+
+    async def _show(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._due and not self._closed:
+                wait = self._last + self._interval_s - loop.time()
+                if wait > 0:
+                    await asyncio.sleep(wait)
+                self._due = False
+                shown = output_tail(
+                    self._text,
+                    max_lines=LIVE_MAX_LINES,
+                    max_bytes=LIVE_MAX_BYTES,
+                    dropped_bytes=self._dropped,
+                )
+                self._sending = True
+                try:
+                    await self._send(output_update(self._call_id, shown))
+                finally:
+                    self._sending = False
+                self._last = loop.time()
+                self.sent += 1
+        finally:
+            self._task = None
+
+    async def close(self) -> None:
+        """Show nothing more: an update being sent is let finish, one waiting for its turn is dropped."""
+        self._closed = True
+        task = self._task
+        if task is None:
+            return
+        if not self._sending:
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+class EditorTerminal:
+    """The editor's terminal for one call (``CallContext.terminal``, ``steerable acp --editor-terminal``).
+
+    :meth:`open` is ``terminal/create`` with the words ``bash`` hands over (the sandbox's own start,
+    steerable's environment: the editor adds none), then shown in the call as its content; the id
+    goes into ``opened`` under the call's id, so the call's result shows the terminal too.
+    :meth:`close` is ``terminal/release`` (the command is stopped by then: steerable stops it); a
+    terminal the command never ran in is no longer shown with the call.
+
+    Args:
+        client: The connection to the editor.
+        session_id: The session the call runs in.
+        call_id: The call shown.
+        send: Sends one ``session/update`` (never raises).
+        opened: Call id -> terminal id, the session's.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        session_id: str,
+        call_id: str,
+        send: Callable[[ToolCallProgress], Awaitable[None]],
+        opened: dict[str, str],
+    ) -> None:
+        self._client = client
+        self._session_id = session_id
+        self._call_id = call_id
+        self._send = send
+        self._opened = opened
+
+    async def open(self, command: str, args: Sequence[str], *, cwd: str) -> str:
+        """``terminal/create``, shown in the call; the terminal's id (an error from the editor is raised)."""
+        made = await self._client.create_terminal(
+            session_id=self._session_id,
+            command=command,
+            args=list(args),
+            env=[],
+            cwd=cwd,
+            output_byte_limit=TERMINAL_OUTPUT_BYTES,
+        )
+        self._opened[self._call_id] = made.terminal_id
+        await self._send(
+            helpers.update_tool_call(self._call_id, content=[helpers.tool_terminal_ref(made.terminal_id)])
+        )
+        return made.terminal_id
+
+    async def close(self, terminal_id: str, *, ran: bool) -> None:
+        """``terminal/release`` (kills what still runs there; the editor keeps showing its output)."""
+        if not ran and self._opened.get(self._call_id) == terminal_id:
+            del self._opened[self._call_id]  # the call shows its output, from here, instead
+        await self._client.release_terminal(session_id=self._session_id, terminal_id=terminal_id)

@@ -26,6 +26,7 @@ from steerable_agent_runtime import (
     AgentLoop,
     ApprovalGate,
     ApprovalHandler,
+    ConsentPolicy,
     ConsentQuestions,
     DurableRecord,
     LLMProvider,
@@ -63,6 +64,8 @@ class Transport:
         questions: The session's questions about calls their mode lets run, put to ``approve``
             by the gate: a person-facing front end passes its session's ``FetchConsent`` (the
             first ``web_fetch`` of each host, SAFE-4); ``None`` (headless): none.
+        consent: Which modes ask and which are refused (the session's policy, or a callable giving
+            the current one: an ACP session's mode); ``None``: the spec's table (``local`` asks).
     """
 
     approve: ApprovalHandler | None = None
@@ -72,6 +75,7 @@ class Transport:
     executor: ToolExecutor | None = None
     wrap: Callable[[ToolExecutor], ToolExecutor] | None = None
     questions: ConsentQuestions | None = None
+    consent: ConsentPolicy | Callable[[], ConsentPolicy] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +152,9 @@ async def assemble_loop(
             await seeded
     executor = transport.executor
     if executor is None:
-        executor = ApprovalGate.for_router(router, approve=transport.approve, questions=transport.questions)
+        executor = ApprovalGate.for_router(
+            router, approve=transport.approve, questions=transport.questions, policy=transport.consent
+        )
     if transport.wrap is not None:
         executor = transport.wrap(executor)
     return AgentLoop(

@@ -1,12 +1,13 @@
 """``steerable mcp``: answer the host's handshake at once, boot the tools meanwhile, then serve them.
 
-The order is what keeps start-up inside a host's window (docs/mcp.md, "Start-up"): stdio is
-isolated and the MCP peer is serving before the tools are built, so ``initialize`` is answered
-after the interpreter, asyncio and two small modules have loaded; ``boot`` (the workspace tools,
-plugins, the harness) runs in a worker thread, then the MCP sources of ``STEERABLE_MCP_CONFIG``
-connect, and only then are the tools attached: the first ``tools/list`` waits for them and lists
-everything. A boot failure is answered to the waiting requests, printed on stderr and ends the
-command with exit 2, as before the handshake existed. SIGTERM, SIGHUP and SIGINT answer every
+The order is what keeps start-up inside a host's window (docs/mcp.md, "Start-up"): once the
+workspace is known to be one to serve, ``boot`` (the workspace tools, plugins, the harness) starts
+in a daemon thread, before asyncio and the MCP modules load, so the tools are ready as early as
+the process's work allows; meanwhile stdio is isolated and the MCP peer answers ``initialize``.
+Then the MCP sources of ``STEERABLE_MCP_CONFIG`` connect, and only then are the tools attached: a
+``tools/list`` that comes earlier waits for them and lists everything. A boot failure is answered
+to the waiting requests, printed on stderr and ends the command with exit 2, as before the
+handshake existed. SIGTERM, SIGHUP and SIGINT answer every
 request in flight as interrupted, then end it with ``128 + n`` (docs/mcp.md, "Shutdown and
 signals").
 """
@@ -14,7 +15,6 @@ signals").
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import os
 import sys
@@ -26,14 +26,15 @@ from typing import TYPE_CHECKING, Any, Final
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 
-from ._secrets import credential_values
-from ._signals import INTERRUPT_DRAIN_S, Shutdown, run_until_signalled
 from .exit_codes import ExitCode
-from .mcp_server import McpServer
-from .rpc import open_stdio_streams
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # loaded once the boot has started (start-up: benchmarks/startup.py)
+    import asyncio
+    from concurrent.futures import Future
+
+    from ._signals import Shutdown
     from .boot import Booted
+    from .mcp_server import McpServer
     from .web_tools import FetchConsent
 
 __all__ = ["person_homes", "refused_workspace", "run_mcp"]
@@ -42,6 +43,8 @@ _LEFT_DURING_BOOT_S: Final = 2.0
 """Seconds a boot may still take after the host left (then the process ends without it)."""
 _TELL_FAILURE_S: Final = 10.0
 """Seconds a failed boot waits for the host's ``tools/list`` to answer it with the error."""
+_QUIET_START_S: Final = 1.0
+"""Seconds the work after the boot (the sandbox probe) waits for the host's first ``tools/list``."""
 
 
 def refused_workspace(workspace: str | None, cwd: Path, homes: Sequence[Path]) -> str | None:
@@ -133,12 +136,21 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
         print(refusal, file=sys.stderr)
         return ExitCode.USAGE
     root = Path(args.workspace).resolve() if args.workspace else cwd
-    return run_until_signalled(lambda shutdown: _serve(args, boot, root, shutdown))
+    booting = _in_daemon_thread(boot)  # first: the tools are what the host waits on longest
+    from ._signals import run_until_signalled
+
+    return run_until_signalled(lambda shutdown: _serve(args, booting, root, shutdown))
 
 
 async def _serve(
-    args: argparse.Namespace, boot: Callable[[], Booted], root: Path, shutdown: Shutdown | None = None
+    args: argparse.Namespace, booting: Future[Booted], root: Path, shutdown: Shutdown | None = None
 ) -> int:
+    import asyncio
+
+    from ._secrets import credential_values
+    from .mcp_server import McpServer
+    from .rpc import open_stdio_streams
+
     reader, writer = await open_stdio_streams()  # first: a print() from here on lands on stderr
     server = McpServer(
         instructions=(
@@ -150,7 +162,7 @@ async def _serve(
     watching = asyncio.ensure_future(_interrupt_on(shutdown, server))
     try:
         return await _serve_with(
-            args, boot, root, server, asyncio.ensure_future(server.serve(reader, writer))
+            args, _awaited(booting), root, server, asyncio.ensure_future(server.serve(reader, writer))
         )
     finally:
         watching.cancel()
@@ -161,6 +173,8 @@ async def _interrupt_on(shutdown: Shutdown | None, server: McpServer) -> None:
     """At a signal, answer every request in flight as interrupted and close (REC-4)."""
     if shutdown is None:
         return
+    from ._signals import INTERRUPT_DRAIN_S
+
     await shutdown.wait()
     await server.interrupt(
         shutdown.interrupted_message(), shutdown.interrupted_data(), grace_s=INTERRUPT_DRAIN_S
@@ -169,12 +183,13 @@ async def _interrupt_on(shutdown: Shutdown | None, server: McpServer) -> None:
 
 async def _serve_with(
     args: argparse.Namespace,
-    boot: Callable[[], Booted],
+    booting: asyncio.Future[Booted],
     root: Path,
     server: McpServer,
     serving: asyncio.Task[None],
 ) -> int:
-    booting = _in_daemon_thread(boot)
+    import asyncio
+
     either: set[asyncio.Future[Any]] = {serving, booting}
     await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
     if not booting.done():  # the host left during the boot: a little longer, then go
@@ -203,8 +218,11 @@ async def _serve_with(
                     return ExitCode.OK
                 connecting.result()  # fails loud, naming the server
             server.attach(booted.router, booted.harness.offered, questions=_fetch_consent(booted))
-            _announce(args, booted, root)
-            await serving
+            later = asyncio.ensure_future(_after_the_listing(args, booted, root, server))
+            try:
+                await serving
+            finally:
+                later.cancel()
         return ExitCode.OK
     except SteerableError as exc:  # a plugin, a STEERABLE_* variable, an MCP source
         server.fail(exc)
@@ -221,6 +239,19 @@ async def _serve_with(
             await booted.aclose()
 
 
+async def _after_the_listing(args: argparse.Namespace, booted: Booted, root: Path, server: McpServer) -> None:
+    """Once the host has its tools (or :data:`_QUIET_START_S` on): say what is served, ready a call.
+
+    The sandbox probe and the wire types' validators (built at their first use) wait until then,
+    so neither competes with the first ``tools/list`` for the interpreter.
+    """
+    import asyncio
+
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(server.listed(), _QUIET_START_S)
+    _announce(args, booted, root)
+
+
 def _fetch_consent(booted: Booted) -> FetchConsent | None:
     """The connection's question before each new host's first ``web_fetch`` (SAFE-4), with the web pair."""
     if booted.web is None:
@@ -230,34 +261,53 @@ def _fetch_consent(booted: Booted) -> FetchConsent | None:
     return FetchConsent(booted.web.config)
 
 
-def _in_daemon_thread(boot: Callable[[], Booted]) -> asyncio.Future[Booted]:
-    """Run ``boot`` in a daemon thread; its result (or exception) arrives on the returned future."""
-    loop = asyncio.get_running_loop()
-    future: asyncio.Future[Booted] = loop.create_future()
+def _in_daemon_thread(boot: Callable[[], Booted]) -> Future[Booted]:
+    """Start ``boot`` in a daemon thread (a hung plugin does not keep the process alive); its outcome."""
+    from concurrent.futures import Future
 
-    def settle(setter: Callable[[Any], None], value: Any) -> None:
-        if not future.done():
-            setter(value)
+    future: Future[Booted] = Future()
 
     def run() -> None:
-        setter: Callable[[Any], None]
-        value: Any
         try:
-            value, setter = boot(), future.set_result
+            future.set_result(boot())
         except BaseException as exc:  # delivered to the loop, which decides
-            value, setter = exc, future.set_exception
-        with contextlib.suppress(RuntimeError):  # the loop closed: the host left long ago
-            loop.call_soon_threadsafe(settle, setter, value)
+            future.set_exception(exc)
 
     threading.Thread(target=run, name="steerable-mcp-boot", daemon=True).start()
     return future
+
+
+def _awaited(booting: Future[Booted]) -> asyncio.Future[Booted]:
+    """The boot's outcome on the running loop (a closed loop, the host long gone, is not told)."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    awaited: asyncio.Future[Booted] = loop.create_future()
+
+    def settle() -> None:
+        if awaited.done():
+            return
+        error = booting.exception()
+        if error is None:
+            awaited.set_result(booting.result())
+        else:
+            awaited.set_exception(error)
+
+    def done(_: Future[Booted]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop closed
+            loop.call_soon_threadsafe(settle)
+
+    booting.add_done_callback(done)  # at once when the boot is over already
+    return awaited
 
 
 def _announce(args: argparse.Namespace, booted: Booted, root: Path, *, probe: bool = True) -> None:
     """Say on stderr, once, what is served: a terminal otherwise shows nothing.
 
     The sandbox is probed in a daemon thread, so a slow probe (a hung bwrap) delays neither calls
-    nor the exit; ``probe=False`` (the host already left) says so without probing.
+    nor the exit; the thread first builds the wire types' validators, which the first
+    ``tools/call`` would otherwise build. ``probe=False`` (the host already left) says so without
+    probing.
     """
     from .boot import offered_tools
 
@@ -274,7 +324,10 @@ def _announce(args: argparse.Namespace, booted: Booted, root: Path, *, probe: bo
     def probed() -> None:
         from steerable_agent_runtime.errors import SandboxUnavailableError
         from steerable_agent_runtime.sandbox import select_backend
+        from steerable_agent_runtime.types import ToolCall, ToolResult
 
+        for model in (ToolCall, ToolResult):  # defer_build: built here, not in the first call
+            model.model_rebuild()
         try:
             backend = select_backend().info.backend
         except SandboxUnavailableError:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime.config import EnvInt
 from steerable_agent_runtime.errors import ConfigError, UserError
-from steerable_agent_runtime.modes import mode_from_annotations
+from steerable_agent_runtime.modes import MODE_META_KEY, ToolMode, mode_from_annotations
 from steerable_agent_runtime.spill import scalar_fields
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolHandler
 from steerable_agent_runtime.types import ToolResult
@@ -108,12 +108,21 @@ def build_tool(
         schema,
         handler,
         description=str(description),
-        mode=mode_from_annotations(original, hints),
+        mode=_mode(original, hints, definition.get("_meta")),
         exposure=exposure,
         timeout_ms=timeout_ms,
         annotations=kept or None,
         context_param=context_param,
     )
+
+
+def _mode(name: str, hints: dict[str, Any] | None, meta: Any) -> ToolMode:
+    """The tool's mode from its hints, or ``local`` when a fronted steerable says so in ``_meta``.
+
+    Only ``local`` is taken from ``_meta``: it can make a call ask, never let one run unasked.
+    """
+    stated = meta.get(MODE_META_KEY) if isinstance(meta, dict) else None
+    return ToolMode.LOCAL if stated == ToolMode.LOCAL.value else mode_from_annotations(name, hints)
 
 
 def call_tool_result(result: CallToolResult, *, server: str, tool: str) -> ToolResult:

@@ -5,10 +5,14 @@ imported as ``acp``): ``session/new`` boots the workspace tools for the client's
 (confined as everywhere) and starts the MCP servers it names as deferred tools; ``session/prompt``
 runs the agent loop (:mod:`steerable_sidecar._assembly`, the one session assembly) and streams
 what happens as ``session/update``s; ``session/cancel`` stops the turn; ``session/load`` replays a
-durable record and re-seeds the read state from it; ``session/set_config_option`` picks the
-session's model (:mod:`steerable_sidecar._acp_models`), and each ``session/prompt`` answer carries
-the turn's token usage. Sessions are recorded under the state directory, as ``steerable run``
-records them. How a client registers it: docs/acp.md.
+durable record and re-seeds the read state from it; ``session/list`` lists the recorded ones
+(:mod:`steerable_sidecar._acp_listing`). ``session/set_mode`` (or the ``mode`` config option)
+picks the session's consent policy (:mod:`steerable_sidecar._acp_modes`), the ``model`` config
+option its model (:mod:`steerable_sidecar._acp_models`); ``/mode``, ``/model`` and ``/tools`` are
+slash commands (:mod:`steerable_sidecar._acp_commands`). Each ``session/prompt`` answer carries the
+turn's token usage, and a ``usage_update`` the context's size when it is known. Sessions are
+recorded under the state directory, as ``steerable run`` records them. How a client registers
+it: docs/acp.md.
 
 :func:`serve_acp` runs an agent over a :class:`~steerable_sidecar._acp_wire.LineTransport`
 until the client leaves; ``steerable acp`` (:mod:`steerable_sidecar._acp_cli`) is the command.
@@ -18,16 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, cast
 
-from acp import RequestError, run_agent
+from acp import RequestError, helpers, run_agent
 from acp.interfaces import Agent, Client
 from acp.schema import (
     AudioContentBlock,
@@ -37,28 +39,36 @@ from acp.schema import (
     ImageContentBlock,
     Implementation,
     InitializeResponse,
+    ListSessionsResponse,
     LoadSessionResponse,
     McpServerStdio,
     NewSessionResponse,
     PromptResponse,
     ResourceContentBlock,
+    SessionConfigOptionBoolean,
     SessionConfigOptionSelect,
+    SessionInfoUpdate,
     SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
     SseMcpServer,
     StopReason,
     TextContentBlock,
-    TextResourceContents,
+    UsageUpdate,
 )
 
 from steerable_agent_runtime import DEFAULT_MAX_ROUNDS, RunOutcome
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.llm import LLMProvider
 from steerable_agent_runtime.loop import RunSummary
+from steerable_agent_runtime.modes import DEFAULT_CONSENT_POLICY, ConsentPolicy
 from steerable_agent_runtime.types import new_call_id
 
+from ._acp_commands import SlashCommand, available_commands, slash_command, tools_text
+from ._acp_inputs import mcp_configs, prompt_text
+from ._acp_listing import SESSION_ENTRY, list_recorded, session_entry, title_of
 from ._acp_models import DEFAULT_MODEL_ID, chosen_model, model_option, offered_models, turn_usage
+from ._acp_modes import MODE_OPTION_ID, chosen_mode, mode_option, mode_state, offered_modes
 from ._acp_session import AcpSession
-from ._acp_updates import clipped
 from ._acp_wire import LineTransport, initialize_result
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 from ._mcp_cli import person_homes, refused_workspace
@@ -88,10 +98,6 @@ STOP_REASONS: Final[Mapping[RunOutcome, StopReason]] = {
 """The ACP stop reason of each outcome; ``incomplete`` depends on why, ``error`` is a JSON-RPC error."""
 
 _REFUSAL_FINISHES: Final = frozenset({"content_filter", "sensitive"})
-_SERVER_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]+")
-_UNDERSCORES: Final = re.compile(r"_{2,}")  # "__" separates the parts of an MCP tool's name
-MAX_EMBEDDED_CHARS: Final = 100_000
-"""The most characters of one embedded file put in the prompt (``read_file``'s display clip)."""
 CLOSE_TIMEOUT_S: Final = 10.0
 """How long closing a session waits for its turn and its MCP servers before the agent goes on."""
 
@@ -130,6 +136,11 @@ class AcpOptions:
         model: The configured model (``STEERABLE_MODEL``), each session's to begin with
             (``None``: the provider's own name for it, else ``"default"``).
         models: More models offered to the editor (``--models``); any other id is taken too.
+        consent: Each session's first mode (``STEERABLE_CONSENT``, ``--consent``).
+        context_window: The model's context, in tokens (``--context-window``): each turn then
+            ends with a ``usage_update`` (``None``: unknown, none is sent).
+        editor_terminal: Run ``bash`` in the editor's terminal when it offers terminals
+            (``--editor-terminal``; sandboxed the same way: docs/acp.md, "Terminals").
     """
 
     state_dir: Path
@@ -143,9 +154,13 @@ class AcpOptions:
     max_live_sessions: int = 16
     model: str | None = None
     models: tuple[str, ...] = ()
+    consent: ConsentPolicy = DEFAULT_CONSENT_POLICY
+    context_window: int | None = None
+    editor_terminal: bool = False
 
 
 _McpServer = HttpMcpServer | SseMcpServer | McpServerStdio
+_ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +172,7 @@ class _Parked:
     always: frozenset[str]
     hosts: frozenset[str] = frozenset()  # the hosts web_fetch was allowed to reach (SAFE-4)
     model: str | None = None  # the model picked for it (session/set_config_option)
+    policy: ConsentPolicy = DEFAULT_CONSENT_POLICY  # its mode (session/set_mode)
 
 
 class SteerableAcpAgent:
@@ -191,10 +207,13 @@ class SteerableAcpAgent:
         self._interrupted: tuple[str, dict[str, Any]] | None = None  # a signal: the prompts' error (REC-4)
         self.capabilities = _capabilities(hello.get("clientCapabilities") if hello else None)
         self._client: Client | None = None
+        self._background: set[asyncio.Task[None]] = set()  # notifications sent after an answer
         self.default_model = options.model or _provider_model(provider) or DEFAULT_MODEL_ID
         """The model each session starts with: its prompts go to the provider as configured."""
         self.models = offered_models(self.default_model, options.models)
         """The ``model`` option's choices: the default first."""
+        self.modes = offered_modes(options.consent)
+        """The session modes offered: the named consent policies (and ``--consent``'s, when not one)."""
 
     def on_connect(self, conn: Client) -> None:
         """The SDK hands over the connection to the client."""
@@ -234,8 +253,14 @@ class SteerableAcpAgent:
                 configuration, the tools or an MCP server fail (the message says which).
         """
         session = await self._open(new_call_id(), cwd, mcp_servers or [])
+        session.policy = self.options.consent
         await self._register(session)
-        return NewSessionResponse(session_id=session.id, config_options=[self._model_option(session.model)])
+        self._announce_commands(session)
+        return NewSessionResponse(
+            session_id=session.id,
+            modes=mode_state(session.policy, self.modes),
+            config_options=self._options(session),
+        )
 
     async def load_session(
         self,
@@ -273,11 +298,42 @@ class SteerableAcpAgent:
             old = self.sessions.pop(session_id, None)
             parked = self._parked.pop(session_id, None)
             session.model = old.model if old is not None else parked.model if parked is not None else None
+            session.policy = (
+                old.policy
+                if old is not None
+                else parked.policy
+                if parked is not None
+                else self.options.consent
+            )
             if old is not None:
                 await old.aclose()
             await self._register(session)
         await session.replay(opened.history)
-        return LoadSessionResponse(config_options=[self._model_option(session.model)])
+        self._announce_commands(session)
+        return LoadSessionResponse(
+            modes=mode_state(session.policy, self.modes), config_options=self._options(session)
+        )
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        """``session/list``: the recorded editor sessions (of ``cwd`` when given), newest first.
+
+        Raises:
+            RequestError: ``-32602`` for a relative ``cwd`` or a cursor this agent did not give.
+        """
+        return await list_recorded(self.options.state_dir / "sessions", cwd, cursor)
+
+    def _announce_commands(self, session: AcpSession) -> None:
+        """Send the slash commands once the answer is out (a client learns of the session first)."""
+
+        async def announce() -> None:
+            await asyncio.sleep(0)
+            await session.send(helpers.update_available_commands(available_commands()))
+
+        task = asyncio.get_running_loop().create_task(announce(), name=f"acp-commands-{session.id}")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _refuse_if_busy(self, session_id: str) -> None:
         live = self.sessions.get(session_id)
@@ -296,7 +352,7 @@ class SteerableAcpAgent:
         if self.provider is None:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
         root = _workspace(cwd, self.options.state_dir)
-        configs = _mcp_configs(servers)
+        configs = mcp_configs(servers)
         acquired = not self._locks.holds(session_id)
         try:
             holder = await self._locks.take(session_id)
@@ -344,7 +400,14 @@ class SteerableAcpAgent:
             await stack.aclose()
             raise RequestError(-32603, f"an MCP server could not start: {exc}", None) from exc
         return AcpSession(
-            session_id, root, booted, stack, self.client, self.capabilities, servers=tuple(servers)
+            session_id,
+            root,
+            booted,
+            stack,
+            self.client,
+            self.capabilities,
+            servers=tuple(servers),
+            editor_terminal=self.options.editor_terminal,
         )
 
     async def _register(self, session: AcpSession) -> None:
@@ -373,6 +436,7 @@ class SteerableAcpAgent:
                     frozenset(idle.always),
                     idle.fetch_consent.allowed,
                     idle.model,
+                    idle.policy,
                 )
                 await idle.aclose()
                 self._locks.release(idle.id)  # taken again when it boots again (another process may have it)
@@ -421,6 +485,7 @@ class SteerableAcpAgent:
             session.always.update(parked.always)
             session.fetch_consent.restore(parked.hosts)
             session.model = parked.model
+            session.policy = parked.policy
             await self._register(session)
         return session
 
@@ -447,9 +512,13 @@ class SteerableAcpAgent:
         cancels = self._cancels.get(session_id, 0)  # before any await: a cancel from now on stops it
         session = await self._session(session_id)  # pinned: not parked before its turn is set
         try:
-            text = _prompt_text(prompt)
+            text = prompt_text(prompt)
             if not text.strip():
                 raise RequestError.invalid_params({"prompt": "empty", "reason": "the prompt has no text"})
+            command = slash_command(text)
+            if command is not None:
+                await self._command(session, command)
+                return PromptResponse(stop_reason="end_turn")
             if session.turn is not None and session.running and session.cancelling:
                 await asyncio.wait(
                     {session.turn}, timeout=CLOSE_TIMEOUT_S
@@ -491,7 +560,16 @@ class SteerableAcpAgent:
             await session.close_open_calls()
         if self._interrupted is not None:  # a signal stopped the turn (REC-4): recorded, then said
             raise RequestError(-32603, *self._interrupted)
-        return PromptResponse(stop_reason=stop_reason(summary), usage=turn_usage(summary.usage))
+        reason = stop_reason(summary)
+        if self.options.context_window is not None and session.context_tokens:
+            await session.send(
+                UsageUpdate(
+                    session_update="usage_update",
+                    used=session.context_tokens,
+                    size=self.options.context_window,
+                )
+            )
+        return PromptResponse(stop_reason=reason, usage=turn_usage(summary.usage))
 
     async def _turn(self, session: AcpSession, text: str) -> RunSummary:
         """Assemble the turn's loop over the session's record (read again: it grew) and run it."""
@@ -507,6 +585,7 @@ class SteerableAcpAgent:
                 wrap=session.wrap,
                 read_state=session.booted.workspace.state.seed if session.reseed else None,
                 questions=session.fetch_consent,  # SAFE-4: a new host's first web_fetch asks
+                consent=session.consent_policy,  # the session's mode, read before each call
             ),
             offered=session.booted.harness.offered,
             options=LoopOptions(
@@ -516,6 +595,10 @@ class SteerableAcpAgent:
             ),
         )
         session.loop, session.reseed = loop, False
+        if not opened.history:  # a new session's record opens with its folder and title (session/list)
+            title = title_of(text)
+            await opened.record.append_entry(SESSION_ENTRY, session_entry(session.root, title))
+            await session.send(SessionInfoUpdate(session_update="session_info_update", title=title))
         system = (self.options.system or ACP_SYSTEM_PROMPT).replace("{cwd}", str(session.root))
         return await loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
 
@@ -523,32 +606,95 @@ class SteerableAcpAgent:
     async def set_config_option(
         self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
     ) -> SetSessionConfigOptionResponse:
-        """``session/set_config_option``: pick the session's model for its later prompts.
+        """``session/set_config_option``: pick the session's model or mode.
 
-        A turn already running keeps its model. A session closed while idle keeps the choice
-        and takes it back when it boots again; so does one loaded again in this process.
+        A model holds from the session's next prompt (a turn already running keeps its model);
+        a mode from its next tool call, the running turn's included. A session closed while idle
+        keeps the choice and takes it back when it boots again; so does one loaded again in
+        this process. A mode picked here is also sent as a ``current_mode_update``.
 
         Raises:
             RequestError: ``-32002`` for an unknown session; ``-32602`` for an option other than
-                ``model`` or a bad model id (:func:`~steerable_sidecar._acp_models.chosen_model`).
+                ``model`` and ``mode``, a bad model id
+                (:func:`~steerable_sidecar._acp_models.chosen_model`) or an unknown mode.
         """
         if not self._known(session_id):
             raise RequestError.resource_not_found(session_id)
-        chosen = chosen_model(config_id, value, self.models)
-        model = None if chosen == self.default_model else chosen
+        if config_id == MODE_OPTION_ID:
+            session = await self._choose(session_id, policy=chosen_mode(value, self.modes))
+            if session is not None:
+                await session.send(helpers.update_current_mode(session.policy.name))
+        else:
+            chosen = chosen_model(config_id, value, self.models)
+            model = None if chosen == self.default_model else chosen
+            await self._choose(session_id, model=model)
+        return SetSessionConfigOptionResponse(config_options=self._options(session_id))
+
+    async def set_session_mode(self, mode_id: str, session_id: str, **kwargs: Any) -> SetSessionModeResponse:
+        """``session/set_mode``: pick the session's consent policy, from its next tool call on.
+
+        Raises:
+            RequestError: ``-32002`` for an unknown session; ``-32602`` for an unknown mode
+                (``data.reason`` lists the session's modes).
+        """
+        if not self._known(session_id):
+            raise RequestError.resource_not_found(session_id)
+        await self._choose(session_id, policy=chosen_mode(mode_id, self.modes))
+        return SetSessionModeResponse()
+
+    async def _choose(self, session_id: str, **changes: Any) -> AcpSession | None:
+        """Set a live or parked session's ``model`` and/or ``policy``; the live session, if it is one.
+
+        Raises:
+            RequestError: ``-32002`` when the session was closed meanwhile.
+        """
         async with self._opening.setdefault(session_id, asyncio.Lock()):  # not while it is (re)booted
             live = self.sessions.get(session_id)
-            parked = self._parked.get(session_id)
             if live is not None:
-                live.model = model
-            elif parked is not None:
-                self._parked[session_id] = replace(parked, model=model)
-            else:  # closed meanwhile
+                for name, value in changes.items():
+                    setattr(live, name, value)
+                return live
+            parked = self._parked.get(session_id)
+            if parked is None:  # closed meanwhile
                 raise RequestError.resource_not_found(session_id)
-        return SetSessionConfigOptionResponse(config_options=[self._model_option(model)])
+            self._parked[session_id] = replace(parked, **changes)
+            return None
 
-    def _model_option(self, model: str | None) -> SessionConfigOptionSelect:
-        return model_option(model or self.default_model, self.models, self.default_model)
+    def _options(
+        self, session: AcpSession | str
+    ) -> list[SessionConfigOptionSelect | SessionConfigOptionBoolean]:
+        """A session's config options: its model and its mode (a parked one's as it was left)."""
+        if isinstance(session, str):
+            live = self.sessions.get(session)
+            parked = self._parked.get(session)
+            chosen = live if live is not None else parked
+            model = chosen.model if chosen is not None else None
+            policy = chosen.policy if chosen is not None else self.options.consent
+        else:
+            model, policy = session.model, session.policy
+        return [
+            model_option(model or self.default_model, self.models, self.default_model),
+            mode_option(policy, self.modes),
+        ]
+
+    async def _command(self, session: AcpSession, command: SlashCommand) -> None:
+        """Answer a slash command (``/mode``, ``/model``, ``/tools``) as the agent's message."""
+        if command.name == "tools":
+            names = [tool["function"]["name"] for tool in session.booted.harness.offered()]
+            answer = tools_text(session.booted.router, names, session.policy)
+        elif command.name == "mode":
+            if command.argument:
+                await self._choose(session.id, policy=chosen_mode(command.argument, self.modes))
+                await session.send(helpers.update_current_mode(session.policy.name))
+            others = ", ".join(policy.name for policy in self.modes if policy != session.policy)
+            answer = f"Mode: {session.policy.name}: {session.policy.summary}\nOther modes: {others}."
+        else:
+            if command.argument:
+                chosen = chosen_model("model", command.argument, self.models)
+                await self._choose(session.id, model=None if chosen == self.default_model else chosen)
+            offered = ", ".join(self.models)
+            answer = f"Model: {session.model or self.default_model}\nOffered: {offered}."
+        await session.send(helpers.update_agent_message_text(answer))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         """``session/cancel``: stop the session's turn; its ``session/prompt`` answers ``cancelled``."""
@@ -623,58 +769,6 @@ def _workspace(cwd: str, state_dir: Path) -> Path:
             }
         )
     return root
-
-
-def _mcp_configs(servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]) -> list[Any]:
-    """The client's MCP servers as our stdio server configurations, names made tool-name safe."""
-    from ._mcp_config import McpServerConfig
-
-    configs: list[McpServerConfig] = []
-    taken: set[str] = set()
-    for server in servers:
-        if not isinstance(server, McpServerStdio):
-            raise RequestError.invalid_params(
-                {
-                    "mcpServers": server.name,
-                    "reason": "only stdio MCP servers are supported (mcpCapabilities)",
-                }
-            )
-        base = _UNDERSCORES.sub("_", _SERVER_NAME_CHARS.sub("_", server.name)).strip("_")[:28] or "server"
-        name, n = base, 2
-        while name in taken:
-            name, n = f"{base}_{n}", n + 1
-        taken.add(name)
-        env = {variable.name: variable.value for variable in server.env}
-        try:
-            configs.append(
-                McpServerConfig(name=name, command=server.command, args=tuple(server.args), env=env)
-            )
-        except SteerableError as exc:  # an empty command
-            raise RequestError.invalid_params({"mcpServers": server.name, "reason": str(exc)}) from exc
-    return configs
-
-
-def _prompt_text(blocks: Sequence[Any]) -> str:
-    """The user message of a prompt: its text, embedded files as tagged context, links by name."""
-    parts: list[str] = []
-    for block in blocks:
-        if isinstance(block, TextContentBlock):
-            parts.append(block.text)
-        elif isinstance(block, ResourceContentBlock):
-            parts.append(f"[{block.name}]({block.uri})")
-        elif isinstance(block, EmbeddedResourceContentBlock):
-            resource = block.resource
-            uri = html.escape(resource.uri, quote=True)
-            if isinstance(resource, TextResourceContents):
-                text = clipped(resource.text, MAX_EMBEDDED_CHARS, "not included: read the file for the rest")
-                parts.append(f'<context uri="{uri}">\n{text}\n</context>')
-            else:
-                parts.append(f"[binary resource {uri} not shown]")
-        else:
-            raise RequestError.invalid_params(
-                {"prompt": block.type, "reason": "images and audio are not supported (promptCapabilities)"}
-            )
-    return "\n\n".join(parts)
 
 
 async def serve_acp(agent: SteerableAcpAgent, transport: LineTransport) -> None:

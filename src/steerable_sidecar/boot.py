@@ -146,9 +146,11 @@ def boot_tools(
         environ=environ,
         web_tools=install_web if web_tools else False,
     )
-    from .run_code import run_code_enabled, run_code_tool  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
+    from ._run_code_switch import run_code_enabled  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
 
     if run_code_enabled(environ):
+        from .run_code import run_code_tool
+
         run_code = run_code_tool(
             root, router=router, environ=environ, allow_protected_writes=allow_protected_writes
         )

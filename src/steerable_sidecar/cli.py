@@ -17,9 +17,7 @@ import contextlib
 import io
 import json
 import os
-import shutil
 import sys
-import textwrap
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
@@ -115,15 +113,104 @@ def _shared_options(parser: argparse.ArgumentParser, *, top: bool, outside: bool
 
 
 class _Parser(argparse.ArgumentParser):
-    """A command's parser: no abbreviated options (``--all`` is not ``--allow-...``, ever)."""
+    """A command's parser: no abbreviated options (``--all`` is not ``--allow-...``, ever).
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    Args:
+        setup: Adds the command's arguments when the command is parsed or its usage shown, so a
+            command builds (and imports) only its own options: ``steerable call`` does not load
+            ``run``'s, ``acp``'s or ``jobs``' modules.
+    """
+
+    def __init__(
+        self, *args: Any, setup: Callable[[argparse.ArgumentParser], None] | None = None, **kwargs: Any
+    ) -> None:
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        self._setup = setup
+
+    def _set_up(self) -> None:
+        setup, self._setup = self._setup, None
+        if setup is not None:
+            setup(self)
+
+    def parse_known_args(  # type: ignore[override]  # typeshed's overloads, one implementation
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._set_up()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._set_up()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._set_up()
+        return super().format_help()
+
+
+def _with_shared(
+    add: Callable[[argparse.ArgumentParser], None] | None = None, *, outside: bool = True
+) -> Callable[[argparse.ArgumentParser], None]:
+    """A command's setup: the shared options (:func:`_shared_options`), then its own (``add``)."""
+
+    def setup(parser: argparse.ArgumentParser) -> None:
+        _shared_options(parser, top=False, outside=outside)
+        if add is not None:
+            add(parser)
+
+    return setup
+
+
+def _add_tools_arguments(tools: argparse.ArgumentParser) -> None:
+    tools.add_argument("--json", action="store_true", help="print the tools' full descriptors as JSON")
+    tools.add_argument(
+        "--all", action="store_true", help="every registered tool, deferred and hidden ones included"
+    )
+
+
+def _add_call_arguments(call: argparse.ArgumentParser) -> None:
+    call.add_argument("name", help="tool name, e.g. read_file")
+    call.add_argument("arguments", nargs="?", default=None, help="JSON object of arguments (default {})")
+
+
+def _add_acp_arguments(acp: argparse.ArgumentParser) -> None:
+    from ._acp_cli import add_acp_arguments
+
+    add_acp_arguments(acp)
+
+
+def _add_plugins_arguments(plugins: argparse.ArgumentParser) -> None:
+    plugins.add_argument("--json", action="store_true", help="print the plugins as JSON")
+
+
+def _add_doctor_arguments(doctor: argparse.ArgumentParser) -> None:
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.add_argument("--state-dir", default=None, metavar="DIR", help="the state directory to check")
+
+
+def _add_jobs_arguments(jobs: argparse.ArgumentParser) -> None:
+    from ._jobs_cli import add_jobs_arguments
+
+    add_jobs_arguments(jobs)
+
+
+def _add_run_arguments(run: argparse.ArgumentParser) -> None:
+    from .headless import add_run_arguments
+
+    add_run_arguments(run)
+
+
+def _add_sidecar_arguments(sidecar: argparse.ArgumentParser) -> None:
+    sidecar.add_argument(
+        "--state-dir",
+        default=None,
+        metavar="DIR",
+        help="durable session records (default: $STEERABLE_STATE_DIR or $XDG_STATE_HOME/steerable)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the ``steerable`` argument parser."""
+    """Return the ``steerable`` argument parser (each command's options are added when it is used)."""
     parser = _Parser(
         prog="steerable",
         description="Agent tool runtime: validated tool calls and safe workspace file tools.",
@@ -131,64 +218,51 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"steerable {__version__}")
     _shared_options(parser, top=True)
-    common = _Parser(add_help=False)
-    _shared_options(common, top=False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    tools = sub.add_parser(
-        "tools", parents=[common], help="list the offered tools (name, mode, tier, description)"
+    sub.add_parser(
+        "tools",
+        help="list the offered tools (name, mode, tier, description)",
+        setup=_with_shared(_add_tools_arguments),
     )
-    tools.add_argument("--json", action="store_true", help="print the tools' full descriptors as JSON")
-    tools.add_argument(
-        "--all", action="store_true", help="every registered tool, deferred and hidden ones included"
+    sub.add_parser(
+        "call",
+        help="run one tool call and print its ToolResult JSON",
+        setup=_with_shared(_add_call_arguments),
     )
-    call = sub.add_parser("call", parents=[common], help="run one tool call and print its ToolResult JSON")
-    call.add_argument("name", help="tool name, e.g. read_file")
-    call.add_argument("arguments", nargs="?", default=None, help="JSON object of arguments (default {})")
-    sub.add_parser("session", parents=[common], help="ToolCall JSON lines on stdin -> result lines on stdout")
-    sub.add_parser("mcp", parents=[common], help="serve the tools over MCP stdio")
-    acp = sub.add_parser(
-        "acp", parents=[common], help="run the agent for an ACP editor (Agent Client Protocol on stdio)"
+    sub.add_parser(
+        "session", help="ToolCall JSON lines on stdin -> result lines on stdout", setup=_with_shared()
     )
-    from ._acp_cli import add_acp_arguments
-
-    add_acp_arguments(acp)
-    plugins = sub.add_parser("plugins", parents=[common], help="list the plugins, their origins and tools")
-    plugins.add_argument("--json", action="store_true", help="print the plugins as JSON")
-    doctor = sub.add_parser(
+    sub.add_parser("mcp", help="serve the tools over MCP stdio", setup=_with_shared())
+    sub.add_parser(
+        "acp",
+        help="run the agent for an ACP editor (Agent Client Protocol on stdio)",
+        setup=_with_shared(_add_acp_arguments),
+    )
+    sub.add_parser(
+        "plugins",
+        help="list the plugins, their origins and tools",
+        setup=_with_shared(_add_plugins_arguments),
+    )
+    sub.add_parser(
         "doctor",
-        parents=[common],
         help="show the resolved configuration and what each part will do here; exit 2 on a problem",
+        setup=_with_shared(_add_doctor_arguments),
     )
-    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
-    doctor.add_argument("--state-dir", default=None, metavar="DIR", help="the state directory to check")
-    jobs = sub.add_parser(
+    sub.add_parser(
         "jobs",
         help="list (or stop) the processes bash commands left running (STEERABLE_SANDBOX=container)",
+        setup=_add_jobs_arguments,
     )
-    from ._jobs_cli import add_jobs_arguments
-
-    add_jobs_arguments(jobs)
-    run_common = _Parser(add_help=False)
-    _shared_options(run_common, top=False, outside=False)
-    run = sub.add_parser(
+    sub.add_parser(
         "run",
-        parents=[run_common],
         help="one headless agent run in a jailed workspace; prints a JSON summary line on stdout",
         epilog=_RUN_EPILOG,
+        setup=_with_shared(_add_run_arguments, outside=False),
     )
-    from .headless import add_run_arguments
-
-    add_run_arguments(run)
-    sidecar = sub.add_parser(
+    sub.add_parser(
         "sidecar",
-        parents=[common],
         help="serve the tools and the agent loop to a host (JSON-RPC 2.0 on stdio)",
-    )
-    sidecar.add_argument(
-        "--state-dir",
-        default=None,
-        metavar="DIR",
-        help="durable session records (default: $STEERABLE_STATE_DIR or $XDG_STATE_HOME/steerable)",
+        setup=_with_shared(_add_sidecar_arguments),
     )
     return parser
 
@@ -270,6 +344,9 @@ def _search_the_deferred_tier(router: ToolRouter) -> None:
 
 
 def _print_table(tools: Sequence[Tool]) -> None:
+    import shutil
+    import textwrap
+
     rows = [(t.name, t.mode.value, t.exposure.value, " ".join(t.description.split())) for t in tools]
     widths = [max(len(r[i]) for r in rows + [("NAME", "MODE", "TIER", "")]) for i in range(3)]
     width = max(shutil.get_terminal_size((120, 24)).columns - sum(widths) - 6, 30)

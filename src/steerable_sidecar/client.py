@@ -317,6 +317,7 @@ class SidecarClient:
         tools_via_host: bool = False,
         tools: Sequence[Mapping[str, Any]] | None = None,
         auto_approve: bool = False,
+        consent: str | None = None,
         max_rounds: int | None = None,
         model: str | None = None,
         harness: str | None = None,
@@ -333,6 +334,8 @@ class SidecarClient:
             tools_via_host: The host runs the tools (:attr:`on_tool_invoke`); needs ``tools``.
             tools: The host's tool descriptors (as :meth:`list_tools` returns them).
             auto_approve: Run consent-mode calls without ``approval.request``.
+            consent: Which calls ask and which are refused: ``read-only``, ``ask``, ``default``,
+                ``auto`` or the modes that ask (default: the sidecar's ``STEERABLE_CONSENT``).
             max_rounds: Model calls at most.
             model: Overrides the sidecar's ``STEERABLE_MODEL``.
             harness: ``full`` (default), ``minimal`` or ``progressive``.
@@ -345,6 +348,7 @@ class SidecarClient:
             "sessionId": session_id,
             "system": system,
             "tools": [dict(t) for t in tools] if tools is not None else None,
+            "consent": consent,
             "maxRounds": max_rounds,
             "model": model,
             "harness": harness,

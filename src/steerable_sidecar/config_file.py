@@ -25,11 +25,9 @@ protected path besides. docs/configuration.md, "The configuration file", is the 
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 import sys
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,6 +131,8 @@ def read_config_file(
     for key, value in table.items():
         var = known.get(key)
         if var is None:
+            import difflib
+
             close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
             hint = (
                 f"; did you mean {close[0]!r}?"
@@ -145,6 +145,8 @@ def read_config_file(
 
 
 def _parsed(path: Path) -> dict[str, Any]:
+    import tomllib  # only once a file is there (start-up: most runs have none)
+
     try:
         raw = path.read_bytes()[: MAX_CONFIG_BYTES + 1]
     except OSError as exc:

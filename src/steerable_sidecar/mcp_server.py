@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import ToolErrorCode, __version__
 from steerable_agent_runtime.errors import SteerableError, UserError
-from steerable_agent_runtime.modes import OPEN_WORLD_READS, ToolMode
+from steerable_agent_runtime.modes import MODE_META_KEY, OPEN_WORLD_READS, ToolMode
 
 from ._secrets import Redactor
 from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_streams
@@ -127,7 +127,11 @@ _MCP_DEFAULTS: Final = {  # MCP 2025-06-18, ToolAnnotations: a hint left out mea
 
 
 def _listing(tool: Tool) -> dict[str, Any]:
-    """A tool as ``tools/list`` shows it; a fronted MCP tool keeps its server's hints and title."""
+    """A tool as ``tools/list`` shows it, its mode in ``_meta``.
+
+    A fronted MCP tool, or one that states hints of its own (``bash``'s ``openWorldHint``), keeps
+    its hints and title; the others get every hint from their mode.
+    """
     theirs = tool.annotations
     if theirs is None:  # one of ours: every hint from its mode
         title = tool_title(tool.name)
@@ -147,6 +151,9 @@ def _listing(tool: Tool) -> dict[str, Any]:
         "description": tool.description,
         "inputSchema": tool.parameters,
         "annotations": annotations,
+        # the mode itself, for a steerable fronting this server: the hints alone read bash back as
+        # destructive once it is closed to the network (mode_from_annotations), not local
+        "_meta": {MODE_META_KEY: tool.mode.value},
     }
 
 
@@ -184,10 +191,18 @@ class _ProgressClock:
 class _CallProgress:
     """One call's ``notifications/progress`` under its token, until :meth:`close` (docs/mcp.md).
 
+    Each output chunk is one message (redacted, then clipped to its last :attr:`MAX_LINES` lines
+    and :attr:`MAX_BYTES` bytes: ``bash`` sends its output's tail every half second at most); a
+    heartbeat (:meth:`running`) says the elapsed time, unless output went out since the last one.
     The sink is closed when the call's answer is due: a tool that kept its
     :class:`CallContext` (or another call holding it) sends nothing under a finished call's
     token; such a late chunk is dropped, with a debug log line.
     """
+
+    MAX_LINES: Final = 40
+    """Lines of one output chunk sent at most (its end is kept)."""
+    MAX_BYTES: Final = 4096
+    """UTF-8 bytes of one output chunk sent at most (its end is kept)."""
 
     def __init__(
         self,
@@ -202,6 +217,7 @@ class _CallProgress:
         self._redact = redact
         self._clock = _ProgressClock()
         self._open = True
+        self._told = False  # output went out since the last heartbeat
 
     def close(self) -> None:
         """Send nothing more under this token (idempotent)."""
@@ -211,11 +227,18 @@ class _CallProgress:
         await self._send(f"{self._name} started")
 
     async def running(self) -> None:
+        """The heartbeat: the elapsed time, when no output was sent since the last one."""
+        if self._told:
+            self._told = False
+            return
         await self._send(f"{self._name} running for {self._clock.elapsed_s():.1f} s")
 
     async def output(self, text: str) -> None:
-        """One chunk of the tool's output (redacted); dropped once the call is answered."""
-        await self._send(self._redact(text))
+        """One chunk of the tool's output (redacted, then clipped); dropped once the call is answered."""
+        from steerable_agent_runtime.context import output_tail
+
+        await self._send(output_tail(self._redact(text), max_lines=self.MAX_LINES, max_bytes=self.MAX_BYTES))
+        self._told = True
 
     async def _send(self, message: str) -> None:
         if not self._open:
@@ -269,6 +292,7 @@ class McpServer:
         self._list_changed_pending = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._initialized = asyncio.Event()  # initialize answered: log notifications may flow
+        self._listed = asyncio.Event()  # a tools/list was answered from the attached tools
         self._background: set[asyncio.Task[None]] = set()
 
     # -- the tools ----------------------------------------------------------------------------
@@ -324,6 +348,10 @@ class McpServer:
             from steerable_agent_runtime.errors import PeerClosedError
 
             self.fail(PeerClosedError("the client closed the connection before the tools were ready"))
+
+    async def listed(self) -> None:
+        """Return once a ``tools/list`` has been answered from the attached tools (the host has them)."""
+        await self._listed.wait()
 
     async def told_failure(self) -> None:
         """Return once a ``tools/*`` request has been answered with the :meth:`fail` error."""
@@ -447,7 +475,9 @@ class McpServer:
         router = await self._tools()
         from .boot import offered_tools
 
-        return {"tools": [_listing(tool) for tool in offered_tools(router, self._offered)]}
+        listing = {"tools": [_listing(tool) for tool in offered_tools(router, self._offered)]}
+        self._listed.set()
+        return listing
 
     async def _call_tool(self, params: Params) -> dict[str, Any]:
         if not isinstance(params, dict) or not isinstance(params.get("name"), str):

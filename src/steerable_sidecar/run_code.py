@@ -49,6 +49,7 @@ from steerable_agent_runtime.sandbox import (
 from steerable_agent_runtime.tools import Tool
 
 from ._codes import RunCodeErrorCode
+from ._run_code_switch import RUN_CODE_ENV, run_code_enabled
 
 if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
     from steerable_agent_runtime.sandbox import SandboxBackend, SandboxedProcess, SandboxInfo, ScanCache
@@ -65,9 +66,6 @@ __all__ = [
     "run_code_tool",
 ]
 
-RUN_CODE_ENV: Final = "STEERABLE_RUN_CODE"
-"""``1`` registers ``run_code`` at boot (default off). Spec: run_code."""
-
 RUN_CODE_TOOL_NAME: Final = "run_code"
 """The tool's name (reserved as local-only under ``toolsViaHost``)."""
 
@@ -81,11 +79,11 @@ _EXIT_GRACE_S: Final = 1.0  # after its last frame, how long the child gets to e
 _PHASE_CODES: Final = {"syntax": RunCodeErrorCode.SYNTAX_ERROR, "value": RunCodeErrorCode.VALUE_LIMIT}
 """The child's ``error.phase`` -> ``data.code``; any other phase is a ``runtime_error``."""
 
-_STOPPED: Final = ToolResult(
-    success=False,
-    error="the program was stopped before this call finished",
-    data={"code": ToolErrorCode.CANCELLED},
-).to_wire()
+_STOPPED: Final = {  # ToolResult(success=False, error=..., data=...).to_wire(), built by hand: no
+    "success": False,  # model is built at import (start-up: the types' validators wait for a call)
+    "error": "the program was stopped before this call finished",
+    "data": {"code": ToolErrorCode.CANCELLED.value},
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -139,15 +137,6 @@ RUN_CODE_LIMIT_ENV: Final[Mapping[str, str]] = MappingProxyType(
     {name: spec.variable for name, spec in int_fields(RunCodeConfig).items()}
 )
 """The variable of each :class:`RunCodeConfig` field (declared on the field)."""
-
-
-def run_code_enabled(environ: Mapping[str, str] | None = None) -> bool:
-    """Whether ``STEERABLE_RUN_CODE`` turns ``run_code`` on (default off).
-
-    Raises:
-        ConfigError: For a value that is not a boolean (1/true/yes/on, 0/false/no/off).
-    """
-    return env_flag(RUN_CODE_ENV, False, environ=environ)
 
 
 @functools.cache

@@ -41,6 +41,7 @@ from steerable_agent_runtime import (
     new_call_id,
 )
 from steerable_agent_runtime.ask_user import AskUserQuestionsPayload, make_ask_user_tool
+from steerable_agent_runtime.errors import ConfigError
 from steerable_agent_runtime.executor import (
     ApprovalGate,
     ApprovalHandler,
@@ -52,6 +53,7 @@ from steerable_agent_runtime.executor import (
 from steerable_agent_runtime.harness import AssembledHarness
 from steerable_agent_runtime.llm import LLMProvider, Message
 from steerable_agent_runtime.loop import DEFAULT_MAX_ROUNDS, AgentLoop, LoopEvent, RunOutcome, RunSummary
+from steerable_agent_runtime.modes import CONSENT_ENV, DEFAULT_CONSENT_POLICY, ConsentPolicy, consent_policy
 from steerable_agent_runtime.plugins import PluginInfo, PluginRegistry
 from steerable_agent_runtime.record import valid_session_id
 from steerable_agent_runtime.tool_search import is_tool_search
@@ -166,6 +168,7 @@ class ChatParams(_Params):
         list[dict[str, Any]] | None, WithJsonSchema({"type": "array", "items": {"x-def": "HostToolEntry"}})
     ] = None
     auto_approve: bool = False
+    consent: str | None = None
     max_rounds: int = Field(default=DEFAULT_MAX_ROUNDS, ge=1, le=10_000)
     model: str | None = None
     harness: Literal["full", "minimal", "progressive"] | None = None
@@ -186,6 +189,7 @@ class CancelParams(_Params):
 @dataclass(slots=True)
 class _Chat:
     session_id: str
+    consent: ConsentPolicy = DEFAULT_CONSENT_POLICY  # which modes ask, which are refused
     loop: AgentLoop | None = None
     cancelled: bool = False
     cleanup: list[Callable[[], None]] = field(default_factory=list)
@@ -236,6 +240,10 @@ class Sidecar:
         self._fetch_consent: dict[str, FetchConsent] = {}  # per session: the hosts its user allowed
         self._stopping = asyncio.Event()
         self._interrupting: str | None = None  # a signal is ending the process: why (REC-4)
+        try:
+            self._consent = consent_policy(config.environ.get(CONSENT_ENV) or "default")
+        except UserError as exc:
+            raise ConfigError(str(exc)) from None
         for name, handler in {
             "system.ping": self.ping,
             "system.shutdown": self.shutdown,
@@ -438,6 +446,7 @@ class Sidecar:
             if p.tools_via_host and default == "progressive":  # not possible over the wire: full
                 default = "full"
             harness = AssembledHarness(p.harness or default, host_tools=p.tools_via_host)
+            consent = self._consent if p.consent is None else consent_policy(p.consent, variable="consent")
         except UserError as exc:
             raise InvalidParams(str(exc)) from None
         chat_id = p.chat_id or new_call_id()
@@ -447,7 +456,7 @@ class Sidecar:
         if busy_key in self._busy_sessions:
             raise UserError(f"session {session_id!r} already has a chat running; cancel it or wait")
         provider = self._model()
-        chat = _Chat(session_id)
+        chat = _Chat(session_id, consent)
         self._chats[chat_id] = chat
         self._busy_sessions.add(busy_key)
         try:
@@ -574,11 +583,16 @@ class Sidecar:
                 on_event=events,
                 trace=self._trace,
                 read_state=functools.partial(self._seed_host, session_id),
-                executor=_gate_all_but(router, forwarded, approve, questions),
+                executor=_gate_all_but(router, forwarded, approve, questions, chat.consent),
             )
         seed = self._workspace.state.seed if self._workspace is not None else None
         return router, Transport(
-            approve=approve, on_event=events, trace=self._trace, read_state=seed, questions=questions
+            approve=approve,
+            on_event=events,
+            trace=self._trace,
+            read_state=seed,
+            questions=questions,
+            consent=chat.consent,
         )
 
     def _session_fetch_consent(self, session_id: str) -> FetchConsent:
@@ -586,8 +600,6 @@ class Sidecar:
         key = session_id.lower()  # as the busy-session key: one record file on any file system
         consent = self._fetch_consent.get(key)
         if consent is None:
-            from steerable_agent_runtime.errors import ConfigError
-
             from .web_tools import FetchConsent, WebToolsConfig
 
             try:
@@ -692,6 +704,7 @@ def _gate_all_but(
     forwarded: frozenset[str],
     approve: ApprovalHandler,
     questions: ConsentQuestions | None = None,
+    consent: ConsentPolicy | None = None,
 ) -> ApprovalGate:
     """A ``toolsViaHost`` chat's executor: consent for the tools the sidecar runs itself.
 
@@ -706,5 +719,10 @@ def _gate_all_but(
         return None if name in forwarded else modes(name)
 
     return ApprovalGate(
-        router.dispatch, approve=approve, mode_of=mode_of, check=router.check, questions=questions
+        router.dispatch,
+        approve=approve,
+        mode_of=mode_of,
+        check=router.check,
+        questions=questions,
+        policy=consent,
     )

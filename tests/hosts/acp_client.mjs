@@ -16,12 +16,15 @@
 //   cancel       once a tool call is shown in_progress: true or "session" sends session/cancel;
 //                "request" aborts the session/prompt request itself (the SDK's cancellationSignal,
 //                which sends $/cancel_request and still waits for the answer)
+//   mode         a session mode to pick with session/set_mode before the prompt
+//   list         true: ask session/list (of cwd) after the turn
 //   timeoutMs    the whole run's bound (default 60000): past it the agent is killed and we fail
 //
 // On success ONE JSON line goes to stdout, then exit 0:
 //
-//   {initialize, sessionId, stopReason, updates, permissions, cancel, problems, agentExit}
+//   {initialize, session, sessionId, stopReason, updates, permissions, cancel, listed, problems, agentExit}
 //
+// `session` is the session/new answer and `listed` the session/list one (null without `list`);
 // `updates` are the session/update params' `update` objects as the SDK parsed them, in order;
 // `permissions` each request's {toolCall, options, chosen}; `cancel` {sentAfterMs, stopAfterMs}
 // when a cancel was sent; `agentExit` the agent's exit code once its stdin closed. `problems`
@@ -163,6 +166,10 @@ async function turn(ctx) {
   const session = await ctx.request(acp.methods.agent.session.new, { cwd: plan.cwd, mcpServers: [] });
   checkResponse("session/new", "zNewSessionResponse", session);
   sessionId = session.sessionId;
+  if (plan.mode) {
+    const picked = await ctx.request(acp.methods.agent.session.setMode, { sessionId, modeId: plan.mode });
+    checkResponse("session/set_mode", "zSetSessionModeResponse", picked);
+  }
   let cancelSent = null;
   const abort = new AbortController();
   if (plan.cancel) {
@@ -189,7 +196,12 @@ async function turn(ctx) {
   for (let i = 0; i < 100 && updates.length < rawUpdates.length; i++) {
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  return { initialize, answer };
+  let listed = null;
+  if (plan.list) {
+    listed = await ctx.request(acp.methods.agent.session.list, { cwd: plan.cwd });
+    checkResponse("session/list", "zListSessionsResponse", listed);
+  }
+  return { initialize, session, answer, listed };
 }
 
 let result;
@@ -228,11 +240,13 @@ clearTimeout(deadline);
 process.stdout.write(
   `${JSON.stringify({
     initialize: result.initialize,
+    session: result.session,
     sessionId,
     stopReason: result.answer.stopReason,
     updates,
     permissions,
     cancel,
+    listed: result.listed,
     problems,
     agentExit: how.code ?? how.signal,
   })}\n`,

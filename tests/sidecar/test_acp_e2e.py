@@ -435,7 +435,7 @@ async def test_the_clients_mcp_servers_become_tools_of_the_session(workspace: Pa
             await conn.new_session(cwd=str(workspace), mcp_servers=[failing])
     assert answer.stop_reason == "end_turn"
     (shown,) = client.of_kind("tool_call")
-    assert shown.title == "mcp__Fixture_Tools__echo"
+    assert shown.title == "Fixture_Tools: echo"  # named after its server
     assert client.call_updates("m1")[-1].status == "completed"
     assert http.value.code == -32602 and "only stdio" in str(http.value.data)
     assert broken.value.code == -32603 and "broken" in str(broken.value)

@@ -64,6 +64,12 @@ def _models_sent(fake: FakeOpenAI) -> list[str]:
     return [request.body["model"] for request in fake.requests]
 
 
+def _model_options(options: Any) -> list[dict[str, Any]]:
+    """The ``model`` config option of an answer's ``configOptions`` (the ``mode`` one is tested apart)."""
+    dumped = [o.model_dump(by_alias=True, exclude_none=True) for o in options or []]
+    return [o for o in dumped if o["id"] == "model"]
+
+
 def _option(**current: Any) -> dict[str, Any]:
     """The ``model`` config option as the wire carries it, ``currentValue`` and ``options`` given."""
     return {
@@ -116,13 +122,13 @@ async def test_session_new_and_load_advertise_the_model_option(
     fake_openai.script(["hello"])
     async with _agent(fake_openai, state, models=("gpt-4.1", "gpt-4o")) as conn:
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
-        assert [o.model_dump(by_alias=True, exclude_none=True) for o in session.config_options or []] == [
+        assert _model_options(session.config_options) == [
             _option(currentValue="gpt-4o", options=[DEFAULT_CHOICE, _choice("gpt-4.1")])
         ]
         await _prompt(conn, session.session_id)  # the record a load needs
         await conn.set_config_option(config_id="model", session_id=session.session_id, value="gpt-4.1")
         loaded = await conn.load_session(cwd=str(workspace), session_id=session.session_id, mcp_servers=[])
-    assert [o.model_dump(by_alias=True, exclude_none=True) for o in loaded.config_options or []] == [
+    assert _model_options(loaded.config_options) == [
         _option(currentValue="gpt-4.1", options=[DEFAULT_CHOICE, _choice("gpt-4.1")])
     ]
 
@@ -223,9 +229,9 @@ async def test_a_pick_during_a_turn_holds_from_the_next_prompt(
         ),
         ("model", True, {"configId": "model", "reason": "the model option takes a model id (a string)"}),
         (
-            "mode",
-            "ask",
-            {"configId": "mode", "reason": "unknown config option: the session has one, 'model'"},
+            "effort",
+            "high",
+            {"configId": "effort", "reason": "unknown config option: the session has 'model' and 'mode'"},
         ),
     ],
 )

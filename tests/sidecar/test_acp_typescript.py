@@ -237,3 +237,30 @@ async def test_aborting_the_prompt_request_cancels_the_turn_as_session_cancel_do
     assert report["cancel"]["stopAfterMs"] < 10_000
     assert [u["status"] for u in _calls(report, "s1")] == ["pending", "in_progress", "failed"]
     assert _tool_results(state, report["sessionId"])["s1"]["data"]["code"] == "cancelled"
+
+
+async def test_the_typescript_client_picks_a_mode_and_lists_the_session(
+    workspace: Path, state: Path, ts_turn: Callable[..., Any]
+) -> None:
+    """The modes, ``session/set_mode``, the commands and ``session/list`` in the other SDK (MODE-5)."""
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}
+    report = await ts_turn(
+        [{"tool_calls": [write]}, "Left as it was."],
+        cwd=str(workspace),
+        prompt="Add new.txt\nwith x in it",
+        mode="ask",
+        permissions=["reject_once"],
+        list=True,
+    )
+    assert report["initialize"]["agentCapabilities"]["sessionCapabilities"] == {"list": {}}
+    modes = report["session"]["modes"]
+    assert modes["currentModeId"] == "default"
+    assert [m["id"] for m in modes["availableModes"]] == ["read-only", "ask", "default", "auto"]
+    (asked,) = report["permissions"]
+    assert (asked["toolCall"]["toolCallId"], asked["toolCall"]["kind"]) == ("w1", "edit")
+    assert not (workspace / "new.txt").exists()
+    kinds = [u["sessionUpdate"] for u in report["updates"]]
+    assert kinds[0] == "available_commands_update" and "session_info_update" in kinds
+    (listed,) = report["listed"]["sessions"]
+    assert (listed["sessionId"], listed["title"]) == (report["sessionId"], "Add new.txt")
+    assert listed["cwd"] == str(workspace.resolve())

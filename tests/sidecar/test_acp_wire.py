@@ -54,6 +54,8 @@ class RawClient:
         await self.answer_to(0)
         await self.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
         session_id: str = (await self.answer_to(1))["result"]["sessionId"]
+        announced = await self.next()  # the slash commands, once the session is answered
+        assert announced["params"]["update"]["sessionUpdate"] == "available_commands_update"
         return session_id
 
     async def until(self, method: str) -> dict[str, Any]:
@@ -397,3 +399,20 @@ async def test_a_request_reusing_the_id_of_one_in_flight_is_refused_and_the_firs
     assert "sessionId" in reused["result"]
     answers = [m for m in client.seen if m.get("id") == 2 and "method" not in m]
     assert answers == [refused, first, reused]  # the prompt was answered once, the refused one never
+
+
+async def test_the_session_is_answered_before_its_slash_commands_are_announced(
+    raw_agent: Any, workspace: Path
+) -> None:
+    """A client drops updates of a session it does not know yet: the answer goes out first."""
+    client = await raw_agent(["hi"])
+    await client.send(_INIT)
+    initialized = await client.answer_to(0)
+    assert initialized["result"]["agentCapabilities"]["sessionCapabilities"] == {"list": {}}
+    await client.send(_request(1, "session/new", {"cwd": str(workspace), "mcpServers": []}))
+    answer = await client.next()
+    assert answer["id"] == 1 and answer["result"]["modes"]["currentModeId"] == "default"
+    announced = await client.next()
+    assert announced["method"] == "session/update"
+    assert announced["params"]["sessionId"] == answer["result"]["sessionId"]
+    assert announced["params"]["update"]["sessionUpdate"] == "available_commands_update"

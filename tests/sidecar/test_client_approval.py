@@ -36,3 +36,38 @@ async def test_only_true_approves_a_local_call(tmp_path: Path, answer: Any, ran:
     assert (tmp_path / "marker.txt").exists() is ran
     if not ran:
         assert result["data"] == {"code": "consent_denied", "mode": "local"}
+
+
+async def test_a_chat_in_ask_consent_asks_before_a_write_and_steerable_consent_is_the_default(
+    tmp_path: Path,
+) -> None:
+    """MODE-5: ``consent="ask"`` puts an edit to the host; ``STEERABLE_CONSENT=read-only`` refuses a
+    command in a chat that names none, without asking."""
+    script = tmp_path / "turns.json"
+    write = {"id": "w1", "name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}
+    bash = {"id": "b1", "name": "bash", "arguments": {"command": "echo ran > marker.txt"}}
+    script.write_text(json.dumps([{"tool_calls": [write]}, "done", {"tool_calls": [bash]}, "done"]))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env |= {
+        "STEERABLE_PROVIDER": "scripted",
+        "STEERABLE_SCRIPT": str(script),
+        "STEERABLE_CONSENT": "read-only",
+    }
+    asked: list[tuple[str, str]] = []
+    async with await SidecarClient.start(
+        workspace=tmp_path, env=env, args=["--no-web-tools", "--no-plugins"], state_dir=tmp_path / "state"
+    ) as sidecar:
+
+        async def approve(call: dict[str, Any], mode: str) -> Any:
+            asked.append((call["name"], mode))
+            return True
+
+        sidecar.on_approval = approve
+        await sidecar.chat("write it", consent="ask")
+        refused = sidecar.start_chat("run it")
+        await refused.result()
+    assert asked == [("write_file", "safe_write")]
+    assert (tmp_path / "new.txt").read_text() == "x\n"
+    result = next(e["result"] for e in refused.events_seen if e["type"] == "tool_result")
+    assert result["data"] == {"code": "consent_denied", "mode": "local", "policy": "read-only"}
+    assert not (tmp_path / "marker.txt").exists()

@@ -39,7 +39,8 @@ async def serve(ws: Path, env: dict[str, str]) -> AsyncIterator[Client]:
     params = StdioServerParameters(
         command=sys.executable,
         args=["-P", "-m", "steerable_sidecar", "mcp", "--workspace", str(ws)],
-        env={"PYTHONPATH": env["PYTHONPATH"]},
+        # the SDK adds HOME, PATH and the like; the STEERABLE_* knobs a test sets go through
+        env={"PYTHONPATH": env["PYTHONPATH"], **{k: v for k, v in env.items() if k.startswith("STEERABLE_")}},
     )
     try:
         async with asyncio.timeout(TIMEOUT_S), Client(params) as client:
@@ -148,13 +149,27 @@ async def test_list_tools_schemas_and_mode_annotations(
         }, name
     # a read of the open web (WEB-3)
     assert dumped["web_fetch"]["readOnlyHint"] is True and dumped["web_fetch"]["openWorldHint"] is True
-    # local (a shell): may do anything on the machine, so destructive and open world, said outright
+    # local (a shell): may do anything on the machine, so destructive; open world only when the
+    # sandbox lets its commands reach the network (STEERABLE_SANDBOX_NETWORK, off here)
     assert {k: dumped["bash"][k] for k in hints} == {
         "readOnlyHint": False,
         "destructiveHint": True,
         "idempotentHint": False,
-        "openWorldHint": True,
+        "openWorldHint": False,
     }
+    # the mode itself, for a steerable that fronts this server (it reads bash back as local)
+    assert tools["bash"].meta == {"steerable/mode": "local"}
+    assert tools["read_file"].meta == {"steerable/mode": "read"}
+
+
+async def test_bash_is_open_world_when_the_sandbox_lets_commands_reach_the_network(
+    repo_copy: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    async with serve(repo_copy, child_env(STEERABLE_SANDBOX_NETWORK="1")) as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+    annotations = listed["bash"].annotations
+    assert annotations is not None and annotations.open_world_hint is True
+    assert annotations.destructive_hint is True and annotations.read_only_hint is False
 
 
 # -- read_file ------------------------------------------------------------------------------------
@@ -430,8 +445,13 @@ async def test_write_to_unread_file_is_gated_new_files_are_not(
 
         # A brand-new file is never gated.
         created = ok(await call(client, "write_file", {"path": "notes/new.txt", "content": "hello\n"}))
-        assert created["created"] is True
-        assert created["diff"] == "--- /dev/null\n+++ b/notes/new.txt\n@@ -0,0 +1 @@\n+hello\n"
+        assert created == {
+            "path": "notes/new.txt",
+            "version": sha256(b"hello\n"),
+            "created": True,
+            "bytes": 6,
+            "lines": 1,
+        }  # a summary: the content is not echoed back (issue 31)
         assert (repo_copy / "notes/new.txt").read_bytes() == b"hello\n"
 
         # A file that vanished since the read is a plain create.
@@ -516,3 +536,24 @@ async def test_non_utf8_file_name_does_not_kill_the_server(
             assert body["needsFollowup"] is True
         # The server is still alive and serving.
         ok(await call(client, "read_file", {"path": "README.md"}))
+
+
+def test_a_fronted_steerable_bash_stays_local_when_its_hints_say_closed_world() -> None:
+    """MODE-4: destructive + closed world reads back as ``destructive`` (runs unasked); the mode in
+    ``_meta`` keeps a fronted steerable's bash ``local``. Only ``local`` is taken from there."""
+    from steerable_agent_runtime import ToolMode
+    from steerable_sidecar._mcp_tools import build_tool
+
+    async def handler(**_: Any) -> str:
+        return ""
+
+    hints = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": False}
+    schema = {"type": "object", "properties": {"command": {"type": "string"}}}
+
+    def mode_of(meta: Any) -> ToolMode:
+        definition = {"name": "bash", "inputSchema": schema, "annotations": hints, "_meta": meta}
+        return build_tool("peer", definition, handler, exposure="deferred", timeout_ms=None).mode
+
+    assert mode_of({"steerable/mode": "local"}) is ToolMode.LOCAL
+    assert mode_of(None) is ToolMode.DESTRUCTIVE
+    assert mode_of({"steerable/mode": "read"}) is ToolMode.DESTRUCTIVE  # never loosened

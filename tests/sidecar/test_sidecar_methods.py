@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from steerable_agent_runtime import RemoteError, ToolRouter
+from steerable_agent_runtime import ConfigError, RemoteError, ToolRouter
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.trace import TraceSpan
 from steerable_sidecar.rpc import JsonRpcPeer, open_fd_streams
@@ -414,3 +414,53 @@ async def test_the_sidecar_closes_a_provider_that_owns_a_client_when_it_stops(tm
     await host.aclose()
     await asyncio.gather(serving, return_exceptions=True)
     s_writer.close()  # type: ignore[attr-defined]
+
+
+SHELL_THEN_READ = [
+    {
+        "tool_calls": [
+            {"id": "s1", "name": "shell_run", "arguments": '{"command": "x"}'},
+            {"id": "r1", "name": "read_note", "arguments": "{}"},
+        ]
+    },
+    "done",
+]
+
+
+@pytest.mark.parametrize("pair", [SHELL_THEN_READ], indirect=True)
+async def test_a_read_only_chat_refuses_a_local_call_without_asking_the_host(pair: Pair) -> None:  # MODE-5
+    prompts = _approve_all_and_record(pair)
+    summary = await pair.host.request("agent.chat.stream", {"message": "go", "consent": "read-only"})
+    results = {e["id"]: e["result"] for e in pair.events if e["type"] == "tool_result"}
+    assert results["s1"]["data"] == {"code": "consent_denied", "mode": "local", "policy": "read-only"}
+    assert results["s1"]["needsFollowup"] is True
+    assert results["r1"]["success"] is True
+    assert prompts == [] and pair.calls == [] and summary["outcome"] == "completed"
+
+
+@pytest.mark.parametrize("pair", [SHELL_THEN_READ], indirect=True)
+async def test_an_auto_chat_runs_a_local_call_without_asking_the_host(pair: Pair) -> None:  # MODE-5
+    prompts = _approve_all_and_record(pair)
+    await pair.host.request("agent.chat.stream", {"message": "go", "consent": "auto"})
+    assert prompts == [] and pair.calls == ["x"]
+
+
+async def test_a_chat_consent_that_names_no_policy_is_invalid_params(pair: Pair) -> None:
+    with pytest.raises(RemoteError) as bad:
+        await pair.host.request("agent.chat.stream", {"message": "go", "consent": "sometimes"})
+    assert bad.value.code == -32602
+    assert bad.value.message == (
+        "Invalid params: consent='sometimes' is not a consent policy: use one of read-only, ask, default, "
+        "auto, or the modes that ask, comma-separated, from destructive, external, local, safe_write"
+    )
+
+
+async def test_a_bad_steerable_consent_stops_the_sidecar_naming_the_variable(tmp_path: Path) -> None:
+    a_read, a_write = os.pipe()
+    reader, writer = await open_fd_streams(a_read, a_write)
+    config = SidecarConfig(
+        workspace=tmp_path, state_dir=tmp_path / "state", environ={"STEERABLE_CONSENT": "local,often"}
+    )
+    with pytest.raises(ConfigError, match="STEERABLE_CONSENT='local,often' is not a consent policy"):
+        Sidecar(JsonRpcPeer(reader, writer, name="sidecar"), config, router=ToolRouter())
+    writer.close()  # type: ignore[attr-defined]

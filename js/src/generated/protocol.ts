@@ -279,6 +279,7 @@ export interface ChatParams {
   toolsViaHost?: boolean;
   tools?: HostToolEntry[];
   autoApprove?: boolean;
+  consent?: string;
   maxRounds?: number;
   model?: string;
   harness?: "full" | "minimal" | "progressive";

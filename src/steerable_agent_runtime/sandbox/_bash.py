@@ -13,6 +13,7 @@ import asyncio
 import os
 import shutil
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -22,6 +23,7 @@ from .._codes import ToolErrorCode
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .._tool_schemas import TOOL_PARAMETERS
 from ..config import env_flag
+from ..context import CallContext
 from ..modes import ToolMode
 from ..tools import Tool
 from ..types import ToolResult
@@ -94,6 +96,7 @@ def bash_tool(
         timeout_ms: Annotated[
             int, Field(ge=1, le=BASH_MAX_TIMEOUT_MS, strict=True)
         ] = BASH_DEFAULT_TIMEOUT_MS,
+        context: CallContext | None = None,
     ) -> ToolResult:
         """Run a shell command with bash in the workspace, inside an OS sandbox.
 
@@ -101,10 +104,14 @@ def bash_tool(
             command: The command line, run as `bash -c command` in the workspace root.
             timeout_ms: Wall-clock limit in milliseconds (default 120000, at most 600000); on
                 expiry the command and everything it started are killed.
+            context: The call's context (injected, not in the schema): when it has an output sink,
+                the command's output streams there while it runs (``_live.py``); when it has a
+                terminal, the command runs there, sandboxed the same way (``_handoff.py``).
         """
         from ._audit import SnapshotTooLarge
         from ._deny_moves import DenyReadDisplaced
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
+        from ._live import live_output
         from ._protect import ScanCache, known_entries_file
 
         try:
@@ -117,6 +124,8 @@ def bash_tool(
                 data={"code": ToolErrorCode.INVALID_ARGUMENTS},
             )
         nonlocal scans
+        # the container posture's leftovers are on record through its own relay: never handed over
+        terminal = context.terminal if context is not None and not cfg.container else None
         if scans is None:  # the protected entries earlier processes found here are guarded too
             scans = ScanCache(known_entries_file(str(root), environ))
         chosen = await spawner.select()
@@ -133,10 +142,24 @@ def bash_tool(
                 root, chosen, allow=allow, cache=scans, deny_read=cfg.deny_read
             ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
-                async with await spawner.spawn(
-                    argv, policy, backend=chosen, timeout_s=timeout_ms / 1000
-                ) as proc:
-                    run = await proc.finish()
+                run = None
+                if terminal is not None:  # the editor's terminal runs the sandbox's own start
+                    from ._handoff import run_in_terminal
+
+                    run = await run_in_terminal(
+                        terminal,
+                        argv,
+                        policy,
+                        backend=chosen,
+                        env=spawner.environment(),
+                        timeout_s=timeout_ms / 1000,
+                    )
+                if run is None:
+                    async with live_output(context) as observe:
+                        async with await spawner.spawn(
+                            argv, policy, backend=chosen, timeout_s=timeout_ms / 1000, on_output=observe
+                        ) as proc:
+                            run = await proc.finish()
         except SnapshotTooLarge:
             return snapshot_too_large("command")
         except DenyReadDisplaced as exc:  # an earlier run moved a secret that could not be put back
@@ -178,13 +201,16 @@ def bash_tool(
             " Protected paths (.git, .vscode, .mcp.json, shell start-up files and other editor and "
             "agent configuration) are read-only: a change there is put back after the command."
         )
-    return Tool.from_function(  # the schema computed ahead of time
+    built = Tool.from_function(  # the schema computed ahead of time
         bash,
         parameters=TOOL_PARAMETERS["bash"],
         description=description,
         mode=ToolMode.LOCAL,
         timeout_ms=BASH_MAX_TIMEOUT_MS + 60_000,
     )
+    # MCP's openWorldHint says whether the commands reach the network: off unless the sandbox
+    # lets them (STEERABLE_SANDBOX_NETWORK) or the container's network is theirs (docs/mcp.md)
+    return replace(built, annotations={"title": "Bash", "openWorldHint": cfg.network or cfg.container})
 
 
 def _read_only_hint(result: ToolResult, read_only: tuple[Path, ...], root: Path) -> ToolResult:

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
 from ._backend import SandboxInfo
 
-__all__ = ["PIPE_LIMIT_BYTES", "READ_CHUNK", "CapturedOutput", "Clip", "RunResult"]
+__all__ = [
+    "PIPE_LIMIT_BYTES",
+    "READ_CHUNK",
+    "CapturedOutput",
+    "Clip",
+    "OutputObserver",
+    "RunResult",
+    "captured",
+]
 
 PIPE_LIMIT_BYTES: Final = 16 * 1024 * 1024
 """Longest line ``SandboxedProcess.stdout.readline()`` accepts in ``stdout="pipe"`` mode (16 MiB)."""
 
 READ_CHUNK: Final = 64 * 1024
+
+OutputObserver = Callable[[str, bytes], None]
+"""Sees each read of a captured stream as it comes (``"stdout"`` or ``"stderr"``, the bytes).
+
+Called on the event loop by the reader: it must return at once (``LiveOutput.feed``).
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,11 +74,16 @@ class Clip:
 
     def result(self) -> CapturedOutput:
         tail = bytes(self.tail[-self.tail_cap :]) if self.tail_cap else b""
-        kept = len(self.head) + len(tail)
-        text = self.head.decode("utf-8", "replace")
-        if self.total > kept:
-            text += f"\n[... {self.total - kept} bytes clipped; {self.total} bytes in total ...]\n"
-        return CapturedOutput(text + tail.decode("utf-8", "replace"), self.total, kept)
+        return captured(bytes(self.head), tail, self.total)
+
+
+def captured(head: bytes, tail: bytes, total: int) -> CapturedOutput:
+    """A stream kept as its ``head`` and ``tail`` out of ``total`` bytes (what :class:`Clip` keeps)."""
+    kept = len(head) + len(tail)
+    text = head.decode("utf-8", "replace")
+    if total > kept:
+        text += f"\n[... {total - kept} bytes clipped; {total} bytes in total ...]\n"
+    return CapturedOutput(text + tail.decode("utf-8", "replace"), total, kept)
 
 
 @dataclass(frozen=True, slots=True)

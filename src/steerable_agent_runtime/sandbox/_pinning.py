@@ -22,10 +22,21 @@ from ..errors import SandboxUnavailableError
 from ._backend import LaunchPlan
 from ._policy import SandboxPolicy
 
-__all__ = ["LAUNCHER", "PINNED_PYTHON", "launcher_argv", "launcher_code", "refuse_a_writable_launcher"]
+__all__ = [
+    "LAUNCHER",
+    "PINNED_PYTHON",
+    "TRAMPOLINE",
+    "launcher_argv",
+    "launcher_code",
+    "refuse_a_writable_launcher",
+    "trampoline_code",
+]
 
 LAUNCHER: Final = str(Path(__file__).with_name("_launch.py"))
 """The launcher script, run as ``python -I -S LAUNCHER [options] -- argv``."""
+
+TRAMPOLINE: Final = str(Path(__file__).with_name("_trampoline.py"))
+"""What an editor's terminal runs for ``bash``: ``python -I -S TRAMPOLINE RUN_DIR`` (``_handoff.py``)."""
 
 
 def _pinned_launcher() -> tuple[str, str]:
@@ -41,20 +52,31 @@ def _pinned_launcher() -> tuple[str, str]:
     """
     python = os.path.realpath(sys.executable) if sys.executable else shutil.which("python3") or "python3"
     try:
-        source = Path(LAUNCHER).read_bytes()
         private = tempfile.mkdtemp(prefix="steerable-launch-")
         atexit.register(shutil.rmtree, private, True)
-        target = os.path.join(private, "_launch.pyc")
-        code = compile(source, LAUNCHER, "exec", dont_inherit=True)
-        with open(target, "wb") as fh:
-            fh.write(importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, 0, 0) + marshal.dumps(code))
-        return python, target
+        return python, _pinned(LAUNCHER, private)
     except (OSError, SyntaxError, ValueError):
         return python, LAUNCHER
 
 
+def _pinned(script: str, private: str) -> str:
+    """``script`` compiled now into ``private`` (0700); the bytecode file's path."""
+    code = compile(Path(script).read_bytes(), script, "exec", dont_inherit=True)
+    target = os.path.join(private, Path(script).stem + ".pyc")
+    with open(target, "wb") as fh:
+        fh.write(importlib.util.MAGIC_NUMBER + struct.pack("<III", 0, 0, 0) + marshal.dumps(code))
+    return target
+
+
 PINNED_PYTHON, _PINNED_LAUNCHER = _pinned_launcher()
 """The interpreter that runs the launcher (``realpath(sys.executable)`` at import)."""
+
+_PINNED_TRAMPOLINE = TRAMPOLINE
+if _PINNED_LAUNCHER != LAUNCHER:  # pinned beside the launcher, for the same reason
+    try:
+        _PINNED_TRAMPOLINE = _pinned(TRAMPOLINE, os.path.dirname(_PINNED_LAUNCHER))
+    except (OSError, SyntaxError, ValueError):
+        pass
 
 
 def refuse_a_writable_launcher(policy: SandboxPolicy) -> None:
@@ -82,6 +104,11 @@ def launcher_code() -> str:
     workspace, and an editable install or a venv may live there).
     """
     return _PINNED_LAUNCHER
+
+
+def trampoline_code() -> str:
+    """The trampoline's bytecode file (``_trampoline.py``), pinned as :func:`launcher_code` is."""
+    return _PINNED_TRAMPOLINE
 
 
 def launcher_argv(plan: LaunchPlan, policy: SandboxPolicy, *, cgroups: Sequence[Path] = ()) -> list[str]:

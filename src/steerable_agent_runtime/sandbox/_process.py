@@ -29,6 +29,7 @@ __all__ = [
     "PidfdProcess",
     "Process",
     "Spawned",
+    "acquire_limited",
     "killpg",
     "pidfd_works",
     "release_later",
@@ -247,7 +248,7 @@ async def start_process(
     cgroup = None
     if limits is not None:
         acquire = functools.partial(
-            RunCgroup.acquire if pidfd_works() else _acquire_limited,
+            RunCgroup.acquire if pidfd_works() else acquire_limited,
             max_processes=limits.max_processes,
             memory_bytes=limits.memory_bytes,
         )
@@ -297,7 +298,7 @@ def _abandon(popen: subprocess.Popen[bytes], spawned: Spawned) -> None:
         spawned.cgroup.release()
 
 
-def _acquire_limited(*, max_processes: int, memory_bytes: int) -> RunCgroup | None:
+def acquire_limited(*, max_processes: int, memory_bytes: int) -> RunCgroup | None:
     """A run's cgroups with the limits in force at once (for a process joining them from outside)."""
     cgroup = RunCgroup.acquire(max_processes=max_processes, memory_bytes=memory_bytes)
     if cgroup is not None:

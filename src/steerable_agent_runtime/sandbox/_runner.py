@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -29,12 +30,14 @@ from ._backend import SandboxBackend, SandboxInfo
 from ._cgroup import RunCgroup
 from ._handshake import Prepared, SandboxInit, prepare_sandbox, spawn_direct
 from ._launch import EXIT_SETUP, SETUP_FAILED
-from ._output import PIPE_LIMIT_BYTES, READ_CHUNK, Clip, RunResult
+from ._output import PIPE_LIMIT_BYTES, READ_CHUNK, Clip, OutputObserver, RunResult
 from ._pinning import launcher_argv, refuse_a_writable_launcher
 from ._policy import ResourceLimits, SandboxPolicy, child_environment
 from ._process import PidfdProcess, Process, killpg, release_later, send_signal, setup_executor, start_process
 
 __all__ = ["SandboxedProcess", "run_sandboxed", "spawn_sandboxed"]
+
+logger = logging.getLogger(__name__)
 
 _KILL_GRACE_S: Final = 1.0  # a supervising launcher (or bwrap, after its sandbox died) gets this long
 _DRAIN_GRACE_S: Final = 2.0  # after exit, how long the output pipes may stay open
@@ -73,6 +76,7 @@ class SandboxedProcess:
         timeout_s: float | None,
         started: float | None = None,
         setup_error: str | None = None,
+        on_output: OutputObserver | None = None,
     ) -> None:
         self._proc = proc
         self.pid = proc.pid
@@ -95,9 +99,9 @@ class SandboxedProcess:
         self._err = Clip(max_output_bytes)
         self._readers: list[asyncio.Task[None]] = []
         if capture_stdout and proc.stdout is not None:
-            self._readers.append(asyncio.ensure_future(_drain(proc.stdout, self._out)))
+            self._readers.append(asyncio.ensure_future(_drain(proc.stdout, self._out, "stdout", on_output)))
         if proc.stderr is not None:
-            self._readers.append(asyncio.ensure_future(_drain(proc.stderr, self._err)))
+            self._readers.append(asyncio.ensure_future(_drain(proc.stderr, self._err, "stderr", on_output)))
         loop = asyncio.get_running_loop()
         self._loop = loop
         self._deadline = loop.call_later(timeout_s, self._expire) if timeout_s is not None else None
@@ -318,6 +322,7 @@ async def spawn_sandboxed(
     stdin: bool = False,
     stdout: Literal["capture", "pipe"] = "capture",
     timeout_s: float | None = None,
+    on_output: OutputObserver | None = None,
 ) -> SandboxedProcess:
     """Start ``argv`` under ``backend`` with ``policy``; the caller talks to it, then closes it.
 
@@ -338,6 +343,9 @@ async def spawn_sandboxed(
             lines up to :data:`PIPE_LIMIT_BYTES`).
         timeout_s: Wall-clock deadline from now, in seconds; when it passes the tree is killed and
             ``timed_out`` set.
+        on_output: Sees each read of the captured streams as it comes (``bash``'s live output);
+            it must return at once. An observer that raises is dropped (logged), the capture
+            goes on.
 
     Returns:
         The running process.
@@ -390,6 +398,7 @@ async def spawn_sandboxed(
         timeout_s=timeout_s,
         started=started,
         setup_error=spawned.error,
+        on_output=on_output,
     )
     if handshake is not None:
         try:
@@ -437,9 +446,17 @@ async def run_sandboxed(
         return await proc.finish()
 
 
-async def _drain(stream: asyncio.StreamReader, clip: Clip) -> None:
+async def _drain(
+    stream: asyncio.StreamReader, clip: Clip, name: str, observe: OutputObserver | None = None
+) -> None:
     while chunk := await stream.read(READ_CHUNK):
         clip.feed(chunk)
+        if observe is not None:
+            try:
+                observe(name, chunk)
+            except Exception:  # never stop reading: a full pipe would stall the command
+                logger.exception("the %s observer failed; the output is still captured", name)
+                observe = None
 
 
 def _remove_tree(path: Path) -> None:

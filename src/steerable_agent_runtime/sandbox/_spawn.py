@@ -22,7 +22,7 @@ from ._policy import ResourceLimits, SandboxPolicy, child_environment, container
 
 if TYPE_CHECKING:  # the runner and the backends load at the first spawn (start-up cost)
     from ._backend import SandboxBackend
-    from ._output import RunResult
+    from ._output import OutputObserver, RunResult
     from ._runner import SandboxedProcess
 
 __all__ = ["SandboxSpawner"]
@@ -114,10 +114,11 @@ class SandboxSpawner:
         stdin: bool = False,
         stdout: Literal["capture", "pipe"] = "capture",
         timeout_s: float | None = None,
+        on_output: OutputObserver | None = None,
     ) -> SandboxedProcess:
         """Start ``argv`` under ``backend`` (from :meth:`select`) with ``policy`` and :meth:`environment`.
 
-        See :func:`spawn_sandboxed` for ``stdin``, ``stdout`` and ``timeout_s``.
+        See :func:`spawn_sandboxed` for ``stdin``, ``stdout``, ``timeout_s`` and ``on_output``.
 
         Raises:
             SandboxUnavailableError: The interpreter running steerable lies inside a writable root.
@@ -133,6 +134,7 @@ class SandboxSpawner:
             stdin=stdin,
             stdout=stdout,
             timeout_s=timeout_s,
+            on_output=on_output,
         )
 
     async def run(

@@ -1,0 +1,89 @@
+"""What ``steerable acp`` takes from the client: the prompt's blocks as text, the MCP servers as configs.
+
+:func:`prompt_text` turns a ``session/prompt``'s content blocks into the user message (embedded
+files as tagged context, links by name; images and audio are refused); :func:`mcp_configs` turns
+the ``session/new`` MCP servers into steerable's stdio server configurations, their names made
+tool-name safe (docs/acp.md).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+from acp import RequestError
+from acp.schema import (
+    EmbeddedResourceContentBlock,
+    HttpMcpServer,
+    McpServerStdio,
+    ResourceContentBlock,
+    SseMcpServer,
+    TextContentBlock,
+    TextResourceContents,
+)
+
+from steerable_agent_runtime.errors import SteerableError
+
+from ._acp_updates import clipped
+
+__all__ = ["MAX_EMBEDDED_CHARS", "mcp_configs", "prompt_text"]
+
+MAX_EMBEDDED_CHARS: Final = 100_000
+"""The most characters of one embedded file put in the prompt (``read_file``'s display clip)."""
+
+_SERVER_NAME_CHARS: Final = re.compile(r"[^A-Za-z0-9_-]+")
+_UNDERSCORES: Final = re.compile(r"_{2,}")  # "__" separates the parts of an MCP tool's name
+
+
+def mcp_configs(servers: Sequence[HttpMcpServer | SseMcpServer | McpServerStdio]) -> list[Any]:
+    """The client's MCP servers as our stdio server configurations, names made tool-name safe."""
+    from ._mcp_config import McpServerConfig
+
+    configs: list[McpServerConfig] = []
+    taken: set[str] = set()
+    for server in servers:
+        if not isinstance(server, McpServerStdio):
+            raise RequestError.invalid_params(
+                {
+                    "mcpServers": server.name,
+                    "reason": "only stdio MCP servers are supported (mcpCapabilities)",
+                }
+            )
+        base = _UNDERSCORES.sub("_", _SERVER_NAME_CHARS.sub("_", server.name)).strip("_")[:28] or "server"
+        name, n = base, 2
+        while name in taken:
+            name, n = f"{base}_{n}", n + 1
+        taken.add(name)
+        env = {variable.name: variable.value for variable in server.env}
+        try:
+            configs.append(
+                McpServerConfig(name=name, command=server.command, args=tuple(server.args), env=env)
+            )
+        except SteerableError as exc:  # an empty command
+            raise RequestError.invalid_params({"mcpServers": server.name, "reason": str(exc)}) from exc
+    return configs
+
+
+def prompt_text(blocks: Sequence[Any]) -> str:
+    """The user message of a prompt: its text, embedded files as tagged context, links by name."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            parts.append(block.text)
+        elif isinstance(block, ResourceContentBlock):
+            parts.append(f"[{block.name}]({block.uri})")
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            resource = block.resource
+            uri = html.escape(resource.uri, quote=True)
+            if isinstance(resource, TextResourceContents):
+                text = clipped(resource.text, MAX_EMBEDDED_CHARS, "not included: read the file for the rest")
+                parts.append(f'<context uri="{uri}">\n{text}\n</context>')
+            else:
+                parts.append(f"[binary resource {uri} not shown]")
+        else:
+            raise RequestError.invalid_params(
+                {"prompt": block.type, "reason": "images and audio are not supported (promptCapabilities)"}
+            )
+    return "\n\n".join(parts)
