@@ -194,10 +194,39 @@ def test_consent_policies_read_from_a_name_or_the_modes_that_ask() -> None:
 
     assert consent_policy(" Read-Only ") is CONSENT_POLICIES["read-only"]
     assert consent_policy("local") is CONSENT_POLICIES["default"]
-    assert consent_policy("read") is CONSENT_POLICIES["auto"]  # read never asks: nothing does
+    with pytest.raises(UserError, match=r"^STEERABLE_CONSENT='read' is not a consent policy"):
+        consent_policy("read")  # reads never ask: a list that asks for nothing is refused, not auto
     custom = consent_policy("external, local,destructive")
     assert custom.name == "destructive,local,external"
     assert custom.ask == {ToolMode.DESTRUCTIVE, ToolMode.LOCAL, ToolMode.EXTERNAL} and not custom.refuse
     assert [custom.verdict(mode) for mode in ToolMode] == ["run", "run", "ask", "ask", "ask"]
+    # an open-web read calls out: judged as external by a policy
+    read_only, ask = CONSENT_POLICIES["read-only"], CONSENT_POLICIES["ask"]
+    assert read_only.verdict(ToolMode.READ, "web_search") == "refuse"
+    assert (
+        ask.verdict(ToolMode.READ, "web_fetch") == "ask" and ask.verdict(ToolMode.READ, "read_file") == "run"
+    )
+    assert CONSENT_POLICIES["default"].verdict(ToolMode.READ, "web_search") == "run"
     with pytest.raises(UserError, match=r"^--consent='' is not a consent policy"):
         consent_policy("", variable="--consent")
+
+
+async def test_a_mode_switched_to_refusal_while_the_user_is_asked_refuses_the_call(
+    router: EchoRouter,
+) -> None:
+    """MODE-5: the editor picks read-only while a prompt is open; an "allow once" then runs nothing."""
+    from steerable_agent_runtime import CONSENT_POLICIES, ConsentPolicy
+
+    policy: list[ConsentPolicy] = [CONSENT_POLICIES["ask"]]
+
+    async def allow_after_a_switch(call: Any, mode: Any) -> bool:
+        policy[0] = CONSENT_POLICIES["read-only"]
+        return True
+
+    gate = ApprovalGate.for_router(router, approve=allow_after_a_switch, policy=lambda: policy[0])
+    call = ToolCall(id="e", name="echo", arguments={"text": "a"})
+    context = CallContext(call)
+    result = await gate(call, context)
+    assert result.data == {"code": "consent_denied", "mode": "local", "policy": "read-only"}
+    assert result.error is not None and "(a local-mode tool)" in result.error
+    assert router.calls == [] and context.approved is False

@@ -4,8 +4,10 @@
 ``benchmarks/startup.py`` measures the time; these tests hold the structure that makes it cheap:
 a one-shot ``call`` (and the boot every command runs) imports none of the heavy dependencies nor
 another command's modules, the tool implementations behind the registered descriptors load at
-their first call, no pydantic validator is built before a call needs one, ``steerable mcp`` boots
-its tools before it serves, and ``steerable acp`` builds the ACP SDK's models at their first use.
+their first call, registering and listing the tools imports no pydantic at all (``steerable mcp``
+answers ``tools/list`` without it), a plain ``call read_file`` builds no pydantic model or
+validator, ``steerable mcp`` boots its tools before it serves, and ``steerable acp`` builds the
+ACP SDK's models at their first use.
 """
 
 from __future__ import annotations
@@ -126,18 +128,134 @@ def test_the_wire_types_build_their_validators_at_their_first_use(tmp_path: Path
     }
 
 
-def test_boot_tools_builds_no_validator_and_reads_no_distribution(tmp_path: Path):
-    """What ``tools/list`` and ``session/new`` wait on builds no pydantic model (each is built at the
-    first call that needs it) and, without plugins, never reads the installed distributions."""
+def test_boot_tools_imports_no_pydantic_and_reads_no_distribution(tmp_path: Path):
+    """What ``tools/list`` and ``session/new`` wait on (the boot, the offered list) imports no
+    pydantic at all: the schemas are computed ahead of time, the validators, the wire types and
+    dispatch load at the first call. Without plugins, no installed distribution is read."""
     code = (
         "import json, sys\n"
         "from steerable_sidecar.boot import boot_tools\n"
         "booted = boot_tools('.', plugins=False)\n"
-        "print(json.dumps({'tools': len(booted.router.names()), 'loaded': [m for m in "
-        "('pydantic.plugin._loader', 'importlib.metadata') if m in sys.modules]}))\n"
+        "offered = booted.harness.offered()\n"
+        "print(json.dumps({'tools': len(booted.router.names()), 'offered': len(offered), 'loaded': [m for m in "
+        "('pydantic', 'pydantic_core', 'importlib.metadata', 'steerable_agent_runtime.types', "
+        "'steerable_agent_runtime._dispatch', 'steerable_agent_runtime.tool_search') if m in sys.modules]}))\n"
     )
     result = _loaded(code, tmp_path)
-    assert result["tools"] > 5 and result["loaded"] == []
+    assert result["tools"] > 5 and result["offered"] == result["tools"] and result["loaded"] == []
+
+
+_BLOCK_PYDANTIC = """
+import sys
+
+class _NoPydantic:  # as if pydantic were not installed
+    def find_spec(self, name, path, target=None):
+        if name.partition(".")[0] in ("pydantic", "pydantic_core"):
+            raise ImportError(f"{name} is blocked by the test")
+        return None
+
+sys.meta_path.insert(0, _NoPydantic())
+from steerable_sidecar.cli import main
+sys.exit(main(["mcp", "--workspace", ".", "--no-plugins"]))
+"""
+
+
+def _answer(proc: subprocess.Popen[bytes], request_id: int, deadline: float) -> dict[str, Any]:
+    """Read ``proc``'s stdout until the response to ``request_id`` (notifications are skipped)."""
+    import select
+    import time
+
+    assert proc.stdout is not None
+    while (left := deadline - time.monotonic()) > 0 and select.select([proc.stdout], [], [], left)[0]:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        message: dict[str, Any] = json.loads(line)
+        if message.get("id") == request_id:
+            return message
+    raise AssertionError(f"no answer to request {request_id}")
+
+
+def test_steerable_mcp_lists_its_tools_without_pydantic(tmp_path: Path):
+    """``steerable mcp`` answers ``initialize`` and ``tools/list`` with pydantic unimportable: the
+    tools it lists (their schemas computed ahead of time) need none of it until they are called."""
+    import time
+
+    from steerable_agent_runtime._tool_schemas import TOOL_PARAMETERS
+
+    proc = subprocess.Popen(
+        [sys.executable, "-P", "-c", _BLOCK_PYDANTIC],
+        cwd=tmp_path,
+        env=_env(),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdin is not None
+    deadline = time.monotonic() + 30
+    try:
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        }
+        proc.stdin.write(json.dumps(initialize).encode() + b"\n")
+        proc.stdin.flush()
+        assert "result" in _answer(proc, 1, deadline)
+        proc.stdin.write(
+            b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+            b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}\n'
+        )
+        proc.stdin.flush()
+        listed = {tool["name"]: tool for tool in _answer(proc, 2, deadline)["result"]["tools"]}
+    finally:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+    assert {"read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "bash", "web_fetch"} <= set(
+        listed
+    )
+    assert listed["read_file"]["inputSchema"] == TOOL_PARAMETERS["read_file"]
+    assert listed["bash"]["inputSchema"] == TOOL_PARAMETERS["bash"]
+
+
+def test_steerable_call_read_file_builds_no_pydantic_model(tmp_path: Path):
+    """A plain ``call read_file``: its arguments pass without pydantic's validator
+    (``_plain_arguments``), its ToolCall is made unvalidated and its result written without the
+    serializer, so no pydantic model or validator is built and pydantic's plugin lookup (every
+    installed distribution's entry points) never runs; the write path's diff engine and the
+    deny-read guard's bookkeeping stay unloaded too."""
+    (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
+    unloaded = (
+        "pydantic.plugin._loader",
+        "importlib.metadata",
+        "difflib",
+        "steerable_agent_runtime.workspace._diff",
+        "steerable_agent_runtime.sandbox._deny_moves",
+        "steerable_agent_runtime.tool_search",
+    )
+    code = (
+        "import contextlib, io, json, sys\n"
+        "from steerable_sidecar.cli import main\n"
+        "out = io.StringIO()\n"
+        "with contextlib.redirect_stdout(out):\n"
+        "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\", \"limit\": 5}', '--no-plugins'])\n"
+        "from steerable_agent_runtime.types import ToolCall, ToolResult\n"
+        "print(json.dumps({'exit': code, 'content': json.loads(out.getvalue())['data']['content'],\n"
+        "                  'built': [ToolCall.__pydantic_complete__, ToolResult.__pydantic_complete__],\n"
+        f"                  'loaded': [m for m in {unloaded!r} if m in sys.modules]}}))\n"
+    )
+    assert _loaded(code, tmp_path) == {"exit": 0, "content": "hello\n", "built": [False, False], "loaded": []}
 
 
 def test_steerable_mcp_boots_its_tools_before_it_serves(tmp_path: Path):

@@ -1,9 +1,10 @@
 """ToolCall / ToolResult envelopes and completion semantics (ENV-*)."""
 
 import json
+from typing import Any
 
 import pytest
-from pydantic import ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from steerable_agent_runtime import ToolCall, ToolResult, is_terminal_result, new_call_id
 
@@ -116,3 +117,79 @@ def test_a_result_no_json_writer_takes_is_sent_as_a_failure_the_model_can_act_on
     assert wire["data"] == {"code": "unserializable_result"}
     assert wire["error"].startswith("The tool's result cannot be sent as JSON (ValueError: ")
     json.dumps(wire)
+
+
+def _results() -> list[ToolResult]:
+    """Results of every shape: plain ones, odd ``data`` values, extra fields, unvalidated ones."""
+    import dataclasses
+    import datetime
+    import decimal
+    import enum
+    import pathlib
+    import uuid
+
+    class Colour(enum.Enum):
+        RED = "red"
+
+    class Inner(BaseModel):
+        value: int | None = None
+        snake_name: str | None = Field(default=None, alias="snakeName")
+
+    @dataclasses.dataclass
+    class Point:
+        x: int | None = None
+
+    nested: dict[str, Any] = {}
+    innermost = nested
+    for _ in range(254):  # pydantic's depth limit is at 255: both sides of it
+        innermost["a"] = {}
+        innermost = innermost["a"]
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    values: list[object] = [
+        None, 1, 10**30, 1.5, float("inf"), float("nan"), "text", b"bytes", b"\xff", [1, None], (1, 2), {3},
+        frozenset({4}), {"k": None}, {1: "int key", None: "none key"}, datetime.datetime(2026, 1, 2),
+        datetime.timedelta(seconds=3), decimal.Decimal("1.5"), uuid.UUID(int=1), Colour.RED,
+        pathlib.PurePosixPath("/x"), Inner(value=None, snakeName="s"), Point(), object(), nested,
+        {"deeper": nested}, looped,
+    ]  # fmt: skip
+    results = [ToolResult.model_construct(success=True, data={"v": value}) for value in values]
+    results += [ToolResult.success_with({"v": value}) for value in values[:5]]
+    results += [
+        ToolResult(success=True),
+        ToolResult.success_with(None),
+        ToolResult.retry("bad", message="m", data={}),
+        ToolResult(success=True, next_action="next", terminal=True, data={"a": [{"b": None}]}),
+        ToolResult.model_validate(
+            {"success": False, "error": "e", "unknownField": {"x": None}, "other": None}
+        ),
+        ToolResult.model_construct(success=1),  # an unvalidated field of another type
+        ToolResult.model_construct(success=True, data={1: "a"}),
+        ToolResult.model_construct(success=True, message=type("Text", (str,), {})("subclass")),
+    ]
+    return results
+
+
+def test_to_wire_writes_what_model_dump_writes():
+    """``to_wire`` writes plain results itself (the serializer is built at its first use): the same
+    dict, the same failures, the same warnings as ``model_dump(by_alias=True, exclude_none=True,
+    mode="json")``; a result no JSON writer takes is the ``unserializable_result`` failure."""
+    import warnings
+
+    def outcome(write: Any) -> tuple[dict[str, Any], list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                written: dict[str, Any] = write()
+            except (ValueError, TypeError, RecursionError) as exc:
+                written = {"code": "unserializable_result", "why": f"{type(exc).__name__}: {exc}"}
+        return written, [str(w.message) for w in caught]
+
+    for result in _results():
+        wire, warned = outcome(result.to_wire)
+        if wire.get("data") == {"code": "unserializable_result"}:  # the same failure, told to the model
+            wire = {"code": "unserializable_result", "why": wire["error"].split("(", 1)[1].rsplit(")", 1)[0]}
+        dumped = outcome(
+            lambda result=result: result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        )
+        assert (repr(wire), warned) == (repr(dumped[0]), dumped[1])

@@ -14,10 +14,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final, TypeVar
 
-from pydantic import ValidationError
-
 from ._codes import ToolErrorCode
-from ._results import invalid_text, validation_problems
+from ._problems import invalid_text, validation_problems
 from .errors import ToolRetry
 
 __all__ = ["coerce_arguments", "exact_scalars"]
@@ -72,6 +70,8 @@ def exact_scalars(name: str, schema: Mapping[str, Any], validate: Validate) -> V
         coerced, problems = coerce_arguments(schema, arguments)
         if not problems:
             return validate(coerced)
+        from pydantic import ValidationError  # here: registering a tool imports no pydantic
+
         others: list[dict[str, str]] = []
         try:
             validate(coerced)

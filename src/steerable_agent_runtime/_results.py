@@ -15,41 +15,23 @@ from pydantic_core import to_jsonable_python
 
 from ._codes import ToolErrorCode
 from ._depth import too_deep_retry
+from ._problems import invalid_text, validation_problems
 from .errors import ToolFailed, ToolRetry, ToolSignal
 from .types import ToolCall, ToolResult
 
 __all__ = [
     "failed_result",
     "invalid_arguments_result",
-    "invalid_text",
     "normalise",
     "not_a_call",
     "parse_envelope",
     "signal_result",
     "timed_out_result",
-    "validation_problems",
 ]
 
 logger = logging.getLogger(__name__)
 
 _ENVELOPE: Final = TypeAdapter(ToolCall)
-
-
-def invalid_text(name: str, problems: list[dict[str, str]]) -> str:
-    listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-    return f"Invalid arguments for {name}: {listed}. Fix these fields and call {name} again."
-
-
-def validation_problems(exc: ValidationError) -> list[dict[str, str]]:
-    problems = []
-    for err in exc.errors(include_url=False):
-        loc = ".".join(str(part) for part in err["loc"]) or "(arguments)"
-        message = err["msg"]
-        if err["type"] == "extra_forbidden":
-            message = "unexpected field"
-        problems.append({"field": loc, "message": message})
-    return problems
-
 
 _SCALARS: Final = frozenset({str, int, float, bool})
 

@@ -5,24 +5,45 @@ pydantic ``TypeAdapter``: validation returns a plain dict that is splatted into 
 Python's own defaults apply to keys the model left out. Parameter descriptions come from
 ``Annotated[..., Field(description=...)]`` or from the Google-style ``Args:`` section of the
 docstring.
+
+Only :func:`function_schema` (and a :func:`validator_at_first_call` when first called) imports
+pydantic: a tool registered with its schema computed ahead of time costs none of it, and the
+annotations evaluated are the parameters' alone (the ones that name ``CallContext`` while
+registering), never the return annotation, so a tool module may import its result type and its
+``Field`` lazily (start-up: ``benchmarks/startup.py``).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from types import UnionType
-from typing import Annotated, Any, NotRequired, Required, Union, get_args, get_origin, get_type_hints
-
-from pydantic import ConfigDict, Field, TypeAdapter
-from pydantic_core import to_jsonable_python
-from typing_extensions import TypedDict
+from types import SimpleNamespace, UnionType
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    NotRequired,
+    Required,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from .errors import UserError
 
-__all__ = ["FunctionSchema", "context_parameter", "describe_function", "function_schema"]
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+__all__ = [
+    "FunctionSchema",
+    "context_parameter",
+    "describe_function",
+    "function_schema",
+    "validator_at_first_call",
+]
 
 _ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters):\s*$")
 _SECTION_HEADER = re.compile(r"^\s*[A-Z][A-Za-z ]*:\s*$")
@@ -98,10 +119,7 @@ def context_parameter(fn: Callable[..., Any], *, name: str | None = None) -> str
     if not named:
         return None
     tool = name if name is not None else fn.__name__
-    try:
-        hints = get_type_hints(fn, include_extras=True)
-    except Exception as exc:
-        raise UserError(f"cannot resolve the type hints of tool {tool!r}: {exc}") from exc
+    hints = _parameter_hints(fn, tool, named)
     found = [k for k in named if _is_context(hints.get(k), tool, k)]
     if len(found) > 1:
         raise UserError(
@@ -117,6 +135,28 @@ def context_parameter(fn: Callable[..., Any], *, name: str | None = None) -> str
             "(dispatch passes it by keyword)"
         )
     return found[0]
+
+
+def _parameter_hints(
+    fn: Callable[..., Any], tool: str, names: Collection[str] | None = None
+) -> dict[str, Any]:
+    """``get_type_hints(fn, include_extras=True)`` for the parameters ``names`` (default: every one).
+
+    The return annotation, and a parameter not asked for, is never evaluated: what they name need
+    not be importable (or imported) yet.
+
+    Raises:
+        UserError: An annotation asked for cannot be resolved (naming the tool).
+    """
+    raw = getattr(fn, "__annotations__", None)
+    try:
+        if not isinstance(raw, dict):  # not a plain function: typing says what it can
+            return get_type_hints(fn, include_extras=True)
+        wanted = {k: v for k, v in raw.items() if k != "return" and (names is None or k in names)}
+        # evaluated as get_type_hints evaluates fn's own: in the globals of fn (unwrapped)
+        return get_type_hints(SimpleNamespace(__annotations__=wanted, __wrapped__=fn), include_extras=True)
+    except Exception as exc:  # unresolved forward references and the like
+        raise UserError(f"cannot resolve the type hints of tool {tool!r}: {exc}") from exc
 
 
 def _is_context(hint: Any, tool: str, param: str) -> bool:
@@ -161,11 +201,12 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
             an annotation pydantic cannot turn into a schema, or a context parameter
             :func:`context_parameter` refuses.
     """
+    from pydantic import ConfigDict, Field, TypeAdapter
+    from pydantic_core import to_jsonable_python
+    from typing_extensions import TypedDict
+
     signature = inspect.signature(fn)
-    try:
-        hints = get_type_hints(fn, include_extras=True)
-    except Exception as exc:  # unresolved forward references and the like
-        raise UserError(f"cannot resolve the type hints of tool {name!r}: {exc}") from exc
+    hints = _parameter_hints(fn, name)
     docs = _docstring_args(fn)
     fields: dict[str, Any] = {}
     defaults: dict[str, Any] = {}
@@ -203,3 +244,19 @@ def function_schema(fn: Callable[..., Any], *, name: str) -> FunctionSchema:
     schema["title"] = name
     schema["additionalProperties"] = False
     return FunctionSchema(parameters=schema, adapter=adapter)
+
+
+def validator_at_first_call(fn: Callable[..., Any], name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``fn``'s pydantic validator, as :func:`function_schema` builds it, built when first called.
+
+    Registering a tool with its schema computed ahead of time thus costs no pydantic at all.
+    """
+    built: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def validate_python(arguments: dict[str, Any]) -> dict[str, Any]:
+        nonlocal built
+        if built is None:
+            built = function_schema(fn, name=name).adapter.validator.validate_python
+        return built(arguments)
+
+    return validate_python

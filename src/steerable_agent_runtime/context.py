@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ._utf8 import utf8_safe
 from .errors import UserError
-from .types import ToolCall, ToolResult
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotations only: a tool module asking for a CallContext loads no pydantic
     from .spill import SpillHooks
+    from .types import ToolCall, ToolResult
 
 __all__ = [
     "OUTPUT_TAIL_BYTES",

@@ -24,7 +24,7 @@ from typing import Literal, Protocol, cast
 from ._codes import ToolErrorCode
 from ._executor_shape import AnyExecutor, taking_context
 from .context import CallContext, ToolExecutor
-from .modes import ConsentPolicy, ConsentVerdict, ToolMode, decide_tool_mode, requires_consent
+from .modes import ConsentPolicy, ConsentVerdict, ToolMode, decide_tool_mode, policy_mode, requires_consent
 from .tools import ToolRouter
 from .types import ToolCall, ToolResult
 
@@ -125,10 +125,12 @@ def mode_lookup(router: ToolRouter) -> Callable[[str], ToolMode | None]:
 
 def _refused(call: ToolCall, mode: ToolMode, policy: ConsentPolicy) -> ToolResult:
     """``consent_denied`` by the session's policy: the user's standing choice, nobody is asked."""
+    judged = policy_mode(mode, call.name)
+    article = "an" if judged.value[0] in "aeiou" else "a"
     return ToolResult.retry(
-        f"The session is in {policy.name} mode, which does not allow {call.name} (a {mode.value}-mode "
-        "tool). Continue with the tools it allows, or ask the user to switch the mode.",
-        data={"code": ToolErrorCode.CONSENT_DENIED, "mode": mode.value, "policy": policy.name},
+        f"The session is in {policy.name} mode, which does not allow {call.name} ({article} "
+        f"{judged.value}-mode tool). Continue with the tools it allows, or ask the user to switch the mode.",
+        data={"code": ToolErrorCode.CONSENT_DENIED, "mode": judged.value, "policy": policy.name},
     )
 
 
@@ -216,12 +218,9 @@ class ApprovalGate:
     async def __call__(self, call: ToolCall, context: CallContext | None = None, /) -> ToolResult:
         """Run ``call`` if neither its mode nor a question needs consent, or ``approve`` grants it."""
         mode = self.mode_of(call.name)
-        verdict = self._verdict(mode)
+        verdict = self._verdict(mode, call.name)
         if verdict == "refuse":
-            assert mode is not None and self._policy is not None
-            if context is not None:
-                context.record_approval(False)
-            return _refused(call, mode, self._policy())
+            return self._refuse(call, mode, context)
         by_mode = verdict == "ask"
         question = self.questions.question(call) if self.questions is not None else None
         if not by_mode and question is None:
@@ -232,16 +231,12 @@ class ApprovalGate:
         shown = mode if mode is not None else decide_tool_mode(call.name)
         if self.approve is None:
             return self._unasked(call, shown, question)
-        if question is None:
-            approved, failure = await self._ask(call, shown, None)
-        else:
-            async with self._one_question:  # the answer to a question asked meanwhile may cover it
-                question = self.questions.question(call) if self.questions is not None else None
-                if question is None and not by_mode:
-                    return await self.inner(call, context)  # allowed while it waited: no prompt ran
-                approved, failure = await self._ask(call, shown, question)
-                if approved and question is not None and self.questions is not None:
-                    self.questions.granted(question)
+        asked = await self._consent(call, shown, question, by_mode=by_mode)
+        if asked is None:
+            return await self.inner(call, context)  # allowed while it waited: no prompt ran
+        approved, failure, question = asked
+        if approved and self._verdict(mode, call.name) == "refuse":  # the mode changed while it asked
+            return self._refuse(call, mode, context)
         if context is not None:
             context.record_approval(approved)
         if approved:
@@ -256,12 +251,38 @@ class ApprovalGate:
             data=data,
         )
 
-    def _verdict(self, mode: ToolMode | None) -> ConsentVerdict:
+    async def _consent(
+        self, call: ToolCall, shown: ToolMode, question: ConsentQuestion | None, *, by_mode: bool
+    ) -> tuple[bool, str, ConsentQuestion | None] | None:
+        """Ask ``approve``: ``(consent, why the prompt failed, the question asked)``.
+
+        ``None``: a question answered meanwhile covers the call, and its mode needs no consent.
+        """
+        if question is None:
+            approved, failure = await self._ask(call, shown, None)
+            return approved, failure, None
+        async with self._one_question:  # the answer to a question asked meanwhile may cover it
+            question = self.questions.question(call) if self.questions is not None else None
+            if question is None and not by_mode:
+                return None
+            approved, failure = await self._ask(call, shown, question)
+            if approved and question is not None and self.questions is not None:
+                self.questions.granted(question)
+        return approved, failure, question
+
+    def _refuse(self, call: ToolCall, mode: ToolMode | None, context: CallContext | None) -> ToolResult:
+        """The policy's refusal, recorded as no consent."""
+        assert mode is not None and self._policy is not None
+        if context is not None:
+            context.record_approval(False)
+        return _refused(call, mode, self._policy())
+
+    def _verdict(self, mode: ToolMode | None, name: str) -> ConsentVerdict:
         """What the policy (else ``consent_modes``) says of a call of ``mode``; ``None``: run."""
         if mode is None:
             return "run"
         if self._policy is not None:
-            return self._policy().verdict(mode)
+            return self._policy().verdict(mode, name)
         return "ask" if mode in self.consent_modes else "run"
 
     async def _ask(

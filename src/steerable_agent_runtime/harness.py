@@ -17,7 +17,7 @@ from ._choice import enum_member
 from .errors import UserError
 
 if TYPE_CHECKING:  # imported where used, so the CLI's parser can read HarnessStrategy cheaply
-    from .tools import ToolRouter
+    from .tools import Tool, ToolRouter
 
 __all__ = ["MINIMAL_TOOLS", "AssembledHarness", "HarnessStrategy", "assemble_harness"]
 
@@ -114,8 +114,7 @@ class AssembledHarness:
                 has the ``tool_search`` that ``wire_tools`` registered (the model is never offered
                 a tool that cannot dispatch).
         """
-        from .tool_search import TOOL_SEARCH_TOOL_NAME, is_tool_search
-        from .tools import ToolExposure
+        from .tools import Tool, ToolExposure
 
         router = self._router
         if router is None:
@@ -127,7 +126,9 @@ class AssembledHarness:
             return [
                 t.describe_model()
                 for t in router
-                if t.exposure is not ToolExposure.HIDDEN and not is_tool_search(router, t)
+                # a plain Tool is never the tool_search (a subclass): its module is not loaded for them
+                if t.exposure is not ToolExposure.HIDDEN
+                and not (type(t) is not Tool and _is_tool_search(router, t))
             ]
         if self.strategy is HarnessStrategy.MINIMAL:
             return [
@@ -135,6 +136,8 @@ class AssembledHarness:
                 for t in router
                 if t.name in MINIMAL_TOOLS and t.exposure is not ToolExposure.HIDDEN
             ]
+        from .tool_search import TOOL_SEARCH_TOOL_NAME, is_tool_search
+
         search = router.get(TOOL_SEARCH_TOOL_NAME)
         if search is None or not is_tool_search(router, search):
             raise UserError(
@@ -145,6 +148,12 @@ class AssembledHarness:
         if search.exposure is not ToolExposure.DIRECT:
             offered.append(search.describe_model())
         return offered
+
+
+def _is_tool_search(router: ToolRouter, tool: Tool) -> bool:
+    from .tool_search import is_tool_search
+
+    return is_tool_search(router, tool)
 
 
 def assemble_harness(

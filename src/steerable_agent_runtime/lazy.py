@@ -1,10 +1,13 @@
-"""Lazy re-exports for a package's ``__init__`` (PEP 562), written once for every package.
+"""Cheap imports: lazy re-exports for a package's ``__init__`` (PEP 562), and a lazy ``Field``.
 
 A package lists its public names per submodule, for type checkers in an ``if TYPE_CHECKING:``
-block and for this helper in a table; each name is imported from its submodule on first access
-and then bound as a module global, so importing the package costs nothing but the table. Public:
-the runtime's packages, ``steerable_sidecar`` and a plugin package built on the runtime use the
-same helper (``tests/test_exports.py`` checks each table against its ``TYPE_CHECKING`` block).
+block and for :func:`lazy_exports` in a table; each name is imported from its submodule on first
+access and then bound as a module global, so importing the package costs nothing but the table.
+Public: the runtime's packages, ``steerable_sidecar`` and a plugin package built on the runtime use
+the same helper (``tests/test_exports.py`` checks each table against its ``TYPE_CHECKING`` block).
+
+:func:`Field` is ``pydantic.Field`` for a tool function's constraints, imported when the
+annotation is evaluated (when the tool's validator is built) rather than with the module.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["Field", "lazy_exports"]
 
 
 def lazy_exports(
@@ -61,3 +64,17 @@ def lazy_exports(
         return sorted({*namespace, *namespace.get("__all__", ())})
 
     return __getattr__, __dir__
+
+
+def Field(*args: Any, **kwargs: Any) -> Any:  # pydantic's name: the annotations read the same
+    """``pydantic.Field(*args, **kwargs)``, pydantic imported at the first call.
+
+    For the constraints of a tool function's parameters, in a module that defers its annotations
+    (``from __future__ import annotations``): ``limit: Annotated[int, Field(ge=1)]`` is evaluated
+    only when the tool's validator is built from the signature (``Tool.from_function``, or the first
+    call of a tool registered with its schema computed ahead of time), so importing the module
+    and registering the tool load no pydantic. The value is pydantic's own ``FieldInfo``.
+    """
+    from pydantic import Field as field
+
+    return field(*args, **kwargs)

@@ -31,6 +31,7 @@ __all__ = [
     "consent_policy",
     "decide_tool_mode",
     "mode_from_annotations",
+    "policy_mode",
     "requires_consent",
 ]
 
@@ -166,11 +167,21 @@ class ConsentPolicy:
     refuse: frozenset[ToolMode] = frozenset()
     summary: str = ""
 
-    def verdict(self, mode: ToolMode) -> ConsentVerdict:
-        """``refuse``, ``ask`` or ``run`` for a call of ``mode`` (refusal wins over asking)."""
-        if mode in self.refuse:
+    def verdict(self, mode: ToolMode, name: str | None = None) -> ConsentVerdict:
+        """``refuse``, ``ask`` or ``run`` for a call of ``mode`` (refusal wins over asking).
+
+        A read of the open web (:data:`OPEN_WORLD_READS`, by ``name``) calls out: a policy
+        treats it as ``external``, so ``read-only`` refuses it and ``ask`` asks first.
+        """
+        shown = policy_mode(mode, name)
+        if shown in self.refuse:
             return "refuse"
-        return "ask" if mode in self.ask else "run"
+        return "ask" if shown in self.ask else "run"
+
+
+def policy_mode(mode: ToolMode, name: str | None) -> ToolMode:
+    """The mode a :class:`ConsentPolicy` judges a call by: ``external`` for an open-web read."""
+    return ToolMode.EXTERNAL if mode is ToolMode.READ and name in OPEN_WORLD_READS else mode
 
 
 _CHANGES: Final = frozenset({ToolMode.SAFE_WRITE, ToolMode.DESTRUCTIVE, ToolMode.LOCAL, ToolMode.EXTERNAL})
@@ -225,14 +236,14 @@ def consent_policy(value: str, *, variable: str = CONSENT_ENV) -> ConsentPolicy:
     if named is not None:
         return named
     parts = [part.strip() for part in text.split(",") if part.strip()]
-    known = {mode.value for mode in ToolMode}
+    known = {mode.value for mode in ToolMode} - {ToolMode.READ.value}  # reads never ask
     wrong = [part for part in parts if part not in known]
     if not parts or wrong:
         raise UserError(
             f"{variable}={value!r} is not a consent policy: use one of {', '.join(CONSENT_POLICIES)}, "
-            f"or the modes that ask, comma-separated, from {', '.join(sorted(known - {'read'}))}"
+            f"or the modes that ask, comma-separated, from {', '.join(sorted(known))}"
         )
-    ask = frozenset(ToolMode(part) for part in parts) - {ToolMode.READ}
+    ask = frozenset(ToolMode(part) for part in parts)
     for policy in CONSENT_POLICIES.values():  # the same modes as a named one: that one
         if not policy.refuse and policy.ask == ask:
             return policy

@@ -19,14 +19,16 @@ import weakref
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ._codes import ToolErrorCode
-from ._results import invalid_text
+from ._problems import invalid_text
 from .errors import DuplicateToolError, ToolRetry
 from .modes import ToolMode
 from .tools import Tool, ToolExposure, ToolRouter
-from .types import ToolResult
+
+if TYPE_CHECKING:  # results are built at call time: listing the tools (harness.offered) loads no pydantic
+    from .types import ToolResult
 
 __all__ = [
     "BM25_B",
@@ -611,6 +613,8 @@ def _validate(arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _search_tool(index: ToolSearchIndex) -> _SearchTool:
     async def tool_search(query: str, max_results: int) -> ToolResult:
+        from .types import ToolResult
+
         hits = index.search(query, max_results)
         tools: list[dict[str, Any]] = [
             {

@@ -9,45 +9,29 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import difflib
 import inspect
 import re
-import time
-import unicodedata
-from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
-
-from pydantic import ValidationError
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, TypeVar, Unpack, overload
 
 from ._choice import enum_member
 from ._codes import ToolErrorCode
 from ._coerce import exact_scalars
-from ._deadlines import Deadlines, resume
-from ._depth import (
-    MAX_ARGUMENT_DEPTH,
-    arguments_too_deep,
-    nesting_depth,
-    too_deep_retry,
-)
+from ._deadlines import Deadlines
+from ._depth import MAX_ARGUMENT_DEPTH, arguments_too_deep
 from ._model_schema import first_paragraph, model_parameters
-from ._results import (
-    failed_result,
-    invalid_arguments_result,
-    invalid_text,
-    normalise,
-    not_a_call,
-    parse_envelope,
-    signal_result,
-    timed_out_result,
-)
-from ._signature import context_parameter, describe_function, function_schema
-from .context import CallContext
-from .errors import DuplicateToolError, ToolRetry, ToolSignal, UserError
+from ._problems import invalid_text
+from ._signature import context_parameter, describe_function, function_schema, validator_at_first_call
+from .errors import DuplicateToolError, ToolRetry, UserError
 from .modes import ToolMode, decide_tool_mode, mode_from_annotations
-from .trace import TraceSink, TraceSpan
-from .types import ToolCall, ToolResult
+
+if TYPE_CHECKING:  # dispatch's half (pydantic, the wire types) loads at the first call: _dispatcher
+    from ._dispatch import Dispatcher
+    from .context import CallContext
+    from .trace import TraceSink
+    from .types import ToolCall, ToolResult
 
 __all__ = [
     "MAX_ARGUMENT_DEPTH",
@@ -175,7 +159,7 @@ class Tool:
             validate_python = schema.adapter.validator.validate_python
         else:
             shape = copy.deepcopy(dict(parameters))
-            validate_python = _validator_at_first_call(fn, tool_name)
+            validate_python = validator_at_first_call(fn, tool_name)
         if inspect.iscoroutinefunction(fn):
             handler: ToolHandler = fn
         else:
@@ -312,19 +296,6 @@ class Tool:
         }
 
 
-def _validator_at_first_call(fn: Callable[..., Any], name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    """``fn``'s pydantic validator (from its signature), built when first called."""
-    built: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-
-    def validate_python(arguments: dict[str, Any]) -> dict[str, Any]:
-        nonlocal built
-        if built is None:
-            built = function_schema(fn, name=name).adapter.validator.validate_python
-        return built(arguments)
-
-    return validate_python
-
-
 ToolListener = Callable[[Tool | None, Tool | None], None]
 """Told of every change to a router's inventory, after it happened, as ``(old, new)``:
 ``(None, tool)`` on register, ``(tool, None)`` on unregister, ``(old, new)`` when a tool is
@@ -397,6 +368,8 @@ def check_tool_name(name: object) -> None:
 
 
 def _codepoint(char: str) -> str:
+    import unicodedata  # only to name a refused character
+
     name = unicodedata.name(char, "")
     return f"U+{ord(char):04X} {name}" if name else f"U+{ord(char):04X}"
 
@@ -583,6 +556,8 @@ class ToolRouter(ToolDecorator):
 
     def suggest(self, name: str, *, limit: int = 3) -> list[str]:
         """Return up to ``limit`` registered names close to ``name``; hidden tools are never named."""
+        import difflib  # an unknown name is rare: not at start-up
+
         visible = [n for n, t in self._tools.items() if t.exposure is not ToolExposure.HIDDEN]
         close = difflib.get_close_matches(name, visible, n=limit, cutoff=0.6)
         if not close:
@@ -612,42 +587,7 @@ class ToolRouter(ToolDecorator):
             :class:`ToolRetry` / :class:`ToolFailed` give ``needsFollowup`` / ``terminal``; any
             other exception gives ``success: false`` with its type and message.
         """
-        started = time.perf_counter_ns()
-        if type(call) is not ToolCall:
-            parsed = parse_envelope(call) if isinstance(call, Mapping) else not_a_call(call)
-            if isinstance(parsed, ToolResult):
-                return parsed
-            call = parsed
-        spec = self._tools.get(call.name)
-        given = context  # the context the tool runs with: told when the call is cancelled
-        if spec is None:
-            result = self._unknown(call.name)
-        else:
-            try:
-                kwargs = _validated(spec, call.arguments)
-            except ValidationError as exc:
-                result = invalid_arguments_result(spec.name, exc)
-            except ToolSignal as signal:
-                result = signal_result(signal)
-            else:
-                if spec.context_param is not None:
-                    given = context if context is not None else CallContext(call)
-                    given.seal()  # the tool runs now: its consent decision is fixed
-                    kwargs = {**kwargs, spec.context_param: given}
-                # The handler's first step runs inline (the await protocol by hand): most tools finish
-                # without suspending, and those never need a deadline armed.
-                try:
-                    steps = spec.handler(**kwargs).__await__()
-                    pending = steps.send(None)
-                except StopIteration as done:
-                    result = _normalised(spec, done.value)
-                except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the process
-                    result = failed_result(spec.name, exc)
-                else:
-                    result = await self._finish(spec, steps, pending, given)
-        if self.trace is not None:  # with what the tool noted, in a context made for it too
-            _record(self.trace, call, spec, given, started, result)
-        return result
+        return await (_DISPATCHER or _dispatcher()).dispatch(self, call, context)
 
     def check(self, call: ToolCall) -> ToolResult | None:
         """Return the failed result ``dispatch(call)`` would give without running the tool, or ``None``.
@@ -656,91 +596,24 @@ class ToolRouter(ToolDecorator):
         :class:`~steerable_agent_runtime.executor.ApprovalGate` checks a call this way before it
         asks for consent, so nobody is asked about a call that cannot run.
         """
-        spec = self._tools.get(call.name)
-        if spec is None:
-            return self._unknown(call.name)
-        try:
-            _validated(spec, call.arguments)
-        except ValidationError as exc:
-            return invalid_arguments_result(spec.name, exc)
-        except ToolSignal as signal:
-            return signal_result(signal)
-        return None
-
-    def _unknown(self, name: str) -> ToolResult:
-        reason = self._unavailable.get(name)
-        if reason is not None:
-            return ToolResult.retry(
-                f"The tool {name!r} is not available here: {reason} Carry on with the offered tools.",
-                data={"code": ToolErrorCode.TOOL_UNAVAILABLE, "reason": reason},
-            )
-        close = self.suggest(name)
-        hint = f" Did you mean: {', '.join(close)}?" if close else ""
-        return ToolResult.retry(
-            f"Unknown tool {name!r}.{hint} Call one of the offered tools.",
-            data={"code": ToolErrorCode.UNKNOWN_TOOL, "suggestions": close},
-        )
-
-    async def _finish(
-        self, spec: Tool, steps: Generator[Any, Any, Any], pending: Any, context: CallContext | None
-    ) -> ToolResult:
-        """Drive a handler that suspended, under its deadline (armed only now)."""
-        timeout_ms = spec.timeout_ms if spec.timeout_ms is not None else self.default_timeout_ms
-        token = self._deadlines.arm(timeout_ms / 1000) if timeout_ms else None
-        try:
-            value = await resume(steps, pending)
-        except asyncio.CancelledError:
-            if context is not None:  # a sync tool's thread cannot be interrupted: it can stop itself
-                context.cancel()
-            if token is None or not token.expired:
-                raise  # cancelled from outside: not ours to swallow
-            current = asyncio.current_task()
-            if current is not None:
-                current.uncancel()
-            return timed_out_result(spec.name, timeout_ms)
-        except (Exception, SystemExit) as exc:
-            return failed_result(spec.name, exc)
-        finally:
-            self._deadlines.disarm(token)
-        return _normalised(spec, value)
+        return (_DISPATCHER or _dispatcher()).check(self, call)
 
 
-def _validated(spec: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
-    """``spec.validate(arguments)``, refusing arguments nested past ``MAX_ARGUMENT_DEPTH`` first (SAFE-6).
+_DISPATCHER: Dispatcher | None = None
+"""The body of :meth:`ToolRouter.dispatch` and :meth:`ToolRouter.check`, once loaded (:func:`_dispatcher`)."""
 
-    Raises:
-        ToolRetry: Too deep (``arguments_too_deep``), or a validator that still ran out of stack.
-        ValidationError: From the tool's validator.
+
+def _dispatcher() -> Dispatcher:
+    """Import the body of :meth:`ToolRouter.dispatch` and :meth:`ToolRouter.check` (at the first call).
+
+    It loads pydantic and the wire types, which registering and listing tools never need (start-up:
+    ``steerable mcp`` answers ``tools/list`` before pydantic is imported).
     """
-    depth = arguments_too_deep(arguments)
-    if depth is not None:
-        raise too_deep_retry(spec.name, depth)
-    try:
-        return spec.validate(arguments)
-    except RecursionError:  # a schema that costs many frames a level: still the model's to flatten
-        raise too_deep_retry(spec.name, nesting_depth(arguments), for_schema=True) from None
+    global _DISPATCHER
+    from ._dispatch import DISPATCHER
 
-
-def _record(
-    sink: TraceSink,
-    call: ToolCall,
-    spec: Tool | None,
-    context: CallContext | None,
-    started: int,
-    result: ToolResult,
-) -> None:
-    """Send one dispatched call's span to ``sink``: the context's ``attrs`` (JSON-ready), the tool's mode."""
-    attrs: dict[str, Any] = context.trace_attrs(("mode", "approved")) if context is not None else {}
-    if spec is not None:
-        attrs["mode"] = spec.mode  # a StrEnum: equal to its string; wins over a tool's own key
-    sink(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
-
-
-def _normalised(spec: Tool, value: Any) -> ToolResult:
-    try:
-        return normalise(value)
-    except Exception as exc:  # a return value with no JSON form (e.g. a lone surrogate in a key)
-        return failed_result(spec.name, exc)
+    _DISPATCHER = DISPATCHER
+    return DISPATCHER
 
 
 @overload

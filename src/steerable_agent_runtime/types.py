@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_jsonable_python
 
 from ._codes import ToolErrorCode
 from ._utf8 import utf8_safe
@@ -147,7 +148,7 @@ class ToolResult(_WireModel):
         them may fail on one.
         """
         try:
-            wire: dict[str, Any] = _wire_safe(self.model_dump(by_alias=True, exclude_none=True, mode="json"))
+            wire: dict[str, Any] = _wire_safe(_dumped(self))
         except (ValueError, TypeError, RecursionError) as exc:
             return {
                 "success": False,
@@ -160,6 +161,51 @@ class ToolResult(_WireModel):
 
 
 _EMPTY_FIELDS: dict[str, Any] = {name: None for name in ToolResult.model_fields} | {"success": True}
+_WIRE_FIELDS: Final = tuple(
+    (
+        name,
+        field.serialization_alias or field.alias or name,
+        bool if name in ("success", "terminal", "needs_followup") else str,
+    )
+    for name, field in ToolResult.model_fields.items()
+    if name != "data"
+)
+"""Each field but ``data``: its name, its wire name, and the type a plain result holds there."""
+
+
+def _dumped(result: ToolResult) -> dict[str, Any]:
+    """``result.model_dump(by_alias=True, exclude_none=True, mode="json")``, without building the serializer.
+
+    The wire types build their serializer at the first use, and the first build of any model looks
+    up pydantic's plugins (every installed distribution's entry points are read): some 20 ms, all
+    of a one-shot ``steerable call``'s margin (``benchmarks/startup.py``). A plain result (a
+    ``ToolResult`` itself, every field of its declared type, ``data`` keyed by strings, no extra
+    field) is written here: each value of ``data`` goes through ``pydantic_core.to_jsonable_python``
+    with the settings ``model_dump`` gives an ``Any`` value (aliases, ``None`` fields of a nested
+    model left out, NaN and the infinities as ``null``). Anything else is ``model_dump``'s.
+    """
+    values = result.__dict__
+    if type(result) is not ToolResult or result.__pydantic_extra__:
+        return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    wire: dict[str, Any] = {}
+    for name, key, kind in _WIRE_FIELDS:
+        value = values[name]
+        if value is None:
+            continue
+        if type(value) is not kind:
+            return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+        wire[key] = value
+    data = values["data"]
+    if data is None:
+        return wire
+    if type(data) is not dict or not all(type(key) is str for key in data):
+        return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    # value by value, as the model's dict[str, Any] serializer walks them (the same depth limit)
+    wire["data"] = {
+        key: to_jsonable_python(value, by_alias=True, exclude_none=True, inf_nan_mode="null")
+        for key, value in data.items()
+    }
+    return wire
 
 
 def _wire_safe(value: Any) -> Any:

@@ -23,7 +23,15 @@ from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredComm
 from steerable_agent_runtime.modes import ConsentPolicy
 from steerable_agent_runtime.tools import ToolRouter
 
-__all__ = ["COMMANDS", "SlashCommand", "available_commands", "slash_command", "tools_text"]
+__all__ = [
+    "COMMANDS",
+    "SlashCommand",
+    "available_commands",
+    "mode_text",
+    "model_text",
+    "slash_command",
+    "tools_text",
+]
 
 COMMANDS: Final = {
     "mode": ("Show or switch the session's mode (read-only, ask, default, auto)", "mode name"),
@@ -73,5 +81,16 @@ def tools_text(router: ToolRouter, offered: Sequence[str], policy: ConsentPolicy
         tool = router.get(name)
         if tool is None:
             continue
-        lines.append(f"- `{name}` ({tool.mode.value}): {_VERDICTS[policy.verdict(tool.mode)]}")
+        lines.append(f"- `{name}` ({tool.mode.value}): {_VERDICTS[policy.verdict(tool.mode, name)]}")
     return "\n".join(lines)
+
+
+def mode_text(current: ConsentPolicy, offered: Sequence[ConsentPolicy]) -> str:
+    """``/mode``'s answer: the session's mode, what it does, the others."""
+    others = ", ".join(policy.name for policy in offered if policy != current)
+    return f"Mode: {current.name}: {current.summary}\nOther modes: {others}."
+
+
+def model_text(current: str, offered: Sequence[str]) -> str:
+    """``/model``'s answer: the session's model and the offered ones (the current one included)."""
+    return f"Model: {current}\nOffered: {', '.join(dict.fromkeys((*offered, current)))}."

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import Any, Final
 
 from acp import RequestError
 from acp.schema import ListSessionsResponse, SessionInfo
+
+from steerable_agent_runtime.record import valid_session_id
 
 __all__ = ["PAGE_SIZE", "SESSION_ENTRY", "TITLE_CHARS", "list_recorded", "session_entry", "title_of"]
 
@@ -32,12 +35,17 @@ PAGE_SIZE: Final = 50
 TITLE_CHARS: Final = 80
 """The longest title: the first line of the first prompt, clipped."""
 
+_CONTROLS: Final = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _FIRST_LINE_BYTES: Final = 64 * 1024  # a session entry is far shorter: a longer first line is not one
 
 
 def title_of(prompt: str) -> str:
-    """A session's title: the first non-blank line of its first prompt, at most :data:`TITLE_CHARS`."""
+    """A session's title: the first non-blank line of its first prompt, at most :data:`TITLE_CHARS`.
+
+    Control characters (an escape sequence, a bell) become spaces.
+    """
     line = next((line.strip() for line in prompt.splitlines() if line.strip()), "")
+    line = _CONTROLS.sub(" ", line)
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 3].rstrip() + "..."
 
 
@@ -118,7 +126,9 @@ def _scan(sessions: Path, wanted: str | None) -> list[_Listed]:
             mtime_ns = entry.stat(follow_symlinks=False).st_mtime_ns
         except OSError:  # removed meanwhile
             continue
-        found.append(_Listed(entry.name.removesuffix(".jsonl"), cwd, title, mtime_ns))
+        session_id = entry.name.removesuffix(".jsonl")
+        if valid_session_id(session_id):  # one session/load takes
+            found.append(_Listed(session_id, cwd, title_of(title), mtime_ns))
     return found
 
 

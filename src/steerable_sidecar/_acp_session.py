@@ -372,7 +372,9 @@ class AcpSession:
         elif kind == "assistant":
             usage = event.get("usage") or {}
             used = usage.get("promptTokens", 0) + usage.get("completionTokens", 0)
-            self.context_tokens = used or self.context_tokens  # a server that counts nothing: the last count
+            self.context_tokens = (
+                used or self.context_tokens
+            )  # an answer without counts keeps the turn's last
             if self._texted:
                 return
             content = event.get("message", {}).get("content")

@@ -242,8 +242,9 @@ async def _serve_with(
 async def _after_the_listing(args: argparse.Namespace, booted: Booted, root: Path, server: McpServer) -> None:
     """Once the host has its tools (or :data:`_QUIET_START_S` on): say what is served, ready a call.
 
-    The sandbox probe and the wire types' validators (built at their first use) wait until then,
-    so neither competes with the first ``tools/list`` for the interpreter.
+    The sandbox probe, pydantic's import and the wire types' validators (nothing the boot or the
+    listing needs) wait until then, so none competes with the first ``tools/list`` for the
+    interpreter.
     """
     import asyncio
 
@@ -305,9 +306,9 @@ def _announce(args: argparse.Namespace, booted: Booted, root: Path, *, probe: bo
     """Say on stderr, once, what is served: a terminal otherwise shows nothing.
 
     The sandbox is probed in a daemon thread, so a slow probe (a hung bwrap) delays neither calls
-    nor the exit; the thread first builds the wire types' validators, which the first
-    ``tools/call`` would otherwise build. ``probe=False`` (the host already left) says so without
-    probing.
+    nor the exit; the thread first imports pydantic and builds the wire types' validators, which
+    the first ``tools/call`` would otherwise do. ``probe=False`` (the host already left) says so
+    without probing.
     """
     from .boot import offered_tools
 

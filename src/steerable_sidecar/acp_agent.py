@@ -34,6 +34,7 @@ from acp.interfaces import Agent, Client
 from acp.schema import (
     AudioContentBlock,
     ClientCapabilities,
+    ConfigOptionUpdate,
     EmbeddedResourceContentBlock,
     HttpMcpServer,
     ImageContentBlock,
@@ -63,7 +64,7 @@ from steerable_agent_runtime.loop import RunSummary
 from steerable_agent_runtime.modes import DEFAULT_CONSENT_POLICY, ConsentPolicy
 from steerable_agent_runtime.types import new_call_id
 
-from ._acp_commands import SlashCommand, available_commands, slash_command, tools_text
+from ._acp_commands import SlashCommand, available_commands, mode_text, model_text, slash_command, tools_text
 from ._acp_inputs import mcp_configs, prompt_text
 from ._acp_listing import SESSION_ENTRY, list_recorded, session_entry, title_of
 from ._acp_models import DEFAULT_MODEL_ID, chosen_model, model_option, offered_models, turn_usage
@@ -594,7 +595,7 @@ class SteerableAcpAgent:
                 model_timeout_ms=self.options.model_timeout_ms,
             ),
         )
-        session.loop, session.reseed = loop, False
+        session.loop, session.reseed, session.context_tokens = loop, False, 0  # counted anew each turn
         if not opened.history:  # a new session's record opens with its folder and title (session/list)
             title = title_of(text)
             await opened.record.append_entry(SESSION_ENTRY, session_entry(session.root, title))
@@ -621,9 +622,7 @@ class SteerableAcpAgent:
         if not self._known(session_id):
             raise RequestError.resource_not_found(session_id)
         if config_id == MODE_OPTION_ID:
-            session = await self._choose(session_id, policy=chosen_mode(value, self.modes))
-            if session is not None:
-                await session.send(helpers.update_current_mode(session.policy.name))
+            await self._tell(await self._choose(session_id, policy=chosen_mode(value, self.modes)), mode=True)
         else:
             chosen = chosen_model(config_id, value, self.models)
             model = None if chosen == self.default_model else chosen
@@ -639,8 +638,20 @@ class SteerableAcpAgent:
         """
         if not self._known(session_id):
             raise RequestError.resource_not_found(session_id)
-        await self._choose(session_id, policy=chosen_mode(mode_id, self.modes))
+        await self._tell(
+            await self._choose(session_id, policy=chosen_mode(mode_id, self.modes)), options=True
+        )
         return SetSessionModeResponse()
+
+    async def _tell(self, session: AcpSession | None, *, mode: bool = False, options: bool = False) -> None:
+        """Tell the client of a choice made otherwise (``current_mode_update``, ``config_option_update``)."""
+        if session is not None and mode:
+            await session.send(helpers.update_current_mode(session.policy.name))
+        if session is not None and options:
+            update = ConfigOptionUpdate(
+                session_update="config_option_update", config_options=self._options(session)
+            )
+            await session.send(update)
 
     async def _choose(self, session_id: str, **changes: Any) -> AcpSession | None:
         """Set a live or parked session's ``model`` and/or ``policy``; the live session, if it is one.
@@ -679,21 +690,24 @@ class SteerableAcpAgent:
 
     async def _command(self, session: AcpSession, command: SlashCommand) -> None:
         """Answer a slash command (``/mode``, ``/model``, ``/tools``) as the agent's message."""
+        answer = ""
+        try:
+            if command.name == "mode" and command.argument:
+                await self._choose(session.id, policy=chosen_mode(command.argument, self.modes))
+                await self._tell(session, mode=True, options=True)
+            elif command.name == "model" and command.argument:
+                chosen = chosen_model("model", command.argument, self.models)
+                await self._choose(session.id, model=None if chosen == self.default_model else chosen)
+                await self._tell(session, options=True)
+        except RequestError as exc:  # a name it does not know: said, and nothing changed
+            answer = f"{exc.data.get('reason', exc) if isinstance(exc.data, dict) else exc}\n"
         if command.name == "tools":
             names = [tool["function"]["name"] for tool in session.booted.harness.offered()]
             answer = tools_text(session.booted.router, names, session.policy)
         elif command.name == "mode":
-            if command.argument:
-                await self._choose(session.id, policy=chosen_mode(command.argument, self.modes))
-                await session.send(helpers.update_current_mode(session.policy.name))
-            others = ", ".join(policy.name for policy in self.modes if policy != session.policy)
-            answer = f"Mode: {session.policy.name}: {session.policy.summary}\nOther modes: {others}."
+            answer += mode_text(session.policy, self.modes)
         else:
-            if command.argument:
-                chosen = chosen_model("model", command.argument, self.models)
-                await self._choose(session.id, model=None if chosen == self.default_model else chosen)
-            offered = ", ".join(self.models)
-            answer = f"Model: {session.model or self.default_model}\nOffered: {offered}."
+            answer += model_text(session.model or self.default_model, self.models)
         await session.send(helpers.update_agent_message_text(answer))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:

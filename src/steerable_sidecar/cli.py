@@ -18,7 +18,7 @@ import io
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from steerable_agent_runtime import __version__
@@ -375,7 +375,9 @@ async def _call(router: ToolRouter, name: str, arguments: str, shutdown: Shutdow
     from ._signals import INTERRUPT_DRAIN_S
     from .session import STOPPED, interrupted_result, interruptible
 
-    call = ToolCall(id=new_call_id(), name=name, arguments=parsed)
+    # three fields known good (a fresh id, a name from the command line, a JSON object): validating
+    # them would build ToolCall's validator, and look pydantic's plugins up, for nothing (start-up)
+    call = ToolCall.model_construct(id=new_call_id(), name=name, arguments=parsed)
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result JSON alone
         done = await interruptible(router.dispatch(call), shutdown, drain_s=INTERRUPT_DRAIN_S)
     if done is STOPPED:  # a signal (REC-4): the call is answered as interrupted, the exit is 128 + n
@@ -437,6 +439,52 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.USAGE
+    if args.command not in _ONE_SHOT:
+        failed = _configure(args)
+        return failed if failed is not None else _served(args)
+    with _loading(own_process=argv is None):
+        failed = _configure(args)
+        if failed is not None:
+            return failed
+        try:
+            with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
+                booted = _boot(args)
+        except SteerableError as exc:
+            print(f"steerable: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
+        if args.command in ("call", "session"):  # what they answer with, loaded with the tools
+            import steerable_agent_runtime.types  # noqa: F401
+    from ._signals import run_until_signalled  # SIGTERM, SIGHUP, SIGINT (REC-4, SAFE-2)
+
+    try:
+        if args.command == "plugins":  # listing plugins needs no MCP server started
+            code = run_until_signalled(_closing(booted, _command(args, booted)))
+        else:
+            code = run_until_signalled(
+                lambda shutdown: _closing(booted, _with_mcp(booted, lambda: _command(args, booted, shutdown)))
+            )
+    except SteerableError as exc:
+        print(f"steerable: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    if argv is None:  # the process ends with the command (not a caller's main([...]) in its own process)
+        import gc
+
+        # what is left is freed with the process: without this, the interpreter's teardown collects
+        # every object once more (benchmarks/startup.py)
+        gc.freeze()
+    return code
+
+
+_ONE_SHOT: Final = frozenset({"tools", "call", "session", "plugins"})
+"""The commands booted here that end with their work; the others start their own way (:func:`_served`)."""
+
+
+def _configure(args: argparse.Namespace) -> int | None:
+    """Apply the configuration file and set up logging; the exit code when that fails (else ``None``).
+
+    A bad file or setting ends the command with a usage error, except where the command reports it
+    itself: ``doctor`` in its table, ``run`` in its JSON line, ``mcp`` to the host.
+    """
     try:
         if args.command != "doctor":  # doctor reads the file itself, to say where each value came from
             _apply_config_file(args)
@@ -456,23 +504,31 @@ def _main(argv: Sequence[str] | None) -> int:
             return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    served = _served(args)
-    if served is not None:
-        return served
+    return None
 
+
+@contextlib.contextmanager
+def _loading(*, own_process: bool) -> Iterator[None]:
+    """Load a one-shot command's tools without the garbage collector, then keep them out of its way.
+
+    Loading allocates some 30,000 objects, modules, classes and functions that live as long as the
+    process; the collector would walk them again and again meanwhile (several ms of a ``steerable
+    call``, benchmarks/startup.py). It is paused while they load and, once they are loaded, they
+    are moved out of its sight (``gc.freeze``): what the command allocates afterwards is collected
+    as usual. Only when this process runs the command alone (``main()`` of the ``steerable``
+    program, not a caller's ``main([...])``, whose objects are its own).
+    """
+    if not own_process:
+        yield
+        return
+    import gc
+
+    gc.disable()
     try:
-        with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
-            booted = _boot(args)
-        from ._signals import run_until_signalled  # SIGTERM, SIGHUP, SIGINT (REC-4, SAFE-2)
-
-        if args.command == "plugins":  # listing plugins needs no MCP server started
-            return run_until_signalled(_closing(booted, _command(args, booted)))
-        return run_until_signalled(
-            lambda shutdown: _closing(booted, _with_mcp(booted, lambda: _command(args, booted, shutdown)))
-        )
-    except SteerableError as exc:
-        print(f"steerable: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+        yield
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def _apply_config_file(args: argparse.Namespace) -> None:
@@ -492,7 +548,7 @@ def _apply_config_file(args: argparse.Namespace) -> None:
     os.environ.update(loaded.applied(os.environ))
 
 
-def _served(args: argparse.Namespace) -> int | None:
+def _served(args: argparse.Namespace) -> int:
     """Run the commands that manage their own start-up (run, sidecar, doctor, jobs, acp, mcp)."""
     if args.command == "run":
         from .headless import run_headless
@@ -526,7 +582,7 @@ def _served(args: argparse.Namespace) -> int | None:
         from ._mcp_cli import run_mcp
 
         return run_mcp(args, boot=lambda: _boot(args))
-    return None
+    raise AssertionError(f"unhandled command {args.command!r}")  # pragma: no cover
 
 
 async def _command(args: argparse.Namespace, booted: Booted, shutdown: Shutdown | None = None) -> int:

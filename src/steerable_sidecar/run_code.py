@@ -509,7 +509,13 @@ def run_code_tool(
             )
         try:
             async with guard_protected_paths(
-                root, chosen, allow=allow, cache=scans, tool="run_code", deny_read=sandbox_cfg.deny_read
+                root,
+                chosen,
+                allow=allow,
+                cache=scans,
+                tool="run_code",
+                deny_read=sandbox_cfg.deny_read,
+                environ=environ,
             ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
                 result = await _execute(_Run(code, executor, cfg, chosen.info, context), policy, chosen)

@@ -155,3 +155,29 @@ async def test_plans_are_not_handed_over_from_a_temporary_directory_the_sandbox_
     result = await _bash(workspace, backend, terminal, "echo here")
     assert result.success and result.data is not None and result.data["stdout"] == "here\n"
     assert terminal.lines == []
+
+
+def test_the_relay_runs_no_plan_from_a_folder_others_could_have_made(tmp_path: Path) -> None:
+    """A run folder that is not private (0700, this user's, not a symlink) may hold anyone's plan."""
+    import json
+    import sys
+
+    from steerable_agent_runtime.sandbox._pinning import trampoline_code
+
+    marker = tmp_path / "ran"
+    plan = {"argv": ["/bin/touch", str(marker)], "env": {}, "cwd": str(tmp_path), "cap": 1024}
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    shared.chmod(0o755)
+    (shared / "plan.json").write_text(json.dumps(plan))
+    linked = tmp_path / "linked"
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    (private / "plan.json").write_text(json.dumps(plan))
+    linked.symlink_to(private)
+    for folder in (shared, linked):
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", trampoline_code(), str(folder)], capture_output=True, timeout=30
+        )
+        assert done.returncode == 125 and b"withdrawn" in done.stderr
+    assert not marker.exists()

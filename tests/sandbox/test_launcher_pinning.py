@@ -85,3 +85,50 @@ async def test_a_git_symlink_planted_by_one_command_reaches_nothing_in_the_next_
         pids = [line for line in after.stdout.text.splitlines()[:-1] if line.isdigit()]
         assert int(after.stdout.text.splitlines()[-1]) < 10 and len(pids) < 10, after.stdout.text
     assert "host-only" not in after.stdout.text
+
+
+@pytest.mark.parametrize("name", ["landlock", "bwrap"])
+async def test_a_pinned_copy_inside_a_writable_root_is_refused_run_9(tmp_path: Path, name: str) -> None:
+    """TMPDIR inside the workspace puts the launcher's private copy there: a command could rewrite
+    ``_launch.pyc`` and the next call would run it unsandboxed (Landlock leaves it writable)."""
+    pinned_folder = os.path.dirname(_pinning.launcher_code())
+    policy = SandboxPolicy(
+        writable_roots=(Path(os.path.dirname(pinned_folder)),), limits=ResourceLimits(max_output_bytes=4096)
+    )
+    with pytest.raises(SandboxUnavailableError) as info:
+        await run_sandboxed(["true"], policy, backend=real_backend(name), timeout_s=10)
+    assert "the sandbox launcher's private copy" in (info.value.message or "")
+    assert "set TMPDIR to a folder outside the workspace" in (info.value.message or "")
+
+
+def test_steerable_call_with_tmpdir_inside_the_workspace_refuses_bash_and_says_why_run_9(
+    tmp_path: Path,
+) -> None:
+    import subprocess
+
+    workspace = tmp_path / "ws"
+    (workspace / ".tmp").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    env |= {"TMPDIR": str(workspace / ".tmp"), "STEERABLE_CONFIG": "off"}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "steerable_sidecar",
+            "call",
+            "bash",
+            '{"command": "echo ran > ran.txt"}',
+            "--workspace",
+            str(workspace),
+            "--no-plugins",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1 and '"code": "sandbox_unavailable"' in done.stdout
+    assert "set TMPDIR to a folder outside the workspace" in done.stdout
+    assert not (workspace / "ran.txt").exists()

@@ -373,3 +373,49 @@ def test_an_mcp_tool_is_shown_by_what_it_does_and_under_its_servers_name() -> No
     assert tool_kind("mcp__git__git_log", ToolMode.READ) == "read"  # unknown first word: by mode
     assert tool_title("mcp__github__create_issue", {"title": "bug"}) == "github: create_issue"
     assert tool_kind("mcp__broken", ToolMode.LOCAL) == "execute"
+
+
+async def test_choices_made_one_way_are_told_the_other_way_and_a_bad_name_is_answered(
+    agent: Agent, workspace: Path
+) -> None:
+    """``session/set_mode`` sends a ``config_option_update``; ``/mode`` and ``/model`` send both
+    kinds; an unknown name in a command is said in the answer and changes nothing."""
+    client = EditorClient()
+    async with agent(client, RecordingProvider([])) as conn:
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.set_session_mode(mode_id="ask", session_id=session.session_id)
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("/mode bogus")])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("/model gpt-x")])
+    updates = client.of_kind("config_option_update")
+    assert [_dump(u.config_options)[1]["currentValue"] for u in updates] == ["ask", "ask"]
+    assert _dump(updates[-1].config_options)[0]["currentValue"] == "gpt-x"
+    text = client.text()
+    assert text.startswith("unknown mode: the session's modes are read-only, ask, default, auto\nMode: ask:")
+    assert text.endswith("Model: gpt-x\nOffered: default, gpt-x.")
+
+
+async def test_a_turn_without_counts_sends_no_usage_update_from_the_turn_before(
+    agent: Agent, workspace: Path
+) -> None:
+    counted = ChatResponse(text="one", usage=Usage(prompt_tokens=100, completion_tokens=20))
+    client = EditorClient()
+    async with agent(client, RecordingProvider([counted, "two"]), context_window=8192) as conn:
+        session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("a")])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("b")])
+    assert [(u.used, u.size) for u in client.of_kind("usage_update")] == [(120, 8192)]
+
+
+async def test_session_list_clips_what_a_record_claims_and_skips_ids_load_refuses(
+    agent: Agent, workspace: Path, state: Path
+) -> None:
+    sessions = state / "sessions"
+    sessions.mkdir()
+    for name, title in (("good", "\x1b]0;pwned\x07" + "x" * 60_000), ("has space", "t"), ("..weird", "t")):
+        entry = {"v": 1, "type": "session", "session": {"cwd": str(workspace), "title": title}}
+        (sessions / f"{name}.jsonl").write_text(json.dumps(entry) + "\n")
+    async with agent(EditorClient(), RecordingProvider([])) as conn:
+        listed = await conn.list_sessions()
+    (only,) = listed.sessions
+    assert only.session_id == "good" and only.title is not None
+    assert len(only.title) == 80 and "\x1b" not in only.title and "\x07" not in only.title

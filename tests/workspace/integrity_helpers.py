@@ -18,14 +18,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from steerable_agent_runtime.workspace._seal import JournalKey, Seal, journal_key
+
 _ids = itertools.count()
 
 
 def child_env(**overrides: str) -> dict[str, str]:
-    """The environment for a steerable child: this one, read-before-write on, plus ``overrides``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    """The environment for a steerable child: this one, read-before-write on, plus ``overrides``.
+
+    Its state directory is this process's (tests/conftest.py): a child seals its journal with the
+    key kept there, and the tests' own ``Workspace`` recovers what a killed child left.
+    """
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_") or k == "STEERABLE_STATE_DIR"
+    }
     env.update(overrides)
     return env
+
+
+def sealed_record(
+    root: Path, token: str, records: list[dict[str, Any]], key: JournalKey | None = None
+) -> Path:
+    """Write ``.steerable/txn/<token>.json`` as steerable does: each line sealed (``workspace._seal``).
+
+    With ``key`` (default: this user's journal key, in this process's state directory), for the
+    workspace ``root`` (its real path).
+    """
+    key = key if key is not None else journal_key()
+    assert key is not None
+    seal = Seal(key, Path(os.path.realpath(root)), token)
+    txn = root / ".steerable" / "txn"
+    txn.mkdir(parents=True, exist_ok=True)
+    path = txn / f"{token}.json"
+    path.write_bytes(b"".join(seal.line(json.dumps(record).encode()) for record in records))
+    return path
 
 
 def steerable_argv(command: str, workspace: Path, *args: str) -> list[str]:

@@ -24,6 +24,7 @@ from integrity_helpers import (
     child_env,
     counter_file,
     lost_updates,
+    sealed_record,
     steerable_argv,
     steerable_call,
     two_process_edits,
@@ -439,8 +440,9 @@ async def test_a_live_writers_intent_is_not_touched_by_another_start_file_13(tmp
 
 
 async def test_a_forged_journal_cannot_move_a_temp_onto_a_file_outside_or_unrelated_file_13(tmp_path):
-    # bash can write the workspace; under Landlock it could write .steerable/txn too. Recovery only
-    # renames temp-named files onto targets in the same directory whose version matches.
+    # The second line of defence, behind the seal (test_journal_seal.py): even a record sealed with
+    # this user's key (say a steerable bug wrote it) makes recovery rename only temp-named files onto
+    # targets in the same directory whose version matches.
     (tmp_path / "victim.txt").write_text("keep\n")
     (tmp_path / ".steerable-aaaaaaaaaaaaaaaa.tmp").write_text("evil\n")
     (tmp_path / "evil.txt").write_text("evil\n")
@@ -456,8 +458,8 @@ async def test_a_forged_journal_cannot_move_a_temp_onto_a_file_outside_or_unrela
             "after": "1" * 64,
         },
     ]
-    lines = [{"v": 1, "op": "apply_patch"}, {"temp": "../../etc/passwd"}, {"commit": entries}]
-    (txn / "0000000000000000.json").write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    lines = [{"v": 2, "op": "apply_patch"}, {"temp": "../../etc/passwd"}, {"commit": entries}]
+    sealed_record(tmp_path, "0000000000000000", lines)
     Workspace(tmp_path)
     assert (tmp_path / "victim.txt").read_text() == "keep\n"
     assert (tmp_path / "evil.txt").read_text() == "evil\n"
@@ -706,9 +708,9 @@ async def test_a_planted_journal_folder_fails_writes_clearly_never_hangs_file_13
 
 
 async def test_a_forged_journal_cannot_plant_a_protected_file_at_the_next_start_file_13(tmp_path):
-    # Under Landlock a command can write .steerable/txn and a temp-named file inside .git (the audit
-    # tracks .git's config and hooks only). Recovery runs outside the sandbox, so it must refuse to
-    # roll such an entry forward onto a protected path, versions matching or not.
+    # Behind the seal (a forged record is never read: test_journal_seal.py), recovery runs outside
+    # the sandbox, so it refuses to roll an entry forward onto a protected path, versions matching
+    # or not, even in a record sealed with this user's key.
     from steerable_agent_runtime.workspace import version_of
 
     (tmp_path / ".git").mkdir()
@@ -723,10 +725,7 @@ async def test_a_forged_journal_cannot_plant_a_protected_file_at_the_next_start_
         "before": version_of(config),
         "after": version_of(evil),
     }
-    lines = [{"v": 1, "op": "apply_patch"}, {"commit": [entry]}]
-    (tmp_path / ".steerable" / "txn" / "1111111111111111.json").write_text(
-        "".join(json.dumps(x) + "\n" for x in lines)
-    )
+    sealed_record(tmp_path, "1111111111111111", [{"v": 2, "op": "apply_patch"}, {"commit": [entry]}])
     reopened = Workspace(tmp_path)
     assert (tmp_path / ".git" / "config").read_bytes() == config
     assert reopened.recovered == [
@@ -735,17 +734,17 @@ async def test_a_forged_journal_cannot_plant_a_protected_file_at_the_next_start_
 
 
 def test_a_forged_journal_over_a_huge_sparse_file_does_not_stall_the_next_start_file_13(tmp_path):
-    # A command can leave a sparse 100 GB file and a journal naming it a thousand times; every later
-    # start must still open the workspace at once (recovery hashes at most twice the tools' limit).
+    # A sparse 100 GB file and a journal naming it a thousand times (sealed: an unsealed one is never
+    # read); every later start must still open the workspace at once (recovery hashes at most twice
+    # the tools' limit).
     with open(tmp_path / "big.bin", "wb") as handle:
         handle.truncate(100 * 2**30)
     txn = tmp_path / ".steerable" / "txn"
     txn.mkdir(parents=True)
     entries = [{"target": "big.bin", "temp": None, "before": "0" * 64, "after": None}] * 1000
-    for name in ("2222222222222222.json", ".forged.json", ".3333333333333333.new"):
-        (txn / name).write_text(
-            json.dumps({"v": 1, "op": "apply_patch"}) + "\n" + json.dumps({"commit": entries}) + "\n"
-        )
+    sealed_record(tmp_path, "2222222222222222", [{"v": 2, "op": "apply_patch"}, {"commit": entries}])
+    for name in (".forged.json", ".3333333333333333.new"):
+        (txn / name).write_bytes((txn / "2222222222222222.json").read_bytes())
     started = time.monotonic()
     done = steerable_call(tmp_path, "list_dir", "{}", timeout=60)
     assert done.returncode == 0, done.stderr
@@ -842,15 +841,14 @@ async def test_a_cancelled_write_keeps_its_locks_until_its_thread_is_done_file_1
     assert (tmp_path / "big.txt").stat().st_size == 80_000_000
 
 
-def test_a_forged_sandbox_record_cannot_make_the_next_start_remove_older_files_file_15(tmp_path):
-    # A command could write a record claiming nothing protected existed before it; the next start only
-    # removes what changed after the record was written, so the user's older .vscode stays.
+def test_a_sandbox_record_cannot_make_the_next_start_remove_older_files_file_15(tmp_path):
+    # Behind the seal (an unsealed record is never acted on: test_journal_seal.py), a sealed record
+    # claiming nothing protected existed before its run only removes what changed after it was
+    # written, so the user's older .vscode stays.
     (tmp_path / ".vscode").mkdir()
     (tmp_path / ".vscode" / "settings.json").write_text("{}\n")
     time.sleep(0.05)
-    txn = tmp_path / ".steerable" / "txn"
-    txn.mkdir(parents=True)
-    (txn / "4444444444444444.json").write_text('{"v": 1, "op": "bash"}\n{"protected": []}\n')
+    txn = sealed_record(tmp_path, "4444444444444444", [{"v": 2, "op": "bash"}, {"protected": []}]).parent
     reopened = Workspace(tmp_path)
     assert (tmp_path / ".vscode" / "settings.json").read_text() == "{}\n"
     assert reopened.recovered == [] and list(txn.iterdir()) == []

@@ -151,3 +151,116 @@ async def test_apply_patch_does_not_echo_added_files_and_bounds_its_diff(session
     assert (data["linesAdded"], data["linesRemoved"]) == (114, 114 + 3)  # old.txt's 3 lines deleted
     assert data["diffOmitted"] is True and data["diff"].endswith(OMITTED)
     assert list(data)[-1] == "diff" and data["deleted"] == ["old.txt"]
+
+
+# -- the work bound: a diff that would take too long is not computed (SAFE-8) ----------------------
+
+NOT_COMPUTED = (
+    "too many to compare quickly; linesAdded and linesRemoved count the lines one text has more of than "
+    "the other, in any order; read_file shows the new text]"
+)
+
+
+def scattered(lines: int) -> tuple[str, str]:
+    """``lines`` distinct lines, and the same text with every other line changed (difflib's worst case)."""
+    before = "".join(f"line {i} of the module, unchanged text\n" for i in range(lines))
+    after = "".join(
+        f"line {i} of the module, unchanged text\n" if i % 2 else f"line {i} rewritten\n"
+        for i in range(lines)
+    )
+    return before, after
+
+
+async def test_a_scattered_rewrite_of_200000_lines_is_counted_not_diffed_safe_8(session):
+    # difflib over it took over 5 minutes of CPU, after the write had landed, in a thread no
+    # cancellation stops; the result now says the diff was not computed, and counts in linear time
+    before, after = scattered(200_000)
+    session.write_raw("big.txt", before.encode())
+    result = await session("write_file", path="big.txt", content=after, expectedVersion=version_of(before))
+    assert result.success, result.error
+    assert session.raw("big.txt") == after.encode()
+    assert result.data == {
+        "path": "big.txt",
+        "version": version_of(after),
+        "created": False,
+        "bytes": len(after),
+        "lines": 200_000,
+        "linesAdded": 100_000,
+        "linesRemoved": 100_000,
+        "diffOmitted": True,
+        "diffNotComputed": True,
+        "diff": f"[diff not computed: the changes are spread over 199999 lines, {NOT_COMPUTED}",
+    }
+    assert len(json.dumps(result.to_wire())) < 800
+
+
+async def test_rewriting_every_line_is_still_diffed_within_the_bound_safe_8(session):
+    # the bound is on the matcher's work, not the file's size: nothing in common is found at once
+    before, _ = scattered(20_000)
+    session.write_raw("e.txt", before.encode())
+    edited = await session(
+        "edit_file",
+        path="e.txt",
+        old_string="of the module, unchanged text",
+        new_string="of the module, edited",
+        replace_all=True,
+        expectedVersion=version_of(before),
+    )
+    assert edited.success, edited.error
+    assert (edited.data["linesAdded"], edited.data["linesRemoved"]) == (20_000, 20_000)
+    assert "diffNotComputed" not in edited.data and edited.data["diff"].endswith(OMITTED)
+
+
+async def test_apply_patch_with_scattered_changes_is_counted_not_diffed_safe_8(session):
+    # one hunk over the whole file: the lines inside it are compared, under the same bound
+    before, after = scattered(20_000)
+    session.write_raw("p.txt", before.encode())
+    await session.read("p.txt", limit=1)
+    hunk = "".join(
+        f"-{old}\n+{new}\n" if old != new else f" {old}\n"
+        for old, new in zip(before.splitlines(), after.splitlines(), strict=True)
+    )
+    patch = f"*** Begin Patch\n*** Update File: p.txt\n@@\n{hunk}*** End Patch"
+    patched = await session("apply_patch", patch=patch)
+    assert patched.success, patched.error
+    assert session.raw("p.txt") == after.encode()
+    data = patched.data
+    assert (data["linesAdded"], data["linesRemoved"]) == (10_000, 10_000)
+    assert data["diffOmitted"] is True and data["diffNotComputed"] is True
+    assert data["diff"] == f"[diff not computed: the changes are spread over 20000 lines, {NOT_COMPUTED}"
+    assert list(data)[-1] == "diff"
+
+
+async def test_edit_file_with_scattered_changes_is_counted_not_diffed_safe_8(session):
+    before, _ = scattered(20_000)
+    session.write_raw("e.txt", before.encode())
+    edited = await session(
+        "edit_file",
+        path="e.txt",
+        old_string="0 of the module, unchanged text",  # every tenth line
+        new_string="0 of the module, edited",
+        replace_all=True,
+        expectedVersion=version_of(before),
+    )
+    assert edited.success, edited.error
+    data = edited.data
+    assert (data["linesAdded"], data["linesRemoved"], data["diffNotComputed"]) == (2_000, 2_000, True)
+    assert data["diff"].startswith("[diff not computed: the changes are spread over 19991 lines, ")
+
+
+def test_past_the_budget_the_counts_ignore_order_and_later_files_are_not_diffed_safe_8():
+    # a summary's files share one budget: once a file is past it, no diff of the summary is shown;
+    # a moved line counts as neither added nor removed (difflib counts it as both)
+    small = DiffSummary()
+    small.add("a\nb\nc\n", "a\nB\nc\n", "one.txt")
+    assert small.fields()["diff"].startswith("--- a/one.txt")
+    spent = DiffSummary(budget=-(10**9))
+    spent.add("a\nb\nc\nd\n", "b\na\nc\nD\n", "moved.txt")
+    spent.add("x\n", "y\n", "two.txt")
+    assert spent.fields() == {
+        "linesAdded": 2,
+        "linesRemoved": 2,
+        "diffOmitted": True,
+        "diffNotComputed": True,
+        "diff": f"[diff not computed: the changes are spread over 5 lines, {NOT_COMPUTED}",
+    }

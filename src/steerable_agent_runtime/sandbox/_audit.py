@@ -705,7 +705,9 @@ def remove_appeared_since(
 
     What the audit of a command would have done had its process lived (``ProtectedAudit.revert``'s
     second half), judged by ``ctime`` from the record written before the command: an entry older than
-    that is left alone, so a forged record cannot make this remove what was there before.
+    that is left alone. That bound is no defence against a forged record (every entry of a fresh
+    checkout is newer than a record the repository ships): recovery calls this only for a record
+    whose seal checks, one this user's steerable wrote for this workspace (``workspace._seal``).
 
     Args:
         root: The workspace root (a real path).

@@ -17,21 +17,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
-from pydantic import Field
-
 from .._codes import ToolErrorCode
+from .._plain_arguments import builtin_tool
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG
 from .._tool_schemas import TOOL_PARAMETERS
 from ..config import env_flag
 from ..context import CallContext
+from ..lazy import Field  # pydantic's, imported when the validator is built (at the first call)
 from ..modes import ToolMode
 from ..tools import Tool
-from ..types import ToolResult
 from ._codes import SandboxErrorCode
 from ._config import LIMIT_ENV, SandboxConfig
 from ._spawn import SandboxSpawner
 
-if TYPE_CHECKING:  # the runner, the backends and the guard load at the first call (start-up cost)
+if TYPE_CHECKING:  # the runner, the backends, the guard, the wire types load at the first call (start-up)
+    from ..types import ToolResult
     from ._backend import SandboxBackend
     from ._jobs import JobWatch
     from ._output import RunResult
@@ -108,6 +108,7 @@ def bash_tool(
                 the command's output streams there while it runs (``_live.py``); when it has a
                 terminal, the command runs there, sandboxed the same way (``_handoff.py``).
         """
+        from ..types import ToolResult
         from ._audit import SnapshotTooLarge
         from ._deny_moves import DenyReadDisplaced
         from ._guard import guard_protected_paths, protected_result, snapshot_too_large
@@ -139,7 +140,7 @@ def bash_tool(
             argv = watch.argv(argv)
         try:
             async with guard_protected_paths(
-                root, chosen, allow=allow, cache=scans, deny_read=cfg.deny_read
+                root, chosen, allow=allow, cache=scans, deny_read=cfg.deny_read, environ=environ
             ) as guarded:
                 policy = spawner.policy((root,), read_only=guarded.read_only)
                 run = None
@@ -201,7 +202,7 @@ def bash_tool(
             " Protected paths (.git, .vscode, .mcp.json, shell start-up files and other editor and "
             "agent configuration) are read-only: a change there is put back after the command."
         )
-    built = Tool.from_function(  # the schema computed ahead of time
+    built = builtin_tool(  # the schema computed ahead of time; plain arguments need no pydantic
         bash,
         parameters=TOOL_PARAMETERS["bash"],
         description=description,
@@ -231,10 +232,14 @@ def _read_only_hint(result: ToolResult, read_only: tuple[Path, ...], root: Path)
         f"from them outside the sandbox; to allow changes, the user can set {PROTECTED_ENV}=1 or start "
         f"steerable with {PROTECTED_FLAG}."
     )
+    from ..types import ToolResult
+
     return ToolResult.retry(f"{result.error}{hint}", data=result.data)
 
 
 def _run_result(run: RunResult, timeout_ms: int, *, memory_bytes: int, container: bool = False) -> ToolResult:
+    from ..types import ToolResult
+
     data: dict[str, Any] = {
         "stdout": run.stdout.text,
         "stderr": run.stderr.text,

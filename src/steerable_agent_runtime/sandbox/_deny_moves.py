@@ -30,10 +30,12 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from ..types import ToolResult
 from ._codes import SandboxErrorCode
+
+if TYPE_CHECKING:  # built at call time: the file tools import this module, registering them loads no pydantic
+    from ..types import ToolResult
 
 __all__ = [
     "ASIDE",
@@ -130,6 +132,8 @@ class DenyReadDisplaced(Exception):
 
     def result(self, what: str) -> ToolResult:
         """The refusal as the model sees it (``what``: ``"command"``, ``"program"``)."""
+        from ..types import ToolResult
+
         return ToolResult.retry(
             f"The {what} was not run: {displaced_text(self.displaced)}",
             data={
@@ -388,6 +392,8 @@ def moves_result(result: ToolResult, moves: DenyMoves | None, what: str) -> Tool
     """
     if moves is None or not (moves.restored or moves.failed):
         return result
+    from ..types import ToolResult
+
     data = dict(result.data or {})
     said: list[str] = []
     if moves.restored:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from .._protected import PROTECTED_ENV, PROTECTED_FLAG, ProtectedRule
+from ..config import default_state_dir
 from ..errors import WorkspaceError
 from ..types import ToolResult
 from ..workspace._txn import HEARTBEAT_S, Intent, StateDir
@@ -59,6 +60,7 @@ async def guard_protected_paths(
     cache: ScanCache | None = None,
     tool: str = "bash",
     deny_read: Iterable[Path] = (),
+    environ: Mapping[str, str] | None = None,
 ) -> AsyncIterator[GuardedRun]:
     """Snapshot the protected entries under ``root``; after the block, put back what changed.
 
@@ -75,6 +77,9 @@ async def guard_protected_paths(
         cache: Directory listings kept between calls (one per tool).
         tool: The tool's name, for the crash record (``bash``, ``run_code``).
         deny_read: The run's deny-read set (``SandboxConfig.deny_read``).
+        environ: The environment the state directory is resolved from (default ``os.environ``):
+            the crash record is sealed with the journal key kept there (``workspace._seal``), the
+            one the workspace's recovery checks it with.
 
     Raises:
         SnapshotTooLarge: More protected entries than :data:`MAX_ENTRIES` (nothing was run).
@@ -93,7 +98,8 @@ async def guard_protected_paths(
                 raise
             guarded.moves = await asyncio.to_thread(watch.restore) if watch is not None else None
             return
-        async with _audited(root, backend, cache, tool, watch) as guarded:
+        keys = default_state_dir(environ)
+        async with _audited(root, backend, cache, tool, watch, keys) as guarded:
             yield guarded
     finally:
         if watch is not None:
@@ -102,14 +108,19 @@ async def guard_protected_paths(
 
 @contextlib.asynccontextmanager
 async def _audited(
-    root: Path, backend: SandboxBackend, cache: ScanCache | None, tool: str, watch: DenyWatch | None
+    root: Path,
+    backend: SandboxBackend,
+    cache: ScanCache | None,
+    tool: str,
+    watch: DenyWatch | None,
+    keys: Path,
 ) -> AsyncIterator[GuardedRun]:
     """The protected-path audit around the block; the deny-read entries are put back before it."""
     # bubblewrap, and Landlock with a mount namespace, bind the protected entries read-only
     carve = isinstance(backend, BubblewrapBackend) or (
         isinstance(backend, LandlockBackend) and await asyncio.to_thread(backend.isolates)
     )
-    record = await asyncio.to_thread(_begin_record, root, tool)
+    record = await asyncio.to_thread(_begin_record, root, tool, keys)
     try:
         audit = await asyncio.to_thread(ProtectedAudit.take, str(root), carve=carve, cache=cache)
         if record is not None:  # if this process dies during the run, the next start cleans up
@@ -154,10 +165,10 @@ async def _heartbeat(record: Intent) -> None:
             return
 
 
-def _begin_record(root: Path, tool: str) -> Intent | None:
+def _begin_record(root: Path, tool: str, keys: Path) -> Intent | None:
     """The run's record in the workspace journal (``None`` where the journal cannot be written)."""
     try:
-        return Intent.begin(StateDir(root), tool)
+        return Intent.begin(StateDir(root, keys), tool)
     except (OSError, WorkspaceError) as exc:
         logger.warning(
             "steerable: no crash record for this sandboxed run (%s): a kill -9 would skip its audit", exc

@@ -80,21 +80,41 @@ if _PINNED_LAUNCHER != LAUNCHER:  # pinned beside the launcher, for the same rea
 
 
 def refuse_a_writable_launcher(policy: SandboxPolicy) -> None:
-    """The launcher runs outside the sandbox: its interpreter must not be writable from inside.
+    """What runs outside the sandbox must not be writable from inside it.
+
+    That is the interpreter, the launcher's and the trampoline's bytecode and the private folder
+    they were pinned into: a sandboxed command that could replace one would run unsandboxed the
+    next time (a Python installed inside the workspace; ``TMPDIR`` inside it, where the pinned
+    copies go; a failed pin, which leaves the package's own ``_launch.py``, maybe an editable
+    install inside the workspace). Paths are compared resolved, symlinks followed.
 
     Raises:
-        SandboxUnavailableError: The interpreter lies inside a writable root (a Python installed
-            inside the workspace): a command could replace it and run unsandboxed next time.
+        SandboxUnavailableError: One of them lies inside a writable root; the message names it.
     """
+    pinned = (
+        (
+            PINNED_PYTHON,
+            "the Python interpreter running steerable",
+            "run steerable with a Python installed outside the workspace",
+        ),
+        (
+            os.path.dirname(_PINNED_LAUNCHER),
+            "the sandbox launcher's private copy",
+            "set TMPDIR to a folder outside the workspace",
+        ),
+        (_PINNED_LAUNCHER, "the sandbox launcher", "install steerable outside the workspace"),
+        (_PINNED_TRAMPOLINE, "the terminal relay", "install steerable outside the workspace"),
+    )
     for root in policy.writable_roots:
-        real = os.path.realpath(root)
-        if PINNED_PYTHON == real or PINNED_PYTHON.startswith(real.rstrip("/") + "/"):
-            raise SandboxUnavailableError(
-                f"the Python interpreter running steerable ({PINNED_PYTHON}) is inside the writable "
-                f"root {real}: a sandboxed command could replace it and run unsandboxed next time; "
-                "run steerable with a Python installed outside the workspace",
-                tried={"launcher": f"{PINNED_PYTHON} is writable from the sandbox"},
-            )
+        real = os.path.realpath(root).rstrip("/") + "/"
+        for path, what, fix in pinned:
+            resolved = os.path.realpath(path)
+            if resolved + "/" == real or resolved.startswith(real):
+                raise SandboxUnavailableError(
+                    f"{what} ({resolved}) is inside the writable root {real.rstrip('/') or '/'}: a sandboxed "
+                    f"command could replace it and run unsandboxed next time; {fix}",
+                    tried={"launcher": f"{resolved} is writable from the sandbox"},
+                )
 
 
 def launcher_code() -> str:

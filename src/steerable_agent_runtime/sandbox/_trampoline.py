@@ -21,6 +21,7 @@ import json
 import os
 import select
 import signal
+import stat
 import sys
 import time
 
@@ -94,6 +95,12 @@ def _show(fd: int, chunk: bytes, state: dict[int, bool]) -> None:
 
 def _claim(run: str) -> dict[str, Any] | None:
     """The plan, taken so nobody else can run it; ``None`` when it is gone (withdrawn, or run)."""
+    try:  # steerable's own private folder: not a symlink, this user's, nobody else's to write
+        info = os.lstat(run)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None  # gone and made again by someone else: whatever plan it holds is not ours
     claimed = os.path.join(run, "claimed.json")
     try:
         os.rename(os.path.join(run, "plan.json"), claimed)

@@ -370,7 +370,9 @@ async def apply_patch(ws: Workspace, patch: str) -> dict[str, Any]:
         diff}``; ``versions`` has every written file's new version; ``matchLevel`` is the loosest
         level any hunk needed (FILE-14). ``diff`` is the updated files' unified diff (an added file
         has none: the patch holds its lines; a deleted one neither), left out past 4,000
-        characters with ``diffOmitted: true``; the line counts include added and deleted files.
+        characters with ``diffOmitted: true``, and not computed past the diff's work budget
+        (``diffOmitted`` and ``diffNotComputed: true``, the counts then ignoring line order:
+        ``_diff.DiffSummary``); the line counts include added and deleted files.
 
     Raises:
         PatchError: ``invalid_patch``, ``context_not_found``, ``ambiguous_match``,

@@ -29,7 +29,6 @@ from typing import Final
 
 from ..errors import WorkspaceError
 from ..sandbox._deny import DENY_READ_ENV, denials_for_files
-from ..sandbox._deny_moves import displaced_entries, displaced_text, stuck
 from ._codes import FileErrorCode
 
 __all__ = ["DENIED_FIELD", "DeniedPaths", "denied_error"]
@@ -102,6 +101,8 @@ class DeniedPaths:
             for entry, denied in zip(self.entries, self._keys, strict=True):
                 if key == denied or key.startswith(denied + "/"):
                     return entry
+        from ..sandbox._deny_moves import displaced_entries  # with entries: the guard's, loaded with it
+
         for where, entry in displaced_entries():  # empty unless a run with an entry inside is in flight
             moved = self.fold(where)
             if key == moved or key.startswith(moved + "/"):
@@ -114,7 +115,11 @@ class DeniedPaths:
         Raises:
             WorkspaceError: ``denied_path``, naming what is away, where it is, and what the user does.
         """
-        displaced = stuck() if self.entries else []
+        if not self.entries:
+            return
+        from ..sandbox._deny_moves import displaced_text, stuck
+
+        displaced = stuck()
         if displaced:
             first = displaced[0].entries[0] if displaced[0].entries else displaced[0].original
             entry = os.path.relpath(first, self.root) if first.startswith(f"{self.root}/") else first
@@ -137,6 +142,8 @@ class DeniedPaths:
         now = time.monotonic()
         if kept is not None and kept[0] == folder and now - kept[1] < 0.02:
             return kept[2]
+        from ..sandbox._deny_moves import displaced_entries
+
         top = self.fold(folder).rstrip("/") + "/"
         moved = [
             self.fold(where)[len(top) :]
@@ -158,6 +165,8 @@ class DeniedPaths:
         depth = len(top.split("/")) - 1
         pairs = zip(self.entries, self._keys, strict=True)
         below = ["/".join(entry.split("/")[depth:]) for entry, key in pairs if key.startswith(top)]
+        from ..sandbox._deny_moves import displaced_entries
+
         moved = [where for where, _ in displaced_entries() if self.fold(where).startswith(top)]
         return below + ["/".join(where.split("/")[depth:]) for where in moved]
 

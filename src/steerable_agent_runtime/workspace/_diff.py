@@ -9,16 +9,30 @@ lines x changes (11.6 s for 2,000 one-line hunks in 40,000 lines).
 A result carries the diff only while it is small (:class:`DiffSummary`, at most
 :data:`MAX_RESULT_DIFF_CHARS`): hosts send every result back to the model on every later round,
 so a whole-file rewrite reports the lines it added and removed and leaves the diff out.
+
+A result's diff is also bounded in work (:data:`DIFF_WORK_BUDGET`): ``difflib``'s matcher takes
+time proportional to lines x changes (a 20,000-line file with every other line changed: 20 s; one
+of 200,000 lines: over 5 minutes, in a thread no cancellation stops, after the write landed).
+Past the budget the diff is not computed, and the counts are those of a linear-time comparison
+that ignores the order of the lines (:class:`DiffSummary`).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
 
-__all__ = ["MAX_RESULT_DIFF_CHARS", "Change", "DiffSummary", "unified_diff"]
+__all__ = [
+    "DIFF_WORK_BUDGET",
+    "DIFF_WORK_PER_LINE",
+    "MAX_RESULT_DIFF_CHARS",
+    "Change",
+    "DiffSummary",
+    "unified_diff",
+]
 
 Change = tuple[int, int, int, int]
 """Where two texts differ: ``(old_start, old_end, new_start, new_end)``, 0-based line ranges, end
@@ -33,6 +47,69 @@ _CONTEXT: Final = 3  # lines of context around each change, as difflib's default
 _DIFF_MARGIN: Final = 100
 _HUNK = re.compile(r"@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 _CHUNKS: Final = (65536, 4096, 256, 16, 1)
+DIFF_WORK_BUDGET: Final = 2_000_000
+"""Steps of ``difflib``'s matcher one result's diffs may take (about 0.2 s), plus
+:data:`DIFF_WORK_PER_LINE` per line of the texts; past it the diff is not computed
+(:class:`DiffSummary`). A step: one line of the first text scanned, one occurrence of it in the
+second looked at, or one line of the second text's range."""
+DIFF_WORK_PER_LINE: Final = 2
+"""Matcher steps each line of a diffed text adds to the budget: the work stays linear in the file."""
+
+
+class _OverBudget(Exception):
+    """The diff needs more matcher steps than its :class:`_Budget` has left."""
+
+
+class _Budget:
+    """The matcher steps left for one result's diffs (:data:`DIFF_WORK_BUDGET`)."""
+
+    def __init__(self, steps: int = DIFF_WORK_BUDGET) -> None:
+        self.left = steps
+
+    def spend(self, steps: int) -> None:
+        self.left -= steps
+        if self.left < 0:
+            raise _OverBudget
+
+
+class _Matcher(difflib.SequenceMatcher[str]):
+    """``difflib.SequenceMatcher`` that charges each longest-match search to a :class:`_Budget`.
+
+    A search over ``a[alo:ahi]`` and ``b[blo:bhi]`` looks at each line of that range of ``a`` and
+    at most every occurrence of it in ``b``: charged before it runs (prefix sums make that O(1)),
+    so the matcher stops (:class:`_OverBudget`) before the work, never after it.
+    """
+
+    def __init__(self, a: list[str], b: list[str], budget: _Budget, *, autojunk: bool) -> None:
+        budget.spend(len(a) + len(b))  # indexing b, and the prefix sums below
+        super().__init__(None, a, b, autojunk=autojunk)
+        self._budget = budget
+        self._sizes = len(a), len(b)
+        occurrences: dict[str, list[int]] = self.__dict__["b2j"]  # b's index (typeshed leaves it out)
+        total, prefix = 0, [0]
+        for line in a:
+            total += 1 + len(occurrences.get(line, ()))
+            prefix.append(total)
+        self._prefix = prefix
+
+    def find_longest_match(
+        self, alo: int = 0, ahi: int | None = None, blo: int = 0, bhi: int | None = None
+    ) -> difflib.Match:
+        ahi = self._sizes[0] if ahi is None else ahi
+        bhi = self._sizes[1] if bhi is None else bhi
+        self._budget.spend(self._prefix[ahi] - self._prefix[alo] + (bhi - blo))
+        return super().find_longest_match(alo, ahi, blo, bhi)
+
+
+def _unordered(old: Sequence[str], new: Sequence[str]) -> tuple[int, int]:
+    """Lines added and removed, ignoring order: each line's surplus in ``new`` and in ``old`` (linear).
+
+    Exact when no line moved; otherwise at most what a diff counts (a moved line counts as none).
+    """
+    surplus = Counter(new)
+    surplus.subtract(Counter(old))
+    added = sum(n for n in surplus.values() if n > 0)
+    return added, added - sum(surplus.values())
 
 
 def _shift_hunk(header: str, offset: int) -> str:
@@ -99,20 +176,29 @@ def unified_diff(
         The diff text (``""`` when the texts are equal); past 20,000 characters it is cut and a
         ``[... diff clipped at 20000 characters ...]`` line added.
     """
-    return _clipped("".join(_diff_lines(before, after, path, created=created, changes=changes)))
+    return _clipped("".join(_diff_lines(before, after, path, created=created, changes=changes, budget=None)))
 
 
 class DiffSummary:
     """What a write's result says of its changes: lines added and removed, and the diff while small.
 
     Each :meth:`add` feeds one file's diff; its text is kept until the whole passes
-    :data:`MAX_RESULT_DIFF_CHARS`, then only counted. :meth:`fields` gives the result's fields.
+    :data:`MAX_RESULT_DIFF_CHARS`, then only counted. All the diffs of one summary share one
+    :data:`DIFF_WORK_BUDGET` (and :data:`DIFF_WORK_PER_LINE` for each line given): a file whose
+    diff would take more is not diffed (nor is any file after it); its lines are counted ignoring
+    their order (:func:`_unordered`) and the result says the diff was not computed.
+    :meth:`fields` gives the result's fields.
+
+    Args:
+        budget: The matcher steps the summary's diffs may take (default :data:`DIFF_WORK_BUDGET`).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, budget: int = DIFF_WORK_BUDGET) -> None:
         self.added = 0
         self.removed = 0
         self.chars = 0
+        self.uncomputed = 0  # lines of the files whose diff was not computed (over the budget)
+        self._budget = _Budget(budget)
         self._parts: list[str] = []
 
     def add(self, before: str, after: str, path: str, *, changes: Sequence[Change] | None = None) -> None:
@@ -124,7 +210,18 @@ class DiffSummary:
             path: The file's display path.
             changes: As for :func:`unified_diff`.
         """
-        for number, line in enumerate(_diff_lines(before, after, path, created=False, changes=changes)):
+        if self.uncomputed:  # the budget is spent: no diff of this summary is shown
+            self._count_unordered(before, after, changes)
+            return
+        self._budget.left += DIFF_WORK_PER_LINE * (before.count("\n") + after.count("\n"))
+        try:
+            # the matcher runs (and the budget is spent) in this call; the lines come after
+            lines = _diff_lines(before, after, path, created=False, changes=changes, budget=self._budget)
+        except _OverBudget:
+            self._parts.clear()
+            self._count_unordered(before, after, changes)
+            return
+        for number, line in enumerate(lines):
             if number >= 2:  # after the two header lines
                 first = line[:1]
                 self.added += first == "+"
@@ -135,6 +232,20 @@ class DiffSummary:
             elif self._parts:
                 self._parts.clear()
 
+    def _count_unordered(self, before: str, after: str, changes: Sequence[Change] | None) -> None:
+        """Count a file over the budget: only its differing lines, ignoring their order (linear)."""
+        if changes is None:
+            old, new, _ = _trimmed(before, after, margin=0)
+            regions = [(old, new)]
+        else:
+            old_lines, new_lines = _lines(before), _lines(after)
+            regions = [(old_lines[i1:i2], new_lines[j1:j2]) for i1, i2, j1, j2 in _touching(changes)]
+        for old, new in regions:
+            added, removed = _unordered(old, new)
+            self.added += added
+            self.removed += removed
+            self.uncomputed += max(len(old), len(new))
+
     def count(self, *, added: int = 0, removed: int = 0) -> None:
         """Count lines a diff does not show (a file created or deleted whole)."""
         self.added += added
@@ -144,10 +255,19 @@ class DiffSummary:
         """The result's fields: ``{linesAdded, linesRemoved, diff}``.
 
         Past the bound, ``diffOmitted: true`` and, as ``diff``, a line saying how long the diff was
-        and that ``read_file`` shows the new text.
+        and that ``read_file`` shows the new text. Past the work budget, ``diffOmitted: true`` and
+        ``diffNotComputed: true``, the counts ignore the order of the lines, and ``diff`` says so.
         """
         fields: dict[str, Any] = {"linesAdded": self.added, "linesRemoved": self.removed}
-        if self.chars <= MAX_RESULT_DIFF_CHARS:
+        if self.uncomputed:
+            fields["diffOmitted"] = True
+            fields["diffNotComputed"] = True
+            fields["diff"] = (
+                f"[diff not computed: the changes are spread over {self.uncomputed} lines, too many to "
+                "compare quickly; linesAdded and linesRemoved count the lines one text has more of "
+                "than the other, in any order; read_file shows the new text]"
+            )
+        elif self.chars <= MAX_RESULT_DIFF_CHARS:
             fields["diff"] = "".join(self._parts)
         else:
             fields["diffOmitted"] = True
@@ -159,33 +279,69 @@ class DiffSummary:
 
 
 def _diff_lines(
-    before: str, after: str, path: str, *, created: bool, changes: Sequence[Change] | None
+    before: str,
+    after: str,
+    path: str,
+    *,
+    created: bool,
+    changes: Sequence[Change] | None,
+    budget: _Budget | None,
 ) -> Iterator[str]:
-    """The lines of the diff :func:`unified_diff` describes, unclipped."""
+    """The lines of the diff :func:`unified_diff` describes, unclipped (the matcher runs in the call).
+
+    Raises:
+        _OverBudget: ``budget`` ran out (in the call: no line is produced).
+    """
     source = "/dev/null" if created else f"a/{path}"
     if changes is not None:
         old, new = _lines(before), _lines(after)
-        yield from _format(old, new, _codes(old, new, changes), source, f"b/{path}")
-        return
+        return _format(old, new, _codes(old, new, changes, budget), source, f"b/{path}")
+    old, new, start = _trimmed(before, after, margin=_DIFF_MARGIN)
+    matcher = (
+        difflib.SequenceMatcher(None, old, new)
+        if budget is None
+        else _Matcher(old, new, budget, autojunk=True)
+    )
+    codes: list[_Code] = [(tag, i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes()]
+    lines = _format(old, new, codes, source, f"b/{path}")  # as difflib.unified_diff writes them
+    offset = before.count("\n", 0, start)
+    return (_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines)
+
+
+def _trimmed(before: str, after: str, *, margin: int) -> tuple[list[str], list[str], int]:
+    """The lines from ``margin`` lines before the first difference to ``margin`` after the last.
+
+    Returns:
+        Those lines of ``before`` and of ``after``, and where they start in ``before`` (a character
+        offset): the lines outside are equal.
+    """
     start = before.rfind("\n", 0, _common_prefix(before, after)) + 1
-    for _ in range(_DIFF_MARGIN):
+    for _ in range(margin):
         if start == 0:
             break
         start = before.rfind("\n", 0, start - 1) + 1
     end = before.find("\n", len(before) - _common_suffix(before, after, start)) + 1 or len(before)
-    for _ in range(_DIFF_MARGIN):
+    for _ in range(margin):
         if end >= len(before):
             break
         end = before.find("\n", end) + 1 or len(before)
     end_after = end - len(before) + len(after)
-    lines = difflib.unified_diff(
-        _lines(before[start:end]), _lines(after[start:end_after]), source, f"b/{path}"
-    )
-    offset = before.count("\n", 0, start)
-    yield from (_shift_hunk(line, offset) if line.startswith("@@") else line for line in lines)
+    return _lines(before[start:end]), _lines(after[start:end_after]), start
 
 
-def _codes(old: list[str], new: list[str], changes: Sequence[Change]) -> list[_Code]:
+def _touching(changes: Sequence[Change]) -> list[Change]:
+    """``changes`` with the ones that have no line between them merged (compared as one)."""
+    touching: list[Change] = []
+    for change in changes:
+        if touching and change[0] <= touching[-1][1]:
+            i1, i2, j1, j2 = touching[-1]
+            touching[-1] = (i1, max(i2, change[1]), j1, max(j2, change[3]))
+        else:
+            touching.append(change)
+    return touching
+
+
+def _codes(old: list[str], new: list[str], changes: Sequence[Change], budget: _Budget | None) -> list[_Code]:
     """The opcodes of the whole texts, as difflib's: equal between the changes, ``SequenceMatcher`` inside."""
     codes: list[_Code] = []
 
@@ -195,17 +351,14 @@ def _codes(old: list[str], new: list[str], changes: Sequence[Change]) -> list[_C
         elif code[1] < code[2] or code[3] < code[4]:
             codes.append(code)
 
-    touching: list[Change] = []  # changes with no line between them are compared as one
-    for change in changes:
-        if touching and change[0] <= touching[-1][1]:
-            i1, i2, j1, j2 = touching[-1]
-            touching[-1] = (i1, max(i2, change[1]), j1, max(j2, change[3]))
-        else:
-            touching.append(change)
     i = j = 0
-    for i1, i2, j1, j2 in touching:
+    for i1, i2, j1, j2 in _touching(changes):
         add(("equal", i, i1, j, j1))
-        matcher = difflib.SequenceMatcher(None, old[i1:i2], new[j1:j2], autojunk=False)
+        matcher = (
+            difflib.SequenceMatcher(None, old[i1:i2], new[j1:j2], autojunk=False)
+            if budget is None
+            else _Matcher(old[i1:i2], new[j1:j2], budget, autojunk=False)
+        )
         for tag, a1, a2, b1, b2 in matcher.get_opcodes():
             add((tag, i1 + a1, i1 + a2, j1 + b1, j1 + b2))
         i, j = i2, j2

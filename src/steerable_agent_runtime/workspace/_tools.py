@@ -13,13 +13,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, overload
 
-from pydantic import Field
 from typing_extensions import TypedDict, Unpack
 
+from .._plain_arguments import builtin_tool
 from .._protected import PROTECTED_ENV
 from .._tool_schemas import TOOL_PARAMETERS
-from ..config import env_flag
+from ..config import default_state_dir, env_flag
 from ..errors import EditError, WorkspaceError
+from ..lazy import Field  # pydantic's, imported when a validator is built (at the tool's first call)
 from ..modes import ToolMode
 from ..sandbox._deny import deny_read_from_env
 from ..tools import Tool, ToolRouter
@@ -175,6 +176,7 @@ def workspace_tools_for_cwd(
         cross_process_lock=env_flag(CROSS_PROCESS_LOCK_ENV, True, environ=environ),
         search=SearchEngine(ripgrep_setting(environ), environ=environ),
         deny_read=deny_read_from_env(environ),  # the set bash and run_code cannot read (SAFE-3)
+        state_dir=default_state_dir(environ),  # its journal key: what bash's records are sealed with
     )
     specs = _tool_specs(ws)
     if bash:
@@ -349,8 +351,8 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
     safe = ToolMode.SAFE_WRITE
 
     def made(fn: Callable[..., Awaitable[dict[str, Any]]], name: str, mode: ToolMode | None = None) -> Tool:
-        # the schema computed ahead of time (_tool_schemas)
-        return Tool.from_function(_guarded(fn), parameters=TOOL_PARAMETERS[name], name=name, mode=mode)
+        # the schema computed ahead of time (_tool_schemas); plain arguments need no pydantic
+        return builtin_tool(_guarded(fn), parameters=TOOL_PARAMETERS[name], name=name, mode=mode)
 
     return [
         made(read_file, "read_file"),

@@ -1,10 +1,12 @@
 """The write journal and crash recovery (FILE-13); the locks recovery takes are ``_flock``'s (FILE-12).
 
-The journal is one JSON-lines intent file per write in flight under ``<root>/.steerable/txn/``,
-locked by its writer; :func:`recover` rolls a dead writer's committed patch forward and drops an
+The journal is one intent file per write in flight under ``<root>/.steerable/txn/``, locked by
+its writer, each line sealed (``_seal``: recovery acts only on records this user's steerable wrote
+for this workspace); :func:`recover` rolls a dead writer's committed patch forward and drops an
 uncommitted one, at the next start and, for a committed patch, as soon as any running process's
 next file operation finds it (:func:`committed_orphans`). The long form: docs/file-tools.md,
-"The cross-process lock", "Crash-atomic patches and the journal" and "The ``.steerable`` folder".
+"The cross-process lock", "Crash-atomic patches and the journal", "The journal's seal" and "The
+``.steerable`` folder".
 
 Blocking functions: the workspace calls them through ``asyncio.to_thread``.
 """
@@ -25,10 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+from ..config import default_state_dir
 from ..errors import WorkspaceError
 from ._codes import FileErrorCode
 from ._disk import TEMP_NAME, open_directory
 from ._flock import PathLocks
+from ._seal import JournalKey, Seal, journal_key, opened
 
 __all__ = [
     "COMMITS",
@@ -56,6 +60,7 @@ _RECOVERY_LOCK_S: Final = 5.0
 _INTENT: Final = re.compile(r"[0-9a-f]{16}\.json")
 _UNPUBLISHED: Final = re.compile(r"\.[0-9a-f]{16}\.new")
 _LISTED: Final = 10
+_UNTRUSTED: Final = ".untrusted"  # the suffix a record whose seal does not check is moved aside to
 
 
 def is_internal_name(name: str) -> bool:
@@ -68,11 +73,24 @@ class StateDir:
 
     Args:
         root: The workspace's real path.
+        keys: The state directory holding the journal key (``_seal.journal_key``; default
+            ``config.default_state_dir()``), read when a record is first written or recovered.
     """
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, keys: Path | None = None) -> None:
         self.root = root
         self.path = root / STATE_DIR
+        self.keys = keys if keys is not None else default_state_dir()
+
+    @property
+    def key(self) -> JournalKey | None:
+        """This user's journal key (``None``: none is usable; records are then never acted on)."""
+        return journal_key(self.keys)
+
+    def opened(self, name: str, raw: bytes) -> list[bytes] | None:
+        """The payloads of the record ``name`` when its seal checks, else ``None`` (``_seal.opened``)."""
+        key = self.key
+        return None if key is None else opened(raw, key, self.root, name.removesuffix(".json"))
 
     @contextlib.contextmanager
     def directory(self, *sub: str, create: bool) -> Iterator[int]:
@@ -153,10 +171,11 @@ class Intent:
     :meth:`finish` removes it.
     """
 
-    def __init__(self, state: StateDir, name: str, fd: int) -> None:
+    def __init__(self, state: StateDir, name: str, fd: int, seal: Seal) -> None:
         self._state = state
         self._name = name
         self._fd = fd
+        self._seal = seal
         self._marked = False  # a commit marker in txn/commits/ (see commit)
 
     @classmethod
@@ -168,24 +187,25 @@ class Intent:
             WorkspaceError: ``path_changed`` for a planted symlink, ``write_failed`` without locks.
         """
         token = secrets.token_hex(8)
+        seal = Seal(state.key, state.root, token)
         with state.directory("txn", create=True) as dir_fd:
             hidden = f".{token}.new"
             flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             fd = os.open(hidden, flags, 0o666, dir_fd=dir_fd)
             try:
                 _lock_whole(fd)
-                header = {"v": 1, "op": op, "pid": os.getpid(), "started": time.time()}
-                _write_all(fd, (json.dumps(header) + "\n").encode())
+                header = {"v": 2, "op": op, "pid": os.getpid(), "started": time.time()}
+                _write_all(fd, seal.line(json.dumps(header).encode()))
                 os.rename(hidden, f"{token}.json", src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
             except BaseException:
                 os.close(fd)
                 with contextlib.suppress(OSError):
                     os.unlink(hidden, dir_fd=dir_fd)
                 raise
-        return cls(state, f"{token}.json", fd)
+        return cls(state, f"{token}.json", fd, seal)
 
     def _append(self, record: dict[str, Any]) -> None:
-        _write_all(self._fd, (json.dumps(record) + "\n").encode())
+        _write_all(self._fd, self._seal.line(json.dumps(record).encode()))
 
     def note_temp(self, display: str) -> None:
         """Record a temp file (by display path) before it is created."""
@@ -327,7 +347,8 @@ def committed_orphans(state: StateDir, paths: Collection[str], skip: Collection[
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except OSError:  # held: its writer (or a process settling it) is alive
                 raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
-                if any(entry.target in paths for entry in _parse(raw).commit or ()):
+                payloads = state.opened(name, raw) or []  # unsealed: no patch of ours, nothing to wait for
+                if any(entry.target in paths for entry in _parse(payloads).commit or ()):
                     live.append((name, (info.st_dev, info.st_ino)))
             else:
                 dead.append(name)
@@ -418,17 +439,18 @@ class _Orphan:
     protected: list[str] | None = None  # a sandboxed run's: the protected entries before it
 
 
-def _parse(raw: bytes) -> _Orphan:
+def _parse(payloads: Sequence[bytes]) -> _Orphan:
+    """A record's lines read back (their seal checked: ``StateDir.opened``)."""
     temps: list[str] = []
     dirs: list[str] = []
     commit: list[JournalEntry] | None = None
     protected: list[str] | None = None
     op = "write"
-    for line in raw.split(b"\n"):
+    for line in payloads:
         try:
             record = json.loads(line.decode("utf-8", "surrogateescape"))
         except (ValueError, RecursionError):
-            continue  # a torn last line: it was never fsynced, so nothing depends on it
+            continue
         if not isinstance(record, dict):
             continue
         if isinstance(record.get("op"), str):
@@ -487,8 +509,11 @@ class RecoveryIO(Protocol):
 def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[str]:
     """Finish or drop every write whose process died; return one line per intent handled.
 
-    Intent files still locked belong to live processes and are left alone. For each orphan, the
-    per-path locks of its targets are taken first (another live process may be writing them).
+    Intent files still locked belong to live processes and are left alone. One whose seal does not
+    check (``_seal``: forged, copied from elsewhere, unsealed) is never acted on: it is moved aside
+    to ``<token>.json.untrusted`` and logged once; without a usable key every record is left as it
+    is. For each orphan, the per-path locks of its targets are taken first (another live process
+    may be writing them).
 
     Returns:
         Human-readable lines (also logged at WARNING), e.g. ``"rolled forward apply_patch: a.txt, b.txt"``.
@@ -501,7 +526,7 @@ def recover(state: StateDir, io: RecoveryIO, locks: PathLocks | None) -> list[st
                     _sweep_unpublished(dir_fd, name)
             said: list[str] = []
             for name in sorted(name for name in listed if _INTENT.fullmatch(name)):
-                line = _recover_one(dir_fd, name, io, locks)
+                line = _recover_one(state, dir_fd, name, io, locks)
                 if line:
                     said.append(line)
                     logger.warning("steerable: %s", line)
@@ -561,7 +586,9 @@ def _sweep_unpublished(dir_fd: int, name: str) -> None:
         os.unlink(name, dir_fd=dir_fd)
 
 
-def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None) -> str | None:
+def _recover_one(
+    state: StateDir, dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
+) -> str | None:
     try:
         fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
@@ -575,7 +602,13 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         if not stat.S_ISREG(info.st_mode):
             return None
         raw = os.pread(fd, min(info.st_size, 64 * 1024 * 1024), 0)
-        orphan = _parse(raw)
+        if state.key is None:
+            return None  # nothing can be checked (logged once by journal_key): left for a later start
+        payloads = state.opened(name, raw)
+        if payloads is None:
+            _set_aside(state, dir_fd, name, info)
+            return None
+        orphan = _parse(payloads)
         if orphan.protected is not None:  # the kernel's ctime of the record: no writer can set it back
             # the run's last heartbeat (Intent.beat; the record's time when it died before the first)
             try:
@@ -606,6 +639,43 @@ def _recover_one(dir_fd: int, name: str, io: RecoveryIO, locks: PathLocks | None
         return line
     finally:
         os.close(fd)
+
+
+_IGNORED: set[tuple[int, int]] = set()  # records left in place (not movable), logged once each
+
+
+def _set_aside(state: StateDir, dir_fd: int, name: str, info: os.stat_result) -> None:
+    """A record whose seal does not check: moved to ``<name>.untrusted``, logged once, never acted on."""
+    aside = f"{name}{_UNTRUSTED}"
+    if _lexists(dir_fd, aside):
+        aside = f"{name}.{secrets.token_hex(4)}{_UNTRUSTED}"
+    try:
+        os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except OSError:
+        aside = ""
+        if (info.st_dev, info.st_ino) in _IGNORED:
+            return
+        _IGNORED.add((info.st_dev, info.st_ino))
+    txn = f"{STATE_DIR}/txn"
+    logger.warning(
+        "steerable: ignored the journal record %s/%s: its seal does not check (steerable did not "
+        "write it for this workspace under this user's key: a repository can ship one, or it was "
+        "copied from elsewhere or written by an older steerable), so nothing was deleted or "
+        "restored from it%s",
+        txn,
+        name,
+        f"; moved to {txn}/{aside}" if aside else "",
+    )
+
+
+def _lexists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _after_sandboxed_run(orphan: _Orphan, io: RecoveryIO, since_ns: int, until_ns: int) -> str | None:

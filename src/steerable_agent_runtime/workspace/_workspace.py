@@ -33,7 +33,6 @@ from .._protected import (
 from ..errors import WorkspaceError, WriteConflictError
 from ..sandbox._deny import deny_read_from_env
 from ._codes import FileErrorCode
-from ._diff import DiffSummary
 from ._disk import (
     Snapshot,
     WriteGuard,
@@ -112,6 +111,9 @@ class Workspace:
             see :class:`~._rg.SearchEngine`).
         deny_read: What the tools neither read, list nor write, as sandboxed commands cannot read it
             (SAFE-3); default: the deny-read set of ``os.environ`` (``deny_read_from_env``).
+        state_dir: steerable's state directory, which holds the key that seals the write journal
+            (``_seal``; recovery acts only on records sealed with it); default
+            ``config.default_state_dir()`` of ``os.environ``.
 
     Raises:
         WorkspaceError: ``invalid_workspace`` when ``root`` is not a directory.
@@ -133,6 +135,7 @@ class Workspace:
         grep_time_budget_s: float = GREP_TIME_BUDGET_S,
         search: SearchEngine | None = None,
         deny_read: Iterable[Path] | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         if deny_read is None:
             deny_read = deny_read_from_env()
@@ -145,7 +148,7 @@ class Workspace:
         self.grep_time_budget_s = grep_time_budget_s
         self.search = search if search is not None else SearchEngine()
         self.lock_timeout_s = lock_timeout_s
-        self.journal = StateDir(self.root.path)
+        self.journal = StateDir(self.root.path, Path(state_dir) if state_dir is not None else None)
         self.cross_process = PathLocks(timeout_s=lock_timeout_s) if cross_process_lock else None
         self._own = ProcessLocks()
         self._unsettled: set[str] = set()  # commit markers recovery left in place: tried once, ignored
@@ -591,7 +594,9 @@ class Workspace:
             replaced file: ``{path, version, created: false, bytes, lines, linesAdded, linesRemoved,
             diff}``, ``diff`` the unified diff while it is at most 4,000 characters, else
             ``diffOmitted: true`` and, as ``diff``, a line saying it was left out and that
-            ``read_file`` shows the text (:class:`DiffSummary`).
+            ``read_file`` shows the text (:class:`DiffSummary`). A diff whose changes are spread
+            too widely to compare within the work budget is not computed: ``diffOmitted: true``,
+            ``diffNotComputed: true``, counts that ignore line order, and a line saying so.
 
         Raises:
             WriteConflictError: ``conflict``, ``not_read``, ``partial_read``.
@@ -623,6 +628,8 @@ class Workspace:
         result: dict[str, Any] = {"path": display, "version": version, "created": raw is None}
         result.update(bytes=len(data), lines=count_lines(after))
         if raw is not None:
+            from ._diff import DiffSummary  # difflib loads with the first write, not at start-up
+
             summary = DiffSummary()
             await asyncio.to_thread(summary.add, before, after, display)
             result.update(summary.fields())
@@ -643,7 +650,8 @@ class Workspace:
             ``{path, version, editsApplied, matchLevel, matches: [{edit, level, lines, reindented}],
             linesAdded, linesRemoved, diff}``: ``matchLevel`` is the loosest level any edit needed
             (``exact`` or a tolerance, FILE-14); ``diff`` as ``write_file``'s (left out past 4,000
-            characters, with ``diffOmitted: true``).
+            characters, with ``diffOmitted: true``; not computed past the work budget, with
+            ``diffNotComputed: true`` too).
 
         Raises:
             EditError: The edit codes (``old_text_not_found``, ``ambiguous_match``...).
@@ -682,6 +690,8 @@ class Workspace:
             version = version_of(data)
             # an edit shows the model only what it changed: a partial view stays partial
             self.state.record(display, version, partial=partial)
+        from ._diff import DiffSummary
+
         summary = DiffSummary()
         await asyncio.to_thread(summary.add, decoded.text, text, display)
         return {

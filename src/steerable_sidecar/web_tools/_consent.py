@@ -15,14 +15,15 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from steerable_agent_runtime.errors import WebError
-from steerable_agent_runtime.executor import ConsentQuestion
-from steerable_agent_runtime.types import ToolCall
 
 from ._config import WebToolsConfig
 from ._domains import ip_literal
 from ._tools import WEB_FETCH_TOOL_NAME
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the executor (with the wire types: pydantic) loads at the first question, not at attach
+    from steerable_agent_runtime.executor import ConsentQuestion
+    from steerable_agent_runtime.types import ToolCall
+
     from ._policy import DomainPolicy
 
 __all__ = ["FetchConsent", "fetch_question_text"]
@@ -74,6 +75,8 @@ class FetchConsent:
             return None  # a loopback or private address: refused by the SSRF check, no network work
         if trusted is not None and trusted.allows(host):
             return None
+        from steerable_agent_runtime.executor import ConsentQuestion
+
         return ConsentQuestion("new_domain", host, url.strip())
 
     def granted(self, question: ConsentQuestion) -> None:

@@ -15,20 +15,20 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Final, Protocol
 
-from pydantic import Field
-
 from steerable_agent_runtime.errors import WebError
+from steerable_agent_runtime.lazy import Field  # pydantic's, imported when a validator is built
 from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
-from steerable_agent_runtime.types import ToolResult
 
 from .._endpoints import client_settings_to_check, env_proxy_client
 from ._codes import WebErrorCode
 from ._config import WEB_LIMIT_ENV, WebToolsConfig
 from ._schemas import TOOL_PARAMETERS
 
-if TYPE_CHECKING:  # the engines (httpx, the HTML converter) are imported at the first call
+if TYPE_CHECKING:  # the engines (httpx, the HTML converter) and the wire types load at the first call
     import httpx
+
+    from steerable_agent_runtime.types import ToolResult
 
     from ._fetch import Resolver, WebFetcher
     from ._policy import DomainPolicy
@@ -185,6 +185,8 @@ class WebTools:
         Raises:
             WebError: Every refusal and failure (the router turns it into a followup result).
         """
+        from steerable_agent_runtime.types import ToolResult
+
         data = await self.fetcher.fetch(url, admit=self.fetches.admit)
         if data.get("redirect_to"):
             return ToolResult(success=True, data=data, message=str(data.get("content") or ""))
@@ -218,6 +220,8 @@ class WebTools:
                 f"web_search ({provider.name}) did not answer within "
                 f"{self.config.search_timeout_ms} ms ({WEB_LIMIT_ENV['search_timeout_ms'].variable})",
             ) from None
+        from steerable_agent_runtime.types import ToolResult
+
         from ._hits import filter_hits
 
         kept = filter_hits(hits, self.policy, limit)
