@@ -2,7 +2,8 @@
 
 Spec: Exposure tiers, ToolMode. The router is the single place where a tool's return value or
 exception becomes a :class:`~steerable_agent_runtime.types.ToolResult`; it knows nothing of
-consent (approval is an executor wrapper's job).
+consent (approval is an executor wrapper's job). The body of its dispatch is ``_dispatch``, loaded
+at the first call: registering and listing tools import no pydantic (start-up).
 """
 
 from __future__ import annotations
