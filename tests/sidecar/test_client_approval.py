@@ -12,17 +12,22 @@ import pytest
 from steerable_sidecar.client import SidecarClient
 
 
+async def _scripted_sidecar(tmp_path: Path, turns: list[Any], **env: str) -> SidecarClient:
+    """A sidecar on ``tmp_path`` whose scripted model plays ``turns``, ``env`` added to a clean one."""
+    script = tmp_path / "turns.json"
+    script.write_text(json.dumps(turns))
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
+    clean |= {"STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script), **env}
+    return await SidecarClient.start(
+        workspace=tmp_path, env=clean, args=["--no-web-tools", "--no-plugins"], state_dir=tmp_path / "state"
+    )
+
+
 @pytest.mark.parametrize(("answer", "ran"), [(True, True), ("no", False), (1, False), (None, False)])
 async def test_only_true_approves_a_local_call(tmp_path: Path, answer: Any, ran: bool) -> None:
-    script = tmp_path / "turns.json"
     call = {"id": "b1", "name": "bash", "arguments": {"command": "echo ran > marker.txt"}}
-    script.write_text(json.dumps([{"tool_calls": [call]}, "done"]))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    env |= {"STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script)}
     asked: list[tuple[str, str]] = []
-    async with await SidecarClient.start(
-        workspace=tmp_path, env=env, args=["--no-web-tools", "--no-plugins"], state_dir=tmp_path / "state"
-    ) as sidecar:
+    async with await _scripted_sidecar(tmp_path, [{"tool_calls": [call]}, "done"]) as sidecar:
 
         async def approve(call: dict[str, Any], mode: str) -> Any:
             asked.append((call["name"], mode))
@@ -43,20 +48,11 @@ async def test_a_chat_in_ask_consent_asks_before_a_write_and_steerable_consent_i
 ) -> None:
     """MODE-5: ``consent="ask"`` puts an edit to the host; ``STEERABLE_CONSENT=read-only`` refuses a
     command in a chat that names none, without asking."""
-    script = tmp_path / "turns.json"
     write = {"id": "w1", "name": "write_file", "arguments": {"path": "new.txt", "content": "x\n"}}
     bash = {"id": "b1", "name": "bash", "arguments": {"command": "echo ran > marker.txt"}}
-    script.write_text(json.dumps([{"tool_calls": [write]}, "done", {"tool_calls": [bash]}, "done"]))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
-    env |= {
-        "STEERABLE_PROVIDER": "scripted",
-        "STEERABLE_SCRIPT": str(script),
-        "STEERABLE_CONSENT": "read-only",
-    }
+    turns: list[Any] = [{"tool_calls": [write]}, "done", {"tool_calls": [bash]}, "done"]
     asked: list[tuple[str, str]] = []
-    async with await SidecarClient.start(
-        workspace=tmp_path, env=env, args=["--no-web-tools", "--no-plugins"], state_dir=tmp_path / "state"
-    ) as sidecar:
+    async with await _scripted_sidecar(tmp_path, turns, STEERABLE_CONSENT="read-only") as sidecar:
 
         async def approve(call: dict[str, Any], mode: str) -> Any:
             asked.append((call["name"], mode))
