@@ -161,7 +161,6 @@ class AcpOptions:
 
 
 _McpServer = HttpMcpServer | SseMcpServer | McpServerStdio
-_ConfigOption = SessionConfigOptionSelect | SessionConfigOptionBoolean
 
 
 @dataclass(frozen=True, slots=True)
