@@ -3,14 +3,16 @@
 :func:`prompt_text` turns a ``session/prompt``'s content blocks into the user message (embedded
 files as tagged context, links by name; images and audio are refused); :func:`mcp_configs` turns
 the ``session/new`` MCP servers into steerable's stdio server configurations, their names made
-tool-name safe (docs/acp.md).
+tool-name safe; :func:`session_workspace` checks the folder a session opens (docs/acp.md).
 """
 
 from __future__ import annotations
 
 import html
+import os
 import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final
 
 from acp import RequestError
@@ -27,8 +29,9 @@ from acp.schema import (
 from steerable_agent_runtime.errors import SteerableError
 
 from ._acp_updates import clipped
+from ._mcp_cli import person_homes, refused_workspace
 
-__all__ = ["MAX_EMBEDDED_CHARS", "mcp_configs", "prompt_text"]
+__all__ = ["MAX_EMBEDDED_CHARS", "mcp_configs", "prompt_text", "session_workspace"]
 
 MAX_EMBEDDED_CHARS: Final = 100_000
 """The most characters of one embedded file put in the prompt (``read_file``'s display clip)."""
@@ -87,3 +90,33 @@ def prompt_text(blocks: Sequence[Any]) -> str:
                 {"prompt": block.type, "reason": "images and audio are not supported (promptCapabilities)"}
             )
     return "\n\n".join(parts)
+
+
+def session_workspace(cwd: str, state_dir: Path) -> Path:
+    """The session's workspace: ``cwd`` absolute, a directory, not ``/`` nor a home folder.
+
+    Nor the state directory, a folder inside it or one holding it: the model could forge
+    session records there, which a later ``session/load`` would replay as real.
+    """
+    if not isinstance(cwd, str) or not os.path.isabs(cwd):
+        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
+    root = Path(cwd).resolve()
+    if not root.is_dir():
+        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd is not a directory"})
+    if refused_workspace(None, root, person_homes()) is not None:
+        raise RequestError.invalid_params(
+            {
+                "cwd": cwd,
+                "reason": "steerable will not hand the model a whole disk or a home folder: open a project",
+            }
+        )
+    state = state_dir.resolve()
+    if root == state or root.is_relative_to(state) or state.is_relative_to(root):
+        raise RequestError.invalid_params(
+            {
+                "cwd": cwd,
+                "reason": f"the folder holds steerable's state directory ({state}), where session records "
+                "are kept: open a project that does not, or move the state (--state-dir)",
+            }
+        )
+    return root

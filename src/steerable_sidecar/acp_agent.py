@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -62,17 +61,18 @@ from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.llm import LLMProvider
 from steerable_agent_runtime.loop import RunSummary
 from steerable_agent_runtime.modes import DEFAULT_CONSENT_POLICY, ConsentPolicy
+from steerable_agent_runtime.record import DurableRecord
 from steerable_agent_runtime.types import new_call_id
 
+from ._acp_choices import CHOICE_ENTRY, choice_entry, recorded_choice
 from ._acp_commands import SlashCommand, available_commands, mode_text, model_text, slash_command, tools_text
-from ._acp_inputs import mcp_configs, prompt_text
+from ._acp_inputs import mcp_configs, prompt_text, session_workspace
 from ._acp_listing import SESSION_ENTRY, list_recorded, session_entry, title_of
 from ._acp_models import DEFAULT_MODEL_ID, chosen_model, model_option, offered_models, turn_usage
 from ._acp_modes import MODE_OPTION_ID, chosen_mode, mode_option, mode_state, offered_modes
 from ._acp_session import AcpSession
 from ._acp_wire import LineTransport, initialize_result
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
-from ._mcp_cli import person_homes, refused_workspace
 from ._session_lock import SessionLocks
 from .boot import boot_tools
 from .state_dir import environ_with_state_dir
@@ -297,14 +297,12 @@ class SteerableAcpAgent:
             session.reseed = True
             old = self.sessions.pop(session_id, None)
             parked = self._parked.pop(session_id, None)
-            session.model = old.model if old is not None else parked.model if parked is not None else None
-            session.policy = (
-                old.policy
-                if old is not None
-                else parked.policy
-                if parked is not None
-                else self.options.consent
-            )
+            kept: AcpSession | _Parked | None = old if old is not None else parked
+            if kept is not None:
+                session.model, session.policy = kept.model, kept.policy
+            else:  # as it was left in another process (its record's last choice)
+                recorded = await recorded_choice(opened.record, self.modes, self.models)
+                session.model, session.policy = recorded.model, recorded.policy or self.options.consent
             if old is not None:
                 await old.aclose()
             await self._register(session)
@@ -351,7 +349,7 @@ class SteerableAcpAgent:
         """Boot a session on ``cwd`` (not live yet: the caller registers it) with its lock taken."""
         if self.provider is None:
             raise RequestError(-32603, self.provider_error or "no model is configured", None)
-        root = _workspace(cwd, self.options.state_dir)
+        root = session_workspace(cwd, self.options.state_dir)
         configs = mcp_configs(servers)
         acquired = not self._locks.holds(session_id)
         try:
@@ -597,7 +595,12 @@ class SteerableAcpAgent:
         session.loop, session.reseed, session.context_tokens = loop, False, 0  # counted anew each turn
         if not opened.history:  # a new session's record opens with its folder and title (session/list)
             title = title_of(text)
-            await opened.record.append_entry(SESSION_ENTRY, session_entry(session.root, title))
+            await opened.record.append(
+                entries=[
+                    (SESSION_ENTRY, session_entry(session.root, title)),
+                    (CHOICE_ENTRY, choice_entry(session.policy, session.model)),  # picks made before it
+                ]
+            )
             await session.send(SessionInfoUpdate(session_update="session_info_update", title=title))
         system = (self.options.system or ACP_SYSTEM_PROMPT).replace("{cwd}", str(session.root))
         return await loop.run(opened.history, opened.opening(system, [{"role": "user", "content": text}]))
@@ -663,12 +666,15 @@ class SteerableAcpAgent:
             if live is not None:
                 for name, value in changes.items():
                     setattr(live, name, value)
-                return live
-            parked = self._parked.get(session_id)
-            if parked is None:  # closed meanwhile
+                chosen: AcpSession | _Parked = live
+            elif (parked := self._parked.get(session_id)) is not None:
+                chosen = self._parked[session_id] = replace(parked, **changes)
+            else:  # closed meanwhile
                 raise RequestError.resource_not_found(session_id)
-            self._parked[session_id] = replace(parked, **changes)
-            return None
+            record = DurableRecord.for_session(self.options.state_dir / "sessions", session_id)
+            if record.exists():  # else its first prompt writes it, after the session entry
+                await record.append_entry(CHOICE_ENTRY, choice_entry(chosen.policy, chosen.model))
+            return live
 
     def _options(
         self, session: AcpSession | str
@@ -752,36 +758,6 @@ def _capabilities(raw: Any) -> ClientCapabilities:
         return ClientCapabilities.model_validate(raw or {})
     except ValueError:
         return ClientCapabilities()
-
-
-def _workspace(cwd: str, state_dir: Path) -> Path:
-    """The session's workspace: ``cwd`` absolute, a directory, not ``/`` nor a home folder.
-
-    Nor the state directory, a folder inside it or one holding it: the model could forge
-    session records there, which a later ``session/load`` would replay as real.
-    """
-    if not isinstance(cwd, str) or not os.path.isabs(cwd):
-        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
-    root = Path(cwd).resolve()
-    if not root.is_dir():
-        raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd is not a directory"})
-    if refused_workspace(None, root, person_homes()) is not None:
-        raise RequestError.invalid_params(
-            {
-                "cwd": cwd,
-                "reason": "steerable will not hand the model a whole disk or a home folder: open a project",
-            }
-        )
-    state = state_dir.resolve()
-    if root == state or root.is_relative_to(state) or state.is_relative_to(root):
-        raise RequestError.invalid_params(
-            {
-                "cwd": cwd,
-                "reason": f"the folder holds steerable's state directory ({state}), where session records "
-                "are kept: open a project that does not, or move the state (--state-dir)",
-            }
-        )
-    return root
 
 
 async def serve_acp(agent: SteerableAcpAgent, transport: LineTransport) -> None:

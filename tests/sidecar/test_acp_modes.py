@@ -21,6 +21,7 @@ from acp.client.connection import ClientSideConnection
 from acp_client import AGENT_COMMAND, EditorClient, in_process_acp, start
 
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, StreamEvent, Usage
+from steerable_agent_runtime.modes import CONSENT_POLICIES
 from steerable_sidecar._acp_listing import PAGE_SIZE
 from steerable_sidecar.acp_agent import AcpOptions
 
@@ -202,6 +203,71 @@ async def test_a_parked_session_and_a_loaded_one_keep_their_mode(agent: Agent, w
         loaded = await conn.load_session(cwd=str(workspace), session_id=first.session_id, mcp_servers=[])
     assert _tool_answer(provider, "w1")["data"]["policy"] == "read-only"
     assert loaded.modes is not None and loaded.modes.current_mode_id == "read-only"
+
+
+async def test_a_session_loaded_by_another_process_keeps_the_mode_and_model_it_was_left_with(
+    agent: Agent, workspace: Path, state: Path
+) -> None:
+    """The picks go to the session's record (made before its first prompt too): a new process's
+    ``session/load`` opens the session in them, and the mode holds for its calls."""
+    async with agent(EditorClient(), RecordingProvider(["hi"])) as conn:
+        first = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.set_session_mode(mode_id="ask", session_id=first)  # no record yet
+        await conn.prompt(session_id=first, prompt=[text_block("hi")])
+        await conn.set_session_mode(mode_id="read-only", session_id=first)
+        await conn.set_config_option(config_id="model", session_id=first, value="acme/coder-7b")
+    kinds = [
+        json.loads(line)["type"] for line in (state / "sessions" / f"{first}.jsonl").read_text().splitlines()
+    ]
+    assert kinds[:2] == ["session", "choice"] and kinds[-2:] == ["choice", "choice"]
+    provider = RecordingProvider([{"tool_calls": [WRITE]}, "ok"])
+    async with agent(EditorClient(), provider, consent=CONSENT_POLICIES["auto"]) as conn:
+        loaded = await conn.load_session(cwd=str(workspace), session_id=first, mcp_servers=[])
+        await conn.prompt(session_id=first, prompt=[text_block("write")])
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "read-only"
+    assert [o["currentValue"] for o in _dump(loaded.config_options or [])] == ["acme/coder-7b", "read-only"]
+    assert _tool_answer(provider, "w1")["data"]["policy"] == "read-only"
+    assert not (workspace / "new.txt").exists()
+    assert {request.model for request in provider.requests} == {"acme/coder-7b"}
+
+
+async def test_a_recorded_pick_this_process_cannot_take_leaves_its_own_defaults(
+    agent: Agent, workspace: Path, state: Path
+) -> None:
+    """A mode it does not offer, a model id with a space, and a ``choice`` nested in another entry
+    (a trace's data) are not taken: the process's ``--consent`` mode and its model hold."""
+    sessions = state / "sessions"
+    sessions.mkdir()
+    lines = [
+        {"v": 1, "type": "session", "session": {"cwd": str(workspace), "title": "t"}},
+        {"v": 1, "type": "choice", "choice": {"mode": "yolo", "model": "bad model"}},
+        {"v": 1, "type": "trace", "trace": {"data": {"type": "choice", "choice": {"mode": "auto"}}}},
+    ]
+    (sessions / "old.jsonl").write_text(
+        "".join(json.dumps(line, separators=(",", ":")) + "\n" for line in lines)
+    )
+    async with agent(EditorClient(), RecordingProvider([]), consent=CONSENT_POLICIES["ask"]) as conn:
+        loaded = await conn.load_session(cwd=str(workspace), session_id="old", mcp_servers=[])
+    assert loaded.modes is not None and loaded.modes.current_mode_id == "ask"
+    assert [o["currentValue"] for o in _dump(loaded.config_options or [])] == ["default", "ask"]
+
+
+def test_the_last_choice_is_found_across_read_steps_and_a_torn_last_line(tmp_path: Path) -> None:
+    """The record is read backwards in steps: a choice line cut by a step is read whole."""
+    from steerable_agent_runtime.record import DurableRecord
+    from steerable_sidecar import _acp_choices
+
+    path = tmp_path / "s.jsonl"
+    choice = json.dumps(
+        {"v": 1, "type": "choice", "choice": {"mode": "ask", "model": None}}, separators=(",", ":")
+    )
+    filler = json.dumps({"v": 1, "type": "message", "message": {"role": "user", "content": "x" * 3000}})
+    torn = '{"v":1,"type":"choice","choice":{"mode":"au'
+    path.write_text(f"{choice}\n" + f"{filler}\n" * 3 + torn)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_acp_choices, "_TAIL_BYTES", 100)  # many steps, the choice cut between two
+        assert _acp_choices._last_choice(DurableRecord(path)) == {"mode": "ask", "model": None}
+    assert _acp_choices._last_choice(DurableRecord(tmp_path / "none.jsonl")) is None
 
 
 MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
