@@ -10,6 +10,7 @@ import os
 import socket
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -62,12 +63,12 @@ async def test_a_symlink_out_of_the_workspace_does_not_lead_out(
 
 
 async def test_the_private_temp_dir_is_fresh_and_removed(backend, policy):
-    script = 'test -e "$TMPDIR/left" || echo fresh; echo x > "$TMPDIR/left" && echo wrote'
+    left = f"left-{uuid.uuid4().hex}"  # its own name: other test runs on this machine use /tmp too
+    script = f'test -e "$TMPDIR/{left}" || echo fresh; echo x > "$TMPDIR/{left}" && echo wrote'
     first = await sh(backend, policy, script)
     second = await sh(backend, policy, script)
     assert first.stdout.text == second.stdout.text == "fresh\nwrote\n"  # nothing carried over
-    leftovers = [p for p in Path("/tmp").glob("steerable-sbx-*") if p.stat().st_uid == os.getuid()]
-    assert all(not (p / "left").exists() for p in leftovers)
+    assert not list(Path("/tmp").glob(f"steerable-sbx-*/{left}"))
 
 
 async def test_no_capabilities_and_no_network(backend, policy):

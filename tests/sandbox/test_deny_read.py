@@ -30,6 +30,7 @@ from steerable_agent_runtime.sandbox import (
     run_sandboxed,
 )
 from steerable_agent_runtime.sandbox._deny import DEFAULT_DENY_READ, read_grants
+from steerable_agent_runtime.sandbox._pinning import launcher_argv
 
 CANARY = f"canary-{uuid.uuid4().hex[:10]}"
 
@@ -294,3 +295,68 @@ async def test_a_workspace_that_is_home_keeps_the_secrets_in_it_unread_safe_3(
 async def run_(backend_name: str, config: SandboxConfig, root: Path, script: str) -> tuple[str, int | None]:
     """:func:`run` with ``root`` as the workspace and ``HOME``."""
     return await run(backend_name, config, root, f"export HOME={config.deny_read[0].parent}; {script}")
+
+
+# -- the folders split around the set are shared: other processes' files come and go in them ----------
+
+# Always one file in the folder, under a new name every millisecond: another steerable's private
+# /tmp folder, Claude Code's ~/.claude.json.tmp, an editor's swap file
+CHURN = """
+import os, sys, time
+folder, i = sys.argv[1], 0
+while True:
+    open(os.path.join(folder, f"churn-{i}.tmp"), "w").close()
+    if i:
+        os.unlink(os.path.join(folder, f"churn-{i - 1}.tmp"))
+    i += 1
+    time.sleep(0.001)
+"""
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+def test_an_entry_gone_or_made_a_link_before_the_launch_fails_nothing_and_leaks_nothing_safe_3(
+    backend_name: str, home: Path, workspace: Path, tmp_path: Path
+) -> None:
+    # SAFE-3: each folder on the way to a denied entry is listed when the plan is made, and each
+    # entry granted (Landlock) or bound back (bubblewrap) when the launch applies it. One removed
+    # in between failed the command ("cannot open '/tmp/steerable-sbx-...' for a Landlock rule",
+    # exit 125, when two runs shared /tmp); one made a link must not lead Landlock to a secret
+    (home / "scratch.tmp").write_text("gone soon\n")
+    (home / "swap").mkdir()
+    policy = SandboxPolicy(
+        writable_roots=(workspace,),
+        limits=ResourceLimits(max_output_bytes=10_000),
+        deny_read=config_for(home).deny_read,
+    )
+    private = tmp_path / "private"
+    private.mkdir()
+    script = f"cat {home}/notes.txt {home}/swap/id_ed25519; echo done"
+    plan = real_backend(backend_name).plan(["/bin/sh", "-c", script], policy, private_tmp=private)
+    (home / "scratch.tmp").unlink()
+    (home / "swap").rmdir()
+    if backend_name == "landlock":  # bubblewrap follows a link it binds: no option of its own says not to
+        (home / "swap").symlink_to(home / ".ssh")
+    run = subprocess.run(
+        launcher_argv(plan, policy), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=30
+    )
+    assert run.returncode == 0 and run.stdout.startswith("visible-notes\n"), run.stderr
+    assert run.stdout.endswith("done\n") and CANARY not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("backend_name", LINUX_BACKENDS)
+async def test_files_coming_and_going_beside_a_secret_fail_no_command_safe_3(
+    backend_name: str, home: Path, workspace: Path
+) -> None:
+    # SAFE-3, and two steerable processes on one machine: a real process churns names in ~ while
+    # commands run; every one starts and reads the neighbours, none a secret
+    config = config_for(home)
+    churn = subprocess.Popen([sys.executable, "-c", CHURN, str(home)], stdin=subprocess.DEVNULL)
+    try:
+        for _ in range(3):
+            script = f"cat {home}/notes.txt; cat {home}/.netrc; echo done"
+            output, code = await run(backend_name, config, workspace, script)
+            assert code == 0 and output.startswith("visible-notes\n") and "done\n" in output, output
+            assert CANARY not in output
+    finally:
+        churn.kill()
+        churn.wait()

@@ -15,10 +15,13 @@ import os
 import signal
 import socket
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from test_runner import sleeper
 
 from processes import running
 from steerable_agent_runtime import ToolCall, ToolRouter
@@ -103,10 +106,8 @@ async def test_protected_paths_stay_read_only(workspace: Path, backend):
 
 
 async def test_a_deadline_stops_the_command_and_what_it_started(workspace: Path, backend):
-    marker = "61.2957"
-    result = await _bash(
-        workspace, backend, Terminal(), f"sleep {marker} & sleep {marker}; echo never", timeout_ms=1200
-    )
+    marker, sleep = sleeper()  # its own: another test run on this machine has sleeps of its own
+    result = await _bash(workspace, backend, Terminal(), f"{sleep} & {sleep}; echo never", timeout_ms=1200)
     assert result.data is not None and result.data["timedOut"] is True and result.data["code"] == "timeout"
     assert not running(marker)
 
@@ -123,9 +124,9 @@ async def test_a_terminal_that_never_starts_it_lets_bash_run_it_once(workspace: 
 
 
 async def test_a_terminal_killed_under_the_command_takes_it_down(workspace: Path, backend):
-    marker = "62.2957"
+    marker, sleep = sleeper()
     terminal = Terminal(kill_after_s=0.8)
-    result = await _bash(workspace, backend, terminal, f"echo up; sleep {marker} & sleep {marker}")
+    result = await _bash(workspace, backend, terminal, f"echo up; {sleep} & {sleep}")
     assert result.data is not None and result.data["exitCode"] == 137, result.data
     assert "the terminal's process was killed before the command ended" in result.data["stderr"]
     async with asyncio.timeout(5):  # the launcher's parent died: the sandbox goes with it
@@ -134,10 +135,15 @@ async def test_a_terminal_killed_under_the_command_takes_it_down(workspace: Path
 
 
 @pytest.fixture(autouse=True)
-def _no_leftover_run_directories():
-    before = set(Path("/tmp").glob("steerable-term-*"))
+def _no_leftover_run_directories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every run folder is removed. Made in a temporary directory of the test's own: another test
+    run on this machine makes and removes its own in ``/tmp`` meanwhile."""
+    own = tmp_path / "tmpdir"
+    own.mkdir()
+    monkeypatch.setenv("TMPDIR", str(own))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
     yield
-    assert set(Path("/tmp").glob("steerable-term-*")) <= before
+    assert not list(own.glob("steerable-term-*"))
 
 
 async def test_plans_are_not_handed_over_from_a_temporary_directory_the_sandbox_can_write(
@@ -145,8 +151,6 @@ async def test_plans_are_not_handed_over_from_a_temporary_directory_the_sandbox_
 ) -> None:
     """A workspace holding the temporary directory: a command running meanwhile could rewrite the
     plan before the terminal starts it, so the terminal gets nothing and bash runs it itself."""
-    import tempfile
-
     inside = workspace / "tmp"
     inside.mkdir()
     monkeypatch.setenv("TMPDIR", str(inside))

@@ -46,6 +46,14 @@ def spawn(leftovers: list[int]) -> Iterator[Callable[..., subprocess.Popen[bytes
         child = subprocess.Popen(list(argv) or ["sleep", "30"], env=environ, **options)
         started.append(child)
         leftovers.append(child.pid)
+        # Popen returns once the child's execve closed its close-on-exec descriptors, a moment
+        # before the kernel has put the new arguments and environment in place: until then /proc
+        # shows both empty, and on a busy machine (two test runs at once) a record is read then
+        deadline = time.monotonic() + 5
+        while child.poll() is None and not Path(f"/proc/{child.pid}/cmdline").read_bytes():
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
         return child
 
     yield start

@@ -245,7 +245,8 @@ def masking_mounts(denied: Sequence[str]) -> list[str]:
     So each directory on the way to a denied entry (below ``/``) gets an empty tmpfs instead, with
     every other entry bound back read-only (links made again as links), then remounted read-only:
     a denied entry has no name in the sandbox at all. A denied entry directly under ``/`` is
-    masked by itself (an empty tmpfs, or ``/dev/null``).
+    masked by itself (an empty tmpfs, or ``/dev/null``). The listing is a snapshot of shared
+    folders (``~``): an entry removed before bubblewrap binds it is left out, not an error.
     """
     args: list[str] = []
     for top in sorted({"/" + d.split("/")[1] for d in denied}):
@@ -286,7 +287,7 @@ def _mask(directory: str, below: list[str], args: list[str]) -> None:
         elif inner and stat.S_ISDIR(info.st_mode):
             _mask(path, inner, args)
         elif stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode):
-            args += ["--ro-bind", path, path]
+            args += ["--ro-bind-try", path, path]  # -try: one removed before bubblewrap starts is skipped
     args += ["--remount-ro", directory]
 
 
@@ -298,7 +299,9 @@ def read_grants(denied: Sequence[str], *, root: str = "/") -> list[str]:
     one leading to the denied path. Links are not granted (a rule would follow the link to its
     target, a denied one included; what a link names is readable through the grant that covers
     the target), nor are sockets and pipes (no rule can hold them). Files that appear in those
-    directories after the grants were made stay unreadable for the run.
+    directories after the grants were made stay unreadable for the run; one removed (or made a
+    link) before the launcher makes the rules is skipped there, not an error: ``/tmp`` and ``~``
+    see other processes' temporary files come and go.
 
     Args:
         denied: Real paths (:func:`applicable_denials`).

@@ -322,9 +322,10 @@ def apply_landlock(
 
     Everything under ``read`` may be read and executed, every directory under ``list_dirs`` listed,
     everything under ``write`` may also be changed, each ``dev`` file may be read and written; any
-    other write is refused. ``no_tcp``
-    refuses every TCP bind and connect (ABI 4 and later). From ABI 6, abstract Unix sockets and
-    signals are scoped to the sandbox too.
+    other write is refused. ``no_tcp`` refuses every TCP bind and connect (ABI 4 and later). From
+    ABI 6, abstract Unix sockets and signals are scoped to the sandbox too. The ``read`` entries are
+    what the host listed of shared folders (``/tmp``, ``~``: ``_deny.read_grants``): one gone since
+    (another process's temporary file) has nothing to grant and one a link now is not followed.
 
     Raises:
         SetupError: When the kernel has no Landlock or refuses the ruleset.
@@ -345,27 +346,25 @@ def apply_landlock(
         raise SetupError(f"landlock_create_ruleset failed: {exc.strerror}") from None
     file_rights = FS_EXECUTE | FS_READ_FILE | FS_WRITE_FILE | (FS_TRUNCATE & fs) | (FS_IOCTL_DEV & fs)
     try:
-        rules = [(p, FS_READ_DIR, True) for p in list_dirs] + [(p, FS_READ, True) for p in read]
-        rules += [(p, fs, True) for p in write]
-        rules += [(p, file_rights, False) for p in dev]  # devices are optional: skipped when absent
-        for path, access, required in rules:
+        rules = [(p, FS_READ_DIR, "need") for p in list_dirs] + [(p, FS_READ, "listed") for p in read]
+        rules += [(p, fs, "need") for p in write] + [(p, file_rights, "optional") for p in dev]
+        for path, access, kind in rules:
             try:
-                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC | (os.O_NOFOLLOW if kind == "listed" else 0))
             except OSError as exc:
-                if not required:
-                    continue
+                gone = isinstance(exc, (FileNotFoundError, NotADirectoryError))
+                if kind == "optional" or (kind == "listed" and gone):
+                    continue  # an absent device; a listed entry removed since
                 raise SetupError(f"cannot open {path!r} for a Landlock rule: {exc.strerror}") from None
             try:
-                if not os.path.isdir(path):
+                mode = os.fstat(fd).st_mode & 0o170000  # S_IFMT of what was opened, not of the path again
+                if mode == 0o120000:  # S_IFLNK: a listed entry made a link since (never followed)
+                    continue
+                if mode != 0o040000:  # not S_IFDIR
                     access &= file_rights
                 rule = c.create_string_buffer(struct.pack("=Qi", access, fd), 12)
-                libc.syscall(
-                    SYS_LANDLOCK_ADD_RULE,
-                    c.c_int(ruleset),
-                    c.c_int(LANDLOCK_RULE_PATH_BENEATH),
-                    rule,
-                    c.c_uint32(0),
-                )
+                beneath = (c.c_int(ruleset), c.c_int(LANDLOCK_RULE_PATH_BENEATH), rule, c.c_uint32(0))
+                libc.syscall(SYS_LANDLOCK_ADD_RULE, *beneath)
             except OSError as exc:
                 raise SetupError(f"landlock_add_rule failed for {path!r}: {exc.strerror}") from None
             finally:
