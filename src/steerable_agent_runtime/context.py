@@ -22,6 +22,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import re
 import threading
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,11 @@ __all__ = [
     "TerminalHost",
     "ToolExecutor",
     "context_keyword",
+    "output_gap",
     "output_tail",
+    "plain_output",
+    "strip_controls",
+    "unfinished_escape",
 ]
 
 logger = logging.getLogger(__name__)
@@ -297,6 +302,72 @@ def output_tail(
     if dropped <= 0:
         return kept
     return f"[... {dropped} bytes not shown]\n{kept}"
+
+
+_GAP: Final = re.compile(r"\[\.\.\. (\d+) bytes not shown\]\n")
+
+
+def output_gap(chunk: str) -> tuple[int, str]:
+    """The bytes a chunk's first line says were left out before it (:func:`output_tail`'s), and the rest.
+
+    Returns:
+        ``(0, chunk)`` when ``chunk`` does not start with such a line.
+    """
+    gap = _GAP.match(chunk)
+    return (int(gap[1]), chunk[gap.end() :]) if gap else (0, chunk)
+
+
+_ESCAPE: Final = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"  # CSI: colours, cursor moves (its final byte may be missing)
+    # OSC (hyperlinks, clipboard writes), DCS, APC...: to BEL or ST, or the line's end
+    r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d-\x9f])[^\x07\x1b\x9c\n]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"  # any other escape sequence (ESC ( B, ESC 7), a lone ESC
+)
+_UNFINISHED: Final = re.compile(
+    r"(?:\x1b(?:\[[0-?]*[ -/]*|[\]PX^_][^\x07\x1b\x9c\n]*|[ -/]*)|\x9b[0-?]*[ -/]*"
+    r"|[\x90\x98\x9d-\x9f][^\x07\x1b\x9c\n]*)\Z"
+)
+_CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")  # all but \t, \n and \r
+
+
+def strip_controls(text: str) -> str:
+    r"""``text`` without terminal escape sequences (CSI, OSC...) and control characters but ``\t\n\r``."""
+    return _CONTROL.sub("", _ESCAPE.sub("", text))
+
+
+def unfinished_escape(text: str) -> int:
+    """Where an escape sequence that ``text``'s end cuts short starts (``len(text)``: none does).
+
+    For a stream: hold that part back until the next piece completes (or ends) it.
+    """
+    found = _UNFINISHED.search(text, text.rfind("\n") + 1)
+    return found.start() if found else len(text)
+
+
+def plain_output(text: str, *, more: bool = False) -> str:
+    r"""``text`` as a terminal shows it, for a live view: no control sequence, each line's last overwrite.
+
+    :func:`strip_controls`, then a line rewritten after a bare ``\r`` (a progress bar) keeps what
+    was written last (``\r\n`` ends a line). The tool's result is never passed through this.
+
+    Args:
+        text: Output as a command printed it.
+        more: ``text`` is a stream's latest end: a ``\r`` ending it stays, so that what comes
+            next overwrites its last line.
+    """
+    text = strip_controls(text)
+    if "\r" not in text:
+        return text
+    lines = [_last_written(line) for line in text.split("\n")]
+    if more and text.endswith("\r"):
+        lines[-1] += "\r"
+    return "\n".join(lines)
+
+
+def _last_written(line: str) -> str:
+    r"""What shows of ``line`` after its ``\r``s: its last non-empty part."""
+    written = [part for part in line.split("\r") if part]
+    return written[-1] if written else ""
 
 
 def _json_ready(value: Any) -> Any:

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the parser (every command) imports this module: asyncio and
     from steerable_agent_runtime.modes import ConsentPolicy
 
     from ._acp_wire import LineTransport
+    from ._llm_config import LLMConfig
     from ._signals import Shutdown
     from .acp_agent import AcpOptions, SteerableAcpAgent
     from .rpc import LineWriter
@@ -156,18 +157,10 @@ def run_acp(args: argparse.Namespace, *, provider: LLMProvider | None = None) ->
         provider: The model (default: from the ``STEERABLE_*`` environment, read once).
 
     Returns:
-        0 when the client disconnected; 2 for a bad option or state directory (said on stderr),
-        ``--workspace`` and ``--allow-outside-workspace`` included: the editor names each session's
-        folder.
+        0 when the client disconnected; 2 for a bad option or state directory (said on stderr).
+        ``--workspace`` and ``--allow-outside-workspace`` never reach here: the command line
+        refuses them (``steerable_sidecar.cli``), as the editor names each session's folder.
     """
-    if args.workspace is not None or args.allow_outside_workspace:
-        flag = "--workspace" if args.workspace is not None else "--allow-outside-workspace"
-        print(
-            f"steerable acp: {flag} is not accepted: each session's workspace is the folder the editor "
-            "opens (session/new's cwd), confined to it",
-            file=sys.stderr,
-        )
-        return ExitCode.USAGE
     for name in ("max_rounds", "model_timeout_ms"):
         value = getattr(args, name)
         if value is not None and value < 1:
@@ -212,6 +205,7 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
     # use, httpx without its command-line client (start-up: benchmarks/startup.py)
     import_acp_sdk()
     import_httpx()
+    from ._mcp_config import known_credentials
     from .acp_agent import AcpOptions
 
     options = AcpOptions(
@@ -227,6 +221,7 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
         consent=consent_of(args, os.environ),  # checked by run_acp
         context_window=args.context_window,
         editor_terminal=args.editor_terminal,
+        secrets=known_credentials(os.environ),  # kept out of a running call's output, as steerable mcp does
     )
     if provider is not None:
         return AcpSetup(options, provider, None)
@@ -234,11 +229,21 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
 
     try:
         config = LLMConfig.from_env()
-        options = replace(options, model=config.model)  # the sessions' default model
+        options = replace(
+            options, model=config.model, secrets=options.secrets.adding(_model_credentials(config))
+        )
         return AcpSetup(options, default_llm_provider(config), None)
     except SteerableError as exc:  # said to the client at session/new, and here on stderr
         print(f"steerable acp: {exc}", file=sys.stderr)
         return AcpSetup(options, None, str(exc))
+
+
+def _model_credentials(config: LLMConfig) -> list[str]:
+    """The model's key and the credentials in its extra headers (``Authorization: Bearer X``)."""
+    from ._secrets import credential_arguments
+
+    key = [config.api_key.get_secret_value()] if config.api_key is not None else []
+    return [*key, *credential_arguments([f"{name}: {value}" for name, value in config.extra_headers.items()])]
 
 
 async def _serve(

@@ -42,6 +42,7 @@ from steerable_agent_runtime.modes import DEFAULT_CONSENT_POLICY, ConsentPolicy,
 from steerable_agent_runtime.tools import Tool, ToolExposure, arguments_too_deep
 from steerable_agent_runtime.workspace import patch_paths
 
+from ._acp_inputs import mcp_configs
 from ._acp_updates import (
     EditorTerminal,
     FileDiff,
@@ -52,6 +53,8 @@ from ._acp_updates import (
     tool_kind,
     tool_title,
 )
+from ._mcp_config import config_credentials
+from ._secrets import Redactor
 from .boot import Booted
 from .web_tools import FetchConsent, fetch_question_text
 
@@ -113,6 +116,8 @@ class AcpSession:
         servers: The MCP servers the client named (booted again with the session).
         editor_terminal: Run ``bash`` in the editor's terminal when it has terminals
             (``--editor-terminal``, docs/acp.md "Terminals").
+        secrets: Credentials never shown in a running call's output (the agent's); the
+            ``servers``' own are added.
     """
 
     def __init__(
@@ -126,6 +131,7 @@ class AcpSession:
         *,
         servers: tuple[Any, ...] = (),
         editor_terminal: bool = False,
+        secrets: Redactor,
     ) -> None:
         self.id = session_id
         self.root = root
@@ -134,6 +140,10 @@ class AcpSession:
         self.client = client
         self.capabilities = capabilities
         self.servers = servers
+        self.secrets = secrets.adding(
+            s for config in mcp_configs(servers) for s in config_credentials(config)
+        )
+        """What a running call's output never shows: the agent's credentials and its MCP servers'."""
         self.editor_terminal = editor_terminal and bool(capabilities.terminal)
         """Whether ``bash`` runs in the editor's terminal (asked for, and the editor has terminals)."""
         self._terminals: dict[str, str] = {}  # call id -> the editor's terminal it ran in
@@ -413,7 +423,7 @@ class AcpSession:
                 await self.send(helpers.update_tool_call(call.id, status="in_progress"))
             paths = _edited_paths(call)
             before = await self._texts(paths) if paths else {}
-            live = LiveOutput(call.id, self.send)  # the output a tool streams (bash), shown as it runs
+            live = LiveOutput(call.id, self.send, redact=self.secrets)  # a tool's streamed output (bash)
             context = context if context is not None else CallContext(call)
             if context.output is None:
                 context.output = live.output

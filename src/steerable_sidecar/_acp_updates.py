@@ -28,8 +28,11 @@ from acp.schema import (
     ToolKind,
 )
 
-from steerable_agent_runtime.context import output_tail
+from steerable_agent_runtime.context import output_tail, plain_output
 from steerable_agent_runtime.modes import ToolMode
+
+from ._live_text import LiveText
+from ._secrets import Redactor
 
 __all__ = [
     "LIVE_INTERVAL_S",
@@ -288,11 +291,14 @@ class LiveOutput:
     at once (the tool never waits for the client); a task sends the tail, at most one update every
     ``interval_s``, the first no sooner than ``interval_s`` after the call started (a call that ends
     before shows its result alone). :meth:`close` stops it before the call's result is shown, so
-    no output update comes after the result. Make it when the call starts.
+    no output update comes after the result. Make it when the call starts. What is kept is made
+    fit to show (:class:`LiveText`; overwritten lines as a terminal shows them); after a gap in the
+    chunks (``[... N bytes not shown]``) the tail starts anew, the count shown is every byte not shown.
 
     Args:
         call_id: The call shown.
         send: Sends one ``session/update`` (never raises).
+        redact: The secrets never shown (the session's).
         interval_s: The shortest time between two updates.
     """
 
@@ -301,13 +307,15 @@ class LiveOutput:
         call_id: str,
         send: Callable[[ToolCallProgress], Awaitable[None]],
         *,
+        redact: Redactor,
         interval_s: float = LIVE_INTERVAL_S,
     ) -> None:
         self._call_id = call_id
         self._send = send
         self._interval_s = interval_s
-        self._text = ""
-        self._dropped = 0  # bytes trimmed off the front of _text
+        self._live = LiveText(redact)
+        self._text = ""  # the output's tail, its last line's \r kept (what comes next overwrites it)
+        self._dropped = 0  # bytes of output not in _text
         self._due = False  # output arrived that no update has shown
         self._last = asyncio.get_running_loop().time()  # when the last update went (or the call started)
         self._task: asyncio.Task[None] | None = None
@@ -320,7 +328,14 @@ class LiveOutput:
         """Take one chunk (the sink); dropped once closed."""
         if self._closed or not text:
             return
-        self._text += text
+        gap, fresh = self._live.feed(text)
+        if gap:  # output was left out: what came before it is no longer the output's end
+            self._dropped += gap + len(plain_output(self._text).encode("utf-8", "replace"))
+            self._text = ""
+        elif not fresh:
+            return  # all of it may begin a secret: it waits for the next chunk
+        line = self._text.rfind("\n") + 1  # the last line so far: a \r in what came overwrites it
+        self._text = self._text[:line] + plain_output(self._text[line:] + fresh, more=True)
         if len(self._text) > 4 * LIVE_MAX_BYTES:  # keep a bounded tail; output_tail cuts it exactly
             cut = len(self._text) - 2 * LIVE_MAX_BYTES
             self._dropped += len(self._text[:cut].encode("utf-8", "replace"))
@@ -340,7 +355,7 @@ class LiveOutput:
                     await asyncio.sleep(wait)
                 self._due = False
                 shown = output_tail(
-                    self._text,
+                    plain_output(self._text),
                     max_lines=LIVE_MAX_LINES,
                     max_bytes=LIVE_MAX_BYTES,
                     dropped_bytes=self._dropped,

@@ -30,7 +30,12 @@ def add_jobs_arguments(parser: argparse.ArgumentParser) -> None:
     state_dir = "the state directory (default: $STEERABLE_STATE_DIR, else $XDG_STATE_HOME/steerable)"
     parser.add_argument("--state-dir", default=None, metavar="DIR", help=state_dir)
     actions = parser.add_subparsers(dest="jobs_command", metavar="ACTION")
-    stop = actions.add_parser("stop", help="stop background jobs and what they started")
+    stop = actions.add_parser(
+        "stop",
+        help="stop background jobs and what they started",
+        description="Stop background jobs, each with every process below it: SIGTERM, then SIGKILL "
+        "after the grace. Exit 1 when a pid given is not a running job.",
+    )
     stop.add_argument("--state-dir", default=argparse.SUPPRESS, metavar="DIR", help=state_dir)
     stop.add_argument("pids", nargs="*", type=int, metavar="PID", help="a job's pid (`steerable jobs`)")
     stop.add_argument("--all", action="store_true", help="stop every job")

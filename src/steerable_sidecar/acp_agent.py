@@ -24,7 +24,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, cast
 
@@ -73,6 +73,7 @@ from ._acp_modes import MODE_OPTION_ID, chosen_mode, mode_option, mode_state, of
 from ._acp_session import AcpSession
 from ._acp_wire import LineTransport, initialize_result
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
+from ._secrets import Redactor
 from ._session_lock import SessionLocks
 from .boot import boot_tools
 from .state_dir import environ_with_state_dir
@@ -142,6 +143,8 @@ class AcpOptions:
             ends with a ``usage_update`` (``None``: unknown, none is sent).
         editor_terminal: Run ``bash`` in the editor's terminal when it offers terminals
             (``--editor-terminal``; sandboxed the same way: docs/acp.md, "Terminals").
+        secrets: Credentials never shown in a running call's output (the model's key, the
+            environment's); each session adds its MCP servers'.
     """
 
     state_dir: Path
@@ -158,6 +161,7 @@ class AcpOptions:
     consent: ConsentPolicy = DEFAULT_CONSENT_POLICY
     context_window: int | None = None
     editor_terminal: bool = False
+    secrets: Redactor = field(default=Redactor(), repr=False)
 
 
 _McpServer = HttpMcpServer | SseMcpServer | McpServerStdio
@@ -406,6 +410,7 @@ class SteerableAcpAgent:
             self.capabilities,
             servers=tuple(servers),
             editor_terminal=self.options.editor_terminal,
+            secrets=self.options.secrets,
         )
 
     async def _register(self, session: AcpSession) -> None:

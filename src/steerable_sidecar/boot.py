@@ -95,6 +95,7 @@ def boot_tools(
     web_tools: bool = True,
     web_config_errors: Literal["raise", "log"] = "raise",
     host_search: HostInvoke | None = None,
+    read_max_chars: int | None = None,
 ) -> Booted:
     """Build the tools in the documented order.
 
@@ -112,6 +113,8 @@ def boot_tools(
             without the web pair, so a typo in an optional feature cannot brick chat; spec: Bounds).
         host_search: The host's search over the reverse channel (the sidecar's
             ``web_search.request``), for ``STEERABLE_WEB_SEARCH_PROVIDER=host``.
+        read_max_chars: ``read_file``'s clip in characters (``None``: the spec's 100,000);
+            ``steerable mcp`` passes ``HOST_READ_MAX_CHARS``.
 
     Returns:
         The booted tools.
@@ -145,6 +148,7 @@ def boot_tools(
         allow_protected_writes=allow_protected_writes,
         environ=environ,
         web_tools=install_web if web_tools else False,
+        read_max_chars=read_max_chars,
     )
     from ._run_code_switch import run_code_enabled  # spec: run_code, opt-in (STEERABLE_RUN_CODE=1)
 

@@ -18,15 +18,15 @@ import io
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.harness import HarnessStrategy
 
 from ._logging import configure_logging, log_level
-from .exit_codes import ExitCode
+from .exit_codes import ExitCode, exit_codes_help
 
 if TYPE_CHECKING:  # the tools are imported when a command needs them (start-up: benchmarks/startup.py)
     from steerable_agent_runtime import ToolRouter
@@ -41,42 +41,95 @@ _HARNESS_CHOICES: Final = tuple(strategy.value for strategy in HarnessStrategy)
 
 
 _EPILOG: Final = (
-    "Shared options work before or after the command. Configuration comes from STEERABLE_* "
+    "Shared options work before or after the command; `steerable COMMAND --help` lists the ones it "
+    "takes. Configuration comes from STEERABLE_* "
     "variables: `steerable doctor` shows what they resolve to here, docs/configuration.md lists them all."
 )
 _RUN_EPILOG: Final = (
     "The model comes from STEERABLE_PROVIDER (openai, openrouter, deepseek, glm, ollama, scripted), "
     "STEERABLE_MODEL, STEERABLE_BASE_URL and STEERABLE_API_KEY (STEERABLE_SCRIPT for scripted); "
-    "`steerable doctor` checks them. Exit codes: 0 success, 1 failed terminal result, 2 usage or "
-    "configuration error, 3 round limit, 4 provider failure, 70 internal error, 128 + n on a signal "
-    "(130 Ctrl-C, 143 SIGTERM)."
+    "`steerable doctor` checks them. " + exit_codes_help()
 )
 
+_DESCRIPTIONS: Final = {
+    "tools": "List the tools offered in the workspace: name, mode (read, safe_write, destructive, local, "
+    "external), tier and description; --json prints each one's full descriptor, input schema included. "
+    "It is the list `steerable mcp` serves.",
+    "call": "Run one tool call in the workspace and print its ToolResult JSON on stdout; exit 0 when the "
+    'result succeeded, 1 when it failed. Example: steerable call read_file \'{"path": "README.md"}\'. '
+    "Each call is its own session: for several steps that share read state, use `session` or `mcp`.",
+    "session": "Read one ToolCall JSON object per line on stdin and write one result line per call on "
+    "stdout, keeping the read state between calls: the tools for a script or a host of your own "
+    '(docs/mcp.md, "The line session").',
+    "mcp": "Serve the workspace tools to an MCP host (Claude Desktop, Claude Code, Cursor...) over stdio. "
+    "In the host's configuration, name the project: a host may start the server in / or a home "
+    "directory, and serving those is refused (docs/mcp.md).",
+    "acp": "Run steerable as the agent of an Agent Client Protocol editor (Zed, JetBrains IDEs...) over "
+    "stdio: the editor starts it, each session works in the folder the editor opens, confined to it, "
+    "and the model comes from the STEERABLE_* settings (docs/acp.md).",
+    "plugins": "List the plugins found (steerable.tools entry points and STEERABLE_PLUGIN_DIR): where each "
+    "came from, whether it loaded, and its tools (docs/plugins.md).",
+    "doctor": "Resolve the configuration the way every command does and show what each part will do "
+    "here: the sandbox, the search engine, the web tools, the model provider, plugins, MCP servers, the "
+    "state directory and every STEERABLE_* variable. Exit 2 on a misconfiguration, with the message the "
+    "failing command would print.",
+    "jobs": "List the background processes that bash commands left running in the container posture "
+    "(STEERABLE_SANDBOX=container), or stop them with `steerable jobs stop` (docs/sandbox.md, "
+    '"The container posture").',
+    "run": "Run the agent once, headless, on one task in a jailed workspace: progress on stderr, one JSON "
+    "summary line on stdout and an exit code per outcome; for evals and CI (docs/headless.md).",
+    "sidecar": "Serve the tools and the agent loop to a host application over stdio (JSON-RPC 2.0, one "
+    "object per line), sessions recorded in the state directory; SidecarClient starts it "
+    "(docs/sidecar-protocol.md).",
+}
+"""Each command's ``--help`` description: what it does, and what it is for."""
 
-def _shared_options(parser: argparse.ArgumentParser, *, top: bool, outside: bool = True) -> None:
+_ACP_OWN_FOLDER: Final = (
+    "is not accepted: each session's workspace is the folder the editor opens (session/new's cwd), "
+    "confined to it"
+)
+_REFUSED: Final[Mapping[str, Mapping[str, str]]] = {
+    "acp": {
+        "--workspace": f"--workspace {_ACP_OWN_FOLDER}",
+        "--allow-outside-workspace": f"--allow-outside-workspace {_ACP_OWN_FOLDER}",
+    },
+    "run": {
+        "--allow-outside-workspace": "steerable run jails the workspace: --allow-outside-workspace is not "
+        "accepted"
+    },
+}
+"""The shared options a command refuses, and why: its ``--help`` does not list them (:func:`_parse`)."""
+
+
+def _shared_options(parser: argparse.ArgumentParser, *, top: bool, hidden: Collection[str] = ()) -> None:
     """Add the options every command takes, so they work before or after the command name.
 
     On the top parser they carry the defaults; on a command's parser their default is
-    ``SUPPRESS``, so a value given before the command is not reset by the command's parser.
+    ``SUPPRESS``, so a value given before the command is not reset by the command's parser. The
+    ``hidden`` ones (a command's :data:`_REFUSED`) are parsed, to be refused by name, but not listed.
     """
 
     def default(value: object) -> object:
         return value if top else argparse.SUPPRESS
+
+    def listed(option: str, text: str) -> str:
+        return argparse.SUPPRESS if option in hidden else text
 
     parser.add_argument(
         "--workspace",
         "-w",
         default=default(None),
         metavar="DIR",
-        help="workspace root (default: current directory)",
+        help=listed("--workspace", "workspace root (default: current directory)"),
     )
-    parser.add_argument(  # run takes it only to refuse it by name (its help hides it)
+    parser.add_argument(
         "--allow-outside-workspace",
         action="store_true",
         default=default(False),
-        help="accept paths outside the workspace (only for runs the host already jails)"
-        if outside
-        else argparse.SUPPRESS,
+        help=listed(
+            "--allow-outside-workspace",
+            "accept paths outside the workspace (only for runs the host already jails)",
+        ),
     )
     parser.add_argument(
         "--allow-protected-writes",
@@ -115,6 +168,9 @@ def _shared_options(parser: argparse.ArgumentParser, *, top: bool, outside: bool
 class _Parser(argparse.ArgumentParser):
     """A command's parser: no abbreviated options (``--all`` is not ``--allow-...``, ever).
 
+    A usage error names the fix when it can: the command or choice meant by a misspelt one (``steerable
+    tool``: did you mean 'tools'?) and the option meant by an unknown one (:func:`_did_you_mean`).
+
     Args:
         setup: Adds the command's arguments when the command is parsed or its usage shown, so a
             command builds (and imports) only its own options: ``steerable call`` does not load
@@ -127,6 +183,8 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
         self._setup = setup
+        self.unknown_options: list[str] = []
+        """The long options given that this parser does not know, for its usage errors' hint."""
 
     def _set_up(self) -> None:
         setup, self._setup = self._setup, None
@@ -137,7 +195,26 @@ class _Parser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         self._set_up()
-        return super().parse_known_args(args, namespace)
+        given = sys.argv[1:] if args is None else list(args)
+        ends = given.index("--") if "--" in given else len(given)
+        options = (token.split("=", 1)[0] for token in given[:ends] if token.startswith("--"))
+        self.unknown_options = [option for option in options if option not in self._option_string_actions]
+        return super().parse_known_args(given, namespace)
+
+    def error(self, message: str) -> NoReturn:
+        super().error(_hinted(message, _did_you_mean(self, self.unknown_options)))
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError as exc:
+            import difflib  # only when there is an error to report (start-up)
+
+            choices = [str(choice) for choice in action.choices or ()]
+            close = difflib.get_close_matches(str(value), choices, n=1)
+            if not close:
+                raise
+            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {close[0]!r}?") from None
 
     def format_usage(self) -> str:
         self._set_up()
@@ -148,13 +225,40 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
+def _hinted(message: str, hint: str) -> str:
+    return f"{message}; {hint}" if hint else message
+
+
+def _did_you_mean(parser: argparse.ArgumentParser, given: Sequence[str]) -> str:
+    """``did you mean --workspace?`` for the options in ``given`` close to one ``parser`` lists, or ``""``."""
+    if not given:
+        return ""
+    import difflib  # only when there is an error to report (start-up)
+
+    listed = {
+        option[2:]: option
+        for action in parser._actions
+        if action.help is not argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--")
+    }
+    meant = []
+    for option in dict.fromkeys(given):
+        close = difflib.get_close_matches(option[2:], listed, n=1)
+        if close:
+            meant.append((option, listed[close[0]]))
+    if len(meant) <= 1:
+        return f"did you mean {meant[0][1]}?" if meant else ""
+    return f"did you mean {', '.join(f'{right} for {wrong}' for wrong, right in meant)}?"
+
+
 def _with_shared(
-    add: Callable[[argparse.ArgumentParser], None] | None = None, *, outside: bool = True
+    add: Callable[[argparse.ArgumentParser], None] | None = None, *, hidden: Collection[str] = ()
 ) -> Callable[[argparse.ArgumentParser], None]:
     """A command's setup: the shared options (:func:`_shared_options`), then its own (``add``)."""
 
     def setup(parser: argparse.ArgumentParser) -> None:
-        _shared_options(parser, top=False, outside=outside)
+        _shared_options(parser, top=False, hidden=hidden)
         if add is not None:
             add(parser)
 
@@ -171,6 +275,27 @@ def _add_tools_arguments(tools: argparse.ArgumentParser) -> None:
 def _add_call_arguments(call: argparse.ArgumentParser) -> None:
     call.add_argument("name", help="tool name, e.g. read_file")
     call.add_argument("arguments", nargs="?", default=None, help="JSON object of arguments (default {})")
+
+
+def _add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
+    mcp.add_argument(
+        "--read-max-chars",
+        type=_positive_chars,
+        default=None,
+        metavar="N",
+        help="clip read_file's content past N characters (default 40,000: a whole result fits what "
+        "Claude Code shows its model; the other commands clip at 100,000)",
+    )
+
+
+def _positive_chars(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of characters")
+    return value
 
 
 def _add_acp_arguments(acp: argparse.ArgumentParser) -> None:
@@ -198,6 +323,13 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     from .headless import add_run_arguments
 
     add_run_arguments(run)
+    report = run.error  # run's own: the JSON summary line first, then the usage
+
+    def error(message: str) -> NoReturn:
+        report(_hinted(message, _did_you_mean(run, getattr(run, "unknown_options", ()))))
+
+    run.error = error  # type: ignore[method-assign]
+    run.set_defaults(usage_error=error)
 
 
 def _add_sidecar_arguments(sidecar: argparse.ArgumentParser) -> None:
@@ -219,51 +351,45 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"steerable {__version__}")
     _shared_options(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    sub.add_parser(
-        "tools",
-        help="list the offered tools (name, mode, tier, description)",
-        setup=_with_shared(_add_tools_arguments),
-    )
-    sub.add_parser(
-        "call",
-        help="run one tool call and print its ToolResult JSON",
-        setup=_with_shared(_add_call_arguments),
-    )
-    sub.add_parser(
-        "session", help="ToolCall JSON lines on stdin -> result lines on stdout", setup=_with_shared()
-    )
-    sub.add_parser("mcp", help="serve the tools over MCP stdio", setup=_with_shared())
-    sub.add_parser(
-        "acp",
-        help="run the agent for an ACP editor (Agent Client Protocol on stdio)",
-        setup=_with_shared(_add_acp_arguments),
-    )
-    sub.add_parser(
-        "plugins",
-        help="list the plugins, their origins and tools",
-        setup=_with_shared(_add_plugins_arguments),
-    )
-    sub.add_parser(
-        "doctor",
-        help="show the resolved configuration and what each part will do here; exit 2 on a problem",
-        setup=_with_shared(_add_doctor_arguments),
-    )
-    sub.add_parser(
-        "jobs",
-        help="list (or stop) the processes bash commands left running (STEERABLE_SANDBOX=container)",
-        setup=_add_jobs_arguments,
-    )
-    sub.add_parser(
-        "run",
-        help="one headless agent run in a jailed workspace; prints a JSON summary line on stdout",
-        epilog=_RUN_EPILOG,
-        setup=_with_shared(_add_run_arguments, outside=False),
-    )
-    sub.add_parser(
-        "sidecar",
-        help="serve the tools and the agent loop to a host (JSON-RPC 2.0 on stdio)",
-        setup=_with_shared(_add_sidecar_arguments),
-    )
+    commands: list[tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = [
+        (
+            "tools",
+            "list the offered tools (name, mode, tier, description)",
+            _with_shared(_add_tools_arguments),
+        ),
+        ("call", "run one tool call and print its ToolResult JSON", _with_shared(_add_call_arguments)),
+        ("session", "ToolCall JSON lines on stdin -> result lines on stdout", _with_shared()),
+        ("mcp", "serve the tools over MCP stdio", _with_shared(_add_mcp_arguments)),
+        (
+            "acp",
+            "run the agent for an ACP editor (Agent Client Protocol on stdio)",
+            _with_shared(_add_acp_arguments, hidden=_REFUSED["acp"]),
+        ),
+        ("plugins", "list the plugins, their origins and tools", _with_shared(_add_plugins_arguments)),
+        (
+            "doctor",
+            "show the resolved configuration and what each part will do here; exit 2 on a problem",
+            _with_shared(_add_doctor_arguments),
+        ),
+        (
+            "jobs",
+            "list (or stop) the processes bash commands left running (STEERABLE_SANDBOX=container)",
+            _add_jobs_arguments,  # reads its records alone: none of the shared options is its
+        ),
+        (
+            "run",
+            "one headless agent run in a jailed workspace; prints a JSON summary line on stdout",
+            _with_shared(_add_run_arguments, hidden=_REFUSED["run"]),
+        ),
+        (
+            "sidecar",
+            "serve the tools and the agent loop to a host (JSON-RPC 2.0 on stdio)",
+            _with_shared(_add_sidecar_arguments),
+        ),
+    ]
+    for name, summary, setup in commands:
+        epilog = _RUN_EPILOG if name == "run" else None
+        sub.add_parser(name, help=summary, description=_DESCRIPTIONS[name], epilog=epilog, setup=setup)
     return parser
 
 
@@ -284,7 +410,18 @@ def _boot(args: argparse.Namespace) -> Booted:
         harness=args.harness,
         plugins=not args.no_plugins,
         web_tools=not args.no_web_tools,
+        read_max_chars=_read_max_chars(args),
     )
+
+
+def _read_max_chars(args: argparse.Namespace) -> int | None:
+    """``read_file``'s clip: ``steerable mcp``'s (``--read-max-chars``, else the hosts'); else ``None``."""
+    if args.command != "mcp":
+        return None
+    from steerable_agent_runtime.workspace import HOST_READ_MAX_CHARS
+
+    chars: int | None = args.read_max_chars
+    return HOST_READ_MAX_CHARS if chars is None else chars
 
 
 def _print_plugins(booted: Booted, as_json: bool) -> None:
@@ -425,12 +562,31 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         # `call NAME --harness X '{...}'`: argparse gives the optional `arguments` up before the
         # option, so the JSON lands in the extras; it is the command's second positional
         args.arguments = extra.pop(0)
-    if extra:  # reported by the sub-command's parser, so `steerable run` still prints its JSON line
-        report = args.usage_error if args.command == "run" else parser.error
+    if extra:  # reported by the command's parser: its usage, and `steerable run` still prints its JSON line
+        command = _command_parser(parser, args)
+        if isinstance(command, _Parser):  # what it did not know may have come before the command name
+            command.unknown_options = [token.split("=", 1)[0] for token in extra if token.startswith("--")]
+        report = args.usage_error if args.command == "run" else command.error
         report(f"unrecognized arguments: {' '.join(extra)}")
-    if args.command == "run" and args.allow_outside_workspace:
-        args.usage_error("steerable run jails the workspace: --allow-outside-workspace is not accepted")
+    for option, reason in _REFUSED.get(args.command, {}).items():
+        if vars(args).get(option[2:].replace("-", "_")) not in (None, False):
+            if args.command == "run":
+                args.usage_error(reason)
+            print(f"steerable {args.command}: {reason}", file=sys.stderr)
+            raise SystemExit(ExitCode.USAGE)
     return args
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the command ``args`` chose (``jobs stop``'s for ``steerable jobs stop``)."""
+    while True:
+        chosen = None
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+        if chosen is None:
+            return parser
+        parser = chosen
 
 
 def _main(argv: Sequence[str] | None) -> int:

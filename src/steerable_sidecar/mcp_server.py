@@ -23,6 +23,7 @@ from steerable_agent_runtime import ToolErrorCode, __version__
 from steerable_agent_runtime.errors import SteerableError, UserError
 from steerable_agent_runtime.modes import MODE_META_KEY, OPEN_WORLD_READS, ToolMode
 
+from ._live_text import LiveText
 from ._secrets import Redactor
 from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_streams
 
@@ -191,8 +192,9 @@ class _ProgressClock:
 class _CallProgress:
     """One call's ``notifications/progress`` under its token, until :meth:`close` (docs/mcp.md).
 
-    Each output chunk is one message (redacted, then clipped to its last :attr:`MAX_LINES` lines
-    and :attr:`MAX_BYTES` bytes: ``bash`` sends its output's tail every half second at most); a
+    Each output chunk is one message (made fit to show by a :class:`LiveText`: no control
+    sequence, redacted across chunks; then clipped to its last :attr:`MAX_LINES` lines and
+    :attr:`MAX_BYTES` bytes: ``bash`` sends its output's tail every half second at most); a
     heartbeat (:meth:`running`) says the elapsed time, unless output went out since the last one.
     The sink is closed when the call's answer is due: a tool that kept its
     :class:`CallContext` (or another call holding it) sends nothing under a finished call's
@@ -209,12 +211,12 @@ class _CallProgress:
         token: str | int,
         name: str,
         notify: Callable[[str, Params], Awaitable[None]],
-        redact: Callable[[str], str],
+        redact: Redactor,
     ) -> None:
         self._token = token
         self._name = name
         self._notify = notify
-        self._redact = redact
+        self._live = LiveText(redact)
         self._clock = _ProgressClock()
         self._open = True
         self._told = False  # output went out since the last heartbeat
@@ -234,11 +236,16 @@ class _CallProgress:
         await self._send(f"{self._name} running for {self._clock.elapsed_s():.1f} s")
 
     async def output(self, text: str) -> None:
-        """One chunk of the tool's output (redacted, then clipped); dropped once the call is answered."""
-        from steerable_agent_runtime.context import output_tail
+        """One chunk of the tool's output (made fit, then clipped); dropped once the call is answered."""
+        from steerable_agent_runtime.context import output_tail, plain_output
 
-        await self._send(output_tail(self._redact(text), max_lines=self.MAX_LINES, max_bytes=self.MAX_BYTES))
-        self._told = True
+        gap, shown = self._live.feed(text)
+        message = output_tail(
+            plain_output(shown), max_lines=self.MAX_LINES, max_bytes=self.MAX_BYTES, dropped_bytes=gap
+        )
+        if message:  # else all of it may begin a secret: it waits for the next chunk
+            await self._send(message)
+            self._told = True
 
     async def _send(self, message: str) -> None:
         if not self._open:
@@ -501,7 +508,7 @@ class McpServer:
 
         call = ToolCall(id=new_call_id(), name=name, arguments=arguments)
         if isinstance(token, str) or type(token) is int:
-            progress = _CallProgress(token, name, self._notify, self.redact)
+            progress = _CallProgress(token, name, self._notify, self._redactor)
             await progress.started()  # before the tool's own output
             beat = asyncio.create_task(self._heartbeat(progress), name=f"mcp-progress-{name}")
             context = CallContext(call, executor=self._nested_calls(router), output=progress.output)

@@ -225,7 +225,7 @@ async def test_claude_code_lists_steerable_tools_and_passes_a_read_file_result_b
     assert result.get("is_error") is not True, result
     text = _text_of(result)
     assert token in text
-    body = json.loads(text)  # steerable's ToolResult, as the JSON text block it serves
+    body = json.loads(text)  # steerable's ToolResult: its structuredContent, which the host sends as JSON
     assert body["success"] is True
     assert body["data"]["path"] == "note.txt"
     assert body["data"]["content"] == f"The token is {token}.\n"

@@ -18,7 +18,7 @@ if _typing.TYPE_CHECKING:
     from ._state import FileView, ReadFileState, read_file_state_from_messages
     from ._text import version_of
     from ._tools import CROSS_PROCESS_LOCK_ENV, REQUIRE_READ_ENV, WorkspaceRouter, workspace_tools_for_cwd
-    from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, Workspace
+    from ._workspace import DEFAULT_MAX_FILE_BYTES, DEFAULT_MAX_OUTPUT_CHARS, HOST_READ_MAX_CHARS, Workspace
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "._codes": ("FileErrorCode",),
@@ -56,6 +56,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "._workspace": (
         "DEFAULT_MAX_FILE_BYTES",
         "DEFAULT_MAX_OUTPUT_CHARS",
+        "HOST_READ_MAX_CHARS",
         "Workspace",
     ),
 }
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_MAX_FILE_BYTES",
     "DEFAULT_MAX_OUTPUT_CHARS",
     "EDIT_ERROR_CODES",
+    "HOST_READ_MAX_CHARS",
     "MATCH_LEVELS",
     "REQUIRE_READ_ENV",
     "RIPGREP_ENV",

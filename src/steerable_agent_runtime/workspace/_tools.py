@@ -10,6 +10,7 @@ import asyncio
 import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, overload
 
@@ -19,7 +20,7 @@ from .._plain_arguments import builtin_tool
 from .._protected import PROTECTED_ENV
 from .._tool_schemas import TOOL_PARAMETERS
 from ..config import default_state_dir, env_flag
-from ..errors import EditError, WorkspaceError
+from ..errors import EditError, UserError, WorkspaceError
 from ..lazy import Field  # pydantic's, imported when a validator is built (at the tool's first call)
 from ..modes import ToolMode
 from ..sandbox._deny import deny_read_from_env
@@ -27,7 +28,7 @@ from ..tools import Tool, ToolRouter
 from ._codes import FileErrorCode
 from ._rg import SearchEngine, ripgrep_setting
 from ._state import ReadFileState
-from ._workspace import Workspace
+from ._workspace import DEFAULT_MAX_OUTPUT_CHARS, Workspace
 
 if TYPE_CHECKING:  # each tool's engine loads at its first call (start-up: registering is cheap)
     from ._edit import Edit
@@ -39,6 +40,8 @@ __all__ = [
     "WorkspaceToolOptions",
     "workspace_tools_for_cwd",
 ]
+
+_DEFAULT_CLIP = "Output over 100,000 characters"  # in read_file's description: the default clip
 
 REQUIRE_READ_ENV = "STEERABLE_REQUIRE_READ_BEFORE_WRITE"
 """Set to ``0`` to turn off the hard read-before-write gate (spec: File tools)."""
@@ -100,6 +103,7 @@ class WorkspaceToolOptions(TypedDict, total=False):
     environ: Mapping[str, str] | None
     bash: bool
     web_tools: Callable[[ToolRouter], object] | Literal[False] | None
+    read_max_chars: int | None
 
 
 @overload
@@ -125,6 +129,7 @@ def workspace_tools_for_cwd(
     environ: Mapping[str, str] | None = None,
     bash: bool = True,
     web_tools: Callable[[ToolRouter], object] | Literal[False] | None = None,
+    read_max_chars: int | None = None,
 ) -> ToolRouter:
     """Register the workspace file tools for one session on a router.
 
@@ -150,6 +155,10 @@ def workspace_tools_for_cwd(
         web_tools: An installer called with the router once the file tools are on it
             (``steerable_sidecar.web_tools.install_web_tools``, docs/web-tools.md), or ``False`` /
             ``None`` to omit ``web_search`` and ``web_fetch`` (spec: Web tools, WEB-2).
+        read_max_chars: ``read_file``'s clip, in characters of content (its description says it;
+            ``None``: :data:`~steerable_agent_runtime.workspace.DEFAULT_MAX_OUTPUT_CHARS`):
+            ``steerable mcp`` passes :data:`~steerable_agent_runtime.workspace.HOST_READ_MAX_CHARS`,
+            so a whole result fits what an MCP host shows its model.
 
     Returns:
         The router: a new :class:`WorkspaceRouter` (its :class:`Workspace` is ``router.workspace``),
@@ -162,7 +171,10 @@ def workspace_tools_for_cwd(
             ``bash``) a ``STEERABLE_SANDBOX*`` / ``STEERABLE_SIDECAR_CONFINED`` value is invalid.
         WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
         DuplicateToolError: When ``router`` already has one of these names.
+        UserError: ``read_max_chars`` is not a positive ``int``.
     """
+    if read_max_chars is not None and (type(read_max_chars) is not int or read_max_chars < 1):
+        raise UserError(f"read_max_chars must be a positive number of characters, not {read_max_chars!r}")
     if require_read_before_write is None:
         require_read_before_write = env_flag(REQUIRE_READ_ENV, True, environ=environ)
     if allow_protected_writes is None:
@@ -177,6 +189,7 @@ def workspace_tools_for_cwd(
         search=SearchEngine(ripgrep_setting(environ), environ=environ),
         deny_read=deny_read_from_env(environ),  # the set bash and run_code cannot read (SAFE-3)
         state_dir=default_state_dir(environ),  # its journal key: what bash's records are sealed with
+        max_output_chars=DEFAULT_MAX_OUTPUT_CHARS if read_max_chars is None else read_max_chars,
     )
     specs = _tool_specs(ws)
     if bash:
@@ -354,8 +367,12 @@ def _tool_specs(ws: Workspace) -> list[Tool]:
         # the schema computed ahead of time (_tool_schemas); plain arguments need no pydantic
         return builtin_tool(_guarded(fn), parameters=TOOL_PARAMETERS[name], name=name, mode=mode)
 
+    read = made(read_file, "read_file")
+    if ws.max_output_chars != DEFAULT_MAX_OUTPUT_CHARS:  # the description says the clip in effect
+        clip = f"Output over {ws.max_output_chars:,} characters"
+        read = replace(read, description=read.description.replace(_DEFAULT_CLIP, clip))
     return [
-        made(read_file, "read_file"),
+        read,
         made(write_file, "write_file", safe),
         made(edit_file, "edit_file", safe),
         made(patch, "apply_patch", safe),

@@ -54,12 +54,26 @@ from ._txn import Intent, Pending, StateDir, committed_orphans, intents_held, re
 if TYPE_CHECKING:  # the edit engine loads at the first edit_file (start-up cost)
     from ._edit import Edit
 
-__all__ = ["DEFAULT_MAX_FILE_BYTES", "DEFAULT_MAX_OUTPUT_CHARS", "Workspace", "uncancelled"]
+__all__ = [
+    "DEFAULT_MAX_FILE_BYTES",
+    "DEFAULT_MAX_OUTPUT_CHARS",
+    "HOST_READ_MAX_CHARS",
+    "Workspace",
+    "uncancelled",
+]
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
 """``read_file`` display clip, in characters (the spec's ``_MAX_OUTPUT``)."""
+
+HOST_READ_MAX_CHARS: Final = 40_000
+"""``read_file``'s clip under ``steerable mcp``, in characters: a whole result fits what hosts show.
+
+Claude Code (2.1) hands its model an MCP result whole up to 50,000 characters of JSON; past that
+only a 2 KB preview, and past about 25,000 tokens nothing but the field names. 40,000 characters
+of content, JSON-escaped (a source file grows some 5-10 %), stay under the first bound.
+"""
 
 DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
 """Largest file the tools load, in bytes (64 MiB); larger files are refused, never truncated."""
@@ -523,8 +537,8 @@ class Workspace:
             partial_state = partial
         self.state.record(display, version, partial=partial_state)
         # the content last: a host that keeps only the start of a long result (Claude Code keeps a
-        # 2 KB preview past about 65 KB) still shows the path, the version a write needs and whether
-        # this was all of the file
+        # 2 KB preview past 50,000 characters) still shows the path, the version a write needs and
+        # whether this was all of the file
         return {
             "path": display,
             "version": version,
