@@ -54,6 +54,29 @@ def sealed_record(
     return path
 
 
+def committed_patch(root: Path, names: tuple[str, ...]) -> None:
+    """Leave an ``apply_patch`` of ``names`` (``old`` to ``new`` lines) committed in its journal, unapplied.
+
+    As a process that died right after committing leaves it: the temp files staged, the record's
+    commit line written, no target renamed. Each file is written ``old\\n`` first.
+    """
+    from steerable_agent_runtime.workspace import Workspace
+    from steerable_agent_runtime.workspace._apply import _entries, _Plan, _stage
+
+    for name in names:
+        (root / name).write_text("old\n")
+    ws = Workspace(root, require_read_before_write=False)
+    plan = _Plan()
+    for name in names:
+        plan.original[root / name] = b"old\n"
+        plan.final[root / name] = b"new\n"
+    intent = ws.begin_intent("apply_patch")
+    temps: dict[Path, str] = {}
+    _stage(ws, intent, plan.final, {}, [], temps)
+    intent.commit(_entries(ws, plan.final, plan.original, temps))
+    intent.abandon()
+
+
 def steerable_argv(command: str, workspace: Path, *args: str) -> list[str]:
     """``python -m steerable_sidecar COMMAND`` on ``workspace`` (no web tools, no plugins), then ``args``."""
     return [

@@ -22,6 +22,7 @@ import pytest
 from integrity_helpers import (
     SessionProcess,
     child_env,
+    committed_patch,
     counter_file,
     lost_updates,
     sealed_record,
@@ -404,18 +405,7 @@ async def test_an_uncommitted_patch_is_dropped_and_its_temp_files_removed_file_1
 
 
 async def test_recovery_leaves_a_file_changed_since_the_crash_alone_file_13(tmp_path):
-    (tmp_path / "a.txt").write_text("old\n")
-    (tmp_path / "b.txt").write_text("old\n")
-    ws = Workspace(tmp_path, require_read_before_write=False)
-    plan = _Plan()
-    for name in ("a.txt", "b.txt"):
-        plan.original[tmp_path / name] = b"old\n"
-        plan.final[tmp_path / name] = b"new\n"
-    intent = ws.begin_intent("apply_patch")
-    temps: dict[Path, str] = {}
-    _stage(ws, intent, plan.final, {}, [], temps)
-    intent.commit(_entries(ws, plan.final, plan.original, temps))
-    intent.abandon()
+    committed_patch(tmp_path, ("a.txt", "b.txt"))
     (tmp_path / "b.txt").write_text("a human edited this after the crash\n")
     reopened = Workspace(tmp_path)
     assert (tmp_path / "a.txt").read_text() == "new\n"

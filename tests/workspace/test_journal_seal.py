@@ -17,12 +17,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from integrity_helpers import child_env, sealed_record, steerable_call
+from integrity_helpers import child_env, committed_patch, sealed_record, steerable_call
 
 from steerable_agent_runtime.sandbox import guard_protected_paths
 from steerable_agent_runtime.sandbox._backend import SandboxBackend
 from steerable_agent_runtime.workspace import Workspace, version_of
-from steerable_agent_runtime.workspace._apply import _entries, _Plan, _stage
+from steerable_agent_runtime.workspace._apply import _stage
 from steerable_agent_runtime.workspace._seal import KEY_FILE, JournalKey, journal_key
 
 TOKEN = "0123456789abcdef"
@@ -233,18 +233,8 @@ def test_a_genuine_record_with_a_torn_last_line_is_still_recovered_file_13(tmp_p
 def test_a_genuine_record_edited_after_sealing_is_read_only_up_to_the_edit_file_13(tmp_path):
     # A command rewrites the commit line of a genuine record to delete another file: that line, and
     # every line after it, no longer checks; what came before (the patch's temp files) is settled
-    for name in ("a.txt", "b.txt", "c.txt"):
-        (tmp_path / name).write_text("old\n")
-    ws = Workspace(tmp_path, require_read_before_write=False)
-    plan = _Plan()
-    for name in ("a.txt", "b.txt"):
-        plan.original[tmp_path / name] = b"old\n"
-        plan.final[tmp_path / name] = b"new\n"
-    intent = ws.begin_intent("apply_patch")
-    temps: dict[Path, str] = {}
-    _stage(ws, intent, plan.final, {}, [], temps)
-    intent.commit(_entries(ws, plan.final, plan.original, temps))
-    intent.abandon()
+    (tmp_path / "c.txt").write_text("old\n")
+    committed_patch(tmp_path, ("a.txt", "b.txt"))
     (record,) = [p for p in _txn(tmp_path).iterdir() if p.suffix == ".json"]
     victim = {"target": "c.txt", "temp": None, "before": version_of(b"old\n"), "after": None}
     lines = record.read_bytes().splitlines(keepends=True)
