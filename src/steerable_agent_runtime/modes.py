@@ -160,12 +160,15 @@ class ConsentPolicy:
         ask: Modes whose calls wait for the user's consent.
         refuse: Modes whose calls are refused without asking (``consent_denied``).
         summary: One line for a person (an editor's mode picker).
+        remembers: Whether a surface's "allow always" answers spare later questions under it;
+            ``ask`` does not: it asks before each call, whatever was allowed before.
     """
 
     name: str
     ask: frozenset[ToolMode]
     refuse: frozenset[ToolMode] = frozenset()
     summary: str = ""
+    remembers: bool = True
 
     def verdict(self, mode: ToolMode, name: str | None = None) -> ConsentVerdict:
         """``refuse``, ``ask`` or ``run`` for a call of ``mode`` (refusal wins over asking).
@@ -204,6 +207,7 @@ CONSENT_POLICIES: Final[Mapping[str, ConsentPolicy]] = {
         "ask",
         ask=_CHANGES,
         summary="Ask before every write, command and outside call.",
+        remembers=False,
     ),
     "default": DEFAULT_CONSENT_POLICY,
     "auto": ConsentPolicy(

@@ -293,20 +293,21 @@ class AcpSession:
         """Ask the client with ``session/request_permission`` (allow once, allow always, reject).
 
         A ``question`` (the first ``web_fetch`` of a host, SAFE-4) is asked whatever was allowed
-        always, with two options: allow the host for the rest of the session, or reject.
+        always, with two options: allow the host for the rest of the session, or reject. Under a
+        mode that does not remember (``ask``), every call is asked, without an "always" option,
+        and what was allowed always before counts again once the mode is left.
         """
         if question is not None:
             return await self._approve_host(call, mode, question)
-        if call.name in self.always:
+        remembers = self.policy.remembers
+        if remembers and call.name in self.always:
             await self.send(helpers.update_tool_call(call.id, status="in_progress"))
             return True
-        options = [
-            PermissionOption(option_id=_ALLOW_ONCE, name="Allow once", kind="allow_once"),
-            PermissionOption(
-                option_id=_ALLOW_ALWAYS, name=f"Always allow {call.name} in this session", kind="allow_always"
-            ),
-            PermissionOption(option_id=_REJECT_ONCE, name="Reject", kind="reject_once"),
-        ]
+        options = [PermissionOption(option_id=_ALLOW_ONCE, name="Allow once", kind="allow_once")]
+        if remembers:
+            always = f"Always allow {call.name} in this session"
+            options.append(PermissionOption(option_id=_ALLOW_ALWAYS, name=always, kind="allow_always"))
+        options.append(PermissionOption(option_id=_REJECT_ONCE, name="Reject", kind="reject_once"))
         shown = ToolCallUpdate(
             tool_call_id=call.id,
             title=tool_title(call.name, call.arguments),
@@ -318,9 +319,10 @@ class AcpSession:
         outcome = response.outcome
         if not isinstance(outcome, AllowedOutcome):
             return False  # cancelled: the turn is being cancelled
-        if outcome.option_id == _ALLOW_ALWAYS:
+        offered = {option.option_id for option in options}
+        if outcome.option_id == _ALLOW_ALWAYS and remembers:
             self.always.add(call.name)
-        allowed = outcome.option_id in (_ALLOW_ONCE, _ALLOW_ALWAYS)
+        allowed = outcome.option_id in offered and outcome.option_id in (_ALLOW_ONCE, _ALLOW_ALWAYS)
         if allowed:
             await self.send(helpers.update_tool_call(call.id, status="in_progress"))
         return allowed

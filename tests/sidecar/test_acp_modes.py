@@ -125,6 +125,28 @@ async def test_in_ask_mode_an_edit_waits_for_the_editors_permission(agent: Agent
     assert not (workspace / "new.txt").exists()
 
 
+async def test_ask_mode_asks_even_for_a_tool_allowed_always_before_and_offers_no_always(
+    agent: Agent, workspace: Path
+) -> None:
+    """``ask`` asks before each call: an "allow always" given in ``default`` is set aside while it
+    holds, and counts again once the session is back in ``default``."""
+    client = EditorClient(permissions=["allow_always", "allow_once"])
+    bashes = [{"tool_calls": [{**BASH, "id": f"b{n}"}]} for n in range(3)]
+    provider = RecordingProvider([bashes[0], "one", bashes[1], "two", bashes[2], "three"])
+    async with agent(client, provider) as conn:
+        session = (await conn.new_session(cwd=str(workspace), mcp_servers=[])).session_id
+        await conn.prompt(session_id=session, prompt=[text_block("first")])
+        await conn.set_session_mode(mode_id="ask", session_id=session)
+        await conn.prompt(session_id=session, prompt=[text_block("second")])
+        await conn.set_session_mode(mode_id="default", session_id=session)
+        await conn.prompt(session_id=session, prompt=[text_block("third")])
+    assert [[option.option_id for option in options] for _, options in client.asked] == [
+        ["allow_once", "allow_always", "reject_once"],
+        ["allow_once", "reject_once"],
+    ]
+    assert all(_tool_answer(provider, f"b{n}")["success"] for n in range(3))
+
+
 async def test_in_default_mode_an_edit_runs_without_asking(agent: Agent, workspace: Path) -> None:
     """MODE-2: the spec's table: safe_write auto-runs, so the editor is asked nothing."""
     client = EditorClient()
