@@ -345,10 +345,11 @@ def unfinished_escape(text: str) -> int:
 
 
 def plain_output(text: str, *, more: bool = False) -> str:
-    r"""``text`` as a terminal shows it, for a live view: no control sequence, each line's last overwrite.
+    r"""``text`` as a terminal shows it, for a host: no control sequence, each line's last overwrite.
 
     :func:`strip_controls`, then a line rewritten after a bare ``\r`` (a progress bar) keeps what
-    was written last (``\r\n`` ends a line). The tool's result is never passed through this.
+    was written last (``\r\n`` ends a line). For what a person is shown (a live view, the text
+    ``steerable acp`` shows of a finished call): the result the model gets never passes through this.
 
     Args:
         text: Output as a command printed it.

@@ -14,14 +14,19 @@ Any other text, ``/`` included, goes to the model as it is.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from acp.schema import AvailableCommand, AvailableCommandInput, UnstructuredCommandInput
 
-from steerable_agent_runtime.modes import ConsentPolicy
+from steerable_agent_runtime.modes import ConsentPolicy, ToolMode, policy_mode
 from steerable_agent_runtime.tools import ToolRouter
+
+from .web_tools import WEB_FETCH_TOOL_NAME, FetchConsent
+
+if TYPE_CHECKING:
+    from ._acp_session import AcpSession
 
 __all__ = [
     "COMMANDS",
@@ -30,6 +35,7 @@ __all__ = [
     "mode_text",
     "model_text",
     "slash_command",
+    "tools_list",
     "tools_text",
 ]
 
@@ -39,8 +45,6 @@ COMMANDS: Final = {
     "tools": ("List the tools the model is offered and what the mode does with each", None),
 }
 """``name -> (description, input hint or None)``."""
-
-_VERDICTS: Final = {"run": "runs", "ask": "asks first", "refuse": "refused"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,20 +73,61 @@ def slash_command(text: str) -> SlashCommand | None:
     if not stripped.startswith("/"):
         return None
     name, _, argument = stripped[1:].partition(" ")
+    name = name.lower()  # /MODE ask is /mode ask
     if name not in COMMANDS or "\n" in argument.strip():
         return None
     return SlashCommand(name, argument.strip())
 
 
-def tools_text(router: ToolRouter, offered: Sequence[str], policy: ConsentPolicy) -> str:
-    """``/tools``'s answer: one line per offered tool (Markdown), with its mode and the verdict."""
+def tools_list(
+    router: ToolRouter,
+    offered: Sequence[str],
+    policy: ConsentPolicy,
+    *,
+    fetch: FetchConsent | None = None,
+    always: Collection[str] = (),
+) -> str:
+    """``/tools``'s list: one line per offered tool (Markdown), with its mode and what a call gets.
+
+    The mode is the one ``policy`` judges the tool by (an open-web read is ``external``:
+    :func:`~steerable_agent_runtime.modes.policy_mode`), the verdict ``policy.verdict``'s, as the
+    consent gate asks it before each call; a tool the user allowed always (``always``, where the
+    policy remembers such answers) runs, and ``web_fetch`` asks first for a host ``fetch`` has
+    not been allowed (SAFE-4).
+    """
     lines = [f"Tools offered to the model ({policy.name} mode):", ""]
     for name in offered:
         tool = router.get(name)
         if tool is None:
             continue
-        lines.append(f"- `{name}` ({tool.mode.value}): {_VERDICTS[policy.verdict(tool.mode, name)]}")
+        judged = policy_mode(tool.mode, name)
+        mode = judged.value if judged is tool.mode else f"{judged.value}: reads the open web"
+        lines.append(f"- `{name}` ({mode}): {_verdict(name, tool.mode, policy, fetch, always)}")
     return "\n".join(lines)
+
+
+def _verdict(
+    name: str, mode: ToolMode, policy: ConsentPolicy, fetch: FetchConsent | None, always: Collection[str]
+) -> str:
+    verdict = policy.verdict(mode, name)
+    if verdict == "refuse":
+        return "refused"
+    if verdict == "ask":
+        return "runs (allowed always in this session)" if name in always else "asks first"
+    if fetch is not None and name == WEB_FETCH_TOOL_NAME:
+        hosts = sorted(fetch.allowed)
+        allowed = f": {', '.join(hosts)}" if hosts else ""
+        return f"asks first for a new host; runs for a trusted one or one allowed in this session{allowed}"
+    return "runs"
+
+
+def tools_text(session: AcpSession) -> str:
+    """``/tools``'s answer for ``session``: its offered tools, judged as its next call of each would be."""
+    names = [tool["function"]["name"] for tool in session.booted.harness.offered()]
+    always = session.always if session.policy.remembers else ()
+    return tools_list(
+        session.booted.router, names, session.policy, fetch=session.fetch_consent, always=always
+    )
 
 
 def mode_text(current: ConsentPolicy, offered: Sequence[ConsentPolicy]) -> str:

@@ -65,19 +65,29 @@ def mode_option(current: ConsentPolicy, offered: tuple[ConsentPolicy, ...]) -> S
     )
 
 
-def chosen_mode(value: str | bool, offered: tuple[ConsentPolicy, ...]) -> ConsentPolicy:
-    """The mode a ``session/set_mode`` or ``session/set_config_option`` picks.
+def chosen_mode(
+    value: str | bool, offered: tuple[ConsentPolicy, ...], *, config_id: str | None = None
+) -> ConsentPolicy:
+    """The mode a ``session/set_mode``, a ``session/set_config_option`` or ``/mode`` picks.
+
+    A mode's id in any case, blanks around it dropped (``AUTO``, `` read-only``): the command
+    line's ``--consent`` takes them so too. The answer names the mode by its own id.
+
+    Args:
+        value: The id asked for.
+        offered: The session's modes.
+        config_id: The config option the value came for (``session/set_config_option``), which the
+            error's data names as the ``model`` option's does; ``None``: ``session/set_mode``'s.
 
     Raises:
-        RequestError: ``-32602`` for a value that names no offered mode; ``data.reason`` lists them.
+        RequestError: ``-32602`` for a value that names no offered mode; ``data.reason`` lists them,
+            with ``data.modeId`` the value (``{"configId": ..., "value": ...}`` for a config option).
     """
+    wanted = value.strip().lower() if isinstance(value, str) else None
     for policy in offered:
-        if isinstance(value, str) and value == policy.name:
+        if wanted == policy.name.lower():
             return policy
     shown = value[:64] if isinstance(value, str) else value
-    raise RequestError.invalid_params(
-        {
-            "modeId": shown,
-            "reason": f"unknown mode: the session's modes are {', '.join(p.name for p in offered)}",
-        }
-    )
+    reason = f"unknown mode: the session's modes are {', '.join(p.name for p in offered)}"
+    data = {"modeId": shown} if config_id is None else {"configId": config_id, "value": shown}
+    raise RequestError.invalid_params({**data, "reason": reason})

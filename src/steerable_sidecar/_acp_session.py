@@ -52,6 +52,7 @@ from ._acp_updates import (
     start_update,
     tool_kind,
     tool_title,
+    visible,
 )
 from ._mcp_config import config_credentials
 from ._secrets import Redactor
@@ -310,7 +311,7 @@ class AcpSession:
         options.append(PermissionOption(option_id=_REJECT_ONCE, name="Reject", kind="reject_once"))
         shown = ToolCallUpdate(
             tool_call_id=call.id,
-            title=tool_title(call.name, call.arguments),
+            title=tool_title(call.name, call.arguments, mode),
             kind=tool_kind(call.name, mode),
             status="pending",
             raw_input=call.arguments,
@@ -336,7 +337,7 @@ class AcpSession:
         ]
         shown = ToolCallUpdate(
             tool_call_id=call.id,
-            title=fetch_question_text(question),
+            title=visible(fetch_question_text(question)),
             kind=tool_kind(call.name, mode),
             status="pending",
             raw_input=call.arguments,
@@ -404,7 +405,10 @@ class AcpSession:
             self._announced.pop(call_id, None)
             diffs = self._diffs.pop(call_id, [])
             terminal = self._terminals.pop(call_id, None)
-            await self.send(result_update(call_id, event["name"], event["result"], diffs, terminal))
+            shown = result_update(
+                call_id, event["name"], event["result"], diffs, terminal, redact=self.secrets
+            )
+            await self.send(shown)
 
     async def close_open_calls(self) -> None:
         """Mark the calls still shown as running ``failed`` (the turn was cancelled under them)."""
@@ -500,7 +504,7 @@ class AcpSession:
         # a call the record never answered: the process that ran it died mid-call (the next
         # turn answers it so for the model too, AgentLoop's interrupted result)
         shown = result if result is not None else INTERRUPTED_RESULT.to_wire()
-        await self.send(result_update(call_id, name, shown))
+        await self.send(result_update(call_id, name, shown, redact=self.secrets))
 
     @property
     def running(self) -> bool:

@@ -3,7 +3,10 @@
 Pure functions from our calls and results to the SDK's ``session/update`` payloads
 (``tool_call``, ``tool_call_update``); :mod:`steerable_sidecar.acp_agent` sends them. The kind
 comes from the tool's name for the tools we know and from its :class:`ToolMode` otherwise
-(docs/acp.md, "Tool calls"); paths are shown absolute, as ACP wants them. One piece holds state:
+(docs/acp.md, "Tool calls"); paths are shown absolute, as ACP wants them. What is shown cannot say
+more than the call does: a title's hidden characters are made visible (:func:`visible`), a name
+that says "read" counts only for a ``read``-mode tool, and a result's text is plain and redacted
+with the session's secrets (:func:`shown_text`), as its live output is. One piece holds state:
 :class:`LiveOutput`, a running call's output shown as it comes.
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
@@ -39,6 +43,7 @@ __all__ = [
     "LIVE_MAX_BYTES",
     "LIVE_MAX_LINES",
     "MAX_SHOWN_CHARS",
+    "MAX_TITLE_CHARS",
     "TERMINAL_OUTPUT_BYTES",
     "EditorTerminal",
     "FileDiff",
@@ -50,9 +55,11 @@ __all__ = [
     "output_update",
     "result_content",
     "result_update",
+    "shown_text",
     "start_update",
     "tool_kind",
     "tool_title",
+    "visible",
 ]
 
 MAX_SHOWN_CHARS: Final = 20_000
@@ -127,53 +134,122 @@ def mcp_parts(name: str) -> tuple[str, str] | None:
     return (server, tool) if separator and server and tool else None
 
 
+_HARMLESS_KINDS: Final = frozenset({"read", "search", "fetch"})
+"""Kinds that say a call only looks: taken from a name only when the tool's mode is ``read``."""
+
+
 def tool_kind(name: str, mode: ToolMode | None) -> ToolKind:
     """The ACP tool kind of a call: by name, by the first word of its name, else by ``mode``.
 
     An MCP server's tool goes by its own name: the reference filesystem server's ``write_file``
-    is ``edit``, not its mode's ``delete``.
+    is ``edit``, not its mode's ``delete``. A name that says the call only looks (``read_file``,
+    ``search_...``, ``fetch_...``) counts only when ``mode`` agrees (``read``, or unknown): a
+    server's ``read_file`` annotated ``destructiveHint: true`` is shown as its mode's ``delete``.
     """
     parts = mcp_parts(name)
     tool = parts[1] if parts is not None else name
-    if tool in _KIND_BY_NAME:
-        return _KIND_BY_NAME[tool]
     verb = tool.replace("-", "_").split("_", 1)[0].lower()
-    if verb in _KIND_BY_VERB:
-        return _KIND_BY_VERB[verb]
+    kind = _KIND_BY_NAME.get(tool) or _KIND_BY_VERB.get(verb)
+    if kind is not None and not (kind in _HARMLESS_KINDS and _not_read(mode)):
+        return kind
     return _KIND_BY_MODE.get(mode, "other") if mode is not None else "other"
 
 
+def _not_read(mode: ToolMode | None) -> bool:
+    return mode is not None and mode is not ToolMode.READ
+
+
+MAX_TITLE_CHARS: Final = 200
+"""The longest title shown (a tool name or a server name can be long)."""
+
+_HIDDEN: Final = re.compile(
+    r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]"
+)
+"""What a title never holds as it is: control characters (escape sequences start with one), Unicode's
+bidirectional controls (they reorder what follows) and its line and paragraph separators."""
+
+
+def _picture(found: re.Match[str]) -> str:
+    code = ord(found[0])
+    if code < 0x20:
+        return chr(0x2400 + code)  # its Control Picture: ESC is ␛, LF is ␊
+    return "\u2421" if code == 0x7F else "\ufffd"  # DEL is ␡; C1, bidi, separators: �
+
+
+def visible(text: str) -> str:
+    """``text`` with every character that could hide or reorder what a title says made visible.
+
+    A C0 control (escape sequences start with ESC) becomes its Control Picture (``␛``, ``␊``), DEL
+    ``␡``, a tab a space; a C1 control, a bidirectional control (U+061C, U+200E, U+200F,
+    U+202A-U+202E, U+2066-U+2069) or a line or paragraph separator becomes ``�``. Nothing is
+    deleted, so the title cannot come to say something its text does not.
+    """
+    return _HIDDEN.sub(_picture, text.replace("\t", " "))
+
+
 def _one_line(text: str, limit: int = 80) -> str:
-    flat = " ".join(text.split())
+    flat = re.sub(" {2,}", " ", visible(text)).strip()
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def tool_title(name: str, arguments: Mapping[str, Any]) -> str:
+def _code(text: str) -> str:
+    """``text`` as a Markdown code span whose backticks it cannot close."""
+    fence = "`"
+    while fence in text:
+        fence += "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _command_title(command: str) -> str:
+    """``Run `make test` ``; a command of several lines shows its first and how many more it has."""
+    lines = [line for line in command.split("\n") if line.strip()]
+    if not lines:
+        return "Run an empty command"
+    more = len(lines) - 1
+    rest = f" (+{more} more line{'s' if more > 1 else ''})" if more else ""
+    return f"Run {_code(_one_line(lines[0]))}{rest}"
+
+
+def tool_title(name: str, arguments: Mapping[str, Any], mode: ToolMode | None = None) -> str:
     """A short human title: ``Read src/app.py``, ``Run `pytest -q` ``, else the tool's name.
 
     An MCP server's tool is named after its server: ``filesystem: Write notes.txt``,
-    ``github: create_issue``.
+    ``github: create_issue``. A title that says the call only looks (``Read``, ``List``,
+    ``Search``, ``Fetch``) is given only when ``mode`` is ``read`` (or unknown); else the tool's
+    name and what it names: ``filesystem: read_file notes.txt``. Control characters and bidi
+    controls are shown (:func:`visible`), a multi-line command as its first line and a count.
     """
+    title = visible(_title(name, arguments, mode))
+    return title if len(title) <= MAX_TITLE_CHARS else title[: MAX_TITLE_CHARS - 1] + "…"
+
+
+def _title(name: str, arguments: Mapping[str, Any], mode: ToolMode | None) -> str:
     parts = mcp_parts(name)
     if parts is not None:
-        return f"{parts[0]}: {tool_title(parts[1], arguments)}"
+        return f"{parts[0]}: {_title(parts[1], arguments, mode)}"
     path = arguments.get("path")
     shown = _one_line(path) if isinstance(path, str) and path else None
-    if name == "read_file" and shown:
-        return f"Read {shown}"
     if name in ("write_file", "edit_file") and shown:
         return f"{'Write' if name == 'write_file' else 'Edit'} {shown}"
-    if name == "list_dir":
-        return f"List {shown or '.'}"
     if name == "bash" and isinstance(arguments.get("command"), str):
-        return f"Run `{_one_line(arguments['command'])}`"
-    for key, verb in (("pattern", "Search"), ("query", "Search"), ("url", "Fetch")):
-        value = arguments.get(key)
-        if isinstance(value, str) and value:
-            return f"{verb} {_one_line(value)}"
+        return _command_title(arguments["command"])
     if name == "apply_patch":
         return "Apply patch"
-    return name
+    looks: tuple[str, str] | None = None  # what a call that only looks is titled: (verb, its object)
+    if name == "read_file" and shown:
+        looks = ("Read", shown)
+    elif name == "list_dir":
+        looks = ("List", shown or ".")
+    else:
+        for key, verb in (("pattern", "Search"), ("query", "Search"), ("url", "Fetch")):
+            value = arguments.get(key)
+            if isinstance(value, str) and value:
+                looks = (verb, _one_line(value))
+                break
+    if looks is None:
+        return name
+    return f"{name} {looks[1]}" if _not_read(mode) else f"{looks[0]} {looks[1]}"
 
 
 def locations_of(name: str, arguments: Mapping[str, Any], inside: Resolver) -> list[ToolCallLocation]:
@@ -203,7 +279,7 @@ def start_update(
     args = arguments if isinstance(arguments, Mapping) else {}
     return helpers.start_tool_call(
         call_id,
-        tool_title(name, args),
+        tool_title(name, args, mode),
         kind=tool_kind(name, mode),
         status="pending",
         locations=locations_of(name, args, inside) or None,
@@ -229,10 +305,28 @@ def _text(text: str) -> ContentToolCallContent:
     return helpers.tool_content(helpers.text_block(text))
 
 
+def shown_text(text: str, redact: Redactor, limit: int = MAX_SHOWN_CHARS) -> str:
+    r"""Text of a result as a call's content shows it: plain (as a live view), redacted, then clipped.
+
+    No escape sequence nor control character but ``\n`` and ``\t`` (a line's ``\r`` overwrites
+    resolved: :func:`~steerable_agent_runtime.context.plain_output`), no secret ``redact`` knows.
+    """
+    return clipped(redact(plain_output(text)), limit)
+
+
 def result_content(
-    name: str, result: Mapping[str, Any], diffs: Sequence[FileDiff] = (), terminal: str | None = None
+    name: str,
+    result: Mapping[str, Any],
+    diffs: Sequence[FileDiff] = (),
+    terminal: str | None = None,
+    *,
+    redact: Redactor,
 ) -> list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent]:
-    """What a finished call shows: diffs for edits, ``bash`` output (or its terminal), else its message."""
+    """What a finished call shows: diffs for edits, ``bash`` output (or its terminal), else its message.
+
+    Every text shown goes through :func:`shown_text` with ``redact`` (the session's secrets, the ones
+    its live output keeps out); a diff shows the file as it is on disk (the editor has it anyway).
+    """
     data = result.get("data") if isinstance(result.get("data"), Mapping) else {}
     shown: list[ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent] = []
     if terminal is not None:  # the editor's terminal shows the output (released, still shown)
@@ -245,17 +339,29 @@ def result_content(
     if name in ("bash", "run_code") and isinstance(data, Mapping) and terminal is None:
         output = "".join(str(data.get(k) or "") for k in ("stdout", "stderr"))
         if output:
-            shown.append(_text(_fenced(clipped(output))))
+            shown.append(_text(_fenced(shown_text(output, redact))))
     problem = result.get("error")
     if isinstance(problem, str) and problem:
-        shown.append(_text(clipped(problem)))
+        shown.append(_text(shown_text(problem, redact)))
     elif not shown:
         message = result.get("message")
         if isinstance(message, str) and message:
-            shown.append(_text(clipped(message)))
+            shown.append(_text(shown_text(message, redact)))
         elif name not in ("read_file", "read_spilled") and data:
-            shown.append(_text(_fenced(clipped(json.dumps(data, ensure_ascii=False, indent=2)))))
+            dumped = json.dumps(_cleaned(data, redact), ensure_ascii=False, indent=2)
+            shown.append(_text(_fenced(shown_text(dumped, redact))))
     return shown
+
+
+def _cleaned(value: Any, redact: Redactor) -> Any:
+    r"""``value`` with each string in it plain and redacted, before JSON escapes them (``\u001b``, ``\"``)."""
+    if isinstance(value, str):
+        return redact(plain_output(value))
+    if isinstance(value, Mapping):
+        return {_cleaned(str(key), redact): _cleaned(item, redact) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_cleaned(item, redact) for item in value]
+    return value
 
 
 def result_update(
@@ -264,13 +370,17 @@ def result_update(
     result: Mapping[str, Any],
     diffs: Sequence[FileDiff] = (),
     terminal: str | None = None,
+    *,
+    redact: Redactor,
 ) -> ToolCallProgress:
     """The ``tool_call_update`` closing a call: ``completed`` or ``failed``, its content, its result.
 
     ``terminal``: the id of the editor's terminal the call ran in (shown instead of its output).
+    ``redact``: the session's secrets, kept out of the content (:func:`result_content`); the
+    ``rawOutput`` is the result as the model gets it.
     """
     status: ToolCallStatus = "completed" if result.get("success") else "failed"
-    content = result_content(name, result, diffs, terminal)
+    content = result_content(name, result, diffs, terminal, redact=redact)
     return helpers.update_tool_call(call_id, status=status, content=content, raw_output=dict(result))
 
 

@@ -629,7 +629,8 @@ class SteerableAcpAgent:
         if not self._known(session_id):
             raise RequestError.resource_not_found(session_id)
         if config_id == MODE_OPTION_ID:
-            await self._tell(await self._choose(session_id, policy=chosen_mode(value, self.modes)), mode=True)
+            policy = chosen_mode(value, self.modes, config_id=config_id)
+            await self._tell(await self._choose(session_id, policy=policy), mode=True)
         else:
             chosen = chosen_model(config_id, value, self.models)
             model = None if chosen == self.default_model else chosen
@@ -712,8 +713,7 @@ class SteerableAcpAgent:
         except RequestError as exc:  # a name it does not know: said, and nothing changed
             answer = f"{exc.data.get('reason', exc) if isinstance(exc.data, dict) else exc}\n"
         if command.name == "tools":
-            names = [tool["function"]["name"] for tool in session.booted.harness.offered()]
-            answer = tools_text(session.booted.router, names, session.policy)
+            answer = tools_text(session)
         elif command.name == "mode":
             answer += mode_text(session.policy, self.modes)
         else:
