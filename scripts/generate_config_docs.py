@@ -74,6 +74,30 @@ Variables read from outside the `STEERABLE_` namespace: `TAVILY_API_KEY` (when
 `STEERABLE_WEB_SEARCH_API_KEY` is unset), `XDG_STATE_HOME` (the default state directory), and the
 proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `ALL_PROXY` and their lowercase forms) under
 `STEERABLE_EGRESS_CONFINED=1`.
+
+## Misspelt names
+
+A `STEERABLE_*` variable steerable does not read is not ignored in silence: every command prints
+one line per such name on stderr, with the closest known name when one is close enough:
+
+```text
+steerable: warning: STEERABLE_PROVIDR is not a steerable variable; did you mean STEERABLE_PROVIDER?
+steerable: warning: STEERABLE_QQ is not a steerable variable
+```
+
+and `steerable doctor` lists each in its `Environment` section, status `warn`, with the same
+suggestion.
+
+- It is a warning, not an error: such a variable changes nothing, so no command refuses to start
+  for it, and `doctor` still exits 0 (an `error` row means a setting the commands would refuse).
+- Only stderr: stdout carries `call`'s JSON and the protocols (`mcp`, `acp`, `sidecar`,
+  `session`). The variable's value is never shown.
+- The prefix is matched in any case: `steerable_provider` is not read either (names are
+  case-sensitive) and is answered with `STEERABLE_PROVIDER`.
+- Known besides the variables below, and never reported: `STEERABLE_CONFORMANCE_PYTHON` and
+  `STEERABLE_CONFORMANCE_SRC`, read by `scripts/mcp_conformance.py` (docs/mcp.md), which passes
+  them on to the `steerable mcp` it starts.
+- The check is a set lookup per environment variable at start: it costs nothing measurable.
 """
 
 _DOC_PAGES = {

@@ -11,8 +11,12 @@ Importing the package is cheap: each public name is imported from its module on 
 
 import typing as _typing
 
-from ._version import __version__
-from .lazy import lazy_exports as _lazy_exports
+from ._platform import refuse_unsupported_platform as _refuse_unsupported_platform
+
+_refuse_unsupported_platform()  # Windows: one clear ImportError, before a module's `import fcntl` fails
+
+from ._version import __version__  # noqa: E402  (after the platform check)
+from .lazy import lazy_exports as _lazy_exports  # noqa: E402
 
 if _typing.TYPE_CHECKING:
     from ._codes import (

@@ -35,6 +35,7 @@ __all__ = [
     "int_field",
     "int_fields",
     "read_int_fields",
+    "tilde_problem",
     "url_password",
 ]
 
@@ -246,3 +247,25 @@ def url_password(value: str) -> str | None:
     except ValueError:  # an invalid port or IPv6 literal: not a URL we can read
         return None
     return unquote(password) if password else None
+
+
+def tilde_problem(given: str) -> str:
+    """``": ..."`` saying why ``given`` (a path that was not found) starts with ``~``, else ``""``.
+
+    ``~`` and ``~/...``: nothing expanded it here. ``~user/...``: the same when that user exists,
+    else that there is no such user (so no expansion could have found it).
+    """
+    if not given.startswith("~"):
+        return ""
+    user = given[1:].split("/", 1)[0]
+    if user:
+        try:
+            import pwd
+        except ImportError:  # pragma: no cover - Windows has no user database to ask
+            pwd = None  # type: ignore[assignment]
+        if pwd is not None:
+            try:
+                pwd.getpwnam(user)
+            except KeyError:
+                return f": there is no user {user!r} here for ~{user} to name; write the absolute path"
+    return ": ~ is not expanded here (no shell read it); write the absolute path"

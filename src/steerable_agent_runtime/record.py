@@ -13,12 +13,14 @@ Each line is one JSON object::
 
 Lines are written whole with one ``write`` and an ``fsync``. A torn last line (the process died in
 the middle of a write) was never acknowledged, so :meth:`DurableRecord.load` skips it and the next
-append cuts it off before writing.
+append cuts it off before writing. A write that fails (a full disk) is cut back at once and raised
+as :class:`~steerable_agent_runtime._state_write.StateWriteError`, naming the file and the fix.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -27,10 +29,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from ._state_write import StateWriteError, state_write_error
 from .errors import UserError
 from .workspace import read_file_state_from_messages
 
-__all__ = ["RECORD_VERSION", "DurableRecord", "valid_session_id"]
+__all__ = ["RECORD_VERSION", "DurableRecord", "StateWriteError", "valid_session_id"]
 
 RECORD_VERSION: Final = 1
 """The ``v`` written on every line."""
@@ -131,17 +134,32 @@ class DurableRecord:
             await asyncio.to_thread(self._write, lines)
 
     def _write(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        """Append ``data`` whole, or not at all.
+
+        Raises:
+            StateWriteError: The file could not be written (a full disk says so, and how to
+                move the state directory); what part of ``data`` reached it is cut off again.
+        """
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        except OSError as exc:
+            raise state_write_error("the session record", self.path, exc) from exc
         try:
             if not self._checked_tail:
                 _cut_torn_tail(fd)
                 self._checked_tail = True
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
+            start = os.fstat(fd).st_size
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    view = view[written:]
+                os.fsync(fd)
+            except OSError as exc:
+                with contextlib.suppress(OSError):  # no torn line left behind: the next append starts clean
+                    os.ftruncate(fd, start)
+                raise state_write_error("the session record", self.path, exc) from exc
         finally:
             os.close(fd)
 

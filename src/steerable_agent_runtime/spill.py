@@ -22,6 +22,7 @@ from typing import Annotated, Any, Final
 from pydantic import Field
 
 from ._codes import ToolErrorCode
+from ._state_write import state_write_error
 from .errors import ToolRetry, UserError
 from .modes import ToolMode
 from .tools import Tool, ToolRouter
@@ -107,7 +108,8 @@ class SpillHooks:
             The result to record and show the model.
 
         Raises:
-            OSError: The body could not be stored.
+            StateWriteError: The body could not be stored (an ``OSError`` naming the file and,
+                for a full disk, how to move the state directory).
         """
         if not result.data:
             return result
@@ -133,15 +135,21 @@ class SpillHooks:
         return result.model_copy(update={"data": kept, "message": message})
 
     def _store(self, key: str, text: str) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".spill-")
+        target = self.directory / f"{key}.json"
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".spill-")
+        except OSError as exc:
+            raise state_write_error("a spilled tool result", target, exc) from exc
         try:
             with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as handle:
                 handle.write(text)
-            os.link(tmp, self.directory / f"{key}.json")  # never replaces an existing body
+            os.link(tmp, target)  # never replaces an existing body
             os.unlink(tmp)
-        except BaseException:
+        except BaseException as exc:
             Path(tmp).unlink(missing_ok=True)
+            if isinstance(exc, OSError):
+                raise state_write_error("a spilled tool result", target, exc) from exc
             raise
 
     def read(self, locator: str, offset: int = 0, limit: int = 50_000) -> dict[str, Any]:

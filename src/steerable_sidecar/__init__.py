@@ -9,7 +9,13 @@ tools, pydantic or the ``mcp`` SDK are loaded (docs/mcp.md: Start-up).
 from . import _safe_path  # noqa: F401  (first: it drops sys.path entries naming the workspace)
 
 # isort: on
+import sys as _sys
 import typing as _typing
+
+if _sys.platform == "win32":  # the `steerable` command says why in one sentence and exits 2 (README)
+    from ._windows import refuse_windows as _refuse_windows
+
+    _refuse_windows()
 
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports

@@ -29,7 +29,7 @@ from acp.schema import (
 from steerable_agent_runtime.errors import SteerableError
 
 from ._acp_updates import clipped
-from ._mcp_cli import person_homes, refused_workspace
+from ._workspace_policy import container_posture, refused_folder
 
 __all__ = ["MAX_EMBEDDED_CHARS", "mcp_configs", "prompt_text", "session_workspace"]
 
@@ -93,30 +93,20 @@ def prompt_text(blocks: Sequence[Any]) -> str:
 
 
 def session_workspace(cwd: str, state_dir: Path) -> Path:
-    """The session's workspace: ``cwd`` absolute, a directory, not ``/`` nor a home folder.
+    """The session's workspace: ``cwd`` absolute, a directory, and one the workspace rule allows.
 
-    Nor the state directory, a folder inside it or one holding it: the model could forge
-    session records there, which a later ``session/load`` would replay as real.
+    The rule every command follows (:mod:`._workspace_policy`): not ``/``, a home folder or a
+    folder above one, nor the state directory, a folder inside it or one holding it (the model
+    could forge session records there, which a later ``session/load`` would replay as real);
+    any folder in the container posture.
     """
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
     root = Path(cwd).resolve()
     if not root.is_dir():
         raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd is not a directory"})
-    if refused_workspace(None, root, person_homes()) is not None:
-        raise RequestError.invalid_params(
-            {
-                "cwd": cwd,
-                "reason": "steerable will not hand the model a whole disk or a home folder: open a project",
-            }
-        )
-    state = state_dir.resolve()
-    if root == state or root.is_relative_to(state) or state.is_relative_to(root):
-        raise RequestError.invalid_params(
-            {
-                "cwd": cwd,
-                "reason": f"the folder holds steerable's state directory ({state}), where session records "
-                "are kept: open a project that does not, or move the state (--state-dir)",
-            }
-        )
+    if not container_posture():
+        why = refused_folder(root, command="acp", state_dir=state_dir)
+        if why is not None:
+            raise RequestError.invalid_params({"cwd": cwd, "reason": f"the folder {root} {why}"})
     return root

@@ -19,7 +19,7 @@ import contextlib
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # loaded once the boot has started (start-up: benchmarks/star
     from .mcp_server import McpServer
     from .web_tools import FetchConsent
 
-__all__ = ["person_homes", "refused_workspace", "run_mcp"]
+__all__ = ["run_mcp"]
 
 _LEFT_DURING_BOOT_S: Final = 2.0
 """Seconds a boot may still take after the host left (then the process ends without it)."""
@@ -45,69 +45,6 @@ _TELL_FAILURE_S: Final = 10.0
 """Seconds a failed boot waits for the host's ``tools/list`` to answer it with the error."""
 _QUIET_START_S: Final = 1.0
 """Seconds the work after the boot (the sandbox probe) waits for the host's first ``tools/list``."""
-
-
-def refused_workspace(workspace: str | None, cwd: Path, homes: Sequence[Path]) -> str | None:
-    """Why ``steerable mcp`` will not serve the workspace it was started with, or ``None``.
-
-    A host starts a stdio server in whatever directory it likes: Claude Desktop in ``/``, others in
-    the user's home. Serving that silently hands the model the whole disk, so unless
-    ``--workspace`` names an absolute path, the workspace (the current directory, or a relative
-    ``--workspace`` such as ``.`` resolved against it) must not be ``/``, a home directory (any
-    person's), or a folder above one (``/home``, ``/Users``). An empty ``--workspace`` is refused
-    too. An absolute
-    ``--workspace`` naming any of them is the user's explicit choice.
-
-    Args:
-        workspace: ``--workspace`` as given (``None`` when absent).
-        cwd: The current directory, resolved.
-        homes: Home directories, resolved (``$HOME`` and every account's).
-
-    Returns:
-        The message for stderr, or ``None``.
-    """
-    fix = (
-        "Name the project to serve: `steerable mcp --workspace /path/to/project` "
-        '(in the host\'s config: "args": ["mcp", "--workspace", "/path/to/project"])'
-    )
-    if workspace is not None and not workspace.strip():
-        return f"steerable mcp: --workspace is empty. {fix}"
-    if workspace is not None and Path(workspace).is_absolute():
-        return None
-    target = (cwd / workspace).resolve() if workspace else cwd
-    above_home = [home for home in homes if target == home or target in home.parents]
-    if target != Path(target.anchor) and not above_home:
-        return None
-    where = "the file system's root" if target == Path(target.anchor) else "a home directory or above one"
-    given = "the current directory is" if workspace is None else f"--workspace {workspace!r} resolves to"
-    return (
-        f"steerable mcp: {given} {target}, {where}, and serving it would give the model every file "
-        f"there. {fix}; --workspace {target} (an absolute path) serves it anyway"
-    )
-
-
-def person_homes() -> list[Path]:
-    """``$HOME`` (when set to an absolute path), this account's home and every person's, resolved.
-
-    Every person's (root and uids from 500, the first uid of people on macOS; Linux starts at
-    1000), not only this one's: root started in ``/home`` or in another user's home would hand
-    the model that user's files. Service accounts (``/usr/sbin``, ``/var/www``) are left out.
-    """
-    found: list[Path] = []
-    home = os.environ.get("HOME", "")
-    if os.path.isabs(home):
-        found.append(Path(home).resolve())
-    try:
-        import pwd
-
-        entries = [pwd.getpwuid(os.getuid()), *pwd.getpwall()]
-    except (ImportError, KeyError, OSError):  # Windows, or no passwd entry for this uid
-        return found
-    for entry in entries:
-        person = entry.pw_uid == 0 or 500 <= entry.pw_uid < 65534 or entry.pw_uid == os.getuid()
-        if person and os.path.isabs(entry.pw_dir) and entry.pw_dir != "/":
-            found.append(Path(entry.pw_dir).resolve())
-    return found
 
 
 def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
@@ -118,24 +55,13 @@ def run_mcp(args: argparse.Namespace, *, boot: Callable[[], Booted]) -> int:
         boot: Builds the tools (``boot_tools`` with the command's options); run in a worker thread.
 
     Returns:
-        0 when the host disconnected; 2 for a refused workspace or a failed boot (the message is
-        on stderr).
+        0 when the host disconnected; 2 for a failed boot (the message is on stderr). A refused
+        workspace never gets here: ``steerable_sidecar.cli`` applies the one rule first.
     """
-    try:
-        cwd = Path.cwd().resolve()
-    except OSError:  # the current directory was deleted: only an absolute --workspace can serve
-        if not (args.workspace and Path(args.workspace).is_absolute()):
-            print(
-                "steerable mcp: the current directory no longer exists; pass --workspace /path/to/project",
-                file=sys.stderr,
-            )
-            return ExitCode.USAGE
-        cwd = Path(args.workspace).resolve()
-    refusal = refused_workspace(args.workspace, cwd, person_homes())
-    if refusal is not None:
-        print(refusal, file=sys.stderr)
-        return ExitCode.USAGE
-    root = Path(args.workspace).resolve() if args.workspace else cwd
+    # the workspace follows the one rule (_workspace_policy), checked before this runs: not /, a
+    # home folder, above one, nor the state directory's, and an existing current directory unless
+    # --workspace is absolute
+    root = Path(args.workspace or os.getcwd()).resolve()
     booting = _in_daemon_thread(boot)  # first: the tools are what the host waits on longest
     from ._signals import run_until_signalled
 

@@ -28,6 +28,7 @@ __all__ = [
     "McpServerConfig",
     "config_credentials",
     "config_secrets",
+    "expand_home",
     "known_credentials",
     "load_mcp_config",
     "load_mcp_config_from_env",
@@ -38,7 +39,30 @@ MAX_MCP_CONFIG_BYTES: Final = 1_000_000
 SERVER_NAME: Final = re.compile(r"(?!.*__)[A-Za-z0-9_-]{1,32}")
 """A server name: 1-32 of ``[A-Za-z0-9_-]``, never ``__`` (it separates server and tool)."""
 
-_ENTRY_KEYS: Final = frozenset({"name", "command", "args", "env", "type"})
+_ENTRY_KEYS: Final = frozenset({"name", "command", "args", "env", "type", "cwd"})
+
+
+def expand_home(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """``text`` with a leading ``~`` or ``~user`` replaced by that home folder, as a shell would.
+
+    A host starts a server without a shell, so nothing else expands ``~/bin/server``. ``~`` is
+    ``HOME`` of ``environ`` (default ``os.environ``); ``~user`` is that user's home, and is left as
+    it is when no such user exists here (the caller says so). Anything else is returned unchanged.
+    """
+    if not text.startswith("~"):
+        return text
+    user, slash, rest = text[1:].partition("/")
+    if not user:
+        home = (os.environ if environ is None else environ).get("HOME") or os.path.expanduser("~")
+        return home.rstrip("/") + slash + rest if rest or slash else home
+    return os.path.expanduser(text)
+
+
+def _unexpanded(what: str, value: str) -> str:
+    user = value[1:].split("/", 1)[0]
+    return (
+        f"{what} {value!r} starts with ~{user}, but there is no user {user!r} here: write the absolute path"
+    )
 
 
 @dataclass(frozen=True)
@@ -51,15 +75,21 @@ class McpServerConfig:
         args: Its command-line arguments.
         env: Extra environment variables, on top of the SDK's safe set: the server does not
             inherit ours (docs/mcp-sources.md, Configuration).
+        cwd: The server's working directory (default: steerable's): an absolute path.
+
+    A leading ``~`` or ``~user`` in ``command``, ``cwd`` and each of ``args`` is expanded
+    (:func:`expand_home`), as a shell would have: hosts start servers without one.
 
     Raises:
-        ConfigError: On an invalid name or an empty command.
+        ConfigError: On an invalid name, an empty command, a ``~user`` naming no user, or a
+            relative ``cwd``.
     """
 
     name: str
     command: str
     args: tuple[str, ...] = ()
     env: Mapping[str, str] | None = None
+    cwd: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not SERVER_NAME.fullmatch(self.name):
@@ -69,7 +99,21 @@ class McpServerConfig:
             )
         if not isinstance(self.command, str) or not self.command.strip():
             raise ConfigError(f"MCP server {self.name!r}: command must be a non-empty string")
-        object.__setattr__(self, "args", tuple(self.args))
+        object.__setattr__(self, "command", expand_home(self.command))
+        if self.command.startswith("~"):
+            raise ConfigError(f"MCP server {self.name!r}: {_unexpanded('command', self.command)}")
+        object.__setattr__(self, "args", tuple(expand_home(arg) for arg in self.args))
+        if self.cwd is not None:
+            if not isinstance(self.cwd, str) or not self.cwd.strip():
+                raise ConfigError(f"MCP server {self.name!r}: cwd must be a non-empty string")
+            cwd = expand_home(self.cwd)
+            if cwd.startswith("~"):
+                raise ConfigError(f"MCP server {self.name!r}: {_unexpanded('cwd', cwd)}")
+            if not os.path.isabs(cwd):
+                raise ConfigError(
+                    f"MCP server {self.name!r}: cwd {self.cwd!r} must be an absolute path (or start with ~/)"
+                )
+            object.__setattr__(self, "cwd", cwd)
         if self.env is not None:
             object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
 
@@ -77,12 +121,12 @@ class McpServerConfig:
 def load_mcp_config(source: str | os.PathLike[str]) -> list[McpServerConfig]:
     """Read MCP server configs from a JSON file.
 
-    Two shapes: a list ``[{"name", "command", "args"?, "env"?, "type"?: "stdio"}, ...]``, or
+    Two shapes: a list ``[{"name", "command", "args"?, "env"?, "cwd"?, "type"?: "stdio"}, ...]``, or
     Claude Desktop's and Cursor's ``{"mcpServers": {name: {...}}}``; an unknown key or another
     transport is refused, never ignored (docs/mcp-sources.md, Configuration).
 
     Args:
-        source: Path of the JSON file.
+        source: Path of the JSON file (a leading ``~`` is expanded).
 
     Returns:
         The servers, in file order (possibly none).
@@ -91,7 +135,7 @@ def load_mcp_config(source: str | os.PathLike[str]) -> list[McpServerConfig]:
         ConfigError: The file cannot be read or parsed, or an entry is invalid; the message names
             the file and the entry.
     """
-    path = Path(source)
+    path = Path(expand_home(os.fspath(source)))
     try:
         if path.exists() and not path.is_file():  # a FIFO would block the start, /dev/zero fill memory
             raise ConfigError(f"MCP config {path}: not a regular file")
@@ -144,7 +188,7 @@ def load_mcp_config_from_env(environ: Mapping[str, str] | None = None) -> list[M
     if value is None:
         return []
     try:
-        return load_mcp_config(value)
+        return load_mcp_config(expand_home(value, environ))  # ~ as the deny-read set reads it
     except ConfigError as exc:
         raise ConfigError(f"{MCP_CONFIG_ENV}: {exc}") from exc
 
@@ -214,4 +258,10 @@ def _config_entry(path: Path, where: str, entry: Any, keyed_name: str | None) ->
         or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
     ):
         raise bad("env must be an object of string values")
-    return McpServerConfig(name=name, command=command, args=tuple(args), env=env)
+    cwd = entry.get("cwd")
+    if cwd is not None and (not isinstance(cwd, str) or not cwd.strip()):
+        raise bad("cwd must be a non-empty string")
+    try:
+        return McpServerConfig(name=name, command=command, args=tuple(args), env=env, cwd=cwd)
+    except ConfigError as exc:  # a ~user naming no user, a relative cwd: said for this file and entry
+        raise bad(str(exc).removeprefix(f"MCP server {name!r}: ")) from None

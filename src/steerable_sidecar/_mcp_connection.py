@@ -178,10 +178,14 @@ class Connection:
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
+        cwd = self.config.cwd
+        if cwd is not None and not os.path.isdir(cwd):  # the OS would only say "No such file or directory"
+            raise McpServerError(self.name, f"MCP server {self.name!r}: its cwd {cwd!r} is not a directory")
         params = StdioServerParameters(
             command=self.config.command,
             args=list(self.config.args),
             env=dict(self.config.env) if self.config.env is not None else None,
+            cwd=cwd,
         )
         return Client(stdio_client(params, errlog=stderr.writer), cache=None)
 

@@ -92,7 +92,8 @@ def named_workspace(argv: list[str]) -> str | None:
     """The workspace the command line names (``-w X``, ``-wX``, ``--workspace[=]X``, ``--cwd[=]X``).
 
     Read before ``argparse`` runs (it is one of the modules a planted file would replace); the last
-    one wins, as with ``argparse``. ``None`` when none is given.
+    one wins, as with ``argparse``, and a leading ``~`` is expanded as ``argparse`` does for
+    ``--workspace`` (a host passes its args without a shell). ``None`` when none is given.
     """
     found = None
     for at, word in enumerate(argv):
@@ -105,7 +106,7 @@ def named_workspace(argv: list[str]) -> str | None:
             found = argv[at + 1]
         elif word.startswith("-w") and not word.startswith("--") and len(word) > 2:
             found = word[2:]
-    return found
+    return None if found is None else os.path.expanduser(found)
 
 
 _first = sys.argv[0] if sys.argv else ""

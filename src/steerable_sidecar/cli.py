@@ -118,6 +118,7 @@ def _shared_options(parser: argparse.ArgumentParser, *, top: bool, hidden: Colle
     parser.add_argument(
         "--workspace",
         "-w",
+        type=os.path.expanduser,  # a host passes "~/proj" with no shell to expand it
         default=default(None),
         metavar="DIR",
         help=listed("--workspace", "workspace root (default: current directory)"),
@@ -283,18 +284,24 @@ def _add_mcp_arguments(mcp: argparse.ArgumentParser) -> None:
         type=_positive_chars,
         default=None,
         metavar="N",
-        help="clip read_file's content past N characters (default 40,000: a whole result fits what "
-        "Claude Code shows its model; the other commands clip at 100,000)",
+        help="clip read_file's content past N characters as the result's JSON holds it (1 to 100,000; "
+        "default 40,000: a whole result fits what Claude Code shows its model; the other commands "
+        "clip at 100,000 characters of text)",
     )
 
 
 def _positive_chars(text: str) -> int:
+    """``--read-max-chars``: 1 to the spec's clip (a larger bound would turn the clip off)."""
+    from steerable_agent_runtime.workspace import DEFAULT_MAX_OUTPUT_CHARS
+
     try:
         value = int(text)
     except ValueError:
         value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of characters")
+    if not 1 <= value <= DEFAULT_MAX_OUTPUT_CHARS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of characters from 1 to {DEFAULT_MAX_OUTPUT_CHARS:,}"
+        )
     return value
 
 
@@ -595,6 +602,9 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command is None:
         parser.print_help()
         return ExitCode.USAGE
+    from ._unknown_env import warn_unknown_variables  # a set lookup per variable; stderr, never fails
+
+    warn_unknown_variables()  # a misspelt STEERABLE_* name is named, not ignored (docs/configuration.md)
     if args.command not in _ONE_SHOT:
         failed = _configure(args)
         return failed if failed is not None else _served(args)
@@ -636,10 +646,11 @@ _ONE_SHOT: Final = frozenset({"tools", "call", "session", "plugins"})
 
 
 def _configure(args: argparse.Namespace) -> int | None:
-    """Apply the configuration file and set up logging; the exit code when that fails (else ``None``).
+    """Apply the configuration file, set up logging and check the workspace; the exit code when that fails.
 
     A bad file or setting ends the command with a usage error, except where the command reports it
-    itself: ``doctor`` in its table, ``run`` in its JSON line, ``mcp`` to the host.
+    itself: ``doctor`` in its table, ``run`` in its JSON line, ``mcp`` to the host. So does a
+    workspace the one rule refuses (``_workspace_policy``: not ``/``, a home folder, ...).
     """
     try:
         if args.command != "doctor":  # doctor reads the file itself, to say where each value came from
@@ -660,7 +671,9 @@ def _configure(args: argparse.Namespace) -> int | None:
             return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    return None
+    from ._workspace_policy import refuse_workspace
+
+    return refuse_workspace(args)
 
 
 @contextlib.contextmanager
@@ -695,7 +708,10 @@ def _apply_config_file(args: argparse.Namespace) -> None:
     """
     from .config_file import read_config_file
 
-    workspace = vars(args).get("workspace") or os.getcwd()
+    try:
+        workspace = vars(args).get("workspace") or os.getcwd()
+    except FileNotFoundError:  # the current directory was deleted: the workspace rule says so next
+        return
     loaded = read_config_file(workspace=workspace)
     if loaded.ignored:
         print(

@@ -7,7 +7,8 @@ or unset, URLs lose their userinfo, query and fragment, and MCP server arguments
 key/token/secret option (``--api-key X``, ``--token=X``).
 
 Exit codes: 0 when nothing is wrong, 2 when a check failed (a misconfiguration: the same code the
-commands exit with); ``warn`` rows (no sandbox backend, a provider not configured) do not fail.
+commands exit with); ``warn`` rows (no sandbox backend, a provider not configured, a
+``STEERABLE_*`` name nothing reads) do not fail.
 """
 
 from __future__ import annotations
@@ -63,8 +64,9 @@ class Check:
     """One row of the report.
 
     Attributes:
-        section: ``Configuration file``, ``Workspace``, ``Tools``, ``Sandbox``, ``run_code``, ``Web
-            tools``, ``Model provider``, ``Plugins``, ``MCP servers``, ``State and logs``.
+        section: ``Configuration file``, ``Environment`` (unknown ``STEERABLE_*`` names), ``Workspace``,
+            ``Tools``, ``Sandbox``, ``run_code``, ``Web tools``, ``Model provider``, ``Plugins``, ``MCP
+            servers``, ``State and logs``.
         item: What is checked.
         value: What it resolved to.
         status: See :data:`Status`.
@@ -158,6 +160,7 @@ def diagnose(
     rows.add("steerable", "platform", f"{platform.system()} {platform.release()} {platform.machine()}")
     root = Path(workspace if workspace is not None else os.getcwd())  # as the commands take it
     from_file = _config_file(rows, env, root)  # variable > file > default, as every command reads them
+    _guarded(rows, "Environment", lambda: _environment(rows, env))  # the user's names, not the file's
     env.update(from_file)
     booted = _guarded(
         rows,
@@ -166,7 +169,9 @@ def diagnose(
     )
     try:
         _guarded(rows, "Workspace", lambda: _workspace(rows, root, env, allow_protected_writes))
+        _guarded(rows, "Workspace", lambda: _workspace_rule(rows, workspace, env, state_dir))
         _guarded(rows, "Sandbox", lambda: _sandbox(rows, env))
+        _guarded(rows, "System packages", lambda: _system_packages(rows, env))
         _guarded(rows, "run_code", lambda: _run_code(rows, env, booted))
         _guarded(rows, "Web tools", lambda: _web(rows, env, booted, web_tools))
         _guarded(rows, "Model provider", lambda: _provider(rows, env))
@@ -270,6 +275,39 @@ def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bo
         "warn" if protected else "ok",
         ".git, shell start-up files, editor, agent and MCP configuration",
     )
+
+
+# -- the workspace rule and the system packages (issue 32: their own modules hold the logic) -----
+
+
+def _workspace_rule(
+    rows: _Rows,
+    workspace: str | os.PathLike[str] | None,
+    env: dict[str, str],
+    state_dir: str | os.PathLike[str] | None,
+) -> None:
+    """The one workspace rule (``_workspace_policy``): refused is an ``error`` with the commands' message."""
+    from ._workspace_policy import container_posture, workspace_refusal
+
+    given = None if workspace is None else os.fspath(workspace)
+    refusal = workspace_refusal(given, command="doctor", state_dir=state_dir, environ=env)
+    if refusal is not None:
+        rows.add("Workspace", "workspace rule", "refused", "error", refusal)
+        return
+    allowed = (
+        "STEERABLE_SANDBOX=container: any folder (the container is the boundary)"
+        if container_posture(env)
+        else "not /, a home folder or above one, nor holding the state directory"
+    )
+    rows.add("Workspace", "workspace rule", "allowed", detail=allowed)
+
+
+def _system_packages(rows: _Rows, env: dict[str, str]) -> None:
+    """One row per system package (bubblewrap, git): found and working, or how to install it."""
+    from ._system_packages import system_package_checks
+
+    for item, value, status, detail in system_package_checks(env):
+        rows.add("System packages", item, value, status, detail)
 
 
 def _search_engine(rows: _Rows, env: dict[str, str]) -> None:
@@ -536,6 +574,23 @@ def _config_file(rows: _Rows, env: dict[str, str], root: Path) -> dict[str, str]
         detail += f", {len(shadowed)} under a variable of the same name ({', '.join(shadowed)})"
     rows.add(section, "file", "read", "ok", detail)
     return applied
+
+
+def _environment(rows: _Rows, env: Mapping[str, str]) -> None:
+    """A ``warn`` row per ``STEERABLE_*`` name steerable does not read (a typo), else one ``ok`` row.
+
+    ``warn``, not ``error``: such a variable changes nothing, and no command refuses to start for
+    it (each prints the same warning on stderr); its value is never shown.
+    """
+    from ._unknown_env import PREFIX, unknown_message, unknown_variables
+
+    section = "Environment"
+    unknown = unknown_variables(env)
+    for name, suggestion in unknown:
+        rows.add(section, name, "ignored", "warn", unknown_message(suggestion))
+    if not unknown:
+        count = sum(1 for name in env if name.startswith(PREFIX))
+        rows.add(section, f"{PREFIX}* variables", f"{count} set", detail="every name is one steerable reads")
 
 
 def _variables(env: Mapping[str, str], from_file: set[str]) -> tuple[dict[str, str], ...]:

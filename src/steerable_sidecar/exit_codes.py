@@ -47,7 +47,7 @@ class ExitCode(IntEnum):
     REFUSED = 7, "the model refused"
     """``steerable run``: the model declined the task (its words are in the summary's ``error``)."""
     INTERNAL_ERROR = 70, "internal error"
-    """A bug, or the durable record could not be written (the traceback is on stderr)."""
+    """A bug (the traceback is on stderr), or steerable's state could not be written (``error`` says why)."""
     SESSION_BUSY = 75, "the session is open in another process"
     """``steerable run``: another process has the session open (``EX_TEMPFAIL``: try again later)."""
     INTERRUPTED = 130, "Ctrl-C"

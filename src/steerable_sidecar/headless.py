@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # imported where a run needs them: the CLI's parser reads add
 
     from .boot import Booted
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless"]
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "EXIT_CODES", "add_run_arguments", "run_headless", "usage_line"]
 
 EXIT_CODES: Final = {
     "succeeded": ExitCode.OK,
@@ -73,7 +73,8 @@ DEFAULT_SYSTEM_PROMPT: Final = (
 )
 
 
-def _usage_line(error: str, code: int = ExitCode.USAGE, outcome: str = "usage_error") -> None:
+def usage_line(error: str, code: int = ExitCode.USAGE, outcome: str = "usage_error") -> None:
+    """Print the one-line JSON summary of a run that did not start (or ended early) on stdout."""
     print(json.dumps({"outcome": outcome, "error": error, "exitCode": code}, ensure_ascii=False), flush=True)
 
 
@@ -88,7 +89,7 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """
 
     def error(message: str) -> NoReturn:
-        _usage_line(message)
+        usage_line(message)
         parser.print_usage(sys.stderr)
         parser.exit(ExitCode.USAGE, f"{parser.prog}: error: {message}\n")
 
@@ -390,16 +391,22 @@ async def _run_loop(run: _Run, booted: Booted) -> dict[str, Any]:
 
 
 def _internal_error(exc: BaseException) -> int:
+    from steerable_agent_runtime.record import StateWriteError
+
+    if isinstance(exc, StateWriteError):  # not a bug: the sentence names the file, the cause and the fix
+        print(f"steerable run: {exc}", file=sys.stderr)
+        usage_line(str(exc), EXIT_CODES["internal_error"], "internal_error")
+        return EXIT_CODES["internal_error"]
     import traceback
 
     traceback.print_exception(exc, file=sys.stderr)
-    _usage_line(f"{type(exc).__name__}: {exc}", EXIT_CODES["internal_error"], "internal_error")
+    usage_line(f"{type(exc).__name__}: {exc}", EXIT_CODES["internal_error"], "internal_error")
     return EXIT_CODES["internal_error"]
 
 
 def _session_busy(message: str) -> int:
     print(f"steerable run: {message}", file=sys.stderr)
-    _usage_line(message, EXIT_CODES["session_busy"], "session_busy")
+    usage_line(message, EXIT_CODES["session_busy"], "session_busy")
     return EXIT_CODES["session_busy"]
 
 
@@ -418,7 +425,11 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         instruction = _instruction(args)
         cwd = Path(args.workspace or os.getcwd()).resolve()
         if not cwd.is_dir():
-            raise ValueError(f"--workspace {cwd} is not a directory")
+            from steerable_agent_runtime.config import tilde_problem
+
+            given = args.workspace or ""
+            shown = repr(given) if tilde_problem(given) else str(cwd)
+            raise ValueError(f"--workspace {shown} is not a directory{tilde_problem(given)}")
         from .state_dir import checked_state_dir
 
         state_dir = checked_state_dir(args.state_dir)  # a ConfigError naming --state-dir or the variable
@@ -443,13 +454,13 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
         finally:
             locks.release_all()
     except KeyboardInterrupt:  # before the loop's own handler was installed, or after it
-        _usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
+        usage_line("interrupted", EXIT_CODES[RunOutcome.CANCELLED], RunOutcome.CANCELLED.value)
         return EXIT_CODES[RunOutcome.CANCELLED]
     except (SteerableError, ValueError, OSError) as exc:
         if stage["running"]:  # the run had started: not a usage problem
             return _internal_error(exc)
         print(f"steerable run: {exc}", file=sys.stderr)
-        _usage_line(str(exc))
+        usage_line(str(exc))
         return EXIT_CODES["usage"]
     except Exception as exc:
         return _internal_error(exc)

@@ -25,6 +25,7 @@ from steerable_agent_runtime.modes import MODE_META_KEY, OPEN_WORLD_READS, ToolM
 
 from ._live_text import LiveText
 from ._secrets import Redactor
+from ._wrong_protocol import MCP_NOT_ACP, acp_initialize, mcp_hint
 from .rpc import InvalidParams, JsonRpcPeer, LineWriter, Params, open_stdio_streams
 
 if TYPE_CHECKING:
@@ -402,6 +403,7 @@ class McpServer:
         peer.add_method("logging/setLevel", self._set_level)
         peer.add_notification("notifications/initialized", self._ignore)
         peer.add_notification("notifications/cancelled", self._cancelled)
+        peer.not_found_hint = mcp_hint  # a sidecar host started the wrong subcommand
         if self._router is not None:
             self._watch(self._router)
         handler = _ForwardLogs(self._offer_log)
@@ -449,7 +451,8 @@ class McpServer:
             raise InvalidParams("initialize needs an object with protocolVersion, capabilities, clientInfo")
         requested = params.get("protocolVersion")
         if not isinstance(requested, str):
-            raise InvalidParams("'protocolVersion' must be a string such as \"2025-06-18\"")
+            hint = f": {MCP_NOT_ACP}" if acp_initialize(params) else ""
+            raise InvalidParams(f"'protocolVersion' must be a string such as \"2025-06-18\"{hint}")
         client = params.get("clientInfo")
         if isinstance(client, dict):
             logger.info("mcp: client %s %s asks for %s", client.get("name"), client.get("version"), requested)

@@ -17,9 +17,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -351,7 +353,11 @@ class OpenAICompatibleProvider(ClientOwner):
             hint = " (check STEERABLE_API_KEY)"
         elif status in (400, 422) and self._profile.max_tokens_field in detail:
             hint = f" (set {MAX_TOKENS_ENV} to what the model accepts, or 0 to send no bound)"
-        message = f"{self._where} answered HTTP {status}{hint}: {detail}"
+        if status in (404, 405):  # the URL is the problem: show the one posted, and the likely fix
+            message = f"{self._where} answered HTTP {status} to POST {self._url} ({detail})"
+            message += _missing_version_hint(self.config.base_url or "")
+        else:
+            message = f"{self._where} answered HTTP {status}{hint}: {detail}"
         if malformed_call_error(detail, status):  # the model's own call: the same request fails the same way
             return ProviderError(message, status=status, malformed_call=True)
         return ProviderError(message, status=status, retryable=retryable_status(status))
@@ -379,6 +385,25 @@ class OpenAICompatibleProvider(ClientOwner):
         if self._scrub(text) == text:
             return exc
         return _reworded(exc, self._scrub(text))
+
+
+_VERSION_SEGMENT: Final = re.compile(r"v[0-9]+[a-z0-9]*", re.IGNORECASE)  # v1, v1beta, v4
+
+
+def _missing_version_hint(base_url: str) -> str:
+    """``": the base URL may need /v1 (...)"`` when no segment of its path is a version, else ``""``.
+
+    An OpenAI-compatible server serves ``/v1/chat/completions``; a base URL of just the server
+    (``http://localhost:8080``) posts to ``/chat/completions``, which most servers answer 404. A
+    base URL with a query (Azure's ``api-version``) has its own shape and gets no hint.
+    """
+    base, _, query = base_url.partition("?")
+    if query or not base:
+        return ""
+    path = urlsplit(base).path
+    if any(_VERSION_SEGMENT.fullmatch(segment) for segment in path.split("/")):
+        return ""
+    return f": the base URL may need /v1 ({BASE_URL_ENV}={base.rstrip('/')}/v1)"
 
 
 def _reworded(exc: ProviderError, message: str) -> ProviderError:

@@ -156,6 +156,9 @@ class JsonRpcPeer:
         self._done = asyncio.Event()
         self.on_eof: Callable[[], None] | None = None
         """Called once when the input ends (EOF), before in-flight handlers get their drain time."""
+        self.not_found_hint: Callable[[str, Params], str | None] | None = None
+        """Given a request's ``method`` and ``params`` that no handler serves, a sentence to add to
+        its ``-32601`` (``Method not found: initialize: <hint>``), or ``None`` for none."""
 
     # -- registration -------------------------------------------------------------------------
 
@@ -566,7 +569,9 @@ class JsonRpcPeer:
     async def _request(self, request_id: Any, method: str, params: Params) -> dict[str, Any]:
         handler = self._methods.get(method)
         if handler is None:
-            return error_response(request_id, METHOD_NOT_FOUND, f"Method not found: {method}")
+            hint = self.not_found_hint(method, params) if self.not_found_hint is not None else None
+            detail = f"{method}: {hint}" if hint else method
+            return error_response(request_id, METHOD_NOT_FOUND, f"Method not found: {detail}")
         if self._interrupted is not None:  # came during the shutdown: not run
             return self._interrupted_response(request_id)
         try:

@@ -4,11 +4,15 @@
 process-level variables: provider, web tools, ``run_code``, MCP servers, state and logging. Names,
 defaults and bounds come from the constants the code reads. ``steerable doctor`` resolves them;
 ``scripts/generate_config_docs.py`` writes ``docs/configuration.md`` from them, and a test fails
-when the file, or a variable the code reads, is missing from it.
+when the file, or a variable the code reads, is missing from it. :data:`KNOWN_NAMES` adds the
+internal names (:data:`INTERNAL_VARIABLES`): a ``STEERABLE_*`` variable of any other name is
+reported as unknown by every command and by ``steerable doctor``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 from steerable_agent_runtime.settings import RUNTIME_VARIABLES, EnvVar, int_variables
@@ -51,7 +55,7 @@ from .web_tools._config import (
     WebToolsConfig,
 )
 
-__all__ = ["VARIABLES", "EnvVar", "variable"]
+__all__ = ["INTERNAL_VARIABLES", "KNOWN_NAMES", "VARIABLES", "EnvVar", "variable"]
 
 _RUN_CODE_DOCS: Final = {
     "timeout_ms": ("Wall-clock time of one `run_code` program, nested calls included.", "ms"),
@@ -308,6 +312,20 @@ _PROCESS: Final = (
 
 VARIABLES: Final[tuple[EnvVar, ...]] = (*RUNTIME_VARIABLES, *_PROVIDER, *_WEB, *_PROCESS, *_CONFIG_FILE)
 """Every ``STEERABLE_*`` variable, grouped by :attr:`EnvVar.area`."""
+
+INTERNAL_VARIABLES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "STEERABLE_CONFORMANCE_PYTHON": "scripts/mcp_conformance.py: the interpreter of `steerable mcp`.",
+        "STEERABLE_CONFORMANCE_SRC": "scripts/mcp_conformance.py: a source tree first on its PYTHONPATH.",
+    }
+)
+"""``STEERABLE_*`` names read outside the commands, by the repository's own tools (which pass them
+on to the ``steerable`` they start): known, so never reported as unknown, but not in
+docs/configuration.md (``{name: who reads it, and what for}``)."""
+
+KNOWN_NAMES: Final[frozenset[str]] = frozenset({var.name for var in VARIABLES} | set(INTERNAL_VARIABLES))
+"""Every name steerable reads: a ``STEERABLE_*`` variable of any other name is reported as unknown,
+with the closest of these (``steerable_sidecar._unknown_env``, which holds a copy for start-up)."""
 
 
 def variable(name: str) -> EnvVar:

@@ -63,6 +63,7 @@ from steerable_agent_runtime.trace import TraceSpan
 from ._assembly import LoopOptions, Transport, assemble_loop, open_session
 from ._session_lock import SessionLocks
 from ._signals import INTERRUPT_DRAIN_S
+from ._wrong_protocol import sidecar_hint
 from .boot import Booted, boot_tools
 from .host_tools import register_host_tools
 from .rpc import InvalidParams, JsonRpcPeer
@@ -258,6 +259,7 @@ class Sidecar:
             "plugin.unload": self._plugin_call(PluginRegistry.unload),
         }.items():
             peer.add_method(name, handler)
+        peer.not_found_hint = sidecar_hint  # an MCP or ACP host started the wrong subcommand
 
     # -- lifecycle ------------------------------------------------------------------------------
     async def run(self, shutdown: Shutdown | None = None) -> None:

@@ -40,9 +40,14 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+def _state(tmp_path: Path) -> Path:
+    """The state directory: beside the workspace (tmp_path), never in it (the one workspace rule)."""
+    return tmp_path.parent / f"{tmp_path.name}-state"
+
+
 @pytest.fixture
 def env(plugin_dir: Path, child_env: Callable[..., dict[str, str]], tmp_path: Path) -> dict[str, str]:
-    return child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir), STEERABLE_STATE_DIR=str(tmp_path / "state"))
+    return child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir), STEERABLE_STATE_DIR=str(_state(tmp_path)))
 
 
 def cli(
@@ -91,7 +96,7 @@ def test_a_directory_plugin_is_offered_to_the_model_in_run(env: dict[str, str], 
         env, "run", "--instruction", "greet Cy", "--cwd", str(tmp_path), "--quiet", "--session-id", "g1"
     )
     assert proc.returncode == 0, proc.stderr
-    record = (tmp_path / "state" / "sessions" / "g1.jsonl").read_text()
+    record = (_state(tmp_path) / "sessions" / "g1.jsonl").read_text()
     assert "hello Cy" in record
 
 
@@ -202,7 +207,7 @@ def test_run_with_mcp_finds_the_server_tool_through_tool_search_ts_1(
     proc = cli(scripted, *args, "--harness", "progressive", "--mcp", str(mcp_config(tmp_path)))
     assert proc.returncode == 0, proc.stderr
     messages = [
-        json.loads(line) for line in (tmp_path / "state" / "sessions" / "m1.jsonl").read_text().splitlines()
+        json.loads(line) for line in (_state(tmp_path) / "sessions" / "m1.jsonl").read_text().splitlines()
     ]
     results = {
         e["message"]["tool_call_id"]: json.loads(e["message"]["content"])

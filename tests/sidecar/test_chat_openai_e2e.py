@@ -159,7 +159,9 @@ async def test_provider_http_error_ends_the_chat_with_error_and_no_key(
 ) -> None:
     fake_openai.script([{"status": 401, "body": {"error": {"message": f"bad key {KEY}"}}}])
     async with await SidecarClient.start(
-        workspace=tmp_path, state_dir=tmp_path / "state", env=env_for(fake_openai, child_env)
+        workspace=tmp_path,
+        state_dir=tmp_path.parent / f"{tmp_path.name}-state",
+        env=env_for(fake_openai, child_env),
     ) as sidecar:
         summary = await sidecar.chat("hi")
         stderr = sidecar.stderr_tail

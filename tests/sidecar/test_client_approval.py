@@ -19,7 +19,10 @@ async def _scripted_sidecar(tmp_path: Path, turns: list[Any], **env: str) -> Sid
     clean = {k: v for k, v in os.environ.items() if not k.startswith("STEERABLE_")}
     clean |= {"STEERABLE_PROVIDER": "scripted", "STEERABLE_SCRIPT": str(script), **env}
     return await SidecarClient.start(
-        workspace=tmp_path, env=clean, args=["--no-web-tools", "--no-plugins"], state_dir=tmp_path / "state"
+        workspace=tmp_path,
+        env=clean,
+        args=["--no-web-tools", "--no-plugins"],
+        state_dir=tmp_path.parent / f"{tmp_path.name}-state",
     )
 
 

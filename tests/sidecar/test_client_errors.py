@@ -24,7 +24,10 @@ def _env() -> dict[str, str]:
 
 async def test_a_refused_method_raises_its_typed_error_with_the_remote_message(tmp_path: Path) -> None:
     async with await SidecarClient.start(
-        workspace=tmp_path, env=_env(), args=["--no-web-tools", "--no-plugins"], state_dir=tmp_path / "state"
+        workspace=tmp_path,
+        env=_env(),
+        args=["--no-web-tools", "--no-plugins"],
+        state_dir=tmp_path.parent / f"{tmp_path.name}-state",
     ) as sidecar:
         with pytest.raises(errors.PluginStateError) as unknown:
             await sidecar.request("plugin.disable", {"name": "nope"})

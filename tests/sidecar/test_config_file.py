@@ -172,19 +172,19 @@ def test_steerable_run_takes_its_model_from_the_file(
 def test_a_file_in_the_workspace_is_ignored_with_a_warning(
     fake_openai: FakeOpenAI, tmp_path: Path, run_cli: Run, child_env: Env
 ) -> None:
-    home = tmp_path / "home"
-    path = write(home, 'model = "planted-by-a-model"\n')
+    project = tmp_path / "project"  # its config folder inside it (a home is no workspace: the one rule)
+    path = write(project, 'model = "planted-by-a-model"\n')
     fake_openai.script(["ok"])
     env = child_env(
-        HOME=str(home),
+        HOME=str(tmp_path / "home"),
+        XDG_CONFIG_HOME=str(project / ".config"),
         STEERABLE_CONFIG="",
         STEERABLE_PROVIDER="vllm",
         STEERABLE_MODEL="mine",
         STEERABLE_BASE_URL=fake_openai.base_url,
     )
-    env.pop("XDG_CONFIG_HOME", None)
     env.pop("STEERABLE_MODEL")
-    proc = run_cli("run", "-w", str(home), "--quiet", "--no-plugins", "--no-web-tools", "--state-dir",
+    proc = run_cli("run", "-w", str(project), "--quiet", "--no-plugins", "--no-web-tools", "--state-dir",
                    str(tmp_path / "s"), "--instruction", "hi", **env)  # fmt: skip
     assert f"the configuration file {path} is not read: it lies inside the workspace" in proc.stderr
     assert summary_of(proc)["outcome"] == "usage_error"  # no model: the planted one was not taken
@@ -193,10 +193,12 @@ def test_a_file_in_the_workspace_is_ignored_with_a_warning(
 
 
 def test_the_file_is_a_protected_path(tmp_path: Path, run_cli: Run, child_env: Env) -> None:
-    home = tmp_path / "home"
-    path = write(home, 'model = "mine"\n')
-    env = child_env(HOME=str(home), STEERABLE_CONFIG="off")
+    project = tmp_path / "project"  # its config folder inside it (a home is no workspace: the one rule)
+    path = write(project, 'model = "mine"\n')
+    env = child_env(
+        HOME=str(tmp_path / "home"), XDG_CONFIG_HOME=str(project / ".config"), STEERABLE_CONFIG="off"
+    )
     arguments = json.dumps({"path": ".config/steerable/config.toml", "content": 'model = "evil"\n'})
-    proc = run_cli("call", "write_file", arguments, "-w", str(home), "--no-plugins", **env)
+    proc = run_cli("call", "write_file", arguments, "-w", str(project), "--no-plugins", **env)
     assert proc.returncode == 1 and "protected" in proc.stdout
     assert path.read_text() == 'model = "mine"\n'

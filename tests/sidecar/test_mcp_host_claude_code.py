@@ -17,8 +17,10 @@ What the pinned Claude Code (2.1.328) does with a long MCP result, measured with
   4 characters), the model gets no preview at all: the saved file's path, the JSON's schema (keys
   and types, no values) and instructions to read the file in chunks.
 
-So ``steerable mcp`` clips ``read_file`` at ``HOST_READ_MAX_CHARS`` (40,000 characters): a read of
-any size reaches the model whole, its version and the head and tail of the file included.
+Claude Code counts a JavaScript string's length (UTF-16 code units: an emoji is 2). So ``steerable
+mcp`` clips ``read_file`` at ``HOST_READ_MAX_CHARS`` (40,000 characters of the content as the JSON
+holds it, escapes counted in full): a read of any size and content reaches the model whole, its
+version and the head and tail of the file included.
 """
 
 from __future__ import annotations
@@ -94,35 +96,59 @@ async def _claude_session(tmp_path: Path, ws: Path, calls: list[Call]) -> list[d
     return results
 
 
-def _text_file(size: int, marker: str) -> str:
-    """``size`` bytes of numbered ASCII lines with ``marker`` on the middle line."""
-    lines = [f"line {i:06d} " + "abcdefghij" * 6 + "\n" for i in range(size // 72 + 1)]
+def _text_file(size: int, marker: str, line: str = "abcdefghij" * 6) -> str:
+    """``size`` characters of numbered lines (``line`` after the number) with ``marker`` on the middle one."""
+    lines = [f"line {i:06d} {line}\n" for i in range(size // (len(line) + 13) + 1)]
     middle = len(lines) // 2
     lines[middle] = marker + lines[middle][len(marker) :]
     return "".join(lines)[:size]
 
 
-@pytest.mark.parametrize("size", [pytest.param(80_000, id="80KB"), pytest.param(300 * 1024, id="300KB")])
-async def test_a_long_read_reaches_the_model_whole_with_its_version(tmp_path: Path, size: int) -> None:
+def _js_length(text: str) -> int:
+    """A string's length as Claude Code (JavaScript) counts it: UTF-16 code units."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+# As JSON, a quote, backslash, tab or newline takes 2 characters, another control character 6 and
+# an emoji 2 UTF-16 units: a 40,000-character clip of these took 80,000 or more, and reached the
+# model as a 2 KB preview, until the bound counted the content as the JSON holds it.
+_ESCAPES = '"q\\\\"\t\t\t\x01\x1b[0m \\"' * 3
+_EMOJI = "\U0001f600\U0001f680 " * 20
+
+
+@pytest.mark.parametrize(
+    ("size", "line"),
+    [
+        pytest.param(80_000, "abcdefghij" * 6, id="80KB"),
+        pytest.param(300 * 1024, "abcdefghij" * 6, id="300KB"),
+        pytest.param(300 * 1024, _ESCAPES, id="300KB-escapes"),
+        pytest.param(300 * 1024, _EMOJI, id="300KB-emoji"),
+    ],
+)
+async def test_a_long_read_reaches_the_model_whole_with_its_version(
+    tmp_path: Path, size: int, line: str
+) -> None:
     """``steerable mcp`` clips ``read_file`` at ``HOST_READ_MAX_CHARS``: the result stays under the
     50,000 characters Claude Code hands its model whole (no 2 KB preview, no schema-only notice),
     so the model sees the version, that the read was partial, and the head and tail of the file."""
     marker = "MIDDLE-OF-THE-FILE"
     ws = tmp_path / "ws"
     ws.mkdir()
-    text = _text_file(size, marker)
+    text = _text_file(size, marker, line)
     (ws / "big.txt").write_text(text, encoding="utf-8", newline="")
     version = hashlib.sha256((ws / "big.txt").read_bytes()).hexdigest()  # as steerable computes it
 
     (result,) = await _claude_session(tmp_path, ws, [("read_file", lambda seen: {"path": "big.txt"})])
     shown = _text_of(result)
-    assert len(shown) < PERSIST_CHARS and "persisted-output" not in shown, shown[:3000]
+    assert _js_length(shown) < PERSIST_CHARS and "persisted-output" not in shown, shown[:3000]
     data = json.loads(shown)["data"]  # the whole result: it parses
     assert (data["path"], data["version"], data["partial"]) == ("big.txt", version, True)
     assert data["totalLines"] == text.count("\n") + (not text.endswith("\n"))
     assert marker not in data["content"]  # the middle is clipped, the ends are kept
     assert data["content"].startswith(text[:1000]) and data["content"].endswith(text[-1000:])
-    assert HOST_READ_MAX_CHARS - 1000 < len(data["content"]) < HOST_READ_MAX_CHARS + 200  # whole lines
+    # the content as the JSON holds it: within the bound, to whole lines, and the marker line
+    assert HOST_READ_MAX_CHARS - 1000 < _js_length(json.dumps(data["content"], ensure_ascii=False)) - 2
+    assert _js_length(json.dumps(data["content"], ensure_ascii=False)) - 2 < HOST_READ_MAX_CHARS + 200
     assert list(data).index("version") < list(data).index("content")  # a cut result keeps it too
 
 

@@ -228,6 +228,13 @@ async def test_a_failed_boot_is_answered_then_the_command_exits_2(
 # -- the workspace ------------------------------------------------------------------------------
 
 
+_MCP_FIX = (
+    "Name a project folder instead: --workspace DIR "
+    '(in the host\'s configuration: "args": ["mcp", "--workspace", "/path/to/project"])'
+)
+_WHOLE = "steerable will not give a model a whole disk or a home folder"
+
+
 @pytest.mark.parametrize("where", ["root", "home", "above home"])
 async def test_refuses_root_and_home_without_workspace(
     tmp_path: Path, child_env: Callable[..., dict[str, str]], where: str
@@ -240,26 +247,37 @@ async def test_refuses_root_and_home_without_workspace(
         assert wire.proc.stdout is not None and wire.proc.stderr is not None
         assert await wire.proc.stdout.read() == b""  # nothing on the protocol stream
         stderr = (await wire.proc.stderr.read()).decode()
-    assert f"the current directory is {cwd}, " in stderr
-    assert "--workspace /path/to/project" in stderr
+    what = {"root": "is the file system's root", "home": "is a home folder"}.get(
+        where, f"is above the home folder {home}"
+    )
+    assert (
+        stderr == f"steerable mcp: the workspace {cwd} (the current directory) {what}; {_WHOLE}. {_MCP_FIX}\n"
+    )
 
 
-async def test_workspace_naming_home_is_the_users_choice(
+async def test_workspace_naming_home_is_refused_too(
     tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
+    """Issue 32: one rule for every command, however the folder is named (docs/mcp.md, The workspace)."""
     home = tmp_path / "me"
     home.mkdir()
-    (home / "todo.txt").write_text("x\n", encoding="utf-8")
     env = child_env(HOME=str(home))
     async with mcp(["--workspace", str(home), "--no-plugins"], env, cwd=home) as wire:
-        await wire.handshake()
-        read = await wire.call(2, "tools/call", {"name": "read_file", "arguments": {"path": "todo.txt"}})
-    assert read["result"]["isError"] is False
-    # and from a project folder below home, no flag is needed
+        assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
+        assert wire.proc.stderr is not None
+        stderr = (await wire.proc.stderr.read()).decode()
+    assert (
+        stderr
+        == f"steerable mcp: the workspace {home} (--workspace) is a home folder; {_WHOLE}. {_MCP_FIX}\n"
+    )
+    # from a project folder below home, no flag is needed
     project = home / "project"
     project.mkdir()
+    (project / "todo.txt").write_text("x\n", encoding="utf-8")
     async with mcp(["--no-plugins"], env, cwd=project) as wire:
         assert (await wire.handshake())["result"]["serverInfo"]["name"] == "steerable"
+        read = await wire.call(2, "tools/call", {"name": "read_file", "arguments": {"path": "todo.txt"}})
+    assert read["result"]["isError"] is False
 
 
 # -- logging ------------------------------------------------------------------------------------
@@ -629,8 +647,14 @@ async def test_an_empty_or_relative_workspace_is_checked_like_the_current_direct
         assert await asyncio.wait_for(wire.proc.wait(), WAIT_S) == 2
         assert wire.proc.stderr is not None
         stderr = (await wire.proc.stderr.read()).decode()
-    assert "--workspace /path/to/project" in stderr
-    assert ("is empty" in stderr) if not workspace.strip() else ("the file system's root" in stderr)
+    if not workspace.strip():
+        assert stderr == f"steerable mcp: --workspace is empty. {_MCP_FIX}\n"
+    else:
+        origin = f"--workspace {workspace}"
+        assert (
+            stderr
+            == f"steerable mcp: the workspace / ({origin}) is the file system's root; {_WHOLE}. {_MCP_FIX}\n"
+        )
 
 
 async def test_the_home_check_does_not_trust_an_empty_or_wrong_home(
@@ -872,16 +896,18 @@ async def test_a_host_that_leaves_with_a_tools_list_pending_ends_the_process(
         assert loop.time() - left < 4.5  # the 2 s boot grace, not the 5 s drain on top of it
 
 
-def test_refused_workspace_knows_every_persons_home() -> None:
-    from steerable_sidecar._mcp_cli import refused_workspace
+def test_refused_workspace_knows_every_persons_home(tmp_path: Path) -> None:
+    from steerable_sidecar._workspace_policy import refused_folder
 
     homes = [Path("/root"), Path("/home/ana"), Path("/home/bo")]
-    for cwd in (Path("/home"), Path("/home/bo")):  # another person's home, or above it
-        message = refused_workspace(None, cwd, homes)
-        assert message is not None and "a home directory or above one" in message
-    assert refused_workspace(None, Path("/home/bo/project"), homes) is None
-    assert refused_workspace("/home", Path("/tmp"), homes) is None  # absolute: the user's choice
-    assert refused_workspace("..", Path("/home/bo/project"), homes) is not None  # resolves to /home/bo
+    state = tmp_path / "state"
+    assert refused_folder(Path("/home/bo"), command="mcp", state_dir=state, homes=homes) == (
+        f"is a home folder; {_WHOLE}. {_MCP_FIX}"
+    )  # another person's home
+    assert refused_folder(Path("/home"), command="mcp", state_dir=state, homes=homes) == (
+        f"is above the home folder /home/ana; {_WHOLE}. {_MCP_FIX}"
+    )
+    assert refused_folder(Path("/home/bo/project"), command="mcp", state_dir=state, homes=homes) is None
 
 
 async def test_an_absolute_workspace_serves_from_a_deleted_current_directory(

@@ -241,7 +241,10 @@ def test_steerable_call_cuts_to_the_variables_cap_and_refuses_a_bad_one_safe_5(
 ) -> None:
     # SAFE-5 on a surface without a spill store, with STEERABLE_MCP_MAX_RESULT_BYTES
     args = ("call", "mcp__fx__sized", '{"size": 1000000}', "-w", str(tmp_path), "--no-plugins")
-    config = {"STEERABLE_MCP_CONFIG": str(mcp_config(tmp_path)), "STEERABLE_STATE_DIR": str(tmp_path / "s")}
+    config = {
+        "STEERABLE_MCP_CONFIG": str(mcp_config(tmp_path)),
+        "STEERABLE_STATE_DIR": str(tmp_path.parent / f"{tmp_path.name}-s"),
+    }
     proc = run_cli(*args, **config, STEERABLE_MCP_MAX_RESULT_BYTES="30_000")
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)

@@ -31,6 +31,7 @@ from integrity_helpers import (
     two_process_edits,
 )
 
+from mounts import tmpfs
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import WorkspaceError, WriteConflictError
 from steerable_agent_runtime.workspace import Edit, Workspace, version_of
@@ -607,17 +608,8 @@ async def test_sessions_on_nested_workspace_roots_share_the_lock_file_12(tmp_pat
 @pytest.fixture
 def small_disk(tmp_path):
     """A real 1 MiB tmpfs (root only): a full disk, not a mocked ENOSPC."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)], capture_output=True, text=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here: {done.stderr.strip()}")
-    try:
+    with tmpfs(tmp_path / "disk", "size=1m") as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 async def test_a_full_disk_fails_the_write_and_keeps_the_original_file_11(small_disk):

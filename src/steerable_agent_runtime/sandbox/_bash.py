@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final
 
 from .._codes import ToolErrorCode
 from .._plain_arguments import builtin_tool
-from .._protected import PROTECTED_ENV, PROTECTED_FLAG
+from .._protected import PROTECTED_ENV
 from .._tool_schemas import TOOL_PARAMETERS
 from ..config import env_flag
 from ..context import CallContext
@@ -169,6 +169,7 @@ def bash_tool(
             _run_result(run, timeout_ms, memory_bytes=cfg.limits.memory_bytes, container=cfg.container),
             guarded.read_only,
             root,
+            cfg.deny_read,
         )
         result = protected_result(result, guarded.outcome, "command", moves=guarded.moves)
         if watch is None:
@@ -214,24 +215,22 @@ def bash_tool(
     return replace(built, annotations={"title": "Bash", "openWorldHint": cfg.network or cfg.container})
 
 
-def _read_only_hint(result: ToolResult, read_only: tuple[Path, ...], root: Path) -> ToolResult:
-    """Say why a write failed with "Read-only file system" when protected paths were bound read-only.
+def _read_only_hint(
+    result: ToolResult, read_only: tuple[Path, ...], root: Path, deny_read: tuple[Path, ...]
+) -> ToolResult:
+    """Say why a write failed with "Read-only file system": which mount refused it, and the fix.
 
-    Under bubblewrap the existing protected entries are read-only mounts, so the command only sees
-    the OS's words; a failed command gets the reason and the opt-out after its error (FILE-15).
+    A protected entry bound read-only (FILE-15), steerable's runtime, a deny-read folder, a path
+    outside the workspace and a read-only mount all give the OS's same words; a failed command gets
+    the reason after its error, and the opt-out only when it is the protected entries (``_read_only``).
     """
-    if (
-        result.success
-        or not read_only
-        or "Read-only file system" not in str((result.data or {}).get("stderr"))
-    ):
+    if result.success:
         return result
-    names = ", ".join(sorted(os.path.relpath(path, root) for path in read_only)[:8])
-    hint = (
-        f" Protected paths are read-only to commands ({names}): git, editors and agent hosts run code "
-        f"from them outside the sandbox; to allow changes, the user can set {PROTECTED_ENV}=1 or start "
-        f"steerable with {PROTECTED_FLAG}."
-    )
+    from ._read_only import read_only_hint
+
+    hint = read_only_hint(str((result.data or {}).get("stderr") or ""), root, read_only, deny_read=deny_read)
+    if not hint:
+        return result
     from ..types import ToolResult
 
     return ToolResult.retry(f"{result.error}{hint}", data=result.data)

@@ -51,8 +51,11 @@ class WorkspaceRoot:
     ) -> None:
         real = Path(os.path.realpath(root))
         if not real.is_dir():
+            from ..config import tilde_problem
+
             raise WorkspaceError(
-                FileErrorCode.INVALID_WORKSPACE, f"workspace {str(root)!r} is not a directory"
+                FileErrorCode.INVALID_WORKSPACE,
+                f"workspace {str(root)!r} is not a directory{tilde_problem(os.fspath(root))}",
             )
         self.path = real
         self.allow_outside = allow_outside

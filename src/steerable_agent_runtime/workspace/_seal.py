@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Final
 
+from .._state_write import FULL_DISK_ERRNOS, state_write_error
 from ..config import default_state_dir
 
 __all__ = ["KEY_BYTES", "KEY_FILE", "JournalKey", "Seal", "journal_key", "opened"]
@@ -130,6 +131,8 @@ def journal_key(state_dir: Path | None = None) -> JournalKey | None:
         try:
             key: JournalKey | None = JournalKey(_load_or_create(directory), directory / KEY_FILE)
         except (OSError, _Refused) as exc:
+            if isinstance(exc, OSError) and exc.errno in FULL_DISK_ERRNOS:  # say which file, and the fix
+                exc = state_write_error("the write-journal key", directory / KEY_FILE, exc)
             logger.warning(
                 "steerable: no write-journal key (%s): crash recovery is off in this process, and "
                 "interrupted writes and commands are left as they are",

@@ -155,10 +155,13 @@ def workspace_tools_for_cwd(
         web_tools: An installer called with the router once the file tools are on it
             (``steerable_sidecar.web_tools.install_web_tools``, docs/web-tools.md), or ``False`` /
             ``None`` to omit ``web_search`` and ``web_fetch`` (spec: Web tools, WEB-2).
-        read_max_chars: ``read_file``'s clip, in characters of content (its description says it;
-            ``None``: :data:`~steerable_agent_runtime.workspace.DEFAULT_MAX_OUTPUT_CHARS`):
-            ``steerable mcp`` passes :data:`~steerable_agent_runtime.workspace.HOST_READ_MAX_CHARS`,
-            so a whole result fits what an MCP host shows its model.
+        read_max_chars: A host's bound on ``read_file``'s content, 1 to 100,000, counted as the
+            content stands in the result's compact JSON (escapes in full, an emoji as 2:
+            :func:`~._clip.json_size`); the tool's description says it. ``None``: the spec's clip,
+            :data:`~steerable_agent_runtime.workspace.DEFAULT_MAX_OUTPUT_CHARS` characters of
+            content. ``steerable mcp`` passes
+            :data:`~steerable_agent_runtime.workspace.HOST_READ_MAX_CHARS`, so a whole result fits
+            what an MCP host shows its model.
 
     Returns:
         The router: a new :class:`WorkspaceRouter` (its :class:`Workspace` is ``router.workspace``),
@@ -171,10 +174,15 @@ def workspace_tools_for_cwd(
             ``bash``) a ``STEERABLE_SANDBOX*`` / ``STEERABLE_SIDECAR_CONFINED`` value is invalid.
         WorkspaceError: ``invalid_workspace`` when ``cwd`` is not a directory.
         DuplicateToolError: When ``router`` already has one of these names.
-        UserError: ``read_max_chars`` is not a positive ``int``.
+        UserError: ``read_max_chars`` is not an ``int`` from 1 to 100,000.
     """
-    if read_max_chars is not None and (type(read_max_chars) is not int or read_max_chars < 1):
-        raise UserError(f"read_max_chars must be a positive number of characters, not {read_max_chars!r}")
+    if read_max_chars is not None and (
+        type(read_max_chars) is not int or not 1 <= read_max_chars <= DEFAULT_MAX_OUTPUT_CHARS
+    ):
+        raise UserError(
+            f"read_max_chars must be a number of characters from 1 to {DEFAULT_MAX_OUTPUT_CHARS:,}, "
+            f"not {read_max_chars!r}"
+        )
     if require_read_before_write is None:
         require_read_before_write = env_flag(REQUIRE_READ_ENV, True, environ=environ)
     if allow_protected_writes is None:
@@ -190,6 +198,7 @@ def workspace_tools_for_cwd(
         deny_read=deny_read_from_env(environ),  # the set bash and run_code cannot read (SAFE-3)
         state_dir=default_state_dir(environ),  # its journal key: what bash's records are sealed with
         max_output_chars=DEFAULT_MAX_OUTPUT_CHARS if read_max_chars is None else read_max_chars,
+        max_output_json=read_max_chars is not None,  # a host's bound: what its JSON takes
     )
     specs = _tool_specs(ws)
     if bash:

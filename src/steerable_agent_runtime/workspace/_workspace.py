@@ -32,6 +32,7 @@ from .._protected import (
 )
 from ..errors import WorkspaceError, WriteConflictError
 from ..sandbox._deny import deny_read_from_env
+from ._clip import clip_text, json_size
 from ._codes import FileErrorCode
 from ._disk import (
     Snapshot,
@@ -68,11 +69,13 @@ DEFAULT_MAX_OUTPUT_CHARS: Final = 100_000
 """``read_file`` display clip, in characters (the spec's ``_MAX_OUTPUT``)."""
 
 HOST_READ_MAX_CHARS: Final = 40_000
-"""``read_file``'s clip under ``steerable mcp``, in characters: a whole result fits what hosts show.
+"""``read_file``'s clip under ``steerable mcp``: a whole result fits what hosts show.
 
-Claude Code (2.1) hands its model an MCP result whole up to 50,000 characters of JSON; past that
-only a 2 KB preview, and past about 25,000 tokens nothing but the field names. 40,000 characters
-of content, JSON-escaped (a source file grows some 5-10 %), stay under the first bound.
+Claude Code (2.1) hands its model an MCP result whole up to 50,000 characters of compact JSON
+(JavaScript string length); past that only a 2 KB preview, and past about 25,000 tokens nothing
+but the field names. The bound counts the content as it stands in that JSON
+(:func:`~._clip.json_size`: escapes in full, an emoji as 2), so 40,000 leave room for the other
+fields and the clip's marker line whatever the file holds.
 """
 
 DEFAULT_MAX_FILE_BYTES: Final = 64 * 1024 * 1024
@@ -118,7 +121,9 @@ class Workspace:
         cross_process_lock: Hold a lock every steerable process honours from the version check to
             the rename (FILE-12); turn off only where the filesystem has no locks.
         lock_timeout_s: How long a write waits for another process's lock, in seconds.
-        max_output_chars: ``read_file`` display clip, in characters.
+        max_output_chars: ``read_file`` display clip, in characters (:mod:`._clip`).
+        max_output_json: Count the clip in characters of the content as a JSON string
+            (:func:`~._clip.json_size`; ``steerable mcp``'s bound, for hosts that measure JSON).
         max_file_bytes: Largest file loaded, in bytes.
         grep_time_budget_s: Wall-clock time one ``grep`` or ``glob`` call may take, in seconds.
         search: The ``grep`` / ``glob`` engine (default: ripgrep where usable, found on first use;
@@ -145,6 +150,7 @@ class Workspace:
         cross_process_lock: bool = True,
         lock_timeout_s: float = LOCK_TIMEOUT_S,
         max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS,
+        max_output_json: bool = False,
         max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
         grep_time_budget_s: float = GREP_TIME_BUDGET_S,
         search: SearchEngine | None = None,
@@ -158,6 +164,7 @@ class Workspace:
         self.require_read_before_write = require_read_before_write
         self.allow_protected_writes = allow_protected_writes
         self.max_output_chars = max_output_chars
+        self.max_output_json = max_output_json
         self.max_file_bytes = max_file_bytes
         self.grep_time_budget_s = grep_time_budget_s
         self.search = search if search is not None else SearchEngine()
@@ -571,23 +578,9 @@ class Workspace:
             end = total if limit is None else min(total, start - 1 + limit)
             parts = text.split("\n", end)  # splits only as far as needed
             shown = "\n".join(parts[start - 1 : end]) + ("\n" if len(parts) > end else "")
-        clipped = len(shown) > self.max_output_chars
-        if clipped:
-            shown = self._clip(shown)
-        return _View(decoded, start, end, total, shown, clipped)
-
-    def _clip(self, text: str) -> str:
-        head_budget = self.max_output_chars * 3 // 4
-        tail_budget = self.max_output_chars - head_budget
-        head_end = text.rfind("\n", 0, head_budget) + 1 or head_budget
-        tail_start = text.find("\n", len(text) - tail_budget) + 1 or len(text) - tail_budget
-        omitted = tail_start - head_end
-        head_lines = text.count("\n", 0, head_end)
-        marker = (
-            f"[... {omitted} characters omitted after line {head_lines} (display clipped at "
-            f"{self.max_output_chars} characters); read with offset/limit to see them ...]\n"
-        )
-        return text[:head_end] + marker + text[tail_start:]
+        size, unit = (json_size, "characters of JSON") if self.max_output_json else (len, "characters")
+        clip = clip_text(shown, self.max_output_chars, first_line=start, last_line=end, size=size, unit=unit)
+        return _View(decoded, start, end, total, shown if clip is None else clip, clip is not None)
 
     # -- write_file ----------------------------------------------------------------------------
     async def write_file(

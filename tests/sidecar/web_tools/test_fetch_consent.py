@@ -195,7 +195,7 @@ async def test_a_host_running_web_fetch_itself_is_asked_before_the_call_is_forwa
     forwarded: list[str] = []
     args = ["--no-plugins", "--no-web-tools"]
     async with await SidecarClient.start(
-        workspace=tmp_path, state_dir=tmp_path / "state", env=env, args=args
+        workspace=tmp_path, state_dir=tmp_path.parent / f"{tmp_path.name}-state", env=env, args=args
     ) as client:
 
         async def approve(call: dict[str, Any], mode: str, *, question: Any = None) -> bool:

@@ -350,7 +350,7 @@ def test_headless_fails_at_load_on_the_egress_marker_without_a_proxy(
         "STEERABLE_EGRESS_CONFINED": "1",
         "STEERABLE_PROVIDER": "scripted",
         "STEERABLE_SCRIPT": str(script),
-        "STEERABLE_STATE_DIR": str(tmp_path / "state"),
+        "STEERABLE_STATE_DIR": str(tmp_path.parent / f"{tmp_path.name}-state"),  # not in the workspace
     }
     args = ["run", "--cwd", str(tmp_path), "--no-plugins", "--quiet", "--instruction", "say hi"]
     run = run_cli(*args, **env)
@@ -367,7 +367,7 @@ async def test_the_sidecar_serves_without_the_pair_when_misconfigured(
     """WEB-7: a typo in an optional feature's variable cannot brick chat."""
     client = await SidecarClient.start(
         workspace=tmp_path,
-        state_dir=tmp_path / "state",
+        state_dir=tmp_path.parent / f"{tmp_path.name}-state",
         args=["--no-plugins"],
         env=child_env(STEERABLE_WEB_SESSION_SEARCH_CAP="-1", STEERABLE_LOG_LEVEL="ERROR"),
     )
@@ -382,7 +382,7 @@ async def test_the_sidecar_asks_its_host_to_search(tmp_path: Path, child_env: Ca
     """WEB-6: with the ``host`` provider the host runs the search over ``web_search.request``."""
     client = await SidecarClient.start(
         workspace=tmp_path,
-        state_dir=tmp_path / "state",
+        state_dir=tmp_path.parent / f"{tmp_path.name}-state",
         args=["--no-plugins"],
         env=child_env(STEERABLE_WEB_SEARCH_PROVIDER="host", STEERABLE_WEB_BLOCKED_DOMAINS="spam.example"),
     )
