@@ -158,7 +158,7 @@ def diagnose(
         "steerable", "version", __version__, detail=f"Python {platform.python_version()} ({sys.executable})"
     )
     rows.add("steerable", "platform", f"{platform.system()} {platform.release()} {platform.machine()}")
-    root = Path(workspace if workspace is not None else os.getcwd())  # as the commands take it
+    root = Path(workspace) if workspace is not None else _current_directory(env)  # as the commands take it
     from_file = _config_file(rows, env, root)  # variable > file > default, as every command reads them
     _guarded(rows, "Environment", lambda: _environment(rows, env))  # the user's names, not the file's
     env.update(from_file)
@@ -233,6 +233,17 @@ def _boot(
         detail=", ".join(offered),
     )
     return booted
+
+
+def _current_directory(env: dict[str, str]) -> Path:
+    """The current directory; one removed under the shell is named as the shell had it (``PWD``).
+
+    The workspace rule's row then says it is gone (a command refuses it the same way).
+    """
+    try:
+        return Path(os.getcwd())
+    except FileNotFoundError:
+        return Path(env.get("PWD") or "(the current directory, removed)")
 
 
 def _workspace(rows: _Rows, root: Path, env: dict[str, str], allow_protected: bool | None) -> None:

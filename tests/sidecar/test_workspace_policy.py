@@ -142,6 +142,15 @@ def test_an_empty_workspace_and_a_deleted_current_directory_are_refused(
         2,
         f"steerable tools: the current directory no longer exists. {FIX}\n",
     )
+    gone.mkdir()
+    doctor = script.replace("tools --no-plugins", "doctor --json --no-plugins")  # a report, no crash
+    done = subprocess.run(
+        ["/bin/sh", "-c", doctor], capture_output=True, text=True, env=env(), timeout=60, check=False
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    rows = {(c["section"], c["item"]): c for c in json.loads(done.stdout)["checks"]}
+    assert rows["Workspace", "workspace rule"]["status"] == "error"
+    assert rows["Workspace", "workspace rule"]["detail"] == f"the current directory no longer exists. {FIX}"
 
 
 # -- refused: the state directory's folder -----------------------------------------------------------
