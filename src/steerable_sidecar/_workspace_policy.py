@@ -1,4 +1,4 @@
-"""The one rule for the folder a command opens as its workspace (README, "Choose the workspace").
+"""The one rule for the folder a command opens as its workspace (README, "The workspace").
 
 Every command that opens a workspace follows it: ``tools``, ``call``, ``session``, ``plugins``,
 ``run``, ``sidecar`` and ``mcp`` at start (:func:`refuse_workspace`, from ``steerable_sidecar.cli``),
