@@ -66,7 +66,11 @@ web_allowed_domains = ["docs.python.org", "peps.python.org"]
   error naming the closest known one (`unknown key 'modle'; did you mean 'model'?`).
 - The file is never read from inside the workspace, where a model could change its own provider,
   key or policy: it is ignored with a warning (unless `STEERABLE_CONFIG_IN_WORKSPACE=1`), and
-  `.config/steerable/` is a protected path.
+  `.config/steerable/` is a protected path. `steerable acp` has no workspace when it starts (an
+  editor may start it in `~`): it reads the file, and refuses a session whose folder holds it. A
+  command refused by the workspace rule (started in `~` or `/`) is told that alone.
+- `steerable run` takes the model as flags too: `--provider`, `--model`, `--base-url` (the key
+  only from `STEERABLE_API_KEY` or the file: a key on a command line is seen by every process).
 - `steerable doctor` shows the file, how many of its settings are used and which a variable
   overrides, and `source: file` for each variable it set.
 

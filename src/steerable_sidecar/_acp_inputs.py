@@ -30,6 +30,7 @@ from steerable_agent_runtime.errors import SteerableError
 
 from ._acp_updates import clipped
 from ._workspace_policy import container_posture, refused_folder
+from .config_file import CONFIG_IN_WORKSPACE_ENV, config_file_inside
 
 __all__ = ["MAX_EMBEDDED_CHARS", "mcp_configs", "prompt_text", "session_workspace"]
 
@@ -98,7 +99,8 @@ def session_workspace(cwd: str, state_dir: Path) -> Path:
     The rule every command follows (:mod:`._workspace_policy`): not ``/``, a home folder or a
     folder above one, nor the state directory, a folder inside it or one holding it (the model
     could forge session records there, which a later ``session/load`` would replay as real);
-    any folder in the container posture.
+    any folder in the container posture. Nor, unless ``STEERABLE_CONFIG_IN_WORKSPACE=1``, a
+    folder holding the configuration file (docs/configuration.md).
     """
     if not isinstance(cwd, str) or not os.path.isabs(cwd):
         raise RequestError.invalid_params({"cwd": cwd, "reason": "cwd must be an absolute path"})
@@ -109,4 +111,12 @@ def session_workspace(cwd: str, state_dir: Path) -> Path:
         why = refused_folder(root, command="acp", state_dir=state_dir)
         if why is not None:
             raise RequestError.invalid_params({"cwd": cwd, "reason": f"the folder {root} {why}"})
+    config = config_file_inside(root)
+    if config is not None:  # read at start, not from here: a model could rewrite the next start's
+        reason = (
+            f"the folder {root} holds steerable's configuration file {config}, where a model could "
+            f"change its own provider, key or policy: open a project that does not, or set "
+            f"{CONFIG_IN_WORKSPACE_ENV}=1"
+        )
+        raise RequestError.invalid_params({"cwd": cwd, "reason": reason})
     return root

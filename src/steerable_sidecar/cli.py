@@ -42,13 +42,16 @@ _HARNESS_CHOICES: Final = tuple(strategy.value for strategy in HarnessStrategy)
 
 _EPILOG: Final = (
     "Shared options work before or after the command; `steerable COMMAND --help` lists the ones it "
-    "takes. Configuration comes from STEERABLE_* "
-    "variables: `steerable doctor` shows what they resolve to here, docs/configuration.md lists them all."
+    "takes. Configuration comes from flags, then STEERABLE_* variables, then the configuration file "
+    "(~/.config/steerable/config.toml): `steerable doctor` shows what they resolve to here and where "
+    "each came from, docs/configuration.md lists them all."
 )
 _RUN_EPILOG: Final = (
-    "The model comes from STEERABLE_PROVIDER (openai, openrouter, deepseek, glm, ollama, scripted), "
-    "STEERABLE_MODEL, STEERABLE_BASE_URL and STEERABLE_API_KEY (STEERABLE_SCRIPT for scripted); "
-    "`steerable doctor` checks them. " + exit_codes_help()
+    "The model comes from --provider, --model and --base-url, else STEERABLE_PROVIDER (openai, "
+    "anthropic, ollama, vllm, openrouter, deepseek... or scripted), STEERABLE_MODEL and "
+    "STEERABLE_BASE_URL, else the configuration file (~/.config/steerable/config.toml); the key only "
+    "from STEERABLE_API_KEY or the file (STEERABLE_SCRIPT for scripted). `steerable doctor` shows "
+    "where each came from. " + exit_codes_help()
 )
 
 _DESCRIPTIONS: Final = {
@@ -709,10 +712,15 @@ def _apply_config_file(args: argparse.Namespace) -> None:
     from .config_file import read_config_file
 
     try:
-        workspace = vars(args).get("workspace") or os.getcwd()
+        workspace = None if args.command == "acp" else vars(args).get("workspace") or os.getcwd()
     except FileNotFoundError:  # the current directory was deleted: the workspace rule says so next
         return
-    loaded = read_config_file(workspace=workspace)
+    loaded = read_config_file(workspace=workspace)  # acp: each session's folder is checked for the file
+    if loaded.ignored:  # a folder the rule refuses is no workspace: the refusal is what the user is told
+        from ._workspace_policy import workspace_refusal
+
+        if workspace_refusal(workspace, command=args.command) is not None:
+            loaded = read_config_file()
     if loaded.ignored:
         print(
             f"steerable: the configuration file {loaded.path} is not read: {loaded.ignored}", file=sys.stderr

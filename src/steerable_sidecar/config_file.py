@@ -41,6 +41,7 @@ __all__ = [
     "CONFIG_IN_WORKSPACE_ENV",
     "MAX_CONFIG_BYTES",
     "ConfigFile",
+    "config_file_inside",
     "default_config_path",
     "read_config_file",
 ]
@@ -177,6 +178,26 @@ def _text(path: Path, key: str, value: Any, kind: str) -> str:
     if isinstance(value, int | float | str):
         return str(value)
     raise ConfigError(f"{where} must be a string, a number or a boolean, not a {type(value).__name__}")
+
+
+def config_file_inside(folder: Path, environ: Mapping[str, str] | None = None) -> Path | None:
+    """The configuration file in use when it lies inside ``folder`` and that is not opted into.
+
+    For a workspace opened after the file was read (``steerable acp``'s sessions): a model working
+    there could change the provider, key or policy of the next start.
+
+    Returns:
+        The file's path, or ``None`` (no file there, ``STEERABLE_CONFIG=off``, or
+        ``STEERABLE_CONFIG_IN_WORKSPACE=1``).
+    """
+    env = os.environ if environ is None else environ
+    named = env_text(CONFIG_ENV, env)
+    if (named is not None and named.lower() == "off") or env_flag(
+        CONFIG_IN_WORKSPACE_ENV, False, environ=env
+    ):
+        return None
+    path = Path(named).expanduser() if named is not None else default_config_path(env)
+    return path if path.is_file() and _inside(path, folder) else None
 
 
 def _inside(path: Path, workspace: Path) -> bool:

@@ -138,6 +138,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress on stderr")
     model = parser.add_argument_group("model settings (each wins over its STEERABLE_* variable)")
     model.add_argument(
+        "--provider",
+        metavar="NAME",
+        default=None,
+        help="the vendor: openai, ollama, vllm... (the key stays a variable)",
+    )
+    model.add_argument("--model", metavar="ID", default=None, help="the model name sent with each request")
+    model.add_argument(
+        "--base-url", metavar="URL", default=None, help="the endpoint (requests go to URL/chat/completions)"
+    )
+    model.add_argument(
         "--max-tokens", metavar="N", default=None, help="output bound per model call; 0 sends none"
     )
     model.add_argument("--temperature", metavar="T", default=None, help="sampling temperature, 0 to 2")
@@ -148,6 +158,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 _SETTING_FLAGS: Final = {
+    "provider": "STEERABLE_PROVIDER",
+    "model": "STEERABLE_MODEL",
+    "base_url": "STEERABLE_BASE_URL",
     "max_tokens": "STEERABLE_MAX_TOKENS",
     "temperature": "STEERABLE_TEMPERATURE",
     "thinking": "STEERABLE_THINKING",

@@ -347,15 +347,17 @@ class OpenAICompatibleProvider(ClientOwner):
 
     def _status_error(self, response: httpx.Response, body: bytes) -> ProviderError:
         status = response.status_code
-        detail = error_message(body, limit=MAX_DETAIL_CHARS)
+        detail = _page_text(error_message(body, limit=MAX_DETAIL_CHARS))
         hint = ""
         if status in (401, 403):
             hint = " (check STEERABLE_API_KEY)"
         elif status in (400, 422) and self._profile.max_tokens_field in detail:
             hint = f" (set {MAX_TOKENS_ENV} to what the model accepts, or 0 to send no bound)"
-        if status in (404, 405):  # the URL is the problem: show the one posted, and the likely fix
+        if status in (404, 405, 501):  # the URL is the problem (501: a server that takes no POST, a
+            # static file server): show the one posted, and the likely fix; asking again cannot help
             message = f"{self._where} answered HTTP {status} to POST {self._url} ({detail})"
             message += _missing_version_hint(self.config.base_url or "")
+            return ProviderError(message, status=status, retryable=False)
         else:
             message = f"{self._where} answered HTTP {status}{hint}: {detail}"
         if malformed_call_error(detail, status):  # the model's own call: the same request fails the same way
@@ -388,6 +390,16 @@ class OpenAICompatibleProvider(ClientOwner):
 
 
 _VERSION_SEGMENT: Final = re.compile(r"v[0-9]+[a-z0-9]*", re.IGNORECASE)  # v1, v1beta, v4
+
+
+_TAG: Final = re.compile(r"<[^>]*>")
+
+
+def _page_text(detail: str) -> str:
+    """An HTML error page (a web server's, not the API's JSON) as its words, spaces collapsed."""
+    if not detail.lstrip().startswith("<"):
+        return detail
+    return " ".join(_TAG.sub(" ", detail).split()) or detail
 
 
 def _missing_version_hint(base_url: str) -> str:

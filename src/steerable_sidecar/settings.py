@@ -104,12 +104,14 @@ _PROVIDER: Final = (
         kind="choice",
         default="openai",
         choices=PROVIDER_NAMES,
+        flag="--provider",
     ),
     EnvVar(
         name=MODEL_ENV,
         area="Model provider",
         summary="The model name sent with each request. Required, except for `scripted`.",
         kind="text",
+        flag="--model",
     ),
     EnvVar(
         name=BASE_URL_ENV,
@@ -118,6 +120,7 @@ _PROVIDER: Final = (
         "provider's own URL (`azure` has none). No credentials or fragment; no query except Azure's "
         "`api-version`.",
         kind="url",
+        flag="--base-url",
     ),
     EnvVar(
         name=API_KEY_ENV,

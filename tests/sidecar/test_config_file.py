@@ -144,7 +144,7 @@ def test_steerable_run_takes_its_model_from_the_file(
     )
     ws = tmp_path / "ws"
     ws.mkdir()
-    fake_openai.script(["one", "two"])
+    fake_openai.script(["one", "two", "three"])
     env = child_env(HOME=str(home), STEERABLE_CONFIG="")
     env.pop("XDG_CONFIG_HOME", None)
     common = (
@@ -167,6 +167,16 @@ def test_steerable_run_takes_its_model_from_the_file(
     assert summary_of(proc)["outcome"] == "completed", proc.stderr
     second = fake_openai.requests[1].body
     assert (second["model"], second["max_tokens"]) == ("from-env", 7)  # flag > variable > file
+    other = {
+        **env,
+        "STEERABLE_MODEL": "from-env",
+        "STEERABLE_PROVIDER": "ollama",
+        "STEERABLE_BASE_URL": "http://x.invalid",
+    }
+    flagged = ("--provider", "vllm", "--model", "from-flag", "--base-url", fake_openai.base_url)
+    proc = run_cli(*common, "--instruction", "hi", *flagged, **other)
+    assert summary_of(proc)["outcome"] == "completed", proc.stderr
+    assert fake_openai.requests[2].body["model"] == "from-flag"  # the model flags win over the variables too
 
 
 def test_a_file_in_the_workspace_is_ignored_with_a_warning(
@@ -202,3 +212,49 @@ def test_the_file_is_a_protected_path(tmp_path: Path, run_cli: Run, child_env: E
     proc = run_cli("call", "write_file", arguments, "-w", str(project), "--no-plugins", **env)
     assert proc.returncode == 1 and "protected" in proc.stdout
     assert path.read_text() == 'model = "mine"\n'
+
+
+def test_a_refused_folder_is_told_alone_not_as_a_workspace_holding_the_file(
+    tmp_path: Path, run_cli: Run, child_env: Env
+) -> None:
+    home = tmp_path / "home"
+    write(home, 'model = "mine"\n')  # where the docs say it goes
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="")
+    env.pop("XDG_CONFIG_HOME", None)
+    proc = run_cli("tools", "--no-plugins", cwd=home, **env)
+    assert proc.returncode == 2
+    assert "is not read" not in proc.stderr  # the refusal is the one thing said
+    assert proc.stderr.startswith(
+        f"steerable tools: the workspace {home.resolve()} (the current directory) is a home"
+    )
+
+
+async def test_acp_started_in_a_home_reads_the_file_and_refuses_a_session_in_the_files_folder(
+    tmp_path: Path, child_env: Env
+) -> None:
+    """acp has no workspace at start (editors launch it in ``~`` or ``/``): the file is read; a
+    session folder holding it is refused instead, as a model there could rewrite the next start."""
+    from acp import RequestError, spawn_agent_process, text_block
+    from acp_client import AGENT_COMMAND, EditorClient, start, write_script
+
+    home = tmp_path / "home"
+    script = write_script(tmp_path / "turns.json", ["answered by the file's model"])
+    write(home, f'provider = "scripted"\nscript = "{script}"\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="", STEERABLE_STATE_DIR=str(tmp_path / "state"))
+    env.pop("XDG_CONFIG_HOME", None)
+    client = EditorClient()
+    async with spawn_agent_process(client, *AGENT_COMMAND, env=env, cwd=home) as (conn, _):
+        await start(conn)
+        session = await conn.new_session(cwd=str(project), mcp_servers=[])
+        await conn.prompt(session_id=session.session_id, prompt=[text_block("hi")])
+        with pytest.raises(RequestError) as refused:
+            await conn.new_session(cwd=str(home / ".config"), mcp_servers=[])
+    assert client.text() == "answered by the file's model"
+    assert refused.value.code == -32602 and isinstance(refused.value.data, dict)
+    assert refused.value.data["reason"] == (
+        f"the folder {(home / '.config').resolve()} holds steerable's configuration file "
+        f"{home / '.config' / 'steerable' / 'config.toml'}, where a model could change its own provider, "
+        "key or policy: open a project that does not, or set STEERABLE_CONFIG_IN_WORKSPACE=1"
+    )

@@ -122,3 +122,37 @@ async def test_a_404_under_a_versioned_base_url_names_the_url_without_a_v1_hint(
         f"openai at {root}/api/v2 answered HTTP 404 to POST {root}/api/v2/chat/completions (404 page not found)"
     )
     assert info.value.status == 404 and not info.value.retryable
+
+
+def test_a_static_file_server_is_named_as_the_url_posted_not_dumped_and_not_retried(
+    run_cli: Callable[..., Any], workspace: Path, tmp_path: Path
+) -> None:
+    """``python -m http.server`` answers a POST with 501 and an HTML page: the message gives the
+    page's words, the URL posted and the /v1 hint, at once (asking again cannot help)."""
+    posted: list[str] = []
+
+    class Static(http.server.SimpleHTTPRequestHandler):  # the standard library's own 501 for POST
+        def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+            posted.append(self.path)
+            super().send_error(code, message, explain)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Static)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        root = f"http://127.0.0.1:{httpd.server_address[1]}"
+        summary = summary_of(_run(run_cli, workspace, tmp_path, root))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(5)
+    assert summary["exitCode"] == 4
+    assert summary["error"].startswith(
+        f"openai at {root} answered HTTP 501 to POST {root}/chat/completions (Error"
+    )
+    assert "Unsupported method ('POST')" in summary["error"] and "<" not in summary["error"]
+    assert summary["error"].endswith(f": the base URL may need /v1 (STEERABLE_BASE_URL={root}/v1)")
+    assert posted == ["/chat/completions"]  # not retried

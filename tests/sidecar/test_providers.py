@@ -655,7 +655,7 @@ async def test_non_retryable_errors_are_not_retried(fake_openai, provider):
     [
         ({"error": "model 'qwen9' not found"}, "model 'qwen9' not found"),  # Ollama's shape
         ({"message": "Bad gateway"}, "Bad gateway"),
-        ("<html>502 Bad Gateway</html>", "<html>502 Bad Gateway</html>"),
+        ("<html><h1>502 Bad Gateway</h1></html>", ": 502 Bad Gateway"),  # a web server's page, as words
     ],
 )
 async def test_error_text_is_read_from_each_body_shape(fake_openai, make_provider, body, expected):
