@@ -265,11 +265,21 @@ def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -
     environ = headless._model_settings(args)
     assert environ["STEERABLE_MAX_TOKENS"] == "300" and environ["STEERABLE_TEMPERATURE"] == "0.5"
     assert environ["STEERABLE_THINKING"] == "off" and environ["STEERABLE_PROFILE"] == "vllm"
-    from steerable_sidecar._llm_config import MAX_TOKENS_ENV, TEMPERATURE_ENV, THINKING_ENV
+    from steerable_sidecar._llm_config import (
+        BASE_URL_ENV,
+        MAX_TOKENS_ENV,
+        MODEL_ENV,
+        PROVIDER_ENV,
+        TEMPERATURE_ENV,
+        THINKING_ENV,
+    )
     from steerable_sidecar.vendor_profiles import PROFILE_ENV
 
     # written out in headless (its parser must not import the config); the same names as the config's
     assert headless._SETTING_FLAGS == {
+        "provider": PROVIDER_ENV,
+        "model": MODEL_ENV,
+        "base_url": BASE_URL_ENV,
         "max_tokens": MAX_TOKENS_ENV,
         "temperature": TEMPERATURE_ENV,
         "thinking": THINKING_ENV,
