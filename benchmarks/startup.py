@@ -8,11 +8,13 @@ What it measures
     * ``from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter``: what a host that
       embeds the framework imports first (its wire types are pydantic models, its router async),
       beside ``import steerable_agent_runtime`` (the package alone: its names load on first use;
-      informational) and the floor any of it stands on, asyncio and pydantic with one model
-      defined (informational);
+      informational) and the floor it stands on, asyncio and pydantic with one model defined
+      (informational);
     * ``python -m steerable_sidecar call read_file '{"path": "README.md"}' --no-plugins`` (what
       the ``steerable call`` console script runs; ``--no-plugins`` because an installed plugin may
-      import anything it likes);
+      import anything it likes), beside its floor, ``import asyncio`` (informational): a call that
+      succeeds with plain JSON goes and comes back as wire dicts (``ToolRouter.dispatch_wire``)
+      and loads no pydantic;
     * ``steerable --version`` and ``steerable doctor --json --no-plugins`` (informational: doctor
       boots the tools and probes every sandbox backend);
     * MCP servers over stdio, the way a host starts them: spawn, write ``initialize`` at once, and
@@ -35,7 +37,8 @@ What it measures
 
     A second check runs one subprocess that imports ``steerable_agent_runtime`` and one that runs
     the CLI's ``main`` for a ``call``, each printing which of the heavy dependencies ``mcp``,
-    ``jsonschema``, ``httpx``, ``html_to_markdown`` ended up in ``sys.modules``.
+    ``jsonschema``, ``httpx``, ``html_to_markdown`` (and, for the call, pydantic) ended up in
+    ``sys.modules``.
 
 Goals (issues 15 and 31)
     * ``steerable mcp`` answers ``initialize`` no slower than ``server-filesystem`` (<= 1.0x);
@@ -47,7 +50,8 @@ Goals (issues 15 and 31)
     * ``steerable call read_file`` costs <= 150 ms over ``python -c pass``;
     * ``from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter`` costs <= 150 ms
       over ``python -c pass``;
-    * none of the heavy dependencies is imported by the framework, nor by ``steerable call``.
+    * none of the heavy dependencies is imported by the framework, nor by ``steerable call``;
+    * ``steerable call read_file`` imports no pydantic.
 
 Run
     python benchmarks/startup.py [--rounds R] [--load-rounds L] [--check] [--no-peers]
@@ -101,6 +105,7 @@ COMMANDS: dict[str, list[str]] = {
         "-c",
         "import asyncio, pydantic\nclass M(pydantic.BaseModel):\n    x: int",
     ],
+    "asyncio alone": [sys.executable, "-c", "import asyncio"],
     FRAMEWORK: [sys.executable, "-c", "from steerable_agent_runtime import ToolCall, ToolResult, ToolRouter"],
     CALL: [sys.executable, "-P", "-m", "steerable_sidecar", *CALL_ARGS],
     "steerable --version": [sys.executable, "-P", "-m", "steerable_sidecar", "--version"],
@@ -126,7 +131,7 @@ import contextlib, io, json, sys
 from steerable_sidecar.cli import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main({CALL_ARGS!r})
-print(json.dumps({{"exit": code, **{{m: m in sys.modules for m in {HEAVY!r}}}}}))
+print(json.dumps({{"exit": code, **{{m: m in sys.modules for m in {HEAVY!r} + ("pydantic",)}}}}))
 """
 
 
@@ -437,7 +442,9 @@ def report(quiet: Suite, peer: str, no_peers: str | None, rounds: int) -> list[t
     print(f"  {'framework import (import - pass)':<40} {framework:8.1f} ms  (goal <= {MAX_IMPORT_MS:g} ms)")
     print(f"  {'steerable call (call - pass)':<40} {call_cost:8.1f} ms  (goal <= {MAX_CALL_MS:g} ms)")
     floor = quiet.over_pass("asyncio + pydantic, one model (floor)")
-    print(f"  {'  of which asyncio + pydantic':<40} {floor:8.1f} ms  (the floor of both)")
+    print(f"  {'  framework: of which asyncio + pydantic':<40} {floor:8.1f} ms  (its floor)")
+    alone = quiet.over_pass("asyncio alone")
+    print(f"  {'  call: of which asyncio':<40} {alone:8.1f} ms  (its floor: a plain call loads no pydantic)")
 
     print("MCP over stdio: spawn to the initialize answer; tools/list request to its answer (medians)")
     have_peer = peer in quiet.mcp
@@ -552,6 +559,7 @@ def main(argv: list[str] | None = None) -> int:
     heavy_call = [m for m in HEAVY if loaded_call.get(m)]
     print(f"  heavy modules after the framework import: {heavy_import or 'none'}")
     print(f"  heavy modules after steerable call (exit {loaded_call.get('exit')}): {heavy_call or 'none'}")
+    print(f"  pydantic after steerable call: {'loaded' if loaded_call.get('pydantic') else 'not loaded'}")
     goals += [
         (
             f"no heavy dependency imported by the framework ({', '.join(heavy_import) or 'none loaded'})",
@@ -561,6 +569,7 @@ def main(argv: list[str] | None = None) -> int:
             f"no heavy dependency imported by steerable call ({', '.join(heavy_call) or 'none loaded'})",
             not heavy_call and loaded_call.get("exit") == 0,
         ),
+        ("steerable call read_file imports no pydantic", loaded_call.get("pydantic") is False),
     ]
     for text, ok in goals:
         print(f"{'PASS' if ok else 'FAIL'}: {text}")

@@ -5,8 +5,8 @@
 a one-shot ``call`` (and the boot every command runs) imports none of the heavy dependencies nor
 another command's modules, the tool implementations behind the registered descriptors load at
 their first call, registering and listing the tools imports no pydantic at all (``steerable mcp``
-answers ``tools/list`` without it), a plain ``call read_file`` builds no pydantic model or
-validator, ``steerable mcp`` boots its tools before it serves, and ``steerable acp`` builds the
+answers ``tools/list`` without it), a plain ``call read_file`` imports no pydantic at all,
+``steerable mcp`` boots its tools before it serves, and ``steerable acp`` builds the
 ACP SDK's models at their first use.
 """
 
@@ -229,15 +229,18 @@ def test_steerable_mcp_lists_its_tools_without_pydantic(tmp_path: Path):
     assert listed["bash"]["inputSchema"] == TOOL_PARAMETERS["bash"]
 
 
-def test_steerable_call_read_file_builds_no_pydantic_model(tmp_path: Path):
-    """A plain ``call read_file``: its arguments pass without pydantic's validator
-    (``_plain_arguments``), its ToolCall is made unvalidated and its result written without the
-    serializer, so no pydantic model or validator is built and pydantic's plugin lookup (every
-    installed distribution's entry points) never runs; the write path's diff engine and the
-    deny-read guard's bookkeeping stay unloaded too."""
+def test_steerable_call_read_file_imports_no_pydantic(tmp_path: Path):
+    """Issue 31 (start-up): a plain ``call read_file`` imports no pydantic at all. Its arguments pass
+    without pydantic's validator (``_plain_arguments``), the call goes as its wire dict and the
+    plain result is written as one (``ToolRouter.dispatch_wire``), so no ``ToolCall`` or
+    ``ToolResult`` is built; the write path's diff engine, the deny-read guard's bookkeeping and
+    ``importlib.metadata`` stay unloaded too. A call that fails still answers with its
+    ``ToolResult``'s wire form (pydantic loads then)."""
     (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
     unloaded = (
-        "pydantic.plugin._loader",
+        "pydantic",
+        "pydantic_core",
+        "steerable_agent_runtime.types",
         "importlib.metadata",
         "difflib",
         "steerable_agent_runtime.workspace._diff",
@@ -250,12 +253,20 @@ def test_steerable_call_read_file_builds_no_pydantic_model(tmp_path: Path):
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\", \"limit\": 5}', '--no-plugins'])\n"
-        "from steerable_agent_runtime.types import ToolCall, ToolResult\n"
+        f"loaded = [m for m in {unloaded!r} if m in sys.modules]\n"
+        "failed = io.StringIO()\n"
+        "with contextlib.redirect_stdout(failed):\n"
+        "    failed_code = main(['call', 'read_file', '{\"path\": \"missing.txt\"}', '--no-plugins'])\n"
         "print(json.dumps({'exit': code, 'content': json.loads(out.getvalue())['data']['content'],\n"
-        "                  'built': [ToolCall.__pydantic_complete__, ToolResult.__pydantic_complete__],\n"
-        f"                  'loaded': [m for m in {unloaded!r} if m in sys.modules]}}))\n"
+        "                  'loaded': loaded, 'failed': [failed_code, json.loads(failed.getvalue())],\n"
+        "                  'pydantic then': 'pydantic' in sys.modules}))\n"
     )
-    assert _loaded(code, tmp_path) == {"exit": 0, "content": "hello\n", "built": [False, False], "loaded": []}
+    loaded = _loaded(code, tmp_path)
+    failed = loaded.pop("failed")
+    assert loaded == {"exit": 0, "content": "hello\n", "loaded": [], "pydantic then": True}
+    assert failed[0] == 1
+    assert failed[1]["success"] is False and failed[1]["needsFollowup"] is True
+    assert failed[1]["data"]["code"] == "file_not_found"
 
 
 def test_steerable_mcp_boots_its_tools_before_it_serves(tmp_path: Path):

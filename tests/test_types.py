@@ -119,8 +119,9 @@ def test_a_result_no_json_writer_takes_is_sent_as_a_failure_the_model_can_act_on
     json.dumps(wire)
 
 
-def _results() -> list[ToolResult]:
-    """Results of every shape: plain ones, odd ``data`` values, extra fields, unvalidated ones."""
+def _odd_values() -> list[object]:
+    """Values of every kind a tool may return or put in ``data``: JSON, Python types pydantic writes,
+    unwritable ones, nesting on both sides of pydantic's depth limit, a loop."""
     import dataclasses
     import datetime
     import decimal
@@ -153,6 +154,12 @@ def _results() -> list[ToolResult]:
         pathlib.PurePosixPath("/x"), Inner(value=None, snakeName="s"), Point(), object(), nested,
         {"deeper": nested}, looped,
     ]  # fmt: skip
+    return values
+
+
+def _results() -> list[ToolResult]:
+    """Results of every shape: plain ones, odd ``data`` values, extra fields, unvalidated ones."""
+    values = _odd_values()
     results = [ToolResult.model_construct(success=True, data={"v": value}) for value in values]
     results += [ToolResult.success_with({"v": value}) for value in values[:5]]
     results += [
@@ -193,3 +200,99 @@ def test_to_wire_writes_what_model_dump_writes():
             lambda result=result: result.model_dump(by_alias=True, exclude_none=True, mode="json")
         )
         assert (repr(wire), warned) == (repr(dumped[0]), dumped[1])
+
+
+def _plain_edges() -> list[object]:
+    """Plain JSON on both sides of what ``json_ready`` copies itself (its node budget and depth)."""
+    from collections import OrderedDict
+
+    from steerable_agent_runtime._plain_json import MAX_PLAIN_DEPTH, MAX_PLAIN_NODES
+
+    def nested(levels: int) -> list[object]:
+        value: list[object] = [1]
+        for _ in range(levels - 1):
+            value = [value]
+        return value
+
+    return [
+        [0] * (MAX_PLAIN_NODES - 2), [0] * (MAX_PLAIN_NODES - 1), [0] * (MAX_PLAIN_NODES + 100),
+        nested(MAX_PLAIN_DEPTH - 1), nested(MAX_PLAIN_DEPTH), nested(MAX_PLAIN_DEPTH + 1),
+        {"lone": "\udcff", "\ud800key": 1}, OrderedDict(a=1), ({"a": (1,)},), [float("-inf"), True, None],
+        {"k": {"deep": [{"x": 1.5}]}}, "", 0, False,
+    ]  # fmt: skip
+
+
+def _written(make: Any) -> str:
+    """``repr`` of what ``make()`` gives, or of the exception it raises."""
+    try:
+        return repr(make())
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def test_plain_copy_is_to_jsonable_python_for_plain_values():
+    """Plain values are copied without pydantic (``steerable call``'s start-up) into exactly what
+    ``to_jsonable_python(value, fallback=str)`` makes of them; the rest are left to it."""
+    from pydantic_core import to_jsonable_python
+
+    from steerable_agent_runtime._plain_json import NotPlain, plain_copy
+
+    copied = 0
+    for value in [*_odd_values(), *_plain_edges()]:
+        try:
+            made = plain_copy(value)
+        except NotPlain:
+            continue
+        copied += 1
+        assert repr(made) == repr(to_jsonable_python(value, fallback=str))
+        assert made is not value or not isinstance(value, dict | list)  # a copy: the tool's own is kept apart
+    assert copied == 20
+
+
+async def test_dispatch_wire_is_dispatch_then_to_wire_env_1_env_4_env_5():
+    """``ToolRouter.dispatch_wire`` writes a plain success without a ``ToolResult``: the dict is the
+    one ``dispatch`` gives, for every return value (odd ones, failing ones, lone surrogates, NaN)
+    and for every envelope (a ``ToolCall``, its wire dict, arguments as a JSON string, a malformed
+    one, an unknown tool, invalid arguments, a tool's signal)."""
+    from steerable_agent_runtime import ToolRetry, ToolRouter, tool
+
+    values = [*_odd_values(), *_plain_edges()]
+    router = ToolRouter()
+
+    @tool(router=router)
+    def give(index: int) -> object:
+        """Return the value."""
+        return values[index]
+
+    @tool(router=router)
+    def give_data(index: int) -> dict[str, object]:
+        """Return the value as data."""
+        return {"v": values[index]}
+
+    @tool(router=router)
+    def refuse() -> None:
+        """Ask for another call."""
+        raise ToolRetry("not now", next_action="wait", data={"code": "busy"})
+
+    calls: list[Any] = []
+    for index in range(len(values)):
+        for name in ("give", "give_data"):
+            calls.append({"id": f"c{index}", "name": name, "arguments": {"index": index}})
+    calls += [
+        ToolCall(id="t1", name="give", arguments={"index": 1}),
+        {"id": "s1", "name": "give_data", "arguments": '{"index": 6}'},
+        {"id": "x1", "name": "give", "arguments": {"index": 1}, "extra": True},
+        {"id": 5, "name": "give", "arguments": {}},
+        {"id": "u1", "name": "giv", "arguments": {}},
+        {"id": "i1", "name": "give", "arguments": {"index": "one"}},
+        {"id": "r1", "name": "refuse", "arguments": {}},
+        ["not", "a", "call"],
+    ]
+    for call in calls:
+        wire = await router.dispatch_wire(call)
+        assert repr(wire) == repr((await router.dispatch(call)).to_wire()), call
+        json.dumps(wire)  # every transport can write it
+    assert await router.dispatch_wire({"id": "c6", "name": "give", "arguments": {"index": 6}}) == {
+        "success": True,
+        "data": {"value": "text"},
+    }

@@ -19,6 +19,9 @@ from ._version import __version__  # noqa: E402  (after the platform check)
 from .lazy import lazy_exports as _lazy_exports  # noqa: E402
 
 if _typing.TYPE_CHECKING:
+    from ._call_id import (
+        new_call_id,
+    )
     from ._codes import (
         ToolErrorCode,
     )
@@ -134,7 +137,6 @@ if _typing.TYPE_CHECKING:
         ToolCall,
         ToolResult,
         is_terminal_result,
-        new_call_id,
     )
     from .workspace import (
         FileView,
@@ -147,6 +149,7 @@ if _typing.TYPE_CHECKING:
     )
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
+    "_call_id": ("new_call_id",),
     "_codes": ("ToolErrorCode",),
     "_outcome": (
         "DEFAULT_MAX_ROUNDS",
@@ -256,7 +259,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ToolCall",
         "ToolResult",
         "is_terminal_result",
-        "new_call_id",
     ),
     "workspace": (
         "FileView",

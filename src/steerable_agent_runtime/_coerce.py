@@ -44,9 +44,54 @@ def coerce_arguments(
         The arguments (the same object when nothing was coerced) and the problems found: one
         ``{field, message}`` per string at a non-string position that is not an exact literal.
     """
-    problems: list[dict[str, str]] = []
-    coerced = _walk(schema, schema, arguments, (), problems, 0)
-    return coerced, problems
+    return _Coercion(schema)(arguments)
+
+
+class _Coercion:
+    """:func:`coerce_arguments` for one schema, with its top level read once.
+
+    When the arguments object has one shape (``properties``, the usual case), the properties a
+    string sent there can never change (plain ``{"type": "string"}``) are left out of every call's
+    walk: a call of ``read_file(path=...)`` walks nothing (dispatch's hot path,
+    ``benchmarks/dispatch_overhead.py``).
+    """
+
+    __slots__ = ("_planned", "_schema", "_top")
+
+    def __init__(self, schema: Mapping[str, Any]) -> None:
+        self._schema = schema
+        self._top: dict[str, Any] | None = None
+        self._planned = False  # at the first call: registering a tool stays cheap (start-up)
+
+    def __call__(self, arguments: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, str]]]:
+        problems: list[dict[str, str]] = []
+        if not self._planned:
+            self._top, self._planned = _walked_properties(self._schema), True
+        top = self._top
+        if top is None:
+            return _walk(self._schema, self._schema, arguments, (), problems, 0), problems
+        slots = [(key, top[key]) for key in arguments if key in top]
+        if not slots:
+            return arguments, problems
+        return _children(self._schema, arguments, slots, (), problems, 0), problems
+
+
+def _walked_properties(schema: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The top level's properties a walk may change, or ``None`` when it has no single shape."""
+    leaves = list(_leaves(schema, schema))
+    properties = leaves[0].get("properties") if len(leaves) == 1 and isinstance(leaves[0], Mapping) else None
+    if not isinstance(properties, Mapping):
+        return None
+    return {key: sub for key, sub in properties.items() if not _plain_string(sub)}
+
+
+def _plain_string(schema: Any) -> bool:
+    """A position that admits every string and nothing else: no string sent there is ever changed."""
+    return (
+        isinstance(schema, Mapping)
+        and schema.get("type") == "string"
+        and not any(key in schema for key in ("anyOf", "oneOf", "$ref"))
+    )
 
 
 def exact_scalars(name: str, schema: Mapping[str, Any], validate: Validate) -> Validate:
@@ -65,9 +110,10 @@ def exact_scalars(name: str, schema: Mapping[str, Any], validate: Validate) -> V
     Returns:
         The wrapped validator.
     """
+    coercion = _Coercion(schema)
 
     def checked(arguments: dict[str, Any]) -> dict[str, Any]:
-        coerced, problems = coerce_arguments(schema, arguments)
+        coerced, problems = coercion(arguments)
         if not problems:
             return validate(coerced)
         from pydantic import ValidationError  # here: registering a tool imports no pydantic

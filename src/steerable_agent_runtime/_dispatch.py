@@ -1,9 +1,10 @@
-"""What ``ToolRouter.dispatch`` and ``ToolRouter.check`` do, loaded at a router's first call.
+"""What ``ToolRouter.dispatch``, ``dispatch_wire`` and ``check`` do, loaded at a router's first call.
 
-It needs pydantic (the wire types, validation errors); registering tools and listing them do not,
-so ``tools.py`` imports this module at the first dispatch or check instead of at its own import
-(start-up: ``steerable mcp`` answers ``tools/list`` before pydantic loads; ``benchmarks/startup.py``).
-The router's documentation is on its methods; this is their body.
+Registering tools and listing them need none of it (start-up: ``steerable mcp`` answers
+``tools/list`` at once). A call that succeeds with plain JSON needs no pydantic either: it stays a
+:class:`~._results.PlainSuccess` until ``dispatch`` makes it a ``ToolResult``, and
+``dispatch_wire`` writes it as is (``steerable call``; ``benchmarks/startup.py``). The router's
+documentation is on its methods; this is their body.
 """
 
 from __future__ import annotations
@@ -11,29 +12,31 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Generator, Mapping
-from typing import TYPE_CHECKING, Any, Final
-
-from pydantic import ValidationError
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ._codes import ToolErrorCode
 from ._deadlines import resume
 from ._depth import arguments_too_deep, nesting_depth, too_deep_retry
 from ._results import (
+    PlainSuccess,
     failed_result,
     invalid_arguments_result,
+    is_validation_error,
     normalise,
     not_a_call,
     parse_envelope,
+    plain_envelope,
     signal_result,
     timed_out_result,
 )
 from .context import CallContext
 from .errors import ToolSignal
 from .trace import TraceSink, TraceSpan
-from .types import ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from .tools import Tool, ToolRouter
+    from .types import ToolCall, ToolResult
 
 __all__ = ["DISPATCHER", "Dispatcher"]
 
@@ -47,41 +50,48 @@ class Dispatcher:
         self, router: ToolRouter, call: ToolCall | Mapping[str, Any], context: CallContext | None
     ) -> ToolResult:
         """``router.dispatch(call, context)``."""
+        done = await self._run(router, call, context)
+        return done.result() if isinstance(done, PlainSuccess) else done
+
+    async def dispatch_wire(
+        self, router: ToolRouter, call: ToolCall | Mapping[str, Any], context: CallContext | None
+    ) -> dict[str, Any]:
+        """``router.dispatch_wire(call, context)``."""
+        return (await self._run(router, call, context)).to_wire()
+
+    async def _run(
+        self, router: ToolRouter, call: ToolCall | Mapping[str, Any], context: CallContext | None
+    ) -> ToolResult | PlainSuccess:
         started = time.perf_counter_ns()
-        if type(call) is not ToolCall:
-            parsed = parse_envelope(call) if isinstance(call, Mapping) else not_a_call(call)
-            if isinstance(parsed, ToolResult):
-                return parsed
-            call = parsed
-        spec = router._tools.get(call.name)
+        opened = _opened(call)
+        if type(opened) is not tuple:
+            return cast("ToolResult", opened)
+        ident, name, arguments, _ = opened
+        spec = router._tools.get(name)
         given = context  # the context the tool runs with: told when the call is cancelled
         if spec is None:
-            result = _unknown(router, call.name)
+            result: ToolResult | PlainSuccess = _unknown(router, name)
         else:
             try:
-                kwargs = _validated(spec, call.arguments)
-            except ValidationError as exc:
-                result = invalid_arguments_result(spec.name, exc)
+                kwargs = _validated(spec, arguments)
             except ToolSignal as signal:
                 result = signal_result(signal)
+            except ValueError as exc:
+                if not is_validation_error(exc):
+                    raise
+                result = invalid_arguments_result(spec.name, exc)  # type: ignore[arg-type]
             else:
                 if spec.context_param is not None:
-                    given = context if context is not None else CallContext(call)
+                    given = given if given is not None else CallContext(_call_of(opened))
                     given.seal()  # the tool runs now: its consent decision is fixed
                     kwargs = {**kwargs, spec.context_param: given}
-                # The handler's first step runs inline (the await protocol by hand): most tools finish
-                # without suspending, and those never need a deadline armed.
-                try:
-                    steps = spec.handler(**kwargs).__await__()
-                    pending = steps.send(None)
-                except StopIteration as done:
-                    result = _normalised(spec, done.value)
-                except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the process
-                    result = failed_result(spec.name, exc)
-                else:
-                    result = await _finish(router, spec, steps, pending, given)
+                finished, steps, pending = _first_step(spec, kwargs)
+                if finished is None:
+                    assert steps is not None
+                    finished = await _finish(router, spec, steps, pending, given)
+                result = finished
         if router.trace is not None:  # with what the tool noted, in a context made for it too
-            _record(router.trace, call, spec, given, started, result)
+            _record(router.trace, name, ident, spec, given, started, result.success)
         return result
 
     def check(self, router: ToolRouter, call: ToolCall) -> ToolResult | None:
@@ -91,10 +101,12 @@ class Dispatcher:
             return _unknown(router, call.name)
         try:
             _validated(spec, call.arguments)
-        except ValidationError as exc:
-            return invalid_arguments_result(spec.name, exc)
         except ToolSignal as signal:
             return signal_result(signal)
+        except ValueError as exc:
+            if not is_validation_error(exc):
+                raise
+            return invalid_arguments_result(spec.name, exc)  # type: ignore[arg-type]
         return None
 
 
@@ -102,7 +114,60 @@ DISPATCHER: Final = Dispatcher()
 """The one dispatcher every router uses."""
 
 
+_Envelope = tuple[str, str, dict[str, Any], "ToolCall | None"]
+"""A call's id, name and arguments, and its ``ToolCall`` when it came as one."""
+
+
+def _opened(call: ToolCall | Mapping[str, Any] | object) -> _Envelope | ToolResult:
+    """The call to run, or the failed result of an envelope that is not one (spec: ToolCall)."""
+    if type(call) is dict:  # a wire dict: plainly valid ones need no pydantic
+        plain = plain_envelope(call)
+        if plain is not None:
+            return (*plain, None)
+    call_type = _call_type()
+    if isinstance(call, call_type) and type(call) is call_type:  # a subclass is no envelope
+        return (call.id, call.name, call.arguments, call)
+    parsed = parse_envelope(call) if isinstance(call, Mapping) else not_a_call(call)
+    if isinstance(parsed, call_type):
+        return (parsed.id, parsed.name, parsed.arguments, parsed)
+    return cast("ToolResult", parsed)
+
+
+def _call_of(opened: _Envelope) -> ToolCall:
+    """The ``ToolCall`` (built from a plainly valid envelope for a tool that takes its context)."""
+    ident, name, arguments, call = opened
+    return call or _call_type().model_construct(id=ident, name=name, arguments=arguments)
+
+
+@cache
+def _call_type() -> type[ToolCall]:
+    """``ToolCall``, imported at the first call that is not a plain wire dict (cached)."""
+    from .types import ToolCall
+
+    return ToolCall
+
+
+def _first_step(
+    spec: Tool, kwargs: dict[str, Any]
+) -> tuple[ToolResult | PlainSuccess | None, Generator[Any, Any, Any] | None, Any]:
+    """Start the handler: its result when it finished without suspending, else its steps to drive.
+
+    The handler's first step runs inline (the await protocol by hand): most tools finish without
+    suspending, and those never need a deadline armed.
+    """
+    try:
+        steps = spec.handler(**kwargs).__await__()
+        pending = steps.send(None)
+    except StopIteration as done:
+        return _normalised(spec, done.value), None, None
+    except (Exception, SystemExit) as exc:  # a tool calling sys.exit() must not end the process
+        return failed_result(spec.name, exc), None, None
+    return None, steps, pending
+
+
 def _unknown(router: ToolRouter, name: str) -> ToolResult:
+    from .types import ToolResult
+
     reason = router._unavailable.get(name)
     if reason is not None:
         return ToolResult.retry(
@@ -123,7 +188,7 @@ async def _finish(
     steps: Generator[Any, Any, Any],
     pending: Any,
     context: CallContext | None,
-) -> ToolResult:
+) -> ToolResult | PlainSuccess:
     """Drive a handler that suspended, under its deadline (armed only now)."""
     timeout_ms = spec.timeout_ms if spec.timeout_ms is not None else router.default_timeout_ms
     deadlines = router._deadlines
@@ -164,20 +229,21 @@ def _validated(spec: Tool, arguments: dict[str, Any]) -> dict[str, Any]:
 
 def _record(
     sink: TraceSink,
-    call: ToolCall,
+    name: str,
+    ident: str,
     spec: Tool | None,
     context: CallContext | None,
     started: int,
-    result: ToolResult,
+    success: bool,
 ) -> None:
     """Send one dispatched call's span to ``sink``: the context's ``attrs`` (JSON-ready), the tool's mode."""
     attrs: dict[str, Any] = context.trace_attrs(("mode", "approved")) if context is not None else {}
     if spec is not None:
         attrs["mode"] = spec.mode  # a StrEnum: equal to its string; wins over a tool's own key
-    sink(TraceSpan(call.name, call.id, started, time.perf_counter_ns(), result.success, attrs))
+    sink(TraceSpan(name, ident, started, time.perf_counter_ns(), success, attrs))
 
 
-def _normalised(spec: Tool, value: Any) -> ToolResult:
+def _normalised(spec: Tool, value: Any) -> ToolResult | PlainSuccess:
     try:
         return normalise(value)
     except Exception as exc:  # a return value with no JSON form (e.g. a lone surrogate in a key)

@@ -1,6 +1,10 @@
-"""Building :class:`ToolResult` s: the one place where values and exceptions become results.
+"""Building results: the one place where values and exceptions become results.
 
 Spec: ToolResult, Completion semantics. Used by :class:`~steerable_agent_runtime.tools.ToolRouter`.
+A call that succeeds with plain JSON (most do) becomes a :class:`PlainSuccess`, which needs no
+pydantic; the wire types are imported when a result must be a :class:`ToolResult` (a failure, or
+``ToolRouter.dispatch``'s answer), so ``ToolRouter.dispatch_wire`` of a plain call never loads
+them (start-up of ``steerable call``: ``benchmarks/startup.py``).
 """
 
 from __future__ import annotations
@@ -8,52 +12,105 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
-
-from pydantic import TypeAdapter, ValidationError
-from pydantic_core import to_jsonable_python
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final
 
 from ._codes import ToolErrorCode
 from ._depth import too_deep_retry
+from ._plain_json import NotPlain, plain_copy, wire_safe
 from ._problems import invalid_text, validation_problems
 from .errors import ToolFailed, ToolRetry, ToolSignal
-from .types import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter, ValidationError
+
+    from .types import ToolCall, ToolResult
 
 __all__ = [
+    "PlainSuccess",
     "failed_result",
     "invalid_arguments_result",
+    "is_validation_error",
     "normalise",
     "not_a_call",
     "parse_envelope",
+    "plain_envelope",
     "signal_result",
     "timed_out_result",
 ]
 
 logger = logging.getLogger(__name__)
 
-_ENVELOPE: Final = TypeAdapter(ToolCall)
-
 _SCALARS: Final = frozenset({str, int, float, bool})
 
 
-def normalise(value: Any) -> ToolResult:
+class PlainSuccess:
+    """``ToolResult(success=True, data=data)`` before it is one: what a plain successful call gives.
+
+    Attributes:
+        data: The result's ``data`` (``None``: no data), plain JSON (:func:`~._plain_json.plain_copy`).
+    """
+
+    __slots__ = ("data",)
+
+    success: Final = True
+
+    def __init__(self, data: dict[str, Any] | None) -> None:
+        self.data = data
+
+    def result(self) -> ToolResult:
+        """The :class:`ToolResult` this is (``ToolResult.success_with(data)``)."""
+        return _result_type().success_with(self.data)
+
+    def to_wire(self) -> dict[str, Any]:
+        """What ``self.result().to_wire()`` returns, without building the result."""
+        if self.data is None:
+            return {"success": True}
+        return {"success": True, "data": wire_safe(self.data)}
+
+
+@cache
+def _result_type() -> type[ToolResult]:
+    """``ToolResult``, imported at the first result that must be one (the dispatch path: cached)."""
+    from .types import ToolResult
+
+    return ToolResult
+
+
+def normalise(value: Any) -> ToolResult | PlainSuccess:
     kind = type(value)
     if kind in _SCALARS:  # the common case first: no ABC or metaclass isinstance checks
-        return ToolResult.success_with({"value": value})
+        return PlainSuccess({"value": value})
     if kind is dict:
-        return ToolResult.success_with(to_jsonable_python(value, fallback=str))
-    if isinstance(value, ToolResult):
-        return value
+        return _success(value)
     if value is None:
-        return ToolResult.success_with(None)
+        return PlainSuccess(None)
     if isinstance(value, Mapping):
-        data = value if type(value) is dict else dict(value)
-        return ToolResult.success_with(to_jsonable_python(data, fallback=str))
-    return ToolResult.success_with({"value": to_jsonable_python(value, fallback=str)})
+        return _success(dict(value))
+    if kind is not list and kind is not tuple and isinstance(value, _result_type()):
+        return value
+    return _success({"value": value})
+
+
+def _success(data: dict[str, Any]) -> ToolResult | PlainSuccess:
+    """A success with ``data`` made JSON-ready: without pydantic when it is plain JSON."""
+    try:
+        return PlainSuccess(plain_copy(data))
+    except NotPlain:
+        from pydantic_core import to_jsonable_python
+
+        return _result_type().success_with(to_jsonable_python(data, fallback=str))
+
+
+def is_validation_error(exc: BaseException) -> bool:
+    """Tell whether ``exc`` is pydantic's ``ValidationError`` (an argument validator's answer)."""
+    from pydantic import ValidationError
+
+    return isinstance(exc, ValidationError)
 
 
 def signal_result(signal: ToolSignal) -> ToolResult:
-    return ToolResult(
+    return _result_type()(
         success=False,
         needs_followup=True if isinstance(signal, ToolRetry) else None,
         terminal=True if isinstance(signal, ToolFailed) else None,
@@ -69,7 +126,7 @@ def failed_result(name: str, exc: Exception | SystemExit) -> ToolResult:
     if isinstance(exc, ToolSignal):
         return signal_result(exc)
     logger.error("tool %s raised", name, exc_info=exc)
-    return ToolResult(
+    return _result_type()(
         success=False,
         error=f"{type(exc).__name__}: {exc}",
         data={"code": ToolErrorCode.TOOL_EXCEPTION, "exceptionType": type(exc).__name__},
@@ -82,7 +139,7 @@ def timed_out_result(name: str, timeout_ms: int | None) -> ToolResult:
     ``timeout_ms`` is ``None`` where no deadline was set and the executor itself raised
     ``TimeoutError`` (the agent loop); the message and ``data.timeoutMs`` then say ``None``/null.
     """
-    return ToolResult.retry(
+    return _result_type().retry(
         f"{name} timed out after {timeout_ms} ms",
         data={"code": ToolErrorCode.TIMEOUT, "timeoutMs": timeout_ms},
     )
@@ -90,26 +147,54 @@ def timed_out_result(name: str, timeout_ms: int | None) -> ToolResult:
 
 def invalid_arguments_result(name: str, exc: ValidationError) -> ToolResult:
     problems = validation_problems(exc)
-    return ToolResult.retry(
+    return _result_type().retry(
         invalid_text(name, problems), data={"code": ToolErrorCode.INVALID_ARGUMENTS, "errors": problems}
     )
 
 
 def not_a_call(value: object) -> ToolResult:
-    return ToolResult.retry(
+    return _result_type().retry(
         f"a tool call must be an object {{id, name, arguments}}, got {type(value).__name__}",
         data={"code": ToolErrorCode.INVALID_ENVELOPE},
     )
 
 
+def plain_envelope(raw: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]] | None:
+    """``(id, name, arguments)`` of a call envelope that is plainly valid, else ``None``.
+
+    Plainly valid: exactly the three keys, two strings and a dict keyed by strings (what
+    :func:`parse_envelope` accepts unchanged). Anything else is :func:`parse_envelope`'s.
+    """
+    ident, name, arguments = raw.get("id"), raw.get("name"), raw.get("arguments")
+    if (
+        len(raw) != 3
+        or type(ident) is not str
+        or type(name) is not str
+        or type(arguments) is not dict
+        or not all(type(key) is str for key in arguments)
+    ):
+        return None
+    return ident, name, arguments
+
+
+@cache
+def _envelope() -> TypeAdapter[ToolCall]:
+    from pydantic import TypeAdapter
+
+    from .types import ToolCall
+
+    return TypeAdapter(ToolCall)
+
+
 def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
+    result_type = _result_type()
     payload = dict(raw)
     arguments = payload.get("arguments")
     if isinstance(arguments, str):
         try:
             payload["arguments"] = json.loads(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
-            return ToolResult.retry(
+            return result_type.retry(
                 f"arguments is not valid JSON ({exc.msg} at position {exc.pos}); send a JSON object",
                 data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
@@ -117,16 +202,18 @@ def parse_envelope(raw: Mapping[str, Any]) -> ToolCall | ToolResult:
             name = payload.get("name")
             return signal_result(too_deep_retry(name if isinstance(name, str) else "the tool", None))
         except ValueError as exc:  # an over-long integer
-            return ToolResult.retry(
+            return result_type.retry(
                 f"arguments is not usable JSON ({exc}); send a JSON object",
                 data={"code": ToolErrorCode.INVALID_ENVELOPE},
             )
+    from pydantic import ValidationError
+
     try:
-        return _ENVELOPE.validate_python(payload)
+        return _envelope().validate_python(payload)
     except ValidationError as exc:
         problems = validation_problems(exc)
         listed = "; ".join(f"{p['field']}: {p['message']}" for p in problems)
-        return ToolResult.retry(
+        return result_type.retry(
             f"Malformed tool call: {listed}. A tool call is {{id, name, arguments}} only.",
             data={"code": ToolErrorCode.INVALID_ENVELOPE, "errors": problems},
         )

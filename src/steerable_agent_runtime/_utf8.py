@@ -10,17 +10,22 @@ from __future__ import annotations
 import re
 from typing import Final
 
-__all__ = ["utf8_safe"]
+__all__ = ["is_utf8", "utf8_safe"]
 
 _SURROGATES: Final = re.compile("[\ud800-\udfff]")
 
 
-def utf8_safe(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (``text`` itself when it has none)."""
+def is_utf8(text: str) -> bool:
+    """Tell whether ``text`` has no lone surrogate (UTF-8 can encode it)."""
     if text.isascii():
-        return text
+        return True
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return _SURROGATES.sub("\ufffd", text)
-    return text
+        return False
+    return True
+
+
+def utf8_safe(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (``text`` itself when it has none)."""
+    return text if is_utf8(text) else _SURROGATES.sub("\ufffd", text)

@@ -30,6 +30,7 @@ from pydantic_core import to_jsonable_python
 from typing_extensions import TypedDict  # pydantic reads it on Python 3.11 (spec/sidecar.schema.json)
 
 from ._codes import ToolErrorCode
+from ._utf8 import is_utf8
 from .errors import ToolRetry, ToolSignal, UserError
 from .modes import ToolMode
 from .tools import Tool, ToolExposure
@@ -273,14 +274,6 @@ def _multi_select(value: Any) -> bool | None:
     return None
 
 
-def _valid_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _normalise_question(raw: Any, where: str, problems: _Problems) -> AskUserQuestion | None:
     """One question in canonical form, or ``None`` (with its problems recorded)."""
     if not isinstance(raw, Mapping):
@@ -311,7 +304,7 @@ def _question_identity(raw: Mapping[str, Any], where: str, problems: _Problems) 
     if not text:
         problems.add(where, f'has no "text": {_ID_FIX}')
     for field, value, limit in (("id", ident, MAX_ID_CHARS), ("text", text, MAX_TEXT_CHARS)):
-        if not _valid_unicode(value):
+        if not is_utf8(value):
             problems.add(
                 where, f'has a "{field}" with an invalid character (a lone surrogate): send plain text'
             )
@@ -340,7 +333,7 @@ def _question_choices(
             'is a "select" question without "options": give it a non-empty "options" array of '
             'strings, or make it a "text" question',
         )
-    if options and not all(_valid_unicode(o) for o in options):
+    if options and not all(is_utf8(o) for o in options):
         problems.add(where, "has an option with an invalid character (a lone surrogate): send plain text")
     return kind, options, multi
 

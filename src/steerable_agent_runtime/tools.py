@@ -590,6 +590,25 @@ class ToolRouter(ToolDecorator):
         """
         return await (_DISPATCHER or _dispatcher()).dispatch(self, call, context)
 
+    async def dispatch_wire(
+        self, call: ToolCall | Mapping[str, Any], context: CallContext | None = None
+    ) -> dict[str, Any]:
+        """Run one tool call and return its result's wire dict: ``(await dispatch(call)).to_wire()``.
+
+        For a transport that writes JSON (``steerable call``, ``steerable session``). A call that
+        succeeds with plain JSON is written without building a ``ToolResult``, so it imports no
+        pydantic (start-up: ``benchmarks/startup.py``); the dict is the one :meth:`dispatch`'s
+        result gives in every case.
+
+        Args:
+            call: A :class:`ToolCall` or its wire dict (see :meth:`dispatch`).
+            context: The call's context (see :meth:`dispatch`).
+
+        Returns:
+            The result's camelCase JSON-ready dict, ``None`` fields left out (``ToolResult.to_wire``).
+        """
+        return await (_DISPATCHER or _dispatcher()).dispatch_wire(self, call, context)
+
     def check(self, call: ToolCall) -> ToolResult | None:
         """Return the failed result ``dispatch(call)`` would give without running the tool, or ``None``.
 
@@ -601,14 +620,14 @@ class ToolRouter(ToolDecorator):
 
 
 _DISPATCHER: Dispatcher | None = None
-"""The body of :meth:`ToolRouter.dispatch` and :meth:`ToolRouter.check`, once loaded (:func:`_dispatcher`)."""
+"""The body of the router's ``dispatch``, ``dispatch_wire`` and ``check`` (loaded by :func:`_dispatcher`)."""
 
 
 def _dispatcher() -> Dispatcher:
     """Import the body of :meth:`ToolRouter.dispatch` and :meth:`ToolRouter.check` (at the first call).
 
-    It loads pydantic and the wire types, which registering and listing tools never need (start-up:
-    ``steerable mcp`` answers ``tools/list`` before pydantic is imported).
+    Registering and listing tools never need it (start-up: ``steerable mcp`` answers ``tools/list``
+    before it is imported).
     """
     global _DISPATCHER
     from ._dispatch import DISPATCHER

@@ -7,19 +7,16 @@ Spec: ToolCall, ToolResult, Completion semantics. JSON on the wire is camelCase
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 from pydantic_core import to_jsonable_python
 
+from ._call_id import new_call_id
 from ._codes import ToolErrorCode
-from ._utf8 import utf8_safe
-
-if TYPE_CHECKING:
-    from cuid2 import Cuid
+from ._plain_json import wire_safe
 
 __all__ = ["ToolCall", "ToolResult", "is_terminal_result", "new_call_id"]
 # BaseModel's slot descriptors, for building results without validation (see ToolResult.success_with)
@@ -27,23 +24,6 @@ _set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
-
-
-def new_call_id() -> str:
-    """Return a fresh cuid2 string for a ``ToolCall.id`` the runtime makes itself.
-
-    Returns:
-        A 24-character lowercase cuid2 (collision-resistant, not guessable). Spec: ToolCall.id.
-    """
-    return _cuid().generate()
-
-
-@functools.cache
-def _cuid() -> Cuid:
-    """The process's id generator, made at the first id (importing cuid2 costs ~3 ms at start-up)."""
-    from cuid2 import Cuid
-
-    return Cuid()
 
 
 class _WireModel(BaseModel):
@@ -148,7 +128,7 @@ class ToolResult(_WireModel):
         them may fail on one.
         """
         try:
-            wire: dict[str, Any] = _wire_safe(_dumped(self))
+            wire: dict[str, Any] = wire_safe(_dumped(self))
         except (ValueError, TypeError, RecursionError) as exc:
             return {
                 "success": False,
@@ -206,16 +186,6 @@ def _dumped(result: ToolResult) -> dict[str, Any]:
         for key, value in data.items()
     }
     return wire
-
-
-def _wire_safe(value: Any) -> Any:
-    if isinstance(value, str):
-        return utf8_safe(value)
-    if isinstance(value, dict):
-        return {_wire_safe(k): _wire_safe(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_wire_safe(v) for v in value]
-    return value
 
 
 def is_terminal_result(result: ToolResult | Mapping[str, Any] | None) -> bool:

@@ -517,24 +517,24 @@ async def _call(router: ToolRouter, name: str, arguments: str, shutdown: Shutdow
             'steerable call: ARGUMENTS must be a JSON object, e.g. \'{"path": "README.md"}\'', file=sys.stderr
         )
         return ExitCode.USAGE
-    from steerable_agent_runtime.types import ToolCall, ToolResult, new_call_id
+    from steerable_agent_runtime import new_call_id
 
     from ._signals import INTERRUPT_DRAIN_S
     from .session import STOPPED, interrupted_result, interruptible
 
-    # three fields known good (a fresh id, a name from the command line, a JSON object): validating
-    # them would build ToolCall's validator, and look pydantic's plugins up, for nothing (start-up)
-    call = ToolCall.model_construct(id=new_call_id(), name=name, arguments=parsed)
+    # written as the wire dict it is: a call that succeeds with plain JSON builds no ToolResult,
+    # and imports no pydantic (start-up: benchmarks/startup.py)
+    call = {"id": new_call_id(), "name": name, "arguments": parsed}
     with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result JSON alone
-        done = await interruptible(router.dispatch(call), shutdown, drain_s=INTERRUPT_DRAIN_S)
+        done = await interruptible(router.dispatch_wire(call), shutdown, drain_s=INTERRUPT_DRAIN_S)
     if done is STOPPED:  # a signal (REC-4): the call is answered as interrupted, the exit is 128 + n
         assert shutdown is not None
-        result = interrupted_result(shutdown)
+        result = interrupted_result(shutdown).to_wire()
     else:
-        assert isinstance(done, ToolResult)
+        assert isinstance(done, dict)
         result = done
-    print(json.dumps(result.to_wire(), ensure_ascii=False, indent=2))
-    return ExitCode.OK if result.success else ExitCode.FAILED
+    print(json.dumps(result, ensure_ascii=False, indent=2))
+    return ExitCode.OK if result["success"] else ExitCode.FAILED
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -621,8 +621,6 @@ def _main(argv: Sequence[str] | None) -> int:
         except SteerableError as exc:
             print(f"steerable: {exc}", file=sys.stderr)
             return ExitCode.USAGE
-        if args.command in ("call", "session"):  # what they answer with, loaded with the tools
-            import steerable_agent_runtime.types  # noqa: F401
     from ._signals import run_until_signalled  # SIGTERM, SIGHUP, SIGINT (REC-4, SAFE-2)
 
     try:

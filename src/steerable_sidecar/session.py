@@ -22,12 +22,14 @@ import sys
 from collections.abc import Awaitable
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar
 
-from steerable_agent_runtime import ToolErrorCode, ToolResult, ToolRouter
+from steerable_agent_runtime import ToolErrorCode
 from steerable_agent_runtime.tools import MAX_ARGUMENT_DEPTH
 
 from ._shallow_json import top_level_scalars
 
 if TYPE_CHECKING:
+    from steerable_agent_runtime import ToolResult, ToolRouter
+
     from ._signals import Shutdown
 
 __all__ = ["STOPPED", "handle_line", "interrupted_result", "interruptible", "run_session"]
@@ -53,23 +55,28 @@ async def handle_line(router: ToolRouter, line: str) -> dict[str, Any] | None:
     try:
         raw = json.loads(line)
     except RecursionError:  # deeper than the decoder goes (SAFE-6): the id from a shallow scan
-        result = ToolResult.retry(
+        result = _refused(
             "not a JSON line (nested too deeply to decode; tool arguments may nest at most "
             f"{MAX_ARGUMENT_DEPTH} levels); send one ToolCall object per line, with flatter arguments",
             data={"code": ToolErrorCode.ARGUMENTS_TOO_DEEP, "maxDepth": MAX_ARGUMENT_DEPTH},
         )
         found = (top_level_scalars(line, ("id",)) or {}).get("id")
-        return {"id": found if isinstance(found, str) else None, "result": result.to_wire()}
+        return {"id": found if isinstance(found, str) else None, "result": result}
     except ValueError as exc:  # JSONDecodeError, an over-long integer
         message = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-        result = ToolResult.retry(f"not a JSON line ({message}); send one ToolCall object per line")
-        return {"id": None, "result": result.to_wire()}
+        refused = _refused(f"not a JSON line ({message}); send one ToolCall object per line")
+        return {"id": None, "result": refused}
     if not isinstance(raw, dict):
-        result = ToolResult.retry("a ToolCall must be a JSON object {id, name, arguments}")
-        return {"id": None, "result": result.to_wire()}
+        return {"id": None, "result": _refused("a ToolCall must be a JSON object {id, name, arguments}")}
     call_id = raw.get("id") if isinstance(raw.get("id"), str) else None
-    result = await router.dispatch(raw)
-    return {"id": call_id, "result": result.to_wire()}
+    return {"id": call_id, "result": await router.dispatch_wire(raw)}
+
+
+def _refused(error: str, *, data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The wire result for a line that is no tool call: ``needsFollowup``, ``error``, ``data``."""
+    from steerable_agent_runtime.types import ToolResult
+
+    return ToolResult.retry(error, data=data).to_wire()
 
 
 _OVERSIZED = object()
@@ -113,6 +120,8 @@ async def interruptible(work: Awaitable[T], shutdown: Shutdown | None, *, drain_
 
 def interrupted_result(shutdown: Shutdown) -> ToolResult:
     """The result of a call a signal stopped: ``needsFollowup``, ``data.code == "interrupted"``."""
+    from steerable_agent_runtime.types import ToolResult
+
     data = {"code": ToolErrorCode.INTERRUPTED, "signal": shutdown.name}
     return ToolResult.retry(shutdown.interrupted_message(), data=data)
 
@@ -154,7 +163,7 @@ async def run_session(
                 }
         else:
             error = f"line longer than {_MAX_LINE_CHARS} characters; send smaller tool calls"
-            out = {"id": None, "result": ToolResult.retry(error).to_wire()}
+            out = {"id": None, "result": _refused(error)}
         if out is not None:
             sink.write(json.dumps(out) + "\n")  # ASCII: safe under any locale and any line splitter
             sink.flush()
