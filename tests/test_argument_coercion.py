@@ -247,3 +247,25 @@ def test_two_object_alternatives_coerce_only_what_no_alternative_takes_as_a_stri
     assert tool.validate({"target": {"pid": "123"}}) == {"target": {"pid": "123"}}
     # a key both alternatives want as an integer is still coerced
     assert tool.validate({"target": {"pid": 7, "n": "2"}}) == {"target": {"pid": 7, "n": 2}}
+
+
+def test_a_string_property_with_items_or_properties_is_still_walked():  # ENV-9
+    """A property typed string but given ``items`` (or ``properties``) is walked as before when an
+    array (or object) is sent there: only a plain ``{"type": "string"}`` is skipped."""
+    schema: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "tags": {"type": "string", "items": {"type": "integer"}},
+            "shape": {"type": "string", "properties": {"n": {"type": "integer"}}},
+            "plain": {"type": "string"},
+        },
+    }
+    value, problems = coerce_arguments(schema, {"tags": ["1", "x"], "shape": {"n": "2"}, "plain": ["3"]})
+    assert value == {"tags": [1, "x"], "shape": {"n": 2}, "plain": ["3"]}
+    assert problems == [
+        {
+            "field": "tags.1",
+            "message": "expected an integer, got the string 'x' "
+            '(a string is accepted only as an exact JSON literal such as "1")',
+        }
+    ]

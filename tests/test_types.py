@@ -4,7 +4,7 @@ import json
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from steerable_agent_runtime import ToolCall, ToolResult, is_terminal_result, new_call_id
 
@@ -157,6 +157,13 @@ def _odd_values() -> list[object]:
     return values
 
 
+class NotANumber(BaseModel):
+    """A model that writes NaN as NaN (``ser_json_inf_nan="constants"``): ``to_wire`` keeps its choice."""
+
+    model_config = ConfigDict(ser_json_inf_nan="constants")
+    x: float = float("nan")
+
+
 def _results() -> list[ToolResult]:
     """Results of every shape: plain ones, odd ``data`` values, extra fields, unvalidated ones."""
     values = _odd_values()
@@ -173,6 +180,7 @@ def _results() -> list[ToolResult]:
         ToolResult.model_construct(success=1),  # an unvalidated field of another type
         ToolResult.model_construct(success=True, data={1: "a"}),
         ToolResult.model_construct(success=True, message=type("Text", (str,), {})("subclass")),
+        ToolResult.model_construct(success=True, data={"c": NotANumber()}),  # its own NaN setting
     ]
     return results
 
@@ -295,4 +303,52 @@ async def test_dispatch_wire_is_dispatch_then_to_wire_env_1_env_4_env_5():
     assert await router.dispatch_wire({"id": "c6", "name": "give", "arguments": {"index": 6}}) == {
         "success": True,
         "data": {"value": "text"},
+    }
+
+
+async def test_plain_calls_keep_what_dispatch_did_before():
+    """What ``dispatch`` did before plain calls skipped the wire types: a returned list nests as deep
+    as ``to_jsonable_python`` allows it at the top (254 levels), the caller's envelope is never
+    changed by the tool (its ``context.call.arguments`` is a copy), and a ``ToolResult`` subclass
+    that is also a ``Mapping`` is passed through as a result, not taken as data."""
+    from collections.abc import Mapping
+
+    from steerable_agent_runtime import CallContext, ToolRouter, tool
+
+    class MappingResult(ToolResult):
+        pass
+
+    Mapping.register(MappingResult)
+    router = ToolRouter()
+
+    @tool(router=router)
+    def deep() -> object:
+        """Return 254 nested lists."""
+        value: list[object] = [1]
+        for _ in range(253):
+            value = [value]
+        return value
+
+    @tool(router=router)
+    def noting(context: CallContext, x: int = 0) -> int:
+        """Write into the call's arguments."""
+        context.call.arguments["seen"] = True
+        return x
+
+    @tool(router=router)
+    def mapped() -> ToolResult:
+        """Return a result that is also a Mapping."""
+        return MappingResult(success=False, error="e")
+
+    for envelope in (
+        {"id": "d", "name": "deep", "arguments": {}},
+        ToolCall(id="d", name="deep", arguments={}),
+    ):
+        assert (await router.dispatch_wire(envelope))["success"] is True
+    sent = {"id": "n", "name": "noting", "arguments": {"x": 1}}
+    assert await router.dispatch_wire(sent) == {"success": True, "data": {"value": 1}}
+    assert sent == {"id": "n", "name": "noting", "arguments": {"x": 1}}
+    assert await router.dispatch_wire({"id": "m", "name": "mapped", "arguments": {}}) == {
+        "success": False,
+        "error": "e",
     }

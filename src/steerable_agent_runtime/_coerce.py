@@ -86,11 +86,15 @@ def _walked_properties(schema: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _plain_string(schema: Any) -> bool:
-    """A position that admits every string and nothing else: no string sent there is ever changed."""
+    """A string position the walk never enters: nothing sent there is ever changed.
+
+    ``{"type": "string"}`` with no alternatives (``anyOf``, ``oneOf``, ``$ref``) and nothing the
+    walk would follow into an object or an array sent there anyway (``properties``, ``items``).
+    """
     return (
         isinstance(schema, Mapping)
         and schema.get("type") == "string"
-        and not any(key in schema for key in ("anyOf", "oneOf", "$ref"))
+        and not any(key in schema for key in ("anyOf", "oneOf", "$ref", "properties", "items"))
     )
 
 

@@ -77,19 +77,19 @@ class _Copy:
         return [self.of(item, depth + 1) for item in value]
 
 
-def wire_safe(value: Any) -> Any:
+def wire_safe(value: Any, *, nulls: bool = False) -> Any:
     """``value`` (JSON-ready) as every transport can send it.
 
-    A lone surrogate in a string or key becomes U+FFFD (:func:`~._utf8.utf8_safe`); a NaN or an
-    infinity becomes ``None`` (JSON has neither; ``model_dump(mode="json")`` writes them as
-    ``null`` too).
+    A lone surrogate in a string or key becomes U+FFFD (:func:`~._utf8.utf8_safe`). With ``nulls``,
+    a NaN or an infinity becomes ``None``, as ``to_jsonable_python(..., inf_nan_mode="null")``
+    writes it (JSON has neither).
     """
     if isinstance(value, str):
         return utf8_safe(value)
     if isinstance(value, dict):
-        return {wire_safe(k): wire_safe(v) for k, v in value.items()}
+        return {wire_safe(k): wire_safe(v, nulls=nulls) for k, v in value.items()}
     if isinstance(value, list):
-        return [wire_safe(v) for v in value]
-    if isinstance(value, float) and not math.isfinite(value):
+        return [wire_safe(v, nulls=nulls) for v in value]
+    if nulls and isinstance(value, float) and not math.isfinite(value):
         return None
     return value

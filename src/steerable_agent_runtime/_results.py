@@ -66,7 +66,7 @@ class PlainSuccess:
         """What ``self.result().to_wire()`` returns, without building the result."""
         if self.data is None:
             return {"success": True}
-        return {"success": True, "data": wire_safe(self.data)}
+        return {"success": True, "data": wire_safe(self.data, nulls=True)}
 
 
 @cache
@@ -85,11 +85,17 @@ def normalise(value: Any) -> ToolResult | PlainSuccess:
         return _success(value)
     if value is None:
         return PlainSuccess(None)
-    if isinstance(value, Mapping):
-        return _success(dict(value))
-    if kind is not list and kind is not tuple and isinstance(value, _result_type()):
-        return value
-    return _success({"value": value})
+    if kind is not list and kind is not tuple:
+        if isinstance(value, _result_type()):  # before Mapping: a result is never data
+            return value
+        if isinstance(value, Mapping):
+            return _success(dict(value))
+    try:
+        return PlainSuccess({"value": plain_copy(value)})
+    except NotPlain:
+        from pydantic_core import to_jsonable_python
+
+        return _result_type().success_with({"value": to_jsonable_python(value, fallback=str)})
 
 
 def _success(data: dict[str, Any]) -> ToolResult | PlainSuccess:
@@ -163,7 +169,8 @@ def plain_envelope(raw: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]] | 
     """``(id, name, arguments)`` of a call envelope that is plainly valid, else ``None``.
 
     Plainly valid: exactly the three keys, two strings and a dict keyed by strings (what
-    :func:`parse_envelope` accepts unchanged). Anything else is :func:`parse_envelope`'s.
+    :func:`parse_envelope` accepts unchanged); the arguments are a shallow copy, as validation
+    makes. Anything else is :func:`parse_envelope`'s.
     """
     ident, name, arguments = raw.get("id"), raw.get("name"), raw.get("arguments")
     if (
@@ -174,7 +181,7 @@ def plain_envelope(raw: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]] | 
         or not all(type(key) is str for key in arguments)
     ):
         return None
-    return ident, name, arguments
+    return ident, name, dict(arguments)  # a copy, as validation makes: the caller's is never touched
 
 
 @cache
