@@ -62,8 +62,11 @@ web_allowed_domains = ["docs.python.org", "peps.python.org"]
 ```
 
 - Precedence, for every command: a flag, then the variable, then the file, then the default.
-- A value is read exactly as its variable is: the same checks and messages. An unknown key is an
-  error naming the closest known one (`unknown key 'modle'; did you mean 'model'?`).
+- A value is read exactly as its variable is: the same checks and messages, and a message about
+  a value the file set says where it is (``STEERABLE_MAX_TOKENS='lots' must be an integer from 0
+  to 1000000 (STEERABLE_MAX_TOKENS is `max_tokens` in ~/.config/steerable/config.toml)``). An
+  unknown key is an error naming the closest known one (`unknown key 'modle'; did you mean
+  'model'?`).
 - The file is never read from inside the workspace, where a model could change its own provider,
   key or policy: it is ignored with a warning (unless `STEERABLE_CONFIG_IN_WORKSPACE=1`), and
   `.config/steerable/` is a protected path. `steerable acp` has no workspace when it starts (an

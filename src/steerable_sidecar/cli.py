@@ -19,12 +19,13 @@ import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import SteerableError
 from steerable_agent_runtime.harness import HarnessStrategy
 
+from ._cli_parser import CommandParser, did_you_mean, hinted
 from ._logging import configure_logging, log_level
 from .exit_codes import ExitCode, exit_codes_help
 
@@ -169,93 +170,6 @@ def _shared_options(parser: argparse.ArgumentParser, *, top: bool, hidden: Colle
     )
 
 
-class _Parser(argparse.ArgumentParser):
-    """A command's parser: no abbreviated options (``--all`` is not ``--allow-...``, ever).
-
-    A usage error names the fix when it can: the command or choice meant by a misspelt one (``steerable
-    tool``: did you mean 'tools'?) and the option meant by an unknown one (:func:`_did_you_mean`).
-
-    Args:
-        setup: Adds the command's arguments when the command is parsed or its usage shown, so a
-            command builds (and imports) only its own options: ``steerable call`` does not load
-            ``run``'s, ``acp``'s or ``jobs``' modules.
-    """
-
-    def __init__(
-        self, *args: Any, setup: Callable[[argparse.ArgumentParser], None] | None = None, **kwargs: Any
-    ) -> None:
-        kwargs.setdefault("allow_abbrev", False)
-        super().__init__(*args, **kwargs)
-        self._setup = setup
-        self.unknown_options: list[str] = []
-        """The long options given that this parser does not know, for its usage errors' hint."""
-
-    def _set_up(self) -> None:
-        setup, self._setup = self._setup, None
-        if setup is not None:
-            setup(self)
-
-    def parse_known_args(  # type: ignore[override]  # typeshed's overloads, one implementation
-        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        self._set_up()
-        given = sys.argv[1:] if args is None else list(args)
-        ends = given.index("--") if "--" in given else len(given)
-        options = (token.split("=", 1)[0] for token in given[:ends] if token.startswith("--"))
-        self.unknown_options = [option for option in options if option not in self._option_string_actions]
-        return super().parse_known_args(given, namespace)
-
-    def error(self, message: str) -> NoReturn:
-        super().error(_hinted(message, _did_you_mean(self, self.unknown_options)))
-
-    def _check_value(self, action: argparse.Action, value: Any) -> None:
-        try:
-            super()._check_value(action, value)
-        except argparse.ArgumentError as exc:
-            import difflib  # only when there is an error to report (start-up)
-
-            choices = [str(choice) for choice in action.choices or ()]
-            close = difflib.get_close_matches(str(value), choices, n=1)
-            if not close:
-                raise
-            raise argparse.ArgumentError(action, f"{exc.message}; did you mean {close[0]!r}?") from None
-
-    def format_usage(self) -> str:
-        self._set_up()
-        return super().format_usage()
-
-    def format_help(self) -> str:
-        self._set_up()
-        return super().format_help()
-
-
-def _hinted(message: str, hint: str) -> str:
-    return f"{message}; {hint}" if hint else message
-
-
-def _did_you_mean(parser: argparse.ArgumentParser, given: Sequence[str]) -> str:
-    """``did you mean --workspace?`` for the options in ``given`` close to one ``parser`` lists, or ``""``."""
-    if not given:
-        return ""
-    import difflib  # only when there is an error to report (start-up)
-
-    listed = {
-        option[2:]: option
-        for action in parser._actions
-        if action.help is not argparse.SUPPRESS
-        for option in action.option_strings
-        if option.startswith("--")
-    }
-    meant = []
-    for option in dict.fromkeys(given):
-        close = difflib.get_close_matches(option[2:], listed, n=1)
-        if close:
-            meant.append((option, listed[close[0]]))
-    if len(meant) <= 1:
-        return f"did you mean {meant[0][1]}?" if meant else ""
-    return f"did you mean {', '.join(f'{right} for {wrong}' for wrong, right in meant)}?"
-
-
 def _with_shared(
     add: Callable[[argparse.ArgumentParser], None] | None = None, *, hidden: Collection[str] = ()
 ) -> Callable[[argparse.ArgumentParser], None]:
@@ -336,7 +250,8 @@ def _add_run_arguments(run: argparse.ArgumentParser) -> None:
     report = run.error  # run's own: the JSON summary line first, then the usage
 
     def error(message: str) -> NoReturn:
-        report(_hinted(message, _did_you_mean(run, getattr(run, "unknown_options", ()))))
+        unknown = run.unknown_options if isinstance(run, CommandParser) else ()
+        report(hinted(message, did_you_mean(run, unknown, message)))
 
     run.error = error  # type: ignore[method-assign]
     run.set_defaults(usage_error=error)
@@ -353,14 +268,15 @@ def _add_sidecar_arguments(sidecar: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the ``steerable`` argument parser (each command's options are added when it is used)."""
-    parser = _Parser(
+    parser = CommandParser(
         prog="steerable",
         description="Agent tool runtime: validated tool calls and safe workspace file tools.",
         epilog=_EPILOG,
     )
     parser.add_argument("--version", action="version", version=f"steerable {__version__}")
+    parser.set_defaults(setting_origins={})  # the variables the configuration file set: _apply_config_file
     _shared_options(parser, top=True)
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=CommandParser)
     commands: list[tuple[str, str, Callable[[argparse.ArgumentParser], None]]] = [
         (
             "tools",
@@ -574,7 +490,7 @@ def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argpa
         args.arguments = extra.pop(0)
     if extra:  # reported by the command's parser: its usage, and `steerable run` still prints its JSON line
         command = _command_parser(parser, args)
-        if isinstance(command, _Parser):  # what it did not know may have come before the command name
+        if isinstance(command, CommandParser):  # what it did not know may have come before the command name
             command.unknown_options = [token.split("=", 1)[0] for token in extra if token.startswith("--")]
         report = args.usage_error if args.command == "run" else command.error
         report(f"unrecognized arguments: {' '.join(extra)}")
@@ -619,7 +535,7 @@ def _main(argv: Sequence[str] | None) -> int:
             with contextlib.redirect_stdout(sys.stderr):  # a plugin's print at import or register
                 booted = _boot(args)
         except SteerableError as exc:
-            print(f"steerable: {exc}", file=sys.stderr)
+            print(f"steerable: {_explained(exc, args)}", file=sys.stderr)
             return ExitCode.USAGE
     from ._signals import run_until_signalled  # SIGTERM, SIGHUP, SIGINT (REC-4, SAFE-2)
 
@@ -704,6 +620,9 @@ def _loading(*, own_process: bool) -> Iterator[None]:
 def _apply_config_file(args: argparse.Namespace) -> None:
     """Put the configuration file's settings under the environment's (variable > file > default).
 
+    ``args.setting_origins`` (``{}`` by default) gets where the file set each variable it gave, for
+    the errors that name one (``config_file.with_origins``).
+
     Raises:
         ConfigError: The file is invalid (the message names it and the key).
     """
@@ -723,7 +642,17 @@ def _apply_config_file(args: argparse.Namespace) -> None:
         print(
             f"steerable: the configuration file {loaded.path} is not read: {loaded.ignored}", file=sys.stderr
         )
-    os.environ.update(loaded.applied(os.environ))
+    applied = loaded.applied(os.environ)
+    os.environ.update(applied)
+    args.setting_origins = loaded.origins(applied)  # an error naming one of them says where it is
+
+
+def _explained(exc: Exception, args: argparse.Namespace) -> str:
+    """``exc``'s message, with where the configuration file set each variable it names."""
+    from .config_file import with_origins
+
+    origins: dict[str, str] = args.setting_origins
+    return with_origins(str(exc), origins)
 
 
 def _served(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +44,7 @@ __all__ = [
     "config_file_inside",
     "default_config_path",
     "read_config_file",
+    "with_origins",
 ]
 
 CONFIG_ENV: Final = "STEERABLE_CONFIG"
@@ -75,6 +76,40 @@ class ConfigFile:
     def applied(self, environ: Mapping[str, str]) -> dict[str, str]:
         """The values the file adds to ``environ``: those of variables unset (or empty) there."""
         return {name: value for name, value in self.values.items() if env_text(name, environ) is None}
+
+    def origins(self, names: Iterable[str]) -> dict[str, str]:
+        """Where the file set each of ``names`` (variables it gave): ``{name: "`key` in PATH"}``."""
+        return {name: f"`{_key(name)}` in {self.path}" for name in names if name in self.values}
+
+
+def _key(name: str) -> str:
+    """The file's key for a variable: ``STEERABLE_MAX_TOKENS`` is ``max_tokens``."""
+    return name.removeprefix(_PREFIX).lower()
+
+
+def with_origins(message: str, origins: Mapping[str, str]) -> str:
+    """``message`` (an error naming variables) with where each variable it names came from.
+
+    ``STEERABLE_MAX_TOKENS='lots' must be ...`` becomes ``... (STEERABLE_MAX_TOKENS is
+    `max_tokens` in ~/.config/steerable/config.toml)`` when the configuration file set it, so the
+    user is sent to the line they wrote, not to a variable they never set.
+
+    Args:
+        message: The error's text.
+        origins: Each variable set from somewhere else than the environment, and where
+            (:meth:`ConfigFile.origins`).
+
+    Returns:
+        ``message``, with one note per variable it names (as a whole name) that ``origins`` has.
+    """
+    import re
+
+    notes = [
+        f"{name} is {origin}"
+        for name, origin in origins.items()
+        if re.search(rf"(?<![A-Z0-9_]){re.escape(name)}(?![A-Z0-9_])", message)
+    ]
+    return f"{message} ({'; '.join(notes)})" if notes else message
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -127,7 +162,7 @@ def read_config_file(
     from .settings import VARIABLES  # the table: only once a file is there (start-up cost)
 
     table = _parsed(path)
-    known = {var.name.removeprefix(_PREFIX).lower(): var for var in VARIABLES if var.name not in _NOT_IN_FILE}
+    known = {_key(var.name): var for var in VARIABLES if var.name not in _NOT_IN_FILE}
     values: dict[str, str] = {}
     for key, value in table.items():
         var = known.get(key)

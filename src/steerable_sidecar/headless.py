@@ -96,6 +96,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.error = error  # type: ignore[method-assign]
     parser.set_defaults(usage_error=error)
     source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "task", nargs="?", default=None, metavar="INSTRUCTION", help="the task (as --instruction gives it)"
+    )
     source.add_argument("--instruction", metavar="TEXT", help="the task for the agent")
     source.add_argument("--instruction-file", metavar="FILE", help="read the task from FILE ('-' for stdin)")
     parser.add_argument(
@@ -190,8 +193,8 @@ def _positive_int(text: str) -> int:
 
 
 def _instruction(args: argparse.Namespace) -> str:
-    if args.instruction is not None:
-        text: str = args.instruction
+    if args.instruction is not None or args.task is not None:
+        text: str = args.instruction if args.instruction is not None else args.task
     elif args.instruction_file == "-":
         text = sys.stdin.read()
     else:
@@ -472,8 +475,11 @@ def run_headless(args: argparse.Namespace, *, provider: LLMProvider | None = Non
     except (SteerableError, ValueError, OSError) as exc:
         if stage["running"]:  # the run had started: not a usage problem
             return _internal_error(exc)
-        print(f"steerable run: {exc}", file=sys.stderr)
-        usage_line(str(exc))
+        from .config_file import with_origins
+
+        said = with_origins(str(exc), args.setting_origins)  # a value from the configuration file
+        print(f"steerable run: {said}", file=sys.stderr)
+        usage_line(said)
         return EXIT_CODES["usage"]
     except Exception as exc:
         return _internal_error(exc)

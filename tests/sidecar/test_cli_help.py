@@ -192,7 +192,8 @@ def last_line(done: subprocess.CompletedProcess[str]) -> str:
         ),
         (
             ["call", "--worksapce"],
-            "steerable call: error: the following arguments are required: name; did you mean --workspace?",
+            "steerable call: error: the following arguments are required: name; did you mean --workspace for "
+            "--worksapce?",
         ),
         (["--jsn", "tools"], "steerable tools: error: unrecognized arguments: --jsn; did you mean --json?"),
         (
@@ -226,6 +227,10 @@ def test_runs_usage_errors_name_the_option_meant_in_the_json_line_too(run_cli: R
     )
     missing = run_cli("run", "--instrction", "x", stdin="")
     assert last_line(missing) == (
-        "steerable run: error: one of the arguments --instruction --instruction-file is required; "
-        "did you mean --instruction?"
+        "steerable run: error: unrecognized arguments: --instrction; did you mean --instruction?"
+    )
+    missing = run_cli("run", "--instrction=x", stdin="")
+    assert last_line(missing) == (
+        "steerable run: error: one of the arguments INSTRUCTION --instruction --instruction-file is "
+        "required; did you mean --instruction for --instrction?"
     )

@@ -179,6 +179,34 @@ def test_steerable_run_takes_its_model_from_the_file(
     assert fake_openai.requests[2].body["model"] == "from-flag"  # the model flags win over the variables too
 
 
+def test_a_bad_value_from_the_file_names_the_key_and_the_file(
+    tmp_path: Path, run_cli: Run, child_env: Env
+) -> None:
+    """Issue 32: a value checked later (by the provider, the web tools) fails with its variable's
+    message, and the message then says which line of which file set it; the same value from the
+    environment is told without the note."""
+    home = tmp_path / "home"
+    path = write(
+        home, 'provider = "openai"\napi_key = "sk-x"\nmax_tokens = "lots"\nweb_fetch_max_bytes = 0\n'
+    )
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="")
+    env.pop("XDG_CONFIG_HOME", None)
+    common = ("-w", str(ws), "--no-plugins", "--state-dir", str(tmp_path / "s"))
+    run = run_cli("run", *common, "--no-web-tools", "hi", **env)
+    said = f"STEERABLE_MAX_TOKENS='lots' must be an integer from 0 to 1000000 (STEERABLE_MAX_TOKENS is `max_tokens` in {path})"
+    assert run.returncode == 2 and summary_of(run)["error"] == said
+    assert f"steerable run: {said}" in run.stderr
+    call = run_cli("call", "read_file", '{"path": "x"}', *common[:3], **env)
+    assert call.returncode == 2
+    assert call.stderr.strip().endswith(
+        f"must be an integer from 1 to 100000000 (STEERABLE_WEB_FETCH_MAX_BYTES is `web_fetch_max_bytes` in {path})"
+    )
+    from_env = run_cli("run", *common, "--no-web-tools", "hi", **{**env, "STEERABLE_MAX_TOKENS": "many"})
+    assert summary_of(from_env)["error"] == "STEERABLE_MAX_TOKENS='many' must be an integer from 0 to 1000000"
+
+
 def test_a_file_in_the_workspace_is_ignored_with_a_warning(
     fake_openai: FakeOpenAI, tmp_path: Path, run_cli: Run, child_env: Env
 ) -> None:

@@ -156,6 +156,19 @@ def test_instruction_file_and_no_web_tools_and_harness(run: Run, tmp_path: Path)
     assert first_user == {"role": "user", "content": "Say hi."}
 
 
+def test_the_instruction_may_be_the_first_argument(run: Run, tmp_path: Path) -> None:
+    """Issue 32: ``steerable run "Say hi."`` as ``codex exec`` and ``claude -p`` take a task; one
+    source only (the positional, ``--instruction`` or ``--instruction-file``)."""
+    proc = run(["hi"], "Say hi.", "--quiet")
+    assert proc.returncode == 0 and summary_of(proc)["text"] == "hi"
+    record = next((tmp_path / "state" / "sessions").glob("*.jsonl"))
+    first_user = [json.loads(line) for line in record.read_text().splitlines()][1]["message"]
+    assert first_user == {"role": "user", "content": "Say hi."}
+    both = run([], "Say hi.", "--instruction", "Say bye.")
+    assert both.returncode == 2
+    assert summary_of(both)["error"] == "argument --instruction: not allowed with argument INSTRUCTION"
+
+
 def test_offered_tools_follow_the_harness_and_omit_web_tools(
     fake_openai: FakeOpenAI, run: Run
 ) -> None:  # WEB-2, HAR-1
