@@ -234,8 +234,11 @@ def _load(args: argparse.Namespace, state_dir: Path, provider: LLMProvider | Non
         )
         return AcpSetup(options, default_llm_provider(config), None)
     except SteerableError as exc:  # said to the client at session/new, and here on stderr
-        print(f"steerable acp: {exc}", file=sys.stderr)
-        return AcpSetup(options, None, str(exc))
+        from .config_file import with_origins
+
+        said = with_origins(str(exc), args.setting_origins)  # a value from the configuration file
+        print(f"steerable acp: {said}", file=sys.stderr)
+        return AcpSetup(options, None, said)
 
 
 def _model_credentials(config: LLMConfig) -> list[str]:

@@ -286,3 +286,28 @@ async def test_acp_started_in_a_home_reads_the_file_and_refuses_a_session_in_the
         f"{home / '.config' / 'steerable' / 'config.toml'}, where a model could change its own provider, "
         "key or policy: open a project that does not, or set STEERABLE_CONFIG_IN_WORKSPACE=1"
     )
+
+
+async def test_acp_says_which_line_of_the_file_holds_a_bad_model_setting(
+    tmp_path: Path, child_env: Env
+) -> None:
+    """Issue 32: an editor's ``session/new`` answered with the provider's error names the file's
+    key and the file when the value came from there, as ``steerable run`` does."""
+    from acp import RequestError, spawn_agent_process
+    from acp_client import AGENT_COMMAND, EditorClient, start
+
+    home = tmp_path / "home"
+    path = write(home, 'provider = "openai"\napi_key = "sk-x"\nmax_tokens = "lots"\n')
+    project = tmp_path / "project"
+    project.mkdir()
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="", STEERABLE_STATE_DIR=str(tmp_path / "state"))
+    env.pop("XDG_CONFIG_HOME", None)
+    async with spawn_agent_process(EditorClient(), *AGENT_COMMAND, env=env, cwd=home) as (conn, _):
+        await start(conn)
+        with pytest.raises(RequestError) as failed:
+            await conn.new_session(cwd=str(project), mcp_servers=[])
+    assert failed.value.code == -32603
+    assert str(failed.value) == (
+        "STEERABLE_MAX_TOKENS='lots' must be an integer from 0 to 1000000 "
+        f"(STEERABLE_MAX_TOKENS is `max_tokens` in {path})"
+    )
