@@ -8,7 +8,9 @@ in this process, which holds the API key. Imported first by the package, this dr
 says so on stderr. Those naming the workspace the command line gives (``-w``, ``--workspace``,
 ``--cwd``: :func:`named_workspace`) go too, before ``argparse`` loads; once the workspace is known
 (``boot_tools``), :func:`drop_entries_inside` drops every entry naming it or a folder in it (an
-absolute ``PYTHONPATH`` entry or a ``.pth`` file, steerable started elsewhere). What the console
+absolute ``PYTHONPATH`` entry or a ``.pth`` file, steerable started elsewhere). The entries dropped
+at import are said once the workspace is accepted (:func:`tell_dropped`): a command that refuses
+its workspace (``-w ~``) says that alone, as nothing runs there. What the console
 script imported before (``re``, ``typing``) cannot be helped: hosts must not pass such entries. An
 embedder's process (not the ``steerable`` command nor ``python -m steerable_sidecar``) is left
 alone.
@@ -77,15 +79,28 @@ def drop_entries_inside(root: str) -> list[str]:
     return dropped
 
 
-def _drop(dropped: list[str], why: str) -> None:
+_UNTOLD: list[str] = []
+"""What the drops made at import have to say, until :func:`tell_dropped` says it (one process)."""
+
+
+def tell_dropped() -> None:
+    """Say on stderr which ``sys.path`` entries were dropped at import (once the workspace is accepted)."""
+    while _UNTOLD:
+        print(_UNTOLD.pop(0), file=sys.stderr)
+
+
+def _drop(dropped: list[str], why: str, *, now: bool = True) -> None:
     if not dropped:
         return
     sys.path[:] = [entry for entry in sys.path if entry not in dropped]
-    print(
+    notice = (
         f"steerable: ignoring the sys.path entries {dropped!r} (from PYTHONPATH or a .pth file): they "
-        f"{why}, where a file the model wrote would run in this process",
-        file=sys.stderr,
+        f"{why}, where a file the model wrote would run in this process"
     )
+    if now:
+        print(notice, file=sys.stderr)
+    else:
+        _UNTOLD.append(notice)
 
 
 def named_workspace(argv: list[str]) -> str | None:
@@ -111,8 +126,8 @@ def named_workspace(argv: list[str]) -> str | None:
 
 _first = sys.argv[0] if sys.argv else ""
 if os.path.basename(_first) == "steerable":
-    _drop(workspace_entries(), "name the current directory")
+    _drop(workspace_entries(), "name the current directory", now=False)
 if (os.path.basename(_first) == "steerable" or _first == "-m") and (
     _named := named_workspace(sys.argv[1:])
 ) is not None:  # python -m steerable_sidecar: its __main__ drops the current directory itself
-    _drop(workspace_entries(_named), "name the workspace")  # before argparse and the rest load
+    _drop(workspace_entries(_named), "name the workspace", now=False)  # before argparse and the rest load

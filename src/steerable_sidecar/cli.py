@@ -588,9 +588,13 @@ def _configure(args: argparse.Namespace) -> int | None:
             return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    from ._safe_path import tell_dropped
     from ._workspace_policy import refuse_workspace
 
-    return refuse_workspace(args)
+    refused = refuse_workspace(args)
+    if refused is None:  # a refused workspace is told alone: nothing runs there
+        tell_dropped()
+    return refused
 
 
 @contextlib.contextmanager

@@ -228,3 +228,23 @@ def test_the_steerable_command_drops_an_absolute_entry_into_its_workspace_safe_1
         f"steerable: ignoring the sys.path entries [{str(workspace / 'lib')!r}] (from PYTHONPATH or a .pth "
         "file): they name the workspace, where a file the model wrote would run in this process\n"
     )
+
+
+def test_a_refused_workspace_is_told_alone_without_the_dropped_entries(
+    tmp_path: Path, child_env: Callable[..., dict[str, str]]
+) -> None:
+    """Issue 32: ``steerable call -w ~`` with a ``PYTHONPATH`` entry in the home folder drops the
+    entry (SAFE-1) but says only the refusal: nothing runs in a refused workspace, so the dropped
+    entries are told once a workspace is accepted."""
+    home = tmp_path / "home"
+    (home / "lib").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = child_env(HOME=str(home), PYTHONPATH=str(home / "lib"))
+    done = started_in(elsewhere, [STEERABLE, "call", "read_file", '{"path": "x"}', "-w", "~"], env=env)
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"steerable call: the workspace {home.resolve()} (--workspace) is a home folder; steerable will not "
+        "give a model a whole disk or a home folder. Open a project folder instead: cd into it, or pass "
+        "--workspace DIR\n"
+    )
