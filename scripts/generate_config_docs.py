@@ -64,9 +64,14 @@ web_allowed_domains = ["docs.python.org", "peps.python.org"]
 - Precedence, for every command: a flag, then the variable, then the file, then the default.
 - A value is read exactly as its variable is: the same checks and messages, and a message about
   a value the file set says where it is (``STEERABLE_MAX_TOKENS='lots' must be an integer from 0
-  to 1000000 (STEERABLE_MAX_TOKENS is `max_tokens` in ~/.config/steerable/config.toml)``). An
-  unknown key is an error naming the closest known one (`unknown key 'modle'; did you mean
-  'model'?`).
+  to 1000000 (STEERABLE_MAX_TOKENS is `max_tokens` in ~/.config/steerable/config.toml)``); such a
+  value fails the commands that read it (`run`, not `call`). An unknown key fails every command, as
+  a file that is not valid TOML does: the file is read whole first, and what it meant is unknown
+  (`unknown key 'modle'; did you mean 'model'?`).
+- A path in the file (`script`, `mcp_config`, `plugin_dir`, `state_dir`, `ripgrep`) may start with
+  `~`; a relative one is taken from the file's folder, never from the current directory (the
+  workspace, where a model could put the file it would name). `ripgrep = "rg"` is still looked up
+  on `PATH`.
 - The file is never read from inside the workspace, where a model could change its own provider,
   key or policy: it is ignored with a warning (unless `STEERABLE_CONFIG_IN_WORKSPACE=1`), and
   `.config/steerable/` is a protected path. `steerable acp` has no workspace when it starts (an

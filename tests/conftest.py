@@ -49,15 +49,21 @@ def fake_openai(_fake_openai_server: FakeOpenAI) -> Iterator[FakeOpenAI]:
     _fake_openai_server.reset()
 
 
-_WEB_ENV_PREFIXES = ("STEERABLE_WEB_", "STEERABLE_EGRESS_")
 _WEB_ENV_NAMES = {"TAVILY_API_KEY"} | {f"{v}_PROXY" for v in ("HTTP", "HTTPS", "ALL", "NO")}
 
 
 @pytest.fixture(autouse=True)
-def _no_web_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests see the web tools as a fresh install does: no search key, no proxy, default bounds."""
-    import os
+def _no_configuration(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tests see steerable as a fresh install does, whatever the developer's shell exports.
 
+    Every ``STEERABLE_*`` variable is unset but the state directory this session's fixture chose
+    (``STEERABLE_RUN_CODE=1`` or ``STEERABLE_LOG_LEVEL=DEBUG`` exported must not change a test),
+    no configuration file is read (``STEERABLE_CONFIG=off``), and the web tools have no search key,
+    no proxy and their default bounds. A test that wants a setting sets it.
+    """
     for name in list(os.environ):
-        if name.startswith(_WEB_ENV_PREFIXES) or name.upper() in _WEB_ENV_NAMES:
+        if (
+            name.startswith("STEERABLE_") and name != "STEERABLE_STATE_DIR"
+        ) or name.upper() in _WEB_ENV_NAMES:
             monkeypatch.delenv(name)
+    monkeypatch.setenv("STEERABLE_CONFIG", "off")

@@ -272,9 +272,23 @@ class LLMConfig:
         Raises:
             ConfigError: Naming the variable, when a value is missing or invalid.
         """
-        provider = (env_text(PROVIDER_ENV, environ) or "openai").lower()
+        named = env_text(PROVIDER_ENV, environ)
+        provider = (named or "openai").lower()
         if provider not in PROVIDER_NAMES:
             raise ConfigError(_unknown_provider(provider))
+        try:
+            return cls._read(provider, environ)
+        except ConfigError as exc:
+            if named is None and f"{PROVIDER_ENV}=openai" in str(exc):  # the user chose no provider
+                raise ConfigError(
+                    f"{exc} ({PROVIDER_ENV} is not set, so the default, openai, is used: set it, or "
+                    "`provider` in the configuration file, to the provider you use)"
+                ) from None
+            raise
+
+    @classmethod
+    def _read(cls, provider: ProviderName, environ: Mapping[str, str] | None) -> LLMConfig:
+        """The configuration of ``provider`` from the other variables (:meth:`from_env`)."""
         key = env_text(API_KEY_ENV, environ)
         script = env_text(SCRIPT_ENV, environ)
         profile = env_text(PROFILE_ENV, environ)

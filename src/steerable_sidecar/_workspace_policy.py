@@ -173,15 +173,21 @@ def refuse_workspace(args: argparse.Namespace) -> int | None:
     """Apply the rule to the command ``args`` chose: exit code 2 when it is refused (message on stderr).
 
     ``steerable run`` also prints its one-line JSON summary (``usage_error``) on stdout, as for
-    any usage error. ``None`` when the workspace may be opened, or the command opens none here.
+    any usage error. ``None`` when the workspace may be opened, or the command opens none here;
+    then the ``sys.path`` entries dropped at start are said (``_safe_path.tell_dropped``): a refused
+    workspace is told alone (``doctor`` says it in its table), as nothing runs there.
     """
+    from ._safe_path import tell_dropped
+
     command: str = args.command
+    workspace = vars(args).get("workspace")
     if command in _NOT_OPENING:
+        if command != "doctor" or workspace_refusal(workspace, command=command) is None:
+            tell_dropped()
         return None
-    message = workspace_refusal(
-        vars(args).get("workspace"), command=command, state_dir=vars(args).get("state_dir")
-    )
+    message = workspace_refusal(workspace, command=command, state_dir=vars(args).get("state_dir"))
     if message is None:
+        tell_dropped()
         return None
     print(f"steerable {command}: {message}", file=sys.stderr)
     if command == "run":

@@ -579,8 +579,12 @@ def _configure(args: argparse.Namespace) -> int | None:
             from .doctor import run_doctor
 
             return run_doctor(args)
-        if args.command == "run":
-            args.usage_error(str(exc))
+        if args.command == "run":  # a setting, not the command line: its JSON line, without the usage
+            from .headless import usage_line
+
+            print(f"steerable run: {exc}", file=sys.stderr)
+            usage_line(str(exc))
+            return ExitCode.USAGE
         if args.command == "mcp":  # the host is answered with the error, as for any bad setting
             configure_logging(log_level(args.verbose, {}))
             from ._mcp_cli import run_mcp
@@ -588,13 +592,9 @@ def _configure(args: argparse.Namespace) -> int | None:
             return run_mcp(args, boot=_raiser(exc))
         print(f"steerable: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    from ._safe_path import tell_dropped
     from ._workspace_policy import refuse_workspace
 
-    refused = refuse_workspace(args)
-    if refused is None:  # a refused workspace is told alone: nothing runs there
-        tell_dropped()
-    return refused
+    return refuse_workspace(args)
 
 
 @contextlib.contextmanager

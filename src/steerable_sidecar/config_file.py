@@ -210,9 +210,23 @@ def _text(path: Path, key: str, value: Any, kind: str) -> str:
         return ",".join(value)
     if isinstance(value, bool):
         return "1" if value else "0"
+    if kind == "path" and isinstance(value, str) and value.strip():
+        return _from_files_folder(path, key, value.strip())
     if isinstance(value, int | float | str):
         return str(value)
     raise ConfigError(f"{where} must be a string, a number or a boolean, not a {type(value).__name__}")
+
+
+def _from_files_folder(path: Path, key: str, value: str) -> str:
+    """A path the file gives, ``~`` expanded and a relative one taken from the file's folder.
+
+    Not from the current directory: that is the workspace, where a model could put the file a
+    relative path would then name. ``ripgrep``'s bare word (``rg`` on ``PATH``, ``off``) is kept.
+    """
+    if key == "ripgrep" and os.sep not in value:
+        return value
+    expanded = os.path.expanduser(value)
+    return expanded if os.path.isabs(expanded) else str(path.parent / expanded)
 
 
 def config_file_inside(folder: Path, environ: Mapping[str, str] | None = None) -> Path | None:

@@ -120,8 +120,14 @@ class DoctorReport:
 @dataclass(slots=True)
 class _Rows:
     rows: list[Check] = field(default_factory=list)
+    origins: dict[str, str] = field(default_factory=dict)
+    """Where the configuration file set each variable it gave: an error naming one says so."""
 
     def add(self, section: str, item: str, value: object, status: Status = "ok", detail: str = "") -> None:
+        if status == "error" and self.origins:
+            from .config_file import with_origins
+
+            detail = with_origins(detail, self.origins)
         self.rows.append(Check(section, item, str(value), status, detail))
 
 
@@ -460,7 +466,7 @@ def _provider(rows: _Rows, env: dict[str, str]) -> None:
             default_llm_provider(config)  # loads and checks the script
     except ConfigError as exc:
         if any(env_text(name, env) for name in _PROVIDER_VARS):
-            rows.add(section, "provider", "invalid", "error", str(exc))
+            rows.add(section, "configuration", "invalid", "error", str(exc))
         else:
             rows.add(
                 section,
@@ -560,7 +566,10 @@ def _state(rows: _Rows, env: dict[str, str], state_dir: str | os.PathLike[str] |
 
 
 def _config_file(rows: _Rows, env: dict[str, str], root: Path) -> dict[str, str]:
-    """The configuration file's row; returns the values it adds under the environment's."""
+    """The configuration file's row; returns the values it adds under the environment's.
+
+    ``rows.origins`` gets where it set each, so a later error row naming one says so.
+    """
     from .config_file import read_config_file
 
     section = "Configuration file"
@@ -579,6 +588,7 @@ def _config_file(rows: _Rows, env: dict[str, str], root: Path) -> dict[str, str]
         rows.add(section, "file", "ignored", "warn", f"{loaded.path}: {loaded.ignored}")
         return {}
     applied = loaded.applied(env)
+    rows.origins = loaded.origins(applied)
     shadowed = sorted(set(loaded.values) - set(applied))
     detail = f"{loaded.path}; {len(applied)} setting(s) used"
     if shadowed:

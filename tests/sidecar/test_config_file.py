@@ -84,6 +84,45 @@ def test_a_bad_file_is_an_error_naming_the_file_and_the_key(tmp_path: Path, text
     assert str(info.value).startswith(f"{path}: ") and message in str(info.value)
 
 
+def test_paths_in_the_file_are_taken_from_its_folder(tmp_path: Path) -> None:
+    """Issue 32: ``script = "turns.json"`` beside the file names that file, not one in the current
+    directory (the workspace, where a model could put it); ``~`` is expanded; ``ripgrep = "rg"`` is
+    still a command looked up on ``PATH``, and ``off`` stays ``off``."""
+    path = write(
+        tmp_path,
+        'script = "turns.json"\nmcp_config = "sub/mcp.json"\nstate_dir = "~/state"\n'
+        'plugin_dir = "/abs/plugins"\nripgrep = "rg"\n',
+    )
+    loaded = read_config_file({"HOME": str(tmp_path)})
+    assert dict(loaded.values) == {
+        "STEERABLE_SCRIPT": str(path.parent / "turns.json"),
+        "STEERABLE_MCP_CONFIG": str(path.parent / "sub" / "mcp.json"),
+        "STEERABLE_STATE_DIR": str(Path("~/state").expanduser()),
+        "STEERABLE_PLUGIN_DIR": "/abs/plugins",
+        "STEERABLE_RIPGREP": "rg",
+    }
+    write(tmp_path, 'ripgrep = "off"\n')
+    assert read_config_file({"HOME": str(tmp_path)}).values == {"STEERABLE_RIPGREP": "off"}
+
+
+def test_a_file_error_in_run_is_its_json_line_without_the_usage(
+    tmp_path: Path, run_cli: Run, child_env: Env
+) -> None:
+    """Issue 32: a bad file is a setting, not a command-line mistake: ``steerable run`` says it in
+    one line and its JSON summary, without the usage block."""
+    home = tmp_path / "home"
+    path = write(home, 'modle = "x"\n')
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    env = child_env(HOME=str(home), STEERABLE_CONFIG="")
+    env.pop("XDG_CONFIG_HOME", None)
+    proc = run_cli("run", "-w", str(ws), "hi", **env)
+    said = f"{path}: unknown key 'modle'; did you mean 'model'?"
+    assert proc.returncode == 2
+    assert proc.stderr == f"steerable run: {said}\n"
+    assert json.loads(proc.stdout) == {"outcome": "usage_error", "error": said, "exitCode": 2}
+
+
 def test_steerable_config_names_the_file_or_turns_it_off(tmp_path: Path) -> None:
     other = tmp_path / "mine.toml"
     other.write_text('model = "from-mine"\n')
@@ -205,6 +244,10 @@ def test_a_bad_value_from_the_file_names_the_key_and_the_file(
     )
     from_env = run_cli("run", *common, "--no-web-tools", "hi", **{**env, "STEERABLE_MAX_TOKENS": "many"})
     assert summary_of(from_env)["error"] == "STEERABLE_MAX_TOKENS='many' must be an integer from 0 to 1000000"
+    doctor = run_cli("doctor", "--json", *common, **env)
+    rows = {(r["section"], r["item"]): r for r in json.loads(doctor.stdout)["checks"]}
+    assert rows[("Model provider", "configuration")]["detail"] == said
+    assert f"steerable: {said}" in doctor.stderr.splitlines()
 
 
 def test_a_file_in_the_workspace_is_ignored_with_a_warning(

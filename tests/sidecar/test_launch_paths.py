@@ -248,3 +248,15 @@ def test_a_refused_workspace_is_told_alone_without_the_dropped_entries(
         "give a model a whole disk or a home folder. Open a project folder instead: cd into it, or pass "
         "--workspace DIR\n"
     )
+    doctor = started_in(elsewhere, [STEERABLE, "doctor", "--json", "--no-plugins", "-w", "~"], env=env)
+    assert (
+        doctor.returncode == 2 and "ignoring the sys.path entries" not in doctor.stderr
+    )  # told in its table
+    project = home / "project"
+    (project / "lib").mkdir(parents=True)
+    accepted = started_in(
+        elsewhere,
+        [STEERABLE, "doctor", "--json", "--no-plugins", "-w", str(project)],
+        env={**env, "PYTHONPATH": str(project / "lib")},
+    )
+    assert f"ignoring the sys.path entries [{str(project / 'lib')!r}]" in accepted.stderr  # an accepted one

@@ -156,3 +156,22 @@ def test_a_static_file_server_is_named_as_the_url_posted_not_dumped_and_not_retr
     assert "Unsupported method ('POST')" in summary["error"] and "<" not in summary["error"]
     assert summary["error"].endswith(f": the base URL may need /v1 (STEERABLE_BASE_URL={root}/v1)")
     assert posted == ["/chat/completions"]  # not retried
+
+
+def test_no_provider_chosen_says_openai_is_only_the_default() -> None:
+    """Issue 32: with nothing set, the missing model is told with why openai is named at all; a
+    provider the user chose is told plainly."""
+    from steerable_agent_runtime.errors import ConfigError
+
+    with pytest.raises(ConfigError) as unset:
+        LLMConfig.from_env({})
+    assert str(unset.value) == (
+        "STEERABLE_MODEL is required for STEERABLE_PROVIDER=openai: set it to the model name the endpoint "
+        "serves (STEERABLE_PROVIDER is not set, so the default, openai, is used: set it, or `provider` in "
+        "the configuration file, to the provider you use)"
+    )
+    with pytest.raises(ConfigError) as chosen:
+        LLMConfig.from_env({"STEERABLE_PROVIDER": "openai"})
+    assert str(chosen.value) == (
+        "STEERABLE_MODEL is required for STEERABLE_PROVIDER=openai: set it to the model name the endpoint serves"
+    )
