@@ -78,7 +78,6 @@ if _typing.TYPE_CHECKING:
         ChatResponse,
         InvalidToolCall,
         LLMProvider,
-        ScriptedProvider,
         Usage,
     )
     from .loop import (
@@ -111,6 +110,9 @@ if _typing.TYPE_CHECKING:
     )
     from .record import (
         DurableRecord,
+    )
+    from .scripted import (
+        ScriptedProvider,
     )
     from .spill import (
         SpillHooks,
@@ -204,7 +206,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ChatResponse",
         "InvalidToolCall",
         "LLMProvider",
-        "ScriptedProvider",
         "Usage",
     ),
     "loop": (
@@ -236,6 +237,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "default_plugin_sources",
     ),
     "record": ("DurableRecord",),
+    "scripted": ("ScriptedProvider",),
     "spill": ("SpillHooks",),
     "tool_search": (
         "ToolSearchHit",
