@@ -260,6 +260,10 @@ async def turn_via_acp(
 ) -> tuple[int, int, int]:
     """One prompt on a new session: ns from the request to the answer, updates, bytes written."""
     session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
+    for _ in range(1000):  # what session/new sent after its answer (the commands offered) arrives first
+        if len(STAMPS.received) >= len(STAMPS.piped):
+            break
+        await asyncio.sleep(0.001)
     client.updates, written = 0, counting.written
     STAMPS.clear()
     start = time.perf_counter_ns()

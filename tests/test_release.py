@@ -2,6 +2,7 @@
 
 import hashlib
 import importlib.metadata
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -49,6 +50,13 @@ def test_the_licence_is_the_apache_2_0_text():
     assert "Apache License" in text and "Version 2.0, January 2004" in text
     assert "END OF TERMS AND CONDITIONS" in text and "APPENDIX: How to apply the Apache License" in text
     assert hashlib.md5(data, usedforsecurity=False).hexdigest() == APACHE_2_0_MD5
+
+
+def test_the_js_package_ships_the_same_licence():
+    """Issue 33: ``@steerable/host`` carries the licence its ``license`` field names, in its files."""
+    package = json.loads((CHECKOUT / "js" / "package.json").read_text(encoding="utf-8"))
+    assert package["license"] == "Apache-2.0" and "LICENSE" in package["files"]
+    assert (CHECKOUT / "js" / "LICENSE").read_bytes() == (CHECKOUT / "LICENSE").read_bytes()
 
 
 def test_pyproject_reads_the_version_from_the_package():

@@ -52,8 +52,7 @@ const options = {
 
 async function envelope(file) {
   const schema = await load(file);
-  const strip = (props) =>
-    Object.fromEntries(Object.entries(props).map(([k, { title: _, ...rest }]) => [k, rest]));
+  const strip = (props) => Object.fromEntries(Object.entries(props).map(([k, { title: _, ...rest }]) => [k, rest]));
   return compile({ ...schema, properties: strip(schema.properties) }, envelopes[file], options);
 }
 
@@ -135,7 +134,12 @@ async function generate() {
     await protocol(sidecar),
     `/** The sidecar protocol version \`lifecycle.ready\` and \`tool.list\` carry. */\nexport const PROTOCOL_VERSION = ${sidecar.protocolVersion};\n`,
     table("SidecarMethods", "Host -> sidecar requests: each method's params and result.", sidecar.methods, true),
-    table("HostMethods", "Sidecar -> host requests (reverse calls): each method's params and the answer it expects.", sidecar.reverse, true),
+    table(
+      "HostMethods",
+      "Sidecar -> host requests (reverse calls): each method's params and the answer it expects.",
+      sidecar.reverse,
+      true,
+    ),
     table("SidecarNotifications", "Sidecar -> host notifications: each method's params.", sidecar.notifications, false),
     constants("STANDARD_ERROR_CODES", "The JSON-RPC 2.0 error codes.", sidecar.standardErrorCodes),
     constants(

@@ -9,11 +9,9 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
-
+import { ChatHandle } from "./chat.js";
 import { malformedResult } from "./errors.js";
-import { isObject } from "./objects.js";
 import { SidecarStartError, UserError } from "./generated/errors.js";
-import { PROTOCOL_VERSION } from "./generated/protocol.js";
 import type {
   ChatEvent,
   ChatEventParams,
@@ -26,10 +24,11 @@ import type {
   ToolDescriptor,
   ToolResult,
 } from "./generated/protocol.js";
-import { ChatHandle } from "./chat.js";
+import { PROTOCOL_VERSION } from "./generated/protocol.js";
+import { isObject } from "./objects.js";
 import { JsonRpcPeer, type RequestOptions } from "./peer.js";
 import { type ReverseHandlers, type ReverseTimeouts, serveReverseCalls } from "./reverse.js";
-import { type SidecarLogger, StderrLines, defaultLogger } from "./stderr.js";
+import { defaultLogger, type SidecarLogger, StderrLines } from "./stderr.js";
 import { after, checkTimeout, delay, giveUp } from "./timeouts.js";
 
 /** How to start a sidecar ({@link SidecarClient.start}). */
@@ -119,8 +118,12 @@ export class SidecarClient implements ReverseHandlers {
     child.stderr?.on("data", (chunk: Buffer) => this.#stderr.feed(chunk));
     this.#stderrDone = new Promise((resolve) => (child.stderr ? child.stderr.once("close", resolve) : resolve()));
     // an 'error' without a listener would throw in the host: report it instead
-    child.on("error", (error) => logger({ source: "client", level: "error", message: `the sidecar process: ${error.message}` }));
-    child.stderr?.on("error", (error) => logger({ source: "client", level: "warning", message: `its stderr: ${error.message}` }));
+    child.on("error", (error) =>
+      logger({ source: "client", level: "error", message: `the sidecar process: ${error.message}` }),
+    );
+    child.stderr?.on("error", (error) =>
+      logger({ source: "client", level: "warning", message: `its stderr: ${error.message}` }),
+    );
     this.exited = new Promise((resolve) => {
       child.once("exit", (code, signal) => {
         this.#exit = { code, signal };
@@ -139,7 +142,8 @@ export class SidecarClient implements ReverseHandlers {
     this.onToolInvoke = options.onToolInvoke;
     this.onReadStateSeed = options.onReadStateSeed;
     this.onWebSearch = options.onWebSearch;
-    const chatEnded = (chatId: unknown) => (typeof chatId === "string" ? this.#chats.get(chatId)?.ended.signal : undefined);
+    const chatEnded = (chatId: unknown) =>
+      typeof chatId === "string" ? this.#chats.get(chatId)?.ended.signal : undefined;
     serveReverseCalls(this.#peer, this, options.handlerTimeoutsMs ?? {}, this.seeds, logger, chatEnded);
   }
 
@@ -156,7 +160,8 @@ export class SidecarClient implements ReverseHandlers {
    */
   static async start(options: SidecarStartOptions = {}): Promise<SidecarClient> {
     const [program, ...leading] = options.command ?? ["steerable", "sidecar"];
-    if (program === undefined) throw new SidecarStartError(-32060, "the sidecar could not be started: command is empty");
+    if (program === undefined)
+      throw new SidecarStartError(-32060, "the sidecar could not be started: command is empty");
     const timeoutMs = checkTimeout("readyTimeoutMs", options.readyTimeoutMs ?? READY_TIMEOUT_MS);
     for (const [what, value] of Object.entries(options.handlerTimeoutsMs ?? {})) checkTimeout(what, value);
     const argv = [
@@ -211,7 +216,10 @@ export class SidecarClient implements ReverseHandlers {
    * @throws RemoteError - the error response, as the class its code names (`ConfigError`...);
    *   PeerClosedError when the sidecar went away first; RequestTimeoutError past `timeoutMs`.
    */
-  async request<M extends keyof SidecarMethods>(method: M, ...args: ParamsArgs<M>): Promise<SidecarMethods[M]["result"]> {
+  async request<M extends keyof SidecarMethods>(
+    method: M,
+    ...args: ParamsArgs<M>
+  ): Promise<SidecarMethods[M]["result"]> {
     const [params, options] = args;
     return (await this.#peer.request(method, params, options)) as SidecarMethods[M]["result"];
   }
@@ -269,7 +277,9 @@ export class SidecarClient implements ReverseHandlers {
     const chatId = params.chatId || randomUUID(); // "" is unset, as the sidecar reads it
     if (this.#chats.has(chatId)) {
       // the sidecar would refuse it too; refused here, the running chat keeps its events
-      const refused = Promise.reject(new UserError(-32030, `chat '${chatId}' is already running`, { type: "UserError" }));
+      const refused = Promise.reject(
+        new UserError(-32030, `chat '${chatId}' is already running`, { type: "UserError" }),
+      );
       return new ChatHandle(chatId, refused, () => this.cancel(chatId));
     }
     const request = this.#runChat({ ...params, chatId }, options);
@@ -294,7 +304,13 @@ export class SidecarClient implements ReverseHandlers {
     const wait = giveUp("agent.chat.stream", checkTimeout("timeoutMs", options.timeoutMs ?? Infinity), options.signal);
     const sent = this.request("agent.chat.stream", params, { signal: stop.signal });
     sent.catch(() => {}); // read below, or abandoned after the grace
-    const first = await Promise.race([sent.then(() => undefined, () => undefined), wait.why]);
+    const first = await Promise.race([
+      sent.then(
+        () => undefined,
+        () => undefined,
+      ),
+      wait.why,
+    ]);
     wait.stop();
     if (first instanceof Error) {
       await this.cancel(params.chatId).catch(() => false);
@@ -422,9 +438,7 @@ function readyProblem(ready: unknown): string | undefined {
 
 /** Node's spawn error, made clearer where it misleads (a missing cwd is reported as ENOENT of the program). */
 function spawnProblem(error: NodeJS.ErrnoException, cwd: string | undefined): string {
-  if (error.code === "ENOENT" && cwd !== undefined && !existsSync(cwd)) return `the working directory ${cwd} does not exist`;
+  if (error.code === "ENOENT" && cwd !== undefined && !existsSync(cwd))
+    return `the working directory ${cwd} does not exist`;
   return error.message;
 }
-
-
-

@@ -23,8 +23,8 @@
 export function isTerminalResult(result: unknown): boolean {
   if (typeof result !== "object" || result === null) return false;
   const fields = result as Readonly<Record<string, unknown>>;
-  if (fields["terminal"] === true) return true;
-  const camel = fields["needsFollowup"];
-  const followup = camel === undefined ? fields["needs_followup"] : camel;
-  return fields["success"] === false && followup !== true;
+  if (fields.terminal === true) return true;
+  const camel = fields.needsFollowup;
+  const followup = camel === undefined ? fields.needs_followup : camel;
+  return fields.success === false && followup !== true;
 }

@@ -7,8 +7,19 @@
  * Spec: docs/sidecar-protocol.md, Errors.
  */
 
+/**
+ * The root of every error this package raises for a call: {@link RemoteError} (what the sidecar
+ * answered, and the steerable classes under it) and {@link RequestTimeoutError}. `catch (e) { if
+ * (e instanceof HostError) ... }` catches what a call can fail with; a `TypeError` or a `RangeError`
+ * is a mistake in the arguments (not JSON, over the frame limit, a bad timeout), raised before
+ * anything is sent.
+ */
+export class HostError extends Error {
+  override readonly name: string = "HostError";
+}
+
 /** A JSON-RPC error response, or (as a subclass) the steerable error class its code names. */
-export class RemoteError extends Error {
+export class RemoteError extends HostError {
   /** RemoteError's own code (-32090): the sidecar's handler got an error from a reverse call. */
   static readonly CODE: number = -32090;
   override readonly name: string = "RemoteError";
@@ -40,7 +51,7 @@ export class PeerClosedError extends RemoteError {
 }
 
 /** A request had no answer within its timeout; the late answer, if any, is dropped. */
-export class RequestTimeoutError extends Error {
+export class RequestTimeoutError extends HostError {
   override readonly name: string = "RequestTimeoutError";
 
   /**

@@ -1,33 +1,6 @@
 // the tool contract
-export {
-  DEFAULT_TOOL_MODE,
-  OPEN_WORLD_READS,
-  TOOL_MODES,
-  type ToolMode,
-  decideToolMode,
-  isToolMode,
-  requiresConsent,
-} from "./modes.js";
-export { isTerminalResult } from "./completion.js";
-export {
-  BM25,
-  CAMEL_CASE_BOUNDARY,
-  MAX_RESULTS_CEILING,
-  MAX_RESULTS_DEFAULT,
-  type RankOptions,
-  type RankableTool,
-  type RankedTool,
-  type ToolExposure,
-  ToolIndex,
-  clampMaxResults,
-  compareCodePoints,
-  documentTokens,
-  inSearchCorpus,
-  rankTools,
-  tokenizeName,
-  tokenizeProse,
-} from "./rank.js";
 
+export { ChatHandle } from "./chat.js";
 // the sidecar client
 export {
   type InvokeOptions,
@@ -37,9 +10,22 @@ export {
   type SidecarExit,
   type SidecarStartOptions,
 } from "./client.js";
-export { ChatHandle } from "./chat.js";
-export { DEFAULT_TIMEOUTS_MS, type ReverseHandlers, type ReverseTimeouts } from "./reverse.js";
-export { type SidecarLogEntry, type SidecarLogger, defaultLogger } from "./stderr.js";
+export { isTerminalResult } from "./completion.js";
+export { malformedResult, remoteError } from "./errors.js";
+// errors: RemoteError and the classes its codes name (ConfigError, PluginStateError...)
+export { HostError, InvalidParamsError, PeerClosedError, RemoteError, RequestTimeoutError } from "./errors-base.js";
+export * from "./generated/errors.js";
+// the wire types, generated from spec/*.schema.json
+export * from "./generated/protocol.js";
+export {
+  DEFAULT_TOOL_MODE,
+  decideToolMode,
+  isToolMode,
+  OPEN_WORLD_READS,
+  requiresConsent,
+  TOOL_MODES,
+  type ToolMode,
+} from "./modes.js";
 export {
   type HandlerContext,
   JsonRpcPeer,
@@ -48,11 +34,23 @@ export {
   type PeerOptions,
   type RequestOptions,
 } from "./peer.js";
-
-// errors: RemoteError and the classes its codes name (ConfigError, PluginStateError...)
-export { InvalidParamsError, PeerClosedError, RemoteError, RequestTimeoutError } from "./errors-base.js";
-export { malformedResult, remoteError } from "./errors.js";
-export * from "./generated/errors.js";
-
-// the wire types, generated from spec/*.schema.json
-export * from "./generated/protocol.js";
+export {
+  BM25,
+  CAMEL_CASE_BOUNDARY,
+  clampMaxResults,
+  compareCodePoints,
+  documentTokens,
+  inSearchCorpus,
+  MAX_RESULTS_CEILING,
+  MAX_RESULTS_DEFAULT,
+  type RankableTool,
+  type RankedTool,
+  type RankOptions,
+  rankTools,
+  type ToolExposure,
+  ToolIndex,
+  tokenizeName,
+  tokenizeProse,
+} from "./rank.js";
+export { DEFAULT_TIMEOUTS_MS, type ReverseHandlers, type ReverseTimeouts } from "./reverse.js";
+export { defaultLogger, type SidecarLogEntry, type SidecarLogger } from "./stderr.js";

@@ -11,9 +11,8 @@
  */
 import { setMaxListeners } from "node:events";
 import type { Readable, Writable } from "node:stream";
-
-import { PeerClosedError, RemoteError } from "./errors-base.js";
 import { remoteError } from "./errors.js";
+import { PeerClosedError, RemoteError } from "./errors-base.js";
 import { isObject } from "./objects.js";
 import { checkTimeout, giveUp } from "./timeouts.js";
 
@@ -136,17 +135,28 @@ export class JsonRpcPeer {
     let ms: number;
     try {
       ms = options.timeoutMs === undefined ? Infinity : checkTimeout("timeoutMs", options.timeoutMs);
-      line = this.#encode(params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params });
+      line = this.#encode(
+        params === undefined ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", id, method, params },
+      );
     } catch (error) {
       return Promise.reject(error instanceof Error ? withMethod(error, method) : error);
     }
     return new Promise<unknown>((resolve, reject) => {
       const wait = giveUp(method, ms, options.signal);
-      const settle = () => (this.#pending.delete(id), wait.stop());
+      const settle = () => {
+        this.#pending.delete(id);
+        wait.stop();
+      };
       this.#pending.set(id, {
         method,
-        resolve: (value) => (settle(), resolve(value)),
-        reject: (error) => (settle(), reject(error)),
+        resolve: (value) => {
+          settle();
+          resolve(value);
+        },
+        reject: (error) => {
+          settle();
+          reject(error);
+        },
       });
       void wait.why.then((error) => {
         if (!this.#pending.has(id)) return; // answered first
@@ -213,7 +223,8 @@ export class JsonRpcPeer {
       text = this.#decoder.decode(bytes);
     } catch {
       if (this.#failAnswer(bytes.subarray(0, HEAD_BYTES), -32700, "Parse error: the answer is not UTF-8")) return;
-      return this.#reply(errorFrame(null, -32700, "Parse error: the frame is not UTF-8"));
+      this.#reply(errorFrame(null, -32700, "Parse error: the frame is not UTF-8"));
+      return;
     }
     if (text.trim() === "") return; // blank lines (and a lone \r) are tolerated
     try {
@@ -221,7 +232,8 @@ export class JsonRpcPeer {
     } catch (error) {
       const why = `Parse error: ${(error as Error).message}`;
       if (this.#failAnswer(bytes.subarray(0, HEAD_BYTES), -32700, why)) return;
-      return this.#reply(errorFrame(null, -32700, why));
+      this.#reply(errorFrame(null, -32700, why));
+      return;
     }
     if (Array.isArray(message)) return void this.#batch(message);
     void this.#dispatch(message).then((answer) => answer !== undefined && this.#reply(answer));
@@ -284,7 +296,9 @@ export class JsonRpcPeer {
     const pending = id === undefined ? undefined : this.#pending.get(id);
     if (pending === undefined) {
       const late = id !== undefined && this.#forgotten.delete(id);
-      const what = late ? "a late answer to a request that timed out or was abandoned" : "a response to no pending request";
+      const what = late
+        ? "a late answer to a request that timed out or was abandoned"
+        : "a response to no pending request";
       this.#log(late ? "debug" : "warning", `dropped ${what} (id ${JSON.stringify(message.id)})`);
       return;
     }
@@ -305,7 +319,9 @@ export class JsonRpcPeer {
     const line = JSON.stringify(message); // lone surrogates come out as \ud800 escapes (ES2019)
     const limit = this.#maxOutgoingFrameBytes;
     if (line.length > limit || Buffer.byteLength(line) > limit) {
-      throw new RangeError(`the frame is ${Buffer.byteLength(line)} bytes, over the ${limit} a frame may hold: send less`);
+      throw new RangeError(
+        `the frame is ${Buffer.byteLength(line)} bytes, over the ${limit} a frame may hold: send less`,
+      );
     }
     return line;
   }

@@ -126,8 +126,7 @@ export function inSearchCorpus(tool: RankableTool): boolean {
 }
 
 // Python's str.isspace() characters, which clamp_max_results strips from a numeric string.
-const PY_SPACE =
-  "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
+const PY_SPACE = "[\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]";
 const PY_STRIP = new RegExp(`^${PY_SPACE}+|${PY_SPACE}+$`, "g");
 const ND = /^\p{Nd}$/u;
 const DIGITS = "[0-9](?:_?[0-9])*";
@@ -349,7 +348,8 @@ export class ToolIndex<T extends RankableTool = RankableTool> {
     // (partial scores only grow), their posting lists, usually common words, are never walked.
     const order = [...terms].sort((a, b) => b.bound - a.bound || a.postings.docs.length - b.postings.docs.length);
     const rest = new Float64Array(order.length + 1);
-    for (let j = order.length - 1; j >= 0; j--) rest[j] = (rest[j + 1] as number) + (order[j]?.bound ?? 0) * (1 + SLACK);
+    for (let j = order.length - 1; j >= 0; j--)
+      rest[j] = (rest[j + 1] as number) + (order[j]?.bound ?? 0) * (1 + SLACK);
     const scores = this.#scores;
     const touched = this.#touched;
     let matched = 0;
@@ -376,7 +376,8 @@ export class ToolIndex<T extends RankableTool = RankableTool> {
     }
     // the tools that can still make the results: the terms not walked are added to them alone,
     // one term at a time, each time dropping those that cannot reach the cut any more
-    const kth = matched >= limit ? (scores[leaders(scores, touched, matched, limit)[limit - 1] as number] as number) : 0;
+    const kth =
+      matched >= limit ? (scores[leaders(scores, touched, matched, limit)[limit - 1] as number] as number) : 0;
     const cut = Math.max(theta, kth) * (1 - SLACK);
     let contenders: number[] = [];
     for (let i = 0; i < matched; i++) {

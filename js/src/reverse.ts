@@ -33,7 +33,9 @@ type Maybe<T> = T | Promise<T>;
 /** The reverse-call handlers; each gets an AbortSignal, aborted at its timeout or when the sidecar exits. */
 export interface ReverseHandlers {
   /** Show the question card; return `{questionId: answer}`, or `null` (or `{cancelled: true}`) when the user dismissed it. */
-  onAskUser?: ((payload: AskUserRequestParams, signal: AbortSignal) => Maybe<Record<string, unknown> | null>) | undefined;
+  onAskUser?:
+    | ((payload: AskUserRequestParams, signal: AbortSignal) => Maybe<Record<string, unknown> | null>)
+    | undefined;
   /** Ask the user whether `request.call` may run; only `true` approves. */
   onApproval?: ((request: ApprovalRequestParams, signal: AbortSignal) => Maybe<boolean>) | undefined;
   /** Run a tool of a `toolsViaHost` chat (its arguments already validated by your schema). */

@@ -46,7 +46,8 @@ export class StderrLines {
 
   feed(chunk: Buffer): void {
     const text = this.#decoder.decode(chunk, { stream: true });
-    this.#tail = this.#tail.length + text.length > TAIL_CHARS ? (this.#tail + text).slice(-TAIL_CHARS) : this.#tail + text;
+    this.#tail =
+      this.#tail.length + text.length > TAIL_CHARS ? (this.#tail + text).slice(-TAIL_CHARS) : this.#tail + text;
     let start = 0;
     for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", start)) {
       const room = TAIL_CHARS - this.#partial.length; // a line is kept to its first 64 Ki characters
@@ -55,7 +56,8 @@ export class StderrLines {
       start = at + 1;
     }
     // a line that never ends (a progress bar redrawn with \r) is kept to its first 64 Ki characters too
-    if (this.#partial.length < TAIL_CHARS) this.#partial += text.slice(start, start + TAIL_CHARS - this.#partial.length);
+    if (this.#partial.length < TAIL_CHARS)
+      this.#partial += text.slice(start, start + TAIL_CHARS - this.#partial.length);
   }
 
   #line(line: string): void {

@@ -60,5 +60,11 @@ export function giveUp(what: string, ms: number, signal?: AbortSignal): GiveUp {
     if (signal?.aborted) onAbort();
     else signal?.addEventListener("abort", onAbort, { once: true });
   });
-  return { why, stop: () => (stopTimer(), signal?.removeEventListener("abort", onAbort)) };
+  return {
+    why,
+    stop: () => {
+      stopTimer();
+      signal?.removeEventListener("abort", onAbort);
+    },
+  };
 }

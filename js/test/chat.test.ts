@@ -9,12 +9,23 @@ const round = (n: number): ChatEvent => ({ type: "round", round: n });
 function handle() {
   let finish!: (summary: ChatSummary) => void;
   let fail!: (error: Error) => void;
-  const request = new Promise<ChatSummary>((resolve, reject) => ((finish = resolve), (fail = reject)));
+  const request = new Promise<ChatSummary>((resolve, reject) => {
+    finish = resolve;
+    fail = reject;
+  });
   const chat = new ChatHandle("c1", request, async () => true);
   return { chat, finish, fail };
 }
 
-const summary = { chatId: "c1", sessionId: "s", outcome: "completed", rounds: 2, toolCalls: 0, text: "", usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 } } satisfies ChatSummary;
+const summary = {
+  chatId: "c1",
+  sessionId: "s",
+  outcome: "completed",
+  rounds: 2,
+  toolCalls: 0,
+  text: "",
+  usage: { promptTokens: 0, completionTokens: 0, totalTokens: 0 },
+} satisfies ChatSummary;
 
 test("two loops at once each get every event, in order", async () => {
   const { chat, finish } = handle();
@@ -27,7 +38,10 @@ test("two loops at once each get every event, in order", async () => {
   await new Promise((resolve) => setImmediate(resolve));
   chat.push(round(2));
   finish(summary);
-  assert.deepEqual(await Promise.all(loops), [[1, 2], [1, 2]]);
+  assert.deepEqual(await Promise.all(loops), [
+    [1, 2],
+    [1, 2],
+  ]);
   assert.deepEqual(await chat.result, summary);
   chat.push(round(3)); // after the end: dropped
   assert.equal(chat.eventsSeen.length, 2);

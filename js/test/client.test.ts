@@ -10,15 +10,15 @@ import {
   type AskUserRequestParams,
   type ChatEvent,
   ConfigError,
-  InvalidParamsError,
   type HostInvokeParams,
+  InvalidParamsError,
+  isTerminalResult,
   PeerClosedError,
   PluginStateError,
   RemoteError,
   SidecarClient,
   SidecarStartError,
   UserError,
-  isTerminalResult,
 } from "@steerable/host";
 
 import { COMMAND, childEnv, scratch, startSidecar } from "./sidecar.js";
@@ -26,7 +26,10 @@ import { COMMAND, childEnv, scratch, startSidecar } from "./sidecar.js";
 const ask = (id: string) => ({
   id,
   name: "ask_user",
-  arguments: { intro: "Before I start:", questions: [{ id: "scope", text: "Which tests?", type: "select", options: ["unit", "all"] }] },
+  arguments: {
+    intro: "Before I start:",
+    questions: [{ id: "scope", text: "Which tests?", type: "select", options: ["unit", "all"] }],
+  },
 });
 const bash = (id: string, command: string) => ({ id, name: "bash", arguments: { command } });
 const read = (id: string, path: string) => ({ id, name: "read_file", arguments: { path } });
@@ -70,12 +73,18 @@ test("invoke: read then edit with the CAS gate, consent for a local tool", async
     const got = await sidecar.invoke("read_file", { path: "notes.txt" });
     assert.equal(got.success, true);
     assert.equal((got.data as { content: string }).content, "alpha\nbeta\n");
-    const edited = await sidecar.invoke("edit_file", { path: "notes.txt", edits: [{ oldText: "beta", newText: "gamma" }] });
+    const edited = await sidecar.invoke("edit_file", {
+      path: "notes.txt",
+      edits: [{ oldText: "beta", newText: "gamma" }],
+    });
     assert.equal(edited.success, true, JSON.stringify(edited));
     assert.equal(readFileSync(join(workspace, "notes.txt"), "utf8"), "alpha\ngamma\n");
     const unasked = await sidecar.invoke("bash", { command: "echo hi" });
     assert.deepEqual(unasked.data, { code: "consent_required", mode: "local" });
-    assert.match(unasked.error ?? "", /bash is a local-mode tool: ask the user, then send the call again with consentGranted: true/);
+    assert.match(
+      unasked.error ?? "",
+      /bash is a local-mode tool: ask the user, then send the call again with consentGranted: true/,
+    );
     const unknown = await sidecar.invoke("no_such_tool", {});
     assert.equal(unknown.success, false);
     assert.equal(unknown.needsFollowup, true);
@@ -115,11 +124,7 @@ test("typed errors carry the documented codes", async () => {
 });
 
 test("a chat whose ask_user the handler answers, and a refused approval", async () => {
-  const turns = [
-    { tool_calls: [ask("q1")] },
-    { tool_calls: [bash("b1", "rm -rf build")] },
-    "The test passes.",
-  ];
+  const turns = [{ tool_calls: [ask("q1")] }, { tool_calls: [bash("b1", "rm -rf build")] }, "The test passes."];
   const asked: AskUserRequestParams[] = [];
   const approvals: ApprovalRequestParams[] = [];
   const { sidecar } = await startSidecar(turns, {
@@ -146,14 +151,20 @@ test("a chat whose ask_user the handler answers, and a refused approval", async 
     const [answered, refused] = results(events);
     assert.deepEqual(answered?.result.data, { answers: { scope: "unit" } });
     assert.deepEqual(approvals, [
-      { chatId: handle.chatId, call: { id: "b1", name: "bash", arguments: { command: "rm -rf build" } }, mode: "local" },
+      {
+        chatId: handle.chatId,
+        call: { id: "b1", name: "bash", arguments: { command: "rm -rf build" } },
+        mode: "local",
+      },
     ]);
     assert.equal(refused?.result.success, false);
     assert.equal(refused?.result.needsFollowup, true);
     assert.deepEqual(refused?.result.data, { code: "consent_denied", mode: "local" });
     assert.deepEqual(
       [...new Set(events.map((e) => e.type))],
-      ["round", "assistant", "tool_call", "tool_result", "text", "done"].filter((t) => events.some((e) => e.type === t)),
+      ["round", "assistant", "tool_call", "tool_result", "text", "done"].filter((t) =>
+        events.some((e) => e.type === t),
+      ),
     );
     assert.equal(events.at(-1)?.type, "done");
     assert.deepEqual(handle.eventsSeen, events);
@@ -197,8 +208,12 @@ test("toolsViaHost resume: the host gets read_state.seed", async () => {
   const seeded: unknown[] = [];
   const second = await startSidecar(["resumed"], { dirs, onReadStateSeed: (params) => void seeded.push(params) });
   try {
-    const summary = await second.sidecar.chat({ message: "go on", sessionId: "resume1", toolsViaHost: true, tools: [...tools] })
-      .result;
+    const summary = await second.sidecar.chat({
+      message: "go on",
+      sessionId: "resume1",
+      toolsViaHost: true,
+      tools: [...tools],
+    }).result;
     assert.equal(summary.text, "resumed");
     const seed = { sessionId: "resume1", readState: { "notes.txt": "v-host-1" } };
     assert.deepEqual(second.sidecar.seeds, [seed]);
@@ -315,7 +330,10 @@ test("the sidecar's stderr reaches the logger, with its levels", async () => {
   await sidecar.invoke("list_dir", {});
   assert.equal(await sidecar.close(), 0);
   const lines = logs.filter((e) => e.source === "sidecar");
-  assert.ok(lines.some((e) => e.level === "debug" && / DEBUG steerable/.test(e.message)), JSON.stringify(lines));
+  assert.ok(
+    lines.some((e) => e.level === "debug" && / DEBUG steerable/.test(e.message)),
+    JSON.stringify(lines),
+  );
   assert.ok(sidecar.stderrTail.includes("DEBUG"));
 });
 
@@ -351,7 +369,10 @@ test("a chat the host stops waiting for (timeoutMs) is cancelled in the sidecar"
   });
   try {
     const handle = sidecar.chat({ message: "go", askUser: true, sessionId: "busy" }, { timeoutMs: 500 });
-    await assert.rejects(handle.result, { name: "RequestTimeoutError", message: "agent.chat.stream: no answer in 500 ms" });
+    await assert.rejects(handle.result, {
+      name: "RequestTimeoutError",
+      message: "agent.chat.stream: no answer in 500 ms",
+    });
     assert.equal(await sidecar.cancel(handle.chatId), false); // cancelled already, by the client
     // the rejection waited for the cancelled chat to end: the session is free at once
     assert.equal((await sidecar.chat({ message: "again", sessionId: "busy" }).result).outcome, "completed");

@@ -5,7 +5,11 @@ import { createInterface } from "node:readline";
 const scenario = process.argv[2];
 const send = (message: unknown) => process.stdout.write(`${JSON.stringify(message)}\n`);
 const ready = (protocolVersion = 1) =>
-  send({ jsonrpc: "2.0", method: "lifecycle.ready", params: { version: "0", protocolVersion, pid: process.pid, workspace: "/" } });
+  send({
+    jsonrpc: "2.0",
+    method: "lifecycle.ready",
+    params: { version: "0", protocolVersion, pid: process.pid, workspace: "/" },
+  });
 
 switch (scenario) {
   case "protocol-2":

@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 
-import { type SidecarLogEntry, SidecarClient, SidecarStartError } from "@steerable/host";
+import { SidecarClient, type SidecarLogEntry, SidecarStartError } from "@steerable/host";
 
 import { childEnv, scratch } from "./sidecar.js";
 
@@ -17,7 +17,8 @@ const fake = (scenario: string, logs: SidecarLogEntry[] = []) =>
 test("a sidecar of another protocol version, or a garbled ready, is refused at start", async () => {
   await assert.rejects(fake("protocol-2"), {
     name: "SidecarStartError",
-    message: "the sidecar speaks protocol 2, this client protocol 1: update one of them before lifecycle.ready (its stderr was empty)",
+    message:
+      "the sidecar speaks protocol 2, this client protocol 1: update one of them before lifecycle.ready (its stderr was empty)",
   });
   await assert.rejects(fake("ready-garbage"), {
     message: /^the sidecar sent a lifecycle\.ready that is not \{version, protocolVersion, pid, workspace\} \(42\)/,
@@ -65,7 +66,11 @@ test("stderr: a line that never ends is kept to 64 Ki characters, the tail too",
   await sidecar.close();
   const [long, after] = logs.filter((e) => e.source === "sidecar");
   assert.equal(long?.message.length, 64 * 1024);
-  assert.deepEqual(after, { source: "sidecar", level: "error", message: "2026-12-02 10:00:00,000 ERROR steerable: after the long line" });
+  assert.deepEqual(after, {
+    source: "sidecar",
+    level: "error",
+    message: "2026-12-02 10:00:00,000 ERROR steerable: after the long line",
+  });
   assert.ok(sidecar.stderrTail.length <= 64 * 1024);
   assert.ok(sidecar.stderrTail.endsWith("after the long line\n"));
 });

@@ -9,6 +9,7 @@ import * as host from "@steerable/host";
 import {
   ERROR_CLASSES,
   ERROR_CODES,
+  HostError,
   InvalidParamsError,
   JsonRpcPeer,
   PeerClosedError,
@@ -26,7 +27,10 @@ function wire(options: ConstructorParameters<typeof JsonRpcPeer>[2] = {}) {
   const toPeer = new PassThrough();
   const fromPeer = new PassThrough();
   const logs: string[] = [];
-  const peer = new JsonRpcPeer(toPeer, fromPeer, { log: (level, message) => logs.push(`${level}: ${message}`), ...options });
+  const peer = new JsonRpcPeer(toPeer, fromPeer, {
+    log: (level, message) => logs.push(`${level}: ${message}`),
+    ...options,
+  });
   let buffered = "";
   const waiting: ((line: string) => void)[] = [];
   const lines: string[] = [];
@@ -61,7 +65,11 @@ test("requests are served; garbage, bad UTF-8 and bad envelopes get their errors
   assert.equal(parse.error.code, -32700);
   assert.match(parse.error.message, /^Parse error: /);
   send(Buffer.from([0xff, 0xfe, 0x0a]));
-  assert.deepEqual(await next(), { jsonrpc: "2.0", id: null, error: { code: -32700, message: "Parse error: the frame is not UTF-8" } });
+  assert.deepEqual(await next(), {
+    jsonrpc: "2.0",
+    id: null,
+    error: { code: -32700, message: "Parse error: the frame is not UTF-8" },
+  });
   send('{"jsonrpc":"1.0","id":2,"method":"echo"}\n');
   assert.deepEqual(await next(), {
     jsonrpc: "2.0",
@@ -125,13 +133,19 @@ test("handler failures: -32603 for an Error, a RemoteError's own code; notificat
 test("batches are answered as one array; an empty batch is -32600", async () => {
   const { peer, send, next } = wire();
   peer.addMethod("echo", (params) => params);
-  send('[{"jsonrpc":"2.0","id":1,"method":"echo","params":[1]},{"jsonrpc":"2.0","method":"echo"},{"jsonrpc":"2.0","id":2,"method":"nope"}]\n');
+  send(
+    '[{"jsonrpc":"2.0","id":1,"method":"echo","params":[1]},{"jsonrpc":"2.0","method":"echo"},{"jsonrpc":"2.0","id":2,"method":"nope"}]\n',
+  );
   assert.deepEqual(await next(), [
     { jsonrpc: "2.0", id: 1, result: [1] },
     { jsonrpc: "2.0", id: 2, error: { code: -32601, message: "Method not found: nope" } },
   ]);
   send("[]\n");
-  assert.deepEqual(await next(), { jsonrpc: "2.0", id: null, error: { code: -32600, message: "Invalid Request: empty batch" } });
+  assert.deepEqual(await next(), {
+    jsonrpc: "2.0",
+    id: null,
+    error: { code: -32600, message: "Invalid Request: empty batch" },
+  });
 });
 
 test("outgoing requests: answers by id, typed errors, stray answers dropped, timeouts, aborts", async () => {
@@ -140,12 +154,17 @@ test("outgoing requests: answers by id, typed errors, stray answers dropped, tim
   const second = peer.request("plugin.enable", { name: "p" });
   const [a, b] = (await Promise.all([next(), next()])) as { id: number; method: string }[];
   assert.deepEqual([a?.method, b?.method], ["tool.invoke", "plugin.enable"]);
-  send(`{"jsonrpc":"2.0","id":${b?.id},"error":{"code":-32033,"message":"unknown plugin 'p'","data":{"type":"PluginStateError"}}}\n`);
+  send(
+    `{"jsonrpc":"2.0","id":${b?.id},"error":{"code":-32033,"message":"unknown plugin 'p'","data":{"type":"PluginStateError"}}}\n`,
+  );
   send(`{"jsonrpc":"2.0","id":${a?.id},"result":{"success":true}}\n`);
   assert.deepEqual(await first, { success: true });
   await assert.rejects(second, (error: unknown) => {
-    assert.ok(error instanceof host.PluginStateError && error instanceof host.UserError && error instanceof RemoteError);
+    assert.ok(
+      error instanceof host.PluginStateError && error instanceof host.UserError && error instanceof RemoteError,
+    );
     assert.equal(error.code, -32033);
+    assert.ok(error instanceof HostError); // one root: RemoteError and everything under it
     assert.equal(error.message, "unknown plugin 'p'");
     assert.deepEqual(error.data, { type: "PluginStateError" });
     return true;
@@ -154,7 +173,7 @@ test("outgoing requests: answers by id, typed errors, stray answers dropped, tim
   await new Promise((resolve) => setImmediate(resolve));
   assert.ok(logs.includes("warning: dropped a response to no pending request (id 999)"));
   await assert.rejects(peer.request("slow", undefined, { timeoutMs: 20 }), (error: unknown) => {
-    assert.ok(error instanceof RequestTimeoutError);
+    assert.ok(error instanceof RequestTimeoutError && error instanceof HostError);
     assert.equal(error.message, "slow: no answer in 20 ms");
     return true;
   });
@@ -184,7 +203,10 @@ test("end of input fails pending requests with PeerClosedError, and later ones a
     return true;
   });
   assert.equal(await peer.closed, "the sidecar exited with code 3");
-  await assert.rejects(peer.request("system.ping"), { name: "PeerClosedError", message: "system.ping: the sidecar exited with code 3" });
+  await assert.rejects(peer.request("system.ping"), {
+    name: "PeerClosedError",
+    message: "system.ping: the sidecar exited with code 3",
+  });
 });
 
 test("handlers learn of the close through their signal", async () => {
@@ -231,8 +253,14 @@ test("params that cannot be sent fail at once: not JSON (TypeError), over the fr
   const { peer, raw } = wire({ maxOutgoingFrameBytes: 100 });
   const cyclic: Record<string, unknown> = {};
   cyclic.self = cyclic;
-  await assert.rejects(peer.request("tool.invoke", cyclic), { name: "TypeError", message: /^tool\.invoke: Converting circular structure to JSON/ });
-  await assert.rejects(peer.request("tool.invoke", { n: 1n }), { name: "TypeError", message: /^tool\.invoke: Do not know how to serialize a BigInt/ });
+  await assert.rejects(peer.request("tool.invoke", cyclic), {
+    name: "TypeError",
+    message: /^tool\.invoke: Converting circular structure to JSON/,
+  });
+  await assert.rejects(peer.request("tool.invoke", { n: 1n }), {
+    name: "TypeError",
+    message: /^tool\.invoke: Do not know how to serialize a BigInt/,
+  });
   await assert.rejects(peer.request("tool.invoke", { text: "é".repeat(60) }), {
     name: "RangeError",
     message: /^tool\.invoke: the frame is 1\d\d bytes, over the 100 a frame may hold: send less$/,
@@ -268,7 +296,13 @@ test("an answer refused as too large or not UTF-8 fails its request at once", as
     code: -32600,
     message: "tool.invoke: Invalid Request: the answer is a frame too large (over 200 bytes)",
   });
-  send(Buffer.concat([Buffer.from(`{"jsonrpc":"2.0","id":${b?.id},"result":"`), Buffer.from([0xc3, 0x28]), Buffer.from('"}\n')]));
+  send(
+    Buffer.concat([
+      Buffer.from(`{"jsonrpc":"2.0","id":${b?.id},"result":"`),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}\n'),
+    ]),
+  );
   await assert.rejects(bad, { code: -32700, message: "tool.list: Parse error: the answer is not UTF-8" });
 });
 
@@ -283,7 +317,10 @@ test("late answers to abandoned requests are dropped quietly; Infinity waits wit
   await new Promise((resolve) => setTimeout(resolve, 20));
   send(`{"jsonrpc":"2.0","id":${asked.id},"result":"at last"}\n`);
   assert.equal(await patient, "at last");
-  assert.ok(logs.includes(`debug: dropped a late answer to a request that timed out or was abandoned (id ${id})`), logs.join("\n"));
+  assert.ok(
+    logs.includes(`debug: dropped a late answer to a request that timed out or was abandoned (id ${id})`),
+    logs.join("\n"),
+  );
   await assert.rejects(peer.request("x", undefined, { timeoutMs: -5 }), { name: "RangeError" });
 });
 

@@ -3,10 +3,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { BM25, ToolIndex, compareCodePoints, documentTokens, tokenizeProse } from "@steerable/host";
+import { BM25, compareCodePoints, documentTokens, ToolIndex, tokenizeProse } from "@steerable/host";
 
 function random(seed: number): () => number {
-  return () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+  return () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
 }
 
 function inventory(size: number, next: () => number) {
@@ -56,6 +59,8 @@ test("MaxScore pruning ranks exactly as scoring every tool would (TS-1, TS-3)", 
       theirs.map((h) => h.name),
       query,
     );
-    ours.forEach((h, i) => assert.ok(Math.abs(h.score - (theirs[i]?.score ?? NaN)) <= 1e-9, query));
+    ours.forEach((h, i) => {
+      assert.ok(Math.abs(h.score - (theirs[i]?.score ?? NaN)) <= 1e-9, query);
+    });
   }
 });

@@ -4,8 +4,8 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { test } from "node:test";
+import { fileURLToPath } from "node:url";
 
 import { childEnv, scratch } from "./sidecar.js";
 
@@ -31,7 +31,7 @@ function blocks(doc: string): Block[] {
     const lead = after.findIndex((line) => line.startsWith("It prints"));
     if (lead !== -1 && after[lead + 2] === "```text") {
       const start = end + 1 + lead + 3;
-      prints = lines.slice(start, lines.indexOf("```", start)).join("\n") + "\n";
+      prints = `${lines.slice(start, lines.indexOf("```", start)).join("\n")}\n`;
     }
     found.push({ where: `${doc}:${i + 1}`, code, prints });
     i = end;
@@ -53,12 +53,20 @@ test("every TypeScript block compiles against the package (strict)", () => {
   for (const block of BLOCKS) writeFileSync(new URL(`${name(block)}.ts`, OUT), block.code);
   const config = {
     extends: "../../tsconfig.json",
-    compilerOptions: { rootDir: ".", outDir: "out", declaration: false, noUnusedLocals: false, noUnusedParameters: false },
+    compilerOptions: {
+      rootDir: ".",
+      outDir: "out",
+      declaration: false,
+      noUnusedLocals: false,
+      noUnusedParameters: false,
+    },
     include: ["*.ts"],
   };
   writeFileSync(new URL("tsconfig.json", OUT), JSON.stringify(config));
   const tsc = fileURLToPath(new URL("node_modules/typescript/bin/tsc", JS));
-  const run = spawnSync(process.execPath, [tsc, "-p", fileURLToPath(new URL("tsconfig.json", OUT))], { encoding: "utf8" });
+  const run = spawnSync(process.execPath, [tsc, "-p", fileURLToPath(new URL("tsconfig.json", OUT))], {
+    encoding: "utf8",
+  });
   assert.equal(run.status, 0, `${run.stdout}${run.stderr}`);
 });
 

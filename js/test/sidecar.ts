@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-import { type SidecarLogEntry, SidecarClient, type SidecarStartOptions } from "@steerable/host";
+import { SidecarClient, type SidecarLogEntry, type SidecarStartOptions } from "@steerable/host";
 
 export const COMMAND: readonly string[] = process.env.STEERABLE_TEST_COMMAND
   ? (JSON.parse(process.env.STEERABLE_TEST_COMMAND) as string[])
