@@ -79,7 +79,7 @@ class Dispatcher:
             except ValueError as exc:
                 if not is_validation_error(exc):
                     raise
-                result = invalid_arguments_result(spec.name, exc)  # type: ignore[arg-type]
+                result = invalid_arguments_result(spec.name, exc)
             else:
                 if spec.context_param is not None:
                     given = given if given is not None else CallContext(_call_of(opened))
@@ -106,7 +106,7 @@ class Dispatcher:
         except ValueError as exc:
             if not is_validation_error(exc):
                 raise
-            return invalid_arguments_result(spec.name, exc)  # type: ignore[arg-type]
+            return invalid_arguments_result(spec.name, exc)
         return None
 
 
@@ -136,7 +136,9 @@ def _opened(call: ToolCall | Mapping[str, Any] | object) -> _Envelope | ToolResu
 def _call_of(opened: _Envelope) -> ToolCall:
     """The ``ToolCall`` (built from a plainly valid envelope for a tool that takes its context)."""
     ident, name, arguments, call = opened
-    return call or _call_type().model_construct(id=ident, name=name, arguments=arguments)
+    if call is not None:
+        return call
+    return _call_type().model_construct(id=ident, name=name, arguments=arguments)
 
 
 @cache

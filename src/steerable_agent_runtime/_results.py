@@ -13,7 +13,7 @@ import json
 import logging
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeGuard
 
 from ._codes import ToolErrorCode
 from ._depth import too_deep_retry
@@ -108,7 +108,7 @@ def _success(data: dict[str, Any]) -> ToolResult | PlainSuccess:
         return _result_type().success_with(to_jsonable_python(data, fallback=str))
 
 
-def is_validation_error(exc: BaseException) -> bool:
+def is_validation_error(exc: BaseException) -> TypeGuard[ValidationError]:
     """Tell whether ``exc`` is pydantic's ``ValidationError`` (an argument validator's answer)."""
     from pydantic import ValidationError
 
