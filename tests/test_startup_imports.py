@@ -23,6 +23,8 @@ from typing import Any
 
 import pytest
 
+from mcp_frames import MCP_INITIALIZE
+
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("httpx", "html_to_markdown", "jsonschema", "mcp")
 
@@ -194,17 +196,7 @@ def test_steerable_mcp_lists_its_tools_without_pydantic(tmp_path: Path):
     assert proc.stdin is not None
     deadline = time.monotonic() + 30
     try:
-        initialize = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "t", "version": "1"},
-            },
-        }
-        proc.stdin.write(json.dumps(initialize).encode() + b"\n")
+        proc.stdin.write(json.dumps(MCP_INITIALIZE).encode() + b"\n")
         proc.stdin.flush()
         assert "result" in _answer(proc, 1, deadline)
         proc.stdin.write(

@@ -32,13 +32,14 @@ from deep_arguments import (
     too_deep,
 )
 
+from mcp_frames import MCP_HELLO
 from processes import running
 from steerable_agent_runtime import ToolRouter, tool
 from steerable_cli import run_steerable
 from steerable_sidecar.mcp_server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
 
 WAIT_S = 20
-INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+INIT = MCP_HELLO
 
 
 class Wire:

@@ -16,16 +16,6 @@ from typing import Any
 
 from steerable_sidecar.rpc import INVALID_PARAMS, METHOD_NOT_FOUND
 
-MCP_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
 ACP_INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 2,

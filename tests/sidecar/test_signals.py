@@ -28,6 +28,7 @@ from typing import Any
 
 import pytest
 
+from mcp_frames import MCP_INITIALIZE
 from steerable_agent_runtime import DurableRecord
 from steerable_agent_runtime.sandbox._cgroup import cgroup_parents
 from steerable_sidecar._jsonrpc_frames import FrameError, Unread, decode_frame
@@ -255,8 +256,7 @@ def test_the_mcp_server_answers_the_call_in_flight_on_a_signal_rec_4(
 ) -> None:
     # REC-4: tools/call answered -32603 interrupted (SIGINT: no KeyboardInterrupt traceback)
     child = spawn(["mcp", "--no-plugins", "--workspace", str(workspace)], workspace, env())
-    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
-    child.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+    child.send(MCP_INITIALIZE)
     child.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     child.send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": BASH})
     started(workspace)
@@ -397,12 +397,7 @@ def test_a_frame_too_large_for_memory_is_answered_and_serving_goes_on_safe_9(
     # SAFE-9: out of memory reading one frame is an answer (-32600 under the frame's id), not an exit
     if surface == "mcp":
         child = spawn(["mcp", "--no-plugins", "--workspace", str(workspace)], workspace, env())
-        hello = {
-            "protocolVersion": "2025-06-18",
-            "capabilities": {},
-            "clientInfo": {"name": "t", "version": "1"},
-        }
-        child.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello})
+        child.send(MCP_INITIALIZE)
         child.message(lambda m: m.get("id") == 1)
         call, ping = "tools/call", "ping"
     else:
