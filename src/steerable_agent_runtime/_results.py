@@ -82,30 +82,31 @@ def normalise(value: Any) -> ToolResult | PlainSuccess:
     if kind in _SCALARS:  # the common case first: no ABC or metaclass isinstance checks
         return PlainSuccess({"value": value})
     if kind is dict:
-        return _success(value)
+        return _success(*_json_ready(value))
     if value is None:
         return PlainSuccess(None)
     if kind is not list and kind is not tuple:
         if isinstance(value, _result_type()):  # before Mapping: a result is never data
             return value
         if isinstance(value, Mapping):
-            return _success(dict(value))
+            return _success(*_json_ready(dict(value)))
+    ready, plain = _json_ready(value)  # the value itself, then wrapped: its nesting limit is its own
+    return _success({"value": ready}, plain)
+
+
+def _json_ready(value: Any) -> tuple[Any, bool]:
+    """``to_jsonable_python(value, fallback=str)``, and whether it was plain JSON (no pydantic used)."""
     try:
-        return PlainSuccess({"value": plain_copy(value)})
+        return plain_copy(value), True
     except NotPlain:
         from pydantic_core import to_jsonable_python
 
-        return _result_type().success_with({"value": to_jsonable_python(value, fallback=str)})
+        return to_jsonable_python(value, fallback=str), False
 
 
-def _success(data: dict[str, Any]) -> ToolResult | PlainSuccess:
-    """A success with ``data`` made JSON-ready: without pydantic when it is plain JSON."""
-    try:
-        return PlainSuccess(plain_copy(data))
-    except NotPlain:
-        from pydantic_core import to_jsonable_python
-
-        return _result_type().success_with(to_jsonable_python(data, fallback=str))
+def _success(data: dict[str, Any], plain: bool) -> ToolResult | PlainSuccess:
+    """A success with JSON-ready ``data``: a :class:`PlainSuccess` when it was plain JSON."""
+    return PlainSuccess(data) if plain else _result_type().success_with(data)
 
 
 def is_validation_error(exc: BaseException) -> TypeGuard[ValidationError]:
