@@ -71,13 +71,13 @@ from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.loop import LoopEvent
 from steerable_agent_runtime.types import new_call_id
 from steerable_agent_runtime.workspace import workspace_tools_for_cwd
-from steerable_sidecar import acp_agent
-from steerable_sidecar._acp_cli import AcpSetup, serve_streams
-from steerable_sidecar._acp_session import AcpSession
-from steerable_sidecar._assembly import LoopOptions, Transport, assemble_loop, open_session
-from steerable_sidecar.acp_agent import ACP_SYSTEM_PROMPT, AcpOptions
-from steerable_sidecar.boot import boot_tools
-from steerable_sidecar.rpc import LineWriter, open_fd_streams
+from steerable_sidecar._boot import boot_tools
+from steerable_sidecar.acp import _agent as acp_agent
+from steerable_sidecar.acp._agent import ACP_SYSTEM_PROMPT, AcpOptions
+from steerable_sidecar.acp._command import AcpSetup, serve_streams
+from steerable_sidecar.acp._session import AcpSession
+from steerable_sidecar.rpc._peer import LineWriter, open_fd_streams
+from steerable_sidecar.shared._assembly import LoopOptions, Transport, assemble_loop, open_session
 
 MAX_ADDED_MS = 1.0
 PROMPT = "Walk through src/ and tell me what each module does."

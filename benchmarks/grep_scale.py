@@ -66,7 +66,7 @@ from typing import IO, Any
 from steerable_agent_runtime import ToolCall, ToolRouter, version_of
 from steerable_agent_runtime.workspace import workspace_tools_for_cwd
 from steerable_agent_runtime.workspace._rg import SearchEngine
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
 
 MIN_FILES = 15_000
 MIN_DISK_BYTES = 500 * 2**20  # du's measure: files, symlinks and folders, in blocks

@@ -42,7 +42,7 @@ from pathlib import Path
 from _tool_corpus import deferred_tool, synthetic_inventory
 from rpc_roundtrip import SIDECAR
 from steerable_agent_runtime.tool_search import ToolSearchIndex
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
 from tool_search_speed import GOAL_P50_MS, _query_sets
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,14 +16,14 @@ import tempfile
 import time
 
 from steerable_agent_runtime import ToolCall, ToolRouter
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
 
 SIDECAR = """
 import asyncio, sys, tempfile
 from pathlib import Path
 from steerable_agent_runtime import ToolRouter
-from steerable_sidecar.rpc import JsonRpcPeer, open_stdio_streams
-from steerable_sidecar.sidecar import Sidecar, SidecarConfig
+from steerable_sidecar.rpc._peer import JsonRpcPeer, open_stdio_streams
+from steerable_sidecar.sidecar._server import Sidecar, SidecarConfig
 
 async def main():
     router = ToolRouter()

@@ -59,7 +59,7 @@ from steerable_agent_runtime.sandbox import (
     select_backend,
     spawn_sandboxed,
 )
-from steerable_sidecar.run_code import RunCodeConfig, run_code_tool
+from steerable_sidecar.run_code._tool import RunCodeConfig, run_code_tool
 
 COLD_RATIO_GOAL = 1.5
 NESTED_P50_GOAL_MS = 0.5

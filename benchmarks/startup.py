@@ -128,7 +128,7 @@ print(json.dumps({{m: m in sys.modules for m in {HEAVY!r}}}))
 
 PROBE_CALL = f"""
 import contextlib, io, json, sys
-from steerable_sidecar.cli import main
+from steerable_sidecar.cli._main import main
 with contextlib.redirect_stdout(io.StringIO()):
     code = main({CALL_ARGS!r})
 print(json.dumps({{"exit": code, **{{m: m in sys.modules for m in {HEAVY!r} + ("pydantic",)}}}}))

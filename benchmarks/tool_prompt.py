@@ -2,7 +2,7 @@
 
 What it measures
     The bytes of the ``tools`` array a request carries, as steerable sends it (compact JSON), for
-    ``--harness full``, ``minimal`` and ``progressive`` (``steerable_sidecar.boot.boot_tools``, no
+    ``--harness full``, ``minimal`` and ``progressive`` (``steerable_sidecar._boot.boot_tools``, no
     plugins, no web tools), beside:
 
     * **before**: the same tools as sent before issue 29 (the validation schema whole, ``title``
@@ -33,7 +33,7 @@ import tempfile
 import urllib.request
 from typing import Any
 
-from steerable_sidecar.boot import boot_tools
+from steerable_sidecar._boot import boot_tools
 
 # steerable's tool -> the peer's tool doing the same job
 PAIRS = {

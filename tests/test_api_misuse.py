@@ -18,7 +18,7 @@ def test_spill_threshold_below_one_is_a_user_error(tmp_path):
 
 
 def test_mcp_server_heartbeat_not_positive_is_a_user_error():
-    from steerable_sidecar.mcp_server import McpServer
+    from steerable_sidecar.mcp._server import McpServer
 
     with pytest.raises(UserError, match="heartbeat_s must be positive, got 0"):
         McpServer(heartbeat_s=0)

@@ -16,9 +16,9 @@ import pytest
 from steerable_agent_runtime.config import EnvInt, env_flag, env_text, int_field, int_fields
 from steerable_agent_runtime.errors import ConfigError, UserError
 from steerable_agent_runtime.sandbox import ResourceLimits, SandboxConfig
-from steerable_sidecar.boot import mcp_sources_for
-from steerable_sidecar.providers import LLMConfig
-from steerable_sidecar.run_code import RunCodeConfig
+from steerable_sidecar._boot import mcp_sources_for
+from steerable_sidecar.providers._openai import LLMConfig
+from steerable_sidecar.run_code._tool import RunCodeConfig
 from steerable_sidecar.web_tools import WebToolsConfig
 
 _LLM_BASE = {"STEERABLE_MODEL": "m", "STEERABLE_API_KEY": "sk-test"}
@@ -143,7 +143,7 @@ def test_a_blank_mcp_config_variable_means_no_servers(tmp_path: Path) -> None:
 
 
 def test_a_blank_state_dir_variable_is_the_default_directory(tmp_path: Path) -> None:
-    from steerable_sidecar.state_dir import default_state_dir
+    from steerable_sidecar.shared._state_dir import default_state_dir
 
     default = default_state_dir({"XDG_STATE_HOME": str(tmp_path)})
     assert default == tmp_path / "steerable"
@@ -155,7 +155,7 @@ def test_a_blank_state_dir_variable_is_the_default_directory(tmp_path: Path) -> 
 
 def test_a_blank_plugin_dir_variable_means_no_plugin_directory(tmp_path: Path) -> None:
     from steerable_agent_runtime.plugins import DirectorySource
-    from steerable_sidecar.boot import boot_tools
+    from steerable_sidecar._boot import boot_tools
 
     env = {"STEERABLE_PLUGIN_DIR": "   ", "STEERABLE_RUN_CODE": "0"}
     assert DirectorySource.from_env(env) is None
@@ -168,8 +168,8 @@ def test_a_blank_plugin_dir_variable_means_no_plugin_directory(tmp_path: Path) -
 def test_every_config_is_frozen(tmp_path: Path) -> None:
     import dataclasses
 
-    from steerable_sidecar.mcp_sources import McpServerConfig
-    from steerable_sidecar.sidecar import SidecarConfig
+    from steerable_sidecar.mcp_sources._sources import McpServerConfig
+    from steerable_sidecar.sidecar._server import SidecarConfig
 
     configs: list[Any] = [
         SandboxConfig(),

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from steerable_sidecar.doctor import diagnose
-from steerable_sidecar.settings import INTERNAL_VARIABLES, VARIABLES, EnvVar
+from steerable_sidecar.cli._doctor import diagnose
+from steerable_sidecar.config._settings import INTERNAL_VARIABLES, VARIABLES, EnvVar
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src"
@@ -69,7 +69,7 @@ def test_every_variable_the_code_names_is_in_the_table_and_every_entry_is_read()
     assert len(names) == len(set(names)), "a variable is listed twice"
     in_source = _variables_in_source()
     missing = sorted(set(in_source) - set(names) - set(INTERNAL_VARIABLES))  # those: test_unknown_env.py
-    assert not missing, f"named in src/ but not in steerable_sidecar.settings: {missing}"
+    assert not missing, f"named in src/ but not in steerable_sidecar.config._settings: {missing}"
     unread = sorted(name for name in names if not in_source.get(name, set()) - TABLES)
     assert not unread, f"listed in the table but named nowhere else in src/: {unread}"
 

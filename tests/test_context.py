@@ -216,7 +216,7 @@ def test_two_harnesses_tell_their_own_routers_tool_search_apart() -> None:
 
 
 async def test_a_host_tool_forwards_the_whole_call_even_with_an_argument_named_like_its_keyword() -> None:
-    from steerable_sidecar.host_tools import register_host_tools
+    from steerable_sidecar.sidecar._host_tools import register_host_tools
 
     sent: list[ToolCall] = []
 

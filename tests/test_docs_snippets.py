@@ -161,7 +161,7 @@ def _expected_exit(snippet: Snippet) -> int:
 _RUN_CODE = """\
 import asyncio, json, sys
 from steerable_agent_runtime import workspace_tools_for_cwd
-from steerable_sidecar.run_code import run_code_tool
+from steerable_sidecar.run_code._tool import run_code_tool
 
 async def main():
     router = workspace_tools_for_cwd(".")

@@ -171,10 +171,10 @@ DISPATCH_MODULES = [
     "steerable_agent_runtime/" + name
     for name in ("tools.py", "executor.py", "_results.py", "_coerce.py", "loop.py", "types.py", "spill.py")
 ] + ["steerable_agent_runtime/tool_search.py", "steerable_agent_runtime/ask_user.py"]
-DISPATCH_MODULES += ["steerable_sidecar/sidecar.py", "steerable_sidecar/mcp_server.py"]
+DISPATCH_MODULES += ["steerable_sidecar/sidecar/_server.py", "steerable_sidecar/mcp/_server.py"]
 DISPATCH_MODULES += ["steerable_agent_runtime/sandbox/_bash.py", "steerable_agent_runtime/sandbox/_guard.py"]
-DISPATCH_MODULES += ["steerable_sidecar/run_code.py", "steerable_sidecar/_mcp_connection.py"]
-DISPATCH_MODULES += ["steerable_sidecar/_mcp_tools.py"]
+DISPATCH_MODULES += ["steerable_sidecar/run_code/_tool.py", "steerable_sidecar/mcp_sources/_connection.py"]
+DISPATCH_MODULES += ["steerable_sidecar/mcp_sources/_tools.py"]
 
 
 @pytest.mark.parametrize("module", DISPATCH_MODULES)

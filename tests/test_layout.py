@@ -78,3 +78,109 @@ def test_the_development_guide_names_every_package() -> None:
         if not re.search(rf"(^|[\s/]){package.name}/\s", layout, re.M)
     ]
     assert missing == []
+
+
+# -- the sidecar's shape: subpackages by concern, no import cycle, one command table (issue 33) ------
+
+SIDECAR = SRC / "steerable_sidecar"
+
+
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _sidecar_imports() -> dict[str, set[str]]:
+    """Each sidecar module and the sidecar modules it imports anywhere (in a function, for type checkers)."""
+    modules = {_dotted(p): p for p in MODULES if SIDECAR in p.parents}
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                module = ".".join([*base, *([node.module] if node.module else [])])
+                targets = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            found |= {target for target in targets if target in modules and target != name}
+        graph[name] = found
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in path:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif nxt not in done:
+                visit(nxt, [*path, nxt])
+        done.add(node)
+
+    for start in sorted(graph):
+        if start not in done:
+            visit(start, [start])
+    return found
+
+
+def test_no_import_cycle_among_the_sidecars_modules() -> None:
+    graph = _sidecar_imports()
+    assert len(graph) > 90
+    assert _cycles(graph) == []
+
+
+def test_the_sidecars_subpackages_import_each_other_without_a_cycle() -> None:
+    """``steerable_sidecar.X.*`` as one node per subpackage (a top-level module is its own): a layering."""
+    graph: dict[str, set[str]] = {}
+    for name, imported in _sidecar_imports().items():
+        unit = name.split(".")[1] if "." in name else name
+        graph.setdefault(unit, set()).update(
+            other.split(".")[1] for other in imported if "." in other and other.split(".")[1] != unit
+        )
+    assert {"cli", "run", "sidecar", "mcp", "acp", "rpc", "providers", "run_code", "shared"} <= set(graph)
+    assert _cycles(graph) == []
+    assert graph["shared"] <= {"exit_codes", "_safe_path"}  # the bottom layer imports no front end
+
+
+def test_every_command_runs_from_the_code_named_for_it() -> None:
+    """``steerable NAME`` is one row of the command table; its code is ``cli/_NAME.py`` or ``NAME/``."""
+    from steerable_sidecar.cli._commands import COMMANDS, resolve
+
+    assert list(COMMANDS) == [
+        "tools",
+        "call",
+        "session",
+        "mcp",
+        "acp",
+        "plugins",
+        "doctor",
+        "jobs",
+        "run",
+        "sidecar",
+    ]
+    for name, command in COMMANDS.items():
+        module = command.run.partition(":")[0]
+        assert module == f"cli._{name}" or module.startswith(f"{name}."), (name, module)
+        hooks = (command.run, command.arguments, command.on_config_error, command.on_usage_error)
+        for target in filter(None, hooks):
+            assert callable(resolve(target)), target
+
+
+def test_no_code_branches_on_the_command_name() -> None:
+    """What a command does is its row in the table: ``args.command`` is compared once, in ``_parse``."""
+    compared = [
+        f"{_name(path)}:{node.lineno}"
+        for path in MODULES
+        if SIDECAR in path.parents
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Compare)
+        and any(ast.unparse(side) == "args.command" for side in (node.left, *node.comparators))
+        and "None" not in ast.unparse(node)  # no command given: the top-level help
+    ]
+    # `steerable call NAME --harness X '{...}'`: argparse leaves call's JSON among the extras
+    assert compared == ["steerable_sidecar/cli/_main.py:" + compared[0].rpartition(":")[2]]

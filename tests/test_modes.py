@@ -174,7 +174,7 @@ def test_schema_tools_take_their_mode_from_annotations_unless_overridden_mode_3_
 
 
 def test_our_mcp_annotations_round_trip_mode_4():
-    from steerable_sidecar.mcp_server import mode_annotations
+    from steerable_sidecar.mcp._server import mode_annotations
 
     # Issue 15: every hint is stated; a steerable client reading them back gets the mode, except
     # external, read back as safe_write (both run without consent: the hints cannot tell a bounded

@@ -58,7 +58,7 @@ def test_steerable_call_imports_no_heavy_dependency(tmp_path: Path):
     (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
     code = (
         "import contextlib, io, json, sys\n"
-        "from steerable_sidecar.cli import main\n"
+        "from steerable_sidecar.cli._main import main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\"}', '--no-plugins'])\n"
@@ -73,12 +73,12 @@ def test_the_cli_parser_imports_neither_pydantic_nor_the_agent_loop(tmp_path: Pa
     the ACP SDK, and the modules of ``run``'s, ``acp``'s and ``jobs``' options wait for a command."""
     code = (
         "import json, sys\n"
-        "from steerable_sidecar.cli import build_parser\n"
+        "from steerable_sidecar.cli._main import build_parser\n"
         "build_parser()\n"
         "print(json.dumps({'loaded': [m for m in "
-        "('pydantic', 'steerable_agent_runtime.loop', 'steerable_sidecar.sidecar', 'asyncio', "
-        "'steerable_sidecar.rpc', 'acp', 'steerable_sidecar._acp_cli', 'steerable_sidecar.headless', "
-        "'steerable_sidecar._jobs_cli') if m in sys.modules]}))\n"
+        "('pydantic', 'steerable_agent_runtime.loop', 'steerable_sidecar.sidecar._server', 'asyncio', "
+        "'steerable_sidecar.rpc._peer', 'acp', 'steerable_sidecar.acp._command', 'steerable_sidecar.run._headless', "
+        "'steerable_sidecar.cli._jobs') if m in sys.modules]}))\n"
     )
     assert _loaded(code, tmp_path) == {"loaded": []}
 
@@ -88,15 +88,15 @@ def test_steerable_call_loads_no_other_commands_modules(tmp_path: Path):
     with no configuration file, reads no TOML: ``run``'s, ``acp``'s and ``jobs``' modules never load."""
     (tmp_path / "notes.txt").write_text("hello\n", encoding="utf-8")
     others = (
-        "steerable_sidecar._acp_cli",
-        "steerable_sidecar.headless",
-        "steerable_sidecar._jobs_cli",
-        "steerable_sidecar.vendor_profiles",
+        "steerable_sidecar.acp._command",
+        "steerable_sidecar.run._headless",
+        "steerable_sidecar.cli._jobs",
+        "steerable_sidecar.providers._vendor_profiles",
         "tomllib",
     )
     code = (
         "import contextlib, io, json, sys\n"
-        "from steerable_sidecar.cli import main\n"
+        "from steerable_sidecar.cli._main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\"}', '--no-plugins'])\n"
         f"print(json.dumps({{'exit': code, 'loaded': [m for m in {others!r} if m in sys.modules]}}))\n"
@@ -136,7 +136,7 @@ def test_boot_tools_imports_no_pydantic_and_reads_no_distribution(tmp_path: Path
     dispatch load at the first call. Without plugins, no installed distribution is read."""
     code = (
         "import json, sys\n"
-        "from steerable_sidecar.boot import boot_tools\n"
+        "from steerable_sidecar._boot import boot_tools\n"
         "booted = boot_tools('.', plugins=False)\n"
         "offered = booted.harness.offered()\n"
         "print(json.dumps({'tools': len(booted.router.names()), 'offered': len(offered), 'loaded': [m for m in "
@@ -157,7 +157,7 @@ class _NoPydantic:  # as if pydantic were not installed
         return None
 
 sys.meta_path.insert(0, _NoPydantic())
-from steerable_sidecar.cli import main
+from steerable_sidecar.cli._main import main
 sys.exit(main(["mcp", "--workspace", ".", "--no-plugins"]))
 """
 
@@ -241,7 +241,7 @@ def test_steerable_call_read_file_imports_no_pydantic(tmp_path: Path):
     )
     code = (
         "import contextlib, io, json, sys\n"
-        "from steerable_sidecar.cli import main\n"
+        "from steerable_sidecar.cli._main import main\n"
         "out = io.StringIO()\n"
         "with contextlib.redirect_stdout(out):\n"
         "    code = main(['call', 'read_file', '{\"path\": \"notes.txt\", \"limit\": 5}', '--no-plugins'])\n"
@@ -267,14 +267,14 @@ def test_steerable_mcp_boots_its_tools_before_it_serves(tmp_path: Path):
     never starts, and the boot runs all the same."""
     code = (
         "import json, threading\n"
-        "from steerable_sidecar import _signals\n"
+        "from steerable_sidecar.shared import _signals\n"
         "booting = threading.Event()\n"
         "def serve(main):\n"
         "    print(json.dumps({'booting': booting.wait(10)}))\n"
         "    return 0\n"
         "_signals.run_until_signalled = serve  # no loop, no stdio: the serving part never runs\n"
-        "from steerable_sidecar import _mcp_cli\n"
-        "from steerable_sidecar.cli import build_parser\n"
+        "from steerable_sidecar.mcp import _command as _mcp_cli\n"
+        "from steerable_sidecar.cli._main import build_parser\n"
         "args = build_parser().parse_args(['mcp', '--workspace', '.', '--no-plugins'])\n"
         "_mcp_cli.run_mcp(args, boot=booting.set)\n"
     )
@@ -290,8 +290,8 @@ def test_steerable_acp_loads_the_sdk_and_httpx_lean(tmp_path: Path):
     code = (
         "import json, sys\n"
         "from pathlib import Path\n"
-        "from steerable_sidecar import _acp_cli\n"
-        "from steerable_sidecar.cli import build_parser\n"
+        "from steerable_sidecar.acp import _command as _acp_cli\n"
+        "from steerable_sidecar.cli._main import build_parser\n"
         "args = build_parser().parse_args(['acp', '--no-plugins'])\n"
         "setup = _acp_cli._load(args, Path('state'), None)\n"
         "import httpx\n"
@@ -333,7 +333,7 @@ def test_a_httpx_that_needs_its_client_is_imported_the_ordinary_way(tmp_path: Pa
     (package / "_main.py").write_text("def main():\n    return 'the client'\n", encoding="utf-8")
     code = (
         "import json\n"
-        "from steerable_sidecar._lean_imports import import_httpx\n"
+        "from steerable_sidecar.shared._lean_imports import import_httpx\n"
         "print(json.dumps({'main': import_httpx().main()}))\n"
     )
     assert _loaded(code, tmp_path, PYTHONPATH=str(tmp_path)) == {"main": "the client"}
@@ -343,7 +343,7 @@ _ACP_MODELS = """
 import json, sys
 import pydantic
 if sys.argv[1] == "fast":
-    from steerable_sidecar._lean_imports import import_acp_sdk
+    from steerable_sidecar.shared._lean_imports import import_acp_sdk
     import_acp_sdk()
 from acp import schema
 
@@ -399,7 +399,7 @@ def test_run_outcome_is_the_loops_own():
     import pickle
 
     from steerable_agent_runtime import loop
-    from steerable_sidecar.headless import EXIT_CODES
+    from steerable_sidecar.run._headless import EXIT_CODES
 
     assert loop.RunOutcome.__module__ == "steerable_agent_runtime.loop" and loop.DEFAULT_MAX_ROUNDS == 50
     assert pickle.loads(pickle.dumps(loop.RunOutcome.ERROR)) is loop.RunOutcome.ERROR
@@ -433,7 +433,7 @@ def test_boot_tools_registers_every_tool_without_loading_their_engines(tmp_path:
     )
     code = (
         "import json, sys\n"
-        "from steerable_sidecar.boot import boot_tools\n"
+        "from steerable_sidecar._boot import boot_tools\n"
         "booted = boot_tools('.', plugins=False, environ={'STEERABLE_RUN_CODE': '1', "
         "'STEERABLE_WEB_SEARCH_PROVIDER': 'ddg'})\n"
         f"print(json.dumps({{'tools': booted.router.names(), "
@@ -450,7 +450,7 @@ def test_the_lazily_registered_tools_work_at_their_first_call(tmp_path: Path):
     code = (
         "import asyncio, json\n"
         "from steerable_agent_runtime import ToolCall\n"
-        "from steerable_sidecar.boot import boot_tools\n"
+        "from steerable_sidecar._boot import boot_tools\n"
         "booted = boot_tools('.', plugins=False)\n"
         "async def call(name, **arguments):\n"
         "    return await booted.router.dispatch(ToolCall(id=name, name=name, arguments=arguments))\n"

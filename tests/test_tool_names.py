@@ -13,7 +13,7 @@ import pytest
 from steerable_agent_runtime import PluginLoadError, Tool, ToolRouter, UserError, tool
 from steerable_agent_runtime.plugins import DirectorySource, PluginRegistry
 from steerable_agent_runtime.tools import TOOL_NAME
-from steerable_sidecar.mcp_sources import mcp_tool_name
+from steerable_sidecar.mcp_sources._sources import mcp_tool_name
 
 BAD = {
     "read_file ": "U+0020 SPACE",

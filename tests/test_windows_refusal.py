@@ -53,10 +53,10 @@ def test_importing_steerable_on_windows_raises_import_error_with_the_sentence(
 
 
 def test_the_console_script_on_windows_says_why_and_exits_2(tmp_path: Path) -> None:
-    """What pip's ``steerable`` script does (``from steerable_sidecar.cli import main``), as ``steerable tools``."""
+    """What pip's ``steerable`` script does (``from steerable_sidecar.cli._main import main``), as ``steerable tools``."""
     code = WINDOWS + (
         "sys.argv = ['/home/me/.local/bin/steerable', 'tools']\n"
-        "from steerable_sidecar.cli import main\n"
+        "from steerable_sidecar.cli._main import main\n"
         "sys.exit(main())\n"
     )
     done = _run([sys.executable, "-P", "-c", code], tmp_path)

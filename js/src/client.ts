@@ -2,7 +2,7 @@
  * `SidecarClient`: spawn `steerable sidecar` and drive it over its JSON-RPC line protocol.
  *
  * Spec: the host side of the sidecar protocol (docs/sidecar-protocol.md); the Python twin is
- * `steerable_sidecar.client.SidecarClient`. The client waits for `lifecycle.ready`, calls the
+ * `steerable_sidecar.sidecar.SidecarClient`. The client waits for `lifecycle.ready`, calls the
  * sidecar's methods, streams a chat's `agent.chat.event`s, and answers the sidecar's reverse
  * calls with the handlers you give it, each under a timeout.
  */

@@ -1,6 +1,6 @@
 /**
  * The sidecar's stderr: split into lines, each handed to a logger with the level its Python
- * logging format names (`2026-12-02 10:00:00,123 WARNING steerable_sidecar.rpc: ...`; a
+ * logging format names (`2026-12-02 10:00:00,123 WARNING steerable_sidecar.rpc._peer: ...`; a
  * traceback's lines keep the level of the line that started it); the last 64 Ki characters are kept.
  */
 

@@ -14,7 +14,7 @@ result. A cancel, a timeout or a failing handler (an unreachable host) give an e
 mapping instead of hanging or failing the turn.
 
 This module does no I/O of its own: the product injects the handler (a host round trip, an ACP
-elicitation, or :func:`steerable_sidecar.terminal_prompt.terminal_ask_user_handler`).
+elicitation, or :func:`steerable_sidecar.run._terminal_prompt.terminal_ask_user_handler`).
 """
 
 from __future__ import annotations

@@ -210,7 +210,7 @@ def default_state_dir(environ: Mapping[str, str] | None = None) -> Path:
     """Return where sessions are stored (nothing is checked or created).
 
     ``STEERABLE_STATE_DIR``, else ``$XDG_STATE_HOME/steerable``, else ``~/.local/state/steerable``
-    (``~``: the ``HOME`` of ``environ``; ``docs/configuration.md``). ``steerable_sidecar.state_dir``
+    (``~``: the ``HOME`` of ``environ``; ``docs/configuration.md``). ``steerable_sidecar.shared._state_dir``
     checks and creates it; the sandbox keeps commands from reading it (SAFE-3).
     """
     env = os.environ if environ is None else environ

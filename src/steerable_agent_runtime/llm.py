@@ -7,7 +7,7 @@ OpenAI-compatible endpoint (OpenAI, OpenRouter, DeepSeek, GLM, Ollama) accepts, 
 record can be replayed to any of them unchanged.
 
 This module has no network code: the OpenAI-compatible HTTP provider lives in
-``steerable_sidecar.providers``. ``ScriptedProvider``, which replays given turns for tests and
+``steerable_sidecar.providers._openai``. ``ScriptedProvider``, which replays given turns for tests and
 demos, lives in :mod:`steerable_agent_runtime.scripted` and is served from here too.
 """
 

@@ -3,7 +3,7 @@
 Each :class:`EnvVar` names one variable, what it does, its default, its bounds and the CLI flag
 with the same effect. The entries take their names, defaults and bounds from the constants the
 code reads (``SandboxConfig``, ``ResourceLimits``, the workspace tools), so the table cannot drift
-from the code; ``steerable_sidecar.settings`` adds the process-level variables, ``steerable
+from the code; ``steerable_sidecar.config._settings`` adds the process-level variables, ``steerable
 doctor`` prints them resolved, and ``scripts/generate_config_docs.py`` writes
 ``docs/configuration.md`` from them.
 """

@@ -21,26 +21,26 @@ from steerable_agent_runtime import __version__
 from steerable_agent_runtime.lazy import lazy_exports as _lazy_exports
 
 if _typing.TYPE_CHECKING:
-    from ._codes import McpErrorCode, RunCodeErrorCode
-    from .boot import boot_tools
+    from ._boot import boot_tools
     from .cli import build_parser, main
-    from .client import ChatHandle, SidecarClient
-    from .mcp_server import McpServer
+    from .cli._session import handle_line, run_session
+    from .mcp import McpServer
     from .mcp_sources import McpServerError, McpToolSources, load_mcp_config
     from .providers import LLMConfig, OpenAICompatibleProvider, default_llm_provider
-    from .session import handle_line, run_session
-    from .terminal_prompt import terminal_ask_user_handler
+    from .run import terminal_ask_user_handler
+    from .shared._codes import McpErrorCode, RunCodeErrorCode
+    from .sidecar import ChatHandle, SidecarClient
 
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "_codes": ("McpErrorCode", "RunCodeErrorCode"),
-    "boot": ("boot_tools",),
+    "_boot": ("boot_tools",),
     "cli": ("build_parser", "main"),
-    "client": ("ChatHandle", "SidecarClient"),
-    "mcp_server": ("McpServer",),
+    "cli._session": ("handle_line", "run_session"),
+    "mcp": ("McpServer",),
     "mcp_sources": ("McpServerError", "McpToolSources", "load_mcp_config"),
     "providers": ("LLMConfig", "OpenAICompatibleProvider", "default_llm_provider"),
-    "session": ("handle_line", "run_session"),
-    "terminal_prompt": ("terminal_ask_user_handler",),
+    "run": ("terminal_ask_user_handler",),
+    "shared._codes": ("McpErrorCode", "RunCodeErrorCode"),
+    "sidecar": ("ChatHandle", "SidecarClient"),
 }
 """Each submodule and the public names it provides (the block above, for type checkers)."""
 

@@ -31,6 +31,6 @@ if (_cwd := _current_directory_first()) is not None:
         file=sys.stderr,
     )
 
-from .cli import main  # noqa: E402  (after sys.path is made safe)
+from .cli._main import main  # noqa: E402  (after sys.path is made safe)
 
 sys.exit(main())

@@ -5,7 +5,7 @@ locally under Docker or on cloud environments. This adapter installs steerable i
 container (offline from a wheelhouse, or from the package index), runs ``steerable run
 --no-web-tools`` in the task's working directory with the container posture
 (``STEERABLE_SANDBOX=container``), and afterwards fills the trial's token counts and writes an ATIF
-``trajectory.json`` converted from the session's durable record (:mod:`steerable_sidecar.atif`).
+``trajectory.json`` converted from the session's durable record (:mod:`steerable_sidecar.run._atif`).
 
 Importing this module needs Harbor (the ``harbor`` extra); nothing else in steerable imports it.
 docs/harbor.md is the guide: a local trial, a TB 2.x run, fan-out on a cloud environment.
@@ -33,8 +33,8 @@ from pydantic import Field
 
 from steerable_agent_runtime import __version__
 
-from .atif import read_record, record_to_atif
-from .providers import PROVIDER_NAMES
+from .providers._openai import PROVIDER_NAMES
+from .run._atif import read_record, record_to_atif
 
 __all__ = ["SESSION_ID", "VENV", "SteerableAgent", "SteerableOptions"]
 

@@ -162,7 +162,7 @@ async def test_the_container_environment_passes_on_but_credentials_run_7(
 
 def test_every_secret_setting_is_scrubbed_from_the_container_environment():
     """The variables steerable itself marks secret (shown only as set/unset) never reach a command."""
-    from steerable_sidecar.settings import VARIABLES
+    from steerable_sidecar.config._settings import VARIABLES
 
     secret = [var.name for var in VARIABLES if var.kind == "secret" or var.masked]
     assert "STEERABLE_API_KEY" in secret and "STEERABLE_EXTRA_HEADERS" in secret
@@ -250,7 +250,7 @@ def test_steerable_jobs_stop_refuses_an_unknown_pid_and_stops_all(
     workspace: Path, env: dict[str, str], leftovers: list[int], capsys: pytest.CaptureFixture[str]
 ):
     """The command in this process (its subprocess twin is the test above): usage, unknown pids."""
-    from steerable_sidecar.cli import main
+    from steerable_sidecar.cli._main import main
 
     def jobs(*argv: str) -> tuple[int, str, str]:
         code = main(["jobs", "--state-dir", env["STEERABLE_STATE_DIR"], *argv])
@@ -390,7 +390,7 @@ async def test_the_file_tools_keep_protected_paths_and_read_before_write_file_15
 
 
 async def test_run_code_runs_in_the_container_posture_too(workspace: Path, env: dict[str, str]):
-    from steerable_sidecar.run_code import run_code_tool
+    from steerable_sidecar.run_code._tool import run_code_tool
 
     router = workspace_tools_for_cwd(workspace, environ=env)
     tool = run_code_tool(workspace, router=router, environ=env)

@@ -226,7 +226,7 @@ async def test_a_state_directory_given_by_flag_is_unreadable_too_safe_3(
     backend_name: str, home: Path, workspace: Path
 ) -> None:
     # SAFE-3: --state-dir (SidecarClient's state_dir) names the directory in use, not the variable
-    from steerable_sidecar.client import SidecarClient
+    from steerable_sidecar.sidecar._client import SidecarClient
 
     real_backend(backend_name)
     state = home / "flagged-state"

@@ -223,7 +223,7 @@ async def test_a_run_code_program_renaming_the_folder_is_put_back_too_safe_3(
     backend: str, home: Path
 ) -> None:
     # SAFE-3: run_code goes through the same guard as bash
-    from steerable_sidecar.run_code import RunCodeConfig, run_code_tool
+    from steerable_sidecar.run_code._tool import RunCodeConfig, run_code_tool
 
     real_backend(backend)
     sandbox = SandboxConfig.from_env(environ_for(home, backend))

@@ -110,7 +110,7 @@ def job_of(data: dict[str, Any]) -> BackgroundJob:
 
 
 def jobs_cli(capsys: pytest.CaptureFixture[str], state: Path, *argv: str) -> tuple[int, str, str]:
-    from steerable_sidecar.cli import main
+    from steerable_sidecar.cli._main import main
 
     code = main(["jobs", "--state-dir", str(state), *argv])
     out, err = capsys.readouterr()
@@ -420,7 +420,7 @@ def test_credential_names_and_harmless_ones():
 
 
 def test_log_redaction_shares_the_rule():
-    from steerable_sidecar._secrets import credential_values
+    from steerable_sidecar.shared._secrets import credential_values
 
     assert sorted(credential_values({**KEPT, **NAMED})) == sorted(NAMED.values())
 

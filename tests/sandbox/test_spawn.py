@@ -28,7 +28,7 @@ from steerable_agent_runtime.sandbox import (
     SandboxSpawner,
     bash_tool,
 )
-from steerable_sidecar.run_code import RunCodeConfig, run_code_tool
+from steerable_sidecar.run_code._tool import RunCodeConfig, run_code_tool
 from steerable_sidecar.web_tools._converter import HtmlConverter
 
 REFUSAL = "this test's backend refuses every plan"

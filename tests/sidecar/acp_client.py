@@ -40,9 +40,9 @@ from acp.schema import (
 )
 
 from steerable_agent_runtime.llm import LLMProvider
-from steerable_sidecar._acp_cli import AcpSetup, serve_streams
-from steerable_sidecar.acp_agent import AcpOptions
-from steerable_sidecar.rpc import open_fd_streams
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.acp._command import AcpSetup, serve_streams
+from steerable_sidecar.rpc._peer import open_fd_streams
 
 WHOLE_TURN: list[Any] = [
     {

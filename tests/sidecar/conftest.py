@@ -86,7 +86,7 @@ def repo_copy(tmp_path: Path, tracked_files: list[str]) -> Path:
         dst = ws / rel
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(src, dst)
-    for needed in ("pyproject.toml", "README.md", "src/steerable_sidecar/cli.py"):
+    for needed in ("pyproject.toml", "README.md", "src/steerable_sidecar/cli/_main.py"):
         assert (ws / needed).is_file(), f"the checkout copy lacks {needed}"
     return ws
 

@@ -10,7 +10,7 @@ import os
 import subprocess
 import sys
 
-from steerable_sidecar.rpc import JsonRpcPeer, open_stdio_streams
+from steerable_sidecar.rpc._peer import JsonRpcPeer, open_stdio_streams
 
 
 async def main() -> None:

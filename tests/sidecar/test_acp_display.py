@@ -27,9 +27,9 @@ from acp_client import EditorClient, in_process_acp, spawn_acp, start, write_scr
 
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.modes import ToolMode
-from steerable_sidecar._acp_updates import result_content, tool_kind, tool_title, visible
-from steerable_sidecar._secrets import Redactor
-from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.acp._updates import result_content, tool_kind, tool_title, visible
+from steerable_sidecar.shared._secrets import Redactor
 
 pytestmark = pytest.mark.slow
 

@@ -31,8 +31,8 @@ from steerable_agent_runtime import DurableRecord, RunOutcome
 from steerable_agent_runtime.llm import ChatResponse, ScriptedProvider, parse_tool_call
 from steerable_agent_runtime.loop import RunSummary
 from steerable_agent_runtime.workspace import version_of
-from steerable_sidecar.acp_agent import AcpOptions, stop_reason
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.acp._agent import AcpOptions, stop_reason
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider
 
 pytestmark = pytest.mark.slow
 
@@ -947,8 +947,8 @@ async def test_a_lock_that_cannot_be_taken_is_a_worded_error(workspace: Path, st
 async def test_an_editor_that_does_not_answer_or_a_big_file_reads_the_disk(
     workspace: Path, state: Path, serve: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("steerable_sidecar._acp_session.EDITOR_READ_TIMEOUT_S", 0.5)
-    monkeypatch.setattr("steerable_sidecar._acp_session.MAX_EDITOR_READ_BYTES", 1000)
+    monkeypatch.setattr("steerable_sidecar.acp._session.EDITOR_READ_TIMEOUT_S", 0.5)
+    monkeypatch.setattr("steerable_sidecar.acp._session.MAX_EDITOR_READ_BYTES", 1000)
     (workspace / "big.txt").write_text("y\n" * 1000)
     calls = [
         {"id": "r1", "name": "read_file", "arguments": {"path": "notes.txt"}},

@@ -33,7 +33,7 @@ from acp_client import EditorClient, Served, spawn_acp, write_script
 
 from processes import running
 from steerable_agent_runtime.llm import ScriptedProvider
-from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.acp._agent import AcpOptions
 
 pytestmark = pytest.mark.slow
 

@@ -20,7 +20,7 @@ from acp import text_block
 from acp_client import EditorClient, in_process_acp, spawn_acp, start, write_script
 
 from steerable_agent_runtime.llm import ScriptedProvider
-from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.acp._agent import AcpOptions
 
 pytestmark = pytest.mark.slow
 

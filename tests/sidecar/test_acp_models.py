@@ -26,8 +26,8 @@ from acp_client import AGENT_COMMAND, EditorClient, Served, in_process_acp, spaw
 from pydantic import SecretStr
 
 from fake_openai import FakeOpenAI
-from steerable_sidecar.acp_agent import AcpOptions
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider
 
 pytestmark = pytest.mark.slow
 
@@ -422,7 +422,8 @@ def test_a_bad_models_list_exits_2_before_serving(child_env: Callable[..., dict[
 def test_the_models_list_and_harbors_requested_model_are_read_as_ids() -> None:
     """``--models`` splits on commas; Harbor's requested model loses its LiteLLM provider part;
     a value that is no model id is never offered."""
-    from steerable_sidecar._acp_cli import HARBOR_MODEL_ENV, harbor_model, model_id_problem, model_ids
+    from steerable_sidecar.acp._command import HARBOR_MODEL_ENV, harbor_model, model_ids
+    from steerable_sidecar.acp._model_ids import model_id_problem
 
     assert model_ids(" gpt-4.1, ,openai/gpt-4o ,") == ("gpt-4.1", "openai/gpt-4o")
     assert model_ids(None) == ()

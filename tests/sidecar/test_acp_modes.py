@@ -22,8 +22,8 @@ from acp_client import AGENT_COMMAND, EditorClient, in_process_acp, start
 
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvider, StreamEvent, Usage
 from steerable_agent_runtime.modes import CONSENT_POLICIES
-from steerable_sidecar._acp_listing import PAGE_SIZE
-from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.acp._listing import PAGE_SIZE
 
 pytestmark = pytest.mark.slow
 
@@ -277,7 +277,7 @@ async def test_a_recorded_pick_this_process_cannot_take_leaves_its_own_defaults(
 def test_the_last_choice_is_found_across_read_steps_and_a_torn_last_line(tmp_path: Path) -> None:
     """The record is read backwards in steps: a choice line cut by a step is read whole."""
     from steerable_agent_runtime.record import DurableRecord
-    from steerable_sidecar import _acp_choices
+    from steerable_sidecar.acp import _choices as _acp_choices
 
     path = tmp_path / "s.jsonl"
     choice = json.dumps(
@@ -452,7 +452,7 @@ def test_a_bad_consent_value_exits_2_naming_where_it_came_from(tmp_path: Path) -
 def test_an_mcp_tool_is_shown_by_what_it_does_and_under_its_servers_name() -> None:
     """The reference filesystem server's ``write_file`` (destructiveHint: true) is an edit, not a delete."""
     from steerable_agent_runtime.modes import ToolMode
-    from steerable_sidecar._acp_updates import tool_kind, tool_title
+    from steerable_sidecar.acp._updates import tool_kind, tool_title
 
     name = "mcp__filesystem__write_file"
     assert tool_kind(name, ToolMode.DESTRUCTIVE) == "edit"

@@ -22,8 +22,8 @@ from acp_client import Served, write_script
 from deep_arguments import deep_request, parse_error_too_deep
 
 from steerable_agent_runtime.llm import ScriptedProvider
-from steerable_sidecar._acp_wire import ACP_PROTOCOL_VERSION, initialize_result
-from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.acp._wire import ACP_PROTOCOL_VERSION, initialize_result
 
 pytestmark = pytest.mark.slow
 

@@ -1,4 +1,4 @@
-"""One session assembly (steerable_sidecar/_assembly.py) for the sidecar's chat, headless runs and the next front end."""
+"""One session assembly (steerable_sidecar/shared/_assembly.py) for the sidecar's chat, headless runs and the next front end."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import pytest
 from steerable_agent_runtime import DurableRecord, ToolCall, ToolMode, workspace_tools_for_cwd
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.trace import TraceSpan
-from steerable_sidecar._assembly import LoopOptions, Transport, assemble_loop, open_session
-from steerable_sidecar.rpc import JsonRpcPeer, open_fd_streams
-from steerable_sidecar.sidecar import Sidecar, SidecarConfig
+from steerable_sidecar.rpc._peer import JsonRpcPeer, open_fd_streams
+from steerable_sidecar.shared._assembly import LoopOptions, Transport, assemble_loop, open_session
+from steerable_sidecar.sidecar._server import Sidecar, SidecarConfig
 
 
 def _read_call(call_id: str, path: str) -> dict[str, Any]:

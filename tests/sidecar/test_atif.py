@@ -1,4 +1,4 @@
-"""The durable record as an ATIF trajectory (steerable_sidecar.atif), from real agent-loop runs.
+"""The durable record as an ATIF trajectory (steerable_sidecar.run._atif), from real agent-loop runs.
 
 Harbor validates the same documents against its own models in tests/harbor_adapter/ (Python 3.12+, the
 ``harbor`` extra); here the mapping itself is checked without Harbor.
@@ -12,7 +12,7 @@ from typing import Any
 
 from steerable_agent_runtime import AgentLoop, ScriptedProvider, workspace_tools_for_cwd
 from steerable_agent_runtime.record import DurableRecord
-from steerable_sidecar.atif import ATIF_VERSION, read_record, record_to_atif
+from steerable_sidecar.run._atif import ATIF_VERSION, read_record, record_to_atif
 
 
 async def _run(tmp_path: Path, turns: list[Any]) -> Path:

@@ -19,7 +19,7 @@ import pytest
 
 from steerable_agent_runtime import RemoteError
 from steerable_cli import run_steerable
-from steerable_sidecar.client import SidecarClient, SidecarStartError
+from steerable_sidecar.sidecar._client import SidecarClient, SidecarStartError
 
 GREET = textwrap.dedent(
     """

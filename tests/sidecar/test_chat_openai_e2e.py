@@ -10,7 +10,8 @@ from typing import Any
 
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime import ToolResult
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
+from steerable_sidecar.sidecar.protocol import HostInvokeParams
 
 KEY = "sk-test-never-logged-0123456789"
 
@@ -126,7 +127,7 @@ async def test_streamed_chat_ends_on_a_terminal_result_after_recording_the_whole
             "mode": "external",
         }
 
-        async def host_tool(params: dict[str, Any]) -> ToolResult:
+        async def host_tool(params: HostInvokeParams) -> ToolResult:
             if params["name"] == "submit":
                 return ToolResult(success=False, terminal=True, error="grader rejected the answer")
             return ToolResult(success=True, data={"entries": []})

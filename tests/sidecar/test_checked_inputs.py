@@ -18,7 +18,7 @@ import pytest
 
 from steerable_agent_runtime.errors import ConfigError, ProviderError, UserError
 from steerable_agent_runtime.llm import SCRIPTED_TURNS_SCHEMA, ChatResponse, ScriptedProvider
-from steerable_sidecar.state_dir import checked_state_dir
+from steerable_sidecar.shared._state_dir import checked_state_dir
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
 

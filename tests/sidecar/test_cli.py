@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from steerable_sidecar.cli import main
+from steerable_sidecar.cli._main import main
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -343,7 +343,7 @@ async def test_session_refuses_an_oversized_line_and_keeps_going(tmp_path, monke
     import io
 
     from steerable_agent_runtime import workspace_tools_for_cwd
-    from steerable_sidecar import session
+    from steerable_sidecar.cli import _session as session
 
     monkeypatch.setattr(session, "_MAX_LINE_CHARS", 80)
     (tmp_path / "a.txt").write_text("hi\n", encoding="utf-8")
@@ -367,7 +367,7 @@ async def test_session_survives_an_over_long_integer_line(tmp_path):
     import io
 
     from steerable_agent_runtime import workspace_tools_for_cwd
-    from steerable_sidecar import session
+    from steerable_sidecar.cli import _session as session
 
     huge = "1" * 5000
     lines = (

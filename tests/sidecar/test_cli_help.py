@@ -3,7 +3,7 @@
 Each command's ``--help`` says what it is for, lists only options it accepts, ``run``'s lists every
 exit code, and a misspelt command, choice or option is answered with the one meant. The help texts
 and messages are the real ``steerable`` process's; an option's acceptance is the command line's
-(every refusal happens there, :func:`steerable_sidecar.cli._parse`).
+(every refusal happens there, :func:`steerable_sidecar.cli._main._parse`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from collections.abc import Callable
 
 import pytest
 
-from steerable_sidecar import cli
+from steerable_sidecar.cli import _main as cli
+from steerable_sidecar.cli._commands import COMMANDS as TABLE
+from steerable_sidecar.cli._parser import build_parser
 from steerable_sidecar.exit_codes import ExitCode
 
 RunCli = Callable[..., subprocess.CompletedProcess[str]]
@@ -37,15 +39,15 @@ def help_of(run_cli: RunCli, *command: str) -> str:
 
 
 def test_every_command_is_described() -> None:
-    parser = cli.build_parser()
+    parser = build_parser()
     listed = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    assert tuple(listed.choices) == COMMANDS == tuple(cli._DESCRIPTIONS)
+    assert tuple(listed.choices) == COMMANDS == tuple(TABLE)
 
 
 @pytest.mark.parametrize("command", EVERY, ids=" ".join)
 def test_a_commands_help_says_what_it_does(command: tuple[str, ...], run_cli: RunCli) -> None:
     shown = help_of(run_cli, *command)
-    description = cli._DESCRIPTIONS.get(command[0]) if len(command) == 1 else None
+    description = TABLE[command[0]].description if len(command) == 1 else None
     if description is not None:
         assert flat(description) in flat(shown)
     paragraphs = shown.split("\n\n")  # usage, the description, then the options
@@ -95,7 +97,7 @@ def options_in(shown: str) -> dict[str, list[str]]:
 def accepted(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str | None:
     """``None`` when ``steerable ARGV`` parses; else what it said on stderr."""
     try:
-        cli._parse(cli.build_parser(), argv)
+        cli._parse(build_parser(), argv)
     except SystemExit:
         return capsys.readouterr().err
     return None
@@ -147,7 +149,7 @@ def test_a_refused_option_is_not_listed_and_still_refused_by_name(
 
 def test_runs_help_hides_the_option_it_refuses(run_cli: RunCli) -> None:
     assert "--allow-outside-workspace" not in help_of(run_cli, "run")
-    assert set(cli._REFUSED) == {"acp", "run"}
+    assert {name for name, command in TABLE.items() if command.refused} == {"acp", "run"}
 
 
 def test_runs_help_lists_every_exit_code(run_cli: RunCli) -> None:

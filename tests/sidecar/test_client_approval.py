@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
 
 
 async def _scripted_sidecar(tmp_path: Path, turns: list[Any], **env: str) -> SidecarClient:

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from steerable_agent_runtime import RemoteError, ToolResult, errors
-from steerable_sidecar._remote_errors import typed_remote_error
-from steerable_sidecar.client import SidecarClient
-from steerable_sidecar.rpc import ERROR_CODES, error_code_for, error_data_for
+from steerable_sidecar.rpc._peer import ERROR_CODES, error_code_for, error_data_for
+from steerable_sidecar.sidecar._client import SidecarClient
+from steerable_sidecar.sidecar._remote_errors import typed_remote_error
 
 
 def _env() -> dict[str, str]:

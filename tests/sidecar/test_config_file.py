@@ -18,7 +18,7 @@ from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime.errors import ConfigError
-from steerable_sidecar.config_file import ConfigFile, default_config_path, read_config_file
+from steerable_sidecar.config._file import ConfigFile, default_config_path, read_config_file
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 Env = Callable[..., dict[str, str]]

@@ -217,7 +217,7 @@ def test_resume_continues_the_session(run: Run, ws: Path, tmp_path: Path) -> Non
 def test_exit_code_per_outcome() -> None:
     from steerable_agent_runtime import ToolResult
     from steerable_agent_runtime.loop import RunOutcome, RunSummary
-    from steerable_sidecar.headless import _exit_code
+    from steerable_sidecar.run._headless import _exit_code
 
     ok = ToolResult(success=True, terminal=True)
     failed = ToolResult(success=False, error="grader said no")
@@ -234,7 +234,7 @@ def test_exit_codes_are_one_enum_and_the_docs_table_lists_each() -> None:
     import re
 
     from steerable_sidecar.exit_codes import ExitCode
-    from steerable_sidecar.headless import EXIT_CODES
+    from steerable_sidecar.run._headless import EXIT_CODES
 
     assert all(type(code) is ExitCode for code in EXIT_CODES.values())
     table = (Path(__file__).parents[2] / "docs" / "headless.md").read_text().split("## Exit codes", 1)[1]

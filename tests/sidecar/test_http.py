@@ -1,4 +1,4 @@
-"""The shared HTTP readers of ``steerable_sidecar._http`` on hostile input, called directly.
+"""The shared HTTP readers of ``steerable_sidecar.shared._http`` on hostile input, called directly.
 
 The provider (``tests/sidecar/test_providers.py``) and the search backends
 (``tests/sidecar/web_tools/test_search.py``, ``test_odd_answers.py``) test the same readers through
@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from steerable_agent_runtime.errors import ConfigError
-from steerable_sidecar._decoding import Inflater, content_coding
-from steerable_sidecar._http import (
+from steerable_sidecar.shared._decoding import Inflater, content_coding
+from steerable_sidecar.shared._http import (
     MAX_ERROR_BODY_BYTES,
     MAX_ERROR_CHARS,
     ClientOwner,

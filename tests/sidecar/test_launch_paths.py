@@ -25,8 +25,8 @@ from steerable_agent_runtime.sandbox import (
     child_environment,
     select_backend,
 )
-from steerable_sidecar.client import SidecarClient
-from steerable_sidecar.run_code import run_code_tool
+from steerable_sidecar.run_code._tool import run_code_tool
+from steerable_sidecar.sidecar._client import SidecarClient
 
 # what the sidecar imports (runpy's own, the standard library, its dependencies) and what a child
 # interpreter loads before any of its code runs (encodings); a module file or a package of each

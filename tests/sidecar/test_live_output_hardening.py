@@ -26,10 +26,10 @@ from mcp import Client, StdioServerParameters
 
 from steerable_agent_runtime.context import output_gap, output_tail, plain_output, unfinished_escape
 from steerable_agent_runtime.llm import ScriptedProvider
-from steerable_sidecar._acp_updates import LiveOutput
-from steerable_sidecar._live_text import LiveText
-from steerable_sidecar._secrets import Redactor
-from steerable_sidecar.acp_agent import AcpOptions
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.acp._updates import LiveOutput
+from steerable_sidecar.shared._live_text import LiveText
+from steerable_sidecar.shared._secrets import Redactor
 
 SECRET = "sk-hardening-secret-9876543210"
 CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # what a live view never shows (\t, \n aside)
@@ -108,7 +108,7 @@ def test_an_escape_sequence_split_across_chunks_is_dropped_whole() -> None:
 
 async def _mcp_messages(chunks: list[str], secrets: list[str]) -> list[str]:
     """The progress messages ``steerable mcp`` sends for one call sending ``chunks``."""
-    from steerable_sidecar.mcp_server import _CallProgress
+    from steerable_sidecar.mcp._server import _CallProgress
 
     sent: list[str] = []
 

@@ -20,7 +20,7 @@ from steerable_agent_runtime.errors import ConfigError
 from steerable_agent_runtime.modes import DEFAULT_TOOL_MODE, ToolMode, decide_tool_mode, mode_from_annotations
 from steerable_agent_runtime.tool_search import register_tool_search
 from steerable_agent_runtime.tools import ToolExposure, ToolRouter
-from steerable_sidecar.mcp_sources import (
+from steerable_sidecar.mcp_sources._sources import (
     MCP_CONFIG_ENV,
     McpServerConfig,
     call_tool_result,
@@ -381,7 +381,7 @@ def test_a_catalogue_can_be_loaded_at_another_tier():
 
 
 def test_long_tool_names_are_shortened_to_64_with_a_stable_hash():
-    from steerable_sidecar.mcp_sources import mcp_tool_name
+    from steerable_sidecar.mcp_sources._sources import mcp_tool_name
 
     long = mcp_tool_name("srv", "x" * 200)
     assert len(long) == 64 and long.startswith("mcp__srv__xxx") and long == mcp_tool_name("srv", "x" * 200)
@@ -404,7 +404,7 @@ def test_a_config_that_is_not_a_regular_file_is_refused_without_reading_it(tmp_p
 
 
 def test_a_config_too_large_or_nested_too_deeply_is_a_config_error(tmp_path):
-    from steerable_sidecar.mcp_sources import MAX_MCP_CONFIG_BYTES
+    from steerable_sidecar.mcp_sources._sources import MAX_MCP_CONFIG_BYTES
 
     big = tmp_path / "big.json"
     big.write_text(" " * (MAX_MCP_CONFIG_BYTES + 1))

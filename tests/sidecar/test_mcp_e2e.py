@@ -191,7 +191,7 @@ async def test_read_real_file_version_is_sha256_and_partial_view_gate(
         assert data["totalLines"] == len(text.splitlines())
 
         # A ranged read still reports the full file's version, and is a partial view.
-        rel = "src/steerable_sidecar/cli.py"
+        rel = "src/steerable_sidecar/cli/_main.py"
         source = (repo_copy / rel).read_bytes()
         ranged = ok(await call(client, "read_file", {"path": rel, "offset": 2, "limit": 3}))
         assert ranged["version"] == sha256(source)
@@ -331,7 +331,7 @@ async def test_apply_multi_file_patch_updates_two_real_files_and_adds_one(
         assert (repo_copy / targets[0]).read_bytes() == originals[targets[0]]
 
         # Atomic: a patch whose second operation fails writes nothing, not even its first.
-        other = "src/steerable_sidecar/session.py"
+        other = "src/steerable_sidecar/cli/_session.py"
         before_other = (repo_copy / other).read_bytes()
         bad = (
             "*** Begin Patch\n"
@@ -351,10 +351,10 @@ async def test_outside_change_is_a_conflict_and_a_touch_is_not(
     repo_copy: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
     # FILE-4 (outside change = conflict), FILE-9 (content hash: touch ok, same-mtime change caught), FILE-2
-    path = repo_copy / "src/steerable_sidecar/cli.py"
-    rel = "src/steerable_sidecar/cli.py"
+    path = repo_copy / "src/steerable_sidecar/cli/_parser.py"
+    rel = "src/steerable_sidecar/cli/_parser.py"
     original = path.read_bytes()
-    for anchor in (b"import argparse\n", b"import json\n", b'prog="steerable"'):
+    for anchor in (b"import argparse\n", b"import sys\n", b'prog="steerable"'):
         assert original.count(anchor) == 1, anchor  # the real file's anchors this test edits
     async with serve(repo_copy, child_env()) as client:
         read = ok(await call(client, "read_file", {"path": rel}))
@@ -382,7 +382,7 @@ async def test_outside_change_is_a_conflict_and_a_touch_is_not(
         result = await call(
             client,
             "edit_file",
-            {"path": rel, "old_string": "import json\n", "new_string": "import json  # e2e\n"},
+            {"path": rel, "old_string": "import sys\n", "new_string": "import sys  # e2e\n"},
         )
         body = refused(result, "conflict")
         assert result.structured_content is not None
@@ -406,10 +406,10 @@ async def test_outside_change_is_a_conflict_and_a_touch_is_not(
             await call(
                 client,
                 "edit_file",
-                {"path": rel, "old_string": "import json\n", "new_string": "import json  # e2e\n"},
+                {"path": rel, "old_string": "import sys\n", "new_string": "import sys  # e2e\n"},
             )
         )
-        assert b"import json  # e2e\n" in path.read_bytes()
+        assert b"import sys  # e2e\n" in path.read_bytes()
         assert b'prog="steerable-outside"' in path.read_bytes()
 
 
@@ -511,7 +511,7 @@ async def test_unknown_tool_bad_arguments_and_escapes_are_followups(
 
         # The server keeps serving after failures.
         found = ok(await call(client, "grep", {"pattern": "def main", "path": "src/steerable_sidecar"}))
-        assert any(m["path"] == "src/steerable_sidecar/cli.py" for m in found["matches"])
+        assert any(m["path"] == "src/steerable_sidecar/cli/_main.py" for m in found["matches"])
 
 
 # -- file names that are not UTF-8 ----------------------------------------------------------------
@@ -542,7 +542,7 @@ def test_a_fronted_steerable_bash_stays_local_when_its_hints_say_closed_world() 
     """MODE-4: destructive + closed world reads back as ``destructive`` (runs unasked); the mode in
     ``_meta`` keeps a fronted steerable's bash ``local``. Only ``local`` is taken from there."""
     from steerable_agent_runtime import ToolMode
-    from steerable_sidecar._mcp_tools import build_tool
+    from steerable_sidecar.mcp_sources._tools import build_tool
 
     async def handler(**_: Any) -> str:
         return ""

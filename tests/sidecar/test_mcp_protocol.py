@@ -36,7 +36,7 @@ from mcp_frames import MCP_HELLO
 from processes import running
 from steerable_agent_runtime import ToolRouter, tool
 from steerable_cli import run_steerable
-from steerable_sidecar.mcp_server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
+from steerable_sidecar.mcp._server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
 
 WAIT_S = 20
 INIT = MCP_HELLO
@@ -586,8 +586,8 @@ def test_titles_and_annotations() -> None:
 def test_the_mcp_command_answers_the_handshake_without_the_heavy_imports() -> None:
     """What runs before ``initialize`` is answered: the CLI and the MCP modules, nothing heavy."""
     probe = (
-        "import sys, json, steerable_sidecar.cli, steerable_sidecar._mcp_cli;"
-        "steerable_sidecar.cli.build_parser().parse_args(['mcp', '--workspace', '.']);"
+        "import sys, json, steerable_sidecar.cli._main, steerable_sidecar.mcp._command;"
+        "steerable_sidecar.cli._main.build_parser().parse_args(['mcp', '--workspace', '.']);"
         "print(json.dumps(sorted(m for m in ('pydantic', 'mcp', 'httpx', 'jsonschema', "
         "'steerable_agent_runtime.tools', 'steerable_agent_runtime.workspace') if m in sys.modules)))"
     )
@@ -596,7 +596,7 @@ def test_the_mcp_command_answers_the_handshake_without_the_heavy_imports() -> No
 
 
 def test_credential_values_are_the_values_of_credential_named_variables() -> None:
-    from steerable_sidecar._secrets import credential_values
+    from steerable_sidecar.shared._secrets import credential_values
 
     env = {
         "STEERABLE_API_KEY": "sk-0123456789",
@@ -785,7 +785,7 @@ async def test_a_bad_log_level_is_answered_like_any_bad_setting(
 
 
 def test_credentials_in_a_command_line_and_in_urls() -> None:
-    from steerable_sidecar._secrets import credential_arguments, credential_values
+    from steerable_sidecar.shared._secrets import credential_arguments, credential_values
 
     args = ["serve", "--token", "ghp_ARG0123456789", "--api-key=key-0123456789", "--port", "8080"]
     args += ["--db", "postgres://u:dbPASSsecret123@h/db", "--verbose"]
@@ -807,8 +807,8 @@ def test_credentials_in_a_command_line_and_in_urls() -> None:
 
 
 async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
-    from steerable_sidecar._mcp_connection import StderrTail as _StderrTail
-    from steerable_sidecar._secrets import Redactor
+    from steerable_sidecar.mcp_sources._connection import StderrTail as _StderrTail
+    from steerable_sidecar.shared._secrets import Redactor
 
     tail = _StderrTail("up", Redactor.of(["envsecretvalue123"]))
     tail.writer.write("fatal: auth with envsecretvalue123 rejected\n")
@@ -898,7 +898,7 @@ async def test_a_host_that_leaves_with_a_tools_list_pending_ends_the_process(
 
 
 def test_refused_workspace_knows_every_persons_home(tmp_path: Path) -> None:
-    from steerable_sidecar._workspace_policy import refused_folder
+    from steerable_sidecar.shared._workspace_rule import refused_folder
 
     homes = [Path("/root"), Path("/home/ana"), Path("/home/bo")]
     state = tmp_path / "state"

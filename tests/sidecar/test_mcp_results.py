@@ -32,7 +32,7 @@ from steerable_agent_runtime.spill import SpillHooks
 from steerable_agent_runtime.tools import ToolRouter
 from steerable_agent_runtime.trace import TraceSpan
 from steerable_agent_runtime.types import ToolCall, ToolResult
-from steerable_sidecar.mcp_sources import MAX_RESULT_BYTES, McpServerConfig, McpToolSources
+from steerable_sidecar.mcp_sources._sources import MAX_RESULT_BYTES, McpServerConfig, McpToolSources
 
 SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
 BOUND_S = 60

@@ -21,7 +21,7 @@ from steerable_agent_runtime.errors import McpServerError, UserError
 from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tool_search import register_tool_search
 from steerable_agent_runtime.tools import ToolExposure, ToolRouter
-from steerable_sidecar.mcp_sources import McpServerConfig, McpToolSources
+from steerable_sidecar.mcp_sources._sources import McpServerConfig, McpToolSources
 
 SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
 BOUND_S = 20  # no test waits longer than this for anything

@@ -20,7 +20,7 @@ from run_helpers import summary_of
 
 from steerable_agent_runtime.errors import ConfigError, McpServerError
 from steerable_agent_runtime.tools import ToolRouter
-from steerable_sidecar.mcp_sources import (
+from steerable_sidecar.mcp_sources._sources import (
     McpServerConfig,
     McpToolSources,
     load_mcp_config,

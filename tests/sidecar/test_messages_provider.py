@@ -18,7 +18,7 @@ from run_helpers import summary_of
 
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.llm import ChatRequest
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider
 
 _ANSWER = {
     "id": "c1",

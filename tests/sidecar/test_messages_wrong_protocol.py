@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from steerable_sidecar.rpc import INVALID_PARAMS, METHOD_NOT_FOUND
+from steerable_sidecar.rpc._peer import INVALID_PARAMS, METHOD_NOT_FOUND
 
 ACP_INITIALIZE = {
     "jsonrpc": "2.0",

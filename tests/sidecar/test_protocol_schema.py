@@ -1,6 +1,6 @@
 """``spec/sidecar.schema.json`` against a live ``steerable sidecar``: every frame a host sees fits it.
 
-The schema is generated from ``steerable_sidecar.protocol`` (``scripts/generate_spec.py``;
+The schema is generated from ``steerable_sidecar.sidecar.protocol`` (``scripts/generate_spec.py``;
 ``tests/test_contract.py`` checks the file is fresh) and the TypeScript package's types are
 generated from it (``js/``), so these tests are what keeps the three in step with the wire.
 """
@@ -21,8 +21,9 @@ from steerable_agent_runtime import RemoteError, ToolMode, ToolResult, errors
 from steerable_agent_runtime.loop import RunOutcome
 from steerable_agent_runtime.plugins import PluginState
 from steerable_agent_runtime.tools import ToolExposure
-from steerable_sidecar import protocol, rpc
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.rpc import _peer as rpc
+from steerable_sidecar.sidecar import protocol
+from steerable_sidecar.sidecar._client import SidecarClient
 
 SPEC = Path(__file__).resolve().parents[2] / "spec"
 SCHEMA = json.loads((SPEC / "sidecar.schema.json").read_text(encoding="utf-8"))

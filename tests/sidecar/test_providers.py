@@ -32,7 +32,7 @@ from steerable_agent_runtime.llm import (
     ToolCallDelta,
     Usage,
 )
-from steerable_sidecar.providers import (
+from steerable_sidecar.providers._openai import (
     DEFAULT_BASE_URLS,
     DEFAULT_MAX_TOKENS,
     PROVIDER_NAMES,
@@ -40,7 +40,7 @@ from steerable_sidecar.providers import (
     OpenAICompatibleProvider,
     default_llm_provider,
 )
-from steerable_sidecar.vendor_profiles import PROFILE_NAMES
+from steerable_sidecar.providers._vendor_profiles import PROFILE_NAMES
 
 KEY = "sk-test-SECRET-4f9a2c7e1b"
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])

@@ -21,7 +21,7 @@ from run_helpers import summary_of
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime import AgentLoop, ScriptedProvider, ToolRouter
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ReasoningDelta, parse_tool_call
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider, ProviderName
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider, ProviderName
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -364,7 +364,7 @@ async def test_a_null_content_message_from_a_host_is_sent_with_empty_content(fak
 async def test_the_sidecar_streams_reasoning_events_and_sends_it_back(  # LOOP-2
     fake_openai: FakeOpenAI, ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
-    from steerable_sidecar.client import SidecarClient
+    from steerable_sidecar.sidecar._client import SidecarClient
 
     fake_openai.script(
         [

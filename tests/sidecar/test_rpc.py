@@ -23,8 +23,7 @@ import pytest
 import steerable_agent_runtime
 import steerable_sidecar
 from steerable_agent_runtime.errors import PeerClosedError, RemoteError, SteerableError
-from steerable_sidecar._shallow_json import MAX_SKIP_TOKENS, NESTED, top_level_scalars
-from steerable_sidecar.rpc import (
+from steerable_sidecar.rpc._peer import (
     ERROR_CODES,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -36,10 +35,11 @@ from steerable_sidecar.rpc import (
     error_code_for,
     open_fd_streams,
 )
+from steerable_sidecar.rpc._shallow_json import MAX_SKIP_TOKENS, NESTED, top_level_scalars
 
 HERE = Path(__file__).resolve().parent
 DOC = HERE.parents[1] / "docs" / "sidecar-protocol.md"
-LOGGER = "steerable_sidecar.rpc"
+LOGGER = "steerable_sidecar.rpc._peer"
 
 
 async def _stream_pair():
@@ -869,10 +869,10 @@ def _steerable_error_classes() -> list[type[SteerableError]]:
     found, todo = [], [SteerableError]
     while todo:
         cls = todo.pop()
-        # steerable_sidecar._remote_errors' classes mirror these on the calling side (each a
+        # steerable_sidecar.sidecar._remote_errors' classes mirror these on the calling side (each a
         # RemoteError too): they are never raised by a handler, so they need no code of their own.
         if cls.__module__.split(".")[0] in {"steerable_agent_runtime", "steerable_sidecar"} and (
-            cls.__module__ != "steerable_sidecar._remote_errors"
+            cls.__module__ != "steerable_sidecar.sidecar._remote_errors"
         ):
             found.append(cls)
         todo.extend(cls.__subclasses__())

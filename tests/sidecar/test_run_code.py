@@ -41,9 +41,15 @@ from steerable_agent_runtime.sandbox import (
     select_backend,
 )
 from steerable_agent_runtime.sandbox._cgroup import pids_cgroup_parent
-from steerable_sidecar.boot import boot_tools
-from steerable_sidecar.client import SidecarClient
-from steerable_sidecar.run_code import RUN_CODE_TOOL_NAME, RunCodeConfig, run_code_enabled, run_code_tool
+from steerable_sidecar._boot import boot_tools
+from steerable_sidecar.run_code._tool import (
+    RUN_CODE_TOOL_NAME,
+    RunCodeConfig,
+    run_code_enabled,
+    run_code_tool,
+)
+from steerable_sidecar.sidecar._client import SidecarClient
+from steerable_sidecar.sidecar.protocol import HostInvokeParams
 
 CANARY = "canary-5f1d9e2b7c"
 TOKEN_CANARY = "tok-canary-93a1"
@@ -787,9 +793,9 @@ async def test_tools_via_host_nested_read_file_is_run_by_the_host_run_4(
     async with client as sidecar:
         listed = {t["name"]: t for t in await sidecar.list_tools()}
         assert "run_code" in listed
-        invoked: list[dict[str, Any]] = []
+        invoked: list[HostInvokeParams] = []
 
-        async def run_tool(params: dict[str, Any]) -> ToolResult:
+        async def run_tool(params: HostInvokeParams) -> ToolResult:
             invoked.append(params)
             return ToolResult(
                 success=True, data={"path": "host.txt", "content": "from the host", "version": "h1"}
@@ -825,7 +831,7 @@ async def test_tools_via_host_run_code_asks_the_host_for_consent_first(
     async with client as sidecar:
         read_file = next(t for t in await sidecar.list_tools() if t["name"] == "read_file")
 
-        async def run_tool(params: dict[str, Any]) -> ToolResult:
+        async def run_tool(params: HostInvokeParams) -> ToolResult:
             seen.append(("tool.invoke", params["name"]))
             return ToolResult(
                 success=True, data={"path": "host.txt", "content": "on the host", "version": "h1"}
@@ -908,7 +914,7 @@ async def test_a_return_value_nested_too_deeply_is_a_value_limit(workspace: Path
 async def test_a_nested_call_with_arguments_nested_too_deeply_is_recorded_bounded(workspace: Path) -> None:
     """Found by a review: a program writing its own call frame could make data.calls too deep for
     any JSON writer, and ``steerable session`` died on the result."""
-    from steerable_sidecar.session import handle_line
+    from steerable_sidecar.cli._session import handle_line
 
     router = make_router(workspace)
     frame = '{"t":"call","id":1,"tool":"list_dir","arguments":{"path":' + "[" * 300 + "]" * 300 + "}}"
@@ -927,7 +933,7 @@ async def test_a_nested_call_with_arguments_nested_too_deeply_is_recorded_bounde
 
 
 async def test_session_answers_a_result_no_json_writer_takes() -> None:
-    from steerable_sidecar.session import handle_line
+    from steerable_sidecar.cli._session import handle_line
 
     router = ToolRouter()
 

@@ -25,7 +25,7 @@ from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime.errors import RemoteError, UserError
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
 
 pytestmark = pytest.mark.slow
 
@@ -188,8 +188,8 @@ async def test_a_sidecar_chat_and_a_run_share_the_lock_rec_3(
         finally:
             stop(first)
         fake_openai.script([SECOND_CALL, "resumed"])
-        summary = await sidecar.start_chat("resume it", session_id="s3").result()
-        assert summary["outcome"] == "completed" and summary["text"] == "resumed"
+        resumed = await sidecar.start_chat("resume it", session_id="s3").result()
+        assert resumed["outcome"] == "completed" and resumed["text"] == "resumed"
         assert call_ids(state, "s3") == (["c1", "c2"], ["c1", "c2"])
 
         # the other way round: a chat holds its session while it runs, and gives it back at its end
@@ -240,7 +240,7 @@ def test_a_lock_file_naming_no_live_process_is_not_believed_rec_3(tmp_path: Path
     import fcntl
     import os
 
-    from steerable_sidecar._session_lock import SessionHolder, SessionLocks
+    from steerable_sidecar.shared._session_lock import SessionHolder, SessionLocks
 
     sessions = tmp_path / "sessions"
     sessions.mkdir()

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from steerable_agent_runtime.errors import ConfigError
-from steerable_sidecar._session_lock import SessionLocks
+from steerable_sidecar.shared._session_lock import SessionLocks
 
 
 def test_a_second_opener_is_refused_naming_the_first_rec_3(
@@ -35,7 +35,7 @@ def test_a_second_opener_is_refused_naming_the_first_rec_3(
 def test_a_lock_file_naming_a_dead_or_no_process_names_nobody_rec_3(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("steerable_sidecar._session_lock._HOLDER_WAIT_S", 0.05)
+    monkeypatch.setattr("steerable_sidecar.shared._session_lock._HOLDER_WAIT_S", 0.05)
     first, second = SessionLocks(tmp_path / "sessions"), SessionLocks(tmp_path / "sessions")
     assert first.hold("s2") is None
     lock = next((tmp_path / "sessions").glob("*.lock"))

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from steerable_agent_runtime import RemoteError, ToolResult, version_of
-from steerable_sidecar.client import SidecarClient, SidecarStartError
+from steerable_sidecar.sidecar._client import SidecarClient, SidecarStartError
 
 
 def read_call(path: str, id: str) -> dict[str, Any]:

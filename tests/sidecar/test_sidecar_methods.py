@@ -17,8 +17,8 @@ import pytest
 from steerable_agent_runtime import ConfigError, RemoteError, ToolRouter
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.trace import TraceSpan
-from steerable_sidecar.rpc import JsonRpcPeer, open_fd_streams
-from steerable_sidecar.sidecar import Sidecar, SidecarConfig
+from steerable_sidecar.rpc._peer import JsonRpcPeer, open_fd_streams
+from steerable_sidecar.sidecar._server import Sidecar, SidecarConfig
 
 
 class Pair:
@@ -295,7 +295,7 @@ async def test_host_answers_are_strict_tool_results(pair: Pair) -> None:
 
 async def test_a_host_tool_forwards_the_call_the_executor_dispatched_not_the_contexts() -> None:
     from steerable_agent_runtime import CallContext, ToolCall, ToolResult
-    from steerable_sidecar.host_tools import register_host_tools
+    from steerable_sidecar.sidecar._host_tools import register_host_tools
 
     sent: list[ToolCall] = []
 

@@ -31,8 +31,8 @@ import pytest
 from mcp_frames import MCP_INITIALIZE
 from steerable_agent_runtime import DurableRecord
 from steerable_agent_runtime.sandbox._cgroup import cgroup_parents
-from steerable_sidecar._jsonrpc_frames import FrameError, Unread, decode_frame
-from steerable_sidecar._shallow_json import CUT, top_level_scalars
+from steerable_sidecar.rpc._frames import FrameError, Unread, decode_frame
+from steerable_sidecar.rpc._shallow_json import CUT, top_level_scalars
 
 SIGNALS = [signal.SIGTERM, signal.SIGHUP, signal.SIGINT]
 COMMAND = "touch started && sleep 60"

@@ -10,8 +10,8 @@ import os
 import signal
 from pathlib import Path
 
-from steerable_sidecar._rpc_stdio import open_fd_streams
-from steerable_sidecar._signals import Shutdown
+from steerable_sidecar.rpc._stdio import open_fd_streams
+from steerable_sidecar.shared._signals import Shutdown
 
 
 async def test_the_first_signal_counts_and_wakes_every_waiter_rec_4() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import httpx
 
-from steerable_sidecar._sse import SSEvent, aiter_sse
+from steerable_sidecar.providers._sse import SSEvent, aiter_sse
 
 DONE = b"data: [DONE]\n\n"
 

@@ -22,7 +22,7 @@ from fake_openai import FakeOpenAI
 from steerable_agent_runtime import ToolCall
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.llm import ChatRequest
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider
 
 HELLO = ChatRequest(messages=[{"role": "user", "content": "hi"}])
 DONE = b"data: [DONE]\n\n"
@@ -399,7 +399,7 @@ def test_run_a_legacy_function_call_is_run_as_a_tool_call(run_against, fake_open
 async def test_sidecar_chat_events_carry_the_finish_reason(
     fake_openai: FakeOpenAI, tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
-    from steerable_sidecar.client import SidecarClient
+    from steerable_sidecar.sidecar._client import SidecarClient
 
     ws = tmp_path / "ws"
     ws.mkdir()
@@ -429,4 +429,6 @@ async def test_sidecar_chat_events_carry_the_finish_reason(
         == "the model's answer was withheld by a content filter (finish_reason content_filter)"
     )
     assert (failure["outcome"], failure["error"]) == ("error", f"{where(fake_openai)}: {LLAMA_CPP_MESSAGE}")
-    assert failed_events[-1]["summary"]["error"] == failure["error"]
+    failed_done = failed_events[-1]
+    assert failed_done["type"] == "done"
+    assert failed_done["summary"]["error"] == failure["error"]

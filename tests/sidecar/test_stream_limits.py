@@ -20,8 +20,8 @@ from pydantic import SecretStr
 
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.llm import ChatRequest, Message
-from steerable_sidecar._http import MAX_ERROR_BODY_BYTES
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.shared._http import MAX_ERROR_BODY_BYTES
 
 ASK = ChatRequest(messages=[Message(role="user", content="hi")])
 Writer = Callable[[asyncio.StreamWriter], Awaitable[None]]

@@ -12,7 +12,7 @@ from prompt_toolkit.output.plain_text import PlainTextOutput
 
 from steerable_agent_runtime import ToolCall, ToolRouter
 from steerable_agent_runtime.ask_user import AskUserQuestion, AskUserQuestionsPayload, make_ask_user_tool
-from steerable_sidecar.terminal_prompt import terminal_ask_user_handler
+from steerable_sidecar.run._terminal_prompt import terminal_ask_user_handler
 
 DOWN, ENTER, SPACE, CTRL_C = "\x1b[B", "\r", " ", "\x03"
 
@@ -123,7 +123,7 @@ async def test_plugged_into_the_ask_user_tool_ask_8():
 
 def test_importing_the_module_does_not_import_questionary():
     code = (
-        "import sys, steerable_sidecar.cli, steerable_sidecar.terminal_prompt\n"
+        "import sys, steerable_sidecar.cli._main, steerable_sidecar.run._terminal_prompt\n"
         "assert 'questionary' not in sys.modules, 'questionary imported at startup'\n"
         "assert 'prompt_toolkit' not in sys.modules, 'prompt_toolkit imported at startup'\n"
     )

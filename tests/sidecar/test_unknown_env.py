@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from steerable_sidecar import _unknown_env
-from steerable_sidecar._unknown_env import unknown_variables, warn_unknown_variables
-from steerable_sidecar.doctor import diagnose
-from steerable_sidecar.settings import INTERNAL_VARIABLES, KNOWN_NAMES, VARIABLES
+from steerable_sidecar.cli._doctor import diagnose
+from steerable_sidecar.config import _unknown_env
+from steerable_sidecar.config._settings import INTERNAL_VARIABLES, KNOWN_NAMES, VARIABLES
+from steerable_sidecar.config._unknown_env import unknown_variables, warn_unknown_variables
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -141,7 +141,7 @@ def test_the_warning_never_fails_the_command() -> None:
 def test_the_check_loads_nothing_when_every_name_is_known() -> None:
     code = (
         "import sys; before = set(sys.modules)\n"
-        "from steerable_sidecar._unknown_env import warn_unknown_variables\n"
+        "from steerable_sidecar.config._unknown_env import warn_unknown_variables\n"
         "warn_unknown_variables({'STEERABLE_PROVIDER': 'ollama', 'PATH': '/bin'})\n"
         "print(sorted(m for m in set(sys.modules) - before if 'steerable' not in m))\n"
         "warn_unknown_variables({'STEERABLE_PROVIDR': 'ollama'})\n"
@@ -165,7 +165,7 @@ def test_the_check_loads_nothing_when_every_name_is_known() -> None:
 
 def test_the_start_up_copy_is_the_table() -> None:
     assert _unknown_env.KNOWN_NAMES == KNOWN_NAMES, (
-        "steerable_sidecar._unknown_env.KNOWN_NAMES differs from steerable_sidecar.settings.KNOWN_NAMES: "
+        "steerable_sidecar.config._unknown_env.KNOWN_NAMES differs from steerable_sidecar.config._settings.KNOWN_NAMES: "
         f"add {sorted(KNOWN_NAMES - _unknown_env.KNOWN_NAMES)}, remove {sorted(_unknown_env.KNOWN_NAMES - KNOWN_NAMES)}"
     )
 
@@ -199,7 +199,7 @@ def test_every_name_read_anywhere_is_known() -> None:
         if name not in KNOWN_NAMES
     }
     assert not unknown, (
-        f"read but not in steerable_sidecar.settings (VARIABLES or INTERNAL_VARIABLES): {unknown}"
+        f"read but not in steerable_sidecar.config._settings (VARIABLES or INTERNAL_VARIABLES): {unknown}"
     )
 
 

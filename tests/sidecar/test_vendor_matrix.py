@@ -35,7 +35,7 @@ from steerable_agent_runtime import ToolCall
 from steerable_agent_runtime.errors import ProviderError
 from steerable_agent_runtime.finish import finish_kind
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, Usage
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider, ProviderName
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider, ProviderName
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 

@@ -17,9 +17,9 @@ import pytest
 from pydantic import SecretStr
 
 from steerable_agent_runtime.errors import ConfigError
-from steerable_sidecar._wire_out import alnum9_id, outgoing_messages
-from steerable_sidecar.providers import LLMConfig
-from steerable_sidecar.vendor_profiles import PROFILE_NAMES, VENDOR_PROFILES, choose_profile
+from steerable_sidecar.providers._openai import LLMConfig
+from steerable_sidecar.providers._vendor_profiles import PROFILE_NAMES, VENDOR_PROFILES, choose_profile
+from steerable_sidecar.providers._wire_out import alnum9_id, outgoing_messages
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -257,7 +257,7 @@ def test_alnum9_ids_map_the_same_way_everywhere() -> None:
 
 
 def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
-    from steerable_sidecar import headless
+    from steerable_sidecar.run import _headless as headless
 
     monkeypatch.setenv("STEERABLE_MAX_TOKENS", "4096")
     monkeypatch.setenv("STEERABLE_TEMPERATURE", "0.5")
@@ -265,7 +265,7 @@ def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -
     environ = headless._model_settings(args)
     assert environ["STEERABLE_MAX_TOKENS"] == "300" and environ["STEERABLE_TEMPERATURE"] == "0.5"
     assert environ["STEERABLE_THINKING"] == "off" and environ["STEERABLE_PROFILE"] == "vllm"
-    from steerable_sidecar._llm_config import (
+    from steerable_sidecar.providers._config import (
         BASE_URL_ENV,
         MAX_TOKENS_ENV,
         MODEL_ENV,
@@ -273,7 +273,7 @@ def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -
         TEMPERATURE_ENV,
         THINKING_ENV,
     )
-    from steerable_sidecar.vendor_profiles import PROFILE_ENV
+    from steerable_sidecar.providers._vendor_profiles import PROFILE_ENV
 
     # written out in headless (its parser must not import the config); the same names as the config's
     assert headless._SETTING_FLAGS == {

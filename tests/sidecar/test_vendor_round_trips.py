@@ -22,7 +22,7 @@ from pydantic import SecretStr
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime import AgentLoop, ToolRouter
 from steerable_agent_runtime.loop import RunSummary
-from steerable_sidecar.providers import LLMConfig, OpenAICompatibleProvider
+from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider
 
 # case: (STEERABLE_PROVIDER, model, round-1 turn, the usage the run must count)
 ROUND_TRIPS: dict[str, tuple[str, str, dict[str, Any], tuple[int, int]]] = {

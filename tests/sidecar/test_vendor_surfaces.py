@@ -22,7 +22,7 @@ from acp_client import EditorClient, spawn_acp, start
 from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.sidecar._client import SidecarClient
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 Env = Callable[..., dict[str, str]]

@@ -1,4 +1,4 @@
-"""Issue 32, item 2: one workspace rule for every command (``steerable_sidecar._workspace_policy``).
+"""Issue 32, item 2: one workspace rule for every command (``steerable_sidecar.shared._workspace_rule``).
 
 Each command that opens a workspace refuses ``/``, a home folder, a folder above one and a folder
 holding steerable's state directory (or inside it), whether it is the current directory or named by

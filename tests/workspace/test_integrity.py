@@ -63,7 +63,7 @@ async def test_two_session_processes_editing_one_file_lose_no_update_file_12(tmp
 
 
 async def test_a_session_and_a_sidecar_share_the_lock_file_12(tmp_path):
-    from steerable_sidecar.client import SidecarClient
+    from steerable_sidecar.sidecar._client import SidecarClient
 
     (tmp_path / "big.txt").write_text(counter_file(240_000))
     line = (tmp_path / "big.txt").read_text().split("\n").index("A: 0") + 1

@@ -666,7 +666,7 @@ async def test_the_child_gets_no_config_file_and_no_secrets(tmp_path):
 
 
 async def test_sidecar_exits_within_5_s_when_its_host_goes_during_a_search(tmp_path, slow_rg):
-    from steerable_sidecar.client import SidecarClient
+    from steerable_sidecar.sidecar._client import SidecarClient
 
     script, pids = slow_rg
     (tmp_path / "a.txt").write_text("needle\n")

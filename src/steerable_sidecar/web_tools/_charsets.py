@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    from ._media_types import ContentKind
+from typing import Final, Literal
 
 __all__ = [
+    "ContentKind",
     "CHARSET_PRESCAN_BYTES",
     "UTF16_BOMS",
     "choose_charset",
@@ -34,6 +32,9 @@ __all__ = [
 # Bytes of the body searched for a <meta charset> or <?xml encoding?> declaration (WHATWG's
 # prescan reads 1024; pages with long <head> preambles put it later, and 4 KB is still cheap).
 CHARSET_PRESCAN_BYTES = 4096
+
+ContentKind = Literal["html", "xml", "json", "text"]
+"""How a text body is treated: ``html`` is converted to Markdown, the others are returned decoded."""
 
 
 def _labels(codec: str, labels: str) -> dict[str, str]:

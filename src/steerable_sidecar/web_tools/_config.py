@@ -25,8 +25,8 @@ from steerable_agent_runtime.config import (
 )
 from steerable_agent_runtime.errors import ConfigError
 
-from .._endpoints import PROXY_ENV_VARS as _PROXY_ENV_VARS
-from .._endpoints import checked_base_url, header_safe
+from ..shared._endpoints import PROXY_ENV_VARS as _PROXY_ENV_VARS
+from ..shared._endpoints import checked_base_url, header_safe
 from ._domains import domain_entries
 
 __all__ = [

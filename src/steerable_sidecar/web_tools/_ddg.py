@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 
-from .._http import clip
+from ..shared._http import clip
 from ._hits import (
     MAX_CONSIDERED_RESULTS,
     MAX_SNIPPET_CHARS,

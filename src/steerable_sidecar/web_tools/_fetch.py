@@ -32,8 +32,8 @@ import httpx
 from steerable_agent_runtime import __version__
 from steerable_agent_runtime.errors import ConfigError, WebError
 
-from .._decoding import Inflater, content_coding
-from .._http import REDIRECT_STATUSES, RedirectRefused, clip, redirect_target, send_unfollowed
+from ..shared._decoding import Inflater, content_coding
+from ..shared._http import REDIRECT_STATUSES, RedirectRefused, clip, redirect_target, send_unfollowed
 from ._codes import WebErrorCode
 from ._config import ALLOWED_DOMAINS_ENV, WEB_LIMIT_ENV, WebToolsConfig
 from ._content import render_body

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from steerable_agent_runtime.errors import WebError
 
-from .._http import clip
+from ..shared._http import clip
 from ._config import WEB_LIMIT_ENV
 from ._policy import DomainPolicy, url_host, validate_url
 

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import codecs
 import re
-from typing import Final, Literal
+from typing import Final
 
 from steerable_agent_runtime.errors import WebError
 
-from ._charsets import UTF16_BOMS, choose_charset
+from ._charsets import UTF16_BOMS, ContentKind, choose_charset
 from ._codes import WebErrorCode
 
 __all__ = [
@@ -36,9 +36,6 @@ __all__ = [
     "sniff",
     "text_kind",
 ]
-
-ContentKind = Literal["html", "xml", "json", "text"]
-"""How a text body is treated: ``html`` is converted to Markdown, the others are returned decoded."""
 
 # Bytes of an untyped body looked at by the sniffer (WHATWG MIME Sniffing reads up to 1445).
 SNIFF_BYTES = 1024

@@ -11,7 +11,7 @@ docs/web-tools.md, ``web_search {query, max_results?}``, has the backends, their
 
 Where the rest lives: :class:`~._hits.SearchHit` and :func:`~._hits.filter_hits` (the domain policy
 applied to every provider's hits) in :mod:`._hits`; the HTTP exchange both in-process backends share
-in :mod:`._search_http`; error bodies and ``Retry-After`` in :mod:`steerable_sidecar._http`;
+in :mod:`._search_http`; error bodies and ``Retry-After`` in :mod:`steerable_sidecar.shared._http`;
 DuckDuckGo's page parser in :mod:`._ddg`.
 """
 
@@ -27,9 +27,9 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, RemoteError, UserError, WebError
 
-from .._endpoints import header_safe
-from .._http import clip, error_message
-from .._secrets import redact
+from ..shared._endpoints import header_safe
+from ..shared._http import clip, error_message
+from ..shared._secrets import redact
 from ._codes import WebErrorCode
 from ._config import SEARCH_API_KEY_ENV, SEARCH_PROVIDER_ENV, TAVILY_API_KEY_ENV, WebToolsConfig
 from ._ddg import DuckDuckGoSearchProvider

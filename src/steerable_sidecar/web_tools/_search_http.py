@@ -4,7 +4,7 @@ Spec: Web tools › Bounds. A backend's answer is read at most :data:`MAX_RESPON
 both as received and after content decoding (gzip and deflate are inflated here a bounded step at
 a time, never by httpx, so a compression bomb costs at most the cap), with a single
 ``Content-Encoding`` only. Error bodies, ``Retry-After`` and redirects are read by
-:mod:`steerable_sidecar._http`, shared with the model provider.
+:mod:`steerable_sidecar.shared._http`, shared with the model provider.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import httpx
 
 from steerable_agent_runtime.errors import ConfigError, UserError, WebError
 
-from .._decoding import Inflater, content_coding
-from .._endpoints import checked_base_url
-from .._http import ClientOwner, RedirectRefused, clip, retry_after_s, send_unfollowed
+from ..shared._decoding import Inflater, content_coding
+from ..shared._endpoints import checked_base_url
+from ..shared._http import ClientOwner, RedirectRefused, clip, retry_after_s, send_unfollowed
 from ._charsets import codec_for
 from ._codes import WebErrorCode
 from ._config import WEB_LIMIT_ENV
@@ -65,7 +65,7 @@ def _origin(url: httpx.URL) -> str:
 
 
 def search_base_url(base_url: object, what: str, appends: str) -> str:
-    """``base_url`` as given, after :func:`~steerable_sidecar._endpoints.checked_base_url`'s checks.
+    """``base_url`` as given, after :func:`~steerable_sidecar.shared._endpoints.checked_base_url`'s checks.
 
     Raises:
         UserError: Naming ``what`` and why (the value is shown by scheme and host only).

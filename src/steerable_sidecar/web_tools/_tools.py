@@ -20,7 +20,7 @@ from steerable_agent_runtime.lazy import Field  # pydantic's, imported when a va
 from steerable_agent_runtime.modes import ToolMode
 from steerable_agent_runtime.tools import Tool, ToolExposure, ToolRouter
 
-from .._endpoints import client_settings_to_check, env_proxy_client
+from ..shared._endpoints import client_settings_to_check, env_proxy_client
 from ._codes import WebErrorCode
 from ._config import WEB_LIMIT_ENV, WebToolsConfig
 from ._schemas import TOOL_PARAMETERS

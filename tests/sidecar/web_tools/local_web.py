@@ -68,7 +68,7 @@ def local_installer(seams: Seams, install: Callable[..., WebTools]) -> Callable[
 def main(argv: Sequence[str]) -> int:
     seams: Seams = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     setattr(web_tools, "install_web_tools", local_installer(seams, web_tools.install_web_tools))  # noqa: B010
-    from steerable_sidecar.cli import main as steerable
+    from steerable_sidecar.cli._main import main as steerable
 
     return steerable(argv[1:])
 

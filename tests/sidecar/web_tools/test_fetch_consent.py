@@ -14,7 +14,7 @@ import contextlib
 import json
 import os
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,9 @@ from mcp.client.session import ClientRequestContext
 from steerable_agent_runtime import ApprovalGate, DurableRecord, ToolCall, ToolMode, ToolRouter
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_sidecar import web_tools
-from steerable_sidecar.acp_agent import AcpOptions
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar.acp._agent import AcpOptions
+from steerable_sidecar.sidecar._client import SidecarClient
+from steerable_sidecar.sidecar.protocol import ChatEvent, HostInvokeParams
 from steerable_sidecar.web_tools import FetchConsent, WebToolsConfig
 
 from .local_web import Seams, local_installer, lookups, write_seams
@@ -107,8 +108,8 @@ async def sidecar(
         yield client, asked
 
 
-def results(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    return {e["id"]: e["result"] for e in events if e["type"] == "tool_result"}
+def results(events: Sequence[ChatEvent]) -> dict[str, dict[str, Any]]:
+    return {e["id"]: dict(e["result"]) for e in events if e["type"] == "tool_result"}
 
 
 async def test_the_first_fetch_of_a_host_asks_the_sidecar_host_once_per_session(
@@ -202,7 +203,7 @@ async def test_a_host_running_web_fetch_itself_is_asked_before_the_call_is_forwa
             asked.append((call["id"], mode, question))
             return bool(question["domain"] == DOCS)
 
-        async def run(params: dict[str, Any]) -> dict[str, Any]:
+        async def run(params: HostInvokeParams) -> dict[str, Any]:
             forwarded.append(params["arguments"]["url"])
             return {"success": True, "data": {"content": "the host's page"}}
 

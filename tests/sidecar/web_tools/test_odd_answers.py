@@ -1,5 +1,5 @@
 """The web's odd answers (issue 13): redirects to non-http URLs (WEB-16), binary bodies under text
-types (WEB-17), and the shared HTTP-answer readers in ``steerable_sidecar._http``.
+types (WEB-17), and the shared HTTP-answer readers in ``steerable_sidecar.shared._http``.
 
 Every server here is a real loopback HTTP/1.1 server (``web_servers.ScriptedServer``).
 """
@@ -17,7 +17,7 @@ import pytest
 
 from steerable_agent_runtime import ToolRouter
 from steerable_agent_runtime.errors import WebError
-from steerable_sidecar._http import (
+from steerable_sidecar.shared._http import (
     RedirectRefused,
     error_message,
     redirect_target,
@@ -248,7 +248,7 @@ async def test_a_binary_error_page_gives_no_excerpt(site: ScriptedServer) -> Non
     assert result.data == {"code": "http_status", "status": 404}
 
 
-# -- the shared readers (steerable_sidecar._http) ------------------------------------------------------
+# -- the shared readers (steerable_sidecar.shared._http) ------------------------------------------------------
 
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

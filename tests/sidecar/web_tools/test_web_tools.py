@@ -18,8 +18,9 @@ import pytest
 
 from steerable_agent_runtime import ToolCall, ToolExposure, ToolMode, ToolRouter, workspace_tools_for_cwd
 from steerable_agent_runtime.spill import SpillHooks
-from steerable_sidecar.boot import boot_tools
-from steerable_sidecar.client import SidecarClient
+from steerable_sidecar._boot import boot_tools
+from steerable_sidecar.sidecar._client import SidecarClient
+from steerable_sidecar.sidecar.protocol import WebSearchRequestParams, WebSearchResult
 from steerable_sidecar.web_tools import (
     WEB_TOOL_NAMES,
     DuckDuckGoSearchProvider,
@@ -386,9 +387,9 @@ async def test_the_sidecar_asks_its_host_to_search(tmp_path: Path, child_env: Ca
         args=["--no-plugins"],
         env=child_env(STEERABLE_WEB_SEARCH_PROVIDER="host", STEERABLE_WEB_BLOCKED_DOMAINS="spam.example"),
     )
-    asked: list[dict[str, Any]] = []
+    asked: list[WebSearchRequestParams] = []
 
-    async def on_web_search(params: dict[str, Any]) -> dict[str, Any]:
+    async def on_web_search(params: WebSearchRequestParams) -> WebSearchResult:
         asked.append(params)
         return {
             "results": [
