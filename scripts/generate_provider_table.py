@@ -2,7 +2,7 @@
 
 Usage: ``python scripts/generate_provider_table.py`` rewrites the table between its two markers;
 ``--check`` exits 1 when the file differs from what the profiles give (CI runs it, and
-``tests/sidecar/test_vendor_profiles.py`` too), so the docs cannot drift from the data.
+``tests/sidecar/providers/test_vendor_profiles.py`` too), so the docs cannot drift from the data.
 """
 
 from __future__ import annotations

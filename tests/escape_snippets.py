@@ -1,6 +1,6 @@
 """Code a hostile ``run_code`` program uses to get past the import guard (which is not the boundary).
 
-Shared by the attack tests of ``run_code`` (``tests/sidecar/test_run_code.py``) and of the deny-read
+Shared by the attack tests of ``run_code`` (``tests/sidecar/run_code/test_run_code.py``) and of the deny-read
 set (``tests/sandbox/test_deny_read_moves.py``): the OS sandbox must hold whatever the program
 reaches this way.
 """

@@ -1,7 +1,7 @@
 """Each tool family's ``data.code`` registry checked against its documentation, both ways.
 
 A code in a registry that no doc table lists fails, and so does a documented code the registry
-lacks (the way tests/sidecar/test_rpc.py checks the JSON-RPC codes against docs/sidecar-protocol.md).
+lacks (the way tests/sidecar/rpc/test_rpc.py checks the JSON-RPC codes against docs/sidecar-protocol.md).
 """
 
 import ast

@@ -1,5 +1,5 @@
 // An editor's side of ACP on the official TypeScript SDK (@agentclientprotocol/sdk), for the
-// `steerable acp` tests (tests/sidecar/test_acp_typescript.py): a second, independent client
+// `steerable acp` tests (tests/sidecar/acp/test_acp_typescript.py): a second, independent client
 // beside the Python SDK's (tests/sidecar/acp_client.py).
 //
 //   node acp_client.mjs [--plan FILE] -- COMMAND [ARGS...]

@@ -1,4 +1,4 @@
-"""A JSON-RPC peer on this process's real stdin/stdout, for tests/sidecar/test_rpc.py.
+"""A JSON-RPC peer on this process's real stdin/stdout, for tests/sidecar/rpc/test_rpc.py.
 
 Methods: ``echo`` returns its params after writing stray output every way a plugin could (a
 ``print()``, a raw write to fd 1, a child process that inherits stdout); ``ask_host`` forwards its

@@ -15,7 +15,7 @@ still a key.
 The known names are those of the variable table, :data:`steerable_sidecar.config._settings.KNOWN_NAMES`
 (every variable in docs/configuration.md, and the internal ones). Importing the table loads most
 of steerable (some 100 ms), too much for every command, so :data:`KNOWN_NAMES` here is a copy of it
-that tests/sidecar/test_unknown_env.py holds equal: the check is one set lookup per environment
+that tests/sidecar/config/test_unknown_env.py holds equal: the check is one set lookup per environment
 variable, and ``difflib`` is imported only when there is something to report.
 """
 

@@ -411,7 +411,9 @@ class Sidecar:
         _no_params("plugin.list", params)
         return {"plugins": [_plugin_wire(info) for info in self.plugins.plugins()]}
 
-    def _plugin_call(self, action: Callable[[PluginRegistry, str], PluginInfo]) -> Callable[[Any], Any]:
+    def _plugin_call(
+        self, action: Callable[[PluginRegistry, str], PluginInfo]
+    ) -> Callable[[Any], Awaitable[PluginResult]]:
         """``plugin.enable|disable|reload|unload {name}`` -> ``{"plugin": info}``.
 
         The change shows at once in ``tool.list`` and in ``tool_search``. Unknown or wrong-state

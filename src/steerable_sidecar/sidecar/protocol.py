@@ -5,7 +5,7 @@ Spec: the sidecar and its host (``tool.invoke``, ``tool.list``, ``toolsViaHost``
 ``scripts/generate_spec.py`` writes ``spec/sidecar.schema.json`` from these types and from the
 request models in :mod:`steerable_sidecar.sidecar._server`, and ``js/`` generates its TypeScript types
 from that file, so the Python and TypeScript views of the wire cannot drift;
-``tests/sidecar/test_protocol_schema.py`` checks a live sidecar's frames against it.
+``tests/sidecar/sidecar/test_protocol_schema.py`` checks a live sidecar's frames against it.
 
 :data:`METHODS` (host -> sidecar requests), :data:`REVERSE` (sidecar -> host requests) and
 :data:`NOTIFICATIONS` (sidecar -> host) name each method's params and result types. Keys are the

@@ -1,6 +1,6 @@
 """Issue 15: the MCP wire of ``steerable mcp``, frame by frame, against a real process.
 
-The official client (tests/sidecar/test_mcp_e2e.py) hides the frames; here they are written and
+The official client (tests/sidecar/mcp/test_mcp_e2e.py) hides the frames; here they are written and
 read raw, so the tests see exactly what a host sees: the handshake answered while the tools still
 boot, log notifications at the level the host set (with secrets redacted), progress heartbeats,
 cancellation, -32602 for a name that is no tool, and the refusal to serve ``/`` or the home
@@ -821,7 +821,7 @@ async def test_an_mcp_sources_stderr_tail_is_redacted() -> None:
 async def test_a_fronted_mcp_tool_keeps_its_servers_hints_and_title(
     ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
-    server = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py"
+    server = Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py"
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps([{"name": "wx", "command": sys.executable, "args": [str(server)]}]))
     env = child_env(STEERABLE_MCP_CONFIG=str(config))

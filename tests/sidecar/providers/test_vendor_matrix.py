@@ -37,7 +37,7 @@ from steerable_agent_runtime.finish import finish_kind
 from steerable_agent_runtime.llm import ChatRequest, ChatResponse, Usage
 from steerable_sidecar.providers._openai import LLMConfig, OpenAICompatibleProvider, ProviderName
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "providers.md"
 
 # vendor slug: (the name in the docs table, STEERABLE_PROVIDER, the model name a user would set)
 VENDORS: dict[str, tuple[str, ProviderName, str]] = {
@@ -1186,4 +1186,4 @@ def test_the_docs_table_matches_the_cases() -> None:
     tested = {f"{vendor}-{feature}" for (vendor, feature), text in cells.items() if text.split()[0] == "yes"}
     assert sorted(tested - set(CASES)) == [], "docs/providers.md says yes without a test"
     assert sorted(set(CASES) - tested) == [], "a test whose cell in docs/providers.md is not yes"
-    assert "tests/sidecar/test_vendor_matrix.py" in DOCS.read_text(encoding="utf-8")
+    assert "tests/sidecar/providers/test_vendor_matrix.py" in DOCS.read_text(encoding="utf-8")

@@ -38,7 +38,7 @@ from steerable_sidecar.rpc._peer import (
 from steerable_sidecar.rpc._shallow_json import MAX_SKIP_TOKENS, NESTED, top_level_scalars
 
 HERE = Path(__file__).resolve().parent
-DOC = HERE.parents[1] / "docs" / "sidecar-protocol.md"
+DOC = HERE.parents[2] / "docs" / "sidecar-protocol.md"
 LOGGER = "steerable_sidecar.rpc._peer"
 
 
@@ -979,7 +979,7 @@ async def test_a_failed_reverse_call_inside_a_handler_is_reported_as_remote_erro
 
 # -- the real stdio of a child process ----------------------------------------------------------
 
-SCRIPT = str(HERE / "rpc_stdio_peer.py")
+SCRIPT = str(HERE.parent / "rpc_stdio_peer.py")
 
 
 async def test_a_child_on_its_real_stdio_answers_and_stray_output_goes_to_stderr(child_env):

@@ -1,6 +1,6 @@
 """The shared HTTP readers of ``steerable_sidecar.shared._http`` on hostile input, called directly.
 
-The provider (``tests/sidecar/test_providers.py``) and the search backends
+The provider (``tests/sidecar/providers/test_providers.py``) and the search backends
 (``tests/sidecar/web_tools/test_search.py``, ``test_odd_answers.py``) test the same readers through
 their own answers.
 """

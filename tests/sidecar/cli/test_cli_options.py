@@ -228,7 +228,7 @@ def test_doctor_flags_a_state_dir_that_is_a_file(ws, tmp_path):
     assert run.returncode == 2 and json.loads(run.stdout)["error"] == message
 
 
-SERVER_SCRIPT = str(Path(__file__).resolve().parent.parent / "fixtures" / "mcp_tool_server.py")
+SERVER_SCRIPT = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 
 
 @pytest.mark.parametrize("harness", ["full", "progressive"])

@@ -26,7 +26,7 @@ from steerable_sidecar.config._unknown_env import unknown_variables, warn_unknow
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 WARNING = (
     "steerable: warning: STEERABLE_PROVIDR is not a steerable variable; did you mean STEERABLE_PROVIDER?"
 )

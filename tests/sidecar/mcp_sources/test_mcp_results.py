@@ -34,7 +34,7 @@ from steerable_agent_runtime.trace import TraceSpan
 from steerable_agent_runtime.types import ToolCall, ToolResult
 from steerable_sidecar.mcp_sources._sources import MAX_RESULT_BYTES, McpServerConfig, McpToolSources
 
-SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+SERVER_SCRIPT = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 BOUND_S = 60
 CAP = MAX_RESULT_BYTES.default  # 100,000 bytes
 

@@ -21,7 +21,7 @@ from steerable_sidecar.providers._openai import LLMConfig
 from steerable_sidecar.providers._vendor_profiles import PROFILE_NAMES, VENDOR_PROFILES, choose_profile
 from steerable_sidecar.providers._wire_out import alnum9_id, outgoing_messages
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize(

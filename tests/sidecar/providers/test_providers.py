@@ -804,7 +804,7 @@ async def test_the_fake_server_runs_as_a_subprocess(tmp_path):
     script = tmp_path / "turns.json"
     script.write_text(json.dumps([{"text": "from a subprocess"}]), encoding="utf-8")
     port_file = tmp_path / "port"
-    server = Path(__file__).resolve().parents[1] / "fake_openai.py"
+    server = Path(__file__).resolve().parents[2] / "fake_openai.py"
     proc = subprocess.Popen(
         [sys.executable, str(server), "--port-file", str(port_file), "--script", str(script)],
         stdout=subprocess.PIPE,

@@ -292,7 +292,7 @@ def test_the_last_choice_is_found_across_read_steps_and_a_torn_last_line(tmp_pat
     assert _acp_choices._last_choice(DurableRecord(tmp_path / "none.jsonl")) is None
 
 
-MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+MCP_SERVER = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 
 
 @pytest.mark.parametrize(

@@ -34,7 +34,7 @@ from typing import Any
 import pytest
 
 from fake_anthropic import FakeAnthropic
-from sidecar.test_mcp_host_e2e import (
+from sidecar.mcp.test_mcp_host_e2e import (
     CLAUDE,
     PREFIX,
     _host_env,

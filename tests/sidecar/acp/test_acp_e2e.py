@@ -410,7 +410,7 @@ async def test_load_in_a_new_agent_replays_thoughts_calls_and_results(workspace:
     assert (workspace / "notes.txt").read_text() == "changed behind the session's back\n"
 
 
-MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+MCP_SERVER = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 
 
 async def test_the_clients_mcp_servers_become_tools_of_the_session(workspace: Path, serve: Serve) -> None:

@@ -35,7 +35,7 @@ pytestmark = pytest.mark.slow
 
 KEY = "sk-test-1234567890abcdef"
 OSC52 = "\x1b]52;c;ZXZpbA==\x07"
-MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+MCP_SERVER = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 
 Agent = Callable[..., AbstractAsyncContextManager[ClientSideConnection]]
 

@@ -35,7 +35,7 @@ from fake_anthropic import FakeAnthropic
 
 pytestmark = pytest.mark.host
 
-HOSTS_DIR = Path(__file__).resolve().parents[1] / "hosts"
+HOSTS_DIR = Path(__file__).resolve().parents[2] / "hosts"
 CLAUDE = HOSTS_DIR / "node_modules" / ".bin" / "claude"
 PACKAGE_PATH = str(Path(steerable_sidecar.__file__).resolve().parents[1])
 

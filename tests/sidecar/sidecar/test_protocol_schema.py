@@ -25,7 +25,7 @@ from steerable_sidecar.rpc import _peer as rpc
 from steerable_sidecar.sidecar import protocol
 from steerable_sidecar.sidecar._client import SidecarClient
 
-SPEC = Path(__file__).resolve().parents[2] / "spec"
+SPEC = Path(__file__).resolve().parents[3] / "spec"
 SCHEMA = json.loads((SPEC / "sidecar.schema.json").read_text(encoding="utf-8"))
 REGISTRY: Registry[Any] = Registry().with_resources(
     (name, DRAFT202012.create_resource(json.loads((SPEC / name).read_text(encoding="utf-8"))))
@@ -221,3 +221,44 @@ def test_every_error_s_data_fits_its_class_s_schema() -> None:
         assert problems == [], f"{type(error).__name__}: {problems} in {data}"
     keys = rpc.error_data_for(samples[13]).keys()
     assert set(keys) == {"type", "plugin", "tool", "otherPlugin"}  # the sample sets every attribute
+
+
+def test_the_handlers_and_the_client_are_typed_with_the_wire_shapes() -> None:
+    """Issue 33, item 4: one set of typed dicts types the schema, the sidecar's handlers and SidecarClient.
+
+    ``spec/sidecar.schema.json`` is generated from :mod:`steerable_sidecar.sidecar.protocol`; here the
+    handlers answering each method and the client methods returning each answer name the same
+    types (strict mypy then checks what they build against them).
+    """
+    import inspect
+
+    from steerable_sidecar.sidecar._client import ChatHandle, SidecarClient
+    from steerable_sidecar.sidecar._server import Sidecar
+
+    handlers = {
+        "system.ping": Sidecar.ping,
+        "system.shutdown": Sidecar.shutdown,
+        "tool.list": Sidecar.tool_list,
+        "agent.chat.stream": Sidecar.chat_stream,
+        "agent.chat.cancel": Sidecar.chat_cancel,
+        "plugin.list": Sidecar.plugin_list,
+    }
+    for method, handler in handlers.items():
+        result = protocol.METHODS[method][1]
+        assert isinstance(result, type)
+        assert inspect.signature(handler).return_annotation == result.__name__, method
+    plugin_result = protocol.METHODS["plugin.enable"][1]
+    assert isinstance(plugin_result, type)
+    returned = inspect.signature(Sidecar._plugin_call).return_annotation
+    assert returned == f"Callable[[Any], Awaitable[{plugin_result.__name__}]]"
+    client: dict[Callable[..., Any], str] = {
+        SidecarClient.ping: "PingResult",
+        SidecarClient.list_tools: "list[ToolDescriptor]",
+        SidecarClient.chat: "ChatSummary",
+        ChatHandle.result: "ChatSummary",
+        ChatHandle.events: "AsyncIterator[ChatEvent]",
+    }
+    for method_of_client, annotation in client.items():
+        assert inspect.signature(method_of_client).return_annotation == annotation
+        named = annotation.removeprefix("list[").removeprefix("AsyncIterator[").rstrip("]")
+        assert named in protocol.__all__

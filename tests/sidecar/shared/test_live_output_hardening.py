@@ -260,7 +260,7 @@ async def test_steerable_acp_shows_no_piece_of_the_model_key_and_no_control_sequ
     assert client.call_updates("s1")[-1].raw_output["data"]["stdout"] == f"key={SECRET} end\n"  # unchanged
 
 
-MCP_SERVER = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+MCP_SERVER = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 SERVER_TOKEN = "mcp-server-env-credential-4242"
 
 

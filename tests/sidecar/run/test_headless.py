@@ -237,7 +237,7 @@ def test_exit_codes_are_one_enum_and_the_docs_table_lists_each() -> None:
     from steerable_sidecar.run._headless import EXIT_CODES
 
     assert all(type(code) is ExitCode for code in EXIT_CODES.values())
-    table = (Path(__file__).parents[2] / "docs" / "headless.md").read_text().split("## Exit codes", 1)[1]
+    table = (Path(__file__).parents[3] / "docs" / "headless.md").read_text().split("## Exit codes", 1)[1]
     documented = {int(code) for code in re.findall(r"^\| (\d+) \|", table.split("\n## ", 1)[0], re.M)}
     assert documented == {int(code) for code in ExitCode}
     assert json.dumps({"exitCode": ExitCode.USAGE}) == '{"exitCode": 2}'

@@ -27,7 +27,7 @@ from steerable_sidecar.mcp_sources._sources import (
     load_mcp_config_from_env,
 )
 
-SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py"
+SERVER_SCRIPT = Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py"
 
 
 def _home(tmp_path: Path) -> Path:

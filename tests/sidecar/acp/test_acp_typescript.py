@@ -27,7 +27,7 @@ from acp_client import AGENT_COMMAND, SLEEPING, WHOLE_TURN, write_script
 
 from steerable_agent_runtime import DurableRecord
 
-HOSTS_DIR = Path(__file__).resolve().parents[1] / "hosts"
+HOSTS_DIR = Path(__file__).resolve().parents[2] / "hosts"
 CLIENT = HOSTS_DIR / "acp_client.mjs"
 SDK = HOSTS_DIR / "node_modules" / "@agentclientprotocol" / "sdk"
 NODE = shutil.which("node")

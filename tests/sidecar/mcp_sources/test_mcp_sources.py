@@ -23,7 +23,7 @@ from steerable_agent_runtime.tool_search import register_tool_search
 from steerable_agent_runtime.tools import ToolExposure, ToolRouter
 from steerable_sidecar.mcp_sources._sources import McpServerConfig, McpToolSources
 
-SERVER_SCRIPT = str(Path(__file__).resolve().parents[1] / "fixtures" / "mcp_tool_server.py")
+SERVER_SCRIPT = str(Path(__file__).resolve().parents[2] / "fixtures" / "mcp_tool_server.py")
 BOUND_S = 20  # no test waits longer than this for anything
 
 FIXTURE_TOOLS = {
