@@ -761,8 +761,14 @@ class SteerableAcpAgent:
 
 def _provider_model(provider: LLMProvider | None) -> str | None:
     """The model an injected provider is configured with (an OpenAI-compatible one's ``config.model``)."""
-    model = getattr(getattr(provider, "config", None), "model", None)
-    return model if isinstance(model, str) and model else None
+    if provider is None:
+        return None
+    from ..providers._openai import OpenAICompatibleProvider  # loaded by then when it is one
+
+    if not isinstance(provider, OpenAICompatibleProvider):
+        return None
+    model = provider.config.model
+    return model or None
 
 
 def _capabilities(raw: Any) -> ClientCapabilities:

@@ -181,8 +181,9 @@ _SETTING_FLAGS: Final = {
 def _model_settings(args: argparse.Namespace) -> dict[str, str]:
     """The environment the provider is built from: ours, with the model flags given put over it."""
     environ = dict(os.environ)
+    given = vars(args)  # add_run_arguments defines every one of them (None: not given)
     for attribute, variable in _SETTING_FLAGS.items():
-        value = getattr(args, attribute, None)
+        value = given[attribute]
         if value is not None:
             environ[variable] = str(value)
     return environ
