@@ -24,9 +24,17 @@ What it measures
     process existed in its cgroups, when bubblewrap reported its sandbox, when the limits were set,
     the cgroups checked, and the command let go.
 
+    Then, where the run's cgroups can be made (root): moving a running process into them from
+    outside (``RunCgroup.join`` of a ``sleep``: the kernel waits an RCU grace period), against
+    entering them from inside (``RunCgroup.inside``: the forking thread writes ``0`` to ``tasks``
+    and moves back, as the runner does before it forks bubblewrap), medians in ms.
+
 Goals
     * the bwrap backend's full run (``run_sandboxed``) within 6x the bare child;
-    * the Landlock backend's full run within 6x the bare child.
+    * the Landlock backend's full run within 6x the bare child;
+    * the cgroup step of a bwrap run within 5 ms of the limits step (median): bubblewrap was forked
+      inside, so its init is only checked, never moved (a move costs an RCU grace period);
+    * a move from outside within 1 s (median; one RCU grace period, not more).
 
     Where the time goes: bubblewrap itself about 4.5 ms; the launcher (Landlock only now) is a
     second interpreter start (about 7.5 ms); the runner (pipes, the private directory, the
@@ -66,6 +74,12 @@ from steerable_agent_runtime.sandbox._pinning import launcher_argv, launcher_cod
 
 CHILD = [sys.executable, "-I", "-S", "-c", "pass"]
 MAX_RATIO = 6.0
+MAX_CHECK_MS = 5.0
+"""The cgroup step after the limits step of a bwrap run: a check, no move (test_bwrap_direct.py)."""
+MAX_JOIN_MS = 1000.0
+"""Moving a running process into the run's cgroups from outside (tests/sandbox/test_cgroup.py)."""
+PAUSE_S = 0.05
+"""Before each cgroup move, as between runs (right after another cgroup write, no grace period is due)."""
 
 
 def timed_run(argv: list[str], env: dict[str, str], cwd: Path) -> float:
@@ -102,6 +116,37 @@ def timed_runner(backend: SandboxBackend, policy: SandboxPolicy, *, cgroups: boo
         return asyncio.run(once())
     with no_cgroups():
         return asyncio.run(once())
+
+
+def cgroup_moves(rounds: int) -> tuple[list[float], list[float]] | None:
+    """Milliseconds per round to move a running ``sleep`` into a run's cgroups from outside, and to
+    enter and leave them from inside (this thread); ``None`` where no cgroup can be made."""
+    cgroup = _cgroup.RunCgroup.acquire(max_processes=16, memory_bytes=64 << 20)
+    if cgroup is None:
+        return None
+    joins: list[float] = []
+    entries: list[float] = []
+    try:
+        for _ in range(rounds + 1):  # the first round warms up
+            child = subprocess.Popen(["sleep", "30"])
+            try:
+                time.sleep(PAUSE_S)
+                start = time.perf_counter_ns()
+                cgroup.join(child.pid)
+                joins.append((time.perf_counter_ns() - start) / 1e6)
+                if cgroup.missing(child.pid):
+                    raise SystemExit(f"RunCgroup.join left the process out of {cgroup.missing(child.pid)}")
+            finally:
+                child.kill()
+                child.wait()
+            time.sleep(PAUSE_S)
+            start = time.perf_counter_ns()
+            with cgroup.inside():
+                pass
+            entries.append((time.perf_counter_ns() - start) / 1e6)
+    finally:
+        cgroup.release()
+    return joins[1:], entries[1:]
 
 
 def no_cgroups() -> AbstractContextManager[object]:
@@ -168,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, case in cases.items():
                 samples[label].append(case())
 
+    moves = cgroup_moves(args.rounds)
     med = {label: statistics.median(values) for label, values in samples.items()}
     base = med["bare python -I -S -c pass"]
     python = sys.version.split()[0]
@@ -188,6 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     results = [
         (f"{label} within {MAX_RATIO:g}x bare ({ratio:.2f}x)", ratio <= MAX_RATIO) for label, ratio in goals
     ]
+    if "cgroups" in STEPS and len(STEPS["cgroups"]) == len(STEPS["limits"]):
+        check = statistics.median(c - lim for c, lim in zip(STEPS["cgroups"], STEPS["limits"], strict=True))
+        print(f"  {'cgroup step after the limits step':<34} {check:7.2f} ms  (a check: forked inside)")
+        within = f"cgroup step within {MAX_CHECK_MS:g} ms of the limits ({check:.2f} ms)"
+        results.append((within, check < MAX_CHECK_MS))
+    if moves is None:
+        print("  cgroup moves: skipped (no writable cgroup here: non-root, or a read-only cgroupfs)")
+    else:
+        join, inside = (statistics.median(values) for values in moves)
+        print(f"  {'cgroups entered from inside':<34} {inside:7.2f} ms  baseline (0 to tasks, and back)")
+        print(f"  {'a process moved in from outside':<34} {join:7.2f} ms  {join / inside:5.1f}x inside")
+        results.append((f"a move from outside within {MAX_JOIN_MS:g} ms ({join:.1f} ms)", join < MAX_JOIN_MS))
     for text, ok in results:
         print(f"{'PASS' if ok else 'FAIL'}: {text}")
     return 1 if args.check and not all(ok for _, ok in results) else 0

@@ -50,6 +50,7 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "rpc_roundtrip.py": ("50",),
     "run_code_startup.py": ("--rounds", "1"),
     "sandbox_startup.py": ("--rounds", "1"),
+    "search_worst_cases.py": ("--rounds", "1"),
     "startup.py": ("--rounds", "1", "--load-rounds", "0", "--no-peers"),
     "tool_prompt.py": (),
     "tool_search_quality.py": (),

@@ -16,6 +16,7 @@ from steerable_agent_runtime.llm import ChatRequest, ChatResponse, ScriptedProvi
 from steerable_agent_runtime.loop import AgentLoop, RunOutcome
 from steerable_agent_runtime.record import DurableRecord
 from steerable_agent_runtime.trace import TraceSpan
+from waiting import eventually
 
 
 @pytest.fixture
@@ -206,10 +207,9 @@ async def test_cancel_records_an_answer_for_every_call_in_flight(router: EchoRou
     events: list[dict[str, Any]] = []
     loop = AgentLoop(provider, router, record=record, on_event=events.append)
     task = asyncio.create_task(loop.run([], "go"))
-    while not any(e["type"] == "tool_call" for e in events):
-        await asyncio.sleep(0.01)
+    await eventually(lambda: any(e["type"] == "tool_call" for e in events), what="the call in flight")
     assert loop.cancel() is True
-    summary = await asyncio.wait_for(task, 2)
+    summary = await asyncio.wait_for(task, 2)  # at once, not after the call's 5 s
     assert summary.outcome is RunOutcome.CANCELLED
     result = tool_results(record.messages())["inflight"]
     assert result["success"] is False and result["data"] == {"code": "cancelled"}
@@ -219,9 +219,10 @@ async def test_cancel_records_an_answer_for_every_call_in_flight(router: EchoRou
 
 async def test_outside_cancellation_propagates(router: EchoRouter) -> None:
     provider = ScriptedProvider([turn(call("slow_echo", {"text": "a", "delay_ms": 5000}))])
-    loop = AgentLoop(provider, router)
+    events: list[dict[str, Any]] = []
+    loop = AgentLoop(provider, router, on_event=events.append)
     task = asyncio.create_task(loop.run([], "go"))
-    await asyncio.sleep(0.05)
+    await eventually(lambda: any(e["type"] == "tool_call" for e in events), what="the call in flight")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

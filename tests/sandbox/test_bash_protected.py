@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sbx_helpers import LINUX_BACKENDS, real_backend
+from sbx_helpers import LINUX_BACKENDS, older_than_now, real_backend
 
 from steerable_agent_runtime import ConfigError
 from steerable_agent_runtime._protected import protected_rule
@@ -31,11 +31,11 @@ from steerable_agent_runtime.sandbox import (
     LandlockBackend,
     SandboxPolicy,
     ScanCache,
-    _protect,
     bash_tool,
 )
 from steerable_agent_runtime.sandbox._audit import MAX_ENTRIES, MAX_FILE_BYTES
 from steerable_agent_runtime.sandbox._protect import carve_outs, find_protected
+from waiting import eventually, wait_until
 
 RULE_GIT = (
     "rule .git/**: git's own directory: hooks (git runs them on commit, checkout, merge, push) and "
@@ -374,9 +374,7 @@ async def test_what_a_link_in_a_protected_directory_points_at_is_protected_too_f
 
 def _older_than_now(path: Path) -> None:
     """Wait until the clock tick a run starts in is past ``path``'s ``ctime``."""
-    deadline = time.monotonic() + 5
-    while _protect.coarse_now() <= path.stat().st_ctime_ns and time.monotonic() < deadline:
-        time.sleep(0.001)
+    older_than_now(path)
 
 
 @pytest.mark.parametrize("backend", LINUX_BACKENDS)
@@ -491,9 +489,7 @@ async def test_steerables_own_journal_written_during_the_run_is_left_alone_file_
         "echo '{\"commit\": []}' > .steerable/txn/planted.json; echo done"
     )
     task = asyncio.ensure_future(run(tool, command, timeout_ms=10_000))
-    deadline = time.monotonic() + 10
-    while not (repo / "started").exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: (repo / "started").exists() or task.done(), what="the command started")
     # meanwhile a write of the file tools adds its intent, locked while it runs (the run's own record
     # made the state folder)
     (repo / ".steerable" / "txn").mkdir(parents=True, exist_ok=True)
@@ -541,9 +537,7 @@ async def test_a_timeout_or_a_cancellation_still_reverts_file_15(repo: Path, bac
     )
     assert not (repo / ".mcp.json").exists()
     task = asyncio.ensure_future(run(tool, "echo x > .mcp.json; sleep 30"))
-    deadline = time.monotonic() + 10
-    while not (repo / ".mcp.json").exists() and time.monotonic() < deadline:
-        await asyncio.sleep(0.01)
+    await eventually(lambda: (repo / ".mcp.json").exists() or task.done(), what="the command wrote .mcp.json")
     assert (repo / ".mcp.json").exists()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -635,9 +629,8 @@ def test_a_directory_listing_is_reused_only_while_its_ctime_holds_file_15(tmp_pa
     root = tmp_path / "r"
     (root / "a").mkdir(parents=True)
     real = os.path.realpath(root)
-    deadline = time.monotonic() + 5  # a directory changed in the last 50 ms is never kept
-    while time.time_ns() - os.stat(root / "a").st_ctime_ns < 60_000_000 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    changed = os.stat(root / "a").st_ctime_ns  # a directory changed in the last 50 ms is never kept
+    wait_until(lambda: time.time_ns() - changed >= 60_000_000, what="60 ms past a's change")
     cache = ScanCache()
     assert find_protected(real, cache=cache) == []
     info = os.stat(root / "a")

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
-import time
 from pathlib import Path
 from typing import Literal
 
@@ -24,6 +23,7 @@ from steerable_agent_runtime.sandbox._cgroup import (
     cgroup_parents,
     find_cgroup_parents,
 )
+from waiting import grace, wait_until
 
 V1_CGROUP = "9:name=systemd:/\n8:pids:/\n5:devices:/\n4:memory:/jobs/42\n0::/\n"
 V2_CGROUP = "0::/user.slice/sidecar\n"
@@ -132,10 +132,11 @@ def settle_releases() -> None:
     A release waits up to ``_REAP_S`` for PID 1 to reap a zombie; a test that takes a cgroup
     from the pool must not get one a late release added meanwhile.
     """
-    deadline = time.monotonic() + _cgroup._REAP_S + 10
-    while any(t.name == "steerable-cgroup-release" for t in threading.enumerate()):
-        assert time.monotonic() < deadline, "a cgroup release is still running"
-        time.sleep(0.02)
+    wait_until(
+        lambda: not any(t.name == "steerable-cgroup-release" for t in threading.enumerate()),
+        what="the cgroup releases done",
+        timeout_s=_cgroup._REAP_S + 30,
+    )
 
 
 def pooled_paths() -> list[tuple[Path, ...]]:
@@ -212,7 +213,7 @@ def test_a_zombie_keeps_the_cgroup_out_of_the_pool_until_it_is_reaped(cgroup: Ru
     paths = cgroup.paths
     releasing = threading.Thread(target=cgroup.release)
     releasing.start()
-    time.sleep(0.3)
+    releasing.join(timeout=grace(0.3, why="a release that did not count the zombie would be done, pooled"))
     # no process is left in it, but the zombie still counts: the release waits for its reaper
     assert releasing.is_alive() and paths not in pooled_paths()
     assert all((p / "cgroup.procs").read_text() == "" for p in paths)
@@ -234,11 +235,8 @@ def test_joining_from_outside_moves_a_running_process(cgroup: RunCgroup):
     child = subprocess.Popen(["sleep", "5"])
     try:
         assert cgroup.missing(child.pid) == cgroup.procs_files
-        started = time.monotonic()
-        cgroup.join(child.pid)
-        joined_ms = (time.monotonic() - started) * 1000
+        cgroup.join(child.pid)  # one RCU grace period: benchmarks/sandbox_startup.py measures it
         assert cgroup.missing(child.pid) == () and len(_cgroup_lines(child.pid)) == len(cgroup.paths)
-        assert joined_ms < 1000, joined_ms  # one RCU grace period (7 to 12 ms here), not more
     finally:
         child.kill()
         child.wait()

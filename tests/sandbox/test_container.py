@@ -30,6 +30,7 @@ from steerable_agent_runtime.sandbox import (
 )
 from steerable_agent_runtime.sandbox._jobs import jobs_result
 from steerable_cli import run_steerable
+from waiting import eventually, wait_until
 
 CONTAINER = {"STEERABLE_SANDBOX": "container"}
 
@@ -211,7 +212,8 @@ def test_a_background_server_outlives_the_call_and_the_run_then_steerable_jobs_s
     leftovers.extend(job["pid"] for job in first.get("data", {}).get("backgroundJobs", []))
     data = first["data"]
     assert first["success"] is True and data["stdout"] == "started\n"
-    assert data["durationMs"] < 5_000 and time.monotonic() - began < 30  # not held by the server's pipes
+    # not held by the server's pipes: held, the call would last until its 60 s timeout
+    assert data["durationMs"] < 5_000 and time.monotonic() - began < 30
     [job] = data["backgroundJobs"]
     assert f"-m http.server {port}" in job["command"]
     assert job["log"].startswith(str(state / "jobs")) and job["log"].endswith(".log")
@@ -236,10 +238,7 @@ def test_a_background_server_outlives_the_call_and_the_run_then_steerable_jobs_s
     stopped = run_steerable("jobs", "stop", str(job["pid"]), env=env, cwd=workspace)
     assert stopped.returncode == 0, stopped.stderr
     assert stopped.stdout == f"stopped {job['pid']}: {record['command']}\n"
-    deadline = time.monotonic() + 5
-    while running(job["pid"]) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert not running(job["pid"])
+    wait_until(lambda: not running(job["pid"]), what="the stopped server gone")
     with pytest.raises(OSError):
         get(port)
     assert run_steerable("jobs", env=env, cwd=workspace).stdout == "no background jobs\n"
@@ -289,18 +288,19 @@ async def test_the_call_returns_when_its_command_ends_and_later_output_goes_to_t
     workspace: Path, env: dict[str, str], leftovers: list[int]
 ):
     router = workspace_tools_for_cwd(workspace, environ=env)
-    began = time.monotonic()
-    command = "(sleep 0.5; echo later; echo oops >&2; sleep 1) & echo now"
+    go = workspace / "go"
+    command = f"(until [ -e {go} ]; do sleep 0.01; done; echo later; echo oops >&2; sleep 1) & echo now"
     result = await bash(router, command, timeout_ms=60_000)
-    assert time.monotonic() - began < 3  # the subshell holds the command's stdout and stderr
+    # the call returned while the subshell, which holds the command's stdout and stderr, still
+    # waits for go (a call that waited for it would have ended at its 60 s timeout, failed)
+    assert not go.exists()
     assert result.success and result.data is not None and result.data["stdout"] == "now\n"
     [job] = result.data["backgroundJobs"]
     leftovers.append(job["pid"])
     assert result.message == background_sentence(job)
     log = Path(job["log"])
-    deadline = time.monotonic() + 10
-    while not (log.exists() and "oops" in log.read_text()) and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    go.touch()
+    await eventually(lambda: log.exists() and "oops" in log.read_text(), what="the later output logged")
     assert sorted(log.read_text().split()) == ["later", "oops"]
 
 
@@ -309,7 +309,8 @@ async def test_a_timeout_still_kills_the_process_group(workspace: Path, env: dic
     router = workspace_tools_for_cwd(workspace, environ=env)
     began = time.monotonic()
     result = await bash(router, f"echo begun; sleep {seconds} & sleep {seconds}", timeout_ms=400)
-    assert time.monotonic() - began < 4
+    # cut short at the 400 ms deadline: a call that waited for its sleeps would take over 100 s
+    assert time.monotonic() - began < 10
     assert result.success is False and result.needs_followup is True
     assert result.error == (
         "The command timed out after 400 ms; it and the processes in its process group were killed."

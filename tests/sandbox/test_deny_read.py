@@ -31,6 +31,7 @@ from steerable_agent_runtime.sandbox import (
 )
 from steerable_agent_runtime.sandbox._deny import DEFAULT_DENY_READ, read_grants
 from steerable_agent_runtime.sandbox._pinning import launcher_argv
+from waiting import eventually
 
 CANARY = f"canary-{uuid.uuid4().hex[:10]}"
 
@@ -256,19 +257,22 @@ async def test_a_secret_the_host_rewrites_during_the_run_stays_unread_safe_3(
     config = config_for(home)
     (home / ".git-credentials").write_text(f"https://bob:{CANARY}-old@example.com\n")
     (home / ".cargo").mkdir()  # credentials.toml does not exist yet: the host makes it during the run
+    started, go = workspace / "started", workspace / "go"
     run = asyncio.ensure_future(
         run_(
             backend_name,
             config,
             workspace,
-            "sleep 2; cat ~/.claude.json ~/.git-credentials ~/.cargo/credentials.toml",
+            f"touch {started}; until [ -e {go} ]; do sleep 0.01; done; "
+            "cat ~/.claude.json ~/.git-credentials ~/.cargo/credentials.toml",
         )
     )
-    await asyncio.sleep(1)
+    await eventually(lambda: started.exists() or run.done(), what="the sandboxed command started")
     for name in (".claude.json", ".git-credentials", ".cargo/credentials.toml"):
         fresh = home / f"{name}.tmp"
         fresh.write_text(f"{CANARY}-rewritten {name}\n")
         os.replace(fresh, home / name)
+    go.touch()  # the command reads the secrets only now, after the host rewrote them
     output, _ = await run
     assert CANARY not in output
 

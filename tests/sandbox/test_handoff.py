@@ -16,7 +16,7 @@ import signal
 import socket
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from processes import running
 from steerable_agent_runtime import ToolCall, ToolRouter
 from steerable_agent_runtime.context import CallContext
 from steerable_agent_runtime.sandbox import SandboxBackend, bash_tool
+from waiting import eventually
 
 SECRET = "terminal-env-secret-0815"
 
@@ -34,12 +35,13 @@ SECRET = "terminal-env-secret-0815"
 class Terminal:
     """A ``TerminalHost`` that runs the words as ``sh -c "<words joined>"`` (or never runs them)."""
 
-    def __init__(self, *, start: bool = True, kill_after_s: float | None = None) -> None:
+    def __init__(self, *, start: bool = True, kill_when: Callable[[], object] | None = None) -> None:
         self.start = start
-        self.kill_after_s = kill_after_s
+        self.kill_when = kill_when
         self.lines: list[str] = []
         self.processes: list[subprocess.Popen[bytes]] = []
         self.closed: list[str] = []
+        self.killer: asyncio.Task[None] | None = None
 
     async def open(self, command: str, args: Any, *, cwd: str) -> str:
         line = " ".join([command, *args])
@@ -48,11 +50,14 @@ class Terminal:
             env = {**os.environ, "EDITOR_SECRET": SECRET}
             process = subprocess.Popen(["/bin/sh", "-c", line], cwd=cwd, env=env, start_new_session=True)
             self.processes.append(process)
-            if self.kill_after_s is not None:  # the editor kills its terminal's process group
-                asyncio.get_running_loop().call_later(
-                    self.kill_after_s, os.killpg, process.pid, signal.SIGKILL
-                )
+            if self.kill_when is not None:  # the editor kills its terminal's process group meanwhile
+                self.killer = asyncio.ensure_future(self._kill(process, self.kill_when))
         return f"t{len(self.lines)}"
+
+    @staticmethod
+    async def _kill(process: subprocess.Popen[bytes], when: Callable[[], object]) -> None:
+        await eventually(when, what="the moment the terminal is killed")
+        os.killpg(process.pid, signal.SIGKILL)
 
     async def close(self, terminal_id: str, *, ran: bool) -> None:
         self.closed.append(terminal_id)
@@ -125,13 +130,12 @@ async def test_a_terminal_that_never_starts_it_lets_bash_run_it_once(workspace: 
 
 async def test_a_terminal_killed_under_the_command_takes_it_down(workspace: Path, backend):
     marker, sleep = sleeper()
-    terminal = Terminal(kill_after_s=0.8)
+    terminal = Terminal(kill_when=lambda: running(marker))  # once the command's sleeps run
     result = await _bash(workspace, backend, terminal, f"echo up; {sleep} & {sleep}")
     assert result.data is not None and result.data["exitCode"] == 137, result.data
     assert "the terminal's process was killed before the command ended" in result.data["stderr"]
-    async with asyncio.timeout(5):  # the launcher's parent died: the sandbox goes with it
-        while running(marker):
-            await asyncio.sleep(0.05)
+    # the launcher's parent died: the sandbox goes with it
+    await eventually(lambda: not running(marker), what="the sandboxed sleeps gone")
 
 
 @pytest.fixture(autouse=True)

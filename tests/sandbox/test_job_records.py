@@ -24,6 +24,7 @@ import pytest
 from steerable_agent_runtime import ToolCall, ToolResult, workspace_tools_for_cwd
 from steerable_agent_runtime.config import credential_name
 from steerable_agent_runtime.sandbox import BackgroundJob, container_environment, list_jobs, stop_jobs
+from waiting import WAIT_S, wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="job records read /proc")
 
@@ -49,11 +50,10 @@ def spawn(leftovers: list[int]) -> Iterator[Callable[..., subprocess.Popen[bytes
         # Popen returns once the child's execve closed its close-on-exec descriptors, a moment
         # before the kernel has put the new arguments and environment in place: until then /proc
         # shows both empty, and on a busy machine (two test runs at once) a record is read then
-        deadline = time.monotonic() + 5
-        while child.poll() is None and not Path(f"/proc/{child.pid}/cmdline").read_bytes():
-            if time.monotonic() > deadline:
-                break
-            time.sleep(0.001)
+        wait_until(
+            lambda: child.poll() is not None or Path(f"/proc/{child.pid}/cmdline").read_bytes(),
+            what="the child's command line in /proc",
+        )
         return child
 
     yield start
@@ -78,12 +78,12 @@ def running(pid: int) -> bool:
         return False
 
 
-def ended(pid: int, within_s: float = 5.0) -> bool:
-    deadline = time.monotonic() + within_s
-    while running(pid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
+def ended(pid: int, within_s: float = WAIT_S) -> bool:
+    """Whether ``pid`` ended (waited for, ``within_s`` at most)."""
+    try:
+        wait_until(lambda: not running(pid), what=f"process {pid} ended", timeout_s=within_s)
+    except AssertionError:
+        return False
     return True
 
 
@@ -188,10 +188,8 @@ def test_the_process_group_rule_needs_the_commands_group_whose_leader_has_exited
     assert list_jobs(directory) == []
 
     shell = spawn("sh", "-c", "sleep 30 & wait", start_new_session=True)
-    deadline = time.monotonic() + 5
-    while not (member := _children(shell.pid)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    [pid] = member
+    wait_until(lambda: _children(shell.pid), what="the shell's sleep started")
+    [pid] = _children(shell.pid)
     assert stat(pid)[2:4] == [str(shell.pid)] * 2  # in the shell's group and session; the shell runs
     record(directory, pid, group=shell.pid)
     assert list_jobs(directory) == []

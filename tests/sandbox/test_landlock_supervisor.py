@@ -21,6 +21,7 @@ from sbx_helpers import real_backend
 from steerable_agent_runtime.sandbox import SandboxPolicy, child_environment, detect_landlock_abi
 from steerable_agent_runtime.sandbox._launch import EXIT_SETUP
 from steerable_agent_runtime.sandbox._pinning import PINNED_PYTHON, launcher_argv, launcher_code
+from waiting import wait_until
 
 
 def _alive(pid: int) -> bool:
@@ -89,12 +90,13 @@ def test_a_landlock_command_cannot_kill_its_supervisor_nor_leave_a_daemon(worksp
     run = _landlock_launch(script, workspace, private_tmp)
     assert run.stdout == "refused\nrefused\n", run.stderr
     assert run.returncode == 3
-    deadline = time.monotonic() + 5
-    while (daemons := _running("sleep", seconds)) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    for daemon in daemons:
-        os.kill(daemon, signal.SIGKILL)
-    assert daemons == [], "the setsid daemon outlived the call"
+    try:
+        wait_until(
+            lambda: not _running("sleep", seconds), what="the setsid daemon gone (it outlived the call)"
+        )
+    finally:
+        for daemon in _running("sleep", seconds):
+            os.kill(daemon, signal.SIGKILL)
 
 
 def test_the_supervisor_is_outside_the_sandbox_and_the_command_inside(workspace: Path, private_tmp: Path):

@@ -34,6 +34,7 @@ from steerable_agent_runtime.sandbox import (
     spawn_sandboxed,
 )
 from steerable_agent_runtime.sandbox._cgroup import CLEAN_BYTES, cgroup_parents
+from waiting import eventually, grace, wait_until
 
 PY = os.path.realpath(sys.executable)
 MIB = 1 << 20
@@ -73,7 +74,7 @@ async def test_four_processes_over_the_limit_together_are_killed_as_a_whole(back
     # the runner the rest, at once (not after the sleep, not at the deadline)
     assert result.memory_exceeded and not result.timed_out
     assert result.exit_code == 128 + 9 and "survived" not in result.stdout.text
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 10  # at once: the hogs sleep over 100 s, the deadline is 30 s
     assert await gone(token), f"left running: {alive(token)}"
 
 
@@ -109,7 +110,7 @@ async def test_filling_bubblewraps_tmpfs_past_the_limit_fails_inside(workspace: 
     # still report the writer's SIGKILL before the runner's reaches it.
     assert result.memory_exceeded and not result.timed_out and result.exit_code == 128 + 9
     assert result.stdout.text in ("", "status=137\n")
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 10  # at once: the loop never ends, the deadline is 30 s
     after = await run_sandboxed(
         ["/bin/sh", "-c", f"ls {target} 2>&1; echo fine"], policy_for(workspace), backend=bwrap, timeout_s=30
     )
@@ -148,10 +149,11 @@ async def test_a_pooled_cgroup_starts_the_next_run_clean(workspace: Path):
     assert result.memory_exceeded
     # the release runs off the loop, and waits for the last zombie to be reaped: when the shell
     # ends by itself, bubblewrap exits before its init does, and PID 1 reaps that init
-    deadline = time.monotonic() + _cgroup._REAP_S + 5
-    while paths not in pooled_paths() and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    assert paths in pooled_paths(), "the cgroups of an OOM run were not pooled"
+    await eventually(
+        lambda: paths in pooled_paths(),
+        what="the cgroups of an OOM run pooled",
+        timeout_s=_cgroup._REAP_S + 30,
+    )
     for path in paths:  # nothing charged, nothing counted: the tmpfs pages left with the sandbox
         if (path / "memory.usage_in_bytes").exists():
             assert int((path / "memory.usage_in_bytes").read_text()) <= CLEAN_BYTES
@@ -205,13 +207,16 @@ def limited_cgroup() -> Iterator[Path]:
     if (path / "memory.memsw.limit_in_bytes").exists():
         (path / "memory.memsw.limit_in_bytes").write_text(str(PARENT_LIMIT))
     yield path
-    for _ in range(500):  # its processes are gone; their cgroups go offline a moment later
+
+    def removed() -> bool:
         try:
             path.rmdir()
-            break
         except OSError:
-            time.sleep(0.01)
-    assert not path.exists(), f"left behind: {path}"
+            return False
+        return True
+
+    # its processes are gone; their cgroups go offline a moment later
+    wait_until(removed, what=f"{path} removed (left behind)")
 
 
 @pytest.mark.parametrize("backend_name", ["bwrap", "landlock"])
@@ -246,7 +251,7 @@ async def test_an_oom_above_the_run_is_not_the_runs(backend_name: str, workspace
         with other.stdout:
             assert other.stdout.read() == b""
         assert "oom_kill 1\n" in (limited_cgroup / "memory.oom_control").read_text()
-        await asyncio.sleep(0.3)  # time for the runner to act on the OOM notification, had it been wrong
+        await asyncio.sleep(grace(0.3, why="a runner wrongly acting on the OOM notification kills the run"))
         (workspace / "go").touch()
         report = await asyncio.wait_for(asyncio.to_thread(sidecar.stdout.readline), 30)
     finally:

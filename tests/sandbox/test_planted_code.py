@@ -10,6 +10,7 @@ the planted code never ran. The file tools refuse the same paths.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,17 +18,18 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sbx_helpers import LINUX_BACKENDS, real_backend
+from sbx_helpers import LINUX_BACKENDS, older_than_now, real_backend
 
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.sandbox import LandlockBackend, SandboxPolicy, bash_tool
-from steerable_agent_runtime.workspace._txn import HEARTBEAT_GRACE_NS
+from steerable_agent_runtime.sandbox._protect import coarse_now
+from steerable_agent_runtime.workspace._txn import HEARTBEAT_GRACE_NS, HEARTBEAT_S
+from waiting import wait_until
 
 HG = shutil.which("hg")
 GIT = shutil.which("git")
@@ -51,6 +53,18 @@ def tool_for(root: Path, backend: str) -> Any:
     real_backend(backend)  # fails naming the fix when the backend cannot run here
     environ = {"STEERABLE_SANDBOX": backend, "PATH": os.environ["PATH"], "HOME": str(root.parent)}
     return bash_tool(root, environ=environ)
+
+
+def _last_heartbeat(workspace: Path) -> int:
+    """When the sandboxed runs' records in ``workspace`` were last marked alive (ns; the record's
+    ``ctime`` before its first heartbeat), as recovery reads it; 0 before any record."""
+    txn = workspace / ".steerable" / "txn"
+    times = [0]
+    for entry in txn.glob("*.json*") if txn.is_dir() else ():
+        with contextlib.suppress(FileNotFoundError):
+            info = entry.stat()
+            times.append(info.st_mtime_ns if entry.name.endswith(".alive") else info.st_ctime_ns)
+    return max(times)
 
 
 @pytest.fixture
@@ -296,14 +310,15 @@ def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_sa
             session.stdin.write(line.encode() + b"\n")
             session.stdin.flush()
             planted = workspace / "sub" / ".git" / "config"
-            deadline = time.monotonic() + 30
-            while (
-                not (planted.exists() and "fsmonitor" in planted.read_text()) and time.monotonic() < deadline
-            ):
-                time.sleep(0.05)
-            assert planted.exists() and "fsmonitor" in planted.read_text(), "the command never planted"
+            wait_until(
+                lambda: planted.exists() and "fsmonitor" in planted.read_text(), what="the command planted"
+            )
             if signum == signal.SIGKILL:  # a few heartbeats after the plant: recovery still removes it
-                time.sleep(2.5)
+                planted_at = planted.stat().st_ctime_ns
+                wait_until(
+                    lambda: _last_heartbeat(workspace) >= planted_at + 2 * int(HEARTBEAT_S * 1e9),
+                    what="two heartbeats of the run after the plant",
+                )
             session.send_signal(signum)
             status = session.wait(timeout=30)
         finally:
@@ -313,7 +328,8 @@ def test_a_repository_planted_in_a_call_ends_with_steerable_whatever_kills_it_sa
     assert status == (128 + signum if signum != signal.SIGKILL else -signal.SIGKILL)
     if signum == signal.SIGKILL:  # nothing could run in the killed process: the next start cleans up
         # what the user makes after the crash (past the run's last heartbeat and its grace) is theirs
-        time.sleep(HEARTBEAT_GRACE_NS / 1e9 + 1.5)
+        theirs_from = _last_heartbeat(workspace) + HEARTBEAT_GRACE_NS
+        wait_until(lambda: coarse_now() > theirs_from, what="the clock past the last heartbeat and its grace")
         (workspace / ".vscode").mkdir()
         (workspace / ".vscode" / "settings.json").write_text("{}\n")
         (workspace / ".mcp.json").write_text("{}\n")
@@ -456,7 +472,7 @@ async def test_a_users_own_head_file_is_no_way_in_either_safe_2(
     (workspace / "src" / "HEAD").write_text("ref: refs/heads/main\n")
     (workspace / "src" / "refs").mkdir()
     (workspace / "src" / "refs" / "notes.txt").write_text("the user's\n")
-    time.sleep(0.05)  # the user's files are older than the run (a clock tick or more)
+    older_than_now(workspace)  # the user's files are older than the run (a clock tick or more)
     plant = (
         "cd src && mkdir -p objects/ab refs/heads && touch objects/ab/cd && "
         "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tworktree = .\\n"
@@ -486,7 +502,7 @@ async def test_a_git_directory_assembled_over_two_calls_is_no_way_in_safe_2(
         f"\\tfsmonitor = touch {marker}; false\\n' > stage/config && echo k > x/keep && echo k > y/keep"
     )
     assert first.success, first.error
-    time.sleep(0.05)
+    older_than_now(workspace)  # what the first call left is older than the second
     second = await tool.handler(command="mv x stage/objects && mv y stage/refs; echo done")
     assert second.data is not None and second.data.get("protectedReverted") == ["stage/refs"], second.error
     moved = [p.name for p in (workspace / "stage").iterdir() if p.name.startswith("refs.steerable-moved-")]
@@ -504,7 +520,7 @@ async def test_the_users_own_objects_at_the_root_are_never_deleted_safe_2(
     for name in ("objects", "refs"):
         (workspace / name).mkdir()
         (workspace / name / "mine.txt").write_text("the user's\n")
-    time.sleep(0.05)
+    older_than_now(workspace)  # the user's files are older than the run
     result = await tool_for(workspace, backend).handler(
         command="echo built > objects/new.obj; echo 'ref: refs/heads/main' > HEAD; echo done"
     )

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -178,13 +179,21 @@ def counter_line(text: str) -> int:
 
 
 async def edit_counter_loop(
-    session: SessionProcess, path: str, name: str, line: int, seconds: float, start: asyncio.Event
+    session: SessionProcess,
+    path: str,
+    name: str,
+    line: int,
+    seconds: float,
+    start: asyncio.Event,
+    tally: EditTally | None = None,
+    enough: Callable[[], bool] = lambda: False,
 ) -> EditTally:
-    """Read the counters' lines, then bump counter ``name`` with ``edit_file``, for ``seconds``."""
-    tally = EditTally(name)
+    """Read the counters' lines, then bump counter ``name`` with ``edit_file``, for ``seconds``
+    (or until ``enough()``)."""
+    tally = tally if tally is not None else EditTally(name)
     await start.wait()
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and not enough():
         read = await session.call("read_file", path=path, offset=line - 1, limit=4)
         assert read["success"], read
         value = counter(read["data"]["content"], name)
@@ -204,10 +213,19 @@ async def edit_counter_loop(
 
 
 async def two_process_edits(
-    workspace: Path, path: str, seconds: float, **env: str
+    workspace: Path, path: str, seconds: float, *, until_each: int | None = None, **env: str
 ) -> tuple[EditTally, EditTally]:
-    """Two ``steerable session`` processes bump counters A and B in one file for ``seconds``."""
+    """Two ``steerable session`` processes bump counters A and B in one file for ``seconds``.
+
+    With ``until_each``, they stop as soon as each has more successful edits than that (``seconds``
+    then only bounds a hung run): a fixed window starves one side on a loaded machine.
+    """
     line = counter_line((workspace / path).read_text())
+    a, b = EditTally("A"), EditTally("B")
+
+    def enough() -> bool:
+        return until_each is not None and min(a.successes, b.successes) > until_each
+
     first = await SessionProcess.start(workspace, **env)
     second = await SessionProcess.start(workspace, **env)
     try:
@@ -215,11 +233,11 @@ async def two_process_edits(
         await second.call("list_dir")
         start = asyncio.Event()
         tasks = [
-            asyncio.create_task(edit_counter_loop(first, path, "A", line, seconds, start)),
-            asyncio.create_task(edit_counter_loop(second, path, "B", line, seconds, start)),
+            asyncio.create_task(edit_counter_loop(first, path, "A", line, seconds, start, a, enough)),
+            asyncio.create_task(edit_counter_loop(second, path, "B", line, seconds, start, b, enough)),
         ]
         start.set()
-        a, b = await asyncio.gather(*tasks)
+        await asyncio.gather(*tasks)
         return a, b
     finally:
         await first.close()

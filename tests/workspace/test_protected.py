@@ -18,6 +18,7 @@ import pytest
 from integrity_helpers import steerable_argv, steerable_call
 
 from steerable_agent_runtime._protected import PROTECTED_RULES, protected_rule
+from waiting import eventually, wait_until
 
 OPT_OUT = (
     "If the user wants this change, ask them to make it themselves or to restart steerable with "
@@ -267,8 +268,7 @@ async def test_a_first_write_during_a_bash_call_is_not_blamed_on_the_command_fil
     router = workspace_tools_for_cwd(tmp_path)
 
     async def write_later():
-        while not (tmp_path / "started").exists():
-            await asyncio.sleep(0.01)
+        await eventually(lambda: (tmp_path / "started").exists(), what="the command started")
         return await router.dispatch(
             ToolCall(id="w", name="write_file", arguments={"path": "a.txt", "content": "a\n"})
         )
@@ -352,7 +352,6 @@ def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, 
     # The audit runs in the steerable process; killed mid-command, it never runs. The run's record in
     # .steerable/txn lets the next start remove what the command planted.
     import signal
-    import time
 
     (tmp_path / ".vscode").mkdir()
     (tmp_path / ".vscode" / "settings.json").write_text("{}\n")  # there before: never touched
@@ -370,11 +369,11 @@ def test_a_kill_9_during_bash_is_cleaned_up_at_the_next_start_file_15(tmp_path, 
     assert session.stdin is not None
     session.stdin.write(json.dumps({"id": "1", "name": "bash", "arguments": {"command": command}}) + "\n")
     session.stdin.flush()
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "planted").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    session.send_signal(signal.SIGKILL)
-    session.communicate()
+    try:
+        wait_until(lambda: (tmp_path / "planted").exists(), what="the command planted")
+    finally:
+        session.send_signal(signal.SIGKILL)
+        session.communicate()
     assert (tmp_path / ".mcp.json").exists() and (tmp_path / ".envrc").exists()  # planted, never reverted
     listed = steerable_call(tmp_path, "list_dir", "{}", env=env, timeout=60)
     assert listed.returncode == 0, listed.stderr

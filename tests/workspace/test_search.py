@@ -62,14 +62,11 @@ def test_navigation_tools_are_read_mode(session):
 
 
 async def test_backtracking_patterns_run_in_linear_time_file_16(session):
-    # the case: (x+x+)+y over 5,000 x took the old engine to its 20 s budget (and past it)
-    import time
-
+    # the case: (x+x+)+y over 5,000 x took the old engine to its 20 s budget (and past it);
+    # the answer is whole, not cut at the budget (the time it takes: benchmarks/search_worst_cases.py)
     session.write_raw("evil.txt", b"x" * 5000 + b"\n")
     session.write_raw("ok.txt", b"xxy\n")
-    started = time.monotonic()
     result = await session("grep", pattern=r"(x+x+)+y")
-    assert time.monotonic() - started < 2
     assert result.data == {
         "pattern": "(x+x+)+y",
         "matches": [{"path": "ok.txt", "line": 1, "text": "xxy"}],
@@ -115,16 +112,15 @@ async def test_python_engine_grep_does_not_stall_the_event_loop(tmp_path, make_s
     result = await session("grep", pattern=r"(a|aa)+$")
     tick.cancel()
     assert result.data["timedOut"] is True
-    assert max(gaps) < 0.5  # the loop kept running while the regex engine worked
+    # the loop kept running while the regex engine worked: on it, the engine held it its whole 1 s budget
+    assert max(gaps) < 0.5
 
 
 async def test_glob_patterns_cannot_backtrack_catastrophically(session):
-    import time
-
     session.write_raw("a" * 100, b"x")
-    started = time.monotonic()
     result = await session("glob", pattern="*a*a*a*a*a*a*a*a*a*a*b")
-    assert result.data["files"] == [] and time.monotonic() - started < 2
+    # whole, not cut at the search budget (the time it takes: benchmarks/search_worst_cases.py)
+    assert result.data["files"] == [] and "timedOut" not in result.data, result.data
 
 
 async def test_glob_double_star_spans_zero_or_more_directories(session):

@@ -20,6 +20,7 @@ import pytest
 from steerable_agent_runtime import ToolCall, workspace_tools_for_cwd
 from steerable_agent_runtime.errors import ConfigError
 from steerable_agent_runtime.workspace import SearchEngine
+from waiting import eventually
 
 ENGINES = {"ripgrep": {}, "python": {"STEERABLE_RIPGREP": "off"}}
 
@@ -296,14 +297,16 @@ async def test_glob_patterns_match_whole_paths(tools):
 
 async def test_globs_match_in_time_linear_in_the_path(tools):
     # nested ** used to backtrack: 9 of them against a 25-folder path took 8 s, 12 would take an hour
+    # each answer whole, not cut at the search budget (the time they take: benchmarks/search_worst_cases.py)
     deep = "/".join(["d"] * 200) + "/f.txt"
     tools.write(deep)
-    started = time.monotonic()
     for pattern in ["/".join(["**"] * 12) + "/[z]zz", "**/d/" * 12 + "[z]zz", "**/*d*d*d*d*d*d*d*/**/[q]"]:
-        assert await tools.listed(pattern) == []
-        assert await tools.found(glob=pattern) == []
+        listed = await tools("glob", pattern=pattern)
+        found = await tools("grep", pattern="needle", glob=pattern)
+        assert listed.success and found.success, (listed.error, found.error)
+        assert "timedOut" not in listed.data and "timedOut" not in found.data, (listed.data, found.data)
+        assert listed.data["files"] == [] and found.data["matches"] == []
     assert await tools.listed("**/d/**/d/**/f.txt") == [deep]
-    assert time.monotonic() - started < 5
 
 
 async def test_a_lone_surrogate_in_a_glob_is_refused(tools):
@@ -412,9 +415,8 @@ async def test_ignore_files_in_folders_above_the_workspace_apply(tmp_path):
 
 async def test_a_huge_single_line_is_bounded(rg_tools):
     rg_tools.write("min.js", b"x" * (16 * 1024 * 1024) + b"\n")
-    started = time.monotonic()
-    result = await rg_tools("grep", pattern="x")
-    assert time.monotonic() - started < 10
+    result = await rg_tools("grep", pattern="x")  # the time it takes: benchmarks/search_worst_cases.py
+    assert "timedOut" not in result.data, result.data
     assert result.data["matches"] == [{"path": "min.js", "line": 1, "text": "x" * 500}]
 
 
@@ -558,7 +560,7 @@ async def test_the_deadline_kills_the_search_and_says_so_file_16(slow_tools):
     started = time.monotonic()
     result = await tools("grep", pattern="needle")
     took = time.monotonic() - started
-    assert 0.5 <= took < 2.0
+    assert 0.5 <= took < 10.0  # the 0.5 s budget; the fake rg sleeps 60 s
     assert result.data["timedOut"] is True and result.data["truncated"] is True
     assert (
         result.data["message"] == "grep stopped after 0.5 s (a very large tree or file); narrow path or glob"
@@ -571,19 +573,15 @@ async def test_the_deadline_kills_the_search_and_says_so_file_16(slow_tools):
 async def test_cancelling_a_search_kills_its_child_at_once_file_16(slow_tools):
     tools, pids = slow_tools
     task = asyncio.create_task(tools("grep", pattern="needle"))
-    for _ in range(200):
-        if _pids(pids):
-            break
-        await asyncio.sleep(0.02)
+    await eventually(lambda: _pids(pids) or task.done(), what="the search's child started")
     (pid,) = _pids(pids)
     task.cancel()
     started = time.monotonic()
     with pytest.raises(asyncio.CancelledError):
         await task
-    while _alive(pid) and time.monotonic() - started < 2:
-        await asyncio.sleep(0.01)
-    assert not _alive(pid)
-    assert time.monotonic() - started < 0.5
+    await eventually(lambda: not _alive(pid), what="the search's child killed")
+    # at once: left alone it runs to the search's 20 s budget (the fake rg sleeps 60 s)
+    assert time.monotonic() - started < 5.0
 
 
 async def test_searches_past_the_child_limit_wait_their_turn(slow_tools):
@@ -673,14 +671,12 @@ async def test_sidecar_exits_within_5_s_when_its_host_goes_during_a_search(tmp_p
     env = {**os.environ, "STEERABLE_RIPGREP": str(script)}
     client = await SidecarClient.start(workspace=tmp_path, env=env, python=sys.executable)
     call = asyncio.create_task(client.invoke("grep", {"pattern": "needle"}, id="g"))
-    for _ in range(300):
-        if _pids(pids):
-            break
-        await asyncio.sleep(0.02)
+    await eventually(lambda: _pids(pids) or call.done(), what="the search's child started")
     started = time.monotonic()
     code = await client.aclose(timeout_s=10)  # end of input: calls in flight get 5 s, then are cancelled
     took = time.monotonic() - started
     call.cancel()
     await asyncio.gather(call, return_exceptions=True)
-    assert code == 0 and took < 6.0  # was 20 s: the old grep thread ran on to its time budget
+    # the 5 s given to calls in flight; was 20 s: the old grep thread ran on to its time budget
+    assert code == 0 and took < 10.0
     assert [pid for pid in _pids(pids) if _alive(pid)] == []
