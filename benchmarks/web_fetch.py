@@ -1,4 +1,4 @@
-"""``web_fetch``: HTML to Markdown on a 1 MB page, and a capped fetch of a 50 MB local response.
+"""``web_fetch``: HTML to Markdown on a 1 MB page, a capped fetch of a 50 MB local response, hostile pages.
 
 What it measures
     1. ``markdown_from_html`` (the conversion itself) on a generated 1 MB documentation-like page
@@ -18,6 +18,14 @@ What it measures
        (``tracemalloc``, one extra round each) is reported against the cap. Goals: time within
        1.5x of the baseline, peak memory within 3x of the cap. A gzip-encoded variant (a 50 MB
        body compressed about 1000x) is reported without a goal.
+    3. ``text_from_html`` (the text a page falls back to when it cannot be converted) on six
+       hostile pages of about 1 MB that a scanner searching again from each ``<`` or ``&`` would
+       take quadratic time on: unclosed ``<script``, unclosed comments, unclosed tags, one long
+       tag, unclosed end tags, bare ampersands (the inputs of
+       ``test_text_from_html_is_linear_on_hostile_input``). Each at a quarter of its size and at
+       full size: the growth (linear: about 4x; quadratic: 16x). In-run baseline: the same on the
+       1 MB documentation page of (1), a quarter and whole. Goal: each grows at most 8x for 4x
+       the input (about 50 ms at 1 MB here; a quadratic pass would take minutes).
 
 Run
     python benchmarks/web_fetch.py [--rounds R] [--check]
@@ -47,7 +55,7 @@ import httpx
 from steerable_sidecar.web_tools._config import WebToolsConfig
 from steerable_sidecar.web_tools._converter import HtmlConverter
 from steerable_sidecar.web_tools._fetch import WebFetcher
-from steerable_sidecar.web_tools._html import markdown_from_html
+from steerable_sidecar.web_tools._html import markdown_from_html, text_from_html
 
 # Where web_servers (the scripted test servers) lives; the server child imports it from there too.
 WEB_TESTS = str(Path(__file__).resolve().parents[1] / "tests" / "sidecar" / "web_tools")
@@ -60,6 +68,7 @@ BODY_BYTES = 50_000_000
 HTML_GOAL_MS = 150.0
 MAX_TIME_RATIO = 1.5
 MAX_PEAK_RATIO = 3.0
+MAX_GROWTH = 8.0
 HOST = "docs.example.com"
 
 _WORDS = (
@@ -101,6 +110,35 @@ def docs_page(size: int, seed: int = 0) -> str:
 
 def median_ms(samples: list[float]) -> float:
     return statistics.median(samples) * 1e3
+
+
+HOSTILE: dict[str, Callable[[int], str]] = {
+    "unclosed <script": lambda size: "<script" * (size // 7),
+    "unclosed comments": lambda size: "<!--" * (size // 4),
+    "unclosed tags": lambda size: "<a" * (size // 2),
+    "one long tag": lambda size: "<p " + "x" * size,
+    "unclosed end tags": lambda size: "</div" * (size // 5),
+    "bare ampersands": lambda size: "&" * size,
+    "baseline: docs page": docs_page,
+}
+"""Each hostile page by the characters it has (about), the baseline last."""
+
+
+def bench_hostile(rounds: int) -> list[tuple[str, float, float]]:
+    """``text_from_html`` of each :data:`HOSTILE` page at a quarter and at full size (median ms)."""
+    rows = []
+    for name, make in HOSTILE.items():
+        small, full = make(PAGE_BYTES // 4), make(PAGE_BYTES)
+        text_from_html(small)  # warm-up
+        times: tuple[list[float], list[float]] = ([], [])
+        for _ in range(rounds):
+            for page, out in ((small, times[0]), (full, times[1])):
+                gc.collect()
+                start = time.perf_counter()
+                text_from_html(page)
+                out.append(time.perf_counter() - start)
+        rows.append((name, median_ms(times[0]), median_ms(times[1])))
+    return rows
 
 
 def bench_html(rounds: int) -> tuple[float, float, int]:
@@ -290,6 +328,13 @@ def main(argv: list[str] | None = None) -> int:
         server.stdin.close()
         server.wait(timeout=10)
 
+    ok &= report_fetch(rows)
+    ok &= report_hostile(bench_hostile(args.rounds * 3))
+    return 1 if args.check and not ok else 0
+
+
+def report_fetch(rows: list[dict[str, Any]]) -> bool:
+    ok = True
     for row in rows:
         cap_mb = row["cap"] / 1e6
         ratio = row["fetch_ms"] / row["base_ms"]
@@ -308,7 +353,24 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{_verdict(time_ok)}: {name} fetch {goal} ({ratio:.2f}x)")
             goal = f"within {MAX_PEAK_RATIO:g}x of the bytes kept"
             print(f"{_verdict(peak_ok)}: {name} peak {goal} ({peak_ratio:.2f}x)")
-    return 1 if args.check and not ok else 0
+    return ok
+
+
+def report_hostile(rows: list[tuple[str, float, float]]) -> bool:
+    *hostile, (_, _, base_ms) = rows
+    print(f"  text_from_html on hostile pages: a quarter, whole ({PAGE_BYTES / 1e6:g} MB), medians")
+    print(f"    {'page':<20} {'quarter':>9} {'whole':>9} {'growth':>7} {'/ docs page':>11}")
+    for name, small_ms, full_ms in rows:
+        growth, ratio = full_ms / small_ms, full_ms / base_ms
+        print(f"    {name:<20} {small_ms:6.1f} ms {full_ms:6.1f} ms {growth:6.2f}x {ratio:10.2f}x")
+    worst_name, worst_small, worst_full = max(hostile, key=lambda row: row[2] / row[1])
+    growth = worst_full / worst_small
+    passed = growth <= MAX_GROWTH
+    print(
+        f"{_verdict(passed)}: each hostile page grows at most {MAX_GROWTH:g}x for 4x the input, "
+        f"linear not quadratic (16x) (worst: {worst_name}, {growth:.2f}x)"
+    )
+    return passed
 
 
 if __name__ == "__main__":

@@ -51,6 +51,7 @@ SMOKE: dict[str, tuple[str, ...]] = {
     "run_code_startup.py": ("--rounds", "1"),
     "sandbox_startup.py": ("--rounds", "1"),
     "search_worst_cases.py": ("--rounds", "1"),
+    "sse_long_line.py": ("--rounds", "1"),
     "startup.py": ("--rounds", "1", "--load-rounds", "0", "--no-peers"),
     "tool_prompt.py": (),
     "tool_search_quality.py": (),

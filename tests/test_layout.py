@@ -184,3 +184,66 @@ def test_no_code_branches_on_the_command_name() -> None:
     ]
     # `steerable call NAME --harness X '{...}'`: argparse leaves call's JSON among the extras
     assert compared == ["steerable_sidecar/cli/_main.py:" + compared[0].rpartition(":")[2]]
+
+
+# -- timing in tests (docs/development.md, "Timing in tests"; issue 33, item 6) ---------------------
+
+TESTS = ROOT / "tests"
+TEST_MODULES = sorted(
+    p for p in TESTS.rglob("*.py") if not {"data", "fixtures", "hosts", "__pycache__"} & set(p.parts)
+)
+_SLEEPS = {"time.sleep", "asyncio.sleep"}
+
+
+def _fixed_sleeps(path: Path) -> list[str]:
+    """Sleeps of a constant time in a test's own body: not in a polling loop, not in a helper it defines."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for test in (n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+        if not test.name.startswith("test"):
+            continue
+        pending: list[ast.AST] = list(test.body)
+        while pending:
+            node = pending.pop()
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.While | ast.For):
+                continue  # a helper's own pace, or a poll
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func) in _SLEEPS
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and node.args[0].value
+            ):
+                found.append(f"{path.relative_to(ROOT)}:{node.lineno}: {ast.unparse(node)}")
+            pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def test_tests_wait_on_events_not_for_fixed_times() -> None:
+    """A test waits on what happens (``tests/waiting.py``); a wrong behaviour's window is ``grace(...)``."""
+    found = [line for path in TEST_MODULES for line in _fixed_sleeps(path)]
+    assert found == []
+
+
+def _clock_bounds(path: Path) -> list[str]:
+    """``assert`` upper bounds under 1 s on a clock reading or a duration (``took``, ``elapsed``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tight = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Compare) or not any(isinstance(op, ast.Lt | ast.LtE) for op in node.ops):
+            continue
+        text = ast.unparse(node)
+        if not re.search(r"monotonic\(\)|perf_counter\(\)|\btook\b|\belapsed\b", text):
+            continue
+        sides = [node.left, *node.comparators]
+        for op, right in zip(node.ops, sides[1:], strict=True):
+            if isinstance(op, ast.Lt | ast.LtE) and isinstance(right, ast.Constant):
+                if isinstance(right.value, int | float) and right.value < 1.0:
+                    tight.append(f"{path.relative_to(ROOT)}:{node.lineno}: {text}")
+    return tight
+
+
+def test_no_test_bounds_a_duration_under_a_second() -> None:
+    """A speed goal is a benchmark's; a deadline's bound leaves a loaded 2-core machine its time."""
+    found = [line for path in TEST_MODULES for line in _clock_bounds(path)]
+    assert found == []

@@ -202,7 +202,7 @@ async def test_cancel_during_a_tool_stops_it_and_the_prompt_answers_cancelled(
         # the session takes the next prompt after a cancel
         again = await conn.prompt(session_id=session.session_id, prompt=_text("hello?"))
     assert answer.stop_reason == "cancelled"
-    assert elapsed < 10
+    assert elapsed < 10  # at the cancel: the sleep alone would take 60 s
     assert again.stop_reason == "end_turn"
     last = client.call_updates("s1")[-1]
     assert last.status == "failed" and last.content[0].content.text == "cancelled"
@@ -338,7 +338,7 @@ async def test_a_client_that_disappears_mid_turn_ends_the_turn_with_the_record_i
         code = await asyncio.wait_for(process.wait(), 20)
         turn.cancel()
     assert code == 0
-    assert time.monotonic() - started < 10
+    assert time.monotonic() - started < 10  # at the end of input: the sleep alone would take 60 s
     record = _record(state, session.session_id)
     result = _tool_results(record)["s1"]
     assert result["data"]["code"] == "cancelled"

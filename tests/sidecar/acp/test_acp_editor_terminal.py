@@ -34,6 +34,7 @@ from acp_client import EditorClient, Served, spawn_acp, write_script
 from processes import running
 from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_sidecar.acp._agent import AcpOptions
+from waiting import eventually
 
 pytestmark = pytest.mark.slow
 
@@ -135,7 +136,7 @@ async def _turn(
     *,
     editor_terminal: bool = True,
     terminal: bool = True,
-    cancel_after_s: float | None = None,
+    cancel_when: Callable[[], object] | None = None,
 ) -> Any:
     options = AcpOptions(state_dir=state, plugins=False, web_tools=False, editor_terminal=editor_terminal)
     served = await Served.start(options, ScriptedProvider(turns))
@@ -146,8 +147,8 @@ async def _turn(
         )
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("run")]))
-        if cancel_after_s is not None:
-            await asyncio.sleep(cancel_after_s)
+        if cancel_when is not None:
+            await eventually(cancel_when, what="the moment to cancel the turn")
             await conn.cancel(session_id=session.session_id)
         return await asyncio.wait_for(turn, 60)
     finally:
@@ -198,16 +199,47 @@ async def test_bash_runs_in_the_editors_terminal_sandboxed_and_the_result_is_the
     assert data["_sandbox"]["backend"] in ("bwrap", "landlock") and data["timedOut"] is False
 
 
+def _holds_a_pidfd_of(pid: int) -> bool:
+    """Whether this process holds a pidfd of process ``pid`` (``Pid:`` in the descriptor's fdinfo)."""
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:[pidfd]":
+                continue
+            info = Path(f"/proc/self/fdinfo/{fd}").read_text(encoding="utf-8")
+        except OSError:  # closed meanwhile
+            continue
+        if f"Pid:\t{pid}\n" in info:
+            return True
+    return False
+
+
 async def test_a_cancelled_call_stops_the_command_in_the_terminal(workspace: Path, tmp_path: Path) -> None:
     marker = "57.2957"  # a sleep nobody else runs
     client = TerminalEditor(EditorClient(permissions=["allow_once"]))
     started = time.monotonic()
-    answer = await _turn(client, workspace, tmp_path / "state", _bash(f"sleep {marker}"), cancel_after_s=1.5)
+
+    def under_way() -> bool:
+        """The sleep runs, and the agent (in this process) holds a pidfd of its launcher: it can stop it.
+
+        The launcher's pid is in the run directory's ``pid`` file (the directory is the last word of
+        the command the editor was given). Earlier (the sleep running, the agent still polling for
+        that file), a cancel leaves the command running to its end.
+        """
+        if not client.created or not running(marker):
+            return False
+        try:
+            words = (Path(client.created[0][1][-1]) / "pid").read_text(encoding="utf-8").split()
+        except OSError:  # not written yet
+            return False
+        return len(words) >= 2 and _holds_a_pidfd_of(int(words[1]))
+
+    answer = await _turn(
+        client, workspace, tmp_path / "state", _bash(f"sleep {marker}"), cancel_when=under_way
+    )
+    # cancelled while the sleep runs: the sleep alone would take 57 s
     assert answer.stop_reason == "cancelled" and time.monotonic() - started < 15
     assert client.released == ["term-1"] and client.processes["term-1"].returncode is not None
-    async with asyncio.timeout(5):
-        while running(marker):
-            await asyncio.sleep(0.05)
+    await eventually(lambda: not running(marker), what=f"the sleep {marker} killed")
     assert client.editor.call_updates("t1")[-1].status == "failed"
 
 

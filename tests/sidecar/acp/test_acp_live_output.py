@@ -10,7 +10,6 @@ ends sooner shows its result alone; a ``run_code`` program's printed lines show 
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -58,9 +57,7 @@ async def test_bash_output_shows_while_it_runs_then_the_result(
         session = await conn.new_session(cwd=str(workspace), mcp_servers=[])
         turn = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=[text_block("run")]))
         await client.wait_for(lambda c: any(u.status == "in_progress" for u in c.call_updates("b1")))
-        running = time.monotonic()
         await client.wait_for(lambda c: any("line1" in _shown(u) for u in _live(c, "b1")), timeout_s=10)
-        first_shown = time.monotonic() - running
         assert not turn.done()  # line1 is on screen while the command still runs
         answer = await asyncio.wait_for(turn, 30)
     assert answer.stop_reason == "end_turn"
@@ -69,7 +66,7 @@ async def test_bash_output_shows_while_it_runs_then_the_result(
     assert statuses[:2] == ["pending", "in_progress"] and statuses[-1] == "completed"
     assert set(statuses[2:-1]) == {None}  # then output updates alone, then the result
     live = [_shown(u) for u in _live(client, "b1")]
-    assert live[0] == "```\nline1\n```" and first_shown < 2.0, (live, first_shown)
+    assert live[0] == "```\nline1\n```", live  # shown alone: before line2 came, a second later
     assert "```\nline1\nline2\n```" in live  # the output so far, not the last chunk alone
     assert _shown(updates[-1]) == "```\nline1\nline2\nline3\n```"  # the result, as before
     assert updates[-1].raw_output["data"]["stdout"] == "line1\nline2\nline3\n"

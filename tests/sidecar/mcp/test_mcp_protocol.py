@@ -37,6 +37,7 @@ from processes import running
 from steerable_agent_runtime import ToolRouter, tool
 from steerable_cli import run_steerable
 from steerable_sidecar.mcp._server import LATEST_PROTOCOL_VERSION, McpServer, mode_annotations, tool_title
+from waiting import eventually, grace
 
 WAIT_S = 20
 INIT = MCP_HELLO
@@ -166,7 +167,7 @@ def register(router):
         assert (await wire.call(2, "ping"))["result"] == {}
         await wire.send({"id": 3, "method": "tools/list"})
         with pytest.raises(TimeoutError):  # still booting: no answer yet
-            await wire.answer(3, timeout=0.5)
+            await wire.answer(3, timeout=grace(0.5, why="a tools/list answered before the boot ends"))
         gate.touch()
         listed = await wire.answer(3)
         names = [t["name"] for t in listed["result"]["tools"]]
@@ -484,15 +485,12 @@ async def test_cancelled_call_gets_no_answer_and_its_child_is_killed(
         async with asyncio.timeout(WAIT_S):
             while not wire.of("notifications/progress"):
                 wire.notifications.append(await wire.frame())
-            while not running(marker):
-                await asyncio.sleep(0.05)
+        await eventually(lambda: running(marker), what=f"the call's sleep {marker} running")
         await wire.send({"method": "notifications/cancelled", "params": {"requestId": 7, "reason": "user"}})
-        async with asyncio.timeout(WAIT_S):
-            while running(marker):
-                await asyncio.sleep(0.05)
+        await eventually(lambda: not running(marker), what=f"the cancelled call's sleep {marker} killed")
         pong = await wire.call(8, "ping")  # an answer to 7 would have failed here
         assert pong["result"] == {}
-        await asyncio.sleep(1.5)  # no heartbeat either once cancelled
+        await asyncio.sleep(grace(1.5, why="the call's heartbeat, every second, would go on once cancelled"))
         count = len(wire.of("notifications/progress"))
         assert (await wire.call(9, "ping"))["result"] == {}
         assert len(wire.of("notifications/progress")) == count
@@ -702,7 +700,10 @@ async def test_no_log_line_comes_before_the_initialize_answer(
     )
     env = child_env(STEERABLE_PLUGIN_DIR=str(plugin_dir(tmp_path, plugin)))
     async with mcp(["--workspace", str(ws)], env) as wire:
-        await asyncio.sleep(1.5)  # the boot (and its log line) is done before the host speaks
+        assert wire.proc.stderr is not None
+        async with asyncio.timeout(WAIT_S):  # the boot logged its line (on stderr) before the host speaks
+            while b"booting" not in (line := await wire.proc.stderr.readline()):
+                assert line, "stderr ended without the plugin's log line"
         await wire.send({"id": 1, "method": "initialize", "params": INIT})
         first = await wire.frame()
         second = await wire.frame()
@@ -735,13 +736,15 @@ async def test_mcp_rules_for_ids_and_notifications(
 async def test_a_tool_that_swallows_the_cancellation_still_gets_no_answer(
     ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
-    plugin = """
-import asyncio
+    started = tmp_path / "stubborn-started"
+    plugin = f"""
+import asyncio, pathlib
 from steerable_agent_runtime import tool
 
 def register(router):
     @tool(router=router, mode="read", description="Wait, and refuse to be cancelled")
     async def stubborn() -> str:
+        pathlib.Path({str(started)!r}).touch()
         try:
             await asyncio.sleep(30)
         except asyncio.CancelledError:
@@ -753,10 +756,12 @@ def register(router):
         await wire.handshake()
         assert (await wire.call(2, "tools/list"))["result"]["tools"]
         await wire.send({"id": 3, "method": "tools/call", "params": {"name": "stubborn", "arguments": {}}})
-        await asyncio.sleep(0.5)
+        await eventually(started.exists, what="the stubborn tool running")
         await wire.send({"method": "notifications/cancelled", "params": {"requestId": 3}})
         assert (await wire.call(4, "ping"))["result"] == {}  # an answer to 3 first would fail here
-        await asyncio.sleep(0.5)
+        await asyncio.sleep(
+            grace(0.5, why="the tool returns as soon as it swallows the cancel: an answer to 3")
+        )
         assert (await wire.call(5, "ping"))["result"] == {}
 
 
@@ -888,13 +893,13 @@ async def test_a_host_that_leaves_with_a_tools_list_pending_ends_the_process(
     async with mcp(["--workspace", str(ws)], env) as wire:
         await wire.handshake()
         await wire.send({"id": 2, "method": "tools/list"})  # waits for the hung boot
-        await asyncio.sleep(0.3)
         assert wire.proc.stdin is not None
-        wire.proc.stdin.close()
-        loop = asyncio.get_running_loop()
-        left = loop.time()
+        wire.proc.stdin.close()  # after the request: the server reads it, then the end of input
+        # the end of input ends the pending request at once (its answer says why), so the process
+        # leaves after the 2 s boot grace, not after the 5 s drain on top of it
+        left = await wire.answer(2)
         assert await asyncio.wait_for(wire.proc.wait(), 15) == 0
-        assert loop.time() - left < 4.5  # the 2 s boot grace, not the 5 s drain on top of it
+    assert left["error"]["message"].startswith("the client closed the connection before the tools were ready")
 
 
 def test_refused_workspace_knows_every_persons_home(tmp_path: Path) -> None:

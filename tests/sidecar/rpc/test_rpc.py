@@ -731,9 +731,12 @@ async def test_after_eof_in_flight_handlers_may_finish_and_answer(wire):
         return "finished after EOF"
 
     wire.peer.add_method("slow", slow)
+    seen_eof = asyncio.Event()
+    wire.peer.on_eof = seen_eof.set
     await wire.send(b'{"jsonrpc":"2.0","id":1,"method":"slow"}\n')
     await wire.eof()
-    await asyncio.sleep(0)  # let the reader see EOF
+    async with asyncio.timeout(5):
+        await seen_eof.wait()  # the reader saw EOF with the handler still in flight
     release.set()
     assert await wire.frame() == {"jsonrpc": "2.0", "id": 1, "result": "finished after EOF"}
     async with asyncio.timeout(5):

@@ -13,6 +13,7 @@ import pytest
 from run_helpers import summary_of
 
 from fake_openai import FakeOpenAI
+from waiting import wait_until
 
 Run = Callable[..., subprocess.CompletedProcess[str]]
 
@@ -247,7 +248,6 @@ def test_ctrl_c_cancels_the_run_and_exits_130(
     fake_openai: FakeOpenAI, ws: Path, tmp_path: Path, child_env: Callable[..., dict[str, str]]
 ) -> None:
     import signal
-    import time
 
     fake_openai.script([{"hang": True}])
     env = child_env(
@@ -276,9 +276,7 @@ def test_ctrl_c_cancels_the_run_and_exits_130(
         text=True,
         env=env,
     )
-    deadline = time.monotonic() + 20
-    while not fake_openai.requests and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: fake_openai.requests, what="the model's request")
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130, err

@@ -13,7 +13,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from run_helpers import summary_of
 from fake_openai import FakeOpenAI
 from steerable_agent_runtime.errors import RemoteError, UserError
 from steerable_sidecar.sidecar._client import SidecarClient
+from waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -71,10 +71,7 @@ def busy(session_id: str, pid: int, command: str) -> str:
 
 
 def wait_for_requests(fake: FakeOpenAI, count: int) -> None:
-    deadline = time.monotonic() + 30
-    while len(fake.requests) < count:
-        assert time.monotonic() < deadline, f"the model got {len(fake.requests)} request(s), not {count}"
-        time.sleep(0.02)
+    wait_until(lambda: len(fake.requests) >= count, what=f"the model's request {count}")
 
 
 def held_run(fake: FakeOpenAI, ws: Path, env: dict[str, str], session_id: str) -> subprocess.Popen[str]:

@@ -19,6 +19,7 @@ from steerable_agent_runtime.llm import ScriptedProvider
 from steerable_agent_runtime.trace import TraceSpan
 from steerable_sidecar.rpc._peer import JsonRpcPeer, open_fd_streams
 from steerable_sidecar.sidecar._server import Sidecar, SidecarConfig
+from waiting import eventually
 
 
 class Pair:
@@ -32,6 +33,7 @@ class Pair:
     ):
         self.sidecar, self.host, self.runner, self.provider = sidecar, host, runner, provider
         self.calls = calls  # the commands the sidecar's shell_run tool ran
+        self.slow_reads = 0  # the read_slowly calls started
         self.ready: list[Any] = []
         self.events: list[dict[str, Any]] = []
 
@@ -60,6 +62,7 @@ async def pair(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[
     @router.tool
     async def read_slowly(ms: int) -> str:
         """Read-only, slow."""
+        result.slow_reads += 1  # the Pair made below
         await asyncio.sleep(ms / 1000)
         return "late note"
 
@@ -324,10 +327,7 @@ async def test_a_host_tool_forwards_the_call_the_executor_dispatched_not_the_con
 
 
 async def test_ready_notification_and_shutdown(pair: Pair) -> None:
-    for _ in range(100):
-        if pair.ready:
-            break
-        await asyncio.sleep(0.01)
+    await eventually(lambda: pair.ready, what="lifecycle.ready")
     assert pair.ready[0]["protocolVersion"] == 1 and pair.ready[0]["pid"] == os.getpid()
     assert await pair.host.request("system.shutdown") == {"ok": True}
     await asyncio.wait_for(pair.runner, 5)
@@ -363,7 +363,7 @@ async def test_shutdown_lets_calls_in_flight_answer(pair: Pair) -> None:
     slow = asyncio.create_task(
         pair.host.request("tool.invoke", {"name": "read_slowly", "arguments": {"ms": 300}})
     )
-    await asyncio.sleep(0.05)
+    await eventually(lambda: pair.slow_reads, what="the slow call in flight")
     assert await pair.host.request("system.shutdown") == {"ok": True}
     assert await asyncio.wait_for(slow, 5) == {"success": True, "data": {"value": "late note"}}
     await asyncio.wait_for(pair.runner, 5)

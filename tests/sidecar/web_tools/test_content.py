@@ -34,6 +34,7 @@ from steerable_sidecar.web_tools._content import render_body
 from steerable_sidecar.web_tools._converter import HtmlConverter, Rendered, sandbox_memory_bytes
 from steerable_sidecar.web_tools._html import markdown_from_html, text_from_html
 from steerable_sidecar.web_tools._media_types import parse_content_type, require_text, sniff, text_kind
+from waiting import eventually
 
 
 @pytest.mark.parametrize(
@@ -360,7 +361,7 @@ async def test_an_amplifying_page_falls_back_to_its_text_within_the_memory_ceili
 ) -> None:
     start = time.monotonic()
     rendered = await converter.convert(page, base_url=base_url, max_chars=2_000_000, deadline=later())
-    assert time.monotonic() - start < 10.0
+    assert time.monotonic() - start < 6.0  # stopped at the ceiling: the blockquotes took 13 s without it
     size = len(page)
     ceiling = (_converter.CONVERTER_MEMORY_FLOOR + _converter.CONVERTER_MEMORY_PER_BYTE * size) >> 20
     assert rendered.fallback == (
@@ -401,10 +402,10 @@ async def test_a_conversion_past_the_deadline_kills_the_child(
     convert = asyncio.ensure_future(
         converter.convert("<p>a <b>slow</b> page</p>", base_url=None, max_chars=100, deadline=later(1.0))
     )
-    await asyncio.sleep(0.7)
+    await eventually(lambda: running_with(marker) or convert.done(), what="the slow converter child running")
     assert running_with(marker) != []  # the child runs (in its sandbox) until the deadline...
     rendered = await convert
-    assert 0.9 < time.monotonic() - start < 3.0
+    assert 0.9 < time.monotonic() - start < 10.0  # at the 1 s deadline: the child alone sleeps 60 s
     assert rendered == Rendered(
         "a slow page", fallback="the conversion ran past the fetch deadline", max_chars=100
     )
@@ -720,9 +721,9 @@ def test_text_from_html(html: str, text: str) -> None:
     ],
 )
 def test_text_from_html_is_linear_on_hostile_input(page: str) -> None:
-    start = time.perf_counter()
+    # each is read through; that this is linear (about 50 ms each, where a quadratic pass would take
+    # minutes) is a speed goal, measured by benchmarks/web_fetch.py ("hostile pages")
     text_from_html(page)
-    assert time.perf_counter() - start < 2.0  # about 50 ms each; a quadratic pass would take minutes
 
 
 async def test_render_body_decodes_and_cuts_text_without_the_converter(converter: HtmlConverter) -> None:

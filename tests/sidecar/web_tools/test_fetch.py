@@ -616,7 +616,7 @@ async def test_a_dripping_body_does_not_extend_the_deadline(net: Net) -> None:
         "web_fetch gave up on http://docs.example.com/drip after 600 ms (STEERABLE_WEB_FETCH_TIMEOUT_MS=600 "
         "bounds DNS, every redirect and the body together); try again later, or another source",
     )
-    assert 0.55 < elapsed < 3.0  # the drip alone would take 10 s
+    assert 0.55 < elapsed < 5.0  # at the 600 ms deadline: the drip alone would take 10 s
 
 
 async def test_one_deadline_spans_dns_and_every_redirect(net: Net) -> None:
@@ -637,7 +637,7 @@ async def test_a_slow_resolver_hits_the_deadline(net: Net) -> None:
     net.fetchers.append(fetcher)
     start = time.monotonic()
     error = await refused(fetcher.fetch("http://docs.example.com/"))
-    assert error.code == "timeout" and time.monotonic() - start < 3.0  # the resolver alone takes 5 s
+    assert error.code == "timeout" and time.monotonic() - start < 2.5  # the resolver alone takes 5 s
 
 
 async def test_a_body_inflating_to_nothing_stops_at_the_raw_byte_cap(net: Net) -> None:
@@ -660,7 +660,7 @@ async def test_a_body_inflating_to_nothing_stops_at_the_raw_byte_cap(net: Net) -
     result = await net.fetcher(fetch_max_bytes=1000, fetch_timeout_ms=20_000).fetch(
         "http://docs.example.com/"
     )
-    assert time.monotonic() - start < 5.0  # the deadline is 20 s
+    assert time.monotonic() - start < 5.0  # at the raw byte cap: the body never ends, the deadline is 20 s
     assert (result["bytes"], result["truncated"], result["content"]) == (0, True, "")
 
 
@@ -724,7 +724,7 @@ async def test_the_conversion_shares_the_fetch_deadline(net: Net, monkeypatch: p
     net.http.routes["/"] = Reply.text("<p>a <b>slow</b> page</p>", HTML)
     start = time.monotonic()
     result = await net.fetcher(fetch_timeout_ms=1500).fetch("http://docs.example.com/")
-    assert 1.4 < time.monotonic() - start < 4.0  # the converter alone would take 60 s
+    assert 1.4 < time.monotonic() - start < 10.0  # at the 1.5 s deadline: the converter alone takes 60 s
     assert result["content"] == (
         "[web_fetch: this page could not be converted to Markdown (the conversion ran past the fetch "
         "deadline); its text follows]\n\na slow page"
@@ -750,7 +750,7 @@ async def test_non_text_is_refused_from_the_headers_before_the_body_WEB_9(
     net.http.routes["/file"] = Reply(headers=[("Content-Type", content_type)], stream=endless)
     start = time.monotonic()
     error = await refused(net.fetcher().fetch("http://docs.example.com/file"))
-    assert time.monotonic() - start < 3.0  # the body never ends
+    assert time.monotonic() - start < 3.0  # the body never ends: the 30 s default deadline would end it
     assert (error.code, error.error) == (
         "unsupported_content_type",
         f"http://docs.example.com/file is {content_type}, not text; web_fetch reads text only. To download "
@@ -762,7 +762,7 @@ async def test_an_untyped_binary_body_is_refused_after_one_sniff_WEB_9(net: Net)
     net.http.routes["/blob"] = Reply(stream=endless)
     start = time.monotonic()
     error = await refused(net.fetcher().fetch("http://docs.example.com/blob"))
-    assert time.monotonic() - start < 3.0  # the body never ends
+    assert time.monotonic() - start < 3.0  # the body never ends: the 30 s default deadline would end it
     assert error.code == "unsupported_content_type"
     assert error.data == {"code": "unsupported_content_type", "contentType": "application/octet-stream"}
 

@@ -700,11 +700,13 @@ def test_domain_policy_refuses_a_bad_entry() -> None:
 
 _label = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=10).filter(
     # a label the URL standard reads as a number (12, 0x1f, 0x) is no last label: the entry is refused
-    lambda s: not s.startswith("-")
-    and not s.endswith("-")
-    and not s.isdigit()
-    and s[2:4] != "--"
-    and not re.fullmatch(r"0x[0-9a-f]*", s)
+    lambda s: (
+        not s.startswith("-")
+        and not s.endswith("-")
+        and not s.isdigit()
+        and s[2:4] != "--"
+        and not re.fullmatch(r"0x[0-9a-f]*", s)
+    )
 )
 _domain = st.lists(_label, min_size=2, max_size=3).map(".".join)
 
