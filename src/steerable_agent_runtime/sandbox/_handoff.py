@@ -54,6 +54,8 @@ START_TIMEOUT_S: Final = 10.0
 """How long the terminal may take to start the trampoline before the command is withdrawn."""
 
 _KILL_GRACE_S: Final = 1.0
+_LATE_PID_S: Final = 2.0
+"""How long a plan taken but never attached may take to show its ``pid`` (written right after the fork)."""
 _PLAIN_WORD: Final = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 
 
@@ -75,6 +77,7 @@ class _HandOff:
         self.started = time.monotonic()
         self.timed_out = False
         self.memory_exceeded = False
+        self.withdrawn = False
         self._backstop: asyncio.TimerHandle | None = None
 
     @classmethod
@@ -129,11 +132,14 @@ class _HandOff:
         return True
 
     def withdraw(self) -> bool:
-        """Take the plan back unless the trampoline took it; ``True`` when taken back (never to run)."""
+        """Take the plan back unless the trampoline took it; ``True`` when taken back, now or before."""
+        if self.withdrawn:
+            return True
         try:
             os.rename(self.run / "plan.json", self.run / "withdrawn.json")
         except FileNotFoundError:
             return False
+        self.withdrawn = True  # never to run
         return True
 
     async def attach(self, timeout_s: float) -> bool:
@@ -155,6 +161,22 @@ class _HandOff:
         words = (self.run / "pid").read_text(encoding="utf-8").split()
         self.trampoline, self.launcher = (_pidfd(int(word)) for word in words[:2])
         return True
+
+    async def late_attach(self, timeout_s: float) -> None:
+        """After the plan was taken but never attached: wait up to ``timeout_s`` for ``pid``, to stop it.
+
+        The trampoline writes ``pid`` right after it forks the launcher, so a command a cancel
+        caught between the claim and :meth:`attach` reading ``pid`` is found here and killed by
+        :meth:`kill`, instead of running to its end in the launcher's own session.
+        """
+        deadline = time.monotonic() + timeout_s
+        try:
+            while not (self.run / "pid").exists() and time.monotonic() < deadline:
+                await asyncio.sleep(0.01)
+        finally:  # a second cancel ends the wait, not the search: what is written is read
+            with contextlib.suppress(OSError, ValueError):
+                words = (self.run / "pid").read_text(encoding="utf-8").split()
+                self.trampoline, self.launcher = (_pidfd(int(word)) for word in words[:2])
 
     async def finish(self, timeout_s: float | None) -> RunResult:
         """Wait for the trampoline's end (or the deadline: stopped), then read what it wrote."""
@@ -351,9 +373,13 @@ async def run_in_terminal(
         ran = True
         return await handoff.finish(timeout_s)
     finally:
-        handoff.withdraw()
-        handoff.kill()  # before the terminal goes: nothing of the command outlives the call
-        if terminal is not None:
-            with contextlib.suppress(Exception):
-                await host.close(terminal, ran=ran)
-        await handoff.close()
+        try:
+            if not handoff.withdraw() and handoff.trampoline is None:
+                # taken, and never attached (a cancel while attach() polled): find it to stop it
+                await handoff.late_attach(_LATE_PID_S)
+        finally:
+            handoff.kill()  # before the terminal goes: nothing of the command outlives the call
+            if terminal is not None:
+                with contextlib.suppress(Exception):
+                    await host.close(terminal, ran=ran)
+            await handoff.close()

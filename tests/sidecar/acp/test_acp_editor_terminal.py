@@ -243,6 +243,28 @@ async def test_a_cancelled_call_stops_the_command_in_the_terminal(workspace: Pat
     assert client.editor.call_updates("t1")[-1].status == "failed"
 
 
+async def test_a_call_cancelled_before_the_agent_attaches_still_stops_the_command(
+    workspace: Path, tmp_path: Path
+) -> None:
+    """The cancel lands as soon as the sleep runs: the agent may not have read the ``pid`` file yet.
+
+    The trampoline took the plan and started the launcher in a session of its own, so releasing
+    the terminal does not reach it: the agent finds it from the ``pid`` file (``late_attach``) and
+    kills it. Before, the command ran on to its end (57 s here).
+    """
+    marker = "57.2958"  # a sleep nobody else runs
+    client = TerminalEditor(EditorClient(permissions=["allow_once"]))
+    started = time.monotonic()
+    answer = await _turn(
+        client, workspace, tmp_path / "state", _bash(f"sleep {marker}"), cancel_when=lambda: running(marker)
+    )
+    # the turn ends with the cancel, not with the sleep (57 s: the terminal waits for its command)
+    assert answer.stop_reason == "cancelled" and time.monotonic() - started < 15
+    assert client.released == ["term-1"]
+    await eventually(lambda: not running(marker), what=f"the sleep {marker} killed", timeout_s=10)
+    assert client.editor.call_updates("t1")[-1].status == "failed"
+
+
 async def test_a_timeout_kills_the_command_and_is_reported_as_in_the_runner(
     workspace: Path, tmp_path: Path
 ) -> None:
