@@ -261,7 +261,8 @@ def test_run_flags_stand_in_for_the_variables(monkeypatch: pytest.MonkeyPatch) -
 
     monkeypatch.setenv("STEERABLE_MAX_TOKENS", "4096")
     monkeypatch.setenv("STEERABLE_TEMPERATURE", "0.5")
-    args = argparse.Namespace(max_tokens="300", temperature=None, thinking="off", profile="vllm")
+    given = {"max_tokens": "300", "temperature": None, "thinking": "off", "profile": "vllm"}
+    args = argparse.Namespace(provider=None, model=None, base_url=None, **given)  # as run's parser leaves it
     environ = headless._model_settings(args)
     assert environ["STEERABLE_MAX_TOKENS"] == "300" and environ["STEERABLE_TEMPERATURE"] == "0.5"
     assert environ["STEERABLE_THINKING"] == "off" and environ["STEERABLE_PROFILE"] == "vllm"
