@@ -14,7 +14,7 @@ Reverse calls are answered by the optional async handlers ``on_ask_user``, ``on_
 ``on_tool_invoke``, ``on_read_state_seed`` and ``on_web_search`` (signatures and what an unset
 one answers: docs/sidecar-protocol.md, SidecarClient's handlers). A method the sidecar refuses
 raises the :class:`SteerableError` its code names, which is also a :class:`RemoteError`
-(``steerable_sidecar.rpc._peer.ERROR_CODES``; docs/sidecar-protocol.md, Errors); an answer that is not
+(``steerable_sidecar.rpc.ERROR_CODES``; docs/sidecar-protocol.md, Errors); an answer that is not
 the shape its method answers raises a plain :class:`RemoteError` with code ``-32603``.
 """
 
@@ -380,9 +380,44 @@ class SidecarClient:
         self._chats[ident] = handle
         return handle
 
-    async def chat(self, message: str | None = None, **options: Any) -> ChatSummary:
-        """:meth:`start_chat` and wait for its summary (``{"chatId", "sessionId", "outcome", ...}``)."""
-        return await self.start_chat(message, **options).result()
+    async def chat(
+        self,
+        message: str | None = None,
+        *,
+        messages: Sequence[Mapping[str, Any]] | None = None,
+        chat_id: str | None = None,
+        session_id: str | None = None,
+        system: str | None = None,
+        ask_user: bool = False,
+        tools_via_host: bool = False,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        auto_approve: bool = False,
+        consent: str | None = None,
+        max_rounds: int | None = None,
+        model: str | None = None,
+        harness: str | None = None,
+    ) -> ChatSummary:
+        """:meth:`start_chat` with the same arguments, then its summary (``{"chatId", "outcome", ...}``).
+
+        Raises:
+            RemoteError: As :meth:`ChatHandle.result`.
+        """
+        handle = self.start_chat(
+            message,
+            messages=messages,
+            chat_id=chat_id,
+            session_id=session_id,
+            system=system,
+            ask_user=ask_user,
+            tools_via_host=tools_via_host,
+            tools=tools,
+            auto_approve=auto_approve,
+            consent=consent,
+            max_rounds=max_rounds,
+            model=model,
+            harness=harness,
+        )
+        return await handle.result()
 
     async def shutdown(self, timeout_s: float = 10.0) -> int:
         """Send ``system.shutdown`` and wait for the process to exit; returns its exit code."""

@@ -258,6 +258,9 @@ def test_the_handlers_and_the_client_are_typed_with_the_wire_shapes() -> None:
         ChatHandle.result: "ChatSummary",
         ChatHandle.events: "AsyncIterator[ChatEvent]",
     }
+    # chat() takes start_chat's keywords by name, so a type checker catches a misspelt one
+    chat, start = inspect.signature(SidecarClient.chat), inspect.signature(SidecarClient.start_chat)
+    assert chat.parameters == start.parameters
     for method_of_client, annotation in client.items():
         assert inspect.signature(method_of_client).return_annotation == annotation
         named = annotation.removeprefix("list[").removeprefix("AsyncIterator[").rstrip("]")
