@@ -48,6 +48,8 @@ class Command:
             host); by default the message is printed and the exit code is 2.
         on_usage_error: ``"module:function"``, ``(message) -> None``: what it prints before a usage
             error (``run``: its one-line JSON summary on stdout).
+        serves_stdio: It reads requests on stdin and answers on stdout (``session``, ``mcp``,
+            ``acp``, ``sidecar``): started with either closed, it says so and exits 2.
         epilog: Text after its ``--help``.
     """
 
@@ -64,6 +66,7 @@ class Command:
     workspace: Literal["opened", "per_session", "reported", "none"] = "opened"
     on_config_error: str | None = None
     on_usage_error: str | None = None
+    serves_stdio: bool = False
     epilog: str | None = None
 
 
@@ -116,6 +119,7 @@ _ROWS: Final = (
         '(docs/mcp.md, "The line session").',
         run="cli._session:run_session_command",
         one_shot=True,
+        serves_stdio=True,
     ),
     Command(
         "mcp",
@@ -125,6 +129,7 @@ _ROWS: Final = (
         "directory, and serving those is refused (docs/mcp.md).",
         run="mcp._command:mcp_command",
         arguments="mcp._command:add_mcp_arguments",
+        serves_stdio=True,
         on_config_error="mcp._command:mcp_config_error",
     ),
     Command(
@@ -135,6 +140,7 @@ _ROWS: Final = (
         "it, and the model comes from the STEERABLE_* settings (docs/acp.md).",
         run="acp._command:run_acp",
         arguments="acp._command:add_acp_arguments",
+        serves_stdio=True,
         refused={
             "--workspace": f"--workspace {_ACP_OWN_FOLDER}",
             "--allow-outside-workspace": f"--allow-outside-workspace {_ACP_OWN_FOLDER}",
@@ -198,6 +204,7 @@ _ROWS: Final = (
         "(docs/sidecar-protocol.md).",
         run="sidecar._command:sidecar_command",
         arguments="sidecar._command:add_sidecar_arguments",
+        serves_stdio=True,
     ),
 )
 

@@ -102,6 +102,13 @@ def _main(argv: Sequence[str] | None) -> int:
         parser.print_help()
         return ExitCode.USAGE
     command = COMMANDS[args.command]
+    if command.serves_stdio and (closed := _closed_stdio()):
+        print(
+            f"steerable {command.name}: {closed} is closed: the command reads requests on stdin and "
+            "answers on stdout (start it with a pipe on each)",
+            file=sys.stderr,
+        )
+        return ExitCode.USAGE
     from ..config._unknown_env import warn_unknown_variables  # a set lookup per variable; stderr, never fails
 
     warn_unknown_variables()  # a misspelt STEERABLE_* name is named, not ignored (docs/configuration.md)
@@ -112,6 +119,16 @@ def _main(argv: Sequence[str] | None) -> int:
         code: int = resolve(command.run)(args)
         return code
     return _one_shot(args, command, own_process=argv is None)
+
+
+def _closed_stdio() -> str:
+    """``"stdin"`` or ``"stdout"`` when this process was started with that descriptor closed, else ``""``."""
+    for fd, name in ((0, "stdin"), (1, "stdout")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return name
+    return ""
 
 
 def _one_shot(args: argparse.Namespace, command: Command, *, own_process: bool) -> int:

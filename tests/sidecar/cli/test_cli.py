@@ -402,3 +402,34 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path, chil
         err = proc.stderr.read()
     proc.wait(timeout=30)
     assert b"Traceback" not in err and proc.returncode == 141
+
+
+@pytest.mark.parametrize("closed", ["stdin", "stdout"])
+@pytest.mark.parametrize("command", ["session", "mcp", "acp", "sidecar"])
+def test_a_server_started_with_stdin_or_stdout_closed_says_so(
+    command: str, closed: str, workspace: Path, child_env: Any
+) -> None:
+    """A launcher that closed a standard descriptor gets one line and exit 2, not a traceback or a hang.
+
+    Before: ``session``, ``acp`` and ``sidecar`` ended with a traceback (exit 1), ``mcp`` spun on
+    an ``OSError`` from its selector until it was killed.
+    """
+    import sys
+
+    redirect = "<&-" if closed == "stdin" else ">&-"
+    argv = [sys.executable, "-P", "-m", "steerable_sidecar", command, "--no-plugins"]
+    done = subprocess.run(
+        ["sh", "-c", f'exec "$@" {redirect}', "sh", *argv],
+        stdin=subprocess.DEVNULL,  # the shell closes one of them before the command starts
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        cwd=workspace,
+        timeout=30,
+    )
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"steerable {command}: {closed} is closed: the command reads requests on stdin and answers on "
+        "stdout (start it with a pipe on each)\n",
+    )
