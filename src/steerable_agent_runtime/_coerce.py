@@ -47,6 +47,10 @@ def coerce_arguments(
     return _Coercion(schema)(arguments)
 
 
+_WALKED: Final = (str, dict, list)
+"""The types of a value a walk may change (``_children`` enters these only)."""
+
+
 class _Coercion:
     """:func:`coerce_arguments` for one schema, with its top level read once.
 
@@ -70,8 +74,13 @@ class _Coercion:
         top = self._top
         if top is None:
             return _walk(self._schema, self._schema, arguments, (), problems, 0), problems
-        slots = [(key, top[key]) for key in arguments if key in top]
-        if not slots:
+        slots = None
+        for key, value in arguments.items():
+            if isinstance(value, _WALKED) and key in top:  # a number, a bool or None is never changed
+                if slots is None:
+                    slots = []
+                slots.append((key, top[key]))
+        if slots is None:
             return arguments, problems
         return _children(self._schema, arguments, slots, (), problems, 0), problems
 

@@ -46,22 +46,20 @@ class Dispatcher:
 
     __slots__ = ()
 
-    async def dispatch(
-        self, router: ToolRouter, call: ToolCall | Mapping[str, Any], context: CallContext | None
-    ) -> ToolResult:
-        """``router.dispatch(call, context)``."""
-        done = await self._run(router, call, context)
+    @staticmethod
+    def result_of(done: ToolResult | PlainSuccess) -> ToolResult:
+        """``router.dispatch``'s answer for :meth:`run`'s: a plain success made a ``ToolResult``."""
         return done.result() if isinstance(done, PlainSuccess) else done
 
-    async def dispatch_wire(
-        self, router: ToolRouter, call: ToolCall | Mapping[str, Any], context: CallContext | None
-    ) -> dict[str, Any]:
-        """``router.dispatch_wire(call, context)``."""
-        return (await self._run(router, call, context)).to_wire()
-
-    async def _run(
+    async def run(
         self, router: ToolRouter, call: ToolCall | Mapping[str, Any], context: CallContext | None
     ) -> ToolResult | PlainSuccess:
+        """Run ``call`` on ``router`` (``router.dispatch``'s body, awaited by it with no layer between).
+
+        Returns:
+            The result, or a :class:`PlainSuccess` for a success with plain JSON (``dispatch`` makes
+            it a ``ToolResult``: :meth:`result_of`; ``dispatch_wire`` writes it as it is).
+        """
         started = time.perf_counter_ns()
         opened = _opened(call)
         if type(opened) is not tuple:

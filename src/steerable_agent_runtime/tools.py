@@ -588,7 +588,8 @@ class ToolRouter(ToolDecorator):
             :class:`ToolRetry` / :class:`ToolFailed` give ``needsFollowup`` / ``terminal``; any
             other exception gives ``success: false`` with its type and message.
         """
-        return await (_DISPATCHER or _dispatcher()).dispatch(self, call, context)
+        dispatcher = _DISPATCHER or _dispatcher()
+        return dispatcher.result_of(await dispatcher.run(self, call, context))
 
     async def dispatch_wire(
         self, call: ToolCall | Mapping[str, Any], context: CallContext | None = None
@@ -607,7 +608,7 @@ class ToolRouter(ToolDecorator):
         Returns:
             The result's camelCase JSON-ready dict, ``None`` fields left out (``ToolResult.to_wire``).
         """
-        return await (_DISPATCHER or _dispatcher()).dispatch_wire(self, call, context)
+        return (await (_DISPATCHER or _dispatcher()).run(self, call, context)).to_wire()
 
     def check(self, call: ToolCall) -> ToolResult | None:
         """Return the failed result ``dispatch(call)`` would give without running the tool, or ``None``.
