@@ -25,7 +25,7 @@ from steerable_agent_runtime.errors import SteerableError
 from ..exit_codes import ExitCode
 from ._commands import COMMANDS, Command, resolve
 from ._configure import configure, explained, loading
-from ._parser import CommandParser, build_parser
+from ._parser import CommandParser, build_parser, command_named, usage_hook
 
 if TYPE_CHECKING:  # the tools are imported when a command needs them (start-up: benchmarks/startup.py)
     from .._boot import Booted
@@ -63,6 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    named = command_named(sys.argv[1:] if argv is None else argv)
+    if isinstance(parser, CommandParser) and named is not None:  # a shared option's error, before it
+        parser.on_usage_error = usage_hook(named.on_usage_error)
     args, extra = parser.parse_known_args(argv)
     if args.command == "call" and args.arguments is None and extra and not extra[0].startswith("-"):
         # `call NAME --harness X '{...}'`: argparse gives the optional `arguments` up before the

@@ -17,7 +17,7 @@ from steerable_agent_runtime.harness import HarnessStrategy
 
 from ._commands import COMMANDS, Command, resolve
 
-__all__ = ["CommandParser", "build_parser", "did_you_mean", "hinted"]
+__all__ = ["CommandParser", "build_parser", "command_named", "did_you_mean", "hinted", "usage_hook"]
 
 _HARNESS_CHOICES: Final = tuple(strategy.value for strategy in HarnessStrategy)
 
@@ -150,7 +150,7 @@ def build_parser() -> argparse.ArgumentParser:
             description=command.description,
             epilog=command.epilog,
             setup=_setup(command),
-            on_usage_error=_usage_hook(command.on_usage_error),
+            on_usage_error=usage_hook(command.on_usage_error),
         )
     return parser
 
@@ -167,7 +167,8 @@ def _setup(command: Command) -> Callable[[argparse.ArgumentParser], None]:
     return setup
 
 
-def _usage_hook(target: str | None) -> Callable[[str], None] | None:
+def usage_hook(target: str | None) -> Callable[[str], None] | None:
+    """A parser's ``on_usage_error`` calling ``"module:function"`` (imported then); ``None`` for none."""
     if target is None:
         return None
 
@@ -240,3 +241,25 @@ def shared_options(parser: argparse.ArgumentParser, *, top: bool, hidden: Collec
         default=default(0),
         help="log to stderr: -v INFO, -vv DEBUG (default: STEERABLE_LOG_LEVEL, else WARNING)",
     )
+
+
+_TAKES_A_VALUE: Final = frozenset({"--workspace", "-w", "--harness"})
+"""The shared options whose value is the next word (``--workspace DIR``)."""
+
+
+def command_named(argv: Sequence[str]) -> Command | None:
+    """The command ``argv`` names (its first word that is no option nor an option's value), if any.
+
+    For an error the top-level parser reports, before any command's parser ran: ``steerable
+    --harness ful run x`` is ``run``'s, which prints its JSON line for every usage error.
+    """
+    words = iter(argv)
+    for word in words:
+        if word == "--":
+            break
+        if word.startswith("-"):
+            if word in _TAKES_A_VALUE:
+                next(words, None)
+            continue
+        return COMMANDS.get(word)
+    return None

@@ -9,6 +9,7 @@ and messages are the real ``steerable`` process's; an option's acceptance is the
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import subprocess
 from collections.abc import Callable
@@ -236,3 +237,35 @@ def test_runs_usage_errors_name_the_option_meant_in_the_json_line_too(run_cli: R
         "steerable run: error: one of the arguments INSTRUCTION --instruction --instruction-file is "
         "required; did you mean --instruction for --instrction?"
     )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--harness", "ful", "run", "x"),
+        ("-w", "/tmp", "--harness", "ful", "run", "x"),
+        ("run", "--harness", "ful", "x"),
+    ],
+    ids=["before", "after-a-value", "after"],
+)
+def test_runs_json_line_comes_for_a_shared_option_refused_before_its_name(
+    argv: tuple[str, ...], run_cli: RunCli
+) -> None:
+    """``steerable run`` prints its one-line JSON summary for every usage error, wherever the option stood.
+
+    Before the command's name the top-level parser reports it (``steerable --harness ful run x``):
+    it printed the usage alone, and a harness reading stdout got no line.
+    """
+    done = run_cli(*argv)
+    message = (
+        "argument --harness: invalid choice: 'ful' (choose from 'full', 'minimal', 'progressive'); "
+        "did you mean 'full'?"
+    )
+    assert done.returncode == 2
+    assert json.loads(done.stdout) == {"outcome": "usage_error", "error": message, "exitCode": 2}
+    assert done.stderr.endswith(f"error: {message}\n")
+
+
+def test_a_shared_options_error_before_another_command_prints_no_json_line(run_cli: RunCli) -> None:
+    done = run_cli("--harness", "ful", "tools")
+    assert (done.returncode, done.stdout) == (2, "")
