@@ -158,9 +158,13 @@ class _HandOff:
                     return False
                 claimed, deadline = True, time.monotonic() + timeout_s
             await asyncio.sleep(0.01)
+        self._take_pids()
+        return True
+
+    def _take_pids(self) -> None:
+        """Open pidfds of the trampoline and the launcher from ``pid`` (``OSError``: not written)."""
         words = (self.run / "pid").read_text(encoding="utf-8").split()
         self.trampoline, self.launcher = (_pidfd(int(word)) for word in words[:2])
-        return True
 
     async def late_attach(self, timeout_s: float) -> None:
         """After the plan was taken but never attached: wait up to ``timeout_s`` for ``pid``, to stop it.
@@ -175,8 +179,7 @@ class _HandOff:
                 await asyncio.sleep(0.01)
         finally:  # a second cancel ends the wait, not the search: what is written is read
             with contextlib.suppress(OSError, ValueError):
-                words = (self.run / "pid").read_text(encoding="utf-8").split()
-                self.trampoline, self.launcher = (_pidfd(int(word)) for word in words[:2])
+                self._take_pids()
 
     async def finish(self, timeout_s: float | None) -> RunResult:
         """Wait for the trampoline's end (or the deadline: stopped), then read what it wrote."""
