@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
-    named = command_named(sys.argv[1:] if argv is None else argv)
+    named = command_named(parser, sys.argv[1:] if argv is None else argv)
     if isinstance(parser, CommandParser) and named is not None:  # a shared option's error, before it
         parser.on_usage_error = usage_hook(named.on_usage_error)
     args, extra = parser.parse_known_args(argv)

@@ -243,22 +243,22 @@ def shared_options(parser: argparse.ArgumentParser, *, top: bool, hidden: Collec
     )
 
 
-_TAKES_A_VALUE: Final = frozenset({"--workspace", "-w", "--harness"})
-"""The shared options whose value is the next word (``--workspace DIR``)."""
-
-
-def command_named(argv: Sequence[str]) -> Command | None:
+def command_named(parser: argparse.ArgumentParser, argv: Sequence[str]) -> Command | None:
     """The command ``argv`` names (its first word that is no option nor an option's value), if any.
 
-    For an error the top-level parser reports, before any command's parser ran: ``steerable
+    ``parser`` is the top-level parser: its options that take a value (``--workspace DIR``) say
+    which words to skip. For an error it reports before any command's parser ran: ``steerable
     --harness ful run x`` is ``run``'s, which prints its JSON line for every usage error.
     """
+    takes_value = {
+        option for action in parser._actions if action.nargs != 0 for option in action.option_strings
+    }
     words = iter(argv)
     for word in words:
         if word == "--":
             break
         if word.startswith("-"):
-            if word in _TAKES_A_VALUE:
+            if word in takes_value:
                 next(words, None)
             continue
         return COMMANDS.get(word)
